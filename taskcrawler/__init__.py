@@ -1,0 +1,4 @@
+"""TaskCrawler: an asynchronous web-scraping job service."""
+
+__version__ = "0.1.0"
+__all__ = ["__version__"]

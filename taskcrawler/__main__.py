@@ -1,0 +1,3 @@
+from taskcrawler.cli.main import main
+
+raise SystemExit(main())

@@ -1,0 +1,16 @@
+from __future__ import annotations
+
+import random
+
+
+def backoff_delay(
+    retry: int, *, base: float, cap: float, rng: random.Random | None = None
+) -> float:
+    """Seconds to wait before retry number ``retry`` (1 for the first retry).
+
+    Full jitter (uniform on ``[0, min(cap, base * 2**(retry-1))]``) spreads the retries of many jobs
+    that failed together, so a recovering host is not hit by a synchronized wave.
+    """
+    exponent = max(retry - 1, 0)
+    ceiling = min(cap, base * (2.0**exponent))
+    return (rng or random).uniform(0.0, ceiling)

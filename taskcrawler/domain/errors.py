@@ -1,0 +1,96 @@
+"""Typed failures. ``error_log`` always begins with the error code, then a human message."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class ErrorCode(StrEnum):
+    # transient: retried with backoff
+    TIMEOUT = "timeout"
+    DNS = "dns"
+    CONNECT = "connect"
+    CONNECTION_CLOSED = "connection_closed"
+    HTTP_429 = "http_429"
+    HTTP_5XX = "http_5xx"
+    WORKER_LOST = "worker_lost"
+    # permanent: FAILED at once
+    HTTP_4XX = "http_4xx"
+    BLOCKED_ADDRESS = "blocked_address"
+    TOO_LARGE = "too_large"
+    UNSUPPORTED_CONTENT_TYPE = "unsupported_content_type"
+    TOO_MANY_REDIRECTS = "too_many_redirects"
+    REDIRECT_LOOP = "redirect_loop"
+    ROBOTS_DISALLOWED = "robots_disallowed"
+    INVALID_URL = "invalid_url"
+    BAD_RESPONSE = "bad_response"
+    EXTRACTION = "extraction_failed"
+
+
+TRANSIENT_CODES = frozenset(
+    {
+        ErrorCode.TIMEOUT,
+        ErrorCode.DNS,
+        ErrorCode.CONNECT,
+        ErrorCode.CONNECTION_CLOSED,
+        ErrorCode.HTTP_429,
+        ErrorCode.HTTP_5XX,
+        ErrorCode.WORKER_LOST,
+    }
+)
+
+
+class FetchError(Exception):
+    """A fetch that did not produce a page.
+
+    ``code`` is a stable machine-readable string (an :class:`ErrorCode`, or ``http_<status>`` for
+    a specific 4xx such as ``http_404``); ``transient`` decides whether the job is retried.
+    """
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        transient: bool | None = None,
+        retry_after: float | None = None,
+        http_status: int | None = None,
+    ) -> None:
+        super().__init__(f"{code}: {message}")
+        self.code = code
+        self.message = message
+        self.transient = code in TRANSIENT_CODES if transient is None else transient
+        self.retry_after = retry_after
+        self.http_status = http_status
+
+    @property
+    def log_line(self) -> str:
+        return f"{self.code}: {self.message}"
+
+    @classmethod
+    def for_status(cls, status: int, reason: str = "", retry_after: float | None = None) -> FetchError:
+        """The error for an HTTP status that is not a success."""
+        text = f"HTTP {status} {reason}".strip()
+        if status == 429:
+            return cls(ErrorCode.HTTP_429, text, retry_after=retry_after, http_status=status)
+        if status >= 500:
+            return cls(ErrorCode.HTTP_5XX, text, retry_after=retry_after, http_status=status)
+        return cls(f"http_{status}", text, transient=False, http_status=status)
+
+
+class InvalidURL(ValueError):
+    """A URL that TaskCrawler refuses at submit time."""
+
+
+class ServiceUnavailable(Exception):
+    """A dependency (database or queue) cannot be reached right now; callers may retry later."""
+
+    dependency = "service"
+
+
+class StorageUnavailable(ServiceUnavailable):
+    dependency = "database"
+
+
+class QueueUnavailable(ServiceUnavailable):
+    dependency = "queue"

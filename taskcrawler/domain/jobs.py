@@ -1,0 +1,71 @@
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+from uuid import UUID
+
+
+class JobStatus(StrEnum):
+    PENDING = "PENDING"
+    PROCESSING = "PROCESSING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    CANCELLED = "CANCELLED"
+
+    @property
+    def is_final(self) -> bool:
+        return self in (JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED)
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A job as the rest of the system sees it; storage rows never leave ``storage/``."""
+
+    id: UUID
+    url: str
+    status: JobStatus
+    retry_count: int
+    created_at: datetime
+    scraped_title: str | None = None
+    error_log: str | None = None
+    error_code: str | None = None
+    http_status: int | None = None
+    final_url: str | None = None
+    content_type: str | None = None
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    next_attempt_at: datetime | None = None
+    result: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedJob:
+    """A job a worker holds a lease on. Every write about it is guarded by ``lease_token``."""
+
+    id: UUID
+    url: str
+    retry_count: int
+    lease_token: UUID
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one attempt of a job produced: a page, or an error (``error_code`` set)."""
+
+    job: ClaimedJob
+    http_status: int | None = None
+    final_url: str | None = None
+    content_type: str | None = None
+    scraped_title: str | None = None
+    result: dict[str, Any] | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+    transient: bool = False
+    retry_after: float | None = None
+    finished_at: datetime = field(default_factory=lambda: datetime.now().astimezone())
+
+    @property
+    def succeeded(self) -> bool:
+        return self.error_code is None

@@ -1,0 +1,103 @@
+"""Configuration: environment variables with the ``TASKCRAWLER_`` prefix, and a ``.env`` file.
+
+There is no module-level instance: call :func:`get_settings` (or build :class:`Settings` yourself)
+and pass it down, so tests and embedded apps can run side by side with different settings.
+"""
+
+from __future__ import annotations
+
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+DEFAULT_DATABASE_URL = "sqlite+aiosqlite:///./taskcrawler.db"
+
+
+def _env(name: str, *legacy: str) -> AliasChoices:
+    """Accept ``TASKCRAWLER_<NAME>`` and, for seed compatibility, the legacy names."""
+    return AliasChoices(f"TASKCRAWLER_{name}", *legacy)
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="TASKCRAWLER_",
+        env_file=".env",
+        env_file_encoding="utf-8",
+        extra="ignore",
+        populate_by_name=True,
+    )
+
+    # storage and queue
+    database_url: str = Field(
+        DEFAULT_DATABASE_URL,
+        validation_alias=_env("DATABASE_URL", "POSTGRES_ASYNC_URL"),
+        description="SQLAlchemy URL; postgresql:// URLs are given the asyncpg driver.",
+    )
+    redis_url: str | None = Field(
+        None,
+        validation_alias=_env("REDIS_URL", "REDIS_URL"),
+        description="Redis URL for the production queue; unset means the in-process queue.",
+    )
+    redis_prefix: str = Field("taskcrawler", description="Prefix of every Redis key.")
+    db_pool_size: int = Field(10, ge=1, description="Database connections per process.")
+
+    # worker
+    worker_concurrency: int = Field(100, ge=1, description="Fetches in flight per worker process.")
+    max_retries: int = Field(3, ge=0, description="Transient failures retried this many times.")
+    retry_base_seconds: float = Field(1.0, ge=0, description="Backoff base.")
+    retry_max_seconds: float = Field(60.0, ge=0, description="Backoff cap.")
+    lease_seconds: float = Field(60.0, gt=0, description="A claimed job is recovered this long after its worker stops renewing it.")
+    redispatch_seconds: float = Field(
+        30.0, gt=0, description="A due PENDING job not claimed within this long is published again."
+    )
+    sweep_interval_seconds: float = Field(1.0, gt=0, description="How often each worker sweeps.")
+    shutdown_grace_seconds: float = Field(
+        10.0, ge=0, description="On SIGTERM, in-flight jobs get this long to finish."
+    )
+
+    # fetching
+    allow_private_networks: bool = Field(
+        False, description="Let workers fetch loopback and private addresses (tests, intranets)."
+    )
+    fetch_timeout_seconds: float = Field(20.0, gt=0, description="Total deadline of one fetch.")
+    connect_timeout_seconds: float = Field(10.0, gt=0, description="Deadline to connect.")
+    max_body_bytes: int = Field(10 * 1024 * 1024, gt=0, description="Bigger bodies fail as too_large.")
+    max_redirects: int = Field(5, ge=0)
+    host_concurrency: int = Field(8, ge=1, description="Requests in flight to one host, across all workers.")
+    host_delay_seconds: float = Field(0.0, ge=0, description="Pause between requests to one host.")
+    respect_robots: bool = Field(True, description="Obey robots.txt.")
+    robots_cache_seconds: float = Field(3600.0, ge=0, description="How long a robots.txt is cached.")
+    user_agent: str = Field(
+        "TaskCrawler/0.1 (+https://github.com/taskcrawler/taskcrawler)",
+        description="User-Agent header of every fetch.",
+    )
+
+    # api and process
+    host: str = Field("127.0.0.1", description="Address the API binds to.")
+    port: int = Field(8000, ge=0, le=65535, description="Port the API binds to.")
+    log_format: str = Field("auto", description="auto | json | text")
+    log_level: str = Field("INFO")
+
+    @field_validator("database_url")
+    @classmethod
+    def _async_driver(cls, url: str) -> str:
+        """Plain PostgreSQL URLs get the asyncpg driver; a sync SQLite URL gets aiosqlite."""
+        for plain in ("postgres://", "postgresql://"):
+            if url.startswith(plain):
+                return "postgresql+asyncpg://" + url[len(plain) :]
+        if url.startswith("sqlite://"):
+            return "sqlite+aiosqlite://" + url[len("sqlite://") :]
+        return url
+
+    @field_validator("redis_url")
+    @classmethod
+    def _empty_is_unset(cls, url: str | None) -> str | None:
+        return url or None
+
+    @property
+    def is_embedded_database(self) -> bool:
+        return self.database_url.startswith("sqlite")
+
+
+def get_settings(**overrides: object) -> Settings:
+    """Read settings from the environment and ``.env``; keyword overrides win."""
+    return Settings(**overrides)  # type: ignore[arg-type]
