@@ -45,7 +45,11 @@ class Settings(BaseSettings):
     max_retries: int = Field(3, ge=0, description="Transient failures retried this many times.")
     retry_base_seconds: float = Field(1.0, ge=0, description="Backoff base.")
     retry_max_seconds: float = Field(60.0, ge=0, description="Backoff cap.")
-    lease_seconds: float = Field(60.0, gt=0, description="A claimed job is recovered this long after its worker stops renewing it.")
+    lease_seconds: float = Field(
+        60.0,
+        gt=0,
+        description="A claimed job is recovered this long after its worker stops renewing it.",
+    )
     redispatch_seconds: float = Field(
         30.0, gt=0, description="A due PENDING job not claimed within this long is published again."
     )
@@ -60,12 +64,18 @@ class Settings(BaseSettings):
     )
     fetch_timeout_seconds: float = Field(20.0, gt=0, description="Total deadline of one fetch.")
     connect_timeout_seconds: float = Field(10.0, gt=0, description="Deadline to connect.")
-    max_body_bytes: int = Field(10 * 1024 * 1024, gt=0, description="Bigger bodies fail as too_large.")
+    max_body_bytes: int = Field(
+        10 * 1024 * 1024, gt=0, description="Bigger bodies fail as too_large."
+    )
     max_redirects: int = Field(5, ge=0)
-    host_concurrency: int = Field(8, ge=1, description="Requests in flight to one host, across all workers.")
+    host_concurrency: int = Field(
+        8, ge=1, description="Requests in flight to one host, across all workers."
+    )
     host_delay_seconds: float = Field(0.0, ge=0, description="Pause between requests to one host.")
     respect_robots: bool = Field(True, description="Obey robots.txt.")
-    robots_cache_seconds: float = Field(3600.0, ge=0, description="How long a robots.txt is cached.")
+    robots_cache_seconds: float = Field(
+        3600.0, ge=0, description="How long a robots.txt is cached."
+    )
     user_agent: str = Field(
         "TaskCrawler/0.1 (+https://github.com/taskcrawler/taskcrawler)",
         description="User-Agent header of every fetch.",

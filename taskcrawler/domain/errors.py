@@ -68,7 +68,9 @@ class FetchError(Exception):
         return f"{self.code}: {self.message}"
 
     @classmethod
-    def for_status(cls, status: int, reason: str = "", retry_after: float | None = None) -> FetchError:
+    def for_status(
+        cls, status: int, reason: str = "", retry_after: float | None = None
+    ) -> FetchError:
         """The error for an HTTP status that is not a success."""
         text = f"HTTP {status} {reason}".strip()
         if status == 429:

@@ -44,4 +44,6 @@ def create_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
         max_overflow=pool_size,
         pool_timeout=10,
         pool_recycle=1800,
+        # Fail fast when PostgreSQL is down, so the API answers 503 instead of hanging.
+        connect_args={"timeout": 5},
     )

@@ -6,12 +6,11 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from functools import wraps
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 from urllib.parse import urlsplit
 from uuid import UUID
 
@@ -19,14 +18,12 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
+from taskcrawler.common.errors import translate_errors
 from taskcrawler.domain import ClaimedJob, Job, JobStatus, Outcome, StorageUnavailable
 from taskcrawler.domain.errors import ErrorCode
 from taskcrawler.domain.urls import normalize_url
 from taskcrawler.storage.engine import create_engine
 from taskcrawler.storage.tables import jobs
-
-P = ParamSpec("P")
-R = TypeVar("R")
 
 PENDING = JobStatus.PENDING.value
 PROCESSING = JobStatus.PROCESSING.value
@@ -58,7 +55,7 @@ def url_key(url: str) -> str:
     return hashlib.sha256(normalize_url(url).encode()).hexdigest()
 
 
-def _row_to_job(row: sa.Row[Any]) -> Job:
+def _row_to_job(row: Any) -> Job:
     m = row._mapping
     return Job(
         id=m["id"],
@@ -79,26 +76,18 @@ def _row_to_job(row: sa.Row[Any]) -> Job:
     )
 
 
-def _unavailable_on_connection_errors(
-    fn: Callable[P, Awaitable[R]],
-) -> Callable[P, Awaitable[R]]:
-    """Turn "the database cannot be reached" into :class:`StorageUnavailable`, one type callers
-    can answer with a 503 or a back-off, whatever the driver raised."""
+def _storage_error(exc: Exception) -> Exception | None:
+    """ "The database cannot be reached" as :class:`StorageUnavailable`; other errors unchanged."""
+    if isinstance(exc, sa.exc.OperationalError | sa.exc.InterfaceError):
+        return StorageUnavailable(str(exc.orig or exc))
+    if isinstance(exc, sa.exc.DBAPIError):
+        return StorageUnavailable(str(exc.orig or exc)) if exc.connection_invalidated else None
+    if isinstance(exc, OSError | TimeoutError):
+        return StorageUnavailable(f"{type(exc).__name__}: {exc}")
+    return None
 
-    @wraps(fn)
-    async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:
-            return await fn(*args, **kwargs)
-        except (sa.exc.OperationalError, sa.exc.InterfaceError) as exc:
-            raise StorageUnavailable(str(exc.orig or exc)) from exc
-        except sa.exc.DBAPIError as exc:
-            if exc.connection_invalidated:
-                raise StorageUnavailable(str(exc.orig or exc)) from exc
-            raise
-        except (OSError, TimeoutError) as exc:
-            raise StorageUnavailable(f"{type(exc).__name__}: {exc}") from exc
 
-    return wrapper
+_unavailable_on_connection_errors = translate_errors(_storage_error)
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,6 +247,34 @@ class JobStore:
         return [ClaimedJob(r.id, r.url, r.retry_count, token) for r in rows]
 
     @_unavailable_on_connection_errors
+    async def release(self, claimed: Sequence[ClaimedJob]) -> list[UUID]:
+        """Hand jobs back unfinished (graceful shutdown): PENDING again, no attempt counted,
+        due for the next sweep. Returns the ids released."""
+        if not claimed:
+            return []
+        released: list[UUID] = []
+        async with self._write() as conn:
+            for job in claimed:
+                rows = await conn.execute(
+                    jobs.update()
+                    .where(
+                        jobs.c.id == job.id,
+                        jobs.c.lease_token == job.lease_token,
+                        jobs.c.status == PROCESSING,
+                    )
+                    .values(
+                        status=PENDING,
+                        next_attempt_at=None,
+                        dispatch_at=utcnow(),
+                        lease_token=None,
+                        lease_expires_at=None,
+                    )
+                    .returning(jobs.c.id)
+                )
+                released.extend(rows.scalars())
+        return released
+
+    @_unavailable_on_connection_errors
     async def renew_leases(self, tokens: Sequence[UUID], *, lease_seconds: float) -> int:
         if not tokens:
             return 0
@@ -335,21 +352,19 @@ class JobStore:
             for params in (completed, retried, failed):
                 if not params:
                     continue
-                columns = {k: sa.bindparam(k) for k in params[0] if not k.startswith("b_")}
+                columns: dict[str, Any] = {
+                    k: sa.bindparam(k) for k in params[0] if not k.startswith("b_")
+                }
                 columns |= {"lease_token": None, "lease_expires_at": None}
                 stmt = (
-                    jobs.update()
-                    .where(guarded, owned, jobs.c.status == PROCESSING)
-                    .values(columns)
+                    jobs.update().where(guarded, owned, jobs.c.status == PROCESSING).values(columns)
                 )
                 await conn.execute(stmt, params)
 
     # --- sweeper --------------------------------------------------------------------------
 
     @_unavailable_on_connection_errors
-    async def recover_expired_leases(
-        self, *, max_retries: int, limit: int = 1000
-    ) -> list[UUID]:
+    async def recover_expired_leases(self, *, max_retries: int, limit: int = 1000) -> list[UUID]:
         """PROCESSING jobs whose worker stopped renewing the lease go back to PENDING (one more
         attempt counted), or to FAILED past the retry limit. Returns the ids to publish again."""
         now = utcnow()
@@ -410,7 +425,8 @@ class JobStore:
             is_due = sa.or_(is_due, jobs.c.next_attempt_at.is_(None))
         due = (
             sa.select(jobs.c.id)
-            .where(jobs.c.status == PENDING, is_due).order_by(jobs.c.dispatch_at)
+            .where(jobs.c.status == PENDING, is_due)
+            .order_by(jobs.c.dispatch_at)
             .limit(limit)
             .with_for_update(skip_locked=True)
         )

@@ -1,0 +1,82 @@
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING
+
+from fastapi import FastAPI
+
+from taskcrawler import __version__
+from taskcrawler.api.deps import Services
+from taskcrawler.api.errors import install_error_handlers
+from taskcrawler.api.routes import health, jobs
+from taskcrawler.queue import JobQueue, queue_from_settings
+from taskcrawler.service import Submitter
+from taskcrawler.settings import Settings
+from taskcrawler.storage import JobStore
+
+if TYPE_CHECKING:
+    from taskcrawler.worker import Worker
+
+log = logging.getLogger(__name__)
+
+DESCRIPTION = """
+Submit a URL; a worker fetches it in the background and stores what the page says.
+Jobs are idempotent per URL: submitting a URL again returns its job.
+"""
+
+
+def create_app(
+    settings: Settings,
+    *,
+    run_worker: bool = False,
+    store: JobStore | None = None,
+    queue: JobQueue | None = None,
+) -> FastAPI:
+    """The ASGI app. Resources are built and closed by its lifespan, never at import.
+
+    ``run_worker`` runs a worker inside the API process (``taskcrawler serve``, the embedded
+    mode); ``store`` and ``queue`` may be passed in by tests or embedders, and are then not closed.
+    """
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        own_store = store or JobStore.from_url(
+            settings.database_url, pool_size=settings.db_pool_size
+        )
+        own_queue = queue or queue_from_settings(settings)
+        submitter = Submitter(own_store, own_queue, redispatch_after=settings.redispatch_seconds)
+        app.state.services = Services(settings, own_store, own_queue, submitter)
+        stop = asyncio.Event()
+        worker_task = _start_worker(settings, own_store, own_queue, stop) if run_worker else None
+        try:
+            yield
+        finally:
+            stop.set()
+            if worker_task is not None:
+                await worker_task
+            if queue is None:
+                await own_queue.close()
+            if store is None:
+                await own_store.close()
+
+    app = FastAPI(
+        title="TaskCrawler",
+        version=__version__,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+    )
+    install_error_handlers(app)
+    app.include_router(jobs.router)
+    app.include_router(health.router)
+    return app
+
+
+def _start_worker(
+    settings: Settings, store: JobStore, queue: JobQueue, stop: asyncio.Event
+) -> asyncio.Task[Worker]:
+    from taskcrawler.worker.runner import run_worker  # the API-only process needs no fetcher
+
+    return asyncio.create_task(run_worker(settings, store=store, queue=queue, stop=stop))

@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from taskcrawler.queue import JobQueue
+from taskcrawler.service import Submitter
+from taskcrawler.settings import Settings
+from taskcrawler.storage import JobStore
+
+
+@dataclass(slots=True)
+class Services:
+    """What the lifespan built for this app; handlers get it through :data:`ServicesDep`."""
+
+    settings: Settings
+    store: JobStore
+    queue: JobQueue
+    submitter: Submitter
+
+
+def get_services(request: Request) -> Services:
+    services: Services = request.app.state.services
+    return services
+
+
+ServicesDep = Annotated[Services, Depends(get_services)]

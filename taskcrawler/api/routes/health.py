@@ -1,0 +1,34 @@
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import JSONResponse
+
+from taskcrawler.api.deps import ServicesDep
+from taskcrawler.api.schemas import Health
+from taskcrawler.domain import ServiceUnavailable
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz", response_model=Health, summary="Liveness: the process answers")
+async def healthz() -> Health:
+    return Health(status="ok")
+
+
+@router.get(
+    "/readyz",
+    response_model=Health,
+    responses={503: {"model": Health, "description": "A dependency is down."}},
+    summary="Readiness: the database and the queue answer",
+)
+async def readyz(services: ServicesDep) -> JSONResponse:
+    checks: dict[str, str] = {}
+    for name, ping in (("database", services.store.ping), ("queue", services.queue.ping)):
+        try:
+            await ping()
+            checks[name] = "ok"
+        except ServiceUnavailable as exc:
+            checks[name] = f"unavailable: {exc}"
+    ready = all(v == "ok" for v in checks.values())
+    body = Health(status="ok" if ready else "unavailable", checks=checks)
+    return JSONResponse(body.model_dump(), status_code=200 if ready else 503)

@@ -1,0 +1,1 @@
+"""The ``taskcrawler`` command line."""

@@ -1,0 +1,195 @@
+"""``taskcrawler serve | api | worker | migrate | scrape`` — one entry point, ``--help`` on each.
+
+Every option has an environment variable (``TASKCRAWLER_*``, see the README); flags win.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import Coroutine, Sequence
+from typing import Any, TypeVar
+
+from taskcrawler import __version__
+from taskcrawler.cli.logs import configure_logging
+from taskcrawler.settings import Settings, get_settings
+
+T = TypeVar("T")
+
+LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
+
+
+def run_async(main: Coroutine[Any, Any, T]) -> T:
+    """Run on uvloop where it is installed (it is on Linux and macOS), else plain asyncio."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.run(main)
+    result: T = uvloop.run(main)
+    return result
+
+
+# --- commands -------------------------------------------------------------------------------
+
+
+def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
+    """API and worker in one process; migrates the database first."""
+    from taskcrawler.storage import upgrade_database
+
+    run_async(upgrade_database(settings.database_url))
+    return _run_api(settings, run_worker=True)
+
+
+def cmd_api(settings: Settings, args: argparse.Namespace) -> int:
+    return _run_api(settings, run_worker=False)
+
+
+def _run_api(settings: Settings, *, run_worker: bool) -> int:
+    import uvicorn
+
+    from taskcrawler.api import create_app
+
+    app = create_app(settings, run_worker=run_worker)
+    config = uvicorn.Config(
+        app,
+        host=settings.host,
+        port=settings.port,
+        loop="auto",
+        http="auto",
+        access_log=False,
+        log_config=None,
+        timeout_graceful_shutdown=int(settings.shutdown_grace_seconds) + 5,
+    )
+    uvicorn.Server(config).run()
+    return 0
+
+
+def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
+    from taskcrawler.worker.runner import run_worker
+
+    async def main() -> None:
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        await run_worker(settings, stop=stop)
+
+    run_async(main())
+    return 0
+
+
+def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
+    from taskcrawler.storage import upgrade_database
+
+    run_async(upgrade_database(settings.database_url, args.revision))
+    sys.stdout.write(f"database at revision {args.revision}: {_redacted(settings.database_url)}\n")
+    return 0
+
+
+def cmd_scrape(settings: Settings, args: argparse.Namespace) -> int:
+    import orjson
+
+    from taskcrawler.service.scrape import scrape_once
+
+    result = run_async(scrape_once(settings, args.url))
+    sys.stdout.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
+    return 0 if result.get("error_code") is None else 1
+
+
+def _redacted(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+# --- parser ---------------------------------------------------------------------------------
+
+
+def _add_bind_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--host", help="address to bind (TASKCRAWLER_HOST, default 127.0.0.1)")
+    parser.add_argument("--port", type=int, help="port to bind (TASKCRAWLER_PORT, default 8000)")
+
+
+def _add_worker_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        help="fetches in flight (TASKCRAWLER_WORKER_CONCURRENCY, default 100)",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="taskcrawler",
+        description="Asynchronous web-scraping job service. Configure it with TASKCRAWLER_* "
+        "environment variables or a .env file (see the README); flags override them.",
+    )
+    parser.add_argument("--version", action="version", version=f"taskcrawler {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = sub.add_parser(
+        "serve",
+        help="API and workers in one process (embedded mode: zero configuration)",
+        description="Run the API and a worker in one process. With no configuration it uses "
+        "SQLite (./taskcrawler.db) and an in-process queue, and migrates the database first.",
+    )
+    _add_bind_options(serve)
+    _add_worker_options(serve)
+    serve.set_defaults(func=cmd_serve)
+
+    api = sub.add_parser(
+        "api",
+        help="the HTTP API alone (production: run workers separately)",
+        description="Run the HTTP API. Workers run as separate `taskcrawler worker` processes.",
+    )
+    _add_bind_options(api)
+    api.set_defaults(func=cmd_api)
+
+    worker = sub.add_parser(
+        "worker",
+        help="a worker process (run as many as you like, on any machines)",
+        description="Fetch and extract jobs from the queue until SIGTERM/SIGINT, then finish "
+        "in-flight jobs within TASKCRAWLER_SHUTDOWN_GRACE_SECONDS and hand back the rest.",
+    )
+    _add_worker_options(worker)
+    worker.set_defaults(func=cmd_worker)
+
+    migrate = sub.add_parser(
+        "migrate",
+        help="create or upgrade the database schema",
+        description="Apply the Alembic migrations to TASKCRAWLER_DATABASE_URL.",
+    )
+    migrate.add_argument("revision", nargs="?", default="head", help="target (default: head)")
+    migrate.set_defaults(func=cmd_migrate)
+
+    scrape = sub.add_parser(
+        "scrape",
+        help="fetch and extract one URL now, print JSON (no database, no queue)",
+        description="Fetch and extract one page in the foreground and print the result as JSON. "
+        "Exits 1 if the fetch failed.",
+    )
+    scrape.add_argument("url", help="the http(s) URL to scrape")
+    scrape.set_defaults(func=cmd_scrape)
+    return parser
+
+
+def _settings_from(args: argparse.Namespace) -> Settings:
+    overrides: dict[str, Any] = {}
+    for flag, field in (("host", "host"), ("port", "port"), ("concurrency", "worker_concurrency")):
+        value = getattr(args, flag, None)
+        if value is not None:
+            overrides[field] = value
+    return get_settings(**overrides)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    settings = _settings_from(args)
+    configure_logging(settings.log_format, settings.log_level)
+    with contextlib.suppress(KeyboardInterrupt):
+        code: int = args.func(settings, args)
+        return code
+    return 130

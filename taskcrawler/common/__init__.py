@@ -1,0 +1,1 @@
+"""Small building blocks shared by the API and the workers."""

@@ -1,0 +1,80 @@
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+from uuid import UUID
+
+import redis.asyncio as aioredis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from taskcrawler.common.errors import translate_errors
+from taskcrawler.domain import QueueUnavailable
+
+
+def _queue_error(exc: Exception) -> Exception | None:
+    if isinstance(exc, RedisConnectionError | RedisTimeoutError | OSError):
+        return QueueUnavailable(f"redis: {exc}")
+    return None
+
+
+_unavailable_on_connection_errors = translate_errors(_queue_error)
+
+
+def _as_list(reply: Any) -> list[Any]:
+    """LPOP with a count answers a list, or None when the list is empty."""
+    return list(reply) if reply else []
+
+
+class RedisQueue:
+    """A Redis list of job ids, ``<prefix>:queue``.
+
+    A list and not a stream: the database already records who holds which job (the lease), so
+    the transport needs no acknowledgements, and LPOP with a count is the cheapest batch read.
+    """
+
+    durable = True
+
+    def __init__(self, client: aioredis.Redis, *, prefix: str) -> None:
+        self.client = client
+        self.key = f"{prefix}:queue"
+
+    @classmethod
+    def from_url(cls, url: str, *, prefix: str) -> RedisQueue:
+        client = aioredis.Redis.from_url(
+            url,
+            decode_responses=True,
+            socket_connect_timeout=2,
+            health_check_interval=10,
+            max_connections=64,
+        )
+        return cls(client, prefix=prefix)
+
+    @_unavailable_on_connection_errors
+    async def publish(self, job_ids: Sequence[UUID]) -> None:
+        if job_ids:
+            await self.client.rpush(self.key, *map(str, job_ids))
+
+    @_unavailable_on_connection_errors
+    async def consume(self, max_items: int, wait_seconds: float) -> list[UUID]:
+        items = _as_list(await self.client.lpop(self.key, max_items))
+        if not items:
+            # Block for the first id only, then take whatever else is already there.
+            popped = await self.client.blpop([self.key], timeout=wait_seconds)
+            if popped is None:
+                return []
+            items = [popped[1]]
+            if max_items > 1:
+                items += _as_list(await self.client.lpop(self.key, max_items - 1))
+        return [UUID(item if isinstance(item, str) else item.decode()) for item in items]
+
+    @_unavailable_on_connection_errors
+    async def depth(self) -> int:
+        return int(await self.client.llen(self.key))
+
+    @_unavailable_on_connection_errors
+    async def ping(self) -> None:
+        await self.client.ping()
+
+    async def close(self) -> None:
+        await self.client.aclose()

@@ -1,0 +1,41 @@
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from taskcrawler.common.batching import Coalescer
+from taskcrawler.domain import QueueUnavailable
+from taskcrawler.queue import JobQueue
+from taskcrawler.storage import Created, JobStore, NewJob
+
+log = logging.getLogger(__name__)
+
+
+class Submitter:
+    """Creates jobs: the row is committed first, then the id is published.
+
+    Concurrent submissions are grouped into one INSERT and one publish. If the queue is down the
+    jobs are still accepted: they stay PENDING and the workers' sweeper publishes them later.
+    """
+
+    def __init__(self, store: JobStore, queue: JobQueue, *, redispatch_after: float) -> None:
+        self.store = store
+        self.queue = queue
+        self.redispatch_after = redispatch_after
+        self._batcher: Coalescer[NewJob, Created] = Coalescer(self._create, max_batch=500)
+
+    async def submit(self, url: str, *, owner: str = "") -> Created:
+        return await self._batcher.submit(NewJob(url=url, owner=owner))
+
+    async def submit_many(self, urls: Sequence[str], *, owner: str = "") -> list[Created]:
+        return await self._batcher.submit_many([NewJob(url=url, owner=owner) for url in urls])
+
+    async def _create(self, requests: Sequence[NewJob]) -> list[Created]:
+        results = await self.store.create_jobs(requests, redispatch_after=self.redispatch_after)
+        fresh = [r.job.id for r in results if r.created]
+        try:
+            await self.queue.publish(fresh)
+        except QueueUnavailable as exc:
+            log.warning("queue unavailable, %d new jobs left for the sweeper: %s", len(fresh), exc)
+            await self.store.mark_dispatch_due(fresh)
+        return results

@@ -1,0 +1,39 @@
+"""Running a worker with its own resources, as ``taskcrawler worker`` or inside ``serve``."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from taskcrawler.fetch import Fetcher
+from taskcrawler.queue import JobQueue, queue_from_settings
+from taskcrawler.settings import Settings
+from taskcrawler.storage import JobStore
+from taskcrawler.worker.worker import Worker
+
+log = logging.getLogger(__name__)
+
+
+async def run_worker(
+    settings: Settings,
+    *,
+    stop: asyncio.Event,
+    store: JobStore | None = None,
+    queue: JobQueue | None = None,
+) -> Worker:
+    """Run one worker until ``stop`` is set. Resources passed in are shared and left open."""
+    own_store = store or JobStore.from_url(settings.database_url, pool_size=settings.db_pool_size)
+    own_queue = queue or queue_from_settings(settings)
+    fetcher = Fetcher(settings)
+    worker = Worker(settings, own_store, own_queue, fetcher)
+    log.info("worker started: concurrency %d", settings.worker_concurrency)
+    try:
+        await worker.run(stop)
+    finally:
+        await fetcher.close()
+        if queue is None:
+            await own_queue.close()
+        if store is None:
+            await own_store.close()
+        log.info("worker stopped: %s", worker.stats)
+    return worker

@@ -1,0 +1,71 @@
+"""The sweeper, one in every worker: it makes the queue's losses harmless.
+
+Safe with many workers at once: each step is one UPDATE ... RETURNING over rows locked with
+SKIP LOCKED, so two sweepers never take the same job.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from uuid import UUID
+
+from taskcrawler.domain import QueueUnavailable, ServiceUnavailable
+from taskcrawler.queue import JobQueue
+from taskcrawler.settings import Settings
+from taskcrawler.storage import JobStore
+
+log = logging.getLogger(__name__)
+
+BATCH = 1000
+
+
+class Sweeper:
+    def __init__(self, settings: Settings, store: JobStore, queue: JobQueue) -> None:
+        self.settings = settings
+        self.store = store
+        self.queue = queue
+        self.recovered = 0
+        self.redispatched = 0
+
+    async def run(self, stop: asyncio.Event) -> None:
+        first = True
+        while not stop.is_set():
+            try:
+                await self.sweep(after_restart=first)
+                first = False
+            except ServiceUnavailable as exc:
+                log.warning("sweep skipped, %s unavailable: %s", exc.dependency, exc)
+            try:
+                async with asyncio.timeout(self.settings.sweep_interval_seconds):
+                    await stop.wait()
+            except TimeoutError:
+                pass
+
+    async def sweep(self, *, after_restart: bool = False) -> None:
+        """Recover expired leases, then publish every due PENDING job nobody holds."""
+        while ids := await self.store.recover_expired_leases(
+            max_retries=self.settings.max_retries, limit=BATCH
+        ):
+            self.recovered += len(ids)
+            log.warning("recovered %d jobs whose worker was lost", len(ids))
+            await self._publish(ids)
+            if len(ids) < BATCH:
+                break
+        include_undispatched = after_restart and not self.queue.durable
+        while ids := await self.store.take_due_dispatches(
+            redispatch_after=self.settings.redispatch_seconds,
+            limit=BATCH,
+            include_undispatched=include_undispatched,
+        ):
+            self.redispatched += len(ids)
+            await self._publish(ids)
+            if len(ids) < BATCH:
+                break
+
+    async def _publish(self, ids: list[UUID]) -> None:
+        try:
+            await self.queue.publish(ids)
+        except QueueUnavailable:
+            await self.store.mark_dispatch_due(ids)
+            raise

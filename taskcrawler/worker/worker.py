@@ -1,0 +1,284 @@
+"""The worker: claim jobs under a lease, fetch, extract, persist; keep leases alive; sweep."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from taskcrawler.common.batching import Coalescer
+from taskcrawler.domain import (
+    ClaimedJob,
+    ErrorCode,
+    FetchError,
+    Outcome,
+    ServiceUnavailable,
+    backoff_delay,
+)
+from taskcrawler.extract import Extraction, extract
+from taskcrawler.fetch import FetchedPage, Fetcher
+from taskcrawler.queue import JobQueue
+from taskcrawler.settings import Settings
+from taskcrawler.storage import JobStore
+from taskcrawler.worker.sweeper import Sweeper
+
+log = logging.getLogger(__name__)
+
+#: Pages above this size are parsed in a thread so one big page cannot stall the event loop.
+INLINE_PARSE_LIMIT = 512 * 1024
+#: How many ids one consume call takes at most (one claim query each).
+MAX_CLAIM_BATCH = 256
+
+
+@dataclass(slots=True)
+class WorkerStats:
+    claimed: int = 0
+    completed: int = 0
+    failed: int = 0
+    retried: int = 0
+
+
+class Worker:
+    """Runs up to ``settings.worker_concurrency`` jobs at once in this process.
+
+    Every write goes through the store's guarded UPDATEs, so running many workers (processes,
+    machines) against one database and queue is safe: a job is processed by whoever claimed it.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: JobStore,
+        queue: JobQueue,
+        fetcher: Fetcher,
+        *,
+        extractor: Callable[..., Extraction] = extract,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.queue = queue
+        self.fetcher = fetcher
+        self.extractor = extractor
+        self.rng = rng or random.Random()
+        self.stats = WorkerStats()
+        self.sweeper = Sweeper(settings, store, queue)
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._slot_freed = asyncio.Event()
+        self._lease_holders: Counter[UUID] = Counter()
+        self._writer: Coalescer[Outcome, None] = Coalescer(self._persist, max_batch=500)
+        self._stopping = asyncio.Event()
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Work until ``stop`` is set, then shut down gracefully (see :meth:`_shutdown`)."""
+        helpers = [
+            asyncio.create_task(self._heartbeat_loop(), name="heartbeat"),
+            asyncio.create_task(self.sweeper.run(self._stopping), name="sweeper"),
+        ]
+        consumer = asyncio.create_task(self._consume_loop(), name="consume")
+        await stop.wait()
+        self._stopping.set()
+        await asyncio.gather(consumer, return_exceptions=True)
+        await self._shutdown()
+        for task in helpers:
+            task.cancel()
+        await asyncio.gather(*helpers, return_exceptions=True)
+
+    async def _shutdown(self) -> None:
+        """Let in-flight jobs finish within the grace period; hand the rest back, unrepeated."""
+        if self._tasks:
+            log.info(
+                "waiting up to %.0fs for %d jobs",
+                self.settings.shutdown_grace_seconds,
+                len(self._tasks),
+            )
+            _, still_running = await asyncio.wait(
+                self._tasks, timeout=self.settings.shutdown_grace_seconds
+            )
+            for task in still_running:
+                task.cancel()
+            await asyncio.gather(*still_running, return_exceptions=True)
+
+    # --- consuming ------------------------------------------------------------------------
+
+    @property
+    def free_slots(self) -> int:
+        return self.settings.worker_concurrency - len(self._tasks)
+
+    async def _consume_loop(self) -> None:
+        failures = 0
+        while not self._stopping.is_set():
+            if self.free_slots <= 0:
+                self._slot_freed.clear()
+                await self._slot_freed.wait()
+                continue
+            try:
+                ids = await self.queue.consume(
+                    min(self.free_slots, MAX_CLAIM_BATCH), wait_seconds=1.0
+                )
+                claimed = await self._claim(ids)
+            except ServiceUnavailable as exc:
+                failures += 1
+                delay = backoff_delay(failures, base=0.2, cap=5.0, rng=self.rng)
+                log.warning("%s unavailable, retrying in %.1fs: %s", exc.dependency, delay, exc)
+                await asyncio.sleep(delay)
+                continue
+            failures = 0
+            for job in claimed:
+                self._start(job)
+
+    async def _claim(self, ids: Sequence[UUID]) -> list[ClaimedJob]:
+        if not ids:
+            return []
+        claimed = await self.store.claim(
+            ids,
+            lease_seconds=self.settings.lease_seconds,
+            redispatch_after=self.settings.redispatch_seconds,
+        )
+        self.stats.claimed += len(claimed)
+        for job in claimed:
+            self._lease_holders[job.lease_token] += 1
+        return claimed
+
+    def _start(self, job: ClaimedJob) -> None:
+        task = asyncio.create_task(self._process(job), name=f"job-{job.id}")
+        self._tasks.add(task)
+        task.add_done_callback(self._finished)
+
+    def _finished(self, task: asyncio.Task[None]) -> None:
+        self._tasks.discard(task)
+        self._slot_freed.set()
+        if not task.cancelled() and task.exception() is not None:
+            log.error("job task crashed", exc_info=task.exception())
+
+    # --- one job --------------------------------------------------------------------------
+
+    async def _process(self, job: ClaimedJob) -> None:
+        try:
+            outcome = await self._attempt(job)
+            await self._save(outcome)
+        except asyncio.CancelledError:
+            await self._hand_back(job)
+            raise
+        finally:
+            self._release_lease(job)
+
+    async def _attempt(self, job: ClaimedJob) -> Outcome:
+        try:
+            page = await self.fetcher.fetch(job.url)
+        except FetchError as exc:
+            return Outcome(
+                job=job,
+                http_status=exc.http_status,
+                error_code=exc.code,
+                error_message=exc.message,
+                transient=exc.transient,
+                retry_after=exc.retry_after,
+            )
+        except Exception as exc:
+            # A bug or an error we have not classified: retried, so one odd failure is not final.
+            log.exception("unexpected error fetching %s", job.url)
+            return Outcome(
+                job=job,
+                error_code="internal_error",
+                error_message=f"{type(exc).__name__}: {exc}",
+                transient=True,
+            )
+        return await self._extract(job, page)
+
+    async def _extract(self, job: ClaimedJob, page: FetchedPage) -> Outcome:
+        kwargs: dict[str, Any] = {"url": page.final_url, "charset": page.charset}
+        try:
+            if len(page.body) > INLINE_PARSE_LIMIT:
+                extraction = await asyncio.to_thread(self.extractor, page.body, **kwargs)
+            else:
+                extraction = self.extractor(page.body, **kwargs)
+        except Exception as exc:
+            log.exception("extraction failed for %s", job.url)
+            return Outcome(
+                job=job,
+                http_status=page.status,
+                final_url=page.final_url,
+                content_type=page.content_type,
+                error_code=ErrorCode.EXTRACTION,
+                error_message=f"{type(exc).__name__}: {exc}",
+            )
+        return Outcome(
+            job=job,
+            http_status=page.status,
+            final_url=page.final_url,
+            content_type=page.content_type,
+            scraped_title=extraction.title,
+            result={"metadata": extraction.metadata},
+        )
+
+    # --- persisting -----------------------------------------------------------------------
+
+    async def _save(self, outcome: Outcome) -> None:
+        """Persist, waiting out a database outage: the lease (renewed while we wait) keeps
+        the job ours, and if it expires meanwhile the guarded write simply changes nothing."""
+        failures = 0
+        while True:
+            try:
+                await self._writer.submit(outcome)
+                break
+            except ServiceUnavailable as exc:
+                failures += 1
+                delay = backoff_delay(failures, base=0.2, cap=5.0, rng=self.rng)
+                log.warning("cannot save job %s, retrying in %.1fs: %s", outcome.job.id, delay, exc)
+                await asyncio.sleep(delay)
+        self._count(outcome)
+
+    def _count(self, outcome: Outcome) -> None:
+        if outcome.succeeded:
+            self.stats.completed += 1
+        elif outcome.transient and outcome.job.retry_count < self.settings.max_retries:
+            self.stats.retried += 1
+        else:
+            self.stats.failed += 1
+
+    async def _persist(self, outcomes: Sequence[Outcome]) -> list[None]:
+        await self.store.record_outcomes(
+            outcomes, max_retries=self.settings.max_retries, retry_delay=self._retry_delay
+        )
+        return [None] * len(outcomes)
+
+    def _retry_delay(self, outcome: Outcome) -> float:
+        delay = backoff_delay(
+            outcome.job.retry_count + 1,
+            base=self.settings.retry_base_seconds,
+            cap=self.settings.retry_max_seconds,
+            rng=self.rng,
+        )
+        return max(delay, outcome.retry_after or 0.0)
+
+    async def _hand_back(self, job: ClaimedJob) -> None:
+        # The job is due at once: the next sweep, in whichever worker is still up, publishes it.
+        try:
+            await self.store.release([job])
+        except ServiceUnavailable:
+            log.warning("could not hand back job %s; its lease will expire", job.id)
+
+    # --- leases ---------------------------------------------------------------------------
+
+    def _release_lease(self, job: ClaimedJob) -> None:
+        self._lease_holders[job.lease_token] -= 1
+        if self._lease_holders[job.lease_token] <= 0:
+            del self._lease_holders[job.lease_token]
+
+    async def _heartbeat_loop(self) -> None:
+        interval = self.settings.lease_seconds / 3
+        while True:
+            await asyncio.sleep(interval)
+            tokens = list(self._lease_holders)
+            try:
+                await self.store.renew_leases(tokens, lease_seconds=self.settings.lease_seconds)
+            except ServiceUnavailable as exc:
+                log.warning("could not renew %d leases: %s", len(tokens), exc)
