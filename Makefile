@@ -1,0 +1,46 @@
+# TaskCrawler — `make help` lists the targets. Each one creates .venv and installs what it needs.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+PYTEST_ARGS ?=
+
+.DEFAULT_GOAL := help
+
+.PHONY: help serve test check lint format typecheck bench bench-smoke clean
+
+help: ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed-run: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+	@touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[test]'
+	@touch $@ $(VENV)/.installed-run
+
+serve: $(VENV)/.installed-run ## run the service (embedded: SQLite + in-process queue) on 127.0.0.1:8000
+	$(BIN)/taskcrawler serve
+
+test: $(VENV)/.installed-test ## run the whole test suite (real PostgreSQL and Redis; started if absent)
+	$(BIN)/pytest $(PYTEST_ARGS)
+
+lint: $(VENV)/.installed-test ## ruff
+	$(BIN)/ruff check taskcrawler tests bench
+	$(BIN)/ruff format --check taskcrawler tests bench
+
+format: $(VENV)/.installed-test ## apply ruff's fixes and formatting
+	$(BIN)/ruff check --fix taskcrawler tests bench
+	$(BIN)/ruff format taskcrawler tests bench
+
+typecheck: $(VENV)/.installed-test ## mypy --strict on the package
+	$(BIN)/mypy
+
+check: lint typecheck test ## everything CI runs
+
+clean: ## remove the virtualenv and caches
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -1,0 +1,46 @@
+import asyncio
+from collections.abc import Sequence
+
+import pytest
+
+from taskcrawler.common.batching import Coalescer
+
+
+async def test_concurrent_submissions_share_flushes() -> None:
+    batches: list[list[int]] = []
+
+    async def flush(items: Sequence[int]) -> list[int]:
+        batches.append(list(items))
+        await asyncio.sleep(0.01)
+        return [i * 2 for i in items]
+
+    coalescer: Coalescer[int, int] = Coalescer(flush, max_batch=50)
+    results = await asyncio.gather(*(coalescer.submit(i) for i in range(200)))
+    assert results == [i * 2 for i in range(200)]
+    assert sorted(i for b in batches for i in b) == list(range(200))
+    assert len(batches) < 20  # grouped, not one flush per item
+    assert max(len(b) for b in batches) <= 50
+
+
+async def test_a_failed_flush_fails_its_callers_and_the_next_batch_still_runs() -> None:
+    calls = 0
+
+    async def flush(items: Sequence[int]) -> list[int]:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise RuntimeError("boom")
+        return list(items)
+
+    coalescer: Coalescer[int, int] = Coalescer(flush)
+    with pytest.raises(RuntimeError, match="boom"):
+        await coalescer.submit(1)
+    assert await coalescer.submit(2) == 2
+
+
+async def test_submit_many_keeps_order() -> None:
+    async def flush(items: Sequence[str]) -> list[str]:
+        return [s.upper() for s in items]
+
+    coalescer: Coalescer[str, str] = Coalescer(flush, max_batch=3)
+    assert await coalescer.submit_many(list("abcdefg")) == list("ABCDEFG")
