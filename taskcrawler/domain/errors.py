@@ -25,6 +25,9 @@ class ErrorCode(StrEnum):
     INVALID_URL = "invalid_url"
     BAD_RESPONSE = "bad_response"
     EXTRACTION = "extraction_failed"
+    # appended for the fetcher (issue 4)
+    TLS = "tls"  # permanent: a bad certificate does not fix itself in seconds
+    HOST_BUSY = "host_busy"  # raised with transient=True: politeness had no slot in time
 
 
 TRANSIENT_CODES = frozenset(

@@ -1,16 +1,52 @@
+"""The fetcher: one long-lived aiohttp session per process, behind the address guard and limits.
+
+Every URL TaskCrawler fetches was named by a stranger, so every fetch is bounded: a total deadline
+(slow-drip bodies included), a body limit counted after decompression, a redirect limit with loop
+detection, a content-type allowlist checked before the body is read, and header size limits. Every
+failure becomes a :class:`FetchError` with a stable code; the worker decides on retries from it.
+"""
+
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Mapping
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
+from typing import Any
 
 import aiohttp
+from aiohttp.abc import AbstractResolver
+from aiohttp.http_exceptions import ContentEncodingError
+from yarl import URL
 
 from taskcrawler.domain import ErrorCode, FetchError
+from taskcrawler.fetch.guard import (
+    AddressGuard,
+    BlockedAddressError,
+    BlockedSocketError,
+    GuardedResolver,
+)
+from taskcrawler.fetch.limits import (
+    check_content_type,
+    check_declared_length,
+    parse_retry_after,
+    read_limited,
+)
 from taskcrawler.settings import Settings
 
 ALLOWED_CONTENT_TYPES = frozenset(
     {"text/html", "application/xhtml+xml", "text/plain", "application/xml", "text/xml"}
 )
+REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
+# aiohttp's own defaults, pinned here because they are a security limit, not a tuning knob: a
+# server that sends a megabyte of headers gets a clean bad_response instead of our memory.
+MAX_LINE_SIZE = 8190
+MAX_FIELD_SIZE = 8190
+MAX_HEADERS = 128
+# Resolved (and vetted) addresses are reused this long; vetting happens before caching, so the
+# cache cannot hold an address the guard refused.
+DNS_CACHE_SECONDS = 60
+ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,text/plain;q=0.8,*/*;q=0.1"
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,72 +60,213 @@ class FetchedPage:
     body: bytes
 
 
-def _retry_after(value: str | None) -> float | None:
-    if value is None:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        return None
-
-
 class Fetcher:
-    """Fetches one URL at a time with a shared session; raises :class:`FetchError` on failure."""
+    """Fetches one URL at a time with a shared session; raises :class:`FetchError` on failure.
 
-    def __init__(self, settings: Settings, *, session: aiohttp.ClientSession | None = None) -> None:
+    ``guard`` defaults to the settings' policy (on unless ``allow_private_networks``); ``resolver``
+    is the DNS resolver the guard wraps (aiohttp's default when ``None``; tests inject a fake one).
+    A ``session`` passed in is used as it is, so its connector should carry a
+    :class:`GuardedResolver`; URL hosts and redirect hops are vetted either way.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        session: aiohttp.ClientSession | None = None,
+        guard: AddressGuard | None = None,
+        resolver: AbstractResolver | None = None,
+    ) -> None:
         self.settings = settings
+        self.guard = guard or AddressGuard(enabled=not settings.allow_private_networks)
+        self._resolver = resolver
         self._session = session
         self._owns_session = session is None
 
+    # --- session -------------------------------------------------------------------------
+
     def _session_or_new(self) -> aiohttp.ClientSession:
+        # Created lazily because aiohttp needs a running loop; one per Fetcher, never per fetch.
         if self._session is None:
-            connector = aiohttp.TCPConnector(limit=self.settings.worker_concurrency, ttl_dns_cache=300)
-            self._session = aiohttp.ClientSession(
-                connector=connector,
-                headers={"User-Agent": self.settings.user_agent},
-                timeout=aiohttp.ClientTimeout(
-                    total=self.settings.fetch_timeout_seconds,
-                    sock_connect=self.settings.connect_timeout_seconds,
-                ),
-            )
+            self._session = self._new_session()
         return self._session
+
+    def _new_session(self) -> aiohttp.ClientSession:
+        resolver = self._resolver or aiohttp.DefaultResolver()
+        connector_options: dict[str, Any] = {}
+        if self.guard.enabled:
+            resolver = GuardedResolver(self.guard, resolver)
+            connector_options["socket_factory"] = self.guard.socket_factory
+        connector = aiohttp.TCPConnector(
+            limit=self.settings.worker_concurrency,
+            ttl_dns_cache=DNS_CACHE_SECONDS,
+            resolver=resolver,
+            **connector_options,
+        )
+        return aiohttp.ClientSession(
+            connector=connector,
+            headers={"User-Agent": self.settings.user_agent, "Accept": ACCEPT},
+            # The total deadline is an asyncio.timeout around the whole fetch (redirects and
+            # body included); aiohttp's own total would restart on every redirect hop.
+            timeout=aiohttp.ClientTimeout(
+                total=None, sock_connect=self.settings.connect_timeout_seconds
+            ),
+            # Jobs are independent: a cookie set by one site must not follow another job.
+            cookie_jar=aiohttp.DummyCookieJar(),
+            trust_env=False,
+            max_line_size=MAX_LINE_SIZE,
+            max_field_size=MAX_FIELD_SIZE,
+            max_headers=MAX_HEADERS,
+        )
 
     async def close(self) -> None:
         if self._owns_session and self._session is not None:
             await self._session.close()
+            self._session = None
 
-    async def fetch(self, url: str) -> FetchedPage:
-        session = self._session_or_new()
+    # --- fetching ------------------------------------------------------------------------
+
+    async def fetch(self, url: str, *, headers: Mapping[str, str] | None = None) -> FetchedPage:
+        """Fetch ``url``, following redirects; ``headers`` are extra request headers (for example
+        ``If-None-Match`` for a conditional re-fetch, which then returns a 304 page)."""
+        target = _parse_url(url)
         try:
             async with asyncio.timeout(self.settings.fetch_timeout_seconds):
-                async with session.get(url, max_redirects=self.settings.max_redirects) as resp:
-                    if resp.status >= 400:
-                        raise FetchError.for_status(
-                            resp.status, resp.reason or "", _retry_after(resp.headers.get("Retry-After"))
-                        )
-                    body = await resp.content.read(self.settings.max_body_bytes + 1)
-                    if len(body) > self.settings.max_body_bytes:
-                        raise FetchError(ErrorCode.TOO_LARGE, "the body is over the size limit")
-                    return FetchedPage(
-                        url=url,
-                        final_url=str(resp.url),
-                        status=resp.status,
-                        headers={k.lower(): v for k, v in resp.headers.items()},
-                        content_type=resp.content_type,
-                        charset=resp.charset,
-                        body=body,
-                    )
+                return await self._follow(url, target, headers)
         except FetchError:
             raise
         except TimeoutError:
-            raise FetchError(ErrorCode.TIMEOUT, "the fetch did not finish in time") from None
-        except aiohttp.TooManyRedirects:
-            raise FetchError(ErrorCode.TOO_MANY_REDIRECTS, "too many redirects") from None
-        except aiohttp.ClientConnectorDNSError as exc:
-            raise FetchError(ErrorCode.DNS, str(exc)) from None
-        except aiohttp.ClientConnectorError as exc:
-            raise FetchError(ErrorCode.CONNECT, str(exc)) from None
-        except (aiohttp.ServerDisconnectedError, aiohttp.ClientPayloadError) as exc:
-            raise FetchError(ErrorCode.CONNECTION_CLOSED, str(exc) or type(exc).__name__) from None
+            raise FetchError(
+                ErrorCode.TIMEOUT,
+                f"the fetch did not finish within {self.settings.fetch_timeout_seconds:g} s",
+            ) from None
         except aiohttp.ClientError as exc:
-            raise FetchError(ErrorCode.CONNECT, f"{type(exc).__name__}: {exc}") from None
+            raise client_error(exc) from exc
+
+    async def _follow(
+        self, url: str, target: URL, headers: Mapping[str, str] | None
+    ) -> FetchedPage:
+        """Request ``target`` and follow redirects ourselves: each hop is vetted, counted, and
+        checked for a loop (aiohttp's own following cannot tell a loop from a long chain)."""
+        seen = {target}
+        redirects = 0
+        while True:
+            async with self._open(target, headers) as resp:
+                next_target = _redirect_target(resp)
+                if next_target is None:
+                    return await self._read_page(url, resp)
+            redirects += 1
+            if next_target in seen:
+                raise FetchError(
+                    ErrorCode.REDIRECT_LOOP,
+                    f"redirect loop: {target} redirects back to {next_target}",
+                )
+            if redirects > self.settings.max_redirects:
+                raise FetchError(
+                    ErrorCode.TOO_MANY_REDIRECTS,
+                    f"more than {self.settings.max_redirects} redirects (last to {next_target})",
+                )
+            seen.add(next_target)
+            target = next_target
+
+    def _open(
+        self, target: URL, headers: Mapping[str, str] | None
+    ) -> AbstractAsyncContextManager[aiohttp.ClientResponse]:
+        """One request, after the guard vetted the URL's host (IP literals skip the resolver)."""
+        self.guard.check_host(target.raw_host)
+        return self._session_or_new().get(target, allow_redirects=False, headers=headers)
+
+    async def _read_page(self, url: str, resp: aiohttp.ClientResponse) -> FetchedPage:
+        _check_status(resp)
+        header_type = resp.headers.get("Content-Type")
+        check_content_type(header_type, ALLOWED_CONTENT_TYPES)
+        max_bytes = self.settings.max_body_bytes
+        if resp.status == 304:
+            body = b""  # a conditional re-fetch: the page is unchanged and has no body
+        else:
+            check_declared_length(resp.headers, max_bytes)
+            body = await read_limited(resp.content, max_bytes)
+        return FetchedPage(
+            url=url,
+            final_url=str(resp.url),
+            status=resp.status,
+            headers={k.lower(): v for k, v in resp.headers.items()},
+            content_type=resp.content_type if header_type else None,
+            charset=resp.charset,
+            body=body,
+        )
+
+
+def _parse_url(url: str) -> URL:
+    try:
+        target = URL(url)
+    except (ValueError, TypeError) as exc:
+        raise FetchError(ErrorCode.INVALID_URL, f"the URL cannot be parsed: {exc}") from None
+    _check_target(target, "the URL")
+    return target.with_fragment(None)
+
+
+def _check_target(target: URL, what: str) -> None:
+    if target.scheme not in ("http", "https") or not target.raw_host:
+        raise FetchError(ErrorCode.INVALID_URL, f"{what} is not an http(s) URL with a host")
+    if target.raw_user is not None or target.raw_password is not None:
+        # aiohttp would send them as Basic auth; submit refuses them, so must a redirect.
+        raise FetchError(ErrorCode.INVALID_URL, f"{what} carries credentials")
+
+
+def _redirect_target(resp: aiohttp.ClientResponse) -> URL | None:
+    """Where a redirect response points, or ``None`` when ``resp`` is the final response."""
+    location = resp.headers.get("Location")
+    if resp.status not in REDIRECT_STATUSES or not location:
+        return None
+    try:
+        target = resp.url.join(URL(location))
+    except (ValueError, TypeError) as exc:
+        raise FetchError(ErrorCode.INVALID_URL, f"redirect to an invalid URL: {exc}") from None
+    _check_target(target, f"the redirect target {location!r}")
+    return target.with_fragment(None)
+
+
+def _check_status(resp: aiohttp.ClientResponse) -> None:
+    status = resp.status
+    if status >= 400:
+        retry_after = parse_retry_after(resp.headers.get("Retry-After"))
+        raise FetchError.for_status(status, resp.reason or "", retry_after)
+    if 300 <= status < 400 and status != 304:
+        # A redirect status without a Location, or 300 Multiple Choices: nothing to follow.
+        raise FetchError(
+            f"http_{status}",
+            f"HTTP {status} without a redirect to follow",
+            transient=False,
+            http_status=status,
+        )
+
+
+def client_error(exc: aiohttp.ClientError) -> FetchError:
+    """The typed error for an aiohttp failure. Order matters: the classes form a hierarchy."""
+    text = str(exc) or type(exc).__name__
+    if isinstance(exc, aiohttp.ClientConnectorDNSError):
+        return FetchError(ErrorCode.DNS, f"the host name did not resolve: {text}")
+    if isinstance(exc, aiohttp.ClientConnectorCertificateError | aiohttp.ClientSSLError):
+        return FetchError(ErrorCode.TLS, f"TLS failed: {text}")
+    if isinstance(exc, aiohttp.ClientConnectorError):
+        if isinstance(exc.os_error, BlockedSocketError):
+            return FetchError(ErrorCode.BLOCKED_ADDRESS, str(exc.os_error), transient=False)
+        return FetchError(ErrorCode.CONNECT, f"could not connect: {text}")
+    if isinstance(exc, aiohttp.ClientPayloadError) and isinstance(
+        exc.__cause__, ContentEncodingError
+    ):
+        return FetchError(ErrorCode.BAD_RESPONSE, f"the body cannot be decoded: {text}")
+    if isinstance(exc, aiohttp.ServerDisconnectedError | aiohttp.ClientPayloadError):
+        return FetchError(ErrorCode.CONNECTION_CLOSED, f"the server closed the connection: {text}")
+    if isinstance(exc, aiohttp.ClientOSError):
+        return FetchError(ErrorCode.CONNECTION_CLOSED, f"the connection failed: {text}")
+    if isinstance(exc, aiohttp.ClientResponseError):
+        # Raised while parsing: a malformed status line, headers over the size limits.
+        return FetchError(ErrorCode.BAD_RESPONSE, f"malformed response: {text}", transient=False)
+    if isinstance(exc, aiohttp.InvalidURL):
+        return FetchError(ErrorCode.INVALID_URL, f"invalid URL: {text}")
+    return FetchError(ErrorCode.CONNECT, f"{type(exc).__name__}: {text}")
+
+
+__all__ = ["ALLOWED_CONTENT_TYPES", "BlockedAddressError", "FetchedPage", "Fetcher"]
