@@ -81,6 +81,20 @@ class Settings(BaseSettings):
         description="User-Agent header of every fetch.",
     )
 
+    # tenancy
+    auth_required: bool = Field(
+        False, description="Require `Authorization: Bearer <key>` on every /api call."
+    )
+    rate_limit_per_minute: int | None = Field(
+        None, ge=1, description="Requests per minute per key, unless the key sets its own."
+    )
+    max_pending_jobs: int | None = Field(
+        None, ge=1, description="Unfinished jobs per key at most, unless the key sets its own."
+    )
+    max_request_bytes: int = Field(
+        2 * 1024 * 1024, ge=1024, description="Bigger request bodies are refused with 413."
+    )
+
     # api and process
     host: str = Field("127.0.0.1", description="Address the API binds to.")
     port: int = Field(8000, ge=0, le=65535, description="Port the API binds to.")

@@ -9,13 +9,14 @@ from typing import TYPE_CHECKING
 from fastapi import FastAPI
 
 from taskcrawler import __version__
+from taskcrawler.api.auth import Authenticator
 from taskcrawler.api.deps import Services
 from taskcrawler.api.errors import install_error_handlers
 from taskcrawler.api.routes import health, jobs
 from taskcrawler.queue import JobQueue, queue_from_settings
 from taskcrawler.service import Submitter
 from taskcrawler.settings import Settings
-from taskcrawler.storage import JobStore
+from taskcrawler.storage import Database, JobStore, KeyStore, WorkStore
 
 if TYPE_CHECKING:
     from taskcrawler.worker import Worker
@@ -32,25 +33,29 @@ def create_app(
     settings: Settings,
     *,
     run_worker: bool = False,
-    store: JobStore | None = None,
+    db: Database | None = None,
     queue: JobQueue | None = None,
 ) -> FastAPI:
     """The ASGI app. Resources are built and closed by its lifespan, never at import.
 
     ``run_worker`` runs a worker inside the API process (``taskcrawler serve``, the embedded
-    mode); ``store`` and ``queue`` may be passed in by tests or embedders, and are then not closed.
+    mode); ``db`` and ``queue`` may be passed in by tests or embedders, and are then not closed.
     """
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        own_store = store or JobStore.from_url(
-            settings.database_url, pool_size=settings.db_pool_size
-        )
+        own_db = db or Database.from_url(settings.database_url, pool_size=settings.db_pool_size)
         own_queue = queue or queue_from_settings(settings)
-        submitter = Submitter(own_store, own_queue, redispatch_after=settings.redispatch_seconds)
-        app.state.services = Services(settings, own_store, own_queue, submitter)
+        jobs, keys = JobStore(own_db), KeyStore(own_db)
+        submitter = Submitter(
+            jobs, WorkStore(own_db), own_queue, redispatch_after=settings.redispatch_seconds
+        )
+        authenticator = Authenticator(keys, required=settings.auth_required)
+        app.state.services = Services(
+            settings, own_db, jobs, keys, own_queue, submitter, authenticator
+        )
         stop = asyncio.Event()
-        worker_task = _start_worker(settings, own_store, own_queue, stop) if run_worker else None
+        worker_task = _start_worker(settings, own_db, own_queue, stop) if run_worker else None
         try:
             yield
         finally:
@@ -59,8 +64,8 @@ def create_app(
                 await worker_task
             if queue is None:
                 await own_queue.close()
-            if store is None:
-                await own_store.close()
+            if db is None:
+                await own_db.close()
 
     app = FastAPI(
         title="TaskCrawler",
@@ -75,8 +80,8 @@ def create_app(
 
 
 def _start_worker(
-    settings: Settings, store: JobStore, queue: JobQueue, stop: asyncio.Event
+    settings: Settings, db: Database, queue: JobQueue, stop: asyncio.Event
 ) -> asyncio.Task[Worker]:
     from taskcrawler.worker.runner import run_worker  # the API-only process needs no fetcher
 
-    return asyncio.create_task(run_worker(settings, store=store, queue=queue, stop=stop))
+    return asyncio.create_task(run_worker(settings, db=db, queue=queue, stop=stop))

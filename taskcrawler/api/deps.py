@@ -5,10 +5,11 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
+from taskcrawler.api.auth import Authenticator
 from taskcrawler.queue import JobQueue
 from taskcrawler.service import Submitter
 from taskcrawler.settings import Settings
-from taskcrawler.storage import JobStore
+from taskcrawler.storage import Database, JobStore, KeyStore
 
 
 @dataclass(slots=True)
@@ -16,9 +17,12 @@ class Services:
     """What the lifespan built for this app; handlers get it through :data:`ServicesDep`."""
 
     settings: Settings
-    store: JobStore
+    db: Database
+    jobs: JobStore
+    keys: KeyStore
     queue: JobQueue
     submitter: Submitter
+    authenticator: Authenticator
 
 
 def get_services(request: Request) -> Services:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from taskcrawler.common.batching import Coalescer
 from taskcrawler.domain import QueueUnavailable
 from taskcrawler.queue import JobQueue
-from taskcrawler.storage import Created, JobStore, NewJob
+from taskcrawler.storage import Created, JobStore, NewJob, WorkStore
 
 log = logging.getLogger(__name__)
 
@@ -18,8 +18,11 @@ class Submitter:
     jobs are still accepted: they stay PENDING and the workers' sweeper publishes them later.
     """
 
-    def __init__(self, store: JobStore, queue: JobQueue, *, redispatch_after: float) -> None:
-        self.store = store
+    def __init__(
+        self, jobs: JobStore, work: WorkStore, queue: JobQueue, *, redispatch_after: float
+    ) -> None:
+        self.jobs = jobs
+        self.work = work
         self.queue = queue
         self.redispatch_after = redispatch_after
         self._batcher: Coalescer[NewJob, Created] = Coalescer(self._create, max_batch=500)
@@ -31,11 +34,11 @@ class Submitter:
         return await self._batcher.submit_many([NewJob(url=url, owner=owner) for url in urls])
 
     async def _create(self, requests: Sequence[NewJob]) -> list[Created]:
-        results = await self.store.create_jobs(requests, redispatch_after=self.redispatch_after)
+        results = await self.jobs.create_jobs(requests, redispatch_after=self.redispatch_after)
         fresh = [r.job.id for r in results if r.created]
         try:
             await self.queue.publish(fresh)
         except QueueUnavailable as exc:
             log.warning("queue unavailable, %d new jobs left for the sweeper: %s", len(fresh), exc)
-            await self.store.mark_dispatch_due(fresh)
+            await self.work.mark_dispatch_due(fresh)
         return results

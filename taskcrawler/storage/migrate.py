@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from alembic import command
@@ -20,15 +21,20 @@ def alembic_config(connection: Connection | None = None) -> Config:
     return config
 
 
-def _upgrade(connection: Connection, revision: str) -> None:
-    command.upgrade(alembic_config(connection), revision)
-
-
-async def upgrade_database(database_url: str, revision: str = "head") -> None:
-    """Bring the database at ``database_url`` to ``revision`` (idempotent)."""
+async def _run(database_url: str, step: Callable[[Config, str], None], revision: str) -> None:
     engine = create_engine(database_url, pool_size=1)
     try:
         async with engine.begin() as conn:
-            await conn.run_sync(_upgrade, revision)
+            await conn.run_sync(lambda sync_conn: step(alembic_config(sync_conn), revision))
     finally:
         await engine.dispose()
+
+
+async def upgrade_database(database_url: str, revision: str = "head") -> None:
+    """Bring the database at ``database_url`` up to ``revision`` (idempotent)."""
+    await _run(database_url, command.upgrade, revision)
+
+
+async def downgrade_database(database_url: str, revision: str) -> None:
+    """Take the database at ``database_url`` down to ``revision``."""
+    await _run(database_url, command.downgrade, revision)

@@ -8,7 +8,7 @@ import logging
 from taskcrawler.fetch import Fetcher
 from taskcrawler.queue import JobQueue, queue_from_settings
 from taskcrawler.settings import Settings
-from taskcrawler.storage import JobStore
+from taskcrawler.storage import Database, WorkStore
 from taskcrawler.worker.worker import Worker
 
 log = logging.getLogger(__name__)
@@ -18,14 +18,14 @@ async def run_worker(
     settings: Settings,
     *,
     stop: asyncio.Event,
-    store: JobStore | None = None,
+    db: Database | None = None,
     queue: JobQueue | None = None,
 ) -> Worker:
     """Run one worker until ``stop`` is set. Resources passed in are shared and left open."""
-    own_store = store or JobStore.from_url(settings.database_url, pool_size=settings.db_pool_size)
+    own_db = db or Database.from_url(settings.database_url, pool_size=settings.db_pool_size)
     own_queue = queue or queue_from_settings(settings)
     fetcher = Fetcher(settings)
-    worker = Worker(settings, own_store, own_queue, fetcher)
+    worker = Worker(settings, WorkStore(own_db), own_queue, fetcher)
     log.info("worker started: concurrency %d", settings.worker_concurrency)
     try:
         await worker.run(stop)
@@ -33,7 +33,7 @@ async def run_worker(
         await fetcher.close()
         if queue is None:
             await own_queue.close()
-        if store is None:
-            await own_store.close()
+        if db is None:
+            await own_db.close()
         log.info("worker stopped: %s", worker.stats)
     return worker

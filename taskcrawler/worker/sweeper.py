@@ -13,7 +13,7 @@ from uuid import UUID
 from taskcrawler.domain import QueueUnavailable, ServiceUnavailable
 from taskcrawler.queue import JobQueue
 from taskcrawler.settings import Settings
-from taskcrawler.storage import JobStore
+from taskcrawler.storage import WorkStore
 
 log = logging.getLogger(__name__)
 
@@ -21,7 +21,7 @@ BATCH = 1000
 
 
 class Sweeper:
-    def __init__(self, settings: Settings, store: JobStore, queue: JobQueue) -> None:
+    def __init__(self, settings: Settings, store: WorkStore, queue: JobQueue) -> None:
         self.settings = settings
         self.store = store
         self.queue = queue

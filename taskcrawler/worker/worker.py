@@ -24,7 +24,7 @@ from taskcrawler.extract import Extraction, extract
 from taskcrawler.fetch import FetchedPage, Fetcher
 from taskcrawler.queue import JobQueue
 from taskcrawler.settings import Settings
-from taskcrawler.storage import JobStore
+from taskcrawler.storage import WorkStore
 from taskcrawler.worker.sweeper import Sweeper
 
 log = logging.getLogger(__name__)
@@ -53,7 +53,7 @@ class Worker:
     def __init__(
         self,
         settings: Settings,
-        store: JobStore,
+        store: WorkStore,
         queue: JobQueue,
         fetcher: Fetcher,
         *,

@@ -23,7 +23,7 @@ async def healthz() -> Health:
 )
 async def readyz(services: ServicesDep) -> JSONResponse:
     checks: dict[str, str] = {}
-    for name, ping in (("database", services.store.ping), ("queue", services.queue.ping)):
+    for name, ping in (("database", services.db.ping), ("queue", services.queue.ping)):
         try:
             await ping()
             checks[name] = "ok"

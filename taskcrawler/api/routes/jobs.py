@@ -36,7 +36,7 @@ async def create_job(body: JobCreate, response: Response, services: ServicesDep)
     summary="Get a job",
 )
 async def get_job(job_id: UUID, services: ServicesDep) -> JobOut:
-    job = await services.store.get_job(job_id)
+    job = await services.jobs.get_job(job_id)
     if job is None:
         raise HTTPException(status.HTTP_404_NOT_FOUND, "no job with this id")
     return JobOut.of(job)

@@ -1,0 +1,59 @@
+"""API keys: ``tc_<id>_<secret>``. Only the sha256 of the secret is stored."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import secrets
+from dataclasses import dataclass
+from datetime import datetime
+
+KEY_PREFIX = "tc"
+
+
+@dataclass(frozen=True, slots=True)
+class ApiKey:
+    id: str
+    name: str
+    is_admin: bool
+    created_at: datetime
+    requests_per_minute: int | None = None
+    max_pending_jobs: int | None = None
+    callback_url: str | None = None
+    webhook_secret: str | None = None
+    revoked_at: datetime | None = None
+
+    @property
+    def owner(self) -> str:
+        """The tenant its jobs belong to."""
+        return self.id
+
+
+@dataclass(frozen=True, slots=True)
+class NewKey:
+    id: str
+    secret: str
+
+    @property
+    def token(self) -> str:
+        return f"{KEY_PREFIX}_{self.id}_{self.secret}"
+
+
+def generate_key() -> NewKey:
+    return NewKey(id=secrets.token_hex(8), secret=secrets.token_urlsafe(32))
+
+
+def hash_secret(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def parse_token(token: str) -> tuple[str, str] | None:
+    """``(id, secret)`` of a well-formed token, else None."""
+    parts = token.split("_", 2)
+    if len(parts) != 3 or parts[0] != KEY_PREFIX or not parts[1] or not parts[2]:
+        return None
+    return parts[1], parts[2]
+
+
+def secret_matches(secret: str, stored_hash: str) -> bool:
+    return hmac.compare_digest(hash_secret(secret), stored_hash)

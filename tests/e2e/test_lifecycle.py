@@ -1,0 +1,94 @@
+"""Jobs through their whole life against a local target server, on both modes."""
+
+import asyncio
+
+from tests.e2e.conftest import Service, ServiceFactory
+
+
+async def test_page_is_fetched_and_its_title_stored(service: Service, target) -> None:
+    job = await service.scrape(target.url("/page/1"))
+    assert job["status"] == "COMPLETED"
+    assert job["scraped_title"] == "Page 1"
+    assert job["http_status"] == 200
+    assert job["final_url"] == target.url("/page/1")
+    assert job["content_type"] == "text/html"
+    assert job["error_log"] is None and job["retry_count"] == 0
+    assert job["started_at"] <= job["finished_at"]
+    assert job["result"]["metadata"]["title"] == "Page 1"
+    assert target.hits_for("/page/1") == 1
+
+
+async def test_redirect_records_the_final_url(service: Service, target) -> None:
+    job = await service.scrape(target.url("/redirect/2"))
+    assert job["status"] == "COMPLETED"
+    assert job["final_url"] != target.url("/redirect/2")
+
+
+async def test_404_fails_at_once_without_retries(service: Service, target) -> None:
+    job = await service.scrape(target.url("/status/404"))
+    assert job["status"] == "FAILED"
+    assert job["retry_count"] == 0
+    assert job["error_code"] == "http_404"
+    assert job["error_log"].startswith("http_404: HTTP 404")
+    assert job["http_status"] == 404
+    assert target.hits_for("/status/404") == 1
+
+
+async def test_500_is_retried_then_failed(service: Service, target) -> None:
+    job = await service.scrape(target.url("/status/500"))
+    assert job["status"] == "FAILED"
+    assert job["retry_count"] == service.settings.max_retries == 3
+    assert job["error_code"] == "http_5xx"
+    assert target.hits_for("/status/500") == 1 + 3
+
+
+async def test_flaky_page_completes_after_retries(service: Service, target) -> None:
+    job = await service.scrape(target.url("/flaky/a?fail=2&code=503"))
+    assert job["status"] == "COMPLETED"
+    assert job["retry_count"] == 2
+    assert job["error_log"] is None
+
+
+async def test_timeout_is_retried_then_failed(service_factory: ServiceFactory, target) -> None:
+    async with service_factory(fetch_timeout_seconds=0.2, max_retries=1) as service:
+        job = await service.scrape(target.url("/slow?delay=2"))
+    assert job["status"] == "FAILED"
+    assert job["error_code"] == "timeout"
+    assert job["retry_count"] == 1
+
+
+async def test_connection_closed_by_server_is_retried(
+    service_factory: ServiceFactory, target
+) -> None:
+    async with service_factory(max_retries=2) as service:
+        job = await service.scrape(target.url("/close"))
+    assert job["status"] == "FAILED"
+    assert job["retry_count"] == 2
+    assert job["error_code"] == "connection_closed"
+
+
+async def test_refused_connection_is_a_connect_error(service_factory: ServiceFactory) -> None:
+    async with service_factory(max_retries=0) as service:
+        job = await service.scrape("http://127.0.0.1:1/")
+    assert job["status"] == "FAILED"
+    assert job["error_code"] == "connect"
+
+
+async def test_fifty_concurrent_posts_make_one_job_and_one_fetch(service: Service, target) -> None:
+    url = target.url("/page/50")
+    responses = await asyncio.gather(
+        *(service.client.post("/api/v1/jobs", json={"url": url}) for _ in range(50))
+    )
+    codes = sorted(r.status_code for r in responses)
+    assert codes == [200] * 49 + [201]
+    assert len({r.json()["id"] for r in responses}) == 1
+    await service.wait_for(responses[0].json()["id"])
+    await asyncio.sleep(0.2)  # a duplicate fetch, if any, would land now
+    assert target.hits_for("/page/50") == 1
+
+
+async def test_many_pages_all_complete(service: Service, target) -> None:
+    jobs = [await service.submit(target.url(f"/page/{n}")) for n in range(200)]
+    done = [await service.wait_for(job["id"]) for job in jobs]
+    assert {job["status"] for job in done} == {"COMPLETED"}
+    assert all(target.hits_for(f"/page/{n}") == 1 for n in range(200))

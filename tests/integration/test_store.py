@@ -1,0 +1,253 @@
+"""The storage contract, on SQLite and on PostgreSQL: idempotency, guarded state changes."""
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from datetime import timedelta
+
+import pytest
+import sqlalchemy as sa
+
+from taskcrawler.domain import ClaimedJob, ErrorCode, JobStatus, Outcome, StorageUnavailable
+from taskcrawler.storage import Database, JobStore, NewJob, WorkStore
+from taskcrawler.storage.rows import utcnow
+from taskcrawler.storage.tables import jobs
+
+
+@dataclass
+class Stores:
+    db: Database
+    jobs: JobStore
+    work: WorkStore
+
+
+@pytest.fixture
+async def store(database_url: str) -> AsyncIterator[Stores]:
+    db = Database.from_url(database_url, pool_size=20)
+    yield Stores(db, JobStore(db), WorkStore(db))
+    await db.close()
+
+
+async def new_job(store: Stores, url: str = "http://example.com/") -> ClaimedJob:
+    [created] = await store.jobs.create_jobs([NewJob(url)], redispatch_after=30)
+    [claimed] = await store.work.claim([created.job.id], lease_seconds=30, redispatch_after=30)
+    return claimed
+
+
+def no_delay(_: Outcome) -> float:
+    return 0.0
+
+
+async def test_create_is_idempotent_per_normalized_url(store: Stores) -> None:
+    results = await store.jobs.create_jobs(
+        [
+            NewJob("http://Example.com"),
+            NewJob("http://example.com:80/#x"),
+            NewJob("http://b.test/"),
+        ],
+        redispatch_after=30,
+    )
+    assert [r.created for r in results] == [True, False, True]
+    assert results[0].job.id == results[1].job.id
+    assert results[0].job.url == "http://Example.com"  # stored as sent
+    again = await store.jobs.create_jobs([NewJob("HTTP://EXAMPLE.COM/")], redispatch_after=30)
+    assert again[0].created is False
+    assert again[0].job.id == results[0].job.id
+
+
+async def test_concurrent_creates_of_one_url_make_exactly_one_row(store: Stores) -> None:
+    # 50 separate transactions racing, not one batch: the unique index must decide.
+    results = await asyncio.gather(
+        *(
+            store.jobs.create_jobs([NewJob("http://race.test/page")], redispatch_after=30)
+            for _ in range(50)
+        )
+    )
+    flat = [r for batch in results for r in batch]
+    assert sum(r.created for r in flat) == 1
+    assert len({r.job.id for r in flat}) == 1
+    async with store.db.engine.connect() as conn:
+        count = await conn.scalar(sa.select(sa.func.count()).select_from(jobs))
+    assert count == 1
+
+
+async def test_owners_do_not_share_jobs(store: Stores) -> None:
+    a = await store.jobs.create_jobs([NewJob("http://x.test/", owner="a")], redispatch_after=30)
+    b = await store.jobs.create_jobs([NewJob("http://x.test/", owner="b")], redispatch_after=30)
+    assert a[0].created and b[0].created
+    assert await store.jobs.get_job(a[0].job.id, owner="b") is None
+
+
+async def test_a_job_is_claimed_once(store: Stores) -> None:
+    [created] = await store.jobs.create_jobs([NewJob("http://once.test/")], redispatch_after=30)
+    first, second = await asyncio.gather(
+        store.work.claim([created.job.id], lease_seconds=30, redispatch_after=30),
+        store.work.claim([created.job.id], lease_seconds=30, redispatch_after=30),
+    )
+    assert len(first) + len(second) == 1
+    job = await store.jobs.get_job(created.job.id)
+    assert job is not None and job.status is JobStatus.PROCESSING and job.started_at is not None
+
+
+async def test_completion_is_guarded_by_the_lease_token(store: Stores) -> None:
+    claimed = await new_job(store)
+    stale = ClaimedJob(claimed.id, claimed.url, claimed.retry_count, lease_token=claimed.id)
+    await store.work.record_outcomes(
+        [Outcome(job=stale, http_status=200, scraped_title="stale")],
+        max_retries=3,
+        retry_delay=no_delay,
+    )
+    job = await store.jobs.get_job(claimed.id)
+    assert job is not None and job.status is JobStatus.PROCESSING
+    await store.work.record_outcomes(
+        [Outcome(job=claimed, http_status=200, scraped_title="Fresh", result={"metadata": {}})],
+        max_retries=3,
+        retry_delay=no_delay,
+    )
+    job = await store.jobs.get_job(claimed.id)
+    assert job is not None
+    assert (job.status, job.scraped_title, job.http_status) == (JobStatus.COMPLETED, "Fresh", 200)
+    assert job.finished_at is not None and job.result == {"metadata": {}}
+    # A late duplicate write after completion changes nothing either.
+    await store.work.record_outcomes(
+        [Outcome(job=claimed, error_code="timeout", error_message="late", transient=True)],
+        max_retries=3,
+        retry_delay=no_delay,
+    )
+    after = await store.jobs.get_job(claimed.id)
+    assert after == job
+
+
+async def test_transient_error_schedules_a_retry_that_is_not_claimable_early(
+    store: Stores,
+) -> None:
+    claimed = await new_job(store)
+    await store.work.record_outcomes(
+        [Outcome(job=claimed, error_code=ErrorCode.TIMEOUT, error_message="slow", transient=True)],
+        max_retries=3,
+        retry_delay=lambda _: 3600.0,
+    )
+    job = await store.jobs.get_job(claimed.id)
+    assert job is not None
+    assert (job.status, job.retry_count, job.error_code) == (JobStatus.PENDING, 1, "timeout")
+    assert job.error_log == "timeout: slow"
+    assert job.next_attempt_at is not None and job.next_attempt_at > utcnow() + timedelta(
+        minutes=59
+    )
+    # A stale message for it must not run it before its time.
+    assert await store.work.claim([claimed.id], lease_seconds=30, redispatch_after=30) == []
+    assert await store.work.take_due_dispatches(redispatch_after=30) == []
+
+
+async def test_due_retry_is_dispatched_then_claimable(store: Stores) -> None:
+    claimed = await new_job(store)
+    await store.work.record_outcomes(
+        [Outcome(job=claimed, error_code=ErrorCode.HTTP_5XX, error_message="x", transient=True)],
+        max_retries=3,
+        retry_delay=no_delay,
+    )
+    assert await store.work.take_due_dispatches(redispatch_after=30) == [claimed.id]
+    assert await store.work.take_due_dispatches(redispatch_after=30) == []  # not twice
+    [again] = await store.work.claim([claimed.id], lease_seconds=30, redispatch_after=30)
+    assert again.retry_count == 1
+
+
+async def test_transient_error_past_the_limit_fails(store: Stores) -> None:
+    claimed = await new_job(store)
+    exhausted = ClaimedJob(claimed.id, claimed.url, 3, claimed.lease_token)
+    await store.work.record_outcomes(
+        [
+            Outcome(
+                job=exhausted, error_code=ErrorCode.CONNECT, error_message="refused", transient=True
+            )
+        ],
+        max_retries=3,
+        retry_delay=no_delay,
+    )
+    job = await store.jobs.get_job(claimed.id)
+    assert job is not None and job.status is JobStatus.FAILED
+    assert job.error_log == "connect: refused" and job.finished_at is not None
+
+
+async def test_permanent_error_fails_at_once(store: Stores) -> None:
+    claimed = await new_job(store)
+    await store.work.record_outcomes(
+        [Outcome(job=claimed, http_status=404, error_code="http_404", error_message="HTTP 404")],
+        max_retries=3,
+        retry_delay=no_delay,
+    )
+    job = await store.jobs.get_job(claimed.id)
+    assert job is not None
+    assert (job.status, job.retry_count, job.http_status) == (JobStatus.FAILED, 0, 404)
+
+
+async def test_expired_lease_is_recovered_and_counted(store: Stores) -> None:
+    claimed = await new_job(store)
+    assert await store.work.recover_expired_leases(max_retries=3) == []
+    await _expire_leases(store)
+    assert await store.work.recover_expired_leases(max_retries=3) == [claimed.id]
+    job = await store.jobs.get_job(claimed.id)
+    assert job is not None
+    assert (job.status, job.retry_count, job.error_code) == (JobStatus.PENDING, 1, "worker_lost")
+    # The lost worker's late write is refused: its token is gone.
+    await store.work.record_outcomes(
+        [Outcome(job=claimed, http_status=200, scraped_title="late")],
+        max_retries=3,
+        retry_delay=no_delay,
+    )
+    job = await store.jobs.get_job(claimed.id)
+    assert job is not None and job.status is JobStatus.PENDING
+
+
+async def test_expired_lease_past_the_limit_fails_as_worker_lost(store: Stores) -> None:
+    claimed = await new_job(store)
+    await _expire_leases(store, retry_count=3)
+    assert await store.work.recover_expired_leases(max_retries=3) == []
+    job = await store.jobs.get_job(claimed.id)
+    assert job is not None and job.status is JobStatus.FAILED
+    assert job.error_log is not None and job.error_log.startswith("worker_lost:")
+
+
+async def test_heartbeat_keeps_a_lease_alive(store: Stores) -> None:
+    claimed = await new_job(store)
+    await _expire_leases(store)
+    assert await store.work.renew_leases([claimed.lease_token], lease_seconds=30) == 1
+    assert await store.work.recover_expired_leases(max_retries=3) == []
+
+
+async def test_released_job_is_due_again_without_counting_an_attempt(store: Stores) -> None:
+    claimed = await new_job(store)
+    assert await store.work.release([claimed]) == [claimed.id]
+    job = await store.jobs.get_job(claimed.id)
+    assert job is not None and (job.status, job.retry_count) == (JobStatus.PENDING, 0)
+    assert await store.work.take_due_dispatches(redispatch_after=30) == [claimed.id]
+
+
+async def test_lost_publish_is_redispatched_after_the_delay(store: Stores) -> None:
+    [created] = await store.jobs.create_jobs([NewJob("http://lost.test/")], redispatch_after=30)
+    assert await store.work.take_due_dispatches(redispatch_after=30) == []
+    assert await store.work.take_due_dispatches(redispatch_after=30, include_undispatched=True) == [
+        created.job.id
+    ]
+    await store.work.mark_dispatch_due([created.job.id])
+    assert await store.work.take_due_dispatches(redispatch_after=30) == [created.job.id]
+
+
+async def test_unreachable_database_is_storage_unavailable() -> None:
+    db = Database.from_url("postgresql+asyncpg://postgres@127.0.0.1:1/none")
+    with pytest.raises(StorageUnavailable):
+        await JobStore(db).get_job(uuid.uuid4())
+    with pytest.raises(StorageUnavailable):
+        await JobStore(db).create_jobs([NewJob("http://x.test/")], redispatch_after=30)
+    with pytest.raises(StorageUnavailable):
+        await WorkStore(db).claim([uuid.uuid4()], lease_seconds=1, redispatch_after=1)
+    await db.close()
+
+
+async def _expire_leases(store: Stores, *, retry_count: int | None = None) -> None:
+    values: dict[str, object] = {"lease_expires_at": utcnow() - timedelta(seconds=1)}
+    if retry_count is not None:
+        values["retry_count"] = retry_count
+    async with store.db.engine.begin() as conn:
+        await conn.execute(jobs.update().values(**values))
