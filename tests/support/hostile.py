@@ -106,12 +106,19 @@ class HostileServer:
             web.get("/disconnect", self._disconnect),
             web.get("/truncated", self._truncated),
             web.get("/secret", self._page),
+            web.get("/etag", self._etag),
         ]
 
     async def _page(self, request: web.Request) -> web.Response:
         if self.page_delay:
             await asyncio.sleep(self.page_delay)
         return web.Response(body=PAGE, content_type="text/html", charset="utf-8")
+
+    async def _etag(self, request: web.Request) -> web.Response:
+        """A conditional GET: 304 when the client already has version "v1"."""
+        if request.headers.get("If-None-Match") == '"v1"':
+            return web.Response(status=304, headers={"ETag": '"v1"'})
+        return web.Response(body=PAGE, content_type="text/html", headers={"ETag": '"v1"'})
 
     async def _robots(self, request: web.Request) -> web.Response:
         return web.Response(status=self.robots_status, text=self.robots_body)
@@ -155,10 +162,13 @@ class HostileServer:
         )
 
     async def _chain(self, request: web.Request) -> web.Response:
+        """/chain/3 -> /chain/2 -> /chain/1 -> /chain/0 (a page); ?delay= slows every hop."""
+        await asyncio.sleep(float(request.query.get("delay", 0)))
         n = int(request.match_info["n"])
         if n <= 0:
             return await self._page(request)
-        raise web.HTTPFound(f"/chain/{n - 1}")
+        query = f"?{request.query_string}" if request.query_string else ""
+        raise web.HTTPFound(f"/chain/{n - 1}{query}")
 
     async def _loop(self, request: web.Request) -> web.Response:
         other = "b" if request.match_info["name"] == "a" else "a"
@@ -175,9 +185,15 @@ class HostileServer:
         code = int(request.match_info["code"])
         return web.Response(status=code, headers=headers, text=f"status {code}")
 
-    async def _typed(self, request: web.Request) -> web.Response:
+    async def _typed(self, request: web.Request) -> web.StreamResponse:
+        """Headers at once, then a body that never ends: refusing in time proves the type was
+        judged from the headers alone."""
         kind = f"{request.match_info['major']}/{request.match_info['minor']}"
-        return web.Response(body=b"\x89PNG" + b"\0" * 1000, headers={"Content-Type": kind})
+        response = web.StreamResponse(headers={"Content-Type": kind})
+        await response.prepare(request)
+        await response.write(b"\x89PNG")
+        await asyncio.sleep(30)
+        return response
 
     async def _huge_header(self, request: web.Request) -> web.Response:
         return web.Response(text="hi", content_type="text/html", headers={"X-Big": "a" * 100_000})
