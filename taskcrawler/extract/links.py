@@ -1,0 +1,102 @@
+"""Outgoing links of a page: where they point, what they say, and how the page vouches for them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+from taskcrawler.extract.urls import Resolver
+
+LINK_SELECTOR = "a[href], area[href]"
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """One outgoing link. ``url`` is absolute and has no fragment."""
+
+    url: str
+    text: str
+    rel: tuple[str, ...]
+    internal: bool
+    nofollow: bool
+
+
+def rel_tokens(value: str | None) -> tuple[str, ...]:
+    """``rel`` as lower-case tokens, in order, without duplicates."""
+    if not value:
+        return ()
+    return tuple(dict.fromkeys(value.lower().split()))
+
+
+def _anchor_text(node: LexborNode) -> str:
+    text = " ".join(node.text(deep=True, separator=" ").split())
+    if text:
+        return text
+    for attr in ("aria-label", "title"):
+        value = node.attributes.get(attr)
+        if value and value.strip():
+            return " ".join(value.split())
+    img = node.css_first("img[alt]")
+    alt = img.attributes.get("alt") if img is not None else None
+    return " ".join(alt.split()) if alt else ""
+
+
+_Target = tuple[str, bool, LexborNode, dict[str, str | None]]
+
+
+def _targets(tree: LexborHTMLParser, resolver: Resolver) -> list[_Target]:
+    """Every distinct web target in document order: (url, internal, first anchor, its attrs)."""
+    seen: set[str] = set()
+    found: list[_Target] = []
+    classify = resolver.classify
+    for node in tree.css(LINK_SELECTOR):
+        attrs = node.attributes
+        href = attrs.get("href")
+        if not href or href[0] == "#" or href.lstrip().startswith("#"):
+            continue  # same-page fragments are not links to another document
+        target = classify(href)
+        if target is None or target[0] in seen:
+            continue
+        seen.add(target[0])
+        found.append((target[0], target[1], node, attrs))
+    return found
+
+
+def collect_links(tree: LexborHTMLParser, resolver: Resolver, *, page_nofollow: bool) -> list[Link]:
+    """The page's links, one per distinct URL (the first anchor wins), in document order."""
+    links = []
+    for url, internal, node, attrs in _targets(tree, resolver):
+        rel = rel_tokens(attrs.get("rel"))
+        links.append(
+            Link(
+                url=url,
+                text=_anchor_text(node),
+                rel=rel,
+                internal=internal,
+                nofollow=page_nofollow or "nofollow" in rel,
+            )
+        )
+    return links
+
+
+def count_links(links: list[Link]) -> dict[str, int]:
+    internal = sum(1 for link in links if link.internal)
+    return {
+        "internal": internal,
+        "external": len(links) - internal,
+        "nofollow": sum(1 for link in links if link.nofollow),
+    }
+
+
+def count_links_fast(
+    tree: LexborHTMLParser, resolver: Resolver, *, page_nofollow: bool
+) -> dict[str, int]:
+    """The same counts as :func:`count_links`, without building texts (the metadata-only path)."""
+    targets = _targets(tree, resolver)
+    internal = sum(1 for target in targets if target[1])
+    if page_nofollow:
+        nofollow = len(targets)
+    else:
+        nofollow = sum(1 for t in targets if "nofollow" in rel_tokens(t[3].get("rel")))
+    return {"internal": internal, "external": len(targets) - internal, "nofollow": nofollow}

@@ -1,0 +1,208 @@
+"""What a page says about itself in its ``<head>``: title, description, Open Graph, JSON-LD, …
+
+One CSS query collects every ``<title>``, ``<meta>``, ``<link>`` and ``<base>`` (in the head or,
+as happens in the wild, in the body); the rest is dictionary work in Python.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+from selectolax.lexbor import LexborHTMLParser, LexborNode
+
+from taskcrawler.extract.links import rel_tokens
+from taskcrawler.extract.urls import Resolver
+
+JSON = Any
+_HEAD_SELECTOR = "title, meta, link[href], base[href]"
+_JSON_LD_SELECTOR = 'script[type="application/ld+json" i]'
+_OG_URL_KEYS = frozenset(
+    {"url", "image", "image:url", "image:secure_url", "video", "video:url", "video:secure_url"}
+    | {"audio", "audio:url", "audio:secure_url"}
+)
+_TWITTER_URL_KEYS = frozenset({"image", "image:src", "player"})
+_ICON_RANKS = {"icon": 0, "apple-touch-icon": 1, "apple-touch-icon-precomposed": 2, "mask-icon": 3}
+_JSON_LD_WRAPPERS = re.compile(
+    r"^\s*(?:<!--|//\s*<!\[CDATA\[|<!\[CDATA\[)|(?:-->|//\s*\]\]>|\]\]>)\s*$"
+)
+_MAX_INT = 2**63 - 1
+MAX_HEADINGS = 100
+
+
+def collapse(text: str | None) -> str:
+    """Whitespace runs to one space, trimmed."""
+    return " ".join(text.split()) if text else ""
+
+
+@dataclass(slots=True)
+class HeadInfo:
+    """Raw declarations, before URLs are resolved (the resolver needs ``base_href`` first)."""
+
+    title: str = ""
+    base_href: str | None = None
+    description: str = ""
+    content_language: str = ""
+    robots: str = ""
+    canonical: str | None = None
+    open_graph: dict[str, str] = field(default_factory=dict)
+    twitter: dict[str, str] = field(default_factory=dict)
+    hreflang: dict[str, str] = field(default_factory=dict)
+    icons: list[tuple[int, str]] = field(default_factory=list)
+
+
+def _read_meta(info: HeadInfo, attrs: dict[str, str | None]) -> None:
+    content = attrs.get("content")
+    if content is None:
+        return
+    key = (attrs.get("property") or attrs.get("name") or "").strip().lower()
+    content = content.strip()
+    if key.startswith("og:"):
+        info.open_graph.setdefault(key[3:], content)
+    elif key.startswith("twitter:"):
+        info.twitter.setdefault(key[8:], content)
+    elif key == "description":
+        info.description = info.description or collapse(content)
+    elif key in ("robots", "googlebot"):
+        info.robots += " " + content.lower()
+    elif (attrs.get("http-equiv") or "").strip().lower() == "content-language":
+        info.content_language = info.content_language or content
+
+
+def _read_link(info: HeadInfo, attrs: dict[str, str | None]) -> None:
+    href = attrs.get("href")
+    if not href:
+        return
+    rel = rel_tokens(attrs.get("rel"))
+    if "canonical" in rel and info.canonical is None:
+        info.canonical = href
+    if "alternate" in rel:
+        lang = (attrs.get("hreflang") or "").strip()
+        if lang:
+            info.hreflang.setdefault(lang, href)
+    ranks = [_ICON_RANKS[token] for token in rel if token in _ICON_RANKS]
+    if ranks:
+        info.icons.append((min(ranks), href))
+
+
+def _read_node(info: HeadInfo, node: LexborNode) -> None:
+    tag = node.tag
+    if tag == "meta":
+        _read_meta(info, node.attributes)
+    elif tag == "link":
+        _read_link(info, node.attributes)
+    elif tag == "title":
+        parent = node.parent
+        if not info.title and (parent is None or parent.tag != "svg"):
+            info.title = collapse(node.text())
+    elif tag == "base" and info.base_href is None:
+        info.base_href = node.attributes.get("href")
+
+
+def read_head(tree: LexborHTMLParser) -> HeadInfo:
+    info = HeadInfo()
+    for node in tree.css(_HEAD_SELECTOR):
+        _read_node(info, node)
+    return info
+
+
+def language(tree: LexborHTMLParser, info: HeadInfo) -> str | None:
+    root = tree.root
+    attrs = root.attributes if root is not None else {}
+    for value in (
+        attrs.get("lang"),
+        attrs.get("xml:lang"),
+        info.content_language.split(",")[0],
+        info.open_graph.get("locale", "").replace("_", "-"),
+    ):
+        if value and value.strip():
+            return value.strip()
+    return None
+
+
+def _resolve_values(
+    values: dict[str, str], keys: frozenset[str], resolver: Resolver
+) -> dict[str, str]:
+    return {k: (resolver.resolve(v) or v) if k in keys else v for k, v in values.items()}
+
+
+def _favicon(info: HeadInfo, resolver: Resolver) -> str | None:
+    for _rank, href in sorted(info.icons, key=lambda icon: icon[0]):
+        url = resolver.resolve(href)
+        if url is not None:
+            return url
+    return None
+
+
+def head_metadata(tree: LexborHTMLParser, info: HeadInfo, resolver: Resolver) -> dict[str, JSON]:
+    """The head-derived part of the metadata schema."""
+    open_graph = _resolve_values(info.open_graph, _OG_URL_KEYS, resolver)
+    twitter = _resolve_values(info.twitter, _TWITTER_URL_KEYS, resolver)
+    hreflang = {}
+    for lang, href in info.hreflang.items():
+        url = resolver.resolve(href)
+        if url is not None:
+            hreflang[lang] = url
+    return {
+        "title": info.title or collapse(open_graph.get("title")) or None,
+        "description": info.description
+        or collapse(open_graph.get("description") or twitter.get("description"))
+        or None,
+        "canonical_url": resolver.resolve(info.canonical),
+        "language": language(tree, info),
+        "open_graph": open_graph,
+        "twitter": twitter,
+        "hreflang": hreflang,
+        "favicon": _favicon(info, resolver),
+    }
+
+
+def _safe_int(text: str) -> int | float:
+    value = int(text)
+    return value if -_MAX_INT - 1 <= value <= _MAX_INT else float(value)
+
+
+def _parse_json(raw: str) -> JSON:
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        # Lenient second chance: raw control characters in strings, numbers beyond 64 bits.
+        # NaN and Infinity become null so that the result stays valid JSON.
+        return json.loads(raw, strict=False, parse_int=_safe_int, parse_constant=lambda _name: None)
+
+
+def read_json_ld(tree: LexborHTMLParser) -> tuple[list[JSON], list[dict[str, JSON]]]:
+    """Every JSON-LD block, parsed (a top-level array is flattened); broken blocks reported."""
+    items: list[JSON] = []
+    errors: list[dict[str, JSON]] = []
+    for index, node in enumerate(tree.css(_JSON_LD_SELECTOR)):
+        raw = _JSON_LD_WRAPPERS.sub("", node.text()).strip().rstrip(";")
+        if not raw:
+            continue
+        try:
+            value = _parse_json(raw)
+            orjson.dumps(value)  # what we keep must be storable: depth, surrogates, big numbers
+        except (ValueError, TypeError, RecursionError) as exc:
+            errors.append({"index": index, "error": f"{type(exc).__name__}: {exc}"[:300]})
+            continue
+        if isinstance(value, list):
+            items.extend(value)
+        else:
+            items.append(value)
+    return items, errors
+
+
+def headings(tree: LexborHTMLParser) -> dict[str, list[str]]:
+    found: dict[str, list[str]] = {"h1": [], "h2": []}
+    for node in tree.css("h1, h2"):
+        tag = node.tag
+        texts = found.get(tag or "")
+        if texts is None or len(texts) >= MAX_HEADINGS:
+            continue
+        text = collapse(node.text(deep=True))
+        if text:
+            texts.append(text)
+    return found

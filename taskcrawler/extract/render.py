@@ -1,0 +1,333 @@
+"""Main content to Markdown (CommonMark + GFM tables/strikethrough) or to plain text.
+
+A small converter over the selectolax tree rather than a BeautifulSoup-based library: one parse per
+page, and the boilerplate was already removed from that same tree. Block elements become blocks
+separated by a blank line; inline elements are rendered into the paragraph being built. Trees deeper
+than ``MAX_DEPTH`` are flattened to text so that hostile nesting cannot exhaust the Python stack.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+from selectolax.lexbor import LexborNode
+
+from taskcrawler.extract.urls import Resolver
+
+MAX_DEPTH = 80
+_BREAK = "\x00br\x00"
+_CONTAINERS = frozenset(
+    {"address", "article", "aside", "body", "center", "dd", "details", "dialog", "div", "dt"}
+    | {"fieldset", "figcaption", "figure", "footer", "form", "header", "hgroup", "legend", "li"}
+    | {"main", "nav", "section", "summary"}
+)
+_HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+_BLOCKS = (
+    _CONTAINERS
+    | frozenset(_HEADINGS)
+    | frozenset({"p", "ul", "ol", "dl", "blockquote", "pre", "table", "hr", "menu", "caption"})
+)
+_BLOCK_CSS = ", ".join(sorted(_BLOCKS))
+_SPACED = _BLOCKS | frozenset({"td", "th", "tr", "thead", "tbody", "tfoot"})
+_STRONG = frozenset({"strong", "b"})
+_EMPHASIS = frozenset({"em", "i", "cite", "dfn"})
+_STRIKE = frozenset({"del", "s", "strike"})
+_CODE = frozenset({"code", "kbd", "samp", "tt", "var"})
+_ATOMIC = _CODE | frozenset({"img"})
+_SKIP = frozenset({"head", "title", "script", "style", "template", "noscript", "-comment"})
+
+_ESCAPE = re.compile(r"[\\`*\[\]]|(?<!\w)_|_(?!\w)")
+_LINE_START = re.compile(r"^([#>+=|-]|\d+[.)](?=\s|$))")
+_SPACES = re.compile(r"[ \t\r\n\f\v\u00a0]+")
+_BACKTICKS = re.compile(r"`+")
+_LANG = re.compile(r"(?:^|\s)(?:language|lang)-([\w+#.-]+)")
+
+
+def _children(node: LexborNode) -> Iterator[LexborNode]:
+    return node.iter(include_text=True)
+
+
+class Renderer:
+    """Renders one subtree; ``markdown=False`` gives plain text with the same block structure."""
+
+    def __init__(self, resolver: Resolver, *, markdown: bool) -> None:
+        self.resolver = resolver
+        self.markdown = markdown
+
+    def render(self, root: LexborNode | None, *, title: str | None = None) -> str:
+        blocks = self.blocks(root, 0) if root is not None else []
+        if title:
+            blocks.insert(0, f"# {title}" if self.markdown else title)
+        return "\n\n".join(blocks)
+
+    # -- blocks ---------------------------------------------------------------------------
+
+    def blocks(self, node: LexborNode, depth: int) -> list[str]:
+        """The children of ``node`` as a list of blocks."""
+        if depth > MAX_DEPTH:
+            return self._flat(node)
+        blocks: list[str] = []
+        inline: list[str] = []
+        for child in _children(node):
+            tag = child.tag or ""
+            if tag == "-text":
+                inline.append(self._text(child.text_content or ""))
+            elif tag in _BLOCKS:
+                self._flush(inline, blocks)
+                blocks.extend(self._block(child, tag, depth + 1))
+            elif tag == "br":
+                inline.append(_BREAK)
+            elif tag in _SKIP:
+                continue
+            elif tag not in _ATOMIC and child.css_first(_BLOCK_CSS) is not None:
+                # An inline element around blocks (the parser's adoption agency makes these
+                # out of unclosed <a>/<b>): Markdown cannot nest blocks in it, keep the blocks.
+                self._flush(inline, blocks)
+                blocks.extend(self.blocks(child, depth + 1))
+            else:
+                inline.append(self._inline(child, tag, depth + 1))
+        self._flush(inline, blocks)
+        return blocks
+
+    def _flat(self, node: LexborNode) -> list[str]:
+        text = self._paragraph(self._text(node.text(deep=True, separator=" ")))
+        return [text] if text else []
+
+    def _block(self, node: LexborNode, tag: str, depth: int) -> list[str]:
+        if tag in _HEADINGS:
+            return self._heading(node, _HEADINGS[tag], depth)
+        if tag in ("ul", "ol", "menu"):
+            return self._list(node, ordered=tag == "ol", depth=depth)
+        if tag == "pre":
+            return self._pre(node)
+        if tag == "blockquote":
+            return self._quote(node, depth)
+        if tag == "table":
+            return self._table(node, depth)
+        if tag == "hr":
+            return ["---"] if self.markdown else []
+        if tag == "dt" and self.markdown:
+            text = self._paragraph(self._inline_children(node, depth))
+            return [f"**{text}**"] if text else []
+        return self.blocks(node, depth)
+
+    def _flush(self, inline: list[str], blocks: list[str]) -> None:
+        text = self._paragraph(inline)
+        inline.clear()
+        if text:
+            blocks.append(text)
+
+    def _paragraph(self, parts: list[str] | str) -> str:
+        joined = parts if isinstance(parts, str) else "".join(parts)
+        lines = [_SPACES.sub(" ", line).strip() for line in joined.split(_BREAK)]
+        if not self.markdown:
+            return "\n".join(line for line in lines if line)
+        return "\\\n".join(_LINE_START.sub(r"\\\1", line) for line in lines if line)
+
+    def _heading(self, node: LexborNode, level: int, depth: int) -> list[str]:
+        text = self._paragraph(self._inline_children(node, depth).replace(_BREAK, " "))
+        if not text:
+            return []
+        return [f"{'#' * level} {text}" if self.markdown else text]
+
+    def _list(self, node: LexborNode, *, ordered: bool, depth: int) -> list[str]:
+        try:
+            number = int(node.attributes.get("start") or 1)
+        except ValueError:
+            number = 1
+        items: list[str] = []
+        for child in node.iter():
+            tag = child.tag or ""
+            if tag in ("ul", "ol") and items:  # a list directly in a list: belongs to the last item
+                nested = self._list(child, ordered=tag == "ol", depth=depth + 1)
+                items[-1] += "".join("\n" + _indent(block, "  ") for block in nested)
+                continue
+            if tag not in ("li", "ul", "ol") and child.css_first("li") is not None:
+                items.extend(self._list(child, ordered=ordered, depth=depth + 1))  # <ul><a><li>
+                continue
+            if tag == "li":
+                blocks = self.blocks(child, depth + 1)
+            else:
+                blocks = self._block_or_inline(child, depth)
+            if not blocks:
+                continue
+            marker = f"{number}." if ordered else "-"
+            number += 1
+            items.append(_list_item(marker, blocks))
+        return ["\n".join(items)] if items else []
+
+    def _block_or_inline(self, node: LexborNode, depth: int) -> list[str]:
+        tag = node.tag or ""
+        if tag in _BLOCKS:
+            return self._block(node, tag, depth + 1)
+        text = self._paragraph(self._inline(node, tag, depth + 1))
+        return [text] if text else []
+
+    def _pre(self, node: LexborNode) -> list[str]:
+        code = node.text(deep=True).strip("\n")
+        if not code.strip():
+            return []
+        if not self.markdown:
+            return [code]
+        inner = node.css_first("code")
+        classes = node.attributes.get("class") or ""
+        if inner is not None:
+            classes += " " + (inner.attributes.get("class") or "")
+        match = _LANG.search(classes)
+        longest = max((len(run) for run in _BACKTICKS.findall(code)), default=0)
+        fence = "`" * max(3, longest + 1)
+        return [f"{fence}{match.group(1) if match else ''}\n{code}\n{fence}"]
+
+    def _quote(self, node: LexborNode, depth: int) -> list[str]:
+        blocks = self.blocks(node, depth)
+        if not self.markdown or not blocks:
+            return blocks
+        body = "\n\n".join(blocks)
+        return ["\n".join(f"> {line}" if line else ">" for line in body.split("\n"))]
+
+    # -- tables ---------------------------------------------------------------------------
+
+    def _rows(self, table: LexborNode) -> list[list[LexborNode]]:
+        rows: list[list[LexborNode]] = []
+        for part in table.iter():
+            if part.tag in ("thead", "tbody", "tfoot"):
+                trs = [tr for tr in part.iter() if tr.tag == "tr"]
+            elif part.tag == "tr":
+                trs = [part]
+            else:
+                continue
+            rows.extend([c for c in tr.iter() if c.tag in ("td", "th")] for tr in trs)
+        return [row for row in rows if row]
+
+    def _table(self, node: LexborNode, depth: int) -> list[str]:
+        rows = self._rows(node)
+        columns = max((len(row) for row in rows), default=0)
+        # A layout table, not data (css() matches the node itself, hence "> 1").
+        if columns < 2 or len(node.css("table")) > 1:
+            return [b for row in rows for cell in row for b in self.blocks(cell, depth + 1)]
+        caption = node.css_first("caption")
+        out = self.blocks(caption, depth + 1) if caption is not None else []
+        cells = [[self._cell(cell, depth) for cell in row] for row in rows]
+        cells = [row + [""] * (columns - len(row)) for row in cells]
+        if not self.markdown:
+            return [*out, "\n".join("\t".join(row) for row in cells)]
+        lines = [_table_row(cells[0]), _table_row(["---"] * columns)]
+        lines.extend(_table_row(row) for row in cells[1:])
+        return [*out, "\n".join(lines)]
+
+    def _cell(self, cell: LexborNode, depth: int) -> str:
+        text = " ".join(self.blocks(cell, depth + 1))
+        text = " ".join(text.replace("\\\n", " ").split())
+        return text.replace("|", "\\|") if self.markdown else text
+
+    # -- inline ---------------------------------------------------------------------------
+
+    def _inline_children(self, node: LexborNode, depth: int) -> str:
+        if depth > MAX_DEPTH:
+            return self._text(node.text(deep=True, separator=" "))
+        parts: list[str] = []
+        for child in _children(node):
+            tag = child.tag or ""
+            if tag == "-text":
+                parts.append(self._text(child.text_content or ""))
+            elif tag == "br":
+                parts.append(_BREAK)
+            elif tag not in _SKIP:
+                parts.append(self._inline(child, tag, depth + 1))
+        return "".join(parts)
+
+    def _inline(self, node: LexborNode, tag: str, depth: int) -> str:
+        if tag == "img":
+            return self._image(node)
+        if tag in _CODE:
+            return self._code(node.text(deep=True))
+        inner = self._inline_children(node, depth)
+        if tag in _SPACED:
+            return f" {inner} "
+        if not self.markdown:
+            return inner
+        if tag == "a":
+            return self._link(node, inner)
+        if tag in _STRONG:
+            return _wrap(inner, "**")
+        if tag in _EMPHASIS:
+            return _wrap(inner, "*")
+        if tag in _STRIKE:
+            return _wrap(inner, "~~")
+        return inner
+
+    def _link(self, node: LexborNode, inner: str) -> str:
+        url = self.resolver.resolve(node.attributes.get("href"))
+        label = inner.replace(_BREAK, " ").strip()
+        if url is None or not label:
+            return inner
+        lead = " " if inner[:1].isspace() else ""
+        trail = " " if inner[-1:].isspace() else ""
+        return f"{lead}[{label}]({_url(url)}){trail}"
+
+    def _image(self, node: LexborNode) -> str:
+        if not self.markdown:
+            return ""
+        attrs = node.attributes
+        url = self.resolver.resolve(attrs.get("src") or attrs.get("data-src"))
+        if url is None:
+            return ""
+        alt = self._escape(" ".join((attrs.get("alt") or "").split()))
+        return f"![{alt}]({_url(url)})"
+
+    def _code(self, text: str) -> str:
+        text = " ".join(text.split())
+        if not text:
+            return ""
+        if not self.markdown:
+            return text
+        longest = max((len(run) for run in _BACKTICKS.findall(text)), default=0)
+        ticks = "`" * (longest + 1)
+        pad = " " if text.startswith("`") or text.endswith("`") else ""
+        return f"{ticks}{pad}{text}{pad}{ticks}"
+
+    def _text(self, text: str) -> str:
+        return self._escape(_SPACES.sub(" ", text))
+
+    def _escape(self, text: str) -> str:
+        if not self.markdown:
+            return text
+        return _ESCAPE.sub(lambda m: "\\" + m.group(), text)
+
+
+def _wrap(inner: str, mark: str) -> str:
+    core = inner.strip()
+    if not core or core == _BREAK:
+        return inner
+    lead = " " if inner[:1].isspace() else ""
+    trail = " " if inner[-1:].isspace() else ""
+    return f"{lead}{mark}{core}{mark}{trail}"
+
+
+def _url(url: str) -> str:
+    """A link destination that cannot break out of ``(...)``."""
+    if any(ch in url for ch in " ()<>"):
+        return (
+            url.replace(" ", "%20")
+            .replace("(", "%28")
+            .replace(")", "%29")
+            .replace("<", "%3C")
+            .replace(">", "%3E")
+        )
+    return url
+
+
+def _indent(block: str, pad: str) -> str:
+    return "\n".join(pad + line if line else line for line in block.split("\n"))
+
+
+def _list_item(marker: str, blocks: list[str]) -> str:
+    pad = " " * (len(marker) + 1)
+    first, *rest = blocks
+    item = f"{marker} {_indent(first, pad)[len(pad) :]}"
+    return item + "".join("\n" + _indent(block, pad) for block in rest)
+
+
+def _table_row(cells: list[str]) -> str:
+    return "| " + " | ".join(cells) + " |"
