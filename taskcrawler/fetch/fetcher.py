@@ -9,14 +9,15 @@ failure becomes a :class:`FetchError` with a stable code; the worker decides on 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import aiohttp
 from aiohttp.abc import AbstractResolver
 from aiohttp.http_exceptions import ContentEncodingError
+from redis.asyncio import Redis
 from yarl import URL
 
 from taskcrawler.domain import ErrorCode, FetchError
@@ -32,7 +33,16 @@ from taskcrawler.fetch.limits import (
     parse_retry_after,
     read_limited,
 )
+from taskcrawler.fetch.politeness import HostBusyError, HostLimiter
+from taskcrawler.fetch.robots import (
+    ROBOTS_MAX_REDIRECTS,
+    RobotsBody,
+    RobotsCache,
+    read_robots_response,
+)
 from taskcrawler.settings import Settings
+
+_T = TypeVar("_T")
 
 ALLOWED_CONTENT_TYPES = frozenset(
     {"text/html", "application/xhtml+xml", "text/plain", "application/xml", "text/xml"}
@@ -63,10 +73,16 @@ class FetchedPage:
 class Fetcher:
     """Fetches one URL at a time with a shared session; raises :class:`FetchError` on failure.
 
-    ``guard`` defaults to the settings' policy (on unless ``allow_private_networks``); ``resolver``
-    is the DNS resolver the guard wraps (aiohttp's default when ``None``; tests inject a fake one).
-    A ``session`` passed in is used as it is, so its connector should carry a
-    :class:`GuardedResolver`; URL hosts and redirect hops are vetted either way.
+    Everything is optional and has a production default:
+
+    * ``guard``: the settings' policy (on unless ``allow_private_networks``). ``resolver``: the
+      DNS resolver the guard wraps (aiohttp's default; tests inject a fake one). A ``session``
+      passed in is used as it is, so its connector should carry a :class:`GuardedResolver`;
+      URL hosts and redirect hops are vetted either way.
+    * ``limiter``: politeness per host (see :func:`make_host_limiter`); none when ``None``.
+      ``host_wait_seconds`` bounds the wait for a slot (``host_busy``, transient, after it);
+      by default the wait is bounded only by the fetch deadline.
+    * ``redis``: shares the robots.txt cache between processes, under ``redis_prefix``.
     """
 
     def __init__(
@@ -76,9 +92,24 @@ class Fetcher:
         session: aiohttp.ClientSession | None = None,
         guard: AddressGuard | None = None,
         resolver: AbstractResolver | None = None,
+        limiter: HostLimiter | None = None,
+        host_wait_seconds: float | None = None,
+        redis: Redis | None = None,
+        redis_prefix: str = "taskcrawler",
     ) -> None:
         self.settings = settings
         self.guard = guard or AddressGuard(enabled=not settings.allow_private_networks)
+        self.limiter = limiter
+        self.robots: RobotsCache | None = None
+        if settings.respect_robots:
+            self.robots = RobotsCache(
+                self._fetch_robots,
+                user_agent=settings.user_agent,
+                ttl_seconds=settings.robots_cache_seconds,
+                redis=redis,
+                redis_prefix=redis_prefix,
+            )
+        self._host_wait = host_wait_seconds
         self._resolver = resolver
         self._session = session
         self._owns_session = session is None
@@ -130,51 +161,74 @@ class Fetcher:
         """Fetch ``url``, following redirects; ``headers`` are extra request headers (for example
         ``If-None-Match`` for a conditional re-fetch, which then returns a 304 page)."""
         target = _parse_url(url)
+
+        async def read(resp: aiohttp.ClientResponse) -> FetchedPage:
+            return await self._read_page(url, resp)
+
+        hops = _Hops(self.settings.max_redirects, obey_robots=self.robots is not None)
+        return await self._bounded(self._follow(target, headers, read, hops), hops)
+
+    async def _fetch_robots(self, url: URL) -> RobotsBody:
+        """robots.txt through the same guard, session, limits and politeness as a page."""
+        hops = _Hops(ROBOTS_MAX_REDIRECTS, obey_robots=False)
+        return await self._bounded(self._follow(url, None, read_robots_response, hops), hops)
+
+    async def _bounded(self, work: Awaitable[_T], hops: _Hops) -> _T:
+        """Run ``work`` under the total deadline and turn every failure into a FetchError."""
+        deadline = self.settings.fetch_timeout_seconds
         try:
-            async with asyncio.timeout(self.settings.fetch_timeout_seconds):
-                return await self._follow(url, target, headers)
+            async with asyncio.timeout(deadline):
+                return await work
         except FetchError:
             raise
         except TimeoutError:
+            if hops.waiting_for_host is not None:
+                # Our own politeness made us wait, not the site: say so, so it is rescheduled.
+                raise HostBusyError(hops.waiting_for_host, deadline, 1.0) from None
             raise FetchError(
-                ErrorCode.TIMEOUT,
-                f"the fetch did not finish within {self.settings.fetch_timeout_seconds:g} s",
+                ErrorCode.TIMEOUT, f"the fetch did not finish within {deadline:g} s"
             ) from None
         except aiohttp.ClientError as exc:
             raise client_error(exc) from exc
 
     async def _follow(
-        self, url: str, target: URL, headers: Mapping[str, str] | None
-    ) -> FetchedPage:
-        """Request ``target`` and follow redirects ourselves: each hop is vetted, counted, and
-        checked for a loop (aiohttp's own following cannot tell a loop from a long chain)."""
-        seen = {target}
-        redirects = 0
+        self,
+        target: URL,
+        headers: Mapping[str, str] | None,
+        read: Callable[[aiohttp.ClientResponse], Awaitable[_T]],
+        hops: _Hops,
+    ) -> _T:
+        """Request ``target`` and follow redirects ourselves: each hop is vetted (guard, robots),
+        counted, and checked for a loop (aiohttp's own following cannot tell a loop from a
+        long chain, and would not ask robots.txt about the next hop)."""
         while True:
-            async with self._open(target, headers) as resp:
+            self.guard.check_host(target.raw_host)
+            if hops.obey_robots and self.robots is not None:
+                # Before taking a politeness slot: the robots fetch takes one of its own.
+                await self.robots.check(target)
+            async with self._request(target, headers, hops) as resp:
                 next_target = _redirect_target(resp)
                 if next_target is None:
-                    return await self._read_page(url, resp)
-            redirects += 1
-            if next_target in seen:
-                raise FetchError(
-                    ErrorCode.REDIRECT_LOOP,
-                    f"redirect loop: {target} redirects back to {next_target}",
-                )
-            if redirects > self.settings.max_redirects:
-                raise FetchError(
-                    ErrorCode.TOO_MANY_REDIRECTS,
-                    f"more than {self.settings.max_redirects} redirects (last to {next_target})",
-                )
-            seen.add(next_target)
+                    return await read(resp)
+            hops.add(target, next_target)
             target = next_target
 
-    def _open(
-        self, target: URL, headers: Mapping[str, str] | None
-    ) -> AbstractAsyncContextManager[aiohttp.ClientResponse]:
-        """One request, after the guard vetted the URL's host (IP literals skip the resolver)."""
-        self.guard.check_host(target.raw_host)
-        return self._session_or_new().get(target, allow_redirects=False, headers=headers)
+    @asynccontextmanager
+    async def _request(
+        self, target: URL, headers: Mapping[str, str] | None, hops: _Hops
+    ) -> AsyncIterator[aiohttp.ClientResponse]:
+        """One request, holding a politeness slot for its host until the body is read."""
+        host = target.raw_host or ""
+        session = self._session_or_new()
+        if self.limiter is None:
+            slot: AbstractAsyncContextManager[None] = nullcontext()
+        else:
+            slot = self.limiter.slot(host, max_wait=self._host_wait)
+        hops.waiting_for_host = host
+        async with slot:
+            hops.waiting_for_host = None
+            async with session.get(target, allow_redirects=False, headers=headers) as resp:
+                yield resp
 
     async def _read_page(self, url: str, resp: aiohttp.ClientResponse) -> FetchedPage:
         _check_status(resp)
@@ -195,6 +249,32 @@ class Fetcher:
             charset=resp.charset,
             body=body,
         )
+
+
+class _Hops:
+    """The state of one fetch across its redirect hops."""
+
+    def __init__(self, max_redirects: int, *, obey_robots: bool) -> None:
+        self.max_redirects = max_redirects
+        self.obey_robots = obey_robots
+        self.redirects = 0
+        self.seen: set[URL] = set()
+        self.waiting_for_host: str | None = None
+
+    def add(self, current: URL, next_target: URL) -> None:
+        """Count a redirect; refuse a loop (checked first: it says more) or one too many."""
+        self.seen.add(current)
+        self.redirects += 1
+        if next_target in self.seen:
+            raise FetchError(
+                ErrorCode.REDIRECT_LOOP,
+                f"redirect loop: {current} redirects back to {next_target}",
+            )
+        if self.redirects > self.max_redirects:
+            raise FetchError(
+                ErrorCode.TOO_MANY_REDIRECTS,
+                f"more than {self.max_redirects} redirects (last to {next_target})",
+            )
 
 
 def _parse_url(url: str) -> URL:

@@ -50,11 +50,16 @@ def check_declared_length(headers: Mapping[str, str], max_bytes: int) -> None:
         raise _too_large(max_bytes, f" (Content-Length is {declared})")
 
 
-async def read_limited(stream: aiohttp.StreamReader, max_bytes: int) -> bytes:
-    """Read a (decompressed) body, stopping as soon as it passes ``max_bytes``."""
+async def read_limited(
+    stream: aiohttp.StreamReader, max_bytes: int, *, truncate: bool = False
+) -> bytes:
+    """Read a (decompressed) body, stopping as soon as it passes ``max_bytes``: with
+    ``truncate`` the first ``max_bytes`` are returned, otherwise ``too_large`` is raised."""
     body = bytearray()
     async for chunk in stream.iter_chunked(READ_CHUNK_BYTES):
         if len(body) + len(chunk) > max_bytes:
+            if truncate:
+                return bytes(body + chunk[: max_bytes - len(body)])
             raise _too_large(max_bytes, "")
         body += chunk
     return bytes(body)

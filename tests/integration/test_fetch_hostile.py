@@ -15,7 +15,7 @@ import asyncio
 import ipaddress
 import time
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 from urllib.parse import quote
 
@@ -51,6 +51,10 @@ class Case:
     expect: str
     settings: dict[str, Any] = field(default_factory=dict)
     pretend_public: bool = False  # 127.0.0.1 counts as a public address (for redirect tests)
+    robots: str | None = None  # robots.txt the public server serves ("bomb": a gzip bomb)
+
+    def with_robots(self, robots: str) -> Case:
+        return replace(self, robots=robots)
 
 
 def _address(name: str, host: str) -> Case:
@@ -154,6 +158,19 @@ CASES = [
     _limit("500", "/status/500", ErrorCode.HTTP_5XX),
     _limit("connection closed before response", "/disconnect", ErrorCode.CONNECTION_CLOSED),
     _limit("body cut short", "/truncated", ErrorCode.CONNECTION_CLOSED),
+    _limit(
+        "robots.txt disallows the page",
+        "/page/private",
+        ErrorCode.ROBOTS_DISALLOWED,
+        respect_robots=True,
+    ).with_robots("User-agent: *\nDisallow: /page/private\n"),
+    _limit(
+        "robots.txt disallows a redirect hop",
+        _hop("/page/private"),
+        ErrorCode.ROBOTS_DISALLOWED,
+        respect_robots=True,
+    ).with_robots("User-agent: *\nDisallow: /page/private\n"),
+    _limit("robots.txt is a gzip bomb", "/page", OK, respect_robots=True).with_robots("bomb"),
     Case("malformed status line", "http://127.0.0.1:{raw}/", ErrorCode.BAD_RESPONSE, LIMITS),
     Case("nothing listening", "http://127.0.0.1:1/", ErrorCode.CONNECT, LIMITS),
     Case("name does not resolve", "http://nxdomain.test:{port}/", ErrorCode.DNS, LIMITS),
@@ -215,6 +232,9 @@ async def run_case(case: Case, servers: Servers) -> Row:
         port=servers.public.port, iport=servers.intranet.port, raw=servers.raw.port
     )
     fetcher = _fetcher(case)
+    servers.public.robots_status = 200 if case.robots else 404
+    servers.public.robots_body = case.robots or ""
+    servers.public.robots_bomb = case.robots == "bomb"
 
     # For a redirect from the pretend-public server, only the intranet must stay untouched.
     def counted() -> int:

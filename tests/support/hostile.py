@@ -16,6 +16,7 @@ from typing import Any
 
 from aiohttp import web
 from aiohttp.abc import AbstractResolver, ResolveResult
+from redis.asyncio import Redis
 
 from taskcrawler.settings import Settings
 
@@ -44,6 +45,8 @@ class HostileServer:
         self.hits: Counter[str] = Counter()
         self.robots_status = 404
         self.robots_body = ""
+        self.robots_headers: dict[str, str] = {}
+        self.robots_bomb = False
         self.in_flight = 0
         self.max_in_flight = 0
         self.page_delay = 0.0
@@ -121,7 +124,11 @@ class HostileServer:
         return web.Response(body=PAGE, content_type="text/html", headers={"ETag": '"v1"'})
 
     async def _robots(self, request: web.Request) -> web.Response:
-        return web.Response(status=self.robots_status, text=self.robots_body)
+        if self.robots_bomb:
+            return await self._gzip_bomb(request)
+        return web.Response(
+            status=self.robots_status, text=self.robots_body, headers=self.robots_headers
+        )
 
     async def _drip(self, request: web.Request) -> web.StreamResponse:
         """One byte every 0.2 s, forever: each read succeeds, so only a total deadline stops it."""
@@ -296,3 +303,13 @@ def _result(host: str, address: str, port: int) -> ResolveResult:
         proto=0,
         flags=socket.AI_NUMERICHOST | socket.AI_NUMERICSERV,
     )
+
+
+REDIS_URL = "redis://127.0.0.1:6379/0"
+
+
+async def delete_prefix(redis: Redis, prefix: str) -> None:
+    """Remove every key a test wrote under its own random prefix."""
+    keys = [key async for key in redis.scan_iter(match=f"{prefix}:*", count=1000)]
+    if keys:
+        await redis.delete(*keys)

@@ -1,0 +1,262 @@
+"""Politeness per host: at most N requests in flight to one host, and a minimum gap between starts.
+
+Two implementations of one small protocol: :class:`MemoryHostLimiter` for the embedded mode (one
+process), :class:`RedisHostLimiter` for production (every worker process on every machine shares
+the limit). ``async with limiter.slot(host):`` holds one slot for the duration of a request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import uuid
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Protocol, TypeVar
+
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+
+from taskcrawler.domain import ErrorCode, FetchError, QueueUnavailable
+from taskcrawler.settings import Settings
+
+log = logging.getLogger(__name__)
+_T = TypeVar("_T")
+
+
+class HostBusyError(FetchError):
+    """No slot for the host within the wait allowed. Transient: the job can be rescheduled
+    instead of holding a worker slot while it waits."""
+
+    def __init__(self, host: str, waited: float, retry_after: float) -> None:
+        super().__init__(
+            ErrorCode.HOST_BUSY,
+            f"no politeness slot for {host} within {waited:g} s",
+            transient=True,
+            retry_after=retry_after,
+        )
+
+
+class HostLimiter(Protocol):
+    def slot(
+        self, host: str, *, max_wait: float | None = None
+    ) -> AbstractAsyncContextManager[None]:
+        """Hold one of the host's slots; raise :class:`HostBusyError` after ``max_wait`` s."""
+        ...
+
+
+def host_key(host: str) -> str:
+    """Limits are per host name (not per port): one server, however many ports it serves."""
+    return host.rstrip(".").lower()
+
+
+# --- in memory ----------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Host:
+    active: int = 0
+    next_start: float = 0.0
+    waiters: deque[asyncio.Future[None]] = field(default_factory=deque)
+
+
+class MemoryHostLimiter:
+    """Per-host limits inside one process. Waiters park on futures, woken one per release."""
+
+    def __init__(self, concurrency: int, delay_seconds: float = 0.0) -> None:
+        if concurrency < 1:
+            raise ValueError("concurrency must be at least 1")
+        self._concurrency = concurrency
+        self._delay = delay_seconds
+        self._hosts: dict[str, _Host] = {}
+
+    @asynccontextmanager
+    async def slot(self, host: str, *, max_wait: float | None = None) -> AsyncIterator[None]:
+        key = host_key(host)
+        await _within(max_wait, self._acquire(key), key, retry_after=self._delay or 1.0)
+        try:
+            yield
+        finally:
+            self._release(key)
+
+    def in_flight(self, host: str) -> int:
+        state = self._hosts.get(host_key(host))
+        return 0 if state is None else state.active
+
+    async def _acquire(self, key: str) -> None:
+        loop = asyncio.get_running_loop()
+        woken = False
+        while True:
+            # Looked up on every turn: an idle host's state is dropped on release.
+            state = self._hosts.setdefault(key, _Host())
+            queue_first = bool(state.waiters) and not woken
+            if state.active < self._concurrency and not queue_first:
+                wait = state.next_start - loop.time()
+                if wait <= 0:
+                    state.active += 1
+                    state.next_start = loop.time() + self._delay
+                    return
+                await asyncio.sleep(wait)
+                continue
+            await self._park(state)
+            woken = True
+
+    async def _park(self, state: _Host) -> None:
+        waiter = asyncio.get_running_loop().create_future()
+        state.waiters.append(waiter)
+        try:
+            await waiter
+        except asyncio.CancelledError:
+            if waiter.done() and not waiter.cancelled():
+                self._wake(state)  # we were woken but will not use it: pass it on
+            raise
+        finally:
+            if waiter in state.waiters:
+                state.waiters.remove(waiter)
+
+    def _release(self, key: str) -> None:
+        state = self._hosts[key]
+        state.active -= 1
+        self._wake(state)
+        now = asyncio.get_running_loop().time()
+        if state.active == 0 and not state.waiters and state.next_start <= now:
+            del self._hosts[key]
+
+    @staticmethod
+    def _wake(state: _Host) -> None:
+        while state.waiters:
+            waiter = state.waiters.popleft()
+            if not waiter.done():
+                waiter.set_result(None)
+                return
+
+
+# --- through Redis ------------------------------------------------------------------------
+
+# One atomic step per attempt. Redis's own clock is used so machines with skewed clocks agree.
+# KEYS[1]: sorted set of leases (member: token, score: expiry ms); KEYS[2]: next allowed start ms.
+# ARGV: concurrency, delay ms, lease ms, token. Returns {1, 0} on success, {0, wait ms} when the
+# delay says wait (a known time), {0, -1} when the host is full (wait for a release).
+_ACQUIRE = """
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
+if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then
+  return {0, -1}
+end
+local next_start = tonumber(redis.call('GET', KEYS[2]) or '0')
+if next_start > now then
+  return {0, next_start - now}
+end
+local lease = tonumber(ARGV[3])
+redis.call('ZADD', KEYS[1], now + lease, ARGV[4])
+redis.call('PEXPIRE', KEYS[1], lease)
+local delay = tonumber(ARGV[2])
+if delay > 0 then
+  redis.call('SET', KEYS[2], now + delay, 'PX', delay)
+end
+return {1, 0}
+"""
+
+POLL_MIN_SECONDS = 0.005
+POLL_MAX_SECONDS = 0.2
+
+
+class RedisHostLimiter:
+    """Per-host limits shared by every process that uses the same Redis and prefix.
+
+    A slot is a lease in a sorted set that expires on its own, so a process killed mid-request
+    frees its slots after ``lease_seconds`` (set it above the fetch deadline). Waiting is polling
+    with exponential backoff and jitter; a local gate first limits how many tasks of this
+    process poll for one host, so a queue of a thousand jobs does not hammer Redis.
+    """
+
+    def __init__(
+        self,
+        redis: Redis,
+        *,
+        concurrency: int,
+        delay_seconds: float = 0.0,
+        lease_seconds: float = 60.0,
+        prefix: str = "taskcrawler",
+    ) -> None:
+        self._redis = redis
+        self._concurrency = concurrency
+        self._delay_ms = int(delay_seconds * 1000)
+        self._lease_ms = max(1, int(lease_seconds * 1000))
+        self._prefix = prefix
+        self._local = MemoryHostLimiter(concurrency)
+        self._acquire_script = redis.register_script(_ACQUIRE)
+
+    def keys(self, host: str) -> list[str]:
+        # The {host} hash tag keeps both keys in one Redis Cluster slot (Lua needs that).
+        base = f"{self._prefix}:politeness:{{{host_key(host)}}}"
+        return [f"{base}:leases", f"{base}:next"]
+
+    @asynccontextmanager
+    async def slot(self, host: str, *, max_wait: float | None = None) -> AsyncIterator[None]:
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        async with self._local.slot(host, max_wait=max_wait):
+            left = None if max_wait is None else max(0.0, max_wait - (loop.time() - started))
+            retry_after = max(self._delay_ms / 1000, 1.0)
+            token = await _within(left, self._acquire(host), host, retry_after=retry_after)
+            try:
+                yield
+            finally:
+                await self._release(host, token)
+
+    async def _acquire(self, host: str) -> str:
+        token = uuid.uuid4().hex
+        keys = self.keys(host)
+        args: list[int | str] = [self._concurrency, self._delay_ms, self._lease_ms, token]
+        backoff = POLL_MIN_SECONDS
+        while True:
+            try:
+                granted, wait_ms = await self._acquire_script(keys=keys, args=args)
+            except (RedisError, OSError) as exc:
+                raise QueueUnavailable(f"Redis unreachable for politeness limits: {exc}") from exc
+            if granted:
+                return token
+            if wait_ms >= 0:
+                await asyncio.sleep(wait_ms / 1000 + random.uniform(0, POLL_MIN_SECONDS))
+            else:
+                await asyncio.sleep(random.uniform(backoff / 2, backoff))
+                backoff = min(backoff * 2, POLL_MAX_SECONDS)
+
+    async def _release(self, host: str, token: str) -> None:
+        try:
+            # Shielded: a cancelled fetch must still hand its slot back now, not at lease expiry.
+            await asyncio.shield(self._redis.zrem(self.keys(host)[0], token))
+        except (RedisError, OSError) as exc:
+            log.warning("politeness: could not release a slot for %s (%s); it expires", host, exc)
+
+
+async def _within(
+    max_wait: float | None, acquire: Awaitable[_T], host: str, *, retry_after: float
+) -> _T:
+    """Await ``acquire``, turning a wait longer than ``max_wait`` into :class:`HostBusyError`."""
+    if max_wait is None:
+        return await acquire
+    try:
+        async with asyncio.timeout(max_wait):
+            return await acquire
+    except TimeoutError:
+        raise HostBusyError(host, max_wait, retry_after) from None
+
+
+def make_host_limiter(settings: Settings, redis: Redis | None = None) -> HostLimiter:
+    """The limiter for a deployment: shared through Redis when there is one, else in memory."""
+    if redis is None:
+        return MemoryHostLimiter(settings.host_concurrency, settings.host_delay_seconds)
+    return RedisHostLimiter(
+        redis,
+        concurrency=settings.host_concurrency,
+        delay_seconds=settings.host_delay_seconds,
+        # Above the longest a slot can be held (one fetch, bounded by its deadline).
+        lease_seconds=settings.fetch_timeout_seconds * 2 + 10,
+        prefix=settings.redis_prefix,
+    )

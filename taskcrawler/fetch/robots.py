@@ -1,0 +1,201 @@
+"""robots.txt: fetched once per origin, cached in memory and (in production) shared through Redis.
+
+What an answer means (RFC 9309, with one deliberate deviation):
+
+* 2xx: the rules are parsed with protego and obeyed. Only the first 512 KiB are read (the RFC's
+  floor is 500 KiB); rules past that point are ignored rather than failing the job.
+* 4xx (404, and 401/403 too, as the RFC says): there are no rules; everything is allowed.
+* 5xx, a timeout, a refused connection, a redirect mess: **allowed**, and remembered only briefly
+  (``UNAVAILABLE_CACHE_SECONDS``). RFC 9309 tells a *crawler* to assume "disallow all" here, but
+  TaskCrawler fetches the one page a user asked for: failing that job permanently because a
+  site's robots.txt endpoint hiccuped would be wrong, and the page fetch right after reports the
+  outage itself (as a transient error) if the site is really down.
+* A robots.txt the guard refuses (its host, or a redirect from it, leads to a blocked address)
+  counts as unavailable: nothing was sent there, and the page fetch that follows is vetted by
+  the guard on its own, so a page on a blocked host still fails as ``blocked_address``.
+* ``host_busy`` (our own politeness limit) is not an answer: it is raised and nothing is cached.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+import aiohttp
+from protego import Protego
+from redis.asyncio import Redis
+from redis.exceptions import RedisError
+from yarl import URL
+
+from taskcrawler.domain import ErrorCode, FetchError
+from taskcrawler.fetch.limits import read_limited
+
+log = logging.getLogger(__name__)
+
+ROBOTS_MAX_BYTES = 512 * 1024
+ROBOTS_MAX_REDIRECTS = 5  # RFC 9309 section 2.3.1.2
+UNAVAILABLE_CACHE_SECONDS = 60.0
+MEMORY_CACHE_ENTRIES = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class RobotsBody:
+    """What fetching one robots.txt gave: its text ("" allows everything) and whether the
+    answer is only provisional (the file was unavailable) and so cached briefly."""
+
+    text: str
+    provisional: bool = False
+
+
+ALLOW_ALL = RobotsBody("")
+UNAVAILABLE = RobotsBody("", provisional=True)
+
+RobotsFetch = Callable[[URL], Awaitable[RobotsBody]]
+
+
+def origin_of(url: URL) -> str:
+    """The cache key: scheme, host and port (RFC 9309: robots.txt is per origin)."""
+    return f"{url.scheme}://{url.raw_host}:{url.port}"
+
+
+async def read_robots_response(resp: aiohttp.ClientResponse) -> RobotsBody:
+    """Turn the final robots.txt response into a :class:`RobotsBody`, per the rules above."""
+    if 200 <= resp.status < 300:
+        body = await read_limited(resp.content, ROBOTS_MAX_BYTES, truncate=True)
+        return RobotsBody(body.decode("utf-8", errors="replace"))
+    if 400 <= resp.status < 500:
+        return ALLOW_ALL
+    return UNAVAILABLE
+
+
+@dataclass(slots=True)
+class _Entry:
+    rules: Protego | None  # None: everything is allowed
+    expires_at: float
+
+
+class RobotsCache:
+    """Answers "may TaskCrawler fetch this URL?", fetching each origin's robots.txt once per TTL.
+
+    ``fetch`` does the HTTP part (the Fetcher passes one that uses its guarded session and
+    limits). Concurrent checks for one origin share a single fetch.
+    """
+
+    def __init__(
+        self,
+        fetch: RobotsFetch,
+        *,
+        user_agent: str,
+        ttl_seconds: float,
+        redis: Redis | None = None,
+        redis_prefix: str = "taskcrawler",
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._fetch = fetch
+        self._user_agent = user_agent
+        self._ttl = ttl_seconds
+        self._redis = redis
+        self._prefix = redis_prefix
+        self._clock = clock
+        self._memory: dict[str, _Entry] = {}
+        self._loading: dict[str, asyncio.Task[Protego | None]] = {}
+
+    async def check(self, url: URL) -> None:
+        """Raise ``robots_disallowed`` (permanent) when robots.txt forbids ``url``."""
+        rules = await self._rules(origin_of(url), url)
+        if rules is not None and not rules.can_fetch(str(url), self._user_agent):
+            raise FetchError(
+                ErrorCode.ROBOTS_DISALLOWED,
+                f"robots.txt of {url.host} disallows {url.path_qs} for our user agent",
+                transient=False,
+            )
+
+    def redis_key(self, origin: str) -> str:
+        return f"{self._prefix}:robots:{origin}"
+
+    async def _rules(self, origin: str, url: URL) -> Protego | None:
+        entry = self._memory.get(origin)
+        if entry is not None and entry.expires_at > self._clock():
+            return entry.rules
+        task = self._loading.get(origin)
+        if task is None:
+            task = asyncio.create_task(self._load(origin, url.with_path("/robots.txt")))
+            self._loading[origin] = task
+            task.add_done_callback(self._loaded)
+        # Shielded: one caller hitting its deadline must not cancel the load the others await.
+        return await asyncio.shield(task)
+
+    def _loaded(self, task: asyncio.Task[Protego | None]) -> None:
+        for origin, loading in list(self._loading.items()):
+            if loading is task:
+                del self._loading[origin]
+        if not task.cancelled():
+            task.exception()  # retrieved here: every waiter may have given up already
+
+    async def _load(self, origin: str, robots_url: URL) -> Protego | None:
+        shared = await self._from_redis(origin)
+        if shared is not None:
+            text, ttl = shared
+        else:
+            body = await self._fetch_body(robots_url)
+            text = body.text
+            ttl = min(self._ttl, UNAVAILABLE_CACHE_SECONDS) if body.provisional else self._ttl
+            await self._to_redis(origin, text, ttl)
+        rules = Protego.parse(text) if text.strip() else None
+        self._remember(origin, rules, ttl)
+        return rules
+
+    async def _fetch_body(self, robots_url: URL) -> RobotsBody:
+        try:
+            return await self._fetch(robots_url)
+        except FetchError as exc:
+            if exc.code == ErrorCode.HOST_BUSY:
+                raise  # our own politeness, not the site: decide later, cache nothing
+            log.info("robots.txt at %s unavailable (%s); allowing", robots_url, exc.log_line)
+            return UNAVAILABLE
+
+    def _remember(self, origin: str, rules: Protego | None, ttl: float) -> None:
+        if ttl <= 0:
+            return
+        now = self._clock()
+        if len(self._memory) >= MEMORY_CACHE_ENTRIES:
+            self._evict(now)
+        self._memory[origin] = _Entry(rules, now + ttl)
+
+    def _evict(self, now: float) -> None:
+        """Drop expired entries; if that is not enough, the oldest half (dicts keep order)."""
+        for origin in [o for o, e in self._memory.items() if e.expires_at <= now]:
+            del self._memory[origin]
+        if len(self._memory) >= MEMORY_CACHE_ENTRIES:
+            for origin in list(self._memory)[: MEMORY_CACHE_ENTRIES // 2]:
+                del self._memory[origin]
+
+    # --- sharing through Redis: an optimisation, so a Redis failure only costs a refetch ----
+
+    async def _from_redis(self, origin: str) -> tuple[str, float] | None:
+        if self._redis is None:
+            return None
+        key = self.redis_key(origin)
+        try:
+            async with self._redis.pipeline(transaction=False) as pipe:
+                pipe.get(key)
+                pipe.pttl(key)
+                value, pttl = await pipe.execute()
+        except (RedisError, OSError) as exc:
+            log.warning("robots cache: Redis read failed (%s); fetching robots.txt", exc)
+            return None
+        if value is None or pttl is None or pttl <= 0:
+            return None
+        text = value.decode("utf-8", errors="replace") if isinstance(value, bytes) else value
+        return str(text), pttl / 1000.0
+
+    async def _to_redis(self, origin: str, text: str, ttl: float) -> None:
+        if self._redis is None or ttl <= 0:
+            return
+        try:
+            await self._redis.set(self.redis_key(origin), text, px=max(1, int(ttl * 1000)))
+        except (RedisError, OSError) as exc:
+            log.warning("robots cache: Redis write failed (%s)", exc)
