@@ -162,7 +162,7 @@ return {1, 0}
 """
 
 POLL_MIN_SECONDS = 0.005
-POLL_MAX_SECONDS = 0.2
+POLL_MAX_SECONDS = 0.05
 
 
 class RedisHostLimiter:

@@ -1,0 +1,217 @@
+"""Politeness through the real Redis: shared by limiter instances and by separate processes."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from redis.asyncio import Redis
+
+from taskcrawler.domain import ErrorCode, FetchError
+from taskcrawler.fetch import Fetcher
+from taskcrawler.fetch.politeness import (
+    HostBusyError,
+    MemoryHostLimiter,
+    RedisHostLimiter,
+    make_host_limiter,
+)
+from tests.support.hostile import REDIS_URL, HostileServer, delete_prefix, fetch_settings
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+async def redis() -> AsyncIterator[tuple[Redis, str]]:
+    client = Redis.from_url(REDIS_URL)
+    prefix = f"test-politeness-{uuid.uuid4().hex}"
+    yield client, prefix
+    await delete_prefix(client, prefix)
+    await client.aclose()
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[HostileServer]:
+    running = await HostileServer().start()
+    yield running
+    await running.stop()
+
+
+def _limiter(redis: tuple[Redis, str], **options: float) -> RedisHostLimiter:
+    client, prefix = redis
+    values: dict[str, float] = {"concurrency": 3, "lease_seconds": 30.0}
+    values.update(options)
+    return RedisHostLimiter(
+        client,
+        concurrency=int(values["concurrency"]),
+        delay_seconds=values.get("delay_seconds", 0.0),
+        lease_seconds=values["lease_seconds"],
+        prefix=prefix,
+    )
+
+
+async def test_instances_sharing_redis_share_the_limit(
+    redis: tuple[Redis, str], server: HostileServer
+) -> None:
+    """Three fetchers (as three workers would) and 90 fetches: the host sees at most 3."""
+    server.page_delay = 0.02
+    settings = fetch_settings(allow_private_networks=True)
+    fetchers = [Fetcher(settings, limiter=_limiter(redis)) for _ in range(3)]
+    try:
+        await asyncio.gather(*(fetchers[i % 3].fetch(server.url(f"/page/{i}")) for i in range(90)))
+    finally:
+        for fetcher in fetchers:
+            await fetcher.close()
+    assert server.max_in_flight == 3
+    client, _prefix = redis
+    leases = _limiter(redis).keys("127.0.0.1")[0]
+    assert await client.zcard(leases) == 0  # every slot was handed back
+
+
+async def test_starts_are_spaced_by_the_delay(redis: tuple[Redis, str]) -> None:
+    limiters = [_limiter(redis, concurrency=10, delay_seconds=0.05) for _ in range(2)]
+    starts: list[float] = []
+
+    async def one(limiter: RedisHostLimiter) -> None:
+        async with limiter.slot("a.test"):
+            starts.append(time.monotonic())
+
+    await asyncio.gather(*(one(limiters[i % 2]) for i in range(6)))
+    starts.sort()
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    assert min(gaps) >= 0.045  # Redis's clock is in milliseconds
+
+
+async def test_a_crashed_holders_slot_frees_itself(redis: tuple[Redis, str]) -> None:
+    crashed = _limiter(redis, concurrency=1, lease_seconds=0.3)
+    await crashed._acquire("a.test")  # taken and never released: the process "died"
+    survivor = _limiter(redis, concurrency=1, lease_seconds=0.3)
+    with pytest.raises(HostBusyError):
+        async with survivor.slot("a.test", max_wait=0.1):
+            pass
+    started = time.monotonic()
+    async with survivor.slot("a.test", max_wait=2):
+        waited = time.monotonic() - started
+    assert waited < 0.5
+
+
+async def test_a_cancelled_fetch_hands_its_slot_back(redis: tuple[Redis, str]) -> None:
+    limiter = _limiter(redis, concurrency=1)
+
+    async def hold() -> None:
+        async with limiter.slot("a.test"):
+            await asyncio.sleep(10)
+
+    task = asyncio.create_task(hold())
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    async with limiter.slot("a.test", max_wait=0.5):
+        pass
+
+
+async def test_the_fetcher_reports_host_busy_instead_of_waiting(
+    redis: tuple[Redis, str], server: HostileServer
+) -> None:
+    server.page_delay = 0.5
+    limiter = _limiter(redis, concurrency=1)
+    fetcher = Fetcher(
+        fetch_settings(allow_private_networks=True), limiter=limiter, host_wait_seconds=0.05
+    )
+    try:
+        results = await asyncio.gather(
+            fetcher.fetch(server.url("/page")),
+            fetcher.fetch(server.url("/page")),
+            return_exceptions=True,
+        )
+    finally:
+        await fetcher.close()
+    errors = [r for r in results if isinstance(r, FetchError)]
+    assert len(errors) == 1
+    assert errors[0].code == ErrorCode.HOST_BUSY
+    assert errors[0].transient is True
+    assert server.hits["/page"] == 1
+
+
+async def test_waiting_past_the_deadline_is_host_busy_not_timeout(
+    server: HostileServer,
+) -> None:
+    server.page_delay = 2.0
+    fetcher = Fetcher(
+        fetch_settings(allow_private_networks=True, fetch_timeout_seconds=0.5),
+        limiter=MemoryHostLimiter(1),
+    )
+    try:
+        results = await asyncio.gather(
+            fetcher.fetch(server.url("/page")),
+            fetcher.fetch(server.url("/page")),
+            return_exceptions=True,
+        )
+    finally:
+        await fetcher.close()
+    codes = sorted(r.code for r in results if isinstance(r, FetchError))
+    assert codes == [ErrorCode.HOST_BUSY, ErrorCode.TIMEOUT]
+
+
+def test_the_settings_choose_redis_when_given(redis: tuple[Redis, str]) -> None:
+    client, _prefix = redis
+    limiter = make_host_limiter(fetch_settings(host_concurrency=4), client)
+    assert isinstance(limiter, RedisHostLimiter)
+
+
+WORKER_SCRIPT = """
+import asyncio, json, sys
+from redis.asyncio import Redis
+from taskcrawler.fetch import Fetcher
+from taskcrawler.fetch.politeness import RedisHostLimiter
+from tests.support.hostile import fetch_settings
+
+async def main(url, prefix, count):
+    redis = Redis.from_url("redis://127.0.0.1:6379/0")
+    limiter = RedisHostLimiter(redis, concurrency=4, lease_seconds=30, prefix=prefix)
+    fetcher = Fetcher(fetch_settings(allow_private_networks=True, worker_concurrency=50),
+                      limiter=limiter)
+    try:
+        pages = await asyncio.gather(*(fetcher.fetch(f"{url}/page/{i}") for i in range(count)))
+    finally:
+        await fetcher.close()
+        await redis.aclose()
+    print(json.dumps({"ok": sum(p.status == 200 for p in pages)}))
+
+asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3])))
+"""
+
+
+@pytest.mark.slow
+async def test_two_processes_never_exceed_the_host_limit(
+    redis: tuple[Redis, str], server: HostileServer
+) -> None:
+    """Two worker-like processes, 200 fetches to one host, limit 4: the host never sees 5."""
+    _client, prefix = redis
+    server.page_delay = 0.01
+    base = f"http://127.0.0.1:{server.port}"
+    processes = [
+        await asyncio.create_subprocess_exec(
+            sys.executable,
+            "-c",
+            WORKER_SCRIPT,
+            base,
+            prefix,
+            "100",
+            cwd=ROOT,
+            stdout=asyncio.subprocess.PIPE,
+        )
+        for _ in range(2)
+    ]
+    outputs = [await asyncio.wait_for(p.communicate(), 60) for p in processes]
+    assert [p.returncode for p in processes] == [0, 0]
+    assert [json.loads(out)["ok"] for out, _err in outputs] == [100, 100]
+    assert sum(n for path, n in server.hits.items() if path.startswith("/page/")) == 200
+    assert server.max_in_flight == 4
