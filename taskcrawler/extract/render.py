@@ -123,7 +123,7 @@ class Renderer:
         lines = [_SPACES.sub(" ", line).strip() for line in joined.split(_BREAK)]
         if not self.markdown:
             return "\n".join(line for line in lines if line)
-        return "\\\n".join(_LINE_START.sub(r"\\\1", line) for line in lines if line)
+        return "\\\n".join(_LINE_START.sub(_escape_marker, line) for line in lines if line)
 
     def _heading(self, node: LexborNode, level: int, depth: int) -> list[str]:
         text = self._paragraph(self._inline_children(node, depth).replace(_BREAK, " "))
@@ -294,6 +294,12 @@ class Renderer:
         if not self.markdown:
             return text
         return _ESCAPE.sub(lambda m: "\\" + m.group(), text)
+
+
+def _escape_marker(match: re.Match[str]) -> str:
+    """``# x`` -> ``\\# x``; ``1. x`` -> ``1\\. x`` (what CommonMark needs to not see a block)."""
+    marker = match.group()
+    return f"{marker[:-1]}\\{marker[-1]}" if marker[0].isdigit() else f"\\{marker}"
 
 
 def _wrap(inner: str, mark: str) -> str:

@@ -105,7 +105,7 @@ class Resolver:
         first = href[0]
         if first == "." or "/." in href or "\\" in href or not href.isprintable():
             # dot segments, backslashes, controls or tabs inside: rare, leave them to urljoin
-            href = clean_href(href)
+            href = clean_href(href).replace("\\", "/")  # web URLs: "\\" means "/" (WHATWG)
             return self._absolute(_slow_join(self._base, href)) if href else None
         if first == "/":
             if href.startswith("//"):

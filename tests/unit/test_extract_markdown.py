@@ -1,0 +1,162 @@
+"""The Markdown and plain-text renderers, and main-content detection on small pages."""
+
+from __future__ import annotations
+
+from taskcrawler.extract import extract
+
+URL = "https://example.com/blog/post"
+
+
+def markdown(body: str) -> str:
+    result = extract(body.encode(), url=URL, formats=["markdown"])
+    assert result.markdown is not None
+    return result.markdown
+
+
+def text(body: str) -> str:
+    result = extract(body.encode(), url=URL, formats=["text"])
+    assert result.text is not None
+    return result.text
+
+
+def test_headings() -> None:
+    assert markdown("<h1>One</h1><h2>Two <small>sub</small></h2><h6>Six</h6>") == (
+        "# One\n\n## Two sub\n\n###### Six"
+    )
+
+
+def test_paragraphs_emphasis_and_line_breaks() -> None:
+    out = markdown(
+        "<p>A <strong>bold</strong>, <em>soft</em> and <del>old</del> word.</p>"
+        "<p>line one<br>line two</p>"
+    )
+    assert out == "A **bold**, *soft* and ~~old~~ word.\n\nline one\\\nline two"
+
+
+def test_emphasis_keeps_spaces_outside_the_markers() -> None:
+    assert markdown("<p>a<b> bold </b>b</p>") == "a **bold** b"
+    assert markdown("<p><b> </b>x</p>") == "x"
+
+
+def test_links_are_absolute_and_images_rendered() -> None:
+    out = markdown(
+        '<p>See <a href="../other">the other post</a> '
+        '<a href="https://x.org/a b(c)">odd</a> <a href="mailto:me@x.org">mail</a>'
+        '<a href="/x"></a></p><p><img src="/i.png" alt="An image"></p>'
+        '<p><a href="/big"><img src="big.jpg" alt="thumb"></a></p>'
+    )
+    assert "[the other post](https://example.com/other)" in out
+    assert "[odd](https://x.org/a%20b%28c%29)" in out
+    assert "mail" in out and "mailto" not in out
+    assert "![An image](https://example.com/i.png)" in out
+    assert "[![thumb](https://example.com/blog/big.jpg)](https://example.com/big)" in out
+
+
+def test_lists_nested_and_ordered() -> None:
+    out = markdown(
+        "<ul><li>one</li><li>two<ul><li>two a</li><li>two b</li></ul></li></ul>"
+        '<ol start="9"><li>nine</li><li>ten<p>more</p></li></ol>'
+    )
+    assert out == ("- one\n- two\n  - two a\n  - two b\n\n9. nine\n10. ten\n    more")
+
+
+def test_code_blocks_and_inline_code() -> None:
+    out = markdown(
+        '<pre><code class="language-python">def f():\n    return "```"\n</code></pre>'
+        "<p>Run <code>pip install x</code> or <code>a`b</code></p>"
+    )
+    assert out.startswith('````python\ndef f():\n    return "```"\n````')
+    assert "Run `pip install x` or ``a`b``" in out
+
+
+def test_tables() -> None:
+    out = markdown(
+        "<table><caption>Prices</caption><thead><tr><th>Item</th><th>Price</th></tr>"
+        "</thead><tbody><tr><td>Tea | hot</td><td>2</td></tr><tr><td>Cake</td></tr>"
+        "</tbody></table>"
+    )
+    assert out == ("Prices\n\n| Item | Price |\n| --- | --- |\n| Tea \\| hot | 2 |\n| Cake |  |")
+
+
+def test_layout_table_is_rendered_as_blocks() -> None:
+    out = markdown("<table><tr><td><p>Only</p><p>column</p></td></tr></table>")
+    assert out == "Only\n\ncolumn"
+
+
+def test_blockquote_and_rule() -> None:
+    out = markdown("<blockquote><p>first</p><p>second</p></blockquote><hr><p>after</p>")
+    assert out == "> first\n>\n> second\n\n---\n\nafter"
+
+
+def test_markdown_special_characters_are_escaped() -> None:
+    out = markdown(
+        "<p>2 * 3 [not a link] snake_case _under_</p><p># not a heading</p>"
+        "<p>- not a list</p><p>1. not a list</p>"
+    )
+    assert "2 \\* 3 \\[not a link\\] snake_case \\_under\\_" in out
+    assert "\\# not a heading" in out
+    assert "\\- not a list" in out
+    assert "1\\. not a list" in out
+
+
+def test_plain_text_keeps_structure_without_syntax() -> None:
+    out = text(
+        "<h1>Title</h1><p>Some <b>bold</b> <a href='/x'>link</a>.</p>"
+        "<ul><li>a</li><li>b</li></ul><table><tr><td>1</td><td>2</td></tr></table>"
+        "<pre>  code\n  block</pre>"
+    )
+    assert out == "Title\n\nSome bold link.\n\n- a\n- b\n\n1\t2\n\n  code\n  block"
+
+
+def test_main_element_is_the_root_and_title_outside_it_is_kept() -> None:
+    out = markdown(
+        "<body><header><nav><a href='/'>Home</a></nav></header><h1>The title</h1>"
+        "<div class='layout'><article><p>" + "Body text. " * 30 + "</p></article>"
+        "<aside>Ads here</aside></div><footer>Footer</footer></body>"
+    )
+    assert out.startswith("# The title\n\nBody text.")
+    for junk in ("Home", "Ads here", "Footer"):
+        assert junk not in out
+
+
+def test_header_with_the_h1_is_kept_site_header_is_not() -> None:
+    out = markdown(
+        "<header class='site'><a href='/'>Logo</a> Site tagline</header>"
+        "<div><header><h1>Post</h1><p>by me</p></header><p>Content here.</p></div>"
+    )
+    assert out == "# Post\n\nby me\n\nContent here."
+
+
+def test_hidden_and_script_content_is_dropped() -> None:
+    out = markdown(
+        "<p>seen</p><p hidden>unseen</p><div aria-hidden='true'>icon</div>"
+        "<script>var x = 1;</script><style>p{}</style><noscript>enable js</noscript>"
+        "<template><p>tpl</p></template>"
+        "<form><input value='v'><button>Go</button></form>"
+    )
+    assert out == "seen"
+
+
+def test_flagged_blocks_are_dropped_inside_the_content() -> None:
+    out = markdown(
+        "<main><p>" + "Real content. " * 20 + "</p>"
+        "<div class='share-buttons'>Share this</div>"
+        "<section id='comments'>Great post!</section>"
+        "<div class='cookie-notice'>We use cookies</div></main>"
+    )
+    assert out.startswith("Real content.")
+    for junk in ("Share this", "Great post!", "We use cookies"):
+        assert junk not in out
+
+
+def test_small_main_does_not_hide_the_real_content() -> None:
+    out = markdown(
+        "<main><p>tiny</p></main><div><p>" + "Much more content here. " * 40 + "</p></div>"
+    )
+    assert "Much more content here." in out
+
+
+def test_empty_and_contentless_pages() -> None:
+    assert markdown("") == ""
+    assert text("<html><head><title>t</title></head></html>") == ""
+    assert markdown("<frameset><frame src='a.html'></frameset>") == ""
