@@ -23,7 +23,6 @@ from yarl import URL
 from taskcrawler.domain import ErrorCode, FetchError
 from taskcrawler.fetch.guard import (
     AddressGuard,
-    BlockedAddressError,
     BlockedSocketError,
     GuardedResolver,
 )
@@ -349,4 +348,4 @@ def client_error(exc: aiohttp.ClientError) -> FetchError:
     return FetchError(ErrorCode.CONNECT, f"{type(exc).__name__}: {text}")
 
 
-__all__ = ["ALLOWED_CONTENT_TYPES", "BlockedAddressError", "FetchedPage", "Fetcher"]
+__all__ = ["ALLOWED_CONTENT_TYPES", "FetchedPage", "Fetcher", "client_error"]
