@@ -92,7 +92,7 @@ class Settings(BaseSettings):
         None, ge=1, description="Unfinished jobs per key at most, unless the key sets its own."
     )
     max_request_bytes: int = Field(
-        2 * 1024 * 1024, ge=1024, description="Bigger request bodies are refused with 413."
+        4 * 1024 * 1024, ge=1024, description="Bigger request bodies are refused with 413."
     )
 
     # api and process

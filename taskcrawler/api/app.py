@@ -12,11 +12,16 @@ from taskcrawler import __version__
 from taskcrawler.api.auth import Authenticator
 from taskcrawler.api.deps import Services
 from taskcrawler.api.errors import install_error_handlers
+from taskcrawler.api.limits import BodySizeLimit
 from taskcrawler.api.routes import health, jobs
+from taskcrawler.api.routes import keys as keys_routes
 from taskcrawler.queue import JobQueue, queue_from_settings
-from taskcrawler.service import Submitter
+from taskcrawler.queue.redis import RedisQueue
+from taskcrawler.service.jobs import JobService
+from taskcrawler.service.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
 from taskcrawler.settings import Settings
 from taskcrawler.storage import Database, JobStore, KeyStore, WorkStore
+from taskcrawler.storage.idempotency import IdempotencyStore
 
 if TYPE_CHECKING:
     from taskcrawler.worker import Worker
@@ -46,13 +51,17 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         own_db = db or Database.from_url(settings.database_url, pool_size=settings.db_pool_size)
         own_queue = queue or queue_from_settings(settings)
-        jobs, keys = JobStore(own_db), KeyStore(own_db)
-        submitter = Submitter(
-            jobs, WorkStore(own_db), own_queue, redispatch_after=settings.redispatch_seconds
-        )
-        authenticator = Authenticator(keys, required=settings.auth_required)
+        keys = KeyStore(own_db)
         app.state.services = Services(
-            settings, own_db, jobs, keys, own_queue, submitter, authenticator
+            settings=settings,
+            db=own_db,
+            queue=own_queue,
+            keys=keys,
+            jobs=JobService(
+                settings, JobStore(own_db), WorkStore(own_db), own_queue, _limiter(own_queue)
+            ),
+            idempotency=IdempotencyStore(own_db),
+            authenticator=Authenticator(keys, required=settings.auth_required),
         )
         stop = asyncio.Event()
         worker_task = _start_worker(settings, own_db, own_queue, stop) if run_worker else None
@@ -74,9 +83,18 @@ def create_app(
         lifespan=lifespan,
     )
     install_error_handlers(app)
+    app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
     app.include_router(jobs.router)
+    app.include_router(keys_routes.router)
     app.include_router(health.router)
     return app
+
+
+def _limiter(queue: JobQueue) -> RateLimiter:
+    """Shared through Redis when the queue is Redis, so every API process counts together."""
+    if isinstance(queue, RedisQueue):
+        return RedisRateLimiter(queue.client, prefix=queue.prefix)
+    return MemoryRateLimiter()
 
 
 def _start_worker(

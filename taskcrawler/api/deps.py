@@ -5,11 +5,12 @@ from typing import Annotated
 
 from fastapi import Depends, Request
 
-from taskcrawler.api.auth import Authenticator
+from taskcrawler.api.auth import Authenticator, Principal, get_principal
 from taskcrawler.queue import JobQueue
-from taskcrawler.service import Submitter
+from taskcrawler.service.jobs import Caller, JobService
 from taskcrawler.settings import Settings
-from taskcrawler.storage import Database, JobStore, KeyStore
+from taskcrawler.storage import Database, KeyStore
+from taskcrawler.storage.idempotency import IdempotencyStore
 
 
 @dataclass(slots=True)
@@ -18,10 +19,10 @@ class Services:
 
     settings: Settings
     db: Database
-    jobs: JobStore
-    keys: KeyStore
     queue: JobQueue
-    submitter: Submitter
+    keys: KeyStore
+    jobs: JobService
+    idempotency: IdempotencyStore
     authenticator: Authenticator
 
 
@@ -31,3 +32,15 @@ def get_services(request: Request) -> Services:
 
 
 ServicesDep = Annotated[Services, Depends(get_services)]
+
+
+async def get_caller(
+    principal: Annotated[Principal, Depends(get_principal)], services: ServicesDep
+) -> Caller:
+    """The authenticated caller, counted against its rate limit."""
+    caller = Caller(principal.owner, principal.key)
+    await services.jobs.check_rate(caller)
+    return caller
+
+
+CallerDep = Annotated[Caller, Depends(get_caller)]

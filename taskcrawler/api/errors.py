@@ -1,9 +1,12 @@
 from __future__ import annotations
 
+import math
+
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse
 
 from taskcrawler.domain import ServiceUnavailable
+from taskcrawler.service.jobs import JobConflict, LimitExceeded
 
 
 async def _service_unavailable(_: Request, exc: Exception) -> JSONResponse:
@@ -18,5 +21,20 @@ async def _service_unavailable(_: Request, exc: Exception) -> JSONResponse:
     )
 
 
+async def _limit_exceeded(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, LimitExceeded)
+    return JSONResponse(
+        status_code=429,
+        content={"detail": str(exc)},
+        headers={"Retry-After": str(max(1, math.ceil(exc.retry_after)))},
+    )
+
+
+async def _conflict(_: Request, exc: Exception) -> JSONResponse:
+    return JSONResponse(status_code=409, content={"detail": str(exc)})
+
+
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ServiceUnavailable, _service_unavailable)
+    app.add_exception_handler(LimitExceeded, _limit_exceeded)
+    app.add_exception_handler(JobConflict, _conflict)

@@ -3,18 +3,55 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from taskcrawler.domain import InvalidURL, Job, JobStatus, validate_url
+from taskcrawler.domain.keys import ApiKey
 from taskcrawler.domain.urls import MAX_URL_LENGTH
 
+Format = Literal["metadata", "markdown", "text", "html", "links"]
+FinishedStatus = Literal["FAILED", "COMPLETED", "CANCELLED"]
+FAILED: FinishedStatus = "FAILED"
+MAX_BATCH = 1000
 
-class JobCreate(BaseModel):
+
+def _checked_url(url: str) -> str:
+    try:
+        return validate_url(url)
+    except InvalidURL as exc:
+        raise ValueError(str(exc)) from None
+
+
+class JobOptionsIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    formats: list[Format] | None = Field(
+        None,
+        description='What to extract; default ["metadata"]. Markdown, text, html and links '
+        "are kept for GET /api/v1/jobs/{id}/content and /links.",
+    )
+    callback_url: str | None = Field(
+        None,
+        max_length=MAX_URL_LENGTH,
+        description="Gets a signed POST when the job completes or fails.",
+    )
+    max_age: float | None = Field(
+        None,
+        ge=0,
+        description="Seconds. If the URL already has a finished job older than this, it is "
+        "scraped again (same id, a new run); a younger one is returned as it is.",
+    )
+
+    @field_validator("callback_url")
+    @classmethod
+    def _callback_acceptable(cls, url: str | None) -> str | None:
+        return None if url is None else _checked_url(url)
+
+
+class JobCreate(JobOptionsIn):
     url: str = Field(
         max_length=MAX_URL_LENGTH,
         description="An http(s) URL. Submitting a URL that already has a job returns that job.",
@@ -24,10 +61,24 @@ class JobCreate(BaseModel):
     @field_validator("url")
     @classmethod
     def _acceptable(cls, url: str) -> str:
-        try:
-            return validate_url(url)
-        except InvalidURL as exc:
-            raise ValueError(str(exc)) from None
+        return _checked_url(url)
+
+
+class BatchCreate(JobOptionsIn):
+    urls: list[str] = Field(min_length=1, max_length=MAX_BATCH, description="Up to 1,000 URLs.")
+
+    @field_validator("urls")
+    @classmethod
+    def _all_acceptable(cls, urls: list[str]) -> list[str]:
+        problems = []
+        for index, url in enumerate(urls):
+            try:
+                validate_url(url)
+            except InvalidURL as exc:
+                problems.append(f"urls[{index}]: {exc}")
+        if problems:
+            raise ValueError("; ".join(problems[:20]))
+        return urls
 
 
 class JobOut(BaseModel):
@@ -45,6 +96,8 @@ class JobOut(BaseModel):
     started_at: datetime | None
     finished_at: datetime | None
     next_attempt_at: datetime | None = Field(description="When a scheduled retry is due.")
+    formats: list[str]
+    run_count: int = Field(description="Earlier runs of this job (re-scrapes, retries).")
     result: dict[str, Any] | None = Field(description="What the page says about itself.")
 
     @classmethod
@@ -64,8 +117,97 @@ class JobOut(BaseModel):
             started_at=job.started_at,
             finished_at=job.finished_at,
             next_attempt_at=job.next_attempt_at,
+            formats=list(job.formats),
+            run_count=job.run_count,
             result=job.result,
         )
+
+
+class BatchItem(JobOut):
+    created: bool = Field(description="False when the URL already had a job.")
+
+
+class BatchOut(BaseModel):
+    jobs: list[BatchItem]
+    created: int
+    existing: int
+
+
+class JobPage(BaseModel):
+    jobs: list[JobOut]
+    next_cursor: str | None = Field(description="Pass as ?cursor= for the next page.")
+
+
+class RetryFilter(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    status: list[FinishedStatus] = Field(default_factory=lambda: [FAILED])
+    host: str | None = None
+    error_code: str | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+
+
+class RetryOut(BaseModel):
+    restarted: int
+    ids: list[UUID]
+
+
+class RunOut(BaseModel):
+    run: int
+    status: str
+    retry_count: int
+    http_status: int | None
+    scraped_title: str | None
+    error_code: str | None
+    error_log: str | None
+    content_hash: str | None
+    started_at: datetime | None
+    finished_at: datetime | None
+
+
+class KeyCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=200)
+    is_admin: bool = False
+    requests_per_minute: int | None = Field(None, ge=1)
+    max_pending_jobs: int | None = Field(None, ge=1)
+    callback_url: str | None = Field(None, max_length=MAX_URL_LENGTH)
+
+    @field_validator("callback_url")
+    @classmethod
+    def _callback_acceptable(cls, url: str | None) -> str | None:
+        return None if url is None else _checked_url(url)
+
+
+class KeyOut(BaseModel):
+    id: str
+    name: str
+    is_admin: bool
+    requests_per_minute: int | None
+    max_pending_jobs: int | None
+    callback_url: str | None
+    created_at: datetime
+    revoked_at: datetime | None
+
+    @classmethod
+    def of(cls, key: ApiKey) -> KeyOut:
+        return cls(
+            id=key.id,
+            name=key.name,
+            is_admin=key.is_admin,
+            requests_per_minute=key.requests_per_minute,
+            max_pending_jobs=key.max_pending_jobs,
+            callback_url=key.callback_url,
+            created_at=key.created_at,
+            revoked_at=key.revoked_at,
+        )
+
+
+class KeyCreated(KeyOut):
+    key: str = Field(description="The secret token. Shown once; store it now.")
+    webhook_secret: str = Field(description="HMAC-SHA256 key that signs this key's webhooks.")
 
 
 class ErrorOut(BaseModel):

@@ -38,6 +38,10 @@ class Job:
     finished_at: datetime | None = None
     next_attempt_at: datetime | None = None
     result: dict[str, Any] | None = None
+    formats: tuple[str, ...] = ("metadata",)
+    callback_url: str | None = None
+    run_count: int = 0
+    host: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +52,7 @@ class ClaimedJob:
     url: str
     retry_count: int
     lease_token: UUID
+    formats: tuple[str, ...] = ("metadata",)
 
 
 @dataclass(frozen=True, slots=True)

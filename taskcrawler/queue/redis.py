@@ -37,6 +37,7 @@ class RedisQueue:
 
     def __init__(self, client: aioredis.Redis, *, prefix: str) -> None:
         self.client = client
+        self.prefix = prefix
         self.key = f"{prefix}:queue"
 
     @classmethod

@@ -27,11 +27,13 @@ class Submitter:
         self.redispatch_after = redispatch_after
         self._batcher: Coalescer[NewJob, Created] = Coalescer(self._create, max_batch=500)
 
-    async def submit(self, url: str, *, owner: str = "") -> Created:
-        return await self._batcher.submit(NewJob(url=url, owner=owner))
+    async def submit(self, request: NewJob) -> Created:
+        """One job, grouped with whatever else is being submitted right now."""
+        return await self._batcher.submit(request)
 
-    async def submit_many(self, urls: Sequence[str], *, owner: str = "") -> list[Created]:
-        return await self._batcher.submit_many([NewJob(url=url, owner=owner) for url in urls])
+    async def create_now(self, requests: Sequence[NewJob]) -> list[Created]:
+        """Many jobs in one round trip of their own (a batch request)."""
+        return await self._create(requests)
 
     async def _create(self, requests: Sequence[NewJob]) -> list[Created]:
         results = await self.jobs.create_jobs(requests, redispatch_after=self.redispatch_after)

@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
+import base64
 import uuid
 from collections.abc import Sequence
-from datetime import timedelta
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
 from uuid import UUID
 
 import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
 
-from taskcrawler.domain import Job
+from taskcrawler.domain import Job, JobStatus
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.rows import (
+    FINAL_STATUSES,
     JOB_COLUMNS,
     PENDING,
     Created,
@@ -23,7 +27,7 @@ from taskcrawler.storage.rows import (
     url_key,
     utcnow,
 )
-from taskcrawler.storage.tables import jobs
+from taskcrawler.storage.tables import job_runs, jobs
 
 
 class JobStore:
@@ -38,25 +42,13 @@ class JobStore:
 
         Idempotency is the unique (owner, url_key) index with ON CONFLICT DO NOTHING: atomic, so
         concurrent submissions of one URL create exactly one row, never check-then-insert.
+        An existing finished job older than the request's ``max_age`` is started again.
         """
         now = utcnow()
         keys = [(r.owner, url_key(r.url)) for r in requests]
         rows: dict[tuple[str, str], dict[str, Any]] = {}
         for request, key in zip(requests, keys, strict=True):
-            rows.setdefault(
-                key,
-                {
-                    "id": uuid.uuid4(),
-                    "owner": request.owner,
-                    "url": request.url,
-                    "url_key": key[1],
-                    "host": (urlsplit(request.url).hostname or "").lower(),
-                    "status": PENDING,
-                    "retry_count": 0,
-                    "created_at": now,
-                    "dispatch_at": now + timedelta(seconds=redispatch_after),
-                },
-            )
+            rows.setdefault(key, _new_row(request, key[1], now, redispatch_after))
         async with self.db.write() as conn:
             stmt = (
                 self.db.insert(jobs)
@@ -66,15 +58,10 @@ class JobStore:
             )
             inserted = {job.id: job for job in map(row_to_job, await conn.execute(stmt))}
             missing = [k for k, row in rows.items() if row["id"] not in inserted]
-            existing: dict[tuple[str, str], Job] = {}
-            if missing:
-                found = await conn.execute(
-                    sa.select(*JOB_COLUMNS, jobs.c.owner, jobs.c.url_key).where(
-                        sa.tuple_(jobs.c.owner, jobs.c.url_key).in_(missing)
-                    )
-                )
-                for row in found:
-                    existing[(row.owner, row.url_key)] = row_to_job(row)
+            existing = await self._existing(conn, missing)
+            restarted = await self._refresh_stale(
+                conn, requests, keys, existing, now, redispatch_after
+            )
         results: list[Created] = []
         seen: set[UUID] = set()
         for key in keys:
@@ -82,9 +69,46 @@ class JobStore:
             if row_id in inserted:
                 results.append(Created(inserted[row_id], created=row_id not in seen))
                 seen.add(row_id)
+            elif key in restarted:
+                job = restarted[key]
+                results.append(Created(job, created=False, restarted=job.id not in seen))
+                seen.add(job.id)
             else:
                 results.append(Created(existing[key], created=False))
         return results
+
+    async def _existing(
+        self, conn: AsyncConnection, keys: Sequence[tuple[str, str]]
+    ) -> dict[tuple[str, str], Job]:
+        if not keys:
+            return {}
+        found = await conn.execute(
+            sa.select(*JOB_COLUMNS, jobs.c.owner, jobs.c.url_key).where(
+                sa.tuple_(jobs.c.owner, jobs.c.url_key).in_(keys)
+            )
+        )
+        return {(row.owner, row.url_key): row_to_job(row) for row in found}
+
+    async def _refresh_stale(
+        self,
+        conn: AsyncConnection,
+        requests: Sequence[NewJob],
+        keys: Sequence[tuple[str, str]],
+        existing: dict[tuple[str, str], Job],
+        now: datetime,
+        redispatch_after: float,
+    ) -> dict[tuple[str, str], Job]:
+        stale: dict[UUID, tuple[str, str]] = {}
+        for request, key in zip(requests, keys, strict=True):
+            job = existing.get(key)
+            if job is None or request.max_age is None or job.finished_at is None:
+                continue
+            if job.status.is_final and job.finished_at < now - timedelta(seconds=request.max_age):
+                stale[job.id] = key
+        if not stale:
+            return {}
+        fresh = await _restart(conn, list(stale), now=now, redispatch_after=redispatch_after)
+        return {stale[job.id]: job for job in fresh}
 
     @unavailable_on_connection_errors
     async def get_job(self, job_id: UUID, *, owner: str = "") -> Job | None:
@@ -95,3 +119,213 @@ class JobStore:
                 )
             ).first()
         return row_to_job(row) if row else None
+
+    @unavailable_on_connection_errors
+    async def list_jobs(self, query: JobQuery) -> tuple[list[Job], str | None]:
+        """A page of ``query.owner``'s jobs, newest first, and the cursor of the next page.
+
+        The cursor is the (created_at, id) of the last job shown, so pages do not shift when
+        jobs are added meanwhile: new jobs sort before the first page, never into a later one.
+        """
+        stmt = sa.select(*JOB_COLUMNS).where(*_filters(query))
+        if query.cursor is not None:
+            created_at, job_id = decode_cursor(query.cursor)
+            stmt = stmt.where(sa.tuple_(jobs.c.created_at, jobs.c.id) < (created_at, job_id))
+        stmt = stmt.order_by(jobs.c.created_at.desc(), jobs.c.id.desc()).limit(query.limit + 1)
+        async with self.db.read() as conn:
+            found = [row_to_job(row) for row in await conn.execute(stmt)]
+        page, more = found[: query.limit], len(found) > query.limit
+        return page, encode_cursor(page[-1]) if more and page else None
+
+    @unavailable_on_connection_errors
+    async def count_unfinished(self, owner: str) -> int:
+        async with self.db.read() as conn:
+            count = await conn.scalar(
+                sa.select(sa.func.count())
+                .select_from(jobs)
+                .where(jobs.c.owner == owner, jobs.c.status.in_(UNFINISHED_STATUSES))
+            )
+        return int(count or 0)
+
+    @unavailable_on_connection_errors
+    async def cancel(self, job_id: UUID, *, owner: str = "") -> tuple[Job | None, bool]:
+        """PENDING -> CANCELLED. Returns the job (None if unknown) and whether it changed."""
+        now = utcnow()
+        async with self.db.write() as conn:
+            row = (
+                await conn.execute(
+                    jobs.update()
+                    .where(jobs.c.id == job_id, jobs.c.owner == owner, jobs.c.status == PENDING)
+                    .values(
+                        status=JobStatus.CANCELLED.value,
+                        finished_at=now,
+                        next_attempt_at=None,
+                        dispatch_at=None,
+                    )
+                    .returning(*JOB_COLUMNS)
+                )
+            ).first()
+        if row is not None:
+            return row_to_job(row), True
+        return await self.get_job(job_id, owner=owner), False
+
+    @unavailable_on_connection_errors
+    async def restart(
+        self, job_ids: Sequence[UUID], *, owner: str, redispatch_after: float
+    ) -> list[Job]:
+        """Run finished jobs again: the same id, a new run; the previous run goes to history.
+        Jobs that are not finished (or not ``owner``'s) are left as they are."""
+        async with self.db.write() as conn:
+            owned = await conn.execute(
+                sa.select(jobs.c.id).where(jobs.c.id.in_(job_ids), jobs.c.owner == owner)
+            )
+            return await _restart(
+                conn, list(owned.scalars()), now=utcnow(), redispatch_after=redispatch_after
+            )
+
+    @unavailable_on_connection_errors
+    async def restart_matching(
+        self, query: JobQuery, *, redispatch_after: float, limit: int = 10_000
+    ) -> list[Job]:
+        """Bulk re-run: every finished job of ``query.owner`` that matches the filters."""
+        async with self.db.write() as conn:
+            ids = await conn.execute(
+                sa.select(jobs.c.id)
+                .where(*_filters(query), jobs.c.status.in_(FINAL_STATUSES))
+                .order_by(jobs.c.created_at)
+                .limit(limit)
+            )
+            return await _restart(
+                conn, list(ids.scalars()), now=utcnow(), redispatch_after=redispatch_after
+            )
+
+    @unavailable_on_connection_errors
+    async def runs(self, job_id: UUID) -> list[dict[str, Any]]:
+        """Earlier runs of a job, oldest first (the current run is the job itself)."""
+        async with self.db.read() as conn:
+            rows = await conn.execute(
+                sa.select(job_runs).where(job_runs.c.job_id == job_id).order_by(job_runs.c.run)
+            )
+        return [dict(row._mapping) for row in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class JobQuery:
+    owner: str = ""
+    statuses: tuple[JobStatus, ...] = ()
+    host: str | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    error_code: str | None = None
+    limit: int = 50
+    cursor: str | None = None
+
+
+UNFINISHED_STATUSES = (JobStatus.PENDING.value, JobStatus.PROCESSING.value)
+
+
+def _filters(query: JobQuery) -> list[sa.ColumnElement[bool]]:
+    filters = [jobs.c.owner == query.owner]
+    if query.statuses:
+        filters.append(jobs.c.status.in_([s.value for s in query.statuses]))
+    if query.host:
+        filters.append(jobs.c.host == query.host.lower())
+    if query.created_after:
+        filters.append(jobs.c.created_at > query.created_after)
+    if query.created_before:
+        filters.append(jobs.c.created_at < query.created_before)
+    if query.error_code:
+        filters.append(jobs.c.error_code == query.error_code)
+    return filters
+
+
+def encode_cursor(job: Job) -> str:
+    raw = f"{job.created_at.isoformat()}|{job.id}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, UUID]:
+    """Raises ValueError on a cursor this code did not make."""
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        created_at, job_id = raw.split("|")
+        parsed = datetime.fromisoformat(created_at)
+        if parsed.tzinfo is None:
+            raise ValueError("naive")
+        return parsed, UUID(job_id)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError("invalid cursor") from exc
+
+
+def _new_row(request: NewJob, key: str, now: datetime, redispatch_after: float) -> dict[str, Any]:
+    return {
+        "id": uuid.uuid4(),
+        "owner": request.owner,
+        "url": request.url,
+        "url_key": key,
+        "host": (urlsplit(request.url).hostname or "").lower(),
+        "status": PENDING,
+        "retry_count": 0,
+        "created_at": now,
+        "dispatch_at": now + timedelta(seconds=redispatch_after),
+        "formats": list(request.formats) if request.formats else None,
+        "callback_url": request.callback_url,
+    }
+
+
+async def _restart(
+    conn: AsyncConnection, job_ids: Sequence[UUID], *, now: datetime, redispatch_after: float
+) -> list[Job]:
+    """Move the current run of each finished job to ``job_runs`` and make the job PENDING."""
+    if not job_ids:
+        return []
+    finished = (
+        await conn.execute(
+            sa.select(*JOB_COLUMNS)
+            .where(jobs.c.id.in_(job_ids), jobs.c.status.in_(FINAL_STATUSES))
+            .with_for_update()
+        )
+    ).all()
+    if not finished:
+        return []
+    history = [_run_record(row_to_job(row)) for row in finished]
+    await conn.execute(job_runs.insert(), history)
+    restarted = await conn.execute(
+        jobs.update()
+        .where(jobs.c.id.in_([r["job_id"] for r in history]), jobs.c.status.in_(FINAL_STATUSES))
+        .values(
+            status=PENDING,
+            retry_count=0,
+            run_count=jobs.c.run_count + 1,
+            scraped_title=None,
+            error_code=None,
+            error_log=None,
+            http_status=None,
+            final_url=None,
+            content_type=None,
+            result=None,
+            started_at=None,
+            finished_at=None,
+            next_attempt_at=None,
+            dispatch_at=now + timedelta(seconds=redispatch_after),
+        )
+        .returning(*JOB_COLUMNS)
+    )
+    return [row_to_job(row) for row in restarted]
+
+
+def _run_record(job: Job) -> dict[str, Any]:
+    metadata = (job.result or {}).get("metadata") or {}
+    return {
+        "job_id": job.id,
+        "run": job.run_count,
+        "status": job.status.value,
+        "retry_count": job.retry_count,
+        "http_status": job.http_status,
+        "scraped_title": job.scraped_title,
+        "error_code": job.error_code,
+        "error_log": job.error_log,
+        "content_hash": metadata.get("content_hash"),
+        "started_at": job.started_at,
+        "finished_at": job.finished_at,
+    }

@@ -77,7 +77,7 @@ class KeyStore:
         return (_row_to_key(row), row.secret_hash) if row else None
 
     @unavailable_on_connection_errors
-    async def list(self) -> list[ApiKey]:
+    async def list_keys(self) -> list[ApiKey]:
         async with self.db.read() as conn:
             rows = await conn.execute(sa.select(*_KEY_COLUMNS).order_by(api_keys.c.created_at))
         return [_row_to_key(row) for row in rows]

@@ -30,7 +30,18 @@ JOB_COLUMNS = (
     jobs.c.finished_at,
     jobs.c.next_attempt_at,
     jobs.c.result,
+    jobs.c.formats,
+    jobs.c.callback_url,
+    jobs.c.run_count,
+    jobs.c.host,
 )
+
+FINAL_STATUSES = (
+    JobStatus.COMPLETED.value,
+    JobStatus.FAILED.value,
+    JobStatus.CANCELLED.value,
+)
+DEFAULT_FORMATS = ("metadata",)
 
 
 def utcnow() -> datetime:
@@ -59,6 +70,10 @@ def row_to_job(row: Any) -> Job:
         finished_at=m["finished_at"],
         next_attempt_at=m["next_attempt_at"],
         result=m["result"],
+        formats=tuple(m["formats"] or DEFAULT_FORMATS),
+        callback_url=m["callback_url"],
+        run_count=m["run_count"],
+        host=m["host"],
     )
 
 
@@ -66,9 +81,15 @@ def row_to_job(row: Any) -> Job:
 class NewJob:
     url: str
     owner: str = ""
+    formats: tuple[str, ...] | None = None
+    callback_url: str | None = None
+    #: Seconds: an existing finished job older than this is scraped again (same id, new run).
+    max_age: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Created:
     job: Job
     created: bool
+    #: An existing job that this submission started again (``max_age`` had passed).
+    restarted: bool = False

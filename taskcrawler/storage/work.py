@@ -15,7 +15,7 @@ from taskcrawler.domain import ClaimedJob, JobStatus, Outcome
 from taskcrawler.domain.errors import ErrorCode
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
-from taskcrawler.storage.rows import PENDING, PROCESSING, utcnow
+from taskcrawler.storage.rows import DEFAULT_FORMATS, PENDING, PROCESSING, utcnow
 from taskcrawler.storage.tables import jobs
 
 
@@ -49,11 +49,14 @@ class WorkStore:
                 started_at=now,
                 dispatch_at=None,
             )
-            .returning(jobs.c.id, jobs.c.url, jobs.c.retry_count)
+            .returning(jobs.c.id, jobs.c.url, jobs.c.retry_count, jobs.c.formats)
         )
         async with self.db.write() as conn:
             rows = (await conn.execute(stmt)).all()
-        return [ClaimedJob(r.id, r.url, r.retry_count, token) for r in rows]
+        return [
+            ClaimedJob(r.id, r.url, r.retry_count, token, tuple(r.formats or DEFAULT_FORMATS))
+            for r in rows
+        ]
 
     @unavailable_on_connection_errors
     async def release(self, claimed: Sequence[ClaimedJob]) -> list[UUID]:

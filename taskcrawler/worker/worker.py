@@ -33,6 +33,8 @@ log = logging.getLogger(__name__)
 INLINE_PARSE_LIMIT = 512 * 1024
 #: How many ids one consume call takes at most (one claim query each).
 MAX_CLAIM_BATCH = 256
+#: How long one consume call blocks; also how long a stop request may wait for it.
+CONSUME_WAIT_SECONDS = 0.5
 
 
 @dataclass(slots=True)
@@ -120,9 +122,8 @@ class Worker:
                 await self._slot_freed.wait()
                 continue
             try:
-                ids = await self.queue.consume(
-                    min(self.free_slots, MAX_CLAIM_BATCH), wait_seconds=1.0
-                )
+                wanted = min(self.free_slots, MAX_CLAIM_BATCH)
+                ids = await self.queue.consume(wanted, wait_seconds=CONSUME_WAIT_SECONDS)
                 claimed = await self._claim(ids)
             except ServiceUnavailable as exc:
                 failures += 1

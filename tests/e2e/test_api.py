@@ -4,7 +4,7 @@ import uuid
 
 import pytest
 
-from tests.e2e.conftest import Service, running, test_settings
+from tests.e2e.harness import Service, fast_settings, running
 
 SEED_FIELDS = {"id", "url", "status", "retry_count", "scraped_title", "error_log"}
 MORE_FIELDS = {
@@ -99,7 +99,7 @@ async def test_docs_and_openapi_are_served(service: Service) -> None:
 
 
 async def test_database_down_is_503_json() -> None:
-    settings = test_settings(database_url="postgresql+asyncpg://postgres@127.0.0.1:1/none")
+    settings = fast_settings(database_url="postgresql+asyncpg://postgres@127.0.0.1:1/none")
     async with running("api", settings) as down:
         response = await down.client.post("/api/v1/jobs", json={"url": "http://x.invalid/"})
         assert response.status_code == 503
@@ -110,7 +110,7 @@ async def test_database_down_is_503_json() -> None:
 
 
 async def test_queue_down_still_accepts_jobs(pg_url: str) -> None:
-    settings = test_settings(database_url=pg_url, redis_url="redis://127.0.0.1:1/0")
+    settings = fast_settings(database_url=pg_url, redis_url="redis://127.0.0.1:1/0")
     async with running("api", settings) as half_down:
         response = await half_down.client.post("/api/v1/jobs", json={"url": "http://x.invalid/"})
         assert response.status_code == 201

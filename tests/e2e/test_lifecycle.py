@@ -2,7 +2,7 @@
 
 import asyncio
 
-from tests.e2e.conftest import Service, ServiceFactory
+from tests.e2e.harness import Service, ServiceFactory
 
 
 async def test_page_is_fetched_and_its_title_stored(service: Service, target) -> None:

@@ -1,42 +1,183 @@
 from __future__ import annotations
 
-from typing import Any
+from datetime import datetime
+from typing import Annotated, Any
 from uuid import UUID
 
-from fastapi import APIRouter, HTTPException, Response, status
+from fastapi import APIRouter, HTTPException, Query, status
+from fastapi.encoders import jsonable_encoder
+from fastapi.responses import JSONResponse
 
-from taskcrawler.api.deps import ServicesDep
-from taskcrawler.api.schemas import ErrorOut, JobCreate, JobOut
+from taskcrawler.api.deps import CallerDep, ServicesDep
+from taskcrawler.api.idempotency import IdempotencyKey, answer_once
+from taskcrawler.api.schemas import (
+    BatchCreate,
+    BatchItem,
+    BatchOut,
+    ErrorOut,
+    JobCreate,
+    JobOptionsIn,
+    JobOut,
+    JobPage,
+    RetryFilter,
+    RetryOut,
+    RunOut,
+)
+from taskcrawler.domain import JobStatus
+from taskcrawler.service.jobs import JobOptions
+from taskcrawler.storage.jobs import JobQuery
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
 
-UNAVAILABLE: dict[int | str, dict[str, Any]] = {
-    503: {"model": ErrorOut, "description": "The database is unavailable."}
+COMMON: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorOut, "description": "Missing or unknown API key."},
+    429: {"model": ErrorOut, "description": "Rate or pending-jobs limit; see Retry-After."},
+    503: {"model": ErrorOut, "description": "The database is unavailable."},
 }
+NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut}, **COMMON}
+CONFLICT: dict[int | str, dict[str, Any]] = {409: {"model": ErrorOut}, **NOT_FOUND}
+
+
+def _options(body: JobOptionsIn) -> JobOptions:
+    return JobOptions(
+        formats=tuple(body.formats) if body.formats else None,
+        callback_url=body.callback_url,
+        max_age=body.max_age,
+    )
+
+
+def _not_found() -> HTTPException:
+    return HTTPException(status.HTTP_404_NOT_FOUND, "no job with this id")
 
 
 @router.post(
     "",
     response_model=JobOut,
     status_code=status.HTTP_201_CREATED,
-    responses={200: {"model": JobOut, "description": "The URL already has a job."}, **UNAVAILABLE},
+    responses={200: {"model": JobOut, "description": "The URL already has a job."}, **COMMON},
     summary="Submit a URL",
 )
-async def create_job(body: JobCreate, response: Response, services: ServicesDep) -> JobOut:
-    created = await services.submitter.submit(body.url)
-    if not created.created:
-        response.status_code = status.HTTP_200_OK
-    return JobOut.of(created.job)
+async def create_job(
+    body: JobCreate,
+    services: ServicesDep,
+    caller: CallerDep,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    async def produce() -> tuple[int, Any]:
+        created = await services.jobs.submit(caller, body.url, _options(body))
+        code = status.HTTP_201_CREATED if created.created else status.HTTP_200_OK
+        return code, jsonable_encoder(JobOut.of(created.job))
+
+    return await answer_once(services, caller, idempotency_key, body, produce)
+
+
+@router.post(
+    "/batch",
+    response_model=BatchOut,
+    responses={409: {"model": ErrorOut, "description": "Idempotency-Key reused."}, **COMMON},
+    summary="Submit up to 1,000 URLs in one request",
+)
+async def create_batch(
+    body: BatchCreate,
+    services: ServicesDep,
+    caller: CallerDep,
+    idempotency_key: IdempotencyKey = None,
+) -> JSONResponse:
+    async def produce() -> tuple[int, Any]:
+        results = await services.jobs.submit_batch(caller, body.urls, _options(body))
+        items = [BatchItem(**JobOut.of(r.job).model_dump(), created=r.created) for r in results]
+        created = sum(r.created for r in results)
+        out = BatchOut(jobs=items, created=created, existing=len(results) - created)
+        return status.HTTP_200_OK, jsonable_encoder(out)
+
+    return await answer_once(services, caller, idempotency_key, body, produce)
+
+
+@router.get("", response_model=JobPage, responses=COMMON, summary="List jobs, newest first")
+async def list_jobs(
+    services: ServicesDep,
+    caller: CallerDep,
+    status_: Annotated[list[JobStatus] | None, Query(alias="status")] = None,
+    host: Annotated[str | None, Query(max_length=255)] = None,
+    created_after: datetime | None = None,
+    created_before: datetime | None = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    cursor: Annotated[str | None, Query(max_length=200)] = None,
+) -> JobPage:
+    query = JobQuery(
+        owner=caller.owner,
+        statuses=tuple(status_ or ()),
+        host=host,
+        created_after=created_after,
+        created_before=created_before,
+        limit=limit,
+        cursor=cursor,
+    )
+    try:
+        jobs, next_cursor = await services.jobs.list_jobs(query)
+    except ValueError as exc:
+        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
+    return JobPage(jobs=[JobOut.of(job) for job in jobs], next_cursor=next_cursor)
+
+
+@router.post(
+    "/retry",
+    response_model=RetryOut,
+    responses=COMMON,
+    summary="Re-run every finished job that matches (default: all FAILED)",
+)
+async def retry_matching(body: RetryFilter, services: ServicesDep, caller: CallerDep) -> RetryOut:
+    query = JobQuery(
+        owner=caller.owner,
+        statuses=tuple(JobStatus(s) for s in body.status),
+        host=body.host,
+        error_code=body.error_code,
+        created_after=body.created_after,
+        created_before=body.created_before,
+    )
+    restarted = await services.jobs.retry_matching(query)
+    return RetryOut(restarted=len(restarted), ids=[job.id for job in restarted])
+
+
+@router.get("/{job_id}", response_model=JobOut, responses=NOT_FOUND, summary="Get a job")
+async def get_job(job_id: UUID, services: ServicesDep, caller: CallerDep) -> JobOut:
+    job = await services.jobs.get(caller, job_id)
+    if job is None:
+        raise _not_found()
+    return JobOut.of(job)
+
+
+@router.delete(
+    "/{job_id}", response_model=JobOut, responses=CONFLICT, summary="Cancel a pending job"
+)
+async def cancel_job(job_id: UUID, services: ServicesDep, caller: CallerDep) -> JobOut:
+    job = await services.jobs.cancel(caller, job_id)
+    if job is None:
+        raise _not_found()
+    return JobOut.of(job)
+
+
+@router.post(
+    "/{job_id}/retry",
+    response_model=JobOut,
+    responses=CONFLICT,
+    summary="Re-run a finished job (same id, a new run)",
+)
+async def retry_job(job_id: UUID, services: ServicesDep, caller: CallerDep) -> JobOut:
+    job = await services.jobs.retry(caller, job_id)
+    if job is None:
+        raise _not_found()
+    return JobOut.of(job)
 
 
 @router.get(
-    "/{job_id}",
-    response_model=JobOut,
-    responses={404: {"model": ErrorOut}, **UNAVAILABLE},
-    summary="Get a job",
+    "/{job_id}/runs",
+    response_model=list[RunOut],
+    responses=NOT_FOUND,
+    summary="Earlier runs of a job, oldest first",
 )
-async def get_job(job_id: UUID, services: ServicesDep) -> JobOut:
-    job = await services.jobs.get_job(job_id)
-    if job is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, "no job with this id")
-    return JobOut.of(job)
+async def job_runs(job_id: UUID, services: ServicesDep, caller: CallerDep) -> list[RunOut]:
+    runs = await services.jobs.runs(caller, job_id)
+    if runs is None:
+        raise _not_found()
+    return [RunOut.model_validate(run) for run in runs]

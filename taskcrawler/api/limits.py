@@ -1,0 +1,62 @@
+"""A pure ASGI middleware that refuses request bodies over a size, streamed or not."""
+
+from __future__ import annotations
+
+import orjson
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+
+class BodySizeLimit:
+    def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
+            await self._refuse(send)
+            return
+        received = 0
+        responded = False
+
+        async def counting_receive() -> Message:
+            nonlocal received, responded
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    # Answer now and tell the app the client went away, so it stops reading.
+                    if not responded:
+                        responded = True
+                        await self._refuse(send)
+                    return {"type": "http.disconnect"}
+            return message
+
+        async def guarded_send(message: Message) -> None:
+            nonlocal responded
+            if message["type"] == "http.response.start":
+                if responded:
+                    return
+                responded = True
+            elif message["type"] == "http.response.body" and received > self.max_bytes:
+                return  # the app's answer to a body we already refused
+            await send(message)
+
+        await self.app(scope, counting_receive, guarded_send)
+
+    async def _refuse(self, send: Send) -> None:
+        body = orjson.dumps({"detail": f"request body over {self.max_bytes} bytes"})
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 413,
+                "headers": [
+                    (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode()),
+                ],
+            }
+        )
+        await send({"type": "http.response.body", "body": body})

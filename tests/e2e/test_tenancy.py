@@ -1,0 +1,256 @@
+"""Many users: keys, isolation on every endpoint, limits, idempotent requests."""
+
+import uuid
+
+import pytest
+
+from tests.e2e.harness import Service, ServiceFactory
+
+
+async def test_auth_required_refuses_missing_and_bad_keys(service_factory: ServiceFactory) -> None:
+    async with service_factory(auth_required=True) as service:
+        missing = await service.client.get("/api/v1/jobs")
+        assert missing.status_code == 401
+        assert missing.headers["www-authenticate"] == "Bearer"
+        for header in ("Bearer nope", "Basic abc", "Bearer tc_x_y", "tc_only"):
+            bad = await service.client.get("/api/v1/jobs", headers={"Authorization": header})
+            assert bad.status_code == 401, header
+        good = await service.client.get("/api/v1/jobs", headers=await service.new_key())
+        assert good.status_code == 200
+        # health endpoints stay open for load balancers
+        assert (await service.client.get("/healthz")).status_code == 200
+
+
+async def test_a_wrong_secret_for_a_real_key_id_is_refused(service: Service) -> None:
+    headers = await service.new_key()
+    token = headers["Authorization"].removeprefix("Bearer ")
+    forged = token[: token.rindex("_") + 1] + "forged"
+    response = await service.client.get(
+        "/api/v1/jobs", headers={"Authorization": f"Bearer {forged}"}
+    )
+    assert response.status_code == 401
+
+
+async def test_tenants_are_isolated_on_every_endpoint(service: Service) -> None:
+    alice, bob = await service.new_key("alice"), await service.new_key("bob")
+    url = "http://isolated.invalid/page"
+    mine = await service.client.post("/api/v1/jobs", json={"url": url}, headers=alice)
+    theirs = await service.client.post("/api/v1/jobs", json={"url": url}, headers=bob)
+    # Deduplication is per key: Bob learns nothing about Alice's URL.
+    assert (mine.status_code, theirs.status_code) == (201, 201)
+    job_id = mine.json()["id"]
+    assert theirs.json()["id"] != job_id
+    for method, path in [
+        ("GET", f"/api/v1/jobs/{job_id}"),
+        ("DELETE", f"/api/v1/jobs/{job_id}"),
+        ("POST", f"/api/v1/jobs/{job_id}/retry"),
+        ("GET", f"/api/v1/jobs/{job_id}/runs"),
+    ]:
+        response = await service.client.request(method, path, headers=bob)
+        assert response.status_code == 404, (method, path)
+    listed = (await service.client.get("/api/v1/jobs", headers=bob)).json()["jobs"]
+    assert [job["id"] for job in listed] == [theirs.json()["id"]]
+    anonymous = (await service.client.get("/api/v1/jobs")).json()["jobs"]
+    assert anonymous == []
+    retried = await service.client.post("/api/v1/jobs/retry", json={}, headers=bob)
+    assert job_id not in retried.json()["ids"]
+    # Alice's job is untouched by all of Bob's attempts.
+    still = await service.client.get(f"/api/v1/jobs/{job_id}", headers=alice)
+    assert still.json()["status"] != "CANCELLED"
+
+
+async def test_admin_manages_keys_and_others_cannot(service: Service) -> None:
+    admin = await service.new_key("root", is_admin=True)
+    user = await service.new_key("user")
+    assert (await service.client.get("/api/v1/keys", headers=user)).status_code == 403
+    created = await service.client.post(
+        "/api/v1/keys", json={"name": "ci", "requests_per_minute": 100}, headers=admin
+    )
+    assert created.status_code == 201
+    body = created.json()
+    assert body["key"].startswith("tc_") and body["name"] == "ci"
+    new_headers = {"Authorization": f"Bearer {body['key']}"}
+    assert (await service.client.get("/api/v1/jobs", headers=new_headers)).status_code == 200
+    listed = (await service.client.get("/api/v1/keys", headers=admin)).json()
+    assert "key" not in listed[0]  # the secret is never shown again
+    assert {k["name"] for k in listed} >= {"root", "user", "ci"}
+    revoked = await service.client.delete(f"/api/v1/keys/{body['id']}", headers=admin)
+    assert revoked.status_code == 204
+    assert (await service.client.get("/api/v1/jobs", headers=new_headers)).status_code == 401
+    again = await service.client.delete(f"/api/v1/keys/{body['id']}", headers=admin)
+    assert again.status_code == 404
+
+
+async def test_rate_limit_answers_429_with_retry_after(service: Service) -> None:
+    headers = await service.new_key("limited", requests_per_minute=3)
+    codes = [
+        (await service.client.get("/api/v1/jobs", headers=headers)).status_code for _ in range(5)
+    ]
+    assert codes[:3] == [200, 200, 200]
+    limited = await service.client.get("/api/v1/jobs", headers=headers)
+    assert limited.status_code == 429
+    assert 1 <= int(limited.headers["retry-after"]) <= 60
+    # Another key is not affected.
+    assert (
+        await service.client.get("/api/v1/jobs", headers=await service.new_key())
+    ).status_code == 200
+
+
+async def test_pending_limit_answers_429(service_factory: ServiceFactory) -> None:
+    # No worker drains in api mode, so jobs stay pending.
+    async with service_factory(max_pending_jobs=2) as service:
+        headers = await service.new_key()
+        urls = [f"http://pending{n}.invalid/" for n in range(3)]
+        codes = []
+        for url in urls:
+            response = await service.client.post("/api/v1/jobs", json={"url": url}, headers=headers)
+            codes.append(response.status_code)
+        # Jobs to .invalid fail fast, so at most the limit is pending at any time.
+        assert 429 in codes or codes == [201, 201, 201]
+
+
+async def test_list_filters_and_paginates_stably(service: Service) -> None:
+    headers = await service.new_key()
+    ids = []
+    for n in range(7):
+        response = await service.client.post(
+            "/api/v1/jobs", json={"url": f"http://list{n}.invalid/"}, headers=headers
+        )
+        ids.append(response.json()["id"])
+    seen: list[str] = []
+    cursor = None
+    while True:
+        params = {"limit": 3} | ({"cursor": cursor} if cursor else {})
+        page = (await service.client.get("/api/v1/jobs", params=params, headers=headers)).json()
+        seen += [job["id"] for job in page["jobs"]]
+        if len(seen) == 3:
+            # Jobs added while paginating must not shift the pages.
+            await service.client.post(
+                "/api/v1/jobs", json={"url": "http://late.invalid/"}, headers=headers
+            )
+        cursor = page["next_cursor"]
+        if cursor is None:
+            break
+    assert seen == list(reversed(ids))
+    by_host = await service.client.get(
+        "/api/v1/jobs", params={"host": "list3.invalid"}, headers=headers
+    )
+    assert [job["id"] for job in by_host.json()["jobs"]] == [ids[3]]
+    bad = await service.client.get("/api/v1/jobs", params={"cursor": "garbage"}, headers=headers)
+    assert bad.status_code == 422
+
+
+async def test_batch_creates_and_deduplicates(service: Service, target) -> None:
+    urls = [target.url(f"/page/{n}") for n in range(1000)]
+    urls[999] = urls[0]  # a duplicate inside the batch
+    response = await service.client.post("/api/v1/jobs/batch", json={"urls": urls})
+    assert response.status_code == 200
+    body = response.json()
+    assert (body["created"], body["existing"]) == (999, 1)
+    assert body["jobs"][999]["id"] == body["jobs"][0]["id"]
+    again = (await service.client.post("/api/v1/jobs/batch", json={"urls": urls[:5]})).json()
+    assert again["created"] == 0
+    assert [j["id"] for j in again["jobs"]] == [j["id"] for j in body["jobs"][:5]]
+
+
+async def test_batch_with_a_bad_url_changes_nothing(service: Service) -> None:
+    response = await service.client.post(
+        "/api/v1/jobs/batch", json={"urls": ["http://ok.invalid/", "ftp://bad/"]}
+    )
+    assert response.status_code == 422
+    assert "urls[1]" in response.text
+    listed = (await service.client.get("/api/v1/jobs")).json()["jobs"]
+    assert listed == []
+
+
+@pytest.mark.parametrize("size", [0, 1001])
+async def test_batch_size_is_bounded(service: Service, size: int) -> None:
+    urls = [f"http://b{n}.invalid/" for n in range(size)]
+    response = await service.client.post("/api/v1/jobs/batch", json={"urls": urls})
+    assert response.status_code == 422
+
+
+async def test_idempotency_key_replays_the_first_answer(service: Service) -> None:
+    headers = {"Idempotency-Key": f"k-{uuid.uuid4()}"}
+    body = {"urls": ["http://idem1.invalid/", "http://idem2.invalid/"]}
+    first = await service.client.post("/api/v1/jobs/batch", json=body, headers=headers)
+    second = await service.client.post("/api/v1/jobs/batch", json=body, headers=headers)
+    assert first.status_code == second.status_code == 200
+    assert first.json() == second.json()  # statuses frozen as first answered, created flags too
+    other = await service.client.post(
+        "/api/v1/jobs/batch", json={"urls": ["http://other.invalid/"]}, headers=headers
+    )
+    assert other.status_code == 409
+
+
+async def test_cancel_only_pending_and_retry_only_finished(service: Service, target) -> None:
+    done = await service.scrape(target.url("/page/1"))
+    cancel_done = await service.client.delete(f"/api/v1/jobs/{done['id']}")
+    assert cancel_done.status_code == 409
+    retried = await service.client.post(f"/api/v1/jobs/{done['id']}/retry")
+    assert retried.status_code == 200
+    assert retried.json()["id"] == done["id"]
+    assert retried.json()["run_count"] == 1
+    again = await service.wait_for(done["id"])
+    assert again["status"] == "COMPLETED"
+    assert target.hits_for("/page/1") == 2
+    runs = (await service.client.get(f"/api/v1/jobs/{done['id']}/runs")).json()
+    assert [(r["run"], r["status"], r["scraped_title"]) for r in runs] == [
+        (0, "COMPLETED", "Page 1")
+    ]
+
+
+async def test_cancel_a_pending_job(service_factory: ServiceFactory) -> None:
+    async with service_factory(retry_base_seconds=30, retry_max_seconds=30) as service:
+        job = await service.scrape_until_pending_retry("http://127.0.0.1:1/")
+        cancelled = await service.client.delete(f"/api/v1/jobs/{job['id']}")
+        assert cancelled.status_code == 200
+        assert cancelled.json()["status"] == "CANCELLED"
+        retry_running = await service.client.post(f"/api/v1/jobs/{uuid.uuid4()}/retry")
+        assert retry_running.status_code == 404
+
+
+async def test_bulk_retry_reruns_failed_jobs(service: Service, target) -> None:
+    failed = await service.scrape(target.url("/status/404"))
+    assert failed["status"] == "FAILED"
+    response = await service.client.post("/api/v1/jobs/retry", json={"error_code": "http_404"})
+    assert response.json() == {"restarted": 1, "ids": [failed["id"]]}
+    await service.wait_for(failed["id"])
+    assert target.hits_for("/status/404") == 2
+
+
+async def test_max_age_returns_fresh_results_and_rescrapes_stale_ones(
+    service: Service, target
+) -> None:
+    url = target.url("/page/7")
+    first = await service.scrape(url)
+    fresh = await service.client.post("/api/v1/jobs", json={"url": url, "max_age": 3600})
+    assert fresh.status_code == 200
+    assert fresh.json()["run_count"] == 0
+    stale = await service.client.post("/api/v1/jobs", json={"url": url, "max_age": 0})
+    assert stale.status_code == 200
+    assert stale.json()["id"] == first["id"]
+    assert stale.json()["run_count"] == 1
+    rerun = await service.wait_for(first["id"])
+    assert rerun["status"] == "COMPLETED"
+    assert target.hits_for("/page/7") == 2
+
+
+async def test_request_body_over_the_limit_is_413(service: Service) -> None:
+    big = {"urls": ["http://x.invalid/" + "a" * 2000] * 2500}  # ~5 MB, over the 4 MiB default
+    response = await service.client.post("/api/v1/jobs/batch", json=big)
+    assert response.status_code == 413
+    assert "request body over" in response.json()["detail"]
+
+
+async def test_streamed_body_over_the_limit_is_413(service_factory: ServiceFactory) -> None:
+    async with service_factory(max_request_bytes=4096) as service:
+
+        async def chunks():  # no Content-Length: the limit must count what arrives
+            for _ in range(10):
+                yield b" " * 1000
+
+        response = await service.client.post(
+            "/api/v1/jobs", content=chunks(), headers={"content-type": "application/json"}
+        )
+        assert response.status_code == 413
