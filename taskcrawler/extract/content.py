@@ -42,10 +42,11 @@ _FURNITURE_ROLES = frozenset(
     {"navigation", "contentinfo", "complementary", "search", "dialog", "alertdialog", "menu"}
     | {"menubar", "banner"}
 )
+# Every alternative costs one walk of the subtree, so only the blocks that carry real text (and
+# are not already nav/aside/footer/form on most sites) are looked for.
 _FLAGGED = ", ".join(
-    [f"[class*={token} i]" for token in ("comment", "related", "sidebar", "cookie", "share")]
-    + [f"[class*={token} i]" for token in ("social", "newsletter", "breadcrumb", "promo")]
-    + ["[class~=ad i]", "[class~=ads i]", "[class*=advert i]", "[id*=comment i]", "[id*=cookie i]"]
+    [f"[class*={token} i]" for token in ("comment", "related", "share", "social", "cookie")]
+    + ["[class*=sidebar i]", "[class~=ad i]", "[id*=comment i]", "[id*=cookie i]"]
 )
 _MARKERS = "h1, main, article, [role=main]"
 _PROTECTED_TAGS = frozenset({"html", "body", "main", "article"})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from selectolax.lexbor import LexborHTMLParser, LexborNode
+from selectolax.lexbor import LexborAttributes, LexborHTMLParser, LexborNode
 
 from taskcrawler.extract.urls import Resolver
 
@@ -42,7 +42,7 @@ def _anchor_text(node: LexborNode) -> str:
     return " ".join(alt.split()) if alt else ""
 
 
-_Target = tuple[str, bool, LexborNode, dict[str, str | None]]
+_Target = tuple[str, bool, LexborNode, LexborAttributes]
 
 
 def _targets(tree: LexborHTMLParser, resolver: Resolver) -> list[_Target]:
@@ -51,9 +51,9 @@ def _targets(tree: LexborHTMLParser, resolver: Resolver) -> list[_Target]:
     found: list[_Target] = []
     classify = resolver.classify
     for node in tree.css(LINK_SELECTOR):
-        attrs = node.attributes
+        attrs = node.attrs  # lazier than .attributes, which copies every attribute
         href = attrs.get("href")
-        if not href or href[0] == "#" or href.lstrip().startswith("#"):
+        if not href or href.lstrip().startswith("#"):
             continue  # same-page fragments are not links to another document
         target = classify(href)
         if target is None or target[0] in seen:
