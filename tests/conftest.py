@@ -1,0 +1,125 @@
+"""Shared fixtures: real PostgreSQL and Redis (see tests/support/services.py), a database or key
+prefix of its own for every test, a local HTTP target, and managed ``taskcrawler`` subprocesses.
+
+Everything a test creates is named with a random suffix and removed afterwards, so several test runs
+(CI jobs, developers) can share one PostgreSQL and one Redis on the same machine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from taskcrawler.storage import upgrade_database
+from tests.support.processes import ProcessManager
+from tests.support.services import (
+    create_database,
+    delete_prefix,
+    drop_database,
+    resolve_postgres,
+    resolve_redis,
+    temporary_database,
+    unique_name,
+)
+from tests.support.target import TargetServer, start_target
+
+# --------------------------------------------------------------------------- PostgreSQL
+
+
+@pytest.fixture(scope="session")
+async def pg_admin_url() -> AsyncIterator[str]:
+    """asyncpg-style URL of a database on a server where we may CREATE/DROP DATABASE."""
+    resolved = await resolve_postgres()
+    try:
+        yield resolved.url
+    finally:
+        resolved.close()
+
+
+@pytest.fixture(scope="session")
+async def pg_template(pg_admin_url: str) -> AsyncIterator[str]:
+    """Name of a migrated template database: each test's database is a fast copy of it, so the
+    migrations run once per session instead of once per test."""
+    name = unique_name("tc_tpl_")
+    url = await create_database(pg_admin_url, name)
+    try:
+        await upgrade_database(url)
+        yield name
+    finally:
+        await drop_database(pg_admin_url, name)
+
+
+@pytest.fixture
+async def pg_url(pg_admin_url: str, pg_template: str) -> AsyncIterator[str]:
+    """SQLAlchemy URL (``postgresql+asyncpg://``) of a fresh, migrated, empty database."""
+    async with temporary_database(pg_admin_url, template=pg_template) as url:
+        yield url
+
+
+# --------------------------------------------------------------------------- SQLite
+
+
+@pytest.fixture
+async def sqlite_url(tmp_path: Path) -> str:
+    """SQLAlchemy URL of a migrated SQLite file in the test's own tmp_path."""
+    url = f"sqlite+aiosqlite:///{tmp_path / 'tc.db'}"
+    await upgrade_database(url)
+    return url
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def database_url(request: pytest.FixtureRequest) -> str:
+    """A migrated empty database on each backend in turn: contract tests run on both."""
+    fixture = "sqlite_url" if request.param == "sqlite" else "pg_url"
+    return str(request.getfixturevalue(fixture))
+
+
+# --------------------------------------------------------------------------- Redis
+
+
+@pytest.fixture(scope="session")
+async def redis_url() -> AsyncIterator[str]:
+    resolved = await resolve_redis()
+    try:
+        yield resolved.url
+    finally:
+        resolved.close()
+
+
+@pytest.fixture
+async def redis_prefix(redis_url: str) -> AsyncIterator[str]:
+    """A key prefix of this test's own; every key under it is deleted afterwards."""
+    prefix = unique_name("tctest:")
+    yield prefix
+    await delete_prefix(redis_url, prefix)
+
+
+# --------------------------------------------------------------------------- target and processes
+
+
+@pytest.fixture(scope="session")
+def _target_server() -> Iterator[TargetServer]:
+    server = start_target()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def target(_target_server: TargetServer) -> TargetServer:
+    """The local HTTP target (session-wide server, hits and flaky counters reset per test)."""
+    _target_server.reset()
+    return _target_server
+
+
+@pytest.fixture
+async def processes(tmp_path: Path) -> AsyncIterator[ProcessManager]:
+    """Start ``python -m taskcrawler ...`` subprocesses; all are killed when the test ends."""
+    manager = ProcessManager(tmp_path / "processes")
+    try:
+        yield manager
+    finally:
+        await manager.close()

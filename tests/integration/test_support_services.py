@@ -1,0 +1,221 @@
+"""The fixtures themselves: real services, isolation per test, cleanup, and the local target."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import aiohttp
+import asyncpg
+import pytest
+import redis.asyncio as aioredis
+
+from tests.support.services import (
+    asyncpg_url,
+    delete_prefix,
+    start_postgres,
+    start_redis,
+    temporary_database,
+    with_database,
+)
+from tests.support.target import TargetServer
+
+# --------------------------------------------------------------------------- PostgreSQL
+
+
+async def _database_exists(admin_url: str, name: str) -> bool:
+    conn = await asyncpg.connect(admin_url)
+    try:
+        return bool(await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", name))
+    finally:
+        await conn.close()
+
+
+async def test_pg_url_is_a_fresh_migrated_empty_database(pg_url: str) -> None:
+    assert pg_url.startswith("postgresql+asyncpg://")
+    conn = await asyncpg.connect(asyncpg_url(pg_url))
+    try:
+        assert await conn.fetchval("SELECT count(*) FROM jobs") == 0
+        assert await conn.fetchval("SELECT count(*) FROM alembic_version") == 1
+    finally:
+        await conn.close()
+
+
+async def test_temporary_database_is_dropped_even_with_open_connections(
+    pg_admin_url: str, pg_template: str
+) -> None:
+    async with temporary_database(pg_admin_url, template=pg_template) as url:
+        name = url.rsplit("/", 1)[1]
+        leaked = await asyncpg.connect(asyncpg_url(url))  # a connection the test "forgot"
+        assert await _database_exists(pg_admin_url, name)
+    assert not await _database_exists(pg_admin_url, name)
+    with pytest.raises((asyncpg.PostgresError, asyncpg.InterfaceError, OSError)):
+        await leaked.fetchval("SELECT 1")
+    await leaked.close()
+
+
+async def test_pg_url_cost_per_test(pg_admin_url: str, pg_template: str) -> None:
+    """Not a check: prints what a pg_url costs (create from template + drop), for the record."""
+    rounds = 10
+    started = time.perf_counter()
+    for _ in range(rounds):
+        async with temporary_database(pg_admin_url, template=pg_template):
+            pass
+    per_test_ms = (time.perf_counter() - started) * 1000 / rounds
+    print(f"pg_url create+drop: {per_test_ms:.0f} ms per test")
+
+
+async def test_each_test_gets_its_own_database(pg_url: str, pg_template: str) -> None:
+    name = pg_url.rsplit("/", 1)[1]
+    assert name.startswith("tc_")
+    assert name != pg_template
+
+
+async def test_database_url_runs_on_both_backends(database_url: str) -> None:
+    assert database_url.startswith(("sqlite+aiosqlite:///", "postgresql+asyncpg://"))
+
+
+def test_with_database_keeps_credentials_and_query() -> None:
+    url = with_database(
+        "postgres://u:p@h:5/admin?sslmode=disable", "tc_x", driver="postgresql+asyncpg"
+    )
+    assert url == "postgresql+asyncpg://u:p@h:5/tc_x?sslmode=disable"
+
+
+# --------------------------------------------------------------------------- Redis
+
+
+async def test_redis_prefix_keys_are_deleted_and_others_kept(
+    redis_url: str, redis_prefix: str
+) -> None:
+    client = aioredis.Redis.from_url(redis_url)
+    neighbour = f"{redis_prefix}-neighbour"  # same start, but not "under" the prefix
+    other = "tctest-other:" + redis_prefix
+    try:
+        await client.mset({f"{redis_prefix}:{i}": i for i in range(2500)})
+        await client.set(other, 1)
+        assert await delete_prefix(redis_url, f"{redis_prefix}:") == 2500
+        assert await client.exists(other) == 1
+        await client.set(neighbour, 1)
+    finally:
+        await client.delete(other)
+        await client.aclose()
+    # The fixture's own teardown removes ``neighbour`` (it starts with the prefix).
+
+
+# --------------------------------------------------------------------------- target
+
+
+async def test_target_serves_pages_and_counts_hits(target: TargetServer) -> None:
+    async with aiohttp.ClientSession() as session:
+        for _ in range(3):
+            async with session.get(target.url("/page/7?x=1")) as response:
+                assert response.status == 200
+                assert "<title>Page 7</title>" in await response.text()
+        async with session.get(target.url("/title/Hello%20World")) as response:
+            assert "<title>Hello World</title>" in await response.text()
+    assert target.hits_for("/page/7") == 3
+    assert target.hits["/page/7"] == 3
+    assert target.hits_for(target.url("/title/Hello%20World")) == 1
+
+
+async def test_target_hits_are_reset_between_tests(target: TargetServer) -> None:
+    assert target.total_hits == 0
+
+
+async def test_target_status_flaky_and_redirects(target: TargetServer) -> None:
+    async with aiohttp.ClientSession() as session:
+        async with session.get(target.url("/status/429?retry_after=7")) as response:
+            assert response.status == 429
+            assert response.headers["Retry-After"] == "7"
+        codes = []
+        for _ in range(3):
+            async with session.get(target.url("/flaky/k?fail=2&code=503")) as response:
+                codes.append(response.status)
+        assert codes == [503, 503, 200]
+        async with session.get(target.url("/redirect/3")) as response:
+            assert response.status == 200
+            assert len(response.history) == 3
+        with pytest.raises(aiohttp.TooManyRedirects):
+            async with session.get(target.url("/redirect-loop"), max_redirects=3):
+                pass
+    assert target.hits_for("/redirect/0") == 1
+
+
+async def test_target_content_types_and_sizes(target: TargetServer) -> None:
+    async with aiohttp.ClientSession() as session:
+        async with session.get(target.url("/binary")) as response:
+            assert response.content_type == "image/png"
+        async with session.get(target.url("/text")) as response:
+            assert response.content_type == "text/plain"
+        async with session.get(target.url("/big?bytes=200000")) as response:
+            assert len(await response.read()) == 200_000
+        async with session.get(target.url("/drip?bytes=5&interval=0.01")) as response:
+            assert len(await response.read()) == 5
+
+
+async def test_target_slow_and_close(target: TargetServer) -> None:
+    timeout = aiohttp.ClientTimeout(total=0.2)
+    async with aiohttp.ClientSession(timeout=timeout) as session:
+        with pytest.raises(asyncio.TimeoutError):
+            async with session.get(target.url("/slow?delay=1")):
+                pass
+        with pytest.raises(aiohttp.ServerDisconnectedError):
+            async with session.get(target.url("/close")):
+                pass
+    assert target.hits_for("/slow") == 1
+    # aiohttp (3.14) resends an idempotent request once when the server drops the connection
+    # (RFC 9112 9.3.1), so one client GET of /close reaches the server twice.
+    assert target.hits_for("/close") == 2
+
+
+async def test_target_robots_txt_is_configurable(target: TargetServer) -> None:
+    async with aiohttp.ClientSession() as session:
+        async with session.get(target.url("/robots.txt")) as response:
+            assert response.status == 404
+        target.robots_txt = "User-agent: *\nDisallow: /private\n"
+        async with session.get(target.url("/robots.txt")) as response:
+            assert "Disallow: /private" in await response.text()
+
+
+# --------------------------------------------------------------------------- own servers
+
+
+async def test_own_redis_restarts_on_the_same_port_and_empty() -> None:
+    server = start_redis()
+    try:
+        client = aioredis.Redis.from_url(server.url)
+        await client.set("k", "v")
+        port = server.port
+        await server.stop_async()
+        with pytest.raises(aioredis.ConnectionError):
+            await client.ping()
+        await server.start_async()
+        assert server.port == port
+        assert await client.ping()
+        assert await client.get("k") is None  # no persistence: a restart loses every key
+        await client.aclose()
+    finally:
+        server.close()
+    assert not server.running
+
+
+async def test_own_postgres_stops_and_starts_keeping_data() -> None:
+    server = start_postgres()
+    try:
+        url = server.admin_url
+        conn = await asyncpg.connect(url)
+        await conn.execute("CREATE TABLE t (x int); INSERT INTO t VALUES (42)")
+        await conn.close()
+        await server.stop_async()
+        with pytest.raises(ConnectionRefusedError):
+            await asyncpg.connect(url, timeout=2)
+        await server.start_async()
+        conn = await asyncpg.connect(url)
+        assert await conn.fetchval("SELECT x FROM t") == 42
+        await conn.close()
+    finally:
+        server.close()
+    assert not server.running
+    assert not server.layout.root.exists()
+    assert with_database(url, "x").endswith("/x")

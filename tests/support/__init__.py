@@ -1,0 +1,1 @@
+"""Test support: real services, a local HTTP target, managed subprocesses (see conftest.py)."""
