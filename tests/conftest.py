@@ -15,12 +15,14 @@ import pytest
 from taskcrawler.storage import upgrade_database
 from tests.support.processes import ProcessManager
 from tests.support.services import (
+    DatabasePool,
     create_database,
     delete_prefix,
+    drop_abandoned_databases,
     drop_database,
+    mark_owned,
     resolve_postgres,
     resolve_redis,
-    temporary_database,
     unique_name,
 )
 from tests.support.target import TargetServer, start_target
@@ -40,22 +42,37 @@ async def pg_admin_url() -> AsyncIterator[str]:
 
 @pytest.fixture(scope="session")
 async def pg_template(pg_admin_url: str) -> AsyncIterator[str]:
-    """Name of a migrated template database: each test's database is a fast copy of it, so the
-    migrations run once per session instead of once per test."""
+    """Name of a migrated template database: the migrations run once per session, and each test's
+    database is a copy of it."""
+    await drop_abandoned_databases(pg_admin_url)
     name = unique_name("tc_tpl_")
     url = await create_database(pg_admin_url, name)
     try:
+        await mark_owned(pg_admin_url, name)
         await upgrade_database(url)
         yield name
     finally:
         await drop_database(pg_admin_url, name)
 
 
+@pytest.fixture(scope="session")
+async def pg_pool(pg_admin_url: str, pg_template: str) -> AsyncIterator[DatabasePool]:
+    pool = await DatabasePool.for_template(pg_admin_url, pg_template)
+    try:
+        yield pool
+    finally:
+        await pool.close()
+
+
 @pytest.fixture
-async def pg_url(pg_admin_url: str, pg_template: str) -> AsyncIterator[str]:
-    """SQLAlchemy URL (``postgresql+asyncpg://``) of a fresh, migrated, empty database."""
-    async with temporary_database(pg_admin_url, template=pg_template) as url:
-        yield url
+async def pg_url(pg_pool: DatabasePool) -> AsyncIterator[str]:
+    """SQLAlchemy URL (``postgresql+asyncpg://``) of a migrated, empty database no other test is
+    using; emptied or dropped afterwards (see DatabasePool for why it may be reused)."""
+    name = await pg_pool.acquire()
+    try:
+        yield pg_pool.url(name)
+    finally:
+        await pg_pool.release(name)
 
 
 # --------------------------------------------------------------------------- SQLite

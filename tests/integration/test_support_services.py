@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import subprocess
 import time
 
 import aiohttp
@@ -11,11 +12,17 @@ import pytest
 import redis.asyncio as aioredis
 
 from tests.support.services import (
+    DatabasePool,
+    _owner_id,
+    admin_execute,
     asyncpg_url,
+    create_database,
     delete_prefix,
+    drop_abandoned_databases,
     start_postgres,
     start_redis,
     temporary_database,
+    unique_name,
     with_database,
 )
 from tests.support.target import TargetServer
@@ -54,15 +61,109 @@ async def test_temporary_database_is_dropped_even_with_open_connections(
     await leaked.close()
 
 
-async def test_pg_url_cost_per_test(pg_admin_url: str, pg_template: str) -> None:
-    """Not a check: prints what a pg_url costs (create from template + drop), for the record."""
-    rounds = 10
+async def _alive(conn: asyncpg.Connection) -> bool:
+    try:
+        await conn.fetchval("SELECT 1")
+    except (asyncpg.PostgresError, asyncpg.InterfaceError, OSError):
+        return False
+    finally:
+        await conn.close()
+    return True
+
+
+# A value for each type a required column may have; built from the live schema so the test does
+# not break whenever the jobs table gains a column.
+_VALUES = {
+    "uuid": "gen_random_uuid()",
+    "boolean": "false",
+    "json": "'{}'",
+    "jsonb": "'{}'",
+    "bytea": "''",
+}
+
+
+async def _insert_some_row(conn: asyncpg.Connection, table: str) -> None:
+    columns = await conn.fetch(
+        "SELECT column_name, data_type FROM information_schema.columns"
+        " WHERE table_name = $1 AND is_nullable = 'NO' AND column_default IS NULL",
+        table,
+    )
+    names, values = [], []
+    for column in columns:
+        kind = column["data_type"]
+        if kind.startswith("timestamp"):
+            value = "now()"
+        elif kind in {"integer", "bigint", "smallint", "numeric", "double precision", "real"}:
+            value = "0"
+        else:
+            value = _VALUES.get(kind, "'x'")
+        names.append(f'"{column["column_name"]}"')
+        values.append(value)
+    await conn.execute(f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join(values)})")
+    assert await conn.fetchval(f"SELECT count(*) FROM {table}") == 1
+
+
+async def test_pool_hands_back_an_emptied_database(pg_pool: DatabasePool) -> None:
+    name = await pg_pool.acquire()
+    conn = await asyncpg.connect(asyncpg_url(pg_pool.url(name)))
+    await _insert_some_row(conn, "jobs")
+    # ``conn`` stays open: the pool must end it before anyone else gets the database.
+    assert await pg_pool.release(name)
+    assert conn.is_closed() or not await _alive(conn)
+    again = await pg_pool.acquire()
+    try:
+        assert again == name
+        conn = await asyncpg.connect(asyncpg_url(pg_pool.url(again)))
+        assert await conn.fetchval("SELECT count(*) FROM jobs") == 0
+        await conn.close()
+    finally:
+        await pg_pool.release(again)
+
+
+async def test_pool_drops_a_database_whose_schema_changed(
+    pg_pool: DatabasePool, pg_admin_url: str
+) -> None:
+    name = await pg_pool.acquire()
+    conn = await asyncpg.connect(asyncpg_url(pg_pool.url(name)))
+    await conn.execute("ALTER TABLE jobs ADD COLUMN surprise int")
+    await conn.close()
+    assert not await pg_pool.release(name)
+    assert not await _database_exists(pg_admin_url, name)
+
+
+async def test_abandoned_databases_of_dead_runs_are_dropped(pg_admin_url: str) -> None:
+    dead = subprocess.run(["true"], check=True)  # noqa: ASYNC221 - a pid that surely ended
+    name = unique_name("tc_dead_")
+    await create_database(pg_admin_url, name)
+    owner = _owner_id().rsplit("/", 1)[0]
+    pid = 2**22 + 1  # above pid_max's default range: never a live process
+    await admin_execute(
+        pg_admin_url, f"COMMENT ON DATABASE \"{name}\" IS 'taskcrawler-tests owner={owner}/{pid}'"
+    )
+    assert dead.returncode == 0
+    assert name in await drop_abandoned_databases(pg_admin_url)
+    assert not await _database_exists(pg_admin_url, name)
+
+
+async def test_pg_url_cost_per_test(pg_admin_url: str, pg_pool: DatabasePool) -> None:
+    """Not a check: prints what a pg_url costs, fresh clone versus pool reuse, for the record."""
+    rounds = 5
     started = time.perf_counter()
     for _ in range(rounds):
-        async with temporary_database(pg_admin_url, template=pg_template):
+        async with temporary_database(pg_admin_url, template=pg_pool.template):
             pass
-    per_test_ms = (time.perf_counter() - started) * 1000 / rounds
-    print(f"pg_url create+drop: {per_test_ms:.0f} ms per test")
+    fresh_ms = (time.perf_counter() - started) * 1000 / rounds
+    started = time.perf_counter()
+    for _ in range(rounds):
+        name = await pg_pool.acquire()
+        conn = await asyncpg.connect(asyncpg_url(pg_pool.url(name)))
+        await _insert_some_row(conn, "jobs")
+        await conn.close()
+        await pg_pool.release(name)
+    reuse_ms = (time.perf_counter() - started) * 1000 / rounds
+    print(
+        f"pg_url: fresh clone+drop {fresh_ms:.0f} ms, pool reuse (1 table used) {reuse_ms:.0f} ms"
+    )
 
 
 async def test_each_test_gets_its_own_database(pg_url: str, pg_template: str) -> None:
