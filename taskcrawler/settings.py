@@ -72,6 +72,12 @@ class Settings(BaseSettings):
         8, ge=1, description="Requests in flight to one host, across all workers."
     )
     host_delay_seconds: float = Field(0.0, ge=0, description="Pause between requests to one host.")
+    host_wait_seconds: float = Field(
+        1.0,
+        ge=0,
+        description="A job waits this long for its host's politeness slot, then is rescheduled "
+        "(not counted as a retry) so it does not hold a worker slot.",
+    )
     respect_robots: bool = Field(True, description="Obey robots.txt.")
     robots_cache_seconds: float = Field(
         3600.0, ge=0, description="How long a robots.txt is cached."

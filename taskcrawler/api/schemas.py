@@ -98,6 +98,7 @@ class JobOut(BaseModel):
     next_attempt_at: datetime | None = Field(description="When a scheduled retry is due.")
     formats: list[str]
     run_count: int = Field(description="Earlier runs of this job (re-scrapes, retries).")
+    unchanged: bool = Field(description="The last run got 304 Not Modified: result kept.")
     result: dict[str, Any] | None = Field(description="What the page says about itself.")
 
     @classmethod
@@ -119,6 +120,7 @@ class JobOut(BaseModel):
             next_attempt_at=job.next_attempt_at,
             formats=list(job.formats),
             run_count=job.run_count,
+            unchanged=job.unchanged,
             result=job.result,
         )
 

@@ -39,8 +39,12 @@ TRANSIENT_CODES = frozenset(
         ErrorCode.HTTP_429,
         ErrorCode.HTTP_5XX,
         ErrorCode.WORKER_LOST,
+        ErrorCode.HOST_BUSY,
     }
 )
+
+#: Not failures of the job at all: it is rescheduled without counting a retry.
+DEFERRAL_CODES = frozenset({ErrorCode.HOST_BUSY})
 
 
 class FetchError(Exception):

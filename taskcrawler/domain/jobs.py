@@ -6,6 +6,8 @@ from enum import StrEnum
 from typing import Any
 from uuid import UUID
 
+from taskcrawler.domain.errors import DEFERRAL_CODES
+
 
 class JobStatus(StrEnum):
     PENDING = "PENDING"
@@ -42,6 +44,7 @@ class Job:
     callback_url: str | None = None
     run_count: int = 0
     host: str = ""
+    unchanged: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +56,9 @@ class ClaimedJob:
     retry_count: int
     lease_token: UUID
     formats: tuple[str, ...] = ("metadata",)
+    #: Validators of the last successful fetch, for a conditional re-fetch.
+    etag: str | None = None
+    last_modified: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,8 +75,17 @@ class Outcome:
     error_message: str | None = None
     transient: bool = False
     retry_after: float | None = None
+    #: The server answered 304 Not Modified to a conditional re-fetch.
+    unchanged: bool = False
+    etag: str | None = None
+    last_modified: str | None = None
     finished_at: datetime = field(default_factory=lambda: datetime.now().astimezone())
 
     @property
     def succeeded(self) -> bool:
         return self.error_code is None
+
+    @property
+    def deferred(self) -> bool:
+        """Rescheduled without counting an attempt (the host was busy)."""
+        return self.error_code in DEFERRAL_CODES

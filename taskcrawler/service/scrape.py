@@ -6,13 +6,13 @@ from typing import Any
 
 from taskcrawler.domain import FetchError, validate_url
 from taskcrawler.extract import extract
-from taskcrawler.fetch import Fetcher
+from taskcrawler.fetch import Fetcher, make_host_limiter
 from taskcrawler.settings import Settings
 
 
 async def scrape_once(settings: Settings, url: str) -> dict[str, Any]:
     validate_url(url)
-    fetcher = Fetcher(settings)
+    fetcher = Fetcher(settings, limiter=make_host_limiter(settings))
     try:
         page = await fetcher.fetch(url)
     except FetchError as exc:

@@ -34,6 +34,7 @@ JOB_COLUMNS = (
     jobs.c.callback_url,
     jobs.c.run_count,
     jobs.c.host,
+    jobs.c.unchanged,
 )
 
 FINAL_STATUSES = (
@@ -74,6 +75,7 @@ def row_to_job(row: Any) -> Job:
         callback_url=m["callback_url"],
         run_count=m["run_count"],
         host=m["host"],
+        unchanged=bool(m["unchanged"]),
     )
 
 

@@ -74,6 +74,7 @@ jobs = sa.Table(
     sa.Column("etag", sa.Text()),  # validators of the last 200, for If-None-Match / -Modified-Since
     sa.Column("last_modified", sa.Text()),
     sa.Column("run_count", sa.Integer(), nullable=False, server_default="0"),
+    sa.Column("unchanged", sa.Boolean()),  # the last run got 304 Not Modified
     sa.UniqueConstraint("owner", "url_key"),
     sa.Index("ix_jobs_owner_created", "owner", "created_at", "id"),
     sa.Index("ix_jobs_owner_status_created", "owner", "status", "created_at", "id"),

@@ -4,6 +4,7 @@ duplicate worker can never overwrite a newer state; writes take lists, so caller
 from __future__ import annotations
 
 import uuid
+from collections import defaultdict
 from collections.abc import Callable, Sequence
 from datetime import timedelta
 from typing import Any
@@ -49,12 +50,27 @@ class WorkStore:
                 started_at=now,
                 dispatch_at=None,
             )
-            .returning(jobs.c.id, jobs.c.url, jobs.c.retry_count, jobs.c.formats)
+            .returning(
+                jobs.c.id,
+                jobs.c.url,
+                jobs.c.retry_count,
+                jobs.c.formats,
+                jobs.c.etag,
+                jobs.c.last_modified,
+            )
         )
         async with self.db.write() as conn:
             rows = (await conn.execute(stmt)).all()
         return [
-            ClaimedJob(r.id, r.url, r.retry_count, token, tuple(r.formats or DEFAULT_FORMATS))
+            ClaimedJob(
+                r.id,
+                r.url,
+                r.retry_count,
+                token,
+                tuple(r.formats or DEFAULT_FORMATS),
+                etag=r.etag,
+                last_modified=r.last_modified,
+            )
             for r in rows
         ]
 
@@ -111,67 +127,24 @@ class WorkStore:
         Each write is guarded by the job's lease token, so an attempt that lost its lease (and
         whose job another worker now holds) changes nothing.
         """
-        completed: list[dict[str, Any]] = []
-        retried: list[dict[str, Any]] = []
-        failed: list[dict[str, Any]] = []
+        groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for outcome in outcomes:
+            kind, values = _update_for(outcome, max_retries, retry_delay)
             job = outcome.job
-            guard = {"b_id": job.id, "b_token": job.lease_token}
-            if outcome.succeeded:
-                completed.append(
-                    guard
-                    | {
-                        "status": JobStatus.COMPLETED.value,
-                        "http_status": outcome.http_status,
-                        "final_url": outcome.final_url,
-                        "content_type": outcome.content_type,
-                        "scraped_title": outcome.scraped_title,
-                        "result": outcome.result,
-                        "error_code": None,
-                        "error_log": None,
-                        "finished_at": outcome.finished_at,
-                    }
-                )
-                continue
-            error = {
-                "http_status": outcome.http_status,
-                "final_url": outcome.final_url,
-                "content_type": outcome.content_type,
-                "error_code": outcome.error_code,
-                "error_log": f"{outcome.error_code}: {outcome.error_message}",
-            }
-            if outcome.transient and job.retry_count < max_retries:
-                due = outcome.finished_at + timedelta(seconds=retry_delay(outcome))
-                retried.append(
-                    guard
-                    | error
-                    | {
-                        "status": PENDING,
-                        "retry_count": job.retry_count + 1,
-                        "next_attempt_at": due,
-                        "dispatch_at": due,
-                    }
-                )
-            else:
-                failed.append(
-                    guard
-                    | error
-                    | {"status": JobStatus.FAILED.value, "finished_at": outcome.finished_at}
-                )
-        guarded = jobs.c.id == sa.bindparam("b_id")
-        owned = jobs.c.lease_token == sa.bindparam("b_token")
+            groups[kind].append(values | {"b_id": job.id, "b_token": job.lease_token})
+        guarded = sa.and_(
+            jobs.c.id == sa.bindparam("b_id"),
+            jobs.c.lease_token == sa.bindparam("b_token"),
+            jobs.c.status == PROCESSING,
+        )
         async with self.db.write() as conn:
-            for params in (completed, retried, failed):
-                if not params:
-                    continue
+            # One executemany per kind: rows of a kind set the same columns.
+            for params in groups.values():
                 columns: dict[str, Any] = {
                     k: sa.bindparam(k) for k in params[0] if not k.startswith("b_")
                 }
                 columns |= {"lease_token": None, "lease_expires_at": None}
-                stmt = (
-                    jobs.update().where(guarded, owned, jobs.c.status == PROCESSING).values(columns)
-                )
-                await conn.execute(stmt, params)
+                await conn.execute(jobs.update().where(guarded).values(columns), params)
 
     # --- sweeper --------------------------------------------------------------------------
 
@@ -263,3 +236,53 @@ class WorkStore:
                 .where(jobs.c.id.in_(job_ids), jobs.c.status == PENDING)
                 .values(dispatch_at=utcnow())
             )
+
+
+def _update_for(
+    outcome: Outcome, max_retries: int, retry_delay: Callable[[Outcome], float]
+) -> tuple[str, dict[str, Any]]:
+    """What one attempt changes in its job's row, and the kind of change (for grouping)."""
+    finished = outcome.finished_at
+    if outcome.unchanged:
+        # 304 to a conditional re-fetch: the stored result is still the page's.
+        return "unchanged", {
+            "status": JobStatus.COMPLETED.value,
+            "http_status": outcome.http_status,
+            "unchanged": True,
+            "error_code": None,
+            "error_log": None,
+            "finished_at": finished,
+        }
+    if outcome.succeeded:
+        return "completed", {
+            "status": JobStatus.COMPLETED.value,
+            "http_status": outcome.http_status,
+            "final_url": outcome.final_url,
+            "content_type": outcome.content_type,
+            "scraped_title": outcome.scraped_title,
+            "result": outcome.result,
+            "etag": outcome.etag,
+            "last_modified": outcome.last_modified,
+            "unchanged": False,
+            "error_code": None,
+            "error_log": None,
+            "finished_at": finished,
+        }
+    error = {
+        "http_status": outcome.http_status,
+        "error_code": outcome.error_code,
+        "error_log": f"{outcome.error_code}: {outcome.error_message}",
+    }
+    job = outcome.job
+    if outcome.deferred:
+        due = finished + timedelta(seconds=retry_delay(outcome))
+        return "deferred", error | {"status": PENDING, "next_attempt_at": due, "dispatch_at": due}
+    if outcome.transient and job.retry_count < max_retries:
+        due = finished + timedelta(seconds=retry_delay(outcome))
+        return "retried", error | {
+            "status": PENDING,
+            "retry_count": job.retry_count + 1,
+            "next_attempt_at": due,
+            "dispatch_at": due,
+        }
+    return "failed", error | {"status": JobStatus.FAILED.value, "finished_at": finished}

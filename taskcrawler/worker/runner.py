@@ -5,13 +5,27 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from taskcrawler.fetch import Fetcher
+from taskcrawler.fetch import Fetcher, make_host_limiter
 from taskcrawler.queue import JobQueue, queue_from_settings
+from taskcrawler.queue.redis import RedisQueue
 from taskcrawler.settings import Settings
 from taskcrawler.storage import Database, WorkStore
 from taskcrawler.worker.worker import Worker
 
 log = logging.getLogger(__name__)
+
+
+def build_fetcher(settings: Settings, queue: JobQueue) -> Fetcher:
+    """A fetcher whose politeness and robots cache are shared through Redis when the queue is
+    Redis (every worker process and machine counts together), else kept in this process."""
+    redis = queue.client if isinstance(queue, RedisQueue) else None
+    return Fetcher(
+        settings,
+        limiter=make_host_limiter(settings, redis),
+        host_wait_seconds=settings.host_wait_seconds,
+        redis=redis,
+        redis_prefix=settings.redis_prefix,
+    )
 
 
 async def run_worker(
@@ -24,7 +38,7 @@ async def run_worker(
     """Run one worker until ``stop`` is set. Resources passed in are shared and left open."""
     own_db = db or Database.from_url(settings.database_url, pool_size=settings.db_pool_size)
     own_queue = queue or queue_from_settings(settings)
-    fetcher = Fetcher(settings)
+    fetcher = build_fetcher(settings, own_queue)
     worker = Worker(settings, WorkStore(own_db), own_queue, fetcher)
     log.info("worker started: concurrency %d", settings.worker_concurrency)
     try:

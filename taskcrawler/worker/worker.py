@@ -173,7 +173,7 @@ class Worker:
 
     async def _attempt(self, job: ClaimedJob) -> Outcome:
         try:
-            page = await self.fetcher.fetch(job.url)
+            page = await self.fetcher.fetch(job.url, headers=_conditional_headers(job))
         except FetchError as exc:
             return Outcome(
                 job=job,
@@ -182,6 +182,14 @@ class Worker:
                 error_message=exc.message,
                 transient=exc.transient,
                 retry_after=exc.retry_after,
+            )
+        except ServiceUnavailable as exc:
+            # Redis (shared politeness, robots cache) is down: try again later, like the host.
+            return Outcome(
+                job=job,
+                error_code=f"{exc.dependency}_unavailable",
+                error_message=str(exc),
+                transient=True,
             )
         except Exception as exc:
             # A bug or an error we have not classified: retried, so one odd failure is not final.
@@ -192,6 +200,8 @@ class Worker:
                 error_message=f"{type(exc).__name__}: {exc}",
                 transient=True,
             )
+        if page.status == 304:
+            return Outcome(job=job, http_status=304, final_url=page.final_url, unchanged=True)
         return await self._extract(job, page)
 
     async def _extract(self, job: ClaimedJob, page: FetchedPage) -> Outcome:
@@ -218,6 +228,8 @@ class Worker:
             content_type=page.content_type,
             scraped_title=extraction.title,
             result={"metadata": extraction.metadata},
+            etag=page.headers.get("etag"),
+            last_modified=page.headers.get("last-modified"),
         )
 
     # --- persisting -----------------------------------------------------------------------
@@ -283,3 +295,14 @@ class Worker:
                 await self.store.renew_leases(tokens, lease_seconds=self.settings.lease_seconds)
             except ServiceUnavailable as exc:
                 log.warning("could not renew %d leases: %s", len(tokens), exc)
+
+
+def _conditional_headers(job: ClaimedJob) -> dict[str, str] | None:
+    """If-None-Match / If-Modified-Since from the last successful fetch, so an unchanged page
+    costs the server a 304 and us no parsing."""
+    headers = {}
+    if job.etag:
+        headers["If-None-Match"] = job.etag
+    if job.last_modified:
+        headers["If-Modified-Since"] = job.last_modified
+    return headers or None

@@ -12,14 +12,14 @@ from taskcrawler.queue.redis import RedisQueue
 
 
 @pytest.fixture(params=["memory", "redis"])
-async def queue(request: pytest.FixtureRequest) -> AsyncIterator[JobQueue]:
+async def queue(
+    request: pytest.FixtureRequest, redis_url: str, redis_prefix: str
+) -> AsyncIterator[JobQueue]:
     q: JobQueue
     if request.param == "memory":
         q = MemoryQueue()
     else:
-        q = RedisQueue.from_url(
-            request.getfixturevalue("redis_url"), prefix=request.getfixturevalue("redis_prefix")
-        )
+        q = RedisQueue.from_url(redis_url, prefix=redis_prefix)
     yield q
     await q.close()
 

@@ -29,6 +29,7 @@ def upgrade() -> None:
         batch.add_column(sa.Column("etag", sa.Text()))
         batch.add_column(sa.Column("last_modified", sa.Text()))
         batch.add_column(sa.Column("run_count", sa.Integer(), nullable=False, server_default="0"))
+        batch.add_column(sa.Column("unchanged", sa.Boolean()))
     op.create_index("ix_jobs_owner_status_created", "jobs", ["owner", "status", "created_at", "id"])
 
     op.create_table(
@@ -141,5 +142,12 @@ def downgrade() -> None:
         op.drop_table(table)
     op.drop_index("ix_jobs_owner_status_created", "jobs")
     with op.batch_alter_table("jobs") as batch:
-        for column in ("run_count", "last_modified", "etag", "callback_url", "formats"):
+        for column in (
+            "unchanged",
+            "run_count",
+            "last_modified",
+            "etag",
+            "callback_url",
+            "formats",
+        ):
             batch.drop_column(column)
