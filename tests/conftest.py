@@ -16,6 +16,7 @@ from taskcrawler.storage import upgrade_database
 from tests.support.processes import ProcessManager
 from tests.support.services import (
     DatabasePool,
+    Resolved,
     create_database,
     delete_prefix,
     drop_abandoned_databases,
@@ -31,13 +32,19 @@ from tests.support.target import TargetServer, start_target
 
 
 @pytest.fixture(scope="session")
-async def pg_admin_url() -> AsyncIterator[str]:
-    """asyncpg-style URL of a database on a server where we may CREATE/DROP DATABASE."""
+async def pg_service() -> AsyncIterator[Resolved]:
+    """The PostgreSQL server of this session: its URL and where it came from."""
     resolved = await resolve_postgres()
     try:
-        yield resolved.url
+        yield resolved
     finally:
         resolved.close()
+
+
+@pytest.fixture(scope="session")
+def pg_admin_url(pg_service: Resolved) -> str:
+    """asyncpg-style URL of a database on a server where we may CREATE/DROP DATABASE."""
+    return pg_service.url
 
 
 @pytest.fixture(scope="session")
@@ -97,12 +104,18 @@ def database_url(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(scope="session")
-async def redis_url() -> AsyncIterator[str]:
+async def redis_service() -> AsyncIterator[Resolved]:
+    """The Redis server of this session: its URL and where it came from."""
     resolved = await resolve_redis()
     try:
-        yield resolved.url
+        yield resolved
     finally:
         resolved.close()
+
+
+@pytest.fixture(scope="session")
+def redis_url(redis_service: Resolved) -> str:
+    return redis_service.url
 
 
 @pytest.fixture

