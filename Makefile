@@ -6,7 +6,7 @@ PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
 
-.PHONY: help serve test check lint format typecheck bench bench-smoke clean
+.PHONY: help serve test check lint format typecheck bench bench-smoke clean chromium
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -26,8 +26,12 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 serve: $(VENV)/.installed-run ## run the service (embedded: SQLite + in-process queue) on 127.0.0.1:8000
 	$(BIN)/taskcrawler serve
 
-test: $(VENV)/.installed-test ## run the whole test suite (real PostgreSQL and Redis; started if absent)
+test: $(VENV)/.installed-test chromium ## run the whole test suite (real PostgreSQL and Redis; started if absent)
 	$(BIN)/pytest $(PYTEST_ARGS)
+
+chromium: ## Debian's chromium for the browser tests: installed with apt-get when missing (as root)
+	@command -v chromium >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1 \
+	  || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
 
 lint: $(VENV)/.installed-test ## ruff
 	$(BIN)/ruff check taskcrawler tests bench
