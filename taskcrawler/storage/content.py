@@ -1,0 +1,225 @@
+"""Texts, links and raw archives of pages: written with the outcome, read by the API and by
+``taskcrawler reextract``."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from taskcrawler.domain.pages import OutLink, PageContent, RawPage
+from taskcrawler.storage.database import Database
+from taskcrawler.storage.errors import unavailable_on_connection_errors
+from taskcrawler.storage.rows import url_key, utcnow
+from taskcrawler.storage.tables import job_contents, job_links, jobs, page_archive
+
+#: Fast compression: the archive is written for every page, on the worker's hot path.
+ARCHIVE_COMPRESSLEVEL = 1
+
+
+@dataclass(frozen=True, slots=True)
+class StoredLink:
+    id: int
+    job_id: UUID
+    url: str
+    text: str | None
+    rel: tuple[str, ...]
+    internal: bool
+    nofollow: bool
+    source_url: str | None = None  # the scraped page the link is on (backlinks)
+
+
+@dataclass(frozen=True, slots=True)
+class Archived:
+    job_id: UUID
+    owner: str
+    formats: tuple[str, ...]
+    page: RawPage
+
+
+def _link_key(url: str) -> str:
+    try:
+        return url_key(url)
+    except ValueError:  # a link TaskCrawler could not scrape itself is still recorded
+        return hashlib.sha256(url.encode()).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class ContentRecord:
+    job_id: UUID
+    owner: str
+    content: PageContent
+
+
+async def save_page_content(conn: AsyncConnection, records: Sequence[ContentRecord]) -> None:
+    """Write texts, links and archives inside the caller's transaction, replacing what an
+    earlier run left. Links and the archive are replaced only when the record carries them."""
+    if not records:
+        return
+    ids = [r.job_id for r in records]
+    texts = [
+        {"job_id": r.job_id, "format": fmt, "body": body}
+        for r in records
+        for fmt, body in r.content.texts.items()
+    ]
+    with_links = [r for r in records if r.content.links is not None]
+    links = [_link_row(r, link) for r in with_links for link in r.content.links or ()]
+    archives = [
+        _archive_row(r.job_id, r.content.archive) for r in records if r.content.archive is not None
+    ]
+    await conn.execute(job_contents.delete().where(job_contents.c.job_id.in_(ids)))
+    if with_links:
+        linked = [r.job_id for r in with_links]
+        await conn.execute(job_links.delete().where(job_links.c.job_id.in_(linked)))
+    if archives:
+        archived = [row["job_id"] for row in archives]
+        await conn.execute(page_archive.delete().where(page_archive.c.job_id.in_(archived)))
+    for table, rows in ((job_contents, texts), (job_links, links), (page_archive, archives)):
+        if rows:
+            await conn.execute(table.insert(), rows)
+
+
+def _link_row(record: ContentRecord, link: OutLink) -> dict[str, Any]:
+    return {
+        "job_id": record.job_id,
+        "owner": record.owner,
+        "url": link.url,
+        "url_key": _link_key(link.url),
+        "text": link.text or None,
+        "rel": " ".join(link.rel) or None,
+        "internal": link.internal,
+        "nofollow": link.nofollow,
+    }
+
+
+def _archive_row(job_id: UUID, page: RawPage) -> dict[str, Any]:
+    return {
+        "job_id": job_id,
+        "fetched_at": utcnow(),
+        "final_url": page.final_url,
+        "http_status": page.http_status,
+        "headers": page.headers,
+        "content_type": page.content_type,
+        "charset": page.charset,
+        "sha256": hashlib.sha256(page.body).hexdigest(),
+        "size": len(page.body),
+        "body_gz": gzip.compress(page.body, compresslevel=ARCHIVE_COMPRESSLEVEL, mtime=0),
+    }
+
+
+def _stored_link(row: Any) -> StoredLink:
+    return StoredLink(
+        id=row.id,
+        job_id=row.job_id,
+        url=row.url,
+        text=row.text,
+        rel=tuple((row.rel or "").split()),
+        internal=row.internal,
+        nofollow=row.nofollow,
+        source_url=row._mapping.get("source_url"),
+    )
+
+
+class ContentStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    @unavailable_on_connection_errors
+    async def text(self, job_id: UUID, fmt: str) -> str | None:
+        async with self.db.read() as conn:
+            body = await conn.scalar(
+                sa.select(job_contents.c.body).where(
+                    job_contents.c.job_id == job_id, job_contents.c.format == fmt
+                )
+            )
+        return str(body) if body is not None else None
+
+    @unavailable_on_connection_errors
+    async def links_of(self, job_id: UUID, *, after: int = 0, limit: int = 100) -> list[StoredLink]:
+        async with self.db.read() as conn:
+            rows = await conn.execute(
+                sa.select(job_links)
+                .where(job_links.c.job_id == job_id, job_links.c.id > after)
+                .order_by(job_links.c.id)
+                .limit(limit)
+            )
+        return [_stored_link(row) for row in rows]
+
+    @unavailable_on_connection_errors
+    async def backlinks(
+        self, owner: str, target_url: str, *, after: int = 0, limit: int = 100
+    ) -> list[StoredLink]:
+        """Links from ``owner``'s scraped pages to ``target_url`` (normalized), oldest first."""
+        async with self.db.read() as conn:
+            rows = await conn.execute(
+                sa.select(job_links, jobs.c.url.label("source_url"))
+                .join(jobs, jobs.c.id == job_links.c.job_id)
+                .where(
+                    job_links.c.owner == owner,
+                    job_links.c.url_key == _link_key(target_url),
+                    job_links.c.id > after,
+                )
+                .order_by(job_links.c.id)
+                .limit(limit)
+            )
+        return [_stored_link(row) for row in rows]
+
+    @unavailable_on_connection_errors
+    async def rewrite_results(self, results: Sequence[Reextracted]) -> None:
+        """Replace stored results with fresh extractions of the archived bodies."""
+        async with self.db.write() as conn:
+            await conn.execute(
+                jobs.update()
+                .where(jobs.c.id == sa.bindparam("b_id"))
+                .values(scraped_title=sa.bindparam("title"), result=sa.bindparam("result")),
+                [{"b_id": r.record.job_id, "title": r.title, "result": r.result} for r in results],
+            )
+            await save_page_content(conn, [r.record for r in results])
+
+    async def archived(self, *, batch: int = 200) -> AsyncIterator[list[Archived]]:
+        """Every archived page, in batches, for re-extraction."""
+        after: UUID | None = None
+        while True:
+            stmt = (
+                sa.select(page_archive, jobs.c.formats, jobs.c.owner)
+                .join(jobs, jobs.c.id == page_archive.c.job_id)
+                .order_by(page_archive.c.job_id)
+                .limit(batch)
+            )
+            if after is not None:
+                stmt = stmt.where(page_archive.c.job_id > after)
+            async with self.db.read() as conn:
+                rows = (await conn.execute(stmt)).all()
+            if not rows:
+                return
+            yield [_archived(row) for row in rows]
+            after = rows[-1].job_id
+
+
+@dataclass(frozen=True, slots=True)
+class Reextracted:
+    record: ContentRecord
+    title: str | None
+    result: dict[str, Any]
+
+
+def _archived(row: Any) -> Archived:
+    return Archived(
+        job_id=row.job_id,
+        owner=row.owner,
+        formats=tuple(row.formats or ("metadata",)),
+        page=RawPage(
+            final_url=row.final_url,
+            http_status=row.http_status,
+            headers=dict(row.headers),
+            content_type=row.content_type,
+            charset=row.charset,
+            body=gzip.decompress(row.body_gz),
+        ),
+    )
