@@ -106,6 +106,12 @@ class Settings(BaseSettings):
     port: int = Field(8000, ge=0, le=65535, description="Port the API binds to.")
     log_format: str = Field("auto", description="auto | json | text")
     log_level: str = Field("INFO")
+    worker_metrics_port: int = Field(
+        9100, ge=0, le=65535, description="Port of `taskcrawler worker`'s /metrics; 0 disables it."
+    )
+    worker_metrics_host: str = Field(
+        "127.0.0.1", description="Address of `taskcrawler worker`'s /metrics (0.0.0.0 in Docker)."
+    )
 
     @field_validator("database_url")
     @classmethod

@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
+from prometheus_client import CollectorRegistry
 
 from taskcrawler import __version__
 from taskcrawler.api.auth import Authenticator
@@ -15,6 +16,9 @@ from taskcrawler.api.errors import install_error_handlers
 from taskcrawler.api.limits import BodySizeLimit
 from taskcrawler.api.routes import health, jobs
 from taskcrawler.api.routes import keys as keys_routes
+from taskcrawler.observability import ApiMetrics, QueueDepth
+from taskcrawler.observability.http import MetricsEndpoint
+from taskcrawler.observability.http import router as metrics_router
 from taskcrawler.queue import JobQueue, queue_from_settings
 from taskcrawler.queue.redis import RedisQueue
 from taskcrawler.service.jobs import JobService
@@ -45,12 +49,17 @@ def create_app(
 
     ``run_worker`` runs a worker inside the API process (``taskcrawler serve``, the embedded
     mode); ``db`` and ``queue`` may be passed in by tests or embedders, and are then not closed.
+    Metrics go to a registry of this app's own (``app.state.metrics``), the worker's included.
     """
+    registry = CollectorRegistry()
+    api_metrics = ApiMetrics(registry)
+    queue_depth = QueueDepth(registry)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         own_db = db or Database.from_url(settings.database_url, pool_size=settings.db_pool_size)
         own_queue = queue or queue_from_settings(settings)
+        queue_depth.source = own_queue.depth
         keys = KeyStore(own_db)
         app.state.services = Services(
             settings=settings,
@@ -58,13 +67,20 @@ def create_app(
             queue=own_queue,
             keys=keys,
             jobs=JobService(
-                settings, JobStore(own_db), WorkStore(own_db), own_queue, _limiter(own_queue)
+                settings,
+                JobStore(own_db),
+                WorkStore(own_db),
+                own_queue,
+                _limiter(own_queue),
+                on_created=api_metrics.created,
             ),
             idempotency=IdempotencyStore(own_db),
             authenticator=Authenticator(keys, required=settings.auth_required),
         )
         stop = asyncio.Event()
-        worker_task = _start_worker(settings, own_db, own_queue, stop) if run_worker else None
+        worker_task = (
+            _start_worker(settings, own_db, own_queue, stop, registry) if run_worker else None
+        )
         try:
             yield
         finally:
@@ -87,6 +103,8 @@ def create_app(
     app.include_router(jobs.router)
     app.include_router(keys_routes.router)
     app.include_router(health.router)
+    app.state.metrics = MetricsEndpoint(registry, [queue_depth])
+    app.include_router(metrics_router)
     return app
 
 
@@ -98,8 +116,14 @@ def _limiter(queue: JobQueue) -> RateLimiter:
 
 
 def _start_worker(
-    settings: Settings, db: Database, queue: JobQueue, stop: asyncio.Event
+    settings: Settings,
+    db: Database,
+    queue: JobQueue,
+    stop: asyncio.Event,
+    registry: CollectorRegistry,
 ) -> asyncio.Task[Worker]:
     from taskcrawler.worker.runner import run_worker  # the API-only process needs no fetcher
 
-    return asyncio.create_task(run_worker(settings, db=db, queue=queue, stop=stop))
+    return asyncio.create_task(
+        run_worker(settings, db=db, queue=queue, stop=stop, registry=registry)
+    )

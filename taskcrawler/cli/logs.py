@@ -8,6 +8,8 @@ from datetime import UTC, datetime
 
 import orjson
 
+from taskcrawler.observability.logs import JobContextFilter, TextFormatter
+
 _STANDARD = set(logging.LogRecord("", 0, "", 0, "", None, None).__dict__) | {
     "message",
     "color_message",  # uvicorn's ANSI-coloured duplicate of msg
@@ -32,11 +34,8 @@ class JsonFormatter(logging.Formatter):
 def configure_logging(log_format: str = "auto", level: str = "INFO") -> None:
     use_json = log_format == "json" or (log_format == "auto" and not sys.stderr.isatty())
     handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(
-        JsonFormatter()
-        if use_json
-        else logging.Formatter("%(asctime)s %(levelname)-7s %(name)s: %(message)s", "%H:%M:%S")
-    )
+    handler.setFormatter(JsonFormatter() if use_json else TextFormatter())
+    handler.addFilter(JobContextFilter())  # job_id on every line logged while handling a job
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())

@@ -75,7 +75,7 @@ def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        await run_worker(settings, stop=stop)
+        await run_worker(settings, stop=stop, serve_metrics_port=True)
 
     run_async(main())
     return 0
@@ -155,6 +155,12 @@ def build_parser() -> argparse.ArgumentParser:
         "in-flight jobs within TASKCRAWLER_SHUTDOWN_GRACE_SECONDS and hand back the rest.",
     )
     _add_worker_options(worker)
+    worker.add_argument(
+        "--metrics-port",
+        type=int,
+        help="port of this worker's /metrics, 0 disables (TASKCRAWLER_WORKER_METRICS_PORT, "
+        "default 9100)",
+    )
     worker.set_defaults(func=cmd_worker)
 
     migrate = sub.add_parser(
@@ -178,7 +184,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _settings_from(args: argparse.Namespace) -> Settings:
     overrides: dict[str, Any] = {}
-    for flag, field in (("host", "host"), ("port", "port"), ("concurrency", "worker_concurrency")):
+    for flag, field in (
+        ("host", "host"),
+        ("port", "port"),
+        ("concurrency", "worker_concurrency"),
+        ("metrics_port", "worker_metrics_port"),
+    ):
         value = getattr(args, flag, None)
         if value is not None:
             overrides[field] = value

@@ -59,6 +59,9 @@ class ClaimedJob:
     #: Validators of the last successful fetch, for a conditional re-fetch.
     etag: str | None = None
     last_modified: str | None = None
+    #: For the job latency metric (created -> finished, first runs only).
+    created_at: datetime | None = None
+    run_count: int = 0
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,7 +6,7 @@ Limits (rate, pending jobs) are checked here, so every entry point enforces them
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
@@ -54,8 +54,11 @@ class JobService:
         work: WorkStore,
         queue: JobQueue,
         limiter: RateLimiter,
+        *,
+        on_created: Callable[[int], object] = lambda count: None,
     ) -> None:
         self.settings = settings
+        self.on_created = on_created  # how many jobs a call created (metrics)
         self.jobs = jobs
         self.queue = queue
         self.limiter = limiter
@@ -98,6 +101,7 @@ class JobService:
     async def submit(self, caller: Caller, url: str, options: JobOptions) -> Created:
         await self._check_pending(caller, 1)
         created = await self.submitter.submit(self._new_job(caller, url, options))
+        self.on_created(int(created.created))
         if created.restarted:
             await self._publish([created.job.id])
         return created
@@ -108,6 +112,7 @@ class JobService:
         """All URLs in one INSERT (one round trip), each deduplicated."""
         await self._check_pending(caller, len(urls))
         results = await self.submitter.create_now([self._new_job(caller, u, options) for u in urls])
+        self.on_created(sum(r.created for r in results))
         await self._publish([r.job.id for r in results if r.restarted])
         return results
 

@@ -57,6 +57,8 @@ class WorkStore:
                 jobs.c.formats,
                 jobs.c.etag,
                 jobs.c.last_modified,
+                jobs.c.created_at,
+                jobs.c.run_count,
             )
         )
         async with self.db.write() as conn:
@@ -70,6 +72,8 @@ class WorkStore:
                 tuple(r.formats or DEFAULT_FORMATS),
                 etag=r.etag,
                 last_modified=r.last_modified,
+                created_at=r.created_at,
+                run_count=r.run_count,
             )
             for r in rows
         ]

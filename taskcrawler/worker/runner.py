@@ -5,7 +5,11 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from prometheus_client import CollectorRegistry
+
 from taskcrawler.fetch import Fetcher, make_host_limiter
+from taskcrawler.observability import QueueDepth, WorkerMetrics
+from taskcrawler.observability.http import MetricsEndpoint, serve_metrics
 from taskcrawler.queue import JobQueue, queue_from_settings
 from taskcrawler.queue.redis import RedisQueue
 from taskcrawler.settings import Settings
@@ -34,16 +38,32 @@ async def run_worker(
     stop: asyncio.Event,
     db: Database | None = None,
     queue: JobQueue | None = None,
+    registry: CollectorRegistry | None = None,
+    serve_metrics_port: bool = False,
 ) -> Worker:
-    """Run one worker until ``stop`` is set. Resources passed in are shared and left open."""
+    """Run one worker until ``stop`` is set. Resources passed in are shared and left open.
+
+    Its metrics go to ``registry`` (the API's, under ``serve``) or a registry of its own, served
+    on TASKCRAWLER_WORKER_METRICS_PORT when ``serve_metrics_port`` (``taskcrawler worker``).
+    """
     own_db = db or Database.from_url(settings.database_url, pool_size=settings.db_pool_size)
     own_queue = queue or queue_from_settings(settings)
     fetcher = build_fetcher(settings, own_queue)
-    worker = Worker(settings, WorkStore(own_db), own_queue, fetcher)
+    metrics = WorkerMetrics(registry or CollectorRegistry())
+    worker = Worker(settings, WorkStore(own_db), own_queue, fetcher, metrics=metrics)
+    server = None
+    if serve_metrics_port and settings.worker_metrics_port:
+        endpoint = MetricsEndpoint(
+            metrics.registry, [QueueDepth(metrics.registry, own_queue.depth)]
+        )
+        host, port = settings.worker_metrics_host, settings.worker_metrics_port
+        server = await serve_metrics(endpoint, host, port)
     log.info("worker started: concurrency %d", settings.worker_concurrency)
     try:
         await worker.run(stop)
     finally:
+        if server is not None:
+            await server.cleanup()
         await fetcher.close()
         if queue is None:
             await own_queue.close()

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 from uuid import UUID
 
+from prometheus_client import CollectorRegistry
+
 from taskcrawler.common.batching import Coalescer
 from taskcrawler.domain import (
     ClaimedJob,
@@ -22,6 +24,7 @@ from taskcrawler.domain import (
 )
 from taskcrawler.extract import Extraction, extract
 from taskcrawler.fetch import FetchedPage, Fetcher
+from taskcrawler.observability import WorkerMetrics, bind_job, log_outcome, outcome_kind
 from taskcrawler.queue import JobQueue
 from taskcrawler.settings import Settings
 from taskcrawler.storage import WorkStore
@@ -43,6 +46,7 @@ class WorkerStats:
     completed: int = 0
     failed: int = 0
     retried: int = 0
+    deferred: int = 0
 
 
 class Worker:
@@ -61,6 +65,7 @@ class Worker:
         *,
         extractor: Callable[..., Extraction] = extract,
         rng: random.Random | None = None,
+        metrics: WorkerMetrics | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
@@ -75,6 +80,8 @@ class Worker:
         self._lease_holders: Counter[UUID] = Counter()
         self._writer: Coalescer[Outcome, None] = Coalescer(self._persist, max_batch=500)
         self._stopping = asyncio.Event()
+        self.metrics = metrics or WorkerMetrics(CollectorRegistry())
+        self.metrics.track_in_flight(lambda: len(self._tasks))
 
     # --- lifecycle ------------------------------------------------------------------------
 
@@ -162,6 +169,7 @@ class Worker:
     # --- one job --------------------------------------------------------------------------
 
     async def _process(self, job: ClaimedJob) -> None:
+        bind_job(job.id)  # every log line of this task carries the job's id
         try:
             outcome = await self._attempt(job)
             await self._save(outcome)
@@ -173,7 +181,8 @@ class Worker:
 
     async def _attempt(self, job: ClaimedJob) -> Outcome:
         try:
-            page = await self.fetcher.fetch(job.url, headers=_conditional_headers(job))
+            with self.metrics.fetch_seconds.time():
+                page = await self.fetcher.fetch(job.url, headers=_conditional_headers(job))
         except FetchError as exc:
             return Outcome(
                 job=job,
@@ -250,12 +259,10 @@ class Worker:
         self._count(outcome)
 
     def _count(self, outcome: Outcome) -> None:
-        if outcome.succeeded:
-            self.stats.completed += 1
-        elif outcome.transient and outcome.job.retry_count < self.settings.max_retries:
-            self.stats.retried += 1
-        else:
-            self.stats.failed += 1
+        kind = outcome_kind(outcome, self.settings.max_retries)
+        setattr(self.stats, kind, getattr(self.stats, kind) + 1)
+        self.metrics.record(outcome, kind)
+        log_outcome(outcome, kind)
 
     async def _persist(self, outcomes: Sequence[Outcome]) -> list[None]:
         await self.store.record_outcomes(

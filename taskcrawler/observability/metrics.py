@@ -1,0 +1,168 @@
+"""Prometheus collectors of one process: the API's, a worker's, and the queue's depth.
+
+The hot path only increments counters and observes histograms (no per-job labels beyond
+``error_code``, whose values are a small fixed set). Gauges that need I/O, such as the queue's
+depth, are read when Prometheus scrapes, not while jobs run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Literal
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.exposition import CONTENT_TYPE_LATEST
+
+from taskcrawler.domain import Outcome, ServiceUnavailable
+
+log = logging.getLogger(__name__)
+
+__all__ = [
+    "CONTENT_TYPE_LATEST",
+    "ApiMetrics",
+    "OutcomeKind",
+    "QueueDepth",
+    "WorkerMetrics",
+    "outcome_kind",
+    "render_metrics",
+]
+
+OutcomeKind = Literal["completed", "retried", "deferred", "failed"]
+
+#: Seconds. A fetch is bounded by TASKCRAWLER_FETCH_TIMEOUT_SECONDS (default 20).
+FETCH_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0)
+#: Seconds from submission to a final state: retries with backoff can take minutes.
+LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0, 900.0,
+                   1800.0, 3600.0)  # fmt: skip
+#: A scrape waits at most this long for the queue's depth.
+DEPTH_TIMEOUT_SECONDS = 2.0
+
+
+def outcome_kind(outcome: Outcome, max_retries: int) -> OutcomeKind:
+    """What persisting ``outcome`` does to its job (the same rule as the store's transition)."""
+    if outcome.succeeded:
+        return "completed"
+    if outcome.deferred:
+        return "deferred"
+    if outcome.transient and outcome.job.retry_count < max_retries:
+        return "retried"
+    return "failed"
+
+
+class ApiMetrics:
+    """Counted by the API process."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+        self.jobs_created = Counter(
+            "taskcrawler_jobs_created",
+            "Jobs created by this API process (a duplicate submission creates none).",
+            registry=registry,
+        )
+
+    def created(self, count: int) -> None:
+        if count:
+            self.jobs_created.inc(count)
+
+
+class WorkerMetrics:
+    """Counted by a worker; in ``taskcrawler serve`` they share the API's registry."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self.registry = registry
+        self.completed = Counter(
+            "taskcrawler_jobs_completed",
+            "Jobs this worker completed (304 Not Modified re-fetches included).",
+            registry=registry,
+        )
+        self.failed = Counter(
+            "taskcrawler_jobs_failed",
+            "Jobs this worker failed for good, by error code.",
+            ["error_code"],
+            registry=registry,
+        )
+        self.retried = Counter(
+            "taskcrawler_jobs_retried",
+            "Attempts that failed transiently and were scheduled for a retry, by error code.",
+            ["error_code"],
+            registry=registry,
+        )
+        self.deferred = Counter(
+            "taskcrawler_jobs_deferred",
+            "Jobs rescheduled without counting an attempt (their host was busy).",
+            registry=registry,
+        )
+        self.in_flight = Gauge(
+            "taskcrawler_jobs_in_flight",
+            "Jobs this worker holds right now (fetching, extracting or saving).",
+            registry=registry,
+        )
+        self.fetch_seconds = Histogram(
+            "taskcrawler_fetch_duration_seconds",
+            "Duration of one fetch attempt, failed ones included.",
+            buckets=FETCH_BUCKETS,
+            registry=registry,
+        )
+        self.job_latency_seconds = Histogram(
+            "taskcrawler_job_latency_seconds",
+            "From a job's creation to its final state (COMPLETED or FAILED), first runs only.",
+            buckets=LATENCY_BUCKETS,
+            registry=registry,
+        )
+
+    def track_in_flight(self, count: Callable[[], int]) -> None:
+        """Read the in-flight count when scraped: nothing to update per job."""
+        self.in_flight.set_function(count)
+
+    def record(self, outcome: Outcome, kind: OutcomeKind) -> None:
+        if kind == "completed":
+            self.completed.inc()
+        elif kind == "retried":
+            self.retried.labels(outcome.error_code).inc()
+        elif kind == "deferred":
+            self.deferred.inc()
+            return
+        else:
+            self.failed.labels(outcome.error_code).inc()
+        if kind != "retried":
+            job = outcome.job
+            # A re-run (max_age, retry) keeps its old created_at: its latency would be the age.
+            if job.created_at is not None and job.run_count == 0:
+                latency = (outcome.finished_at - job.created_at).total_seconds()
+                self.job_latency_seconds.observe(max(latency, 0.0))
+
+
+class QueueDepth:
+    """``taskcrawler_queue_depth``, read from the queue when scraped (NaN if it is down)."""
+
+    def __init__(
+        self, registry: CollectorRegistry, source: Callable[[], Awaitable[int]] | None = None
+    ) -> None:
+        #: The queue's ``depth``; set by whoever owns the queue (the API's lifespan).
+        self.source = source
+        self.gauge = Gauge(
+            "taskcrawler_queue_depth",
+            "Job ids waiting in the queue (a hint: the database is the truth).",
+            registry=registry,
+        )
+
+    async def refresh(self) -> None:
+        if self.source is None:
+            self.gauge.set(math.nan)
+            return
+        try:
+            value = float(await asyncio.wait_for(self.source(), DEPTH_TIMEOUT_SECONDS))
+        except (ServiceUnavailable, TimeoutError) as exc:
+            log.warning("queue depth unavailable: %s", exc)
+            value = math.nan
+        self.gauge.set(value)
+
+
+async def render_metrics(registry: CollectorRegistry, refresh: Iterable[QueueDepth] = ()) -> bytes:
+    """The Prometheus text exposition of ``registry``, after refreshing the scrape-time gauges."""
+    for gauge in refresh:
+        await gauge.refresh()
+    return generate_latest(registry)
