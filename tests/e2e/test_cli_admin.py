@@ -1,0 +1,64 @@
+"""Operator commands as a user runs them: keys, migrate, reextract, and the open-bind guard."""
+
+from pathlib import Path
+
+from tests.support.processes import ProcessManager, free_port
+
+
+async def _run(processes: ProcessManager, args: list[str], env: dict[str, str]) -> tuple[int, str]:
+    process = processes.start(args, env)
+    code = await process.wait(within=60)
+    return code, process.output()
+
+
+async def test_keys_create_list_revoke(processes: ProcessManager, tmp_path: Path) -> None:
+    env = {"TASKCRAWLER_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/k.db"}
+    assert (await _run(processes, ["migrate"], env))[0] == 0
+    code, out = await _run(processes, ["keys", "create", "--name", "ops", "--admin"], env)
+    assert code == 0
+    token = next(line for line in out.splitlines() if line.startswith("tc_"))
+    key_id = token.split("_")[1]
+    code, out = await _run(processes, ["keys", "list"], env)
+    assert code == 0
+    assert f"{key_id}\tadmin" in out
+    assert token not in out  # never shown again
+    assert (await _run(processes, ["keys", "revoke", key_id], env))[0] == 0
+    code, out = await _run(processes, ["keys", "list"], env)
+    assert f"{key_id}\trevoked" in out
+    assert (await _run(processes, ["keys", "revoke", key_id], env))[0] == 1
+
+
+async def test_open_bind_without_auth_is_refused(processes: ProcessManager, tmp_path: Path) -> None:
+    env = {"TASKCRAWLER_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/b.db"}
+    for command in ("serve", "api"):
+        code, out = await _run(processes, [command, "--host", "0.0.0.0"], env)
+        assert code == 2, out
+        assert "refusing to serve on 0.0.0.0 without authentication" in out
+
+
+async def test_open_bind_with_auth_or_insecure_starts(
+    processes: ProcessManager, tmp_path: Path
+) -> None:
+    db = f"sqlite+aiosqlite:///{tmp_path}/c.db"
+    port = free_port()
+    server = processes.start(
+        ["serve", "--host", "0.0.0.0", "--port", str(port)],
+        {"TASKCRAWLER_DATABASE_URL": db, "TASKCRAWLER_AUTH_REQUIRED": "true"},
+    )
+    await server.wait_for_http(f"http://127.0.0.1:{port}/healthz")
+    port = free_port()
+    insecure = processes.start(
+        ["api", "--host", "0.0.0.0", "--port", str(port), "--insecure"],
+        {"TASKCRAWLER_DATABASE_URL": db},
+    )
+    await insecure.wait_for_http(f"http://127.0.0.1:{port}/healthz")
+
+
+async def test_reextract_command_on_an_empty_database(
+    processes: ProcessManager, tmp_path: Path
+) -> None:
+    env = {"TASKCRAWLER_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/r.db"}
+    assert (await _run(processes, ["migrate"], env))[0] == 0
+    code, out = await _run(processes, ["reextract"], env)
+    assert code == 0
+    assert "re-extracted 0 archived pages" in out
