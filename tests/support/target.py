@@ -54,6 +54,10 @@ class TargetServer:
     def __init__(self) -> None:
         self.hits: Counter[str] = Counter()
         self.robots_txt: str | None = None  # None: /robots.txt is a 404, which allows everything
+        # Requests being answered right now, and the most at once (politeness tests).
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.not_modified = 0  # 304s answered to conditional requests
         self._flaky_failures: Counter[str] = Counter()
         self._loop = _new_loop()
         self._runner: web.AppRunner | None = None
@@ -88,6 +92,7 @@ class TargetServer:
         self.hits.clear()
         self._flaky_failures.clear()
         self.robots_txt = None
+        self.in_flight = self.max_in_flight = self.not_modified = 0
 
     # ------------------------------------------------------------------ for tests
 
@@ -113,7 +118,12 @@ class TargetServer:
         # Counted before the handler runs, so a slow or dropped request is counted too. Keys are
         # aiohttp's decoded path, without the query string.
         self.hits[request.path] += 1
-        return await handler(request)
+        self.in_flight += 1
+        self.max_in_flight = max(self.max_in_flight, self.in_flight)
+        try:
+            return await handler(request)
+        finally:
+            self.in_flight -= 1
 
     def _routes(self) -> list[web.RouteDef]:
         return [
@@ -131,7 +141,21 @@ class TargetServer:
             web.get("/big", self._big),
             web.get("/binary", self._binary),
             web.get("/text", self._text),
+            web.get("/etag/{key}", self._etag),
         ]
+
+    async def _etag(self, request: web.Request) -> web.Response:
+        """A page with validators, answering 304 to a conditional request that matches."""
+        tag = f'"v1-{request.match_info["key"]}"'
+        modified = "Wed, 02 Dec 2026 10:00:00 GMT"
+        if request.headers.get("If-None-Match") == tag:
+            self.not_modified += 1
+            return web.Response(status=304, headers={"ETag": tag})
+        return web.Response(
+            text=page_html(f"Etag {request.match_info['key']}"),
+            content_type="text/html",
+            headers={"ETag": tag, "Last-Modified": modified},
+        )
 
     async def _root(self, request: web.Request) -> web.Response:
         return web.Response(text=_page(0), content_type="text/html", charset="utf-8")
