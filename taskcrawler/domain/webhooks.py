@@ -1,0 +1,199 @@
+"""Webhooks: what is sent when a job finishes, and how it is signed. Pure: no I/O here.
+
+A delivery is a POST of the job's JSON (exactly as ``GET /api/v1/jobs/{id}`` shows it) with:
+
+* ``X-TaskCrawler-Event``: ``job.completed`` or ``job.failed``
+* ``X-TaskCrawler-Delivery``: the delivery's id (the same on every retry of it: deduplicate on it)
+* ``X-TaskCrawler-Timestamp``: Unix seconds when this attempt was sent
+* ``X-TaskCrawler-Signature``: ``v1=<hex HMAC-SHA256 of f"{timestamp}.{body}">`` keyed with the
+  owner's webhook secret (absent when the owner has none configured)
+
+A receiver recomputes the HMAC over the raw body bytes it got, compares in constant time, and
+refuses a timestamp too far from its clock (replays): :func:`verify_signature` does all three.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import random
+import time
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from typing import Any
+from uuid import UUID
+
+import orjson
+from pydantic_core import to_jsonable_python
+
+from taskcrawler.domain.backoff import backoff_delay
+from taskcrawler.domain.jobs import Job, JobStatus
+
+EVENT_HEADER = "X-TaskCrawler-Event"
+DELIVERY_HEADER = "X-TaskCrawler-Delivery"
+TIMESTAMP_HEADER = "X-TaskCrawler-Timestamp"
+SIGNATURE_HEADER = "X-TaskCrawler-Signature"
+SIGNATURE_VERSION = "v1"
+#: A receiver should refuse signatures older (or newer) than this, against replays.
+DEFAULT_TOLERANCE_SECONDS = 300
+
+
+class WebhookEvent(StrEnum):
+    JOB_COMPLETED = "job.completed"
+    JOB_FAILED = "job.failed"
+
+
+class DeliveryStatus(StrEnum):
+    PENDING = "PENDING"
+    DELIVERED = "DELIVERED"
+    FAILED = "FAILED"
+
+
+def event_for(status: JobStatus) -> WebhookEvent | None:
+    """The event a job in ``status`` announces; None for states that announce nothing."""
+    if status is JobStatus.COMPLETED:
+        return WebhookEvent.JOB_COMPLETED
+    if status is JobStatus.FAILED:
+        return WebhookEvent.JOB_FAILED
+    return None
+
+
+def job_document(job: Job) -> dict[str, Any]:
+    """The job as the API shows it (the fields and JSON encoding of ``api.schemas.JobOut``; a
+    unit test keeps the two equal)."""
+    fields: dict[str, Any] = {
+        "id": job.id,
+        "url": job.url,
+        "status": job.status,
+        "retry_count": job.retry_count,
+        "scraped_title": job.scraped_title,
+        "error_log": job.error_log,
+        "error_code": job.error_code,
+        "http_status": job.http_status,
+        "final_url": job.final_url,
+        "content_type": job.content_type,
+        "created_at": job.created_at,
+        "started_at": job.started_at,
+        "finished_at": job.finished_at,
+        "next_attempt_at": job.next_attempt_at,
+        "formats": list(job.formats),
+        "run_count": job.run_count,
+        "unchanged": job.unchanged,
+        "result": job.result,
+    }
+    document: dict[str, Any] = to_jsonable_python(fields)
+    return document
+
+
+def encode_body(payload: dict[str, Any]) -> bytes:
+    """The bytes sent (and signed). Compact JSON; receivers must verify the raw bytes."""
+    return orjson.dumps(payload)
+
+
+def signature(secret: str, timestamp: int, body: bytes) -> str:
+    """``v1=<hex>``: HMAC-SHA256 keyed with ``secret`` over ``f"{timestamp}.".encode() + body``."""
+    mac = hmac.new(secret.encode(), f"{timestamp}.".encode() + body, hashlib.sha256)
+    return f"{SIGNATURE_VERSION}={mac.hexdigest()}"
+
+
+def verify_signature(
+    secret: str,
+    body: bytes,
+    timestamp_header: str | None,
+    signature_header: str | None,
+    *,
+    tolerance_seconds: float = DEFAULT_TOLERANCE_SECONDS,
+    now: float | None = None,
+) -> bool:
+    """What a receiver does: True only for a valid ``v1`` signature of a recent timestamp.
+
+    ``signature_header`` may list several comma-separated signatures (as during a secret
+    rotation); any valid one is enough.
+    """
+    if not timestamp_header or not signature_header:
+        return False
+    try:
+        timestamp = int(timestamp_header)
+    except ValueError:
+        return False
+    current = time.time() if now is None else now
+    if abs(current - timestamp) > tolerance_seconds:
+        return False
+    expected = signature(secret, timestamp, body)
+    return any(
+        hmac.compare_digest(candidate.strip(), expected)
+        for candidate in signature_header.split(",")
+    )
+
+
+def delivery_headers(
+    *,
+    delivery_id: UUID,
+    event: str,
+    body: bytes,
+    secret: str | None,
+    timestamp: int,
+) -> dict[str, str]:
+    """The headers of one attempt; unsigned when the owner has no secret."""
+    headers = {
+        "Content-Type": "application/json",
+        EVENT_HEADER: event,
+        DELIVERY_HEADER: str(delivery_id),
+        TIMESTAMP_HEADER: str(timestamp),
+    }
+    if secret:
+        headers[SIGNATURE_HEADER] = signature(secret, timestamp, body)
+    return headers
+
+
+def retry_delay(
+    attempts: int, *, base: float, cap: float, rng: random.Random | None = None
+) -> float:
+    """Seconds before the next attempt after ``attempts`` failed ones: full jitter on
+    ``min(cap, base * 2**(attempts-1))``, like job retries."""
+    return backoff_delay(attempts, base=base, cap=cap, rng=rng)
+
+
+@dataclass(frozen=True, slots=True)
+class Delivery:
+    """One webhook delivery and what happened to it so far."""
+
+    id: UUID
+    job_id: UUID
+    url: str
+    event: str
+    status: DeliveryStatus
+    attempts: int
+    created_at: datetime
+    next_attempt_at: datetime | None = None
+    last_status_code: int | None = None
+    last_error: str | None = None
+    delivered_at: datetime | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ClaimedDelivery:
+    """A delivery a dispatcher holds for one attempt. ``attempts`` counts this one and fences
+    the write of its result: a late dispatcher whose lease was taken over changes nothing."""
+
+    id: UUID
+    job_id: UUID
+    url: str
+    event: str
+    payload: dict[str, Any]
+    attempts: int
+    secret: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class AttemptResult:
+    """What one POST got: a status code, or an error (``error`` set), and whether to retry."""
+
+    status_code: int | None = None
+    error: str | None = None
+    retryable: bool = True
+
+    @property
+    def delivered(self) -> bool:
+        return self.status_code is not None and 200 <= self.status_code < 300

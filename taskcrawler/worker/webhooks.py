@@ -1,0 +1,268 @@
+"""The webhook dispatcher, one in every worker: POST due deliveries, signed, behind the guard.
+
+Safe with many workers: deliveries are claimed under a lease (see storage/webhooks.py). Delivery
+is at least once: a worker that dies after the receiver got the POST but before the result was
+recorded leaves the delivery due again when the lease ends, and it is sent again with the same
+``X-TaskCrawler-Delivery`` id. Receivers deduplicate on that id.
+
+Callback URLs were named by API users, so they pass the same address guard as fetches: the URL's
+host is vetted, every resolved address is vetted (and is the address connected to), and the socket
+factory refuses blocked destinations. Redirects are not followed: a 3xx is a failed attempt.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import time
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import aiohttp
+from aiohttp.abc import AbstractResolver
+from yarl import URL
+
+from taskcrawler.domain import ErrorCode, FetchError, ServiceUnavailable
+from taskcrawler.domain.webhooks import (
+    AttemptResult,
+    ClaimedDelivery,
+    DeliveryStatus,
+    delivery_headers,
+    encode_body,
+    retry_delay,
+)
+from taskcrawler.fetch.fetcher import MAX_FIELD_SIZE, MAX_HEADERS, MAX_LINE_SIZE, client_error
+from taskcrawler.fetch.guard import AddressGuard, GuardedResolver
+from taskcrawler.settings import Settings
+from taskcrawler.storage.database import Database
+from taskcrawler.storage.rows import utcnow
+from taskcrawler.storage.webhooks import WebhookStore
+
+log = logging.getLogger(__name__)
+
+#: The receiver's answer is not read beyond this (only its status code matters).
+MAX_RESPONSE_BYTES = 4096
+#: How long a claimed delivery is ours beyond its POST deadline before another worker may retry.
+LEASE_MARGIN_SECONDS = 30.0
+
+
+class WebhookDispatcher:
+    """Claims due deliveries and POSTs them, up to ``settings.webhook_concurrency`` at once.
+
+    ``guard`` defaults to the settings' policy for webhooks (on unless
+    ``webhooks_reach_private_networks``); ``resolver`` is the DNS resolver the guard wraps.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: WebhookStore,
+        *,
+        guard: AddressGuard | None = None,
+        resolver: AbstractResolver | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.guard = guard or AddressGuard(enabled=not settings.webhooks_reach_private_networks)
+        self.rng = rng or random.Random()
+        self.delivered = 0
+        self.failed = 0
+        self._resolver = resolver
+        self._session: aiohttp.ClientSession | None = None
+
+    @property
+    def lease_seconds(self) -> float:
+        return self.settings.webhook_timeout_seconds + LEASE_MARGIN_SECONDS
+
+    # --- lifecycle ------------------------------------------------------------------------
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Dispatch until ``stop`` is set; a full batch is followed at once by the next."""
+        while not stop.is_set():
+            try:
+                claimed = await self.dispatch_due()
+            except ServiceUnavailable as exc:
+                log.warning("webhooks skipped, %s unavailable: %s", exc.dependency, exc)
+                claimed = 0
+            except Exception:
+                # A bug must not end webhooks for the life of the worker; the leases recover.
+                log.exception("webhook dispatch failed")
+                claimed = 0
+            if claimed >= self.settings.webhook_concurrency:
+                continue
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.settings.webhook_poll_seconds):
+                    await stop.wait()
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+    # --- one round ------------------------------------------------------------------------
+
+    async def dispatch_due(self) -> int:
+        """Claim the due deliveries (one batch), attempt each, record each. Returns how many."""
+        claimed = await self.store.claim_due(
+            limit=self.settings.webhook_concurrency,
+            lease_seconds=self.lease_seconds,
+            default_secret=self.settings.webhook_secret,
+        )
+        if claimed:
+            await asyncio.gather(*(self._deliver_and_record(d) for d in claimed))
+        return len(claimed)
+
+    async def _deliver_and_record(self, delivery: ClaimedDelivery) -> None:
+        result = await self.attempt(delivery)
+        if result.delivered:
+            status, due = DeliveryStatus.DELIVERED, None
+            self.delivered += 1
+        elif result.retryable and delivery.attempts < self.settings.webhook_max_attempts:
+            delay = retry_delay(
+                delivery.attempts,
+                base=self.settings.webhook_retry_base_seconds,
+                cap=self.settings.webhook_retry_max_seconds,
+                rng=self.rng,
+            )
+            status, due = DeliveryStatus.PENDING, utcnow() + timedelta(seconds=delay)
+        else:
+            status, due = DeliveryStatus.FAILED, None
+            self.failed += 1
+            log.warning(
+                "webhook %s to %s failed after %d attempts: %s",
+                delivery.id,
+                delivery.url,
+                delivery.attempts,
+                result.error or result.status_code,
+            )
+        try:
+            await self.store.finish_attempt(
+                delivery,
+                status=status,
+                status_code=result.status_code,
+                error=result.error,
+                next_attempt_at=due,
+            )
+        except ServiceUnavailable as exc:
+            # The lease ends and the delivery is attempted again: at least once.
+            log.warning("could not record webhook %s: %s", delivery.id, exc)
+
+    async def attempt(self, delivery: ClaimedDelivery) -> AttemptResult:
+        """One POST. Never raises for the receiver's failures: they are the result."""
+        body = encode_body(delivery.payload)
+        headers = delivery_headers(
+            delivery_id=delivery.id,
+            event=delivery.event,
+            body=body,
+            secret=delivery.secret,
+            timestamp=int(time.time()),
+        )
+        try:
+            target = _callback_target(delivery.url)
+            self.guard.check_host(target.raw_host)
+            async with asyncio.timeout(self.settings.webhook_timeout_seconds):
+                async with self._session_or_new().post(
+                    target, data=body, headers=headers, allow_redirects=False
+                ) as resp:
+                    await resp.content.read(MAX_RESPONSE_BYTES)
+                    status = resp.status
+                    reason = resp.reason or ""
+        except FetchError as exc:
+            return _error_result(exc)
+        except TimeoutError:
+            timeout = self.settings.webhook_timeout_seconds
+            return AttemptResult(error=f"{ErrorCode.TIMEOUT}: no answer within {timeout:g} s")
+        except aiohttp.ClientError as exc:
+            return _error_result(client_error(exc))
+        except Exception as exc:
+            log.exception("unexpected error delivering webhook %s", delivery.id)
+            return AttemptResult(error=f"internal_error: {type(exc).__name__}: {exc}")
+        if 200 <= status < 300:
+            return AttemptResult(status_code=status)
+        return AttemptResult(status_code=status, error=f"http_{status}: {reason}".rstrip(": "))
+
+    # --- session --------------------------------------------------------------------------
+
+    def _session_or_new(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            resolver: AbstractResolver = self._resolver or aiohttp.DefaultResolver()
+            options: dict[str, object] = {}
+            if self.guard.enabled:
+                resolver = GuardedResolver(self.guard, resolver)
+                options["socket_factory"] = self.guard.socket_factory
+            connector = aiohttp.TCPConnector(
+                limit=self.settings.webhook_concurrency,
+                resolver=resolver,
+                # Each delivery resolves afresh: a receiver's address may move between retries.
+                use_dns_cache=False,
+                **options,  # type: ignore[arg-type]
+            )
+            self._session = aiohttp.ClientSession(
+                connector=connector,
+                headers={"User-Agent": self.settings.user_agent},
+                timeout=aiohttp.ClientTimeout(
+                    total=None, sock_connect=self.settings.connect_timeout_seconds
+                ),
+                cookie_jar=aiohttp.DummyCookieJar(),
+                trust_env=False,
+                max_line_size=MAX_LINE_SIZE,
+                max_field_size=MAX_FIELD_SIZE,
+                max_headers=MAX_HEADERS,
+            )
+        return self._session
+
+
+def _callback_target(url: str) -> URL:
+    try:
+        target = URL(url)
+    except (ValueError, TypeError) as exc:
+        raise FetchError(
+            ErrorCode.INVALID_URL, f"the callback URL cannot be parsed: {exc}"
+        ) from None
+    if target.scheme not in ("http", "https") or not target.raw_host:
+        raise FetchError(
+            ErrorCode.INVALID_URL, "the callback URL is not an http(s) URL with a host"
+        )
+    return target.with_fragment(None)
+
+
+def _error_result(exc: FetchError) -> AttemptResult:
+    return AttemptResult(
+        status_code=exc.http_status,
+        error=f"{exc.code}: {exc.message}",
+        # A blocked address or a malformed URL stays so: no point retrying.
+        retryable=exc.code not in (ErrorCode.BLOCKED_ADDRESS, ErrorCode.INVALID_URL),
+    )
+
+
+@contextlib.asynccontextmanager
+async def webhook_dispatcher(
+    settings: Settings, db: Database, stop: asyncio.Event
+) -> AsyncIterator[WebhookDispatcher]:
+    """Run a dispatcher beside the body of the ``async with`` (a worker), until it exits."""
+    dispatcher = WebhookDispatcher(settings, WebhookStore(db))
+    done = asyncio.Event()
+
+    async def watch_stop() -> None:
+        await stop.wait()
+        done.set()
+
+    watcher = asyncio.create_task(watch_stop(), name="webhooks-stop")
+    task = asyncio.create_task(dispatcher.run(done), name="webhooks")
+    try:
+        yield dispatcher
+    finally:
+        done.set()
+        watcher.cancel()
+        try:
+            # In-flight POSTs finish within their timeout; an unrecorded one is sent again later.
+            await asyncio.wait_for(task, timeout=settings.webhook_timeout_seconds + 1)
+        except TimeoutError:
+            pass
+        except Exception:
+            log.exception("webhook dispatcher crashed")
+        await asyncio.gather(watcher, return_exceptions=True)
+        await dispatcher.close()
