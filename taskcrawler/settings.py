@@ -101,6 +101,32 @@ class Settings(BaseSettings):
         4 * 1024 * 1024, ge=1024, description="Bigger request bodies are refused with 413."
     )
 
+    # webhooks
+    webhook_secret: str | None = Field(
+        None,
+        description="HMAC key signing the webhooks of the anonymous tenant (and of keys without "
+        "a secret of their own); unset sends those unsigned.",
+    )
+    webhook_timeout_seconds: float = Field(
+        10.0, gt=0, description="Total deadline of one webhook POST."
+    )
+    webhook_max_attempts: int = Field(
+        8, ge=1, description="A webhook is FAILED after this many unsuccessful attempts."
+    )
+    webhook_retry_base_seconds: float = Field(5.0, ge=0, description="Webhook backoff base.")
+    webhook_retry_max_seconds: float = Field(600.0, ge=0, description="Webhook backoff cap.")
+    webhook_concurrency: int = Field(
+        20, ge=1, description="Webhook POSTs in flight per worker process."
+    )
+    webhook_poll_seconds: float = Field(
+        1.0, gt=0, description="How often each worker looks for due webhooks."
+    )
+    webhook_allow_private_networks: bool | None = Field(
+        None,
+        description="Let webhooks reach loopback and private addresses; unset follows "
+        "allow_private_networks.",
+    )
+
     # api and process
     host: str = Field("127.0.0.1", description="Address the API binds to.")
     port: int = Field(8000, ge=0, le=65535, description="Port the API binds to.")
@@ -132,6 +158,12 @@ class Settings(BaseSettings):
     @property
     def is_embedded_database(self) -> bool:
         return self.database_url.startswith("sqlite")
+
+    @property
+    def webhooks_reach_private_networks(self) -> bool:
+        if self.webhook_allow_private_networks is None:
+            return self.allow_private_networks
+        return self.webhook_allow_private_networks
 
 
 def get_settings(**overrides: object) -> Settings:

@@ -15,6 +15,7 @@ from taskcrawler.api.deps import Services
 from taskcrawler.api.errors import install_error_handlers
 from taskcrawler.api.limits import BodySizeLimit
 from taskcrawler.api.routes import health, jobs
+from taskcrawler.api.routes import deliveries as deliveries_routes
 from taskcrawler.api.routes import keys as keys_routes
 from taskcrawler.observability import ApiMetrics, QueueDepth
 from taskcrawler.observability.http import MetricsEndpoint
@@ -101,6 +102,7 @@ def create_app(
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
     app.include_router(jobs.router)
+    app.include_router(deliveries_routes.router)
     app.include_router(keys_routes.router)
     app.include_router(health.router)
     app.state.metrics = MetricsEndpoint(registry, [queue_depth])

@@ -62,6 +62,8 @@ class ClaimedJob:
     #: For the job latency metric (created -> finished, first runs only).
     created_at: datetime | None = None
     run_count: int = 0
+    #: Gets a webhook when the job becomes COMPLETED or FAILED.
+    callback_url: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -17,6 +17,7 @@ from taskcrawler.domain.errors import ErrorCode
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.rows import DEFAULT_FORMATS, PENDING, PROCESSING, utcnow
+from taskcrawler.storage import webhooks
 from taskcrawler.storage.tables import jobs
 
 
@@ -57,6 +58,7 @@ class WorkStore:
                 jobs.c.formats,
                 jobs.c.etag,
                 jobs.c.last_modified,
+                jobs.c.callback_url,
                 jobs.c.created_at,
                 jobs.c.run_count,
             )
@@ -72,6 +74,7 @@ class WorkStore:
                 tuple(r.formats or DEFAULT_FORMATS),
                 etag=r.etag,
                 last_modified=r.last_modified,
+                callback_url=r.callback_url,
                 created_at=r.created_at,
                 run_count=r.run_count,
             )
@@ -149,6 +152,7 @@ class WorkStore:
                 }
                 columns |= {"lease_token": None, "lease_expires_at": None}
                 await conn.execute(jobs.update().where(guarded).values(columns), params)
+            await webhooks.enqueue_for_outcomes(conn, outcomes)  # the outbox, same transaction
 
     # --- sweeper --------------------------------------------------------------------------
 
@@ -171,7 +175,7 @@ class WorkStore:
             jobs.c.lease_expires_at < now,
         )
         async with self.db.write() as conn:
-            await conn.execute(
+            failed = await conn.execute(
                 base.where(jobs.c.retry_count >= max_retries).values(
                     status=JobStatus.FAILED.value,
                     error_code=ErrorCode.WORKER_LOST.value,
@@ -180,7 +184,9 @@ class WorkStore:
                     lease_token=None,
                     lease_expires_at=None,
                 )
+                .returning(jobs.c.id)
             )
+            await webhooks.enqueue_for_jobs(conn, list(failed.scalars()))
             rows = await conn.execute(
                 base.where(jobs.c.retry_count < max_retries)
                 .values(

@@ -14,6 +14,7 @@ from taskcrawler.queue import JobQueue, queue_from_settings
 from taskcrawler.queue.redis import RedisQueue
 from taskcrawler.settings import Settings
 from taskcrawler.storage import Database, WorkStore
+from taskcrawler.worker.webhooks import webhook_dispatcher
 from taskcrawler.worker.worker import Worker
 
 log = logging.getLogger(__name__)
@@ -60,7 +61,8 @@ async def run_worker(
         server = await serve_metrics(endpoint, host, port)
     log.info("worker started: concurrency %d", settings.worker_concurrency)
     try:
-        await worker.run(stop)
+        async with webhook_dispatcher(settings, own_db, stop):
+            await worker.run(stop)
     finally:
         if server is not None:
             await server.cleanup()
