@@ -1,0 +1,1 @@
+"""TaskCrawler benchmark: ``python -m bench.run`` (see the README, section "Benchmarks")."""

@@ -1,0 +1,45 @@
+"""The benchmark still works: ``python -m bench.run`` at a tiny size, both modes, all the limits
+but Scrapy (a benchmark-only dependency). No timing is asserted: this is not a timed test."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.support.processes import REPO_ROOT, clean_env
+
+pytestmark = pytest.mark.slow
+
+
+def test_benchmark_runs_end_to_end(pg_admin_url: str, redis_url: str, tmp_path: Path) -> None:
+    out = tmp_path / "RESULTS.md"
+    raw = tmp_path / "results.json"
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "bench.run",
+            "--size", "30", "--quick", "--no-scrapy",
+            "--posts", "40", "--open-seconds", "0.5", "--rate", "40",
+            "--pg-url", pg_admin_url, "--redis-url", redis_url,
+            "--out", str(out), "--json", str(raw), "--timeout", "120",
+        ],
+        cwd=REPO_ROOT,
+        env=clean_env(),
+        capture_output=True,
+        timeout=300,
+        check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout.decode()[-3000:] + done.stderr.decode()[-3000:]
+    text = out.read_text()
+    for figure in ("jobs/s end to end", "POST/s, 64 clients", "p99 ms at 40 POST/s", "CPU ms"):
+        assert figure in text
+    assert "bare aiohttp fetch loop" in text
+    assert "bare FastAPI endpoint" in text
+    assert "pg_executemany_rows_per_s" in text
+    figures = json.loads(raw.read_text())
+    for mode in ("embedded", "production"):
+        run = figures["modes"][mode]["runs"][0]
+        assert run["counts"].get("COMPLETED", 0) + run["counts"].get("FAILED", 0) >= 30
