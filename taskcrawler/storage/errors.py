@@ -5,13 +5,22 @@ import sqlalchemy as sa
 from taskcrawler.common.errors import translate_errors
 from taskcrawler.domain import StorageUnavailable
 
+#: SQLSTATEs (or their class) of a PostgreSQL that is going away or not back yet: 08 connection
+#: exceptions, 57P01-57P03 shutting down or "the database system is starting up", 53300 too many
+#: connections. asyncpg raises them as plain errors, not as lost connections; seen right after a
+#: restart, they must make callers back off like a refused connection does, not crash them.
+_UNAVAILABLE_STATES = ("08", "57P01", "57P02", "57P03", "53300")
+
 
 def _storage_error(exc: Exception) -> Exception | None:
     """ "The database cannot be reached" as :class:`StorageUnavailable`; other errors unchanged."""
     if isinstance(exc, sa.exc.OperationalError | sa.exc.InterfaceError):
         return StorageUnavailable(str(exc.orig or exc))
     if isinstance(exc, sa.exc.DBAPIError):
-        return StorageUnavailable(str(exc.orig or exc)) if exc.connection_invalidated else None
+        state = getattr(exc.orig, "sqlstate", None) or ""
+        if exc.connection_invalidated or state.startswith(_UNAVAILABLE_STATES):
+            return StorageUnavailable(str(exc.orig or exc))
+        return None
     if isinstance(exc, OSError | TimeoutError):
         return StorageUnavailable(f"{type(exc).__name__}: {exc}")
     return None

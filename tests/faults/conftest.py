@@ -1,0 +1,124 @@
+"""Fixtures of the fault tests: a per-job hit-counting target, and PostgreSQL/Redis servers of
+the test's own where a test stops one (never the shared ones)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+
+from taskcrawler.storage import upgrade_database
+from tests.faults.kit import Deployment, FaultTarget, start_fault_target
+from tests.support.processes import ProcessManager
+from tests.support.services import (
+    PostgresProcess,
+    RedisProcess,
+    admin_execute,
+    start_postgres,
+    start_redis,
+)
+
+pytestmark = pytest.mark.slow
+
+
+@pytest.fixture(scope="session")
+def _fault_target_server() -> Iterator[FaultTarget]:
+    server = start_fault_target()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def fault_target(_fault_target_server: FaultTarget) -> FaultTarget:
+    _fault_target_server.reset()
+    return _fault_target_server
+
+
+@pytest.fixture
+def own_redis() -> Iterator[RedisProcess]:
+    server = start_redis()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+async def own_postgres() -> AsyncIterator[PostgresProcess]:
+    server = start_postgres()
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+async def own_pg_url(own_postgres: PostgresProcess) -> str:
+    await admin_execute(own_postgres.admin_url, "CREATE DATABASE tc")
+    url = own_postgres.url("tc")
+    await upgrade_database(url)
+    return url
+
+
+@pytest.fixture
+async def production(
+    processes: ProcessManager,
+    fault_target: FaultTarget,
+    pg_url: str,
+    redis_url: str,
+    redis_prefix: str,
+) -> AsyncIterator[Deployment]:
+    """Shared PostgreSQL (a fresh database) and shared Redis (a fresh prefix)."""
+    deployment = Deployment(
+        processes, fault_target, pg_url, redis_url=redis_url, redis_prefix=redis_prefix
+    )
+    try:
+        yield deployment
+    finally:
+        await processes.close()
+        await deployment.close()
+
+
+@pytest.fixture
+async def with_own_redis(
+    processes: ProcessManager, fault_target: FaultTarget, pg_url: str, own_redis: RedisProcess
+) -> AsyncIterator[Deployment]:
+    deployment = Deployment(processes, fault_target, pg_url, redis_url=own_redis.url)
+    try:
+        yield deployment
+    finally:
+        await processes.close()
+        await deployment.close()
+
+
+@pytest.fixture
+async def with_own_postgres(
+    processes: ProcessManager,
+    fault_target: FaultTarget,
+    own_pg_url: str,
+    redis_url: str,
+    redis_prefix: str,
+) -> AsyncIterator[Deployment]:
+    deployment = Deployment(
+        processes, fault_target, own_pg_url, redis_url=redis_url, redis_prefix=redis_prefix
+    )
+    try:
+        yield deployment
+    finally:
+        await processes.close()
+        await deployment.close()
+
+
+@pytest.fixture
+async def embedded(
+    processes: ProcessManager, fault_target: FaultTarget, tmp_path: Path
+) -> AsyncIterator[Deployment]:
+    deployment = Deployment(processes, fault_target, f"sqlite+aiosqlite:///{tmp_path / 'tc.db'}")
+    try:
+        yield deployment
+    finally:
+        await processes.close()
+        await deployment.close()
