@@ -94,6 +94,9 @@ class Worker:
         consumer = asyncio.create_task(self._consume_loop(), name="consume")
         await stop.wait()
         self._stopping.set()
+        # A consumer waiting for a free slot (every slot busy) must see the stop now, not when
+        # some fetch ends: otherwise the grace period starts only after that.
+        self._slot_freed.set()
         await asyncio.gather(consumer, return_exceptions=True)
         await self._shutdown()
         for task in helpers:
@@ -104,7 +107,7 @@ class Worker:
         """Let in-flight jobs finish within the grace period; hand the rest back, unrepeated."""
         if self._tasks:
             log.info(
-                "waiting up to %.0fs for %d jobs",
+                "waiting up to %gs for %d jobs",
                 self.settings.shutdown_grace_seconds,
                 len(self._tasks),
             )
