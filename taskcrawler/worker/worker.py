@@ -131,11 +131,15 @@ class Worker:
                 self._slot_freed.clear()
                 await self._slot_freed.wait()
                 continue
+            ids: list[UUID] = []
             try:
                 wanted = min(self.free_slots, MAX_CLAIM_BATCH)
                 ids = await self.queue.consume(wanted, wait_seconds=CONSUME_WAIT_SECONDS)
                 claimed = await self._claim(ids)
             except ServiceUnavailable as exc:
+                # Taken from the queue but not claimed (the database is down): put them back,
+                # or they would wait out the sweeper's redispatch delay once it is up again.
+                await self._requeue(ids)
                 failures += 1
                 delay = backoff_delay(failures, base=0.2, cap=5.0, rng=self.rng)
                 log.warning("%s unavailable, retrying in %.1fs: %s", exc.dependency, delay, exc)
@@ -144,6 +148,15 @@ class Worker:
             failures = 0
             for job in claimed:
                 self._start(job)
+
+    async def _requeue(self, ids: Sequence[UUID]) -> None:
+        if not ids:
+            return
+        try:
+            await self.queue.publish(ids)
+        except ServiceUnavailable as exc:
+            # The queue is down too: the sweeper publishes them once both are back.
+            log.warning("could not put %d job ids back in the queue: %s", len(ids), exc)
 
     async def _claim(self, ids: Sequence[UUID]) -> list[ClaimedJob]:
         if not ids:
