@@ -15,6 +15,7 @@ from taskcrawler.api.deps import Services
 from taskcrawler.api.errors import install_error_handlers
 from taskcrawler.api.limits import BodySizeLimit
 from taskcrawler.api.routes import health, jobs
+from taskcrawler.api.routes import dashboard as dashboard_routes
 from taskcrawler.api.routes import deliveries as deliveries_routes
 from taskcrawler.api.routes import keys as keys_routes
 from taskcrawler.observability import ApiMetrics, QueueDepth
@@ -105,6 +106,7 @@ def create_app(
     app.include_router(deliveries_routes.router)
     app.include_router(keys_routes.router)
     app.include_router(health.router)
+    app.include_router(dashboard_routes.router)
     app.state.metrics = MetricsEndpoint(registry, [queue_depth])
     app.include_router(metrics_router)
     return app

@@ -14,6 +14,7 @@ from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
 
 from taskcrawler import __version__
+from taskcrawler.cli.commands import add_client_commands
 from taskcrawler.cli.logs import configure_logging
 from taskcrawler.settings import Settings, get_settings
 
@@ -179,6 +180,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     scrape.add_argument("url", help="the http(s) URL to scrape")
     scrape.set_defaults(func=cmd_scrape)
+    add_client_commands(sub)
     return parser
 
 

@@ -1,0 +1,219 @@
+"""``taskcrawler submit`` and ``taskcrawler jobs`` as a user runs them: real subprocesses against a
+real ``taskcrawler serve`` (or a stub API for answers a real one rarely gives)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+
+from tests.browser.conftest import Served, serve
+from tests.support.processes import ProcessManager, clean_env
+from tests.support.services import free_port
+from tests.support.target import TargetServer
+
+
+@dataclass
+class Result:
+    code: int
+    out: str
+    err: str
+
+
+async def cli(*args: str, api: str | None = None, key: str | None = None, cwd: Path) -> Result:
+    """Run ``python -m taskcrawler *args`` in a thread, so the test's loop (a stub) keeps going."""
+    env = {"TASKCRAWLER_API_KEY": key} if key else {}
+    command = [sys.executable, "-m", "taskcrawler", *args, *(["--api", api] if api else [])]
+    done = await asyncio.to_thread(
+        subprocess.run, command, env=clean_env(env), cwd=cwd, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    return Result(done.returncode, done.stdout, done.stderr)
+
+
+@pytest.fixture
+async def served(processes: ProcessManager, tmp_path: Path, sqlite_url: str) -> Served:
+    return await serve(processes, tmp_path, sqlite_url, TASKCRAWLER_MAX_RETRIES="1")
+
+
+async def test_submit_and_wait_shows_progress_and_a_summary_and_fails_if_a_job_failed(
+    served: Served, target: TargetServer, tmp_path: Path
+) -> None:
+    urls = [target.url("/page/1"), target.url("/page/2"), target.url("/status/404")]
+    result = await cli("submit", *urls, "--wait", api=served.base_url, cwd=tmp_path)
+    assert result.code == 1, result
+    assert "Submitted 3 URLs: 3 new, 0 already known (3 jobs)." in result.err
+    assert "progress: 3/3 done, 1 failed" in result.err  # no terminal: plain progress lines
+    assert "Summary" in result.out
+    for url in urls:
+        assert url in result.out
+    assert "http_404: HTTP 404" in result.out
+    assert "3 jobs: 2 completed, 1 failed" in result.out
+
+
+async def test_submit_a_file_and_wait_with_json_exits_0_when_all_completed(
+    served: Served, target: TargetServer, tmp_path: Path
+) -> None:
+    urls = [target.url(f"/page/{n}") for n in range(10, 15)]
+    listing = tmp_path / "urls.txt"
+    listing.write_text("# pages\n\n" + "\n".join(urls) + "\n" + urls[0] + "\n")
+    result = await cli("submit", "-f", str(listing), "--wait", "--json", api=served.base_url,
+                       cwd=tmp_path)  # fmt: skip
+    assert result.code == 0, result
+    jobs = json.loads(result.out)
+    assert [job["url"] for job in jobs] == urls  # one job per URL, in order, duplicates merged
+    assert {job["status"] for job in jobs} == {"COMPLETED"}
+    assert "Submitted 6 URLs: 5 new, 1 already known (5 jobs)." in result.err
+
+
+async def test_submit_without_wait_then_jobs_list_show_retry_cancel(
+    served: Served, target: TargetServer, tmp_path: Path
+) -> None:
+    url = target.url("/title/Shown")
+    submitted = await cli("submit", url, api=served.base_url, cwd=tmp_path)
+    assert submitted.code == 0, submitted
+    job_id, status, echoed = submitted.out.strip().split("\t")
+    uuid.UUID(job_id)
+    assert status in ("PENDING", "PROCESSING", "COMPLETED") and echoed == url
+
+    again = await cli("submit", url, "--wait", api=served.base_url, cwd=tmp_path)
+    assert again.code == 0 and "0 new, 1 already known" in again.err
+
+    listed = await cli("jobs", "list", "--json", api=served.base_url, cwd=tmp_path)
+    assert listed.code == 0
+    assert [job["id"] for job in json.loads(listed.out)["jobs"]] == [job_id]
+    table = await cli("jobs", "list", "--status", "completed", api=served.base_url, cwd=tmp_path)
+    assert job_id in table.out and "Shown" in table.out
+    none = await cli("jobs", "list", "--status", "FAILED", api=served.base_url, cwd=tmp_path)
+    assert none.code == 0 and "No jobs." in none.err
+
+    shown = await cli("jobs", "show", job_id, api=served.base_url, cwd=tmp_path)
+    assert shown.code == 0
+    for text in ("COMPLETED", url, "Shown", "text/html", "took"):
+        assert text in shown.out
+
+    retried = await cli("jobs", "retry", job_id, api=served.base_url, cwd=tmp_path)
+    assert retried.code == 0, retried
+    assert f"Job {job_id} is PENDING again, run 2: {url}" in retried.out
+    shown = await cli("jobs", "show", job_id, "--json", api=served.base_url, cwd=tmp_path)
+    assert json.loads(shown.out)["runs"][0]["status"] == "COMPLETED"
+
+    # Cancelling a finished job is refused by the API: one line, exit 2.
+    rerun = await cli("submit", url, "--wait", api=served.base_url, cwd=tmp_path)
+    assert rerun.code == 0, rerun
+    cancel = await cli("jobs", "cancel", job_id, api=served.base_url, cwd=tmp_path)
+    assert cancel.code == 2
+    assert cancel.err.startswith("error: 409 Conflict:") and cancel.err.count("\n") == 1
+
+
+async def test_auth_errors_say_which_variable_to_set(
+    processes: ProcessManager, tmp_path: Path, sqlite_url: str, target: TargetServer
+) -> None:
+    served = await serve(processes, tmp_path, sqlite_url, TASKCRAWLER_AUTH_REQUIRED="true")
+    refused = await cli("submit", target.url("/page/3"), api=served.base_url, cwd=tmp_path)
+    assert refused.code == 2
+    assert refused.err.startswith("error: 401 Unauthorized: an API key is required")
+    assert "TASKCRAWLER_API_KEY" in refused.err and refused.err.count("\n") == 1
+    wrong = await cli("jobs", "list", api=served.base_url, key="tc_nope_nope", cwd=tmp_path)
+    assert wrong.code == 2 and "401 Unauthorized" in wrong.err
+
+    key = await served.new_key("cli")
+    ok = await cli("submit", target.url("/page/3"), "--wait", api=served.base_url, key=key,
+                   cwd=tmp_path)  # fmt: skip
+    assert ok.code == 0, ok
+
+
+async def test_bad_input_is_refused_before_anything_is_sent(tmp_path: Path) -> None:
+    listing = tmp_path / "urls.txt"
+    listing.write_text("https://ok.example/\nnot a url\nftp://files.example/x\n")
+    # Nothing listens on the API address: had anything been sent, the error would say so.
+    api = f"http://127.0.0.1:{free_port()}"
+    result = await cli("submit", "--file", str(listing), api=api, cwd=tmp_path)
+    assert result.code == 2
+    lines = result.err.strip().splitlines()
+    assert lines[0].startswith(f"error: {listing}:2: not a url:")
+    assert lines[1].startswith(f"error: {listing}:3: ftp://files.example/x:")
+    nothing = await cli("submit", api=api, cwd=tmp_path)
+    assert nothing.code == 2 and "no URLs to submit" in nothing.err
+    missing = await cli("submit", "--file", str(tmp_path / "absent.txt"), api=api, cwd=tmp_path)
+    assert missing.code == 2 and "cannot read" in missing.err
+
+
+async def test_no_server_is_one_clear_line(tmp_path: Path) -> None:
+    api = f"http://127.0.0.1:{free_port()}"
+    for args in (("submit", "https://example.com/"), ("jobs", "list")):
+        result = await cli(*args, api=api, cwd=tmp_path)
+        assert result.code == 2
+        assert result.err.startswith(f"error: cannot connect to the API at {api}")
+        assert "taskcrawler serve" in result.err and result.err.count("\n") == 1
+        assert "Traceback" not in result.err
+
+
+async def test_a_malformed_id_is_the_apis_422(served: Served, tmp_path: Path) -> None:
+    result = await cli("jobs", "show", "not-a-uuid", api=served.base_url, cwd=tmp_path)
+    assert result.code == 2
+    assert result.err.startswith(
+        "error: 422 Unprocessable Content: job_id:"
+    ) or result.err.startswith("error: 422 Unprocessable Entity: job_id:")
+    unknown = await cli("jobs", "show", str(uuid.uuid4()), api=served.base_url, cwd=tmp_path)
+    assert unknown.code == 2 and "404 Not Found: no job with this id" in unknown.err
+
+
+@pytest.fixture
+async def stub() -> AsyncIterator[tuple[str, dict[str, web.Response]]]:
+    """An API that answers whatever the test put in ``answers`` (by path)."""
+    answers: dict[str, web.Response] = {}
+
+    async def handler(request: web.Request) -> web.Response:
+        return answers[request.path]
+
+    app = web.Application()
+    app.router.add_route("*", "/{tail:.*}", handler)
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        yield f"http://127.0.0.1:{port}", answers
+    finally:
+        await runner.cleanup()
+
+
+@pytest.mark.parametrize(
+    ("status", "detail", "expected"),
+    [
+        (429, "rate limit: 60 requests per minute", "error: 429 Too Many Requests: rate limit: "
+         "60 requests per minute; try again in 7 s"),
+        (503, "the database is unavailable, try again", "error: 503 Service Unavailable: the "
+         "database is unavailable, try again; try again in 7 s"),
+    ],
+)  # fmt: skip
+async def test_overload_answers_are_one_line_with_when_to_retry(
+    stub: tuple[str, dict[str, web.Response]], tmp_path: Path, status: int, detail: str,
+    expected: str,
+) -> None:  # fmt: skip
+    api, answers = stub
+    answers["/api/v1/jobs"] = web.json_response(
+        {"detail": detail}, status=status, headers={"Retry-After": "7"}
+    )
+    result = await cli("submit", "https://example.com/", api=api, cwd=tmp_path)
+    assert result.code == 2
+    assert result.err == expected + "\n"
+
+
+async def test_an_address_that_is_not_the_api_says_so(
+    stub: tuple[str, dict[str, web.Response]], tmp_path: Path
+) -> None:
+    api, answers = stub
+    answers["/api/v1/jobs"] = web.Response(text="<html>hello</html>", content_type="text/html")
+    result = await cli("jobs", "list", api=api, cwd=tmp_path)
+    assert result.code == 2
+    assert "not JSON: is --api the address of a TaskCrawler API?" in result.err
