@@ -6,10 +6,12 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 from taskcrawler.settings import Settings
-from taskcrawler.storage import Database, KeyStore
+
+if TYPE_CHECKING:  # imported when a command runs: `taskcrawler --help` stays fast
+    from taskcrawler.storage import KeyStore
 
 T = TypeVar("T")
 
@@ -38,6 +40,7 @@ def add_keys_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _with_keys(settings: Settings, action: Callable[[KeyStore], Awaitable[T]]) -> T:
     from taskcrawler.cli.main import run_async
+    from taskcrawler.storage import Database, KeyStore
 
     async def main() -> T:
         db = Database.from_url(settings.database_url, pool_size=1)
