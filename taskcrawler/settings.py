@@ -67,7 +67,7 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(
         10 * 1024 * 1024, gt=0, description="Bigger bodies fail as too_large."
     )
-    max_redirects: int = Field(5, ge=0)
+    max_redirects: int = Field(5, ge=0, description="More fail as too_many_redirects.")
     host_concurrency: int = Field(
         8, ge=1, description="Requests in flight to one host, across all workers."
     )
@@ -77,6 +77,11 @@ class Settings(BaseSettings):
         ge=0,
         description="A job waits this long for its host's politeness slot, then is rescheduled "
         "(not counted as a retry) so it does not hold a worker slot.",
+    )
+    archive_pages: bool = Field(
+        True,
+        description="Keep every fetched body (gzip) so `taskcrawler reextract` can rebuild "
+        "results without fetching again.",
     )
     respect_robots: bool = Field(True, description="Obey robots.txt.")
     robots_cache_seconds: float = Field(
@@ -131,7 +136,7 @@ class Settings(BaseSettings):
     host: str = Field("127.0.0.1", description="Address the API binds to.")
     port: int = Field(8000, ge=0, le=65535, description="Port the API binds to.")
     log_format: str = Field("auto", description="auto | json | text")
-    log_level: str = Field("INFO")
+    log_level: str = Field("INFO", description="DEBUG, INFO, WARNING or ERROR.")
     worker_metrics_port: int = Field(
         9100, ge=0, le=65535, description="Port of `taskcrawler worker`'s /metrics; 0 disables it."
     )

@@ -14,7 +14,7 @@ from taskcrawler.api.auth import Authenticator
 from taskcrawler.api.deps import Services
 from taskcrawler.api.errors import install_error_handlers
 from taskcrawler.api.limits import BodySizeLimit
-from taskcrawler.api.routes import health, jobs
+from taskcrawler.api.routes import content, health, jobs
 from taskcrawler.api.routes import dashboard as dashboard_routes
 from taskcrawler.api.routes import deliveries as deliveries_routes
 from taskcrawler.api.routes import keys as keys_routes
@@ -27,6 +27,7 @@ from taskcrawler.service.jobs import JobService
 from taskcrawler.service.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
 from taskcrawler.settings import Settings
 from taskcrawler.storage import Database, JobStore, KeyStore, WorkStore
+from taskcrawler.storage.content import ContentStore
 from taskcrawler.storage.idempotency import IdempotencyStore
 
 if TYPE_CHECKING:
@@ -77,6 +78,7 @@ def create_app(
                 on_created=api_metrics.created,
             ),
             idempotency=IdempotencyStore(own_db),
+            content=ContentStore(own_db),
             authenticator=Authenticator(keys, required=settings.auth_required),
         )
         stop = asyncio.Event()
@@ -104,6 +106,7 @@ def create_app(
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
     app.include_router(jobs.router)
     app.include_router(deliveries_routes.router)
+    app.include_router(content.router)
     app.include_router(keys_routes.router)
     app.include_router(health.router)
     app.include_router(dashboard_routes.router)

@@ -10,6 +10,7 @@ from taskcrawler.queue import JobQueue
 from taskcrawler.service.jobs import Caller, JobService
 from taskcrawler.settings import Settings
 from taskcrawler.storage import Database, KeyStore
+from taskcrawler.storage.content import ContentStore
 from taskcrawler.storage.idempotency import IdempotencyStore
 
 
@@ -23,6 +24,7 @@ class Services:
     keys: KeyStore
     jobs: JobService
     idempotency: IdempotencyStore
+    content: ContentStore
     authenticator: Authenticator
 
 

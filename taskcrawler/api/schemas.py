@@ -16,6 +16,10 @@ Format = Literal["metadata", "markdown", "text", "html", "links"]
 FinishedStatus = Literal["FAILED", "COMPLETED", "CANCELLED"]
 FAILED: FinishedStatus = "FAILED"
 MAX_BATCH = 1000
+#: Largest value of an INTEGER column on every backend; bigger ones are refused, not overflowed.
+MAX_INT32 = 2**31 - 1
+#: A century: older than any job can be, and still a date (timedelta arithmetic overflows later).
+MAX_AGE_SECONDS = 100 * 365 * 24 * 3600
 
 
 def _checked_url(url: str) -> str:
@@ -41,6 +45,7 @@ class JobOptionsIn(BaseModel):
     max_age: float | None = Field(
         None,
         ge=0,
+        le=MAX_AGE_SECONDS,
         description="Seconds. If the URL already has a finished job older than this, it is "
         "scraped again (same id, a new run); a younger one is returned as it is.",
     )
@@ -173,8 +178,8 @@ class KeyCreate(BaseModel):
 
     name: str = Field(min_length=1, max_length=200)
     is_admin: bool = False
-    requests_per_minute: int | None = Field(None, ge=1)
-    max_pending_jobs: int | None = Field(None, ge=1)
+    requests_per_minute: int | None = Field(None, ge=1, le=MAX_INT32)
+    max_pending_jobs: int | None = Field(None, ge=1, le=MAX_INT32)
     callback_url: str | None = Field(None, max_length=MAX_URL_LENGTH)
 
     @field_validator("callback_url")

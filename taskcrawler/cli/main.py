@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from taskcrawler import __version__
 from taskcrawler.cli.commands import add_client_commands
+from taskcrawler.cli.keys import add_keys_parser
 from taskcrawler.cli.logs import configure_logging
 from taskcrawler.settings import Settings, get_settings
 
@@ -40,12 +41,26 @@ def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
     """API and worker in one process; migrates the database first."""
     from taskcrawler.storage import upgrade_database
 
+    if refused := _refuse_open_bind(settings, args):
+        return refused
     run_async(upgrade_database(settings.database_url))
     return _run_api(settings, run_worker=True)
 
 
 def cmd_api(settings: Settings, args: argparse.Namespace) -> int:
-    return _run_api(settings, run_worker=False)
+    return _refuse_open_bind(settings, args) or _run_api(settings, run_worker=False)
+
+
+def _refuse_open_bind(settings: Settings, args: argparse.Namespace) -> int:
+    """An open API on a reachable address lets anyone make this machine fetch URLs for them."""
+    if settings.host in LOOPBACK_HOSTS or settings.auth_required or args.insecure:
+        return 0
+    sys.stderr.write(
+        f"refusing to serve on {settings.host} without authentication: anyone who can reach it "
+        "could make this machine fetch URLs. Set TASKCRAWLER_AUTH_REQUIRED=true (and create a "
+        "key with `taskcrawler keys create --name NAME --admin`), or pass --insecure.\n"
+    )
+    return 2
 
 
 def _run_api(settings: Settings, *, run_worker: bool) -> int:
@@ -100,6 +115,22 @@ def cmd_scrape(settings: Settings, args: argparse.Namespace) -> int:
     return 0 if result.get("error_code") is None else 1
 
 
+def cmd_reextract(settings: Settings, args: argparse.Namespace) -> int:
+    from taskcrawler.service.reextract import reextract_all
+    from taskcrawler.storage import Database
+
+    async def main() -> int:
+        db = Database.from_url(settings.database_url, pool_size=2)
+        try:
+            return await reextract_all(db)
+        finally:
+            await db.close()
+
+    done = run_async(main())
+    sys.stdout.write(f"re-extracted {done} archived pages\n")
+    return 0
+
+
 def _redacted(url: str) -> str:
     from sqlalchemy.engine import make_url
 
@@ -112,6 +143,11 @@ def _redacted(url: str) -> str:
 def _add_bind_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", help="address to bind (TASKCRAWLER_HOST, default 127.0.0.1)")
     parser.add_argument("--port", type=int, help="port to bind (TASKCRAWLER_PORT, default 8000)")
+    parser.add_argument(
+        "--insecure",
+        action="store_true",
+        help="allow a non-loopback address without TASKCRAWLER_AUTH_REQUIRED=true",
+    )
 
 
 def _add_worker_options(parser: argparse.ArgumentParser) -> None:
@@ -171,6 +207,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     migrate.add_argument("revision", nargs="?", default="head", help="target (default: head)")
     migrate.set_defaults(func=cmd_migrate)
+
+    reextract = sub.add_parser(
+        "reextract",
+        help="rebuild every result from the stored raw pages (no fetching)",
+        description="Run extraction again on every archived page (TASKCRAWLER_ARCHIVE_PAGES) "
+        "and replace the stored results: use it after upgrading TaskCrawler's extractor.",
+    )
+    reextract.set_defaults(func=cmd_reextract)
+
+    add_keys_parser(sub)
 
     scrape = sub.add_parser(
         "scrape",

@@ -7,6 +7,7 @@ from typing import Any
 from uuid import UUID
 
 from taskcrawler.domain.errors import DEFERRAL_CODES
+from taskcrawler.domain.pages import PageContent
 
 
 class JobStatus(StrEnum):
@@ -59,6 +60,7 @@ class ClaimedJob:
     #: Validators of the last successful fetch, for a conditional re-fetch.
     etag: str | None = None
     last_modified: str | None = None
+    owner: str = ""
     #: For the job latency metric (created -> finished, first runs only).
     created_at: datetime | None = None
     run_count: int = 0
@@ -84,6 +86,7 @@ class Outcome:
     unchanged: bool = False
     etag: str | None = None
     last_modified: str | None = None
+    content: PageContent | None = None
     finished_at: datetime = field(default_factory=lambda: datetime.now().astimezone())
 
     @property

@@ -20,6 +20,9 @@ def _queue_error(exc: Exception) -> Exception | None:
 
 _unavailable_on_connection_errors = translate_errors(_queue_error)
 
+#: How long a command waits for a free pooled connection before Redis counts as unavailable.
+POOL_WAIT_SECONDS = 5.0
+
 
 def _as_list(reply: Any) -> list[Any]:
     """LPOP with a count answers a list, or None when the list is empty."""
@@ -42,14 +45,18 @@ class RedisQueue:
 
     @classmethod
     def from_url(cls, url: str, *, prefix: str) -> RedisQueue:
-        client = aioredis.Redis.from_url(
+        # A blocking pool: when all connections are busy (a worker's fetches each take a
+        # politeness slot and hand it back), a caller waits briefly for one instead of failing
+        # with "Too many connections", which would turn a busy moment into failed jobs.
+        pool = aioredis.BlockingConnectionPool.from_url(
             url,
             decode_responses=True,
             socket_connect_timeout=2,
             health_check_interval=10,
             max_connections=64,
+            timeout=POOL_WAIT_SECONDS,
         )
-        return cls(client, prefix=prefix)
+        return cls(aioredis.Redis.from_pool(pool), prefix=prefix)
 
     @_unavailable_on_connection_errors
     async def publish(self, job_ids: Sequence[UUID]) -> None:

@@ -11,13 +11,15 @@ from typing import Any
 from uuid import UUID
 
 import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
 
 from taskcrawler.domain import ClaimedJob, JobStatus, Outcome
 from taskcrawler.domain.errors import ErrorCode
+from taskcrawler.storage import webhooks
+from taskcrawler.storage.content import ContentRecord, save_page_content
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.rows import DEFAULT_FORMATS, PENDING, PROCESSING, utcnow
-from taskcrawler.storage import webhooks
 from taskcrawler.storage.tables import jobs
 
 
@@ -61,6 +63,7 @@ class WorkStore:
                 jobs.c.callback_url,
                 jobs.c.created_at,
                 jobs.c.run_count,
+                jobs.c.owner,
             )
         )
         async with self.db.write() as conn:
@@ -77,6 +80,7 @@ class WorkStore:
                 callback_url=r.callback_url,
                 created_at=r.created_at,
                 run_count=r.run_count,
+                owner=r.owner,
             )
             for r in rows
         ]
@@ -145,6 +149,9 @@ class WorkStore:
             jobs.c.status == PROCESSING,
         )
         async with self.db.write() as conn:
+            # Content is written only for jobs this batch still holds, checked (and locked, on
+            # PostgreSQL) before the guarded updates release the leases.
+            held = await _held(conn, [o for o in outcomes if o.content is not None])
             # One executemany per kind: rows of a kind set the same columns.
             for params in groups.values():
                 columns: dict[str, Any] = {
@@ -153,6 +160,14 @@ class WorkStore:
                 columns |= {"lease_token": None, "lease_expires_at": None}
                 await conn.execute(jobs.update().where(guarded).values(columns), params)
             await webhooks.enqueue_for_outcomes(conn, outcomes)  # the outbox, same transaction
+            await save_page_content(
+                conn,
+                [
+                    ContentRecord(o.job.id, o.job.owner, o.content)
+                    for o in outcomes
+                    if o.content is not None and o.job.id in held
+                ],
+            )
 
     # --- sweeper --------------------------------------------------------------------------
 
@@ -176,7 +191,8 @@ class WorkStore:
         )
         async with self.db.write() as conn:
             failed = await conn.execute(
-                base.where(jobs.c.retry_count >= max_retries).values(
+                base.where(jobs.c.retry_count >= max_retries)
+                .values(
                     status=JobStatus.FAILED.value,
                     error_code=ErrorCode.WORKER_LOST.value,
                     error_log=reason,
@@ -296,3 +312,15 @@ def _update_for(
             "dispatch_at": due,
         }
     return "failed", error | {"status": JobStatus.FAILED.value, "finished_at": finished}
+
+
+async def _held(conn: AsyncConnection, outcomes: Sequence[Outcome]) -> set[UUID]:
+    if not outcomes:
+        return set()
+    pairs = [(o.job.id, o.job.lease_token) for o in outcomes]
+    rows = await conn.execute(
+        sa.select(jobs.c.id)
+        .where(sa.tuple_(jobs.c.id, jobs.c.lease_token).in_(pairs), jobs.c.status == PROCESSING)
+        .with_for_update()
+    )
+    return set(rows.scalars())

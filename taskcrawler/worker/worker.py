@@ -22,12 +22,14 @@ from taskcrawler.domain import (
     ServiceUnavailable,
     backoff_delay,
 )
+from taskcrawler.domain.pages import RawPage
 from taskcrawler.extract import Extraction, extract
 from taskcrawler.fetch import FetchedPage, Fetcher
 from taskcrawler.observability import WorkerMetrics, bind_job, log_outcome, outcome_kind
 from taskcrawler.queue import JobQueue
 from taskcrawler.settings import Settings
 from taskcrawler.storage import WorkStore
+from taskcrawler.worker.content import page_content
 from taskcrawler.worker.sweeper import Sweeper
 
 log = logging.getLogger(__name__)
@@ -230,7 +232,11 @@ class Worker:
         return await self._extract(job, page)
 
     async def _extract(self, job: ClaimedJob, page: FetchedPage) -> Outcome:
-        kwargs: dict[str, Any] = {"url": page.final_url, "charset": page.charset}
+        kwargs: dict[str, Any] = {
+            "url": page.final_url,
+            "charset": page.charset,
+            "formats": job.formats,
+        }
         try:
             if len(page.body) > INLINE_PARSE_LIMIT:
                 extraction = await asyncio.to_thread(self.extractor, page.body, **kwargs)
@@ -255,6 +261,19 @@ class Worker:
             result={"metadata": extraction.metadata},
             etag=page.headers.get("etag"),
             last_modified=page.headers.get("last-modified"),
+            content=page_content(extraction, job.formats, self._archive(page)),
+        )
+
+    def _archive(self, page: FetchedPage) -> RawPage | None:
+        if not self.settings.archive_pages:
+            return None
+        return RawPage(
+            final_url=page.final_url,
+            http_status=page.status,
+            headers=page.headers,
+            content_type=page.content_type,
+            charset=page.charset,
+            body=page.body,
         )
 
     # --- persisting -----------------------------------------------------------------------

@@ -22,6 +22,8 @@ MEDIA_TYPES = {
     "text": "text/plain; charset=utf-8",
     "html": "text/html; charset=utf-8",
 }
+#: Cursors are link row ids (BIGINT); a bigger one would overflow the driver, not just miss.
+MAX_ROW_ID = 2**63 - 1
 ERRORS: dict[int | str, dict[str, Any]] = {
     404: {"model": ErrorOut, "description": "Unknown job (or another key's)."},
     409: {"model": ErrorOut, "description": "Not asked for in `formats`, or not completed."},
@@ -107,7 +109,7 @@ async def job_links(
     job_id: UUID,
     services: ServicesDep,
     caller: CallerDep,
-    cursor: Annotated[int, Query(ge=0)] = 0,
+    cursor: Annotated[int, Query(ge=0, le=MAX_ROW_ID)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> LinkPage:
     await _completed_job(services, caller, job_id, "links")
@@ -123,7 +125,7 @@ async def backlinks(
     services: ServicesDep,
     caller: CallerDep,
     target: Annotated[str, Query(min_length=1, max_length=2048)],
-    cursor: Annotated[int, Query(ge=0)] = 0,
+    cursor: Annotated[int, Query(ge=0, le=MAX_ROW_ID)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> LinkPage:
     found = await services.content.backlinks(caller.owner, target, after=cursor, limit=limit)

@@ -6,6 +6,7 @@ from uuid import UUID
 
 from fastapi import APIRouter, HTTPException, Query, status
 from fastapi.encoders import jsonable_encoder
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 
 from taskcrawler.api.deps import CallerDep, ServicesDep
@@ -116,7 +117,14 @@ async def list_jobs(
     try:
         jobs, next_cursor = await services.jobs.list_jobs(query)
     except ValueError as exc:
-        raise HTTPException(status.HTTP_422_UNPROCESSABLE_CONTENT, str(exc)) from None
+        # The shape of every other 422 (and of the schema): a list of errors with their location.
+        error = {
+            "type": "value_error",
+            "loc": ("query", "cursor"),
+            "msg": str(exc),
+            "input": cursor,
+        }
+        raise RequestValidationError([error]) from None
     return JobPage(jobs=[JobOut.of(job) for job in jobs], next_cursor=next_cursor)
 
 
