@@ -1,0 +1,179 @@
+"""The documentation says only true things: every variable, command, endpoint and metric it names
+exists, every setting is documented, and the generated references match the code."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import re
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from prometheus_client import CollectorRegistry
+
+from taskcrawler.api import create_app
+from taskcrawler.cli.main import build_parser
+from taskcrawler.observability import ApiMetrics, QueueDepth, WorkerMetrics
+from taskcrawler.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[2]
+DOCS = ROOT / "docs"
+PAGES = [ROOT / "README.md", *sorted(DOCS.rglob("*.md"))]
+VARIABLE = re.compile(r"\bTASKCRAWLER_[A-Z0-9_]*[A-Z0-9]")
+#: Variables that are not settings of the service: the CLI client's key and the test suite's.
+NOT_SETTINGS = {
+    "TASKCRAWLER_API_KEY": ROOT / "taskcrawler/cli/commands/__init__.py",
+    "TASKCRAWLER_TEST_DATABASE_URL": ROOT / "tests/support/services.py",
+    "TASKCRAWLER_TEST_REDIS_URL": ROOT / "tests/support/services.py",
+    "TASKCRAWLER_TEST_FORCE_THROWAWAY": ROOT / "tests/support/services.py",
+}
+
+
+def generator() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("gen_reference", DOCS / "gen_reference.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def settings_variables() -> dict[str, str]:
+    """Every variable a setting reads -> the field's name."""
+    gen = generator()
+    return {
+        env: name
+        for name, field in Settings.model_fields.items()
+        for env in gen.env_names(name, field)
+    }
+
+
+def code_of(text: str) -> list[str]:
+    """Fenced blocks and inline code spans: where commands are written."""
+    fenced = re.findall(r"^```[^\n]*\n(.*?)^```", text, re.M | re.S)
+    prose = re.sub(r"^```[^\n]*\n.*?^```", "", text, flags=re.M | re.S)
+    return fenced + re.findall(r"`([^`\n]+)`", prose)
+
+
+def page_id(path: Path) -> str:
+    return str(path.relative_to(ROOT))
+
+
+def test_generated_references_are_up_to_date() -> None:
+    gen = generator()
+    for path, render in gen.TARGETS.items():
+        assert path.read_text() == render(), (
+            f"{page_id(path)} is out of date: run .venv/bin/python docs/gen_reference.py"
+        )
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_id)
+def test_every_variable_mentioned_exists(page: Path) -> None:
+    known = settings_variables()
+    for name in set(VARIABLE.findall(page.read_text())) - set(known):
+        assert name in NOT_SETTINGS, f"{page_id(page)} mentions {name}, which no setting reads"
+        assert name in NOT_SETTINGS[name].read_text(), f"{name} is not used any more"
+
+
+def test_every_setting_is_documented() -> None:
+    for page in (DOCS / "reference/configuration.md", ROOT / "README.md"):
+        text = page.read_text()
+        missing = [env for env in settings_variables() if env.startswith("TASKCRAWLER_")]
+        missing = [env for env in missing if f"`{env}`" not in text]
+        assert not missing, f"{page_id(page)} does not document {missing}"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_id)
+def test_documented_defaults_are_the_real_ones(page: Path) -> None:
+    """Tables of `| VARIABLE | default | …` rows, in any page, show the setting's default."""
+    gen = generator()
+    fields = Settings.model_fields
+    known = settings_variables()
+    for variable, default in re.findall(
+        r"^\| `(TASKCRAWLER_\w+)` \| ([^|]+) \|", page.read_text(), re.M
+    ):
+        if page.name == "configuration.md":
+            continue  # generated, with a type column
+        expected = gen._default(fields[known[variable]])
+        shown = default.strip()
+        if expected == "unset":
+            assert shown.startswith("unset"), f"{page_id(page)}: {variable} shows {shown}"
+        else:
+            assert shown == expected, f"{page_id(page)}: {variable} shows {shown}, not {expected}"
+
+
+def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            return dict(action.choices)
+    return {}
+
+
+def command_exists(words: list[str]) -> bool:
+    """``keys create`` exists if ``keys`` is a command and ``create`` one of its actions."""
+    parser = build_parser()
+    for word in words:
+        children = _commands(parser)
+        if not children:
+            return True  # the rest are arguments
+        if word not in children:
+            return False
+        parser = children[word]
+    return True
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_id)
+def test_every_command_mentioned_exists(page: Path) -> None:
+    mention = re.compile(r"(?:^|(?<=[\s/`(]))taskcrawler((?:[ \t]+[a-z][a-z0-9-]*)+)", re.M)
+    seen = 0
+    for code in code_of(page.read_text()):
+        for words in mention.findall(code):
+            seen += 1
+            assert command_exists(words.split()), f"{page_id(page)}: taskcrawler{words}"
+    assert seen or page.name in {"api.md", "README.md"} or "docs" not in page.parts
+
+
+def test_the_command_check_catches_a_wrong_command() -> None:
+    assert command_exists(["keys", "create"]) and command_exists(["worker"])
+    assert not command_exists(["keys", "make"]) and not command_exists(["crawl"])
+
+
+def test_api_reference_lists_every_endpoint() -> None:
+    schema = create_app(Settings()).openapi()
+    real = {(method.upper(), path) for path, ops in schema["paths"].items() for method in ops}
+    real.add(("GET", "/docs"))
+    documented = set(
+        re.findall(
+            r"^\| `([A-Z]+)` \| `(/[^`]*)` \|", (DOCS / "reference/api.md").read_text(), re.M
+        )
+    )
+    assert documented - real == set(), "documented but not served"
+    assert real - documented == set(), "served but not documented"
+
+
+def test_every_metric_mentioned_exists_and_every_metric_is_documented() -> None:
+    registry = CollectorRegistry()
+    ApiMetrics(registry), WorkerMetrics(registry), QueueDepth(registry)
+    suffixes = {
+        "counter": ["_total"],
+        "gauge": [""],
+        "histogram": ["", "_bucket", "_sum", "_count"],
+    }
+    families = list(registry.collect())
+    exported = {f.name + suffix for f in families for suffix in suffixes[f.type]}
+    for page in PAGES:
+        for metric in re.findall(r"\btaskcrawler_[a-z_]+[a-z]", page.read_text()):
+            assert metric in exported, f"{page_id(page)} mentions {metric}, which is not exported"
+    reference = (DOCS / "reference/api.md").read_text()
+    for family in families:
+        assert f"`{family.name}{suffixes[family.type][0]}`" in reference
+
+
+def test_readme_links_the_docs() -> None:
+    development = (ROOT / "README.md").read_text().split("## Development", 1)[1]
+    assert "(docs/README.md)" in development
+    for page in PAGES:
+        for target in re.findall(r"\]\(([^)#:]+\.md)(?:#[^)]*)?\)", page.read_text()):
+            if page.parent == DOCS.parent and not target.startswith("docs/"):
+                continue  # the README's other links are not the docs' business
+            assert (page.parent / target).exists(), f"{page_id(page)} links {target}"
