@@ -1,0 +1,147 @@
+"""Schemathesis against our own OpenAPI schema, in process: no request may get a 5xx, and every
+response must match the schema.
+
+The embedded mode's API (a migrated temp SQLite, the app's own lifespan) without its worker:
+fuzzed job URLs must not become real fetches. Requests carry an admin key, so the key
+endpoints are exercised past their 403 too.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import schemathesis
+from fastapi import FastAPI
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis.errors import Unsatisfiable
+from schemathesis import GenerationMode
+from schemathesis.checks import not_a_server_error
+from schemathesis.python import asgi
+from schemathesis.specs.openapi.checks import response_schema_conformance
+
+from taskcrawler.api import create_app
+from taskcrawler.settings import Settings
+from taskcrawler.storage import Database, KeyStore, upgrade_database
+from tests.e2e.harness import Service
+
+#: Examples per operation and mode (valid, invalid input): this bounds the run to well under a
+#: minute.
+#: TASKCRAWLER_SCHEMATHESIS_EXAMPLES=500 for a longer hunt.
+EXAMPLES = int(os.environ.get("TASKCRAWLER_SCHEMATHESIS_EXAMPLES", "25"))
+CHECKS = [not_a_server_error, response_schema_conformance]
+
+
+@pytest.fixture(scope="module")
+async def embedded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    path: Path = tmp_path_factory.mktemp("schemathesis") / "tc.db"
+    url = f"sqlite+aiosqlite:///{path}"
+    await upgrade_database(url)
+    db = Database.from_url(url)
+    try:
+        new, _ = await KeyStore(db).create("fuzzer", is_admin=True)
+    finally:
+        await db.close()
+    return {
+        "app": create_app(Settings(database_url=url, rate_limit_per_minute=None)),
+        "headers": {"Authorization": f"Bearer {new.token}"},
+    }
+
+
+@pytest.fixture(scope="module")
+def api_schema(embedded: dict[str, Any]) -> Iterator[schemathesis.BaseSchema]:
+    app: FastAPI = embedded["app"]
+    # The app's lifespan starts with the first request and runs until shutdown_lifespans().
+    yield schemathesis.openapi.from_asgi("/openapi.json", app)
+    asgi.shutdown_lifespans()
+
+
+def fuzz(
+    operation: Any, mode: GenerationMode, headers: dict[str, str], cases: Counter[str]
+) -> None:
+    """One Hypothesis run over ``operation``'s generated requests; raises on the first failure
+    (shrunk to a minimal example)."""
+    label = f"{operation.label} ({mode.value})"
+
+    @given(case=operation.as_strategy(generation_mode=mode))
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        derandomize=True,
+        phases=[Phase.explicit, Phase.generate, Phase.shrink],
+        suppress_health_check=list(HealthCheck),
+    )
+    def run(case: schemathesis.Case) -> None:
+        cases[label] += 1
+        case.call_and_validate(headers=headers, checks=CHECKS)
+
+    run()
+
+
+def test_the_api_answers_every_request_without_a_5xx_and_as_documented(
+    api_schema: schemathesis.BaseSchema, embedded: dict[str, Any]
+) -> None:
+    # Valid and invalid input for every operation. (The lazy schemathesis.pytest loader does not
+    # work with pytest 9: it writes node._nodeid.) Failures are collected, then shown together.
+    cases: Counter[str] = Counter()
+    failures: list[str] = []
+    operations = [result.ok() for result in api_schema.get_all_operations()]
+    for operation in operations:
+        for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
+            try:
+                fuzz(operation, mode, embedded["headers"], cases)
+            except Unsatisfiable:
+                pass  # nothing to make invalid (no parameters, no body)
+            except (Exception, BaseExceptionGroup) as exc:  # schemathesis' FailureGroup
+                failures.append(f"{operation.label} ({mode.value}): {exc}")
+    print(f"schemathesis: {sum(cases.values())} requests, {len(operations)} operations")
+    assert not failures, "\n\n".join(failures)
+    assert len(operations) >= 15
+
+
+# --- regressions: what schemathesis found, pinned on both modes ---------------------------
+
+
+async def test_huge_key_limits_are_refused_not_overflowed(service: Service) -> None:
+    admin = await service.new_key("root", is_admin=True)
+    for field in ("requests_per_minute", "max_pending_jobs"):
+        response = await service.client.post(
+            "/api/v1/keys", json={"name": "x", field: 2**63}, headers=admin
+        )
+        assert response.status_code == 422, response.text
+
+
+async def test_a_malformed_cursor_gets_the_documented_validation_error(service: Service) -> None:
+    response = await service.client.get("/api/v1/jobs", params={"cursor": "not-a-cursor"})
+    assert response.status_code == 422
+    [error] = response.json()["detail"]  # a list of errors, as for every other 422
+    assert error["loc"] == ["query", "cursor"]
+    assert error["msg"] == "invalid cursor"
+
+
+async def test_huge_link_cursors_are_refused_not_overflowed(service: Service) -> None:
+    job = await service.submit("http://cursor.invalid/")
+    for path, params in [
+        (f"/api/v1/jobs/{job['id']}/links", {"cursor": str(2**64)}),
+        ("/api/v1/links", {"target": "http://a.test/", "cursor": str(2**64)}),
+    ]:
+        response = await service.client.get(path, params=params)
+        assert response.status_code == 422, (path, response.text)
+
+
+async def test_a_max_age_beyond_any_date_is_refused_not_overflowed(
+    service: Service, target
+) -> None:
+    url = target.url("/page/11")
+    first = await service.scrape(url)
+    assert first["status"] == "COMPLETED"
+    too_big = await service.client.post("/api/v1/jobs", json={"url": url, "max_age": 1e12})
+    assert too_big.status_code == 422, too_big.text
+    century = await service.client.post("/api/v1/jobs", json={"url": url, "max_age": 3e9})
+    assert century.status_code == 200
+    assert century.json()["id"] == first["id"]
