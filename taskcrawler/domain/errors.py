@@ -28,6 +28,8 @@ class ErrorCode(StrEnum):
     # appended for the fetcher (issue 4)
     TLS = "tls"  # permanent: a bad certificate does not fix itself in seconds
     HOST_BUSY = "host_busy"  # raised with transient=True: politeness had no slot in time
+    # Redis (shared politeness, robots cache) unreachable while fetching: not the page's fault
+    QUEUE_UNAVAILABLE = "queue_unavailable"
 
 
 TRANSIENT_CODES = frozenset(
@@ -40,11 +42,12 @@ TRANSIENT_CODES = frozenset(
         ErrorCode.HTTP_5XX,
         ErrorCode.WORKER_LOST,
         ErrorCode.HOST_BUSY,
+        ErrorCode.QUEUE_UNAVAILABLE,
     }
 )
 
 #: Not failures of the job at all: it is rescheduled without counting a retry.
-DEFERRAL_CODES = frozenset({ErrorCode.HOST_BUSY})
+DEFERRAL_CODES = frozenset({ErrorCode.HOST_BUSY, ErrorCode.QUEUE_UNAVAILABLE})
 
 
 class FetchError(Exception):

@@ -62,7 +62,8 @@ jobs = sa.Table(
     sa.Column("created_at", UTCDateTime(), nullable=False),
     sa.Column("started_at", UTCDateTime()),
     sa.Column("finished_at", UTCDateTime()),
-    # When a scheduled retry is due; NULL means "due now" (so a claim never compares clocks).
+    # Set while a job waits to be published (a scheduled retry, a failed publish, a job handed
+    # back); NULL once published, and only then is it claimable (a claim compares no clocks).
     sa.Column("next_attempt_at", UTCDateTime()),
     # When the sweeper should (re)publish this PENDING job if nobody has claimed it by then.
     sa.Column("dispatch_at", UTCDateTime()),

@@ -92,6 +92,7 @@ class WorkStore:
         if not claimed:
             return []
         released: list[UUID] = []
+        now = utcnow()
         async with self.db.write() as conn:
             for job in claimed:
                 rows = await conn.execute(
@@ -103,8 +104,9 @@ class WorkStore:
                     )
                     .values(
                         status=PENDING,
-                        next_attempt_at=None,
-                        dispatch_at=utcnow(),
+                        # Set, not NULL: never published, so the next sweep must publish it.
+                        next_attempt_at=now,
+                        dispatch_at=now,
                         lease_token=None,
                         lease_expires_at=None,
                     )
@@ -221,17 +223,27 @@ class WorkStore:
 
     @unavailable_on_connection_errors
     async def take_due_dispatches(
-        self, *, redispatch_after: float, limit: int = 1000, include_undispatched: bool = False
+        self,
+        *,
+        redispatch_after: float,
+        limit: int = 1000,
+        include_undispatched: bool = False,
+        include_published: bool = True,
     ) -> list[UUID]:
-        """PENDING jobs that are due and that nobody claimed: a retry whose time came, a publish
-        that failed, a message lost with Redis. Marks them dispatched and returns their ids.
+        """PENDING jobs that are due and that nobody claimed. Marks them dispatched and returns
+        their ids, to publish.
 
-        ``include_undispatched`` also takes every PENDING job that is not waiting for a retry,
-        whatever its dispatch time: an in-process queue that just started is empty, so nothing
-        it once held can still be in it.
+        Jobs that must be published (``next_attempt_at`` set: a retry whose time came, a publish
+        that failed, a job handed back) are always taken. Jobs that were published once and not
+        claimed since ``dispatch_at`` (the message may be lost with Redis) are taken only with
+        ``include_published``: while the queue has a backlog they are most likely still in it.
+        ``include_undispatched`` takes every PENDING job not waiting for a retry, whatever its
+        dispatch time: an in-process queue that just started is empty.
         """
         now = utcnow()
         is_due = jobs.c.dispatch_at <= now
+        if not include_published:
+            is_due = sa.and_(is_due, jobs.c.next_attempt_at.is_not(None))
         if include_undispatched:
             is_due = sa.or_(is_due, jobs.c.next_attempt_at.is_(None))
         due = (
@@ -252,15 +264,16 @@ class WorkStore:
 
     @unavailable_on_connection_errors
     async def mark_dispatch_due(self, job_ids: Sequence[UUID]) -> None:
-        """Publishing failed: let the next sweep publish these at once instead of after the
-        redispatch delay."""
+        """Publishing failed: the next sweep must publish these (``next_attempt_at`` set marks
+        "never published"; a claim waits for that sweep)."""
         if not job_ids:
             return
+        now = utcnow()
         async with self.db.write() as conn:
             await conn.execute(
                 jobs.update()
                 .where(jobs.c.id.in_(job_ids), jobs.c.status == PENDING)
-                .values(dispatch_at=utcnow())
+                .values(dispatch_at=now, next_attempt_at=now)
             )
 
 

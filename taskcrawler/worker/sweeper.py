@@ -18,6 +18,9 @@ from taskcrawler.storage import WorkStore
 log = logging.getLogger(__name__)
 
 BATCH = 1000
+#: Above this many waiting messages, jobs published once are not re-published (see
+#: :meth:`Sweeper._queue_is_drained`); a flushed or restarted Redis has none.
+REDISPATCH_MAX_BACKLOG = 100
 
 
 class Sweeper:
@@ -36,6 +39,9 @@ class Sweeper:
                 first = False
             except ServiceUnavailable as exc:
                 log.warning("sweep skipped, %s unavailable: %s", exc.dependency, exc)
+            except Exception:
+                # One bad sweep must not end sweeping for the life of the worker.
+                log.exception("sweep failed; trying again next interval")
             try:
                 async with asyncio.timeout(self.settings.sweep_interval_seconds):
                     await stop.wait()
@@ -53,15 +59,22 @@ class Sweeper:
             if len(ids) < BATCH:
                 break
         include_undispatched = after_restart and not self.queue.durable
+        include_published = await self._queue_is_drained()
         while ids := await self.store.take_due_dispatches(
             redispatch_after=self.settings.redispatch_seconds,
             limit=BATCH,
             include_undispatched=include_undispatched,
+            include_published=include_published,
         ):
             self.redispatched += len(ids)
             await self._publish(ids)
             if len(ids) < BATCH:
                 break
+
+    async def _queue_is_drained(self) -> bool:
+        """Re-publishing jobs that were published once only helps when their message was lost;
+        while the queue still holds a backlog, it would only add duplicates to it."""
+        return await self.queue.depth() < REDISPATCH_MAX_BACKLOG
 
     async def _publish(self, ids: list[UUID]) -> None:
         try:

@@ -147,6 +147,13 @@ class Worker:
                 log.warning("%s unavailable, retrying in %.1fs: %s", exc.dependency, delay, exc)
                 await asyncio.sleep(delay)
                 continue
+            except Exception:
+                # A bug must not silently stop this worker from consuming while it looks alive.
+                await self._requeue(ids)
+                failures += 1
+                log.exception("unexpected error while consuming; retrying")
+                await asyncio.sleep(backoff_delay(failures, base=0.5, cap=10.0, rng=self.rng))
+                continue
             failures = 0
             for job in claimed:
                 self._start(job)
@@ -211,10 +218,11 @@ class Worker:
                 retry_after=exc.retry_after,
             )
         except ServiceUnavailable as exc:
-            # Redis (shared politeness, robots cache) is down: try again later, like the host.
+            # Redis (shared politeness, robots cache) is down: try again later without counting
+            # a retry, as for a busy host; an outage must not use up the job's attempts.
             return Outcome(
                 job=job,
-                error_code=f"{exc.dependency}_unavailable",
+                error_code=ErrorCode.QUEUE_UNAVAILABLE,
                 error_message=str(exc),
                 transient=True,
             )
@@ -337,6 +345,9 @@ class Worker:
                 await self.store.renew_leases(tokens, lease_seconds=self.settings.lease_seconds)
             except ServiceUnavailable as exc:
                 log.warning("could not renew %d leases: %s", len(tokens), exc)
+            except Exception:
+                # Keep beating: a dead heartbeat would let every lease of this worker expire.
+                log.exception("unexpected error renewing %d leases", len(tokens))
 
 
 def _conditional_headers(job: ClaimedJob) -> dict[str, str] | None:

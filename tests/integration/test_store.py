@@ -251,3 +251,28 @@ async def _expire_leases(store: Stores, *, retry_count: int | None = None) -> No
         values["retry_count"] = retry_count
     async with store.db.engine.begin() as conn:
         await conn.execute(jobs.update().values(**values))
+
+
+async def test_published_jobs_are_redispatched_only_when_asked(store: Stores) -> None:
+    [created] = await store.jobs.create_jobs([NewJob("http://sent.test/")], redispatch_after=0)
+    claimed = await new_job(store, "http://retry.test/")
+    await store.work.record_outcomes(
+        [Outcome(job=claimed, error_code=ErrorCode.TIMEOUT, error_message="x", transient=True)],
+        max_retries=3,
+        retry_delay=no_delay,
+    )
+    # With a backlog, only the retry (never published) is taken, not the published job.
+    taken = await store.work.take_due_dispatches(redispatch_after=30, include_published=False)
+    assert taken == [claimed.id]
+    again = await store.work.take_due_dispatches(redispatch_after=30, include_published=True)
+    assert again == [created.job.id]
+
+
+async def test_released_job_is_not_claimable_before_it_is_published(store: Stores) -> None:
+    claimed = await new_job(store)
+    await store.work.release([claimed])
+    assert await store.work.claim([claimed.id], lease_seconds=30, redispatch_after=30) == []
+    assert await store.work.take_due_dispatches(redispatch_after=30, include_published=False) == [
+        claimed.id
+    ]
+    assert len(await store.work.claim([claimed.id], lease_seconds=30, redispatch_after=30)) == 1
