@@ -152,8 +152,16 @@ class Counter:
         self.pg_url = pg_url
         self._pg: Any = None
 
-    def counts(self) -> dict[str, int]:
-        query = "SELECT status, count(*) FROM jobs GROUP BY status"
+    def failures(self) -> dict[str, int]:
+        """FAILED jobs by error code: a failed job is not a fast job."""
+        return self.counts(
+            "SELECT coalesce(error_code, '?'), count(*) FROM jobs WHERE status = 'FAILED' "
+            "GROUP BY 1"
+        )
+
+    def counts(
+        self, query: str = "SELECT status, count(*) FROM jobs GROUP BY status"
+    ) -> dict[str, int]:
         if self.mode == "embedded":
             assert self.sqlite_path is not None
             conn = sqlite3.connect(f"file:{self.sqlite_path}?mode=ro", uri=True, timeout=10)
@@ -298,6 +306,7 @@ def run_mode(
                 "submit_rows_per_s": size / submit_s,
                 "created": submitted["created"],
                 "counts": counts,
+                "failed_by_code": counter.failures(),
                 "cpu_s": cpu,
                 "cpu_ms_per_job": sum(cpu.values()) / size * 1000,
             }
@@ -616,6 +625,11 @@ def report(
     e, p, _, _ = both(lambda r: sum(run["counts"].get("FAILED", 0) for run in r.runs))
     add(f"| FAILED jobs in the end-to-end runs | {e} | {p} | 0 |")
     add("")
+    for mode in ("embedded", "production"):
+        r = modes.get(mode)
+        if r is not None and any(run["failed_by_code"] for run in r.runs):
+            codes = [run["failed_by_code"] for run in r.runs]
+            add(f"FAILED jobs of the {mode} runs by error code: {codes}.  ")
 
     for mode in ("embedded", "production"):
         r = modes.get(mode)
