@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TypeVar
 
 import aiohttp
 from aiohttp.abc import AbstractResolver
@@ -24,7 +24,6 @@ from taskcrawler.domain import ErrorCode, FetchError
 from taskcrawler.fetch.guard import (
     AddressGuard,
     BlockedSocketError,
-    GuardedResolver,
 )
 from taskcrawler.fetch.limits import (
     check_content_type,
@@ -39,6 +38,7 @@ from taskcrawler.fetch.robots import (
     RobotsCache,
     read_robots_response,
 )
+from taskcrawler.fetch.session import guarded_session
 from taskcrawler.settings import Settings
 
 _T = TypeVar("_T")
@@ -47,11 +47,6 @@ ALLOWED_CONTENT_TYPES = frozenset(
     {"text/html", "application/xhtml+xml", "text/plain", "application/xml", "text/xml"}
 )
 REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
-# aiohttp's own defaults, pinned here because they are a security limit, not a tuning knob: a
-# server that sends a megabyte of headers gets a clean bad_response instead of our memory.
-MAX_LINE_SIZE = 8190
-MAX_FIELD_SIZE = 8190
-MAX_HEADERS = 128
 # Resolved (and vetted) addresses are reused this long; vetting happens before caching, so the
 # cache cannot hold an address the guard refused.
 DNS_CACHE_SECONDS = 60
@@ -122,31 +117,13 @@ class Fetcher:
         return self._session
 
     def _new_session(self) -> aiohttp.ClientSession:
-        resolver = self._resolver or aiohttp.DefaultResolver()
-        connector_options: dict[str, Any] = {}
-        if self.guard.enabled:
-            resolver = GuardedResolver(self.guard, resolver)
-            connector_options["socket_factory"] = self.guard.socket_factory
-        connector = aiohttp.TCPConnector(
+        return guarded_session(
+            self.guard,
             limit=self.settings.worker_concurrency,
-            ttl_dns_cache=DNS_CACHE_SECONDS,
-            resolver=resolver,
-            **connector_options,
-        )
-        return aiohttp.ClientSession(
-            connector=connector,
+            connect_timeout=self.settings.connect_timeout_seconds,
             headers={"User-Agent": self.settings.user_agent, "Accept": ACCEPT},
-            # The total deadline is an asyncio.timeout around the whole fetch (redirects and
-            # body included); aiohttp's own total would restart on every redirect hop.
-            timeout=aiohttp.ClientTimeout(
-                total=None, sock_connect=self.settings.connect_timeout_seconds
-            ),
-            # Jobs are independent: a cookie set by one site must not follow another job.
-            cookie_jar=aiohttp.DummyCookieJar(),
-            trust_env=False,
-            max_line_size=MAX_LINE_SIZE,
-            max_field_size=MAX_FIELD_SIZE,
-            max_headers=MAX_HEADERS,
+            resolver=self._resolver,
+            ttl_dns_cache=DNS_CACHE_SECONDS,
         )
 
     async def close(self) -> None:

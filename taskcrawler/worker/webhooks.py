@@ -33,8 +33,9 @@ from taskcrawler.domain.webhooks import (
     encode_body,
     retry_delay,
 )
-from taskcrawler.fetch.fetcher import MAX_FIELD_SIZE, MAX_HEADERS, MAX_LINE_SIZE, client_error
-from taskcrawler.fetch.guard import AddressGuard, GuardedResolver
+from taskcrawler.fetch.fetcher import client_error
+from taskcrawler.fetch.guard import AddressGuard
+from taskcrawler.fetch.session import guarded_session
 from taskcrawler.settings import Settings
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.rows import utcnow
@@ -188,29 +189,14 @@ class WebhookDispatcher:
 
     def _session_or_new(self) -> aiohttp.ClientSession:
         if self._session is None:
-            resolver: AbstractResolver = self._resolver or aiohttp.DefaultResolver()
-            options: dict[str, object] = {}
-            if self.guard.enabled:
-                resolver = GuardedResolver(self.guard, resolver)
-                options["socket_factory"] = self.guard.socket_factory
-            connector = aiohttp.TCPConnector(
+            self._session = guarded_session(
+                self.guard,
                 limit=self.settings.webhook_concurrency,
-                resolver=resolver,
+                connect_timeout=self.settings.connect_timeout_seconds,
+                headers={"User-Agent": self.settings.user_agent},
+                resolver=self._resolver,
                 # Each delivery resolves afresh: a receiver's address may move between retries.
                 use_dns_cache=False,
-                **options,  # type: ignore[arg-type]
-            )
-            self._session = aiohttp.ClientSession(
-                connector=connector,
-                headers={"User-Agent": self.settings.user_agent},
-                timeout=aiohttp.ClientTimeout(
-                    total=None, sock_connect=self.settings.connect_timeout_seconds
-                ),
-                cookie_jar=aiohttp.DummyCookieJar(),
-                trust_env=False,
-                max_line_size=MAX_LINE_SIZE,
-                max_field_size=MAX_FIELD_SIZE,
-                max_headers=MAX_HEADERS,
             )
         return self._session
 

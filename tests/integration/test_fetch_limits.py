@@ -73,7 +73,9 @@ async def test_a_slow_drip_is_cut_at_the_total_deadline(server: HostileServer) -
     elapsed = time.perf_counter() - started
     assert caught.value.code == ErrorCode.TIMEOUT
     assert caught.value.transient is True
-    assert 0.9 < elapsed < 1.5
+    # Not cut before the deadline; the drip never ends, so only the deadline stopped it (the
+    # upper bound only guards against a hang, with room for a loaded machine).
+    assert 0.9 < elapsed < 5
 
 
 async def test_the_deadline_covers_all_redirect_hops(server: HostileServer) -> None:
@@ -85,8 +87,9 @@ async def test_the_deadline_covers_all_redirect_hops(server: HostileServer) -> N
             await fetcher.fetch(server.url("/chain/4?delay=0.4"))
     finally:
         await fetcher.close()
+    # Each hop alone is within the deadline, so a timeout means the deadline spans all hops.
     assert caught.value.code == ErrorCode.TIMEOUT
-    assert time.perf_counter() - started < 1.5
+    assert time.perf_counter() - started < 5
 
 
 async def test_retry_after_as_an_http_date(fetcher: Fetcher, server: HostileServer) -> None:

@@ -89,16 +89,16 @@ async def test_starts_are_spaced_by_the_delay(redis: tuple[Redis, str]) -> None:
 
 
 async def test_a_crashed_holders_slot_frees_itself(redis: tuple[Redis, str]) -> None:
-    crashed = _limiter(redis, concurrency=1, lease_seconds=0.3)
+    crashed = _limiter(redis, concurrency=1, lease_seconds=1.0)
     await crashed._acquire("a.test")  # taken and never released: the process "died"
-    survivor = _limiter(redis, concurrency=1, lease_seconds=0.3)
+    survivor = _limiter(redis, concurrency=1, lease_seconds=1.0)
     with pytest.raises(HostBusyError):
         async with survivor.slot("a.test", max_wait=0.1):
             pass
-    started = time.monotonic()
-    async with survivor.slot("a.test", max_wait=2):
-        waited = time.monotonic() - started
-    assert waited < 0.5
+    # Without the lease's expiry this would wait the whole 10 s and raise HostBusyError; no
+    # timing is asserted, so a loaded machine cannot make it flaky.
+    async with survivor.slot("a.test", max_wait=10):
+        pass
 
 
 async def test_a_cancelled_fetch_hands_its_slot_back(redis: tuple[Redis, str]) -> None:
