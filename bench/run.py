@@ -155,8 +155,8 @@ class Counter:
     def failures(self) -> dict[str, int]:
         """FAILED jobs by error code: a failed job is not a fast job."""
         return self.counts(
-            "SELECT coalesce(error_code, '?'), count(*) FROM jobs WHERE status = 'FAILED' "
-            "GROUP BY 1"
+            "SELECT coalesce(error_code, '?') || ' (e.g. ' || substr(max(error_log), 1, 160)"
+            " || ')', count(*) FROM jobs WHERE status = 'FAILED' GROUP BY error_code"
         )
 
     def counts(
@@ -240,6 +240,7 @@ def run_mode(
     pg_admin: str,
 ) -> ModeResult:
     result = ModeResult(mode)
+    shared = list(procs.started)
     env = base_env() | {
         "TASKCRAWLER_ALLOW_PRIVATE_NETWORKS": "true",
         "TASKCRAWLER_HOST_CONCURRENCY": "1000",
@@ -352,8 +353,10 @@ def run_mode(
         values = [v for _, v in sampler.samples]
         result.rss = {"start": values[0], "peak": max(values), "end": values[-1]}
     finally:
-        procs.stop_all()
-        procs.started.clear()
+        for proc in list(procs.started):  # this mode's processes only: the target stays up
+            if proc not in shared:
+                procs.stop(proc)
+                procs.started.remove(proc)
         if db_name is not None:
             drop_pg_database(pg_admin, db_name)
         if prefix is not None:
