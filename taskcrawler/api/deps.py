@@ -28,7 +28,8 @@ class Services:
     authenticator: Authenticator
 
 
-def get_services(request: Request) -> Services:
+async def get_services(request: Request) -> Services:
+    # async: FastAPI runs a plain `def` dependency in a thread pool, a thread hop per request.
     services: Services = request.app.state.services
     return services
 

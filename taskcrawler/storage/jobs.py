@@ -50,13 +50,15 @@ class JobStore:
         for request, key in zip(requests, keys, strict=True):
             rows.setdefault(key, _new_row(request, key[1], now, redispatch_after))
         async with self.db.write() as conn:
+            # Parameters passed separately (not .values(rows)): one compiled statement serves
+            # every batch size, where inline VALUES would be compiled again for each size.
             stmt = (
                 self.db.insert(jobs)
-                .values(list(rows.values()))
                 .on_conflict_do_nothing(index_elements=["owner", "url_key"])
                 .returning(*JOB_COLUMNS)
             )
-            inserted = {job.id: job for job in map(row_to_job, await conn.execute(stmt))}
+            result = await conn.execute(stmt, list(rows.values()))
+            inserted = {job.id: job for job in map(row_to_job, result)}
             missing = [k for k, row in rows.items() if row["id"] not in inserted]
             existing = await self._existing(conn, missing)
             restarted = await self._refresh_stale(

@@ -5,9 +5,8 @@ from typing import Annotated, Any
 from uuid import UUID
 
 from fastapi import APIRouter, HTTPException, Query, status
-from fastapi.encoders import jsonable_encoder
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import Response
 
 from taskcrawler.api.deps import CallerDep, ServicesDep
 from taskcrawler.api.idempotency import IdempotencyKey, answer_once
@@ -63,11 +62,11 @@ async def create_job(
     services: ServicesDep,
     caller: CallerDep,
     idempotency_key: IdempotencyKey = None,
-) -> JSONResponse:
-    async def produce() -> tuple[int, Any]:
+) -> Response:
+    async def produce() -> tuple[int, JobOut]:
         created = await services.jobs.submit(caller, body.url, _options(body))
         code = status.HTTP_201_CREATED if created.created else status.HTTP_200_OK
-        return code, jsonable_encoder(JobOut.of(created.job))
+        return code, JobOut.of(created.job)
 
     return await answer_once(services, caller, idempotency_key, body, produce)
 
@@ -83,13 +82,13 @@ async def create_batch(
     services: ServicesDep,
     caller: CallerDep,
     idempotency_key: IdempotencyKey = None,
-) -> JSONResponse:
-    async def produce() -> tuple[int, Any]:
+) -> Response:
+    async def produce() -> tuple[int, BatchOut]:
         results = await services.jobs.submit_batch(caller, body.urls, _options(body))
         items = [BatchItem(**JobOut.of(r.job).model_dump(), created=r.created) for r in results]
         created = sum(r.created for r in results)
         out = BatchOut(jobs=items, created=created, existing=len(results) - created)
-        return status.HTTP_200_OK, jsonable_encoder(out)
+        return status.HTTP_200_OK, out
 
     return await answer_once(services, caller, idempotency_key, body, produce)
 
