@@ -8,7 +8,6 @@ import random
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 from uuid import UUID
 
 from prometheus_client import CollectorRegistry
@@ -30,12 +29,11 @@ from taskcrawler.queue import JobQueue
 from taskcrawler.settings import Settings
 from taskcrawler.storage import WorkStore
 from taskcrawler.worker.content import page_content
+from taskcrawler.worker.parsing import PageParser
 from taskcrawler.worker.sweeper import Sweeper
 
 log = logging.getLogger(__name__)
 
-#: Pages above this size are parsed in a thread so one big page cannot stall the event loop.
-INLINE_PARSE_LIMIT = 512 * 1024
 #: How many ids one consume call takes at most (one claim query each).
 MAX_CLAIM_BATCH = 256
 #: How long one consume call blocks; also how long a stop request may wait for it.
@@ -73,7 +71,7 @@ class Worker:
         self.store = store
         self.queue = queue
         self.fetcher = fetcher
-        self.extractor = extractor
+        self.parser = PageParser(extractor)
         self.rng = rng or random.Random()
         self.stats = WorkerStats()
         self.sweeper = Sweeper(settings, store, queue)
@@ -104,6 +102,7 @@ class Worker:
         for task in helpers:
             task.cancel()
         await asyncio.gather(*helpers, return_exceptions=True)
+        self.parser.close()
 
     async def _shutdown(self) -> None:
         """Let in-flight jobs finish within the grace period; hand the rest back, unrepeated."""
@@ -240,16 +239,10 @@ class Worker:
         return await self._extract(job, page)
 
     async def _extract(self, job: ClaimedJob, page: FetchedPage) -> Outcome:
-        kwargs: dict[str, Any] = {
-            "url": page.final_url,
-            "charset": page.charset,
-            "formats": job.formats,
-        }
         try:
-            if len(page.body) > INLINE_PARSE_LIMIT:
-                extraction = await asyncio.to_thread(self.extractor, page.body, **kwargs)
-            else:
-                extraction = self.extractor(page.body, **kwargs)
+            extraction = await self.parser.extract(
+                page.body, url=page.final_url, charset=page.charset, formats=job.formats
+            )
         except Exception as exc:
             log.exception("extraction failed for %s", job.url)
             return Outcome(

@@ -1,0 +1,71 @@
+"""How long page parsing can stall the worker's event loop: ``python -m bench.parse_stall``.
+
+Extracts a 10 MB page and two pathological ones (100,000 nested elements; 200,000 links) the way
+the worker does for big bodies, while a ticker on the event loop records its worst lag. Prints
+one line per page: extraction time and the loop's longest stall.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable
+
+from taskcrawler.worker.parsing import PageParser
+
+
+def ten_megabytes() -> bytes:
+    paragraph = "<p>" + "lorem ipsum dolor sit amet " * 40 + '<a href="/x">x</a></p>\n'
+    body = paragraph * (10 * 1024 * 1024 // len(paragraph))
+    return f"<html><head><title>Big</title></head><body>{body}</body></html>".encode()
+
+
+def deeply_nested() -> bytes:
+    return ("<html><body>" + "<div>" * 100_000 + "deep" + "</div>" * 100_000).encode()
+
+
+def many_links() -> bytes:
+    links = "".join(f'<a href="/l/{n}" rel="nofollow">{n}</a>' for n in range(200_000))
+    return f"<html><body>{links}</body></html>".encode()
+
+
+async def _worst_lag(until: asyncio.Event, interval: float = 0.005) -> float:
+    worst = 0.0
+    while not until.is_set():
+        started = time.perf_counter()
+        await asyncio.sleep(interval)
+        worst = max(worst, time.perf_counter() - started - interval)
+    return worst
+
+
+async def measure(name: str, make: Callable[[], bytes], parser: PageParser) -> None:
+    body = make()
+    done = asyncio.Event()
+    ticker = asyncio.create_task(_worst_lag(done))
+    await asyncio.sleep(0.05)
+    started = time.perf_counter()
+    await parser.extract(body, url="http://example.test/", charset="utf-8", formats=("metadata",))
+    took = time.perf_counter() - started
+    done.set()
+    lag = await ticker
+    print(
+        f"{name:<24} {len(body) / 1e6:6.1f} MB  extract {took * 1000:8.1f} ms  "
+        f"worst loop stall {lag * 1000:7.1f} ms"
+    )
+
+
+async def main() -> None:
+    parser = PageParser()
+    try:
+        for name, make in (
+            ("10 MB page", ten_megabytes),
+            ("100,000 nested divs", deeply_nested),
+            ("200,000 links", many_links),
+        ):
+            await measure(name, make, parser)
+    finally:
+        parser.close()
+
+
+if __name__ == "__main__":
+    asyncio.run(main())
