@@ -1,8 +1,9 @@
 """How long page parsing can stall the worker's event loop: ``python -m bench.parse_stall``.
 
-Extracts a 10 MB page and two pathological ones (100,000 nested elements; 200,000 links) the way
-the worker does for big bodies, while a ticker on the event loop records its worst lag. Prints
-one line per page: extraction time and the loop's longest stall.
+Extracts a 10 MB page and pathological ones (40,000 and 100,000 nested elements; 200,000 links)
+the way the worker does (taskcrawler/worker/parsing.py picks inline, thread or child process by
+size), while a ticker on the event loop records its worst lag. Prints one line per page:
+extraction time and the loop's longest stall.
 """
 
 from __future__ import annotations
@@ -22,6 +23,10 @@ def ten_megabytes() -> bytes:
 
 def deeply_nested() -> bytes:
     return ("<html><body>" + "<div>" * 100_000 + "deep" + "</div>" * 100_000).encode()
+
+
+def nested_medium() -> bytes:
+    return ("<html><body>" + "<div>" * 40_000 + "deep" + "</div>" * 40_000).encode()
 
 
 def many_links() -> bytes:
@@ -59,6 +64,7 @@ async def main() -> None:
     try:
         for name, make in (
             ("10 MB page", ten_megabytes),
+            ("40,000 nested divs", nested_medium),
             ("100,000 nested divs", deeply_nested),
             ("200,000 links", many_links),
         ):

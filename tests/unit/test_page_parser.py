@@ -14,7 +14,7 @@ def _pid_title(body: bytes, **kwargs: object) -> object:
 
 
 async def test_big_pages_are_parsed_in_a_child_process_with_the_same_result() -> None:
-    parser = PageParser(inline_limit=1024)
+    parser = PageParser(inline_limit=1024, thread_limit=2048)
     try:
         child = await parser.extract(PAGE, url="http://x.test/", charset=None, formats=["metadata"])
     finally:
