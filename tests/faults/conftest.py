@@ -3,6 +3,7 @@ the test's own where a test stops one (never the shared ones)."""
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -63,6 +64,22 @@ async def own_pg_url(own_postgres: PostgresProcess) -> str:
     return url
 
 
+@contextlib.asynccontextmanager
+async def _deployed(
+    processes: ProcessManager,
+    target: FaultTarget,
+    database_url: str,
+    **queue: str,
+) -> AsyncIterator[Deployment]:
+    """A deployment whose processes are stopped before its own resources are released."""
+    deployment = Deployment(processes, target, database_url, **queue)
+    try:
+        yield deployment
+    finally:
+        await processes.close()
+        await deployment.close()
+
+
 @pytest.fixture
 async def production(
     processes: ProcessManager,
@@ -72,26 +89,18 @@ async def production(
     redis_prefix: str,
 ) -> AsyncIterator[Deployment]:
     """Shared PostgreSQL (a fresh database) and shared Redis (a fresh prefix)."""
-    deployment = Deployment(
+    async with _deployed(
         processes, fault_target, pg_url, redis_url=redis_url, redis_prefix=redis_prefix
-    )
-    try:
+    ) as deployment:
         yield deployment
-    finally:
-        await processes.close()
-        await deployment.close()
 
 
 @pytest.fixture
 async def with_own_redis(
     processes: ProcessManager, fault_target: FaultTarget, pg_url: str, own_redis: RedisProcess
 ) -> AsyncIterator[Deployment]:
-    deployment = Deployment(processes, fault_target, pg_url, redis_url=own_redis.url)
-    try:
+    async with _deployed(processes, fault_target, pg_url, redis_url=own_redis.url) as deployment:
         yield deployment
-    finally:
-        await processes.close()
-        await deployment.close()
 
 
 @pytest.fixture
@@ -102,23 +111,16 @@ async def with_own_postgres(
     redis_url: str,
     redis_prefix: str,
 ) -> AsyncIterator[Deployment]:
-    deployment = Deployment(
+    async with _deployed(
         processes, fault_target, own_pg_url, redis_url=redis_url, redis_prefix=redis_prefix
-    )
-    try:
+    ) as deployment:
         yield deployment
-    finally:
-        await processes.close()
-        await deployment.close()
 
 
 @pytest.fixture
 async def embedded(
     processes: ProcessManager, fault_target: FaultTarget, tmp_path: Path
 ) -> AsyncIterator[Deployment]:
-    deployment = Deployment(processes, fault_target, f"sqlite+aiosqlite:///{tmp_path / 'tc.db'}")
-    try:
+    sqlite = f"sqlite+aiosqlite:///{tmp_path / 'tc.db'}"
+    async with _deployed(processes, fault_target, sqlite) as deployment:
         yield deployment
-    finally:
-        await processes.close()
-        await deployment.close()
