@@ -157,9 +157,10 @@ def choose_root(tree: LexborHTMLParser) -> LexborNode | None:
     return body
 
 
-def _word_count(text: str) -> int:
-    if _CJK.search(text) is None:
-        return len(text.split())
+def _word_count(text: str, words: list[str]) -> int:
+    """``words`` is ``text`` split on whitespace; CJK characters count one word each."""
+    if text.isascii() or _CJK.search(text) is None:  # isascii() is a flag check, not a scan
+        return len(words)
     return len(_CJK_OR_RUN.findall(text))
 
 
@@ -168,10 +169,10 @@ def main_content(tree: LexborHTMLParser) -> MainContent:
     cleaner = Cleaner.for_tree(tree)
     cleaner.strip_boilerplate()
     root = choose_root(tree)
-    if root is None:
-        text = ""
-    else:
+    words: list[str] = []
+    if root is not None:
         cleaner.strip_flagged(root)
-        text = " ".join(root.text(deep=True, separator=" ").split())
+        words = root.text(deep=True, separator=" ").split()
+    text = " ".join(words)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return MainContent(root, text, _word_count(text), f"sha256:{digest}")
+    return MainContent(root, text, _word_count(text, words), f"sha256:{digest}")

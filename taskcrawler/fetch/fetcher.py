@@ -9,8 +9,8 @@ failure becomes a :class:`FetchError` with a stable code; the worker decides on 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from contextlib import AbstractAsyncContextManager, asynccontextmanager, nullcontext
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -127,6 +127,8 @@ class Fetcher:
         )
 
     async def close(self) -> None:
+        if self.limiter is not None:
+            await self.limiter.close()
         if self._owns_session and self._session is not None:
             await self._session.close()
             self._session = None
@@ -182,29 +184,23 @@ class Fetcher:
             if hops.obey_robots and self.robots is not None:
                 # Before taking a politeness slot: the robots fetch takes one of its own.
                 await self.robots.check(target)
-            async with self._request(target, headers, hops) as resp:
-                next_target = _redirect_target(resp)
-                if next_target is None:
-                    return await read(resp)
+            host = target.raw_host or ""
+            hops.waiting_for_host = host
+            async with self._slot(host):  # held until the body is read
+                hops.waiting_for_host = None
+                session = self._session_or_new()
+                async with session.get(target, allow_redirects=False, headers=headers) as resp:
+                    next_target = _redirect_target(resp)
+                    if next_target is None:
+                        return await read(resp)
             hops.add(target, next_target)
             target = next_target
 
-    @asynccontextmanager
-    async def _request(
-        self, target: URL, headers: Mapping[str, str] | None, hops: _Hops
-    ) -> AsyncIterator[aiohttp.ClientResponse]:
-        """One request, holding a politeness slot for its host until the body is read."""
-        host = target.raw_host or ""
-        session = self._session_or_new()
+    def _slot(self, host: str) -> AbstractAsyncContextManager[None]:
+        """One politeness slot for ``host`` (or none, without a limiter)."""
         if self.limiter is None:
-            slot: AbstractAsyncContextManager[None] = nullcontext()
-        else:
-            slot = self.limiter.slot(host, max_wait=self._host_wait)
-        hops.waiting_for_host = host
-        async with slot:
-            hops.waiting_for_host = None
-            async with session.get(target, allow_redirects=False, headers=headers) as resp:
-                yield resp
+            return _NO_SLOT
+        return self.limiter.slot(host, max_wait=self._host_wait)
 
     async def _read_page(self, url: str, resp: aiohttp.ClientResponse) -> FetchedPage:
         _check_status(resp)
@@ -225,6 +221,9 @@ class Fetcher:
             charset=resp.charset,
             body=body,
         )
+
+
+_NO_SLOT: AbstractAsyncContextManager[None] = nullcontext()
 
 
 class _Hops:

@@ -12,8 +12,8 @@ import logging
 import random
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from collections.abc import Awaitable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
 
@@ -47,6 +47,10 @@ class HostLimiter(Protocol):
         """Hold one of the host's slots; raise :class:`HostBusyError` after ``max_wait`` s."""
         ...
 
+    async def close(self) -> None:
+        """Hand back every slot still being released."""
+        ...
+
 
 def host_key(host: str) -> str:
     """Limits are per host name (not per port): one server, however many ports it serves."""
@@ -73,14 +77,30 @@ class MemoryHostLimiter:
         self._delay = delay_seconds
         self._hosts: dict[str, _Host] = {}
 
-    @asynccontextmanager
-    async def slot(self, host: str, *, max_wait: float | None = None) -> AsyncIterator[None]:
-        key = host_key(host)
-        await _within(max_wait, self._acquire(key), key, retry_after=self._delay or 1.0)
-        try:
-            yield
-        finally:
-            self._release(key)
+    def slot(self, host: str, *, max_wait: float | None = None) -> _MemorySlot:
+        return _MemorySlot(self, host_key(host), max_wait)
+
+    async def close(self) -> None:
+        return None
+
+    async def acquire(self, key: str, max_wait: float | None) -> None:
+        if not self._try_acquire(key):
+            await _within(max_wait, self._acquire(key), key, retry_after=self._delay or 1.0)
+
+    def _try_acquire(self, key: str) -> bool:
+        """Take a slot at once if one is free, no one queues and no delay is due: the common
+        case, without a timer or a coroutine."""
+        state = self._hosts.get(key)
+        if state is None:
+            state = self._hosts[key] = _Host()
+        elif state.active >= self._concurrency or state.waiters:
+            return False
+        now = asyncio.get_running_loop().time()
+        if state.next_start > now:
+            return False
+        state.active += 1
+        state.next_start = now + self._delay
+        return True
 
     def in_flight(self, host: str) -> int:
         state = self._hosts.get(host_key(host))
@@ -117,7 +137,7 @@ class MemoryHostLimiter:
             if waiter in state.waiters:
                 state.waiters.remove(waiter)
 
-    def _release(self, key: str) -> None:
+    def release(self, key: str) -> None:
         state = self._hosts[key]
         state.active -= 1
         self._wake(state)
@@ -132,6 +152,21 @@ class MemoryHostLimiter:
             if not waiter.done():
                 waiter.set_result(None)
                 return
+
+
+class _MemorySlot:
+    __slots__ = ("_key", "_limiter", "_max_wait")
+
+    def __init__(self, limiter: MemoryHostLimiter, key: str, max_wait: float | None) -> None:
+        self._limiter = limiter
+        self._key = key
+        self._max_wait = max_wait
+
+    async def __aenter__(self) -> None:
+        await self._limiter.acquire(self._key, self._max_wait)
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._limiter.release(self._key)
 
 
 # --- through Redis ------------------------------------------------------------------------
@@ -190,24 +225,62 @@ class RedisHostLimiter:
         self._prefix = prefix
         self._local = MemoryHostLimiter(concurrency)
         self._acquire_script = redis.register_script(_ACQUIRE)
+        self._releasing: dict[str, list[tuple[str, str]]] = {}  # leases key -> (host, token)
+        self._flusher: asyncio.Task[None] | None = None
 
     def keys(self, host: str) -> list[str]:
         # The {host} hash tag keeps both keys in one Redis Cluster slot (Lua needs that).
         base = f"{self._prefix}:politeness:{{{host_key(host)}}}"
         return [f"{base}:leases", f"{base}:next"]
 
-    @asynccontextmanager
-    async def slot(self, host: str, *, max_wait: float | None = None) -> AsyncIterator[None]:
+    def slot(self, host: str, *, max_wait: float | None = None) -> _RedisSlot:
+        return _RedisSlot(self, host, max_wait)
+
+    async def hold(self, host: str, max_wait: float | None) -> str:
+        """Take the local gate, then a lease in Redis; returns the lease's token."""
         loop = asyncio.get_running_loop()
         started = loop.time()
-        async with self._local.slot(host, max_wait=max_wait):
+        key = host_key(host)
+        await self._local.acquire(key, max_wait)
+        try:
             left = None if max_wait is None else max(0.0, max_wait - (loop.time() - started))
             retry_after = max(self._delay_ms / 1000, 1.0)
-            token = await _within(left, self._acquire(host), host, retry_after=retry_after)
+            return await _within(left, self._acquire(host), host, retry_after=retry_after)
+        except BaseException:
+            self._local.release(key)
+            raise
+
+    def release(self, host: str, token: str) -> None:
+        """Queue the lease's release; the local gate opens once Redis has it back.
+
+        Releases are sent by one task, as many as have queued up in one round trip, so a busy
+        worker pays a fraction of a round trip per fetch. Nothing here awaits: a cancelled
+        fetch hands its slot back as surely as a finished one.
+        """
+        self._releasing.setdefault(self.keys(host)[0], []).append((host_key(host), token))
+        if self._flusher is None or self._flusher.done():
+            self._flusher = asyncio.create_task(self._flush_releases(), name="politeness-release")
+
+    async def close(self) -> None:
+        if self._flusher is not None:
+            await self._flusher
+
+    async def _flush_releases(self) -> None:
+        while self._releasing:
+            batch, self._releasing = self._releasing, {}
             try:
-                yield
+                pipe = self._redis.pipeline(transaction=False)
+                for leases, held in batch.items():
+                    pipe.zrem(leases, *(token for _, token in held))
+                await pipe.execute()
+            except (RedisError, OSError) as exc:
+                log.warning(
+                    "politeness: could not release %d slots (%s); they expire", len(batch), exc
+                )
             finally:
-                await self._release(host, token)
+                for held in batch.values():
+                    for key, _ in held:
+                        self._local.release(key)
 
     async def _acquire(self, host: str) -> str:
         token = uuid.uuid4().hex
@@ -227,12 +300,21 @@ class RedisHostLimiter:
                 await asyncio.sleep(random.uniform(backoff / 2, backoff))
                 backoff = min(backoff * 2, POLL_MAX_SECONDS)
 
-    async def _release(self, host: str, token: str) -> None:
-        try:
-            # Shielded: a cancelled fetch must still hand its slot back now, not at lease expiry.
-            await asyncio.shield(self._redis.zrem(self.keys(host)[0], token))
-        except (RedisError, OSError) as exc:
-            log.warning("politeness: could not release a slot for %s (%s); it expires", host, exc)
+
+class _RedisSlot:
+    __slots__ = ("_host", "_limiter", "_max_wait", "_token")
+
+    def __init__(self, limiter: RedisHostLimiter, host: str, max_wait: float | None) -> None:
+        self._limiter = limiter
+        self._host = host
+        self._max_wait = max_wait
+        self._token = ""
+
+    async def __aenter__(self) -> None:
+        self._token = await self._limiter.hold(self._host, self._max_wait)
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        self._limiter.release(self._host, self._token)
 
 
 async def _within(

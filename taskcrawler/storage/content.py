@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import hashlib
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from uuid import UUID
 
@@ -57,32 +58,72 @@ class ContentRecord:
     content: PageContent
 
 
-async def save_page_content(conn: AsyncConnection, records: Sequence[ContentRecord]) -> None:
-    """Write texts, links and archives inside the caller's transaction, replacing what an
-    earlier run left. Links and the archive are replaced only when the record carries them."""
-    if not records:
-        return
-    ids = [r.job_id for r in records]
-    texts = [
-        {"job_id": r.job_id, "format": fmt, "body": body}
-        for r in records
-        for fmt, body in r.content.texts.items()
-    ]
+@dataclass(slots=True)
+class ContentRows:
+    """The rows a batch of records writes, built before the transaction that writes them."""
+
+    job_ids: list[UUID] = field(default_factory=list)
+    texts: list[dict[str, Any]] = field(default_factory=list)
+    linked: list[UUID] = field(default_factory=list)  # jobs whose links are replaced
+    links: list[dict[str, Any]] = field(default_factory=list)
+    archives: list[dict[str, Any]] = field(default_factory=list)
+
+    def only(self, job_ids: set[UUID]) -> ContentRows:
+        """The rows of ``job_ids`` alone (the jobs a transaction found it still holds)."""
+        return ContentRows(
+            [i for i in self.job_ids if i in job_ids],
+            [row for row in self.texts if row["job_id"] in job_ids],
+            [i for i in self.linked if i in job_ids],
+            [row for row in self.links if row["job_id"] in job_ids],
+            [row for row in self.archives if row["job_id"] in job_ids],
+        )
+
+
+def content_rows(records: Sequence[ContentRecord]) -> ContentRows:
     with_links = [r for r in records if r.content.links is not None]
-    links = [_link_row(r, link) for r in with_links for link in r.content.links or ()]
-    archives = [
-        _archive_row(r.job_id, r.content.archive) for r in records if r.content.archive is not None
-    ]
-    await conn.execute(job_contents.delete().where(job_contents.c.job_id.in_(ids)))
-    if with_links:
-        linked = [r.job_id for r in with_links]
-        await conn.execute(job_links.delete().where(job_links.c.job_id.in_(linked)))
-    if archives:
-        archived = [row["job_id"] for row in archives]
+    return ContentRows(
+        job_ids=[r.job_id for r in records],
+        texts=[
+            {"job_id": r.job_id, "format": fmt, "body": body}
+            for r in records
+            for fmt, body in r.content.texts.items()
+        ],
+        linked=[r.job_id for r in with_links],
+        links=[_link_row(r, link) for r in with_links for link in r.content.links or ()],
+        archives=[
+            _archive_row(r.job_id, r.content.archive)
+            for r in records
+            if r.content.archive is not None
+        ],
+    )
+
+
+async def prepare_content(records: Sequence[ContentRecord]) -> ContentRows:
+    """:func:`content_rows` in a thread: gzip and sha256 of every archived body are most of its
+    cost, and both release the GIL, so they run beside the event loop rather than on it."""
+    if not records:
+        return ContentRows()
+    return await asyncio.to_thread(content_rows, records)
+
+
+async def write_content(conn: AsyncConnection, rows: ContentRows) -> None:
+    """Write texts, links and archives inside the caller's transaction, replacing what an
+    earlier run left. Links and the archive are replaced only when the record carried them."""
+    if not rows.job_ids:
+        return
+    await conn.execute(job_contents.delete().where(job_contents.c.job_id.in_(rows.job_ids)))
+    if rows.linked:
+        await conn.execute(job_links.delete().where(job_links.c.job_id.in_(rows.linked)))
+    if rows.archives:
+        archived = [row["job_id"] for row in rows.archives]
         await conn.execute(page_archive.delete().where(page_archive.c.job_id.in_(archived)))
-    for table, rows in ((job_contents, texts), (job_links, links), (page_archive, archives)):
-        if rows:
-            await conn.execute(table.insert(), rows)
+    for table, values in (
+        (job_contents, rows.texts),
+        (job_links, rows.links),
+        (page_archive, rows.archives),
+    ):
+        if values:
+            await conn.execute(table.insert(), values)
 
 
 def _link_row(record: ContentRecord, link: OutLink) -> dict[str, Any]:
@@ -173,6 +214,7 @@ class ContentStore:
     @unavailable_on_connection_errors
     async def rewrite_results(self, results: Sequence[Reextracted]) -> None:
         """Replace stored results with fresh extractions of the archived bodies."""
+        rows = await prepare_content([r.record for r in results])
         async with self.db.write() as conn:
             await conn.execute(
                 jobs.update()
@@ -180,7 +222,7 @@ class ContentStore:
                 .values(scraped_title=sa.bindparam("title"), result=sa.bindparam("result")),
                 [{"b_id": r.record.job_id, "title": r.title, "result": r.result} for r in results],
             )
-            await save_page_content(conn, [r.record for r in results])
+            await write_content(conn, rows)
 
     async def archived(self, *, batch: int = 200) -> AsyncIterator[list[Archived]]:
         """Every archived page, in batches, for re-extraction."""

@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from taskcrawler.domain import ClaimedJob, JobStatus, Outcome
 from taskcrawler.domain.errors import ErrorCode
 from taskcrawler.storage import webhooks
-from taskcrawler.storage.content import ContentRecord, save_page_content
+from taskcrawler.storage.content import ContentRecord, prepare_content, write_content
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.rows import DEFAULT_FORMATS, PENDING, PROCESSING, utcnow
@@ -150,10 +150,14 @@ class WorkStore:
             jobs.c.lease_token == sa.bindparam("b_token"),
             jobs.c.status == PROCESSING,
         )
+        with_content = [o for o in outcomes if o.content is not None]
+        content = await prepare_content(
+            [ContentRecord(o.job.id, o.job.owner, o.content) for o in with_content if o.content]
+        )
         async with self.db.write() as conn:
             # Content is written only for jobs this batch still holds, checked (and locked, on
             # PostgreSQL) before the guarded updates release the leases.
-            held = await _held(conn, [o for o in outcomes if o.content is not None])
+            held = await _held(conn, with_content)
             # One executemany per kind: rows of a kind set the same columns.
             for params in groups.values():
                 columns: dict[str, Any] = {
@@ -162,14 +166,7 @@ class WorkStore:
                 columns |= {"lease_token": None, "lease_expires_at": None}
                 await conn.execute(jobs.update().where(guarded).values(columns), params)
             await webhooks.enqueue_for_outcomes(conn, outcomes)  # the outbox, same transaction
-            await save_page_content(
-                conn,
-                [
-                    ContentRecord(o.job.id, o.job.owner, o.content)
-                    for o in outcomes
-                    if o.content is not None and o.job.id in held
-                ],
-            )
+            await write_content(conn, content.only(held))
 
     # --- sweeper --------------------------------------------------------------------------
 

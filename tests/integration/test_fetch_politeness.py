@@ -117,6 +117,59 @@ async def test_a_cancelled_fetch_hands_its_slot_back(redis: tuple[Redis, str]) -
         pass
 
 
+async def test_slots_released_together_go_back_in_one_round_trip(
+    redis: tuple[Redis, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    limiter = _limiter(redis, concurrency=20)
+    round_trips = 0
+    pipeline = limiter._redis.pipeline
+
+    def counting_pipeline(*args: object, **kwargs: object) -> object:
+        nonlocal round_trips
+        round_trips += 1
+        return pipeline(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(limiter._redis, "pipeline", counting_pipeline)
+    release, all_held = asyncio.Event(), asyncio.Event()
+    held = 0
+
+    async def hold(host: str) -> None:
+        nonlocal held
+        async with limiter.slot(host):
+            held += 1
+            if held == 20:
+                all_held.set()
+            await release.wait()
+
+    holders = [asyncio.create_task(hold(f"h{i % 2}.test")) for i in range(20)]
+    await all_held.wait()
+    release.set()
+    await asyncio.gather(*holders)
+    await limiter.close()
+    assert round_trips == 1
+    client, _prefix = redis
+    for host in ("h0.test", "h1.test"):
+        assert await client.zcard(limiter.keys(host)[0]) == 0
+        assert limiter._local.in_flight(host) == 0
+
+
+async def test_a_release_redis_refuses_still_opens_the_local_gate(
+    redis: tuple[Redis, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The lease then expires in Redis; this process must not stay blocked until it does."""
+    from redis.exceptions import ConnectionError as RedisConnectionError
+
+    limiter = _limiter(redis, concurrency=1)
+    async with limiter.slot("a.test"):
+
+        def broken_pipeline(*args: object, **kwargs: object) -> object:
+            raise RedisConnectionError("gone")
+
+        monkeypatch.setattr(limiter._redis, "pipeline", broken_pipeline)
+    await limiter.close()
+    assert limiter._local.in_flight("a.test") == 0
+
+
 async def test_the_fetcher_reports_host_busy_instead_of_waiting(
     redis: tuple[Redis, str], server: HostileServer
 ) -> None:
