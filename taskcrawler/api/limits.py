@@ -15,9 +15,13 @@ class BodySizeLimit:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = dict(scope["headers"]).get(b"content-length")
-        if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
-            await self._refuse(send)
+        declared = _declared_length(scope)
+        if declared is not None:
+            if declared > self.max_bytes:
+                await self._refuse(send)
+            else:
+                # The HTTP server frames the body by Content-Length: it cannot run longer.
+                await self.app(scope, receive, send)
             return
         received = 0
         responded = False
@@ -60,3 +64,16 @@ class BodySizeLimit:
             }
         )
         await send({"type": "http.response.body", "body": body})
+
+
+def _declared_length(scope: Scope) -> int | None:
+    """The request's Content-Length, unless it is missing, malformed or beside chunked framing."""
+    length = None
+    for name, value in scope["headers"]:
+        if name == b"transfer-encoding":
+            return None
+        if name == b"content-length":
+            if not value.isdigit() or length is not None:
+                return None
+            length = int(value)
+    return length

@@ -76,6 +76,9 @@ def _run_api(settings: Settings, *, run_worker: bool) -> int:
         loop="auto",
         http="auto",
         access_log=False,
+        # Nothing reads the client's address (limits are per API key), so skip rewriting it
+        # from X-Forwarded-For on every request.
+        proxy_headers=False,
         log_config=None,
         timeout_graceful_shutdown=int(settings.shutdown_grace_seconds) + 5,
     )
