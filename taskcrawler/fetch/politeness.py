@@ -171,29 +171,40 @@ class _MemorySlot:
 
 # --- through Redis ------------------------------------------------------------------------
 
-# One atomic step per attempt. Redis's own clock is used so machines with skewed clocks agree.
+# One atomic step per attempt, for every task of this process waiting on the host: it grants
+# as many leases as are free (one when a delay spaces the starts). Redis's own clock is used so
+# machines with skewed clocks agree.
 # KEYS[1]: sorted set of leases (member: token, score: expiry ms); KEYS[2]: next allowed start ms.
-# ARGV: concurrency, delay ms, lease ms, token. Returns {1, 0} on success, {0, wait ms} when the
-# delay says wait (a known time), {0, -1} when the host is full (wait for a release).
+# ARGV: concurrency, delay ms, lease ms, then one token per waiting task. Returns {granted, wait}:
+# the first `granted` tokens now hold leases; wait is -1 when the host is full (wait for a
+# release), else the ms until the next start is allowed.
 _ACQUIRE = """
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-if redis.call('ZCARD', KEYS[1]) >= tonumber(ARGV[1]) then
+local free = tonumber(ARGV[1]) - redis.call('ZCARD', KEYS[1])
+if free <= 0 then
   return {0, -1}
 end
 local next_start = tonumber(redis.call('GET', KEYS[2]) or '0')
 if next_start > now then
   return {0, next_start - now}
 end
-local lease = tonumber(ARGV[3])
-redis.call('ZADD', KEYS[1], now + lease, ARGV[4])
-redis.call('PEXPIRE', KEYS[1], lease)
 local delay = tonumber(ARGV[2])
+local granted = math.min(free, #ARGV - 3)
 if delay > 0 then
+  granted = 1
   redis.call('SET', KEYS[2], now + delay, 'PX', delay)
 end
-return {1, 0}
+local lease = tonumber(ARGV[3])
+for i = 1, granted do
+  redis.call('ZADD', KEYS[1], now + lease, ARGV[3 + i])
+end
+redis.call('PEXPIRE', KEYS[1], lease)
+if granted < free then
+  return {granted, delay}
+end
+return {granted, -1}
 """
 
 POLL_MIN_SECONDS = 0.005
@@ -227,6 +238,8 @@ class RedisHostLimiter:
         self._acquire_script = redis.register_script(_ACQUIRE)
         self._releasing: dict[str, list[tuple[str, str]]] = {}  # leases key -> (host, token)
         self._flusher: asyncio.Task[None] | None = None
+        self._asking: dict[str, deque[_Ask]] = {}  # host key -> tasks waiting for a lease
+        self._askers: dict[str, asyncio.Task[None]] = {}
 
     def keys(self, host: str) -> list[str]:
         # The {host} hash tag keeps both keys in one Redis Cluster slot (Lua needs that).
@@ -257,7 +270,11 @@ class RedisHostLimiter:
         worker pays a fraction of a round trip per fetch. Nothing here awaits: a cancelled
         fetch hands its slot back as surely as a finished one.
         """
-        self._releasing.setdefault(self.keys(host)[0], []).append((host_key(host), token))
+        self._queue_release(host, token, local=True)
+
+    def _queue_release(self, host: str, token: str, *, local: bool) -> None:
+        gate = host_key(host) if local else ""
+        self._releasing.setdefault(self.keys(host)[0], []).append((gate, token))
         if self._flusher is None or self._flusher.done():
             self._flusher = asyncio.create_task(self._flush_releases(), name="politeness-release")
 
@@ -279,26 +296,80 @@ class RedisHostLimiter:
                 )
             finally:
                 for held in batch.values():
-                    for key, _ in held:
-                        self._local.release(key)
+                    for gate, _ in held:
+                        if gate:
+                            self._local.release(gate)
 
     async def _acquire(self, host: str) -> str:
-        token = uuid.uuid4().hex
+        """Wait for a lease; the host's asker asks Redis for every waiting task at once."""
+        key = host_key(host)
+        ask = _Ask(uuid.uuid4().hex, asyncio.get_running_loop().create_future())
+        self._asking.setdefault(key, deque()).append(ask)
+        if key not in self._askers:
+            self._askers[key] = asyncio.create_task(self._ask_for(host, key), name="politeness")
+        try:
+            return await ask.granted
+        except asyncio.CancelledError:
+            # Granted, then cancelled before this task ran again: the lease is ours to return.
+            if ask.granted.done() and not ask.granted.cancelled() and not ask.granted.exception():
+                self._queue_release(host, ask.token, local=False)
+            raise
+
+    async def _ask_for(self, host: str, key: str) -> None:
         keys = self.keys(host)
-        args: list[int | str] = [self._concurrency, self._delay_ms, self._lease_ms, token]
         backoff = POLL_MIN_SECONDS
-        while True:
-            try:
-                granted, wait_ms = await self._acquire_script(keys=keys, args=args)
-            except (RedisError, OSError) as exc:
-                raise QueueUnavailable(f"Redis unreachable for politeness limits: {exc}") from exc
-            if granted:
-                return token
-            if wait_ms >= 0:
-                await asyncio.sleep(wait_ms / 1000 + random.uniform(0, POLL_MIN_SECONDS))
+        asks: list[_Ask] = []
+        try:
+            while asks := self._live_asks(key):
+                tokens = [ask.token for ask in asks]
+                try:
+                    granted, wait_ms = await self._acquire_script(
+                        keys=keys, args=[self._concurrency, self._delay_ms, self._lease_ms, *tokens]
+                    )
+                except (RedisError, OSError) as exc:
+                    error = QueueUnavailable(f"Redis unreachable for politeness limits: {exc}")
+                    for ask in asks:
+                        if not ask.granted.done():
+                            ask.granted.set_exception(error)
+                    continue
+                self._hand_out(host, key, asks, granted)
+                if granted == len(asks):
+                    backoff = POLL_MIN_SECONDS
+                elif wait_ms >= 0:
+                    await asyncio.sleep(wait_ms / 1000 + random.uniform(0, POLL_MIN_SECONDS))
+                else:
+                    await asyncio.sleep(random.uniform(backoff / 2, backoff))
+                    backoff = min(backoff * 2, POLL_MAX_SECONDS)
+        finally:
+            del self._askers[key]
+            # Cancelled (shutdown): no one is left to ask for these.
+            for ask in [*asks, *self._asking.pop(key, ())]:
+                ask.granted.cancel()
+
+    def _live_asks(self, key: str) -> list[_Ask]:
+        """Take the host's waiting tasks (dropping those that gave up); empty ends the asker."""
+        queue = self._asking.get(key)
+        asks = [ask for ask in queue or () if not ask.granted.done()]
+        if not asks:
+            self._asking.pop(key, None)
+        elif queue is not None:
+            queue.clear()
+        return asks
+
+    def _hand_out(self, host: str, key: str, asks: list[_Ask], granted: int) -> None:
+        for ask in asks[:granted]:
+            if ask.granted.done():  # gave up while Redis granted it: hand the lease back
+                self._queue_release(host, ask.token, local=False)
             else:
-                await asyncio.sleep(random.uniform(backoff / 2, backoff))
-                backoff = min(backoff * 2, POLL_MAX_SECONDS)
+                ask.granted.set_result(ask.token)
+        # The rest keep their place ahead of tasks that came later.
+        self._asking.setdefault(key, deque()).extendleft(reversed(asks[granted:]))
+
+
+@dataclass(slots=True)
+class _Ask:
+    token: str
+    granted: asyncio.Future[str]
 
 
 class _RedisSlot:

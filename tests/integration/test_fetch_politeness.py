@@ -10,6 +10,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from redis.asyncio import Redis
@@ -167,6 +168,74 @@ async def test_a_release_redis_refuses_still_opens_the_local_gate(
 
         monkeypatch.setattr(limiter._redis, "pipeline", broken_pipeline)
     await limiter.close()
+    assert limiter._local.in_flight("a.test") == 0
+
+
+async def test_tasks_waiting_together_get_their_leases_in_one_round_trip(
+    redis: tuple[Redis, str],
+) -> None:
+    limiter = _limiter(redis, concurrency=30)
+    calls = 0
+    script = limiter._acquire_script
+
+    async def counting_script(**kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        return await script(**kwargs)
+
+    limiter._acquire_script = counting_script  # type: ignore[assignment]
+    tokens = await asyncio.gather(*(limiter.hold("a.test", None) for _ in range(25)))
+    assert calls == 1
+    client, _prefix = redis
+    assert await client.zcard(limiter.keys("a.test")[0]) == 25
+    for token in tokens:
+        limiter.release("a.test", token)
+    await limiter.close()
+    assert await client.zcard(limiter.keys("a.test")[0]) == 0
+
+
+async def test_only_the_free_slots_are_granted_and_the_rest_wait_their_turn(
+    redis: tuple[Redis, str],
+) -> None:
+    limiter = _limiter(redis, concurrency=3)
+    in_flight = peak = 0
+    order: list[int] = []
+
+    async def one(i: int) -> None:
+        nonlocal in_flight, peak
+        async with limiter.slot("a.test"):
+            order.append(i)
+            in_flight += 1
+            peak = max(peak, in_flight)
+            await asyncio.sleep(0.01)
+            in_flight -= 1
+
+    await asyncio.gather(*(one(i) for i in range(12)))
+    await limiter.close()
+    assert peak == 3
+    assert sorted(order) == list(range(12))
+
+
+async def test_a_lease_granted_to_a_task_that_gave_up_is_handed_back(
+    redis: tuple[Redis, str],
+) -> None:
+    limiter = _limiter(redis, concurrency=2)
+    script = limiter._acquire_script
+    waiter: asyncio.Task[str] | None = None
+
+    async def cancelling_script(**kwargs: Any) -> Any:
+        assert waiter is not None
+        waiter.cancel()  # gives up while Redis is granting its lease
+        return await script(**kwargs)
+
+    limiter._acquire_script = cancelling_script  # type: ignore[assignment]
+    waiter = asyncio.create_task(limiter.hold("a.test", None))
+    with pytest.raises(asyncio.CancelledError):
+        await waiter
+    await asyncio.sleep(0.05)  # the asker hands out, then the release is flushed
+    await limiter.close()
+    client, _prefix = redis
+    assert await client.zcard(limiter.keys("a.test")[0]) == 0
     assert limiter._local.in_flight("a.test") == 0
 
 
