@@ -76,6 +76,7 @@ class Worker:
         self.stats = WorkerStats()
         self.sweeper = Sweeper(settings, store, queue)
         self._tasks: set[asyncio.Task[None]] = set()
+        self._saving = 0  # of self._tasks, those past fetching and waiting for their write
         self._slot_freed = asyncio.Event()
         self._lease_holders: Counter[UUID] = Counter()
         self._writer: Coalescer[Outcome, None] = Coalescer(self._persist, max_batch=500)
@@ -123,7 +124,12 @@ class Worker:
 
     @property
     def free_slots(self) -> int:
-        return self.settings.worker_concurrency - len(self._tasks)
+        """Fetch slots: a job waiting for its write (a group commit) holds none, so the next
+        fetches overlap the commit; those waiting jobs are bounded too, or a stalled database
+        would let the worker fetch without end."""
+        concurrency = self.settings.worker_concurrency
+        fetching = len(self._tasks) - self._saving
+        return min(concurrency - fetching, 2 * concurrency - len(self._tasks))
 
     async def _consume_loop(self) -> None:
         failures = 0
@@ -196,7 +202,12 @@ class Worker:
         bind_job(job.id)  # every log line of this task carries the job's id
         try:
             outcome = await self._attempt(job)
-            await self._save(outcome)
+            self._saving += 1
+            self._slot_freed.set()
+            try:
+                await self._save(outcome)
+            finally:
+                self._saving -= 1
         except asyncio.CancelledError:
             await self._hand_back(job)
             raise
