@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import gc
 import signal
 import sys
 from collections.abc import Coroutine, Sequence
@@ -35,6 +36,17 @@ def run_async(main: Coroutine[Any, Any, T]) -> T:
 
 
 # --- commands -------------------------------------------------------------------------------
+
+
+def freeze_startup_heap() -> None:
+    """Put what start-up built (modules, classes, the app) out of the garbage collector's reach.
+
+    A full collection walks every tracked object; with FastAPI, SQLAlchemy and pydantic loaded
+    those walks paused a process 100-190 ms now and then (seen with ``gc.callbacks`` at 500
+    POST/s), which is most of the API's p99. Frozen objects are never walked again.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
@@ -69,6 +81,7 @@ def _run_api(settings: Settings, *, run_worker: bool) -> int:
     from taskcrawler.api import create_app
 
     app = create_app(settings, run_worker=run_worker)
+    freeze_startup_heap()
     config = uvicorn.Config(
         app,
         host=settings.host,
@@ -96,6 +109,7 @@ def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
             loop.add_signal_handler(sig, stop.set)
         await run_worker(settings, stop=stop, serve_metrics_port=True)
 
+    freeze_startup_heap()
     run_async(main())
     return 0
 
