@@ -537,10 +537,24 @@ def machine(pg_admin: str, redis_url: str) -> dict[str, str]:
         "kernel": platform.release(),
         "python": platform.python_version(),
         "load_before": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+        "cpu_speed": f"{cpu_speed_ms():.0f} ms for a fixed pure-Python loop (lower is faster)",
     }
     with contextlib.suppress(Exception):
         info |= versions(pg_admin, redis_url)
     return info
+
+
+def cpu_speed_ms() -> float:
+    """The best of three timings of one fixed CPU-bound loop on one core: runs on different
+    days (or machines that call themselves the same) are comparable only alongside this."""
+    best = float("inf")
+    for _ in range(3):
+        started = time.perf_counter()
+        total = 0
+        for i in range(3_000_000):
+            total += i * i
+        best = min(best, time.perf_counter() - started)
+    return best * 1000
 
 
 def _fmt(value: float | None, digits: int = 0) -> str:
@@ -575,7 +589,7 @@ def report(
     add("")
     add("Everything (target site, API, worker, PostgreSQL, Redis, load generator) shares these")
     add("cores. `load_before` is the load average when the run began: other work on the machine")
-    add("skews every figure.\n")
+    add("skews every figure, and `cpu_speed` says how fast one core was when it began.\n")
 
     add("## Figures against the targets (issue 8)\n")
     add("| figure | embedded (SQLite) | production (PostgreSQL + Redis) | target |")

@@ -1,7 +1,11 @@
 """Jobs through their whole life against a local target server, on both modes."""
 
 import asyncio
+from typing import Any
 
+import pytest
+
+from taskcrawler.storage import WorkStore
 from tests.e2e.harness import Service, ServiceFactory
 
 
@@ -92,3 +96,36 @@ async def test_many_pages_all_complete(service: Service, target) -> None:
     done = [await service.wait_for(job["id"]) for job in jobs]
     assert {job["status"] for job in done} == {"COMPLETED"}
     assert all(target.hits_for(f"/page/{n}") == 1 for n in range(200))
+
+
+async def test_jobs_waiting_for_their_write_free_their_fetch_slot_up_to_a_bound(
+    service_factory: ServiceFactory, target, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the database's writes stalled, fetching goes on past the concurrency (the writes
+    are group commits, and fetches should overlap them) but stops at twice it."""
+    writes_open = asyncio.Event()
+    record_outcomes = WorkStore.record_outcomes
+
+    async def stalled(self: WorkStore, *args: Any, **kwargs: Any) -> None:
+        await writes_open.wait()
+        await record_outcomes(self, *args, **kwargs)
+
+    monkeypatch.setattr(WorkStore, "record_outcomes", stalled)
+    pages = [f"/page/{n}" for n in range(10)]
+    async with service_factory(worker_concurrency=2) as service:
+        jobs = [await service.submit(target.url(page)) for page in pages]
+
+        def fetched() -> int:
+            return sum(target.hits_for(page) for page in pages)
+
+        async with asyncio.timeout(15):
+            while True:  # 2 jobs waiting on their write, 2 more fetching past them
+                if fetched() >= 4:
+                    break
+                await asyncio.sleep(0.02)
+        await asyncio.sleep(0.3)  # a fetch past the bound, if any, would land now
+        assert fetched() == 4
+        writes_open.set()
+        done = [await service.wait_for(job["id"]) for job in jobs]
+    assert {job["status"] for job in done} == {"COMPLETED"}
+    assert all(target.hits_for(page) == 1 for page in pages)

@@ -14,7 +14,8 @@ def test_startup_objects_are_frozen_out_of_later_collections() -> None:
         frozen = gc.get_freeze_count()
         assert frozen > 10_000  # this test process has pytest and taskcrawler loaded
         made_later = [[] for _ in range(1000)]
-        assert gc.get_freeze_count() == frozen  # only what existed when it ran
+        # Only what existed when it ran (frozen objects may still be freed, never added to).
+        assert gc.get_freeze_count() <= frozen
         del made_later
     finally:
         gc.unfreeze()
