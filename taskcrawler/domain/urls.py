@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from urllib.parse import SplitResult, urlsplit, urlunsplit
 
 from taskcrawler.domain.errors import InvalidURL
@@ -51,6 +52,8 @@ def validate_url(url: str) -> str:
     return url
 
 
+# Cached: a submitted URL is normalized when validated and again for its deduplication key.
+@lru_cache(maxsize=4096)
 def normalize_url(url: str) -> str:
     """The deduplication key: lower-case scheme and host, IDNA host, no default port, no fragment,
     ``/`` for an empty path. Query and path are kept as sent: servers may treat them as distinct."""
