@@ -340,11 +340,20 @@ class RedisHostLimiter:
                 else:
                     await asyncio.sleep(random.uniform(backoff / 2, backoff))
                     backoff = min(backoff * 2, POLL_MAX_SECONDS)
+        except BaseException as exc:
+            # Cancelled (shutdown) or a bug: the waiting tasks learn it rather than wait forever.
+            cancelled = not isinstance(exc, Exception)
+            for ask in [*asks, *self._asking.pop(key, ())]:
+                if ask.granted.done():
+                    continue
+                if cancelled:
+                    ask.granted.cancel()
+                else:
+                    ask.granted.set_exception(exc)
+            if cancelled:
+                raise
         finally:
             del self._askers[key]
-            # Cancelled (shutdown): no one is left to ask for these.
-            for ask in [*asks, *self._asking.pop(key, ())]:
-                ask.granted.cancel()
 
     def _live_asks(self, key: str) -> list[_Ask]:
         """Take the host's waiting tasks (dropping those that gave up); empty ends the asker."""

@@ -239,6 +239,23 @@ async def test_a_lease_granted_to_a_task_that_gave_up_is_handed_back(
     assert limiter._local.in_flight("a.test") == 0
 
 
+async def test_an_unexpected_error_asking_reaches_every_waiting_task(
+    redis: tuple[Redis, str],
+) -> None:
+    limiter = _limiter(redis, concurrency=5)
+
+    async def broken_script(**kwargs: Any) -> Any:
+        raise RuntimeError("a bug")
+
+    limiter._acquire_script = broken_script  # type: ignore[assignment]
+    results = await asyncio.gather(
+        *(limiter.hold("a.test", None) for _ in range(3)), return_exceptions=True
+    )
+    assert [type(r) for r in results] == [RuntimeError] * 3
+    assert limiter._local.in_flight("a.test") == 0
+    assert not limiter._askers
+
+
 async def test_the_fetcher_reports_host_busy_instead_of_waiting(
     redis: tuple[Redis, str], server: HostileServer
 ) -> None:
