@@ -6,6 +6,7 @@ from typing import Any
 import pytest
 
 from taskcrawler.storage import WorkStore
+from taskcrawler.worker import worker as worker_module
 from tests.e2e.harness import Service, ServiceFactory
 
 
@@ -98,11 +99,22 @@ async def test_many_pages_all_complete(service: Service, target) -> None:
     assert all(target.hits_for(f"/page/{n}") == 1 for n in range(200))
 
 
+@pytest.mark.parametrize(
+    ("backlog_bytes", "fetched_at_most"),
+    [
+        (worker_module.WRITE_BACKLOG_BYTES, 2 * (1 + worker_module.WRITE_BACKLOG_FACTOR)),
+        (0, 2),  # any page waiting is over the byte bound: only the two fetch slots
+    ],
+)
 async def test_jobs_waiting_for_their_write_free_their_fetch_slot_up_to_a_bound(
-    service_factory: ServiceFactory, target, monkeypatch: pytest.MonkeyPatch
+    service_factory: ServiceFactory,
+    target,
+    monkeypatch: pytest.MonkeyPatch,
+    backlog_bytes: int,
+    fetched_at_most: int,
 ) -> None:
     """With the database's writes stalled, fetching goes on past the concurrency (the writes
-    are group commits, and fetches should overlap them) but stops at twice it."""
+    are group commits, and fetches should overlap them) but stops at the backlog's bounds."""
     writes_open = asyncio.Event()
     record_outcomes = WorkStore.record_outcomes
 
@@ -111,7 +123,8 @@ async def test_jobs_waiting_for_their_write_free_their_fetch_slot_up_to_a_bound(
         await record_outcomes(self, *args, **kwargs)
 
     monkeypatch.setattr(WorkStore, "record_outcomes", stalled)
-    pages = [f"/page/{n}" for n in range(10)]
+    monkeypatch.setattr(worker_module, "WRITE_BACKLOG_BYTES", backlog_bytes)
+    pages = [f"/page/{n}" for n in range(fetched_at_most + 4)]
     async with service_factory(worker_concurrency=2) as service:
         jobs = [await service.submit(target.url(page)) for page in pages]
 
@@ -119,12 +132,12 @@ async def test_jobs_waiting_for_their_write_free_their_fetch_slot_up_to_a_bound(
             return sum(target.hits_for(page) for page in pages)
 
         async with asyncio.timeout(15):
-            while True:  # 2 jobs waiting on their write, 2 more fetching past them
-                if fetched() >= 4:
+            while True:
+                if fetched() >= fetched_at_most:
                     break
                 await asyncio.sleep(0.02)
         await asyncio.sleep(0.3)  # a fetch past the bound, if any, would land now
-        assert fetched() == 4
+        assert fetched() == fetched_at_most
         writes_open.set()
         done = [await service.wait_for(job["id"]) for job in jobs]
     assert {job["status"] for job in done} == {"COMPLETED"}
