@@ -215,9 +215,10 @@ class RedisHostLimiter:
     """Per-host limits shared by every process that uses the same Redis and prefix.
 
     A slot is a lease in a sorted set that expires on its own, so a process killed mid-request
-    frees its slots after ``lease_seconds`` (set it above the fetch deadline). Waiting is polling
-    with exponential backoff and jitter; a local gate first limits how many tasks of this
-    process poll for one host, so a queue of a thousand jobs does not hammer Redis.
+    frees its slots after ``lease_seconds`` (set it above the fetch deadline). A local gate first
+    limits how many tasks of this process wait for one host; those ask together, one script call
+    granting as many of them as there are free slots, and the rest poll with exponential backoff
+    and jitter. Releases, likewise, go back in one round trip per pass of the event loop.
     """
 
     def __init__(
@@ -236,7 +237,8 @@ class RedisHostLimiter:
         self._prefix = prefix
         self._local = MemoryHostLimiter(concurrency)
         self._acquire_script = redis.register_script(_ACQUIRE)
-        self._releasing: dict[str, list[tuple[str, str]]] = {}  # leases key -> (host, token)
+        # leases key -> (host key whose local gate to open, or '' for none; token)
+        self._releasing: dict[str, list[tuple[str, str]]] = {}
         self._flusher: asyncio.Task[None] | None = None
         self._asking: dict[str, deque[_Ask]] = {}  # host key -> tasks waiting for a lease
         self._askers: dict[str, asyncio.Task[None]] = {}
