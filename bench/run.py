@@ -334,17 +334,20 @@ def run_mode(
         print(f"  [{mode}] POST/s at 64 clients: {result.closed['per_second']:.0f}", flush=True)
         wait_final(counter, total_final, sampler, cfg.timeout)
 
+        def steady_load(start: int) -> dict[str, Any]:
+            return loadgen(
+                "open",
+                api,
+                target,
+                env,
+                start=start,
+                rate=cfg.rate,
+                duration=cfg.open_seconds,
+                max_seconds=30,
+            )
+
         # a steady offered load
-        result.open = loadgen(
-            "open",
-            api,
-            target,
-            env,
-            start=next_page,
-            rate=cfg.rate,
-            duration=cfg.open_seconds,
-            max_seconds=30,
-        )
+        result.open = steady_load(next_page)
         total_final += result.open["requests"] - result.open["errors"]
         print(
             f"  [{mode}] at {cfg.rate:.0f} POST/s: p50 {result.open['p50_ms']:.1f} ms, "
@@ -358,16 +361,7 @@ def run_mode(
             next_page += result.open["requests"]
             os.kill(worker_pid, signal.SIGSTOP)
             try:
-                result.open_alone = loadgen(
-                    "open",
-                    api,
-                    target,
-                    env,
-                    start=next_page,
-                    rate=cfg.rate,
-                    duration=cfg.open_seconds,
-                    max_seconds=30,
-                )
+                result.open_alone = steady_load(next_page)
             finally:
                 os.kill(worker_pid, signal.SIGCONT)
             total_final += result.open_alone["requests"] - result.open_alone["errors"]

@@ -43,7 +43,7 @@ async def get_caller(request: Request) -> Caller:
     One dependency rather than three (principal, services, caller): FastAPI resolves every
     sub-dependency per request, which on the hot POST was a tenth of the API's CPU.
     """
-    services: Services = request.app.state.services
+    services = await get_services(request)
     principal = await get_principal(request)
     caller = Caller(principal.owner, principal.key)
     await services.jobs.check_rate(caller)
