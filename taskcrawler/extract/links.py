@@ -45,12 +45,20 @@ def _anchor_text(node: LexborNode) -> str:
 _Target = tuple[str, bool, LexborNode, LexborAttributes]
 
 
+def _link_nodes(tree: LexborHTMLParser) -> list[LexborNode]:
+    """``a`` and ``area`` elements in document order. ``tags()`` walks the tree about twice as
+    fast as a CSS query; image maps are rare, so the query runs only when a page has one."""
+    if tree.tags("area"):
+        return tree.css(LINK_SELECTOR)
+    return tree.tags("a")
+
+
 def _targets(tree: LexborHTMLParser, resolver: Resolver) -> list[_Target]:
     """Every distinct web target in document order: (url, internal, first anchor, its attrs)."""
     seen: set[str] = set()
     found: list[_Target] = []
     classify = resolver.classify
-    for node in tree.css(LINK_SELECTOR):
+    for node in _link_nodes(tree):
         attrs = node.attrs  # lazier than .attributes, which copies every attribute
         href = attrs.get("href")
         if not href or href.lstrip().startswith("#"):

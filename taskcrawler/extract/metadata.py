@@ -19,7 +19,7 @@ from taskcrawler.extract.urls import Resolver
 
 JSON = Any
 _HEAD_SELECTOR = "title, meta, link[href], base[href]"
-_JSON_LD_SELECTOR = 'script[type="application/ld+json" i]'
+_JSON_LD_TYPE = "application/ld+json"
 _OG_URL_KEYS = frozenset(
     {"url", "image", "image:url", "image:secure_url", "video", "video:url", "video:secure_url"}
     | {"audio", "audio:url", "audio:secure_url"}
@@ -174,11 +174,21 @@ def _parse_json(raw: str) -> JSON:
         return json.loads(raw, strict=False, parse_int=_safe_int, parse_constant=lambda _name: None)
 
 
+def _json_ld_scripts(tree: LexborHTMLParser) -> list[LexborNode]:
+    # What `script[type="application/ld+json" i]` selects, from a walk that is about twice as
+    # fast as the CSS query.
+    return [
+        node
+        for node in tree.tags("script")
+        if (node.attrs.get("type") or "").lower() == _JSON_LD_TYPE
+    ]
+
+
 def read_json_ld(tree: LexborHTMLParser) -> tuple[list[JSON], list[dict[str, JSON]]]:
     """Every JSON-LD block, parsed (a top-level array is flattened); broken blocks reported."""
     items: list[JSON] = []
     errors: list[dict[str, JSON]] = []
-    for index, node in enumerate(tree.css(_JSON_LD_SELECTOR)):
+    for index, node in enumerate(_json_ld_scripts(tree)):
         raw = _JSON_LD_WRAPPERS.sub("", node.text()).strip().rstrip(";")
         if not raw:
             continue
@@ -196,13 +206,15 @@ def read_json_ld(tree: LexborHTMLParser) -> tuple[list[JSON], list[dict[str, JSO
 
 
 def headings(tree: LexborHTMLParser) -> dict[str, list[str]]:
-    found: dict[str, list[str]] = {"h1": [], "h2": []}
-    for node in tree.css("h1, h2"):
-        tag = node.tag
-        texts = found.get(tag or "")
-        if texts is None or len(texts) >= MAX_HEADINGS:
-            continue
+    return {tag: _heading_texts(tree, tag) for tag in ("h1", "h2")}
+
+
+def _heading_texts(tree: LexborHTMLParser, tag: str) -> list[str]:
+    texts: list[str] = []
+    for node in tree.tags(tag):
         text = collapse(node.text(deep=True))
         if text:
             texts.append(text)
-    return found
+            if len(texts) == MAX_HEADINGS:
+                break
+    return texts

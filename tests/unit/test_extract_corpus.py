@@ -9,6 +9,7 @@ import orjson
 import pytest
 
 from taskcrawler.extract import FORMATS, Extraction, extract
+from taskcrawler.extract.metadata import MAX_HEADINGS
 
 CORPUS = Path(__file__).resolve().parent.parent / "corpus"
 NEWS_URL = "https://news.example.com/world/2024/03/river-valley-plan"
@@ -273,3 +274,22 @@ def test_worker_call_shape_still_works() -> None:
     result = extract(b"<title> A \n title </title>", url="https://e.com/", charset=None)
     assert result.title == "A title"
     assert result.metadata["title"] == "A title"
+
+
+def test_json_ld_type_is_matched_without_regard_to_case_and_other_scripts_are_ignored() -> None:
+    body = b"""<html><head>
+    <script type="Application/LD+JSON">{"@type": "A"}</script>
+    <script type="application/json">{"@type": "not linked data"}</script>
+    <script>var x = {"@type": "code"};</script>
+    <script type="application/ld+json">[{"@type": "B"}, {"@type": "C"}]</script>
+    </head><body><p>text</p></body></html>"""
+    meta = extract(body, url="https://example.com/").metadata
+    assert [item["@type"] for item in meta["json_ld"]] == ["A", "B", "C"]
+
+
+def test_headings_keep_document_order_up_to_the_cap() -> None:
+    h2s = "".join(f"<h2>Section {i}</h2><p>x</p>" for i in range(MAX_HEADINGS + 20))
+    body = f"<html><body><h2>  </h2>{h2s}<h1>Late\n title</h1></body></html>".encode()
+    headings = extract(body, url="https://example.com/").metadata["headings"]
+    assert headings["h1"] == ["Late title"]
+    assert headings["h2"] == [f"Section {i}" for i in range(MAX_HEADINGS)]

@@ -118,3 +118,14 @@ def test_link_is_frozen() -> None:
     link = Link("https://e.com/", "t", (), internal=True, nofollow=False)
     with pytest.raises(AttributeError):
         link.url = "x"  # type: ignore[misc]
+
+
+def test_image_map_areas_keep_their_place_in_document_order() -> None:
+    body = b"""<html><body><map><area href="/first"></map>
+    <p><a href="/second">two</a><a href="/first">again</a></p></body></html>"""
+    result = extract(body, url="https://example.com/", formats=["links"])
+    assert [link.url for link in result.links] == [
+        "https://example.com/first",
+        "https://example.com/second",
+    ]
+    assert result.metadata["links"]["internal"] == 2
