@@ -137,6 +137,19 @@ def cpu_seconds(pid: int) -> float:
     return (utime + stime + cutime + cstime) / CLK_TCK
 
 
+def loop_cpu_seconds(pid: int) -> float:
+    """CPU of a process's main thread alone: its event loop, without the helper threads."""
+    fields = Path(f"/proc/{pid}/task/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+
+
+def machine_ticks() -> tuple[int, int]:
+    """(busy, all) clock ticks of every core since boot, from /proc/stat."""
+    ticks = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:]]
+    idle = ticks[3] + ticks[4]  # idle + iowait
+    return sum(ticks) - idle, sum(ticks)
+
+
 def rss_mb(pid: int) -> float:
     pages = int(Path(f"/proc/{pid}/statm").read_text().split()[1])
     return pages * PAGE_SIZE / 2**20
@@ -293,6 +306,7 @@ def run_mode(
         total_final = 0
         for size in sizes:
             cpu0 = {name: cpu_seconds(pid) for name, pid in pids.items()}
+            loop0, machine0 = loop_cpu_seconds(worker_pid), machine_ticks()
             started = time.perf_counter()
             submitted = loadgen(
                 "batch", api, target, env, start=next_page, count=size, max_seconds=cfg.timeout
@@ -301,6 +315,7 @@ def run_mode(
             total_final += size
             finished, counts = wait_final(counter, total_final, sampler, cfg.timeout)
             cpu1 = {name: cpu_seconds(pid) for name, pid in pids.items()}
+            loop1, machine1 = loop_cpu_seconds(worker_pid), machine_ticks()
             elapsed = finished - started
             cpu = {name: cpu1[name] - cpu0[name] for name in pids}
             run = {
@@ -313,6 +328,9 @@ def run_mode(
                 "failed_by_code": counter.failures(),
                 "cpu_s": cpu,
                 "cpu_ms_per_job": sum(cpu.values()) / size * 1000,
+                # which resource ran out: the worker's event loop (one core) or the machine
+                "loop_busy": (loop1 - loop0) / elapsed,
+                "machine_busy": (machine1[0] - machine0[0]) / max(1, machine1[1] - machine0[1]),
             }
             result.runs.append(run)
             print(f"  [{mode}] {size} jobs end to end: {run['jobs_per_s']:.0f} jobs/s", flush=True)
@@ -661,6 +679,10 @@ def report(
     if cfg.scale:
         e, p, _, _ = both(lambda r: r.runs[1]["cpu_ms_per_job"], 2)
         add(f"| CPU ms per job, {cfg.size * 10:,} pages | {e} | {p} | same as above |")
+    e, p, _, _ = both(lambda r: 100 * r.runs[0]["loop_busy"])
+    add(f"| worker's event loop busy, % of the end-to-end run | {e} | {p} | |")
+    e, p, _, _ = both(lambda r: 100 * r.runs[0]["machine_busy"])
+    add(f"| both cores busy, % of the end-to-end run | {e} | {p} | |")
     rss = []
     for mode in ("embedded", "production"):
         r = modes.get(mode)

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 from uuid import UUID
@@ -87,7 +87,7 @@ class Outcome:
     etag: str | None = None
     last_modified: str | None = None
     content: PageContent | None = None
-    finished_at: datetime = field(default_factory=lambda: datetime.now().astimezone())
+    finished_at: datetime = field(default_factory=lambda: datetime.now(UTC))
 
     @property
     def succeeded(self) -> bool:

@@ -34,7 +34,14 @@ def test_benchmark_runs_end_to_end(pg_admin_url: str, redis_url: str, tmp_path: 
     )  # fmt: skip
     assert done.returncode == 0, done.stdout.decode()[-3000:] + done.stderr.decode()[-3000:]
     text = out.read_text()
-    for figure in ("jobs/s end to end", "POST/s, 64 clients", "p99 ms at 40 POST/s", "CPU ms"):
+    for figure in (
+        "jobs/s end to end",
+        "POST/s, 64 clients",
+        "p99 ms at 40 POST/s",
+        "CPU ms",
+        "event loop busy",
+        "both cores busy",
+    ):
         assert figure in text
     assert "bare aiohttp fetch loop" in text
     assert "bare FastAPI endpoint" in text
@@ -43,3 +50,4 @@ def test_benchmark_runs_end_to_end(pg_admin_url: str, redis_url: str, tmp_path: 
     for mode in ("embedded", "production"):
         run = figures["modes"][mode]["runs"][0]
         assert run["counts"] == {"COMPLETED": 30}, (mode, run)
+        assert run["loop_busy"] >= 0 and 0 <= run["machine_busy"] <= 1, (mode, run)
