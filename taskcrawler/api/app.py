@@ -18,7 +18,7 @@ from taskcrawler.api.routes import content, health, jobs
 from taskcrawler.api.routes import dashboard as dashboard_routes
 from taskcrawler.api.routes import deliveries as deliveries_routes
 from taskcrawler.api.routes import keys as keys_routes
-from taskcrawler.observability import ApiMetrics, QueueDepth
+from taskcrawler.observability import ApiMetrics, QueueDepth, process_registry
 from taskcrawler.observability.http import MetricsEndpoint
 from taskcrawler.observability.http import router as metrics_router
 from taskcrawler.queue import JobQueue, queue_from_settings
@@ -54,7 +54,7 @@ def create_app(
     mode); ``db`` and ``queue`` may be passed in by tests or embedders, and are then not closed.
     Metrics go to a registry of this app's own (``app.state.metrics``), the worker's included.
     """
-    registry = CollectorRegistry()
+    registry = process_registry()
     api_metrics = ApiMetrics(registry)
     queue_depth = QueueDepth(registry)
 

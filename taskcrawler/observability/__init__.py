@@ -10,6 +10,7 @@ from taskcrawler.observability.metrics import (
     QueueDepth,
     WorkerMetrics,
     outcome_kind,
+    process_registry,
     render_metrics,
 )
 
@@ -22,5 +23,6 @@ __all__ = [
     "bind_job",
     "log_outcome",
     "outcome_kind",
+    "process_registry",
     "render_metrics",
 ]

@@ -13,7 +13,14 @@ import math
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Literal
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    ProcessCollector,
+    generate_latest,
+)
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from taskcrawler.domain import Outcome, ServiceUnavailable
@@ -27,8 +34,18 @@ __all__ = [
     "QueueDepth",
     "WorkerMetrics",
     "outcome_kind",
+    "process_registry",
     "render_metrics",
 ]
+
+
+def process_registry() -> CollectorRegistry:
+    """A registry for one process, with its CPU seconds and memory (``process_*``, read from
+    /proc when scraped): a worker whose CPU rate nears 1.0 has filled its one core."""
+    registry = CollectorRegistry()
+    ProcessCollector(registry=registry)
+    return registry
+
 
 OutcomeKind = Literal["completed", "retried", "deferred", "failed"]
 

@@ -8,7 +8,7 @@ import logging
 from prometheus_client import CollectorRegistry
 
 from taskcrawler.fetch import Fetcher, make_host_limiter
-from taskcrawler.observability import QueueDepth, WorkerMetrics
+from taskcrawler.observability import QueueDepth, WorkerMetrics, process_registry
 from taskcrawler.observability.http import MetricsEndpoint, serve_metrics
 from taskcrawler.queue import JobQueue, queue_from_settings
 from taskcrawler.queue.redis import RedisQueue
@@ -50,7 +50,7 @@ async def run_worker(
     own_db = db or Database.from_url(settings.database_url, pool_size=settings.db_pool_size)
     own_queue = queue or queue_from_settings(settings)
     fetcher = build_fetcher(settings, own_queue)
-    metrics = WorkerMetrics(registry or CollectorRegistry())
+    metrics = WorkerMetrics(registry or process_registry())
     worker = Worker(settings, WorkStore(own_db), own_queue, fetcher, metrics=metrics)
     server = None
     if serve_metrics_port and settings.worker_metrics_port:

@@ -80,6 +80,9 @@ async def test_serve_metrics_include_the_worker(sqlite_url: str, target: TargetS
     assert value(samples, "taskcrawler_job_latency_seconds_sum") > 0
     assert value(samples, "taskcrawler_jobs_in_flight") == 0
     assert value(samples, "taskcrawler_queue_depth") == 0
+    # the process's own CPU and memory, once (the worker shares the API's registry here)
+    assert value(samples, "process_cpu_seconds_total") > 0
+    assert value(samples, "process_resident_memory_bytes") > 10 * 2**20
 
 
 async def test_in_flight_and_queue_depth_while_jobs_wait(
@@ -163,6 +166,7 @@ async def test_worker_process_metrics_port_and_json_logs_with_job_ids(
     samples = await http_metrics(port)
     assert value(samples, "taskcrawler_jobs_completed_total") == 1
     assert value(samples, "taskcrawler_jobs_failed_total", error_code="http_410") == 1
+    assert value(samples, "process_cpu_seconds_total") > 0
 
     lines = []
     for line in worker.output().splitlines():
