@@ -159,13 +159,18 @@ def rss_mb(pid: int) -> float:
 
 
 class Counter:
-    """Counts final jobs straight from the database (the source of truth)."""
+    """Counts final jobs straight from the database (the source of truth).
+
+    On PostgreSQL through one connection kept open: a connection per poll (20 a second) would
+    fork a server backend each time, CPU taken from what is measured.
+    """
 
     def __init__(self, mode: str, *, sqlite_path: Path | None = None, pg_url: str | None = None):
         self.mode = mode
         self.sqlite_path = sqlite_path
         self.pg_url = pg_url
         self._pg: Any = None
+        self._loop: asyncio.AbstractEventLoop | None = None
 
     def failures(self) -> dict[str, int]:
         """FAILED jobs by error code: a failed job is not a fast job."""
@@ -184,16 +189,25 @@ class Counter:
                 return dict(conn.execute(query).fetchall())
             finally:
                 conn.close()
-        return asyncio.run(self._pg_counts(query))
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+        return self._loop.run_until_complete(self._pg_counts(query))
 
     async def _pg_counts(self, query: str) -> dict[str, int]:
         import asyncpg
 
-        conn = await asyncpg.connect(self.pg_url)
-        try:
-            return {r[0]: r[1] for r in await conn.fetch(query)}
-        finally:
-            await conn.close()
+        if self._pg is None:
+            self._pg = await asyncpg.connect(self.pg_url)
+        return {r[0]: r[1] for r in await self._pg.fetch(query)}
+
+    def close(self) -> None:
+        if self._loop is None:
+            return
+        if self._pg is not None:
+            self._loop.run_until_complete(self._pg.close())
+            self._pg = None
+        self._loop.close()
+        self._loop = None
 
     def final(self) -> tuple[int, dict[str, int]]:
         counts = self.counts()
@@ -237,6 +251,7 @@ class ModeResult:
     closed: dict[str, Any] = field(default_factory=dict)
     open: dict[str, Any] = field(default_factory=dict)
     open_alone: dict[str, Any] = field(default_factory=dict)  # the worker paused
+    two_workers: dict[str, Any] = field(default_factory=dict)  # production: a second worker
     rss: dict[str, float] = field(default_factory=dict)
 
 
@@ -304,7 +319,10 @@ def run_mode(
         next_page = cfg.page_base
         sizes = [cfg.size] + ([cfg.size * 10] if cfg.scale else [])
         total_final = 0
-        for size in sizes:
+
+        def end_to_end(size: int, pids: dict[str, int]) -> dict[str, Any]:
+            """``size`` new pages through the batch endpoint, timed until every job is final."""
+            nonlocal next_page, total_final
             cpu0 = {name: cpu_seconds(pid) for name, pid in pids.items()}
             loop0, machine0 = loop_cpu_seconds(worker_pid), machine_ticks()
             started = time.perf_counter()
@@ -313,12 +331,13 @@ def run_mode(
             )
             submit_s = time.perf_counter() - started
             total_final += size
+            next_page += size
             finished, counts = wait_final(counter, total_final, sampler, cfg.timeout)
             cpu1 = {name: cpu_seconds(pid) for name, pid in pids.items()}
             loop1, machine1 = loop_cpu_seconds(worker_pid), machine_ticks()
             elapsed = finished - started
             cpu = {name: cpu1[name] - cpu0[name] for name in pids}
-            run = {
+            return {
                 "size": size,
                 "seconds": elapsed,
                 "jobs_per_s": size / elapsed,
@@ -328,13 +347,15 @@ def run_mode(
                 "failed_by_code": counter.failures(),
                 "cpu_s": cpu,
                 "cpu_ms_per_job": sum(cpu.values()) / size * 1000,
-                # which resource ran out: the worker's event loop (one core) or the machine
+                # which resource ran out: the (first) worker's event loop, or the machine
                 "loop_busy": (loop1 - loop0) / elapsed,
                 "machine_busy": (machine1[0] - machine0[0]) / max(1, machine1[1] - machine0[1]),
             }
+
+        for size in sizes:
+            run = end_to_end(size, pids)
             result.runs.append(run)
             print(f"  [{mode}] {size} jobs end to end: {run['jobs_per_s']:.0f} jobs/s", flush=True)
-            next_page += size
 
         # single POSTs, 64 concurrent clients, while the workers drain what they create
         result.closed = loadgen(
@@ -389,10 +410,27 @@ def run_mode(
                 flush=True,
             )
             wait_final(counter, total_final, sampler, cfg.timeout)
+            next_page += result.open_alone["requests"]
+
+            # Not a target's setup but the machine's ceiling: the same size through two workers.
+            metrics_port = free_port()
+            second = procs.start(
+                "production-worker-2",
+                [PY, "-m", "taskcrawler", "worker", "--metrics-port", str(metrics_port)],
+                env,
+            )
+            wait_port(metrics_port, 60, second)
+            result.two_workers = end_to_end(cfg.size, pids | {"worker2": second.pid})
+            print(
+                f"  [{mode}] two workers, {cfg.size} jobs end to end: "
+                f"{result.two_workers['jobs_per_s']:.0f} jobs/s",
+                flush=True,
+            )
         sampler.sample()
         values = [v for _, v in sampler.samples]
         result.rss = {"start": values[0], "peak": max(values), "end": values[-1]}
     finally:
+        counter.close()  # before the database is dropped
         for proc in list(procs.started):  # this mode's processes only: the target stays up
             if proc not in shared:
                 procs.stop(proc)
@@ -650,6 +688,12 @@ def report(
     if cfg.scale:
         e, p, ev, pv = both(lambda r: r.runs[1]["jobs_per_s"])
         add(f"| jobs/s end to end, {cfg.size * 10:,} pages | {e} | {p} | same rate as above |")
+    _, p, _, _ = both(lambda r: r.two_workers.get("jobs_per_s"))
+    _, c, _, _ = both(lambda r: r.two_workers.get("cpu_ms_per_job"), 2)
+    add(
+        f"| jobs/s end to end, {cfg.size:,} pages, two worker processes ({c} CPU ms per job) "
+        f"| — | {p} | not a target: the machine's ceiling |"
+    )
     e, p, ev, pv = both(lambda r: r.closed["per_second"])
     add(
         f"| POST/s, 64 clients (single POSTs) | {e} ({_verdict(ev, TARGETS['post_per_s'])}) "
