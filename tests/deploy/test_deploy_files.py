@@ -17,10 +17,9 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from prometheus_client import CollectorRegistry
 
 from taskcrawler.cli.main import build_parser
-from taskcrawler.observability import ApiMetrics, QueueDepth, WorkerMetrics
+from taskcrawler.observability import ApiMetrics, QueueDepth, WorkerMetrics, process_registry
 from taskcrawler.settings import Settings
 from tests.support.processes import ProcessManager, clean_env
 from tests.support.services import free_port
@@ -195,7 +194,7 @@ def test_prometheus_scrapes_the_api_and_every_worker() -> None:
 
 
 def test_grafana_dashboard_queries_only_metrics_that_exist() -> None:
-    registry = CollectorRegistry()
+    registry = process_registry()
     ApiMetrics(registry), WorkerMetrics(registry), QueueDepth(registry)
     suffixes = {"counter": ["_total"], "gauge": [""], "histogram": ["_bucket", "_sum", "_count"]}
     exposed = {
@@ -214,12 +213,13 @@ def test_grafana_dashboard_queries_only_metrics_that_exist() -> None:
 
     dashboard = json.loads((DEPLOY / "grafana/dashboards/taskcrawler.json").read_text())
     titles = " ".join(panel["title"] for panel in dashboard["panels"]).lower()
-    for topic in ("throughput", "failures by error code", "queue depth", "latency"):
+    topics = ("throughput", "failures by error code", "queue depth", "latency", "cpu", "memory")
+    for topic in topics:
         assert topic in titles
     for panel in dashboard["panels"]:
         for target in panel["targets"]:
             assert target["datasource"]["uid"] in uids
-            for metric in re.findall(r"taskcrawler_[a-z_]+", target["expr"]):
+            for metric in re.findall(r"(?:taskcrawler|process)_[a-z_]+", target["expr"]):
                 assert metric in exposed, f"{panel['title']}: {metric} is not exported"
 
 
