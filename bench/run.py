@@ -130,17 +130,21 @@ def base_env() -> dict[str, str]:
     return env
 
 
+def _stat_fields(path: str) -> list[str]:
+    """The fields of a /proc ``stat`` file after the command name (which may hold spaces)."""
+    return Path(path).read_text().rsplit(")", 1)[1].split()
+
+
 def cpu_seconds(pid: int) -> float:
     """user + system CPU of a process (and its reaped children) from /proc."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    utime, stime, cutime, cstime = (int(x) for x in fields[11:15])
+    utime, stime, cutime, cstime = (int(x) for x in _stat_fields(f"/proc/{pid}/stat")[11:15])
     return (utime + stime + cutime + cstime) / CLK_TCK
 
 
 def loop_cpu_seconds(pid: int) -> float:
     """CPU of a process's main thread alone: its event loop, without the helper threads."""
-    fields = Path(f"/proc/{pid}/task/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    utime, stime = (int(x) for x in _stat_fields(f"/proc/{pid}/task/{pid}/stat")[11:13])
+    return (utime + stime) / CLK_TCK
 
 
 def machine_ticks() -> tuple[int, int]:
@@ -320,10 +324,11 @@ def run_mode(
         sizes = [cfg.size] + ([cfg.size * 10] if cfg.scale else [])
         total_final = 0
 
-        def end_to_end(size: int, pids: dict[str, int]) -> dict[str, Any]:
-            """``size`` new pages through the batch endpoint, timed until every job is final."""
+        def end_to_end(size: int, measured: dict[str, int]) -> dict[str, Any]:
+            """``size`` new pages through the batch endpoint, timed until every job is final;
+            CPU is read for the ``measured`` processes."""
             nonlocal next_page, total_final
-            cpu0 = {name: cpu_seconds(pid) for name, pid in pids.items()}
+            cpu0 = {name: cpu_seconds(pid) for name, pid in measured.items()}
             loop0, machine0 = loop_cpu_seconds(worker_pid), machine_ticks()
             started = time.perf_counter()
             submitted = loadgen(
@@ -333,10 +338,10 @@ def run_mode(
             total_final += size
             next_page += size
             finished, counts = wait_final(counter, total_final, sampler, cfg.timeout)
-            cpu1 = {name: cpu_seconds(pid) for name, pid in pids.items()}
+            cpu1 = {name: cpu_seconds(pid) for name, pid in measured.items()}
             loop1, machine1 = loop_cpu_seconds(worker_pid), machine_ticks()
             elapsed = finished - started
-            cpu = {name: cpu1[name] - cpu0[name] for name in pids}
+            cpu = {name: cpu1[name] - cpu0[name] for name in measured}
             return {
                 "size": size,
                 "seconds": elapsed,
@@ -373,44 +378,40 @@ def run_mode(
         print(f"  [{mode}] POST/s at 64 clients: {result.closed['per_second']:.0f}", flush=True)
         wait_final(counter, total_final, sampler, cfg.timeout)
 
-        def steady_load(start: int) -> dict[str, Any]:
-            return loadgen(
+        def steady_load(label: str) -> dict[str, Any]:
+            """A steady offered load on new pages; the caller waits for the jobs it created."""
+            nonlocal next_page, total_final
+            load = loadgen(
                 "open",
                 api,
                 target,
                 env,
-                start=start,
+                start=next_page,
                 rate=cfg.rate,
                 duration=cfg.open_seconds,
                 max_seconds=30,
             )
+            next_page += load["requests"]
+            total_final += load["requests"] - load["errors"]
+            print(
+                f"  [{mode}] at {cfg.rate:.0f} POST/s{label}: p50 {load['p50_ms']:.1f} ms, "
+                f"p99 {load['p99_ms']:.1f} ms",
+                flush=True,
+            )
+            return load
 
         # a steady offered load
-        result.open = steady_load(next_page)
-        total_final += result.open["requests"] - result.open["errors"]
-        print(
-            f"  [{mode}] at {cfg.rate:.0f} POST/s: p50 {result.open['p50_ms']:.1f} ms, "
-            f"p99 {result.open['p99_ms']:.1f} ms",
-            flush=True,
-        )
+        result.open = steady_load("")
         wait_final(counter, total_final, sampler, cfg.timeout)
         if mode == "production":
             # The same load with the worker paused: the API's own latency, apart from the CPU
             # it shares with a draining worker. The worker drains the backlog once resumed.
-            next_page += result.open["requests"]
             os.kill(worker_pid, signal.SIGSTOP)
             try:
-                result.open_alone = steady_load(next_page)
+                result.open_alone = steady_load(", worker paused")
             finally:
                 os.kill(worker_pid, signal.SIGCONT)
-            total_final += result.open_alone["requests"] - result.open_alone["errors"]
-            print(
-                f"  [{mode}] at {cfg.rate:.0f} POST/s, worker paused: "
-                f"p99 {result.open_alone['p99_ms']:.1f} ms",
-                flush=True,
-            )
             wait_final(counter, total_final, sampler, cfg.timeout)
-            next_page += result.open_alone["requests"]
 
             # Not a target's setup but the machine's ceiling: the same size through two workers.
             metrics_port = free_port()
