@@ -42,6 +42,11 @@ CONSUME_WAIT_SECONDS = 0.5
 #: concurrency and this many bytes of pages; past either, fetching waits for the database.
 WRITE_BACKLOG_FACTOR = 3
 WRITE_BACKLOG_BYTES = 256 * 1024 * 1024
+#: Group commits in flight at once. A commit spends most of its time waiting for the database
+#: (and its rows' preparation in a thread), so a second one overlaps it: the event loop stayed
+#: busier (84% against 77% of the run) and jobs/s rose 7% in three alternated pairs. Their jobs
+#: are disjoint, so the two transactions never wait for each other's rows.
+WRITE_CONCURRENCY = 2
 
 
 @dataclass(slots=True)
@@ -84,7 +89,9 @@ class Worker:
         self._saving_bytes = 0  # the pages those hold
         self._slot_freed = asyncio.Event()
         self._lease_holders: Counter[UUID] = Counter()
-        self._writer: Coalescer[Outcome, None] = Coalescer(self._persist, max_batch=500)
+        self._writer: Coalescer[Outcome, None] = Coalescer(
+            self._persist, max_batch=500, concurrency=WRITE_CONCURRENCY
+        )
         self._stopping = asyncio.Event()
         self.metrics = metrics or WorkerMetrics(CollectorRegistry())
         self.metrics.track_in_flight(lambda: len(self._tasks))

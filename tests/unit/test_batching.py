@@ -44,3 +44,48 @@ async def test_submit_many_keeps_order() -> None:
 
     coalescer: Coalescer[str, str] = Coalescer(flush, max_batch=3)
     assert await coalescer.submit_many(list("abcdefg")) == list("ABCDEFG")
+
+
+@pytest.mark.parametrize("concurrency", [1, 2, 3])
+async def test_no_more_flushes_overlap_than_the_concurrency(concurrency: int) -> None:
+    running = peak = 0
+
+    async def flush(items: Sequence[int]) -> list[int]:
+        nonlocal running, peak
+        running += 1
+        peak = max(peak, running)
+        await asyncio.sleep(0.005)
+        running -= 1
+        return list(items)
+
+    coalescer: Coalescer[int, int] = Coalescer(flush, max_batch=10, concurrency=concurrency)
+    results = await asyncio.wait_for(
+        asyncio.gather(*(coalescer.submit(i) for i in range(100))), timeout=5
+    )
+    assert results == list(range(100))
+    assert peak == concurrency
+
+
+@pytest.mark.parametrize("concurrency", [1, 2])
+async def test_an_item_submitted_as_the_last_drainer_finishes_is_still_flushed(
+    concurrency: int,
+) -> None:
+    flushed: list[int] = []
+
+    async def flush(items: Sequence[int]) -> list[int]:
+        flushed.extend(items)
+        return list(items)
+
+    coalescer: Coalescer[int, int] = Coalescer(flush, concurrency=concurrency)
+    for i in range(20):
+        # each submit lands right after the previous drainer found nothing left to do
+        assert await asyncio.wait_for(coalescer.submit(i), timeout=1) == i
+    assert flushed == list(range(20))
+
+
+def test_concurrency_must_be_positive() -> None:
+    async def flush(items: Sequence[int]) -> list[int]:
+        return list(items)
+
+    with pytest.raises(ValueError, match="concurrency"):
+        Coalescer(flush, concurrency=0)
