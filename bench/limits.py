@@ -18,6 +18,8 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+from pydantic import BaseModel, Field
+
 CREATE = (
     "CREATE TABLE bench_rows (id uuid PRIMARY KEY, url text NOT NULL, status text NOT NULL, "
     "created_at timestamptz NOT NULL)"
@@ -71,19 +73,23 @@ async def fetch_loop(args: argparse.Namespace) -> dict[str, Any]:
 # --- bare API -------------------------------------------------------------------------------
 
 
+class BareBody(BaseModel):
+    """At module level: with postponed annotations FastAPI resolves the endpoint's parameter by
+    name in the module, and a class local to ``bare_api`` made it a (missing) query parameter,
+    answered 422 without reading the body."""
+
+    url: str = Field(max_length=2048)
+
+
 def bare_api(port: int) -> None:
     import uvicorn
     from fastapi import FastAPI
     from fastapi.responses import ORJSONResponse
-    from pydantic import BaseModel, Field
-
-    class Body(BaseModel):
-        url: str = Field(max_length=2048)
 
     app = FastAPI()
 
     @app.post("/api/v1/jobs", status_code=201)
-    async def create(body: Body) -> ORJSONResponse:
+    async def create(body: BareBody) -> ORJSONResponse:
         return ORJSONResponse(
             {"id": str(uuid.uuid4()), "url": body.url, "status": "PENDING", "retry_count": 0},
             status_code=201,

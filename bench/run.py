@@ -540,6 +540,8 @@ def run_limits(
         )
     finally:
         procs.stop(bare)
+    if limits["bare_api"]["errors"]:
+        raise RuntimeError(f"the bare FastAPI endpoint answered errors: {limits['bare_api']}")
     print(f"  bare FastAPI endpoint: {limits['bare_api']['per_second']:.0f} POST/s", flush=True)
 
     name = f"tc_bench_{secrets.token_hex(4)}"
