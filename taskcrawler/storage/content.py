@@ -17,7 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from taskcrawler.domain.pages import OutLink, PageContent, RawPage
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
-from taskcrawler.storage.rows import url_key, utcnow
+from taskcrawler.storage.rows import any_of, url_key, utcnow
 from taskcrawler.storage.tables import job_contents, job_links, jobs, page_archive
 
 #: Fast compression: the archive is written for every page, on the worker's hot path.
@@ -111,12 +111,19 @@ async def write_content(conn: AsyncConnection, rows: ContentRows) -> None:
     earlier run left. Links and the archive are replaced only when the record carried them."""
     if not rows.job_ids:
         return
-    await conn.execute(job_contents.delete().where(job_contents.c.job_id.in_(rows.job_ids)))
+    dialect = conn.dialect.name
+    await conn.execute(
+        job_contents.delete().where(any_of(job_contents.c.job_id, rows.job_ids, dialect))
+    )
     if rows.linked:
-        await conn.execute(job_links.delete().where(job_links.c.job_id.in_(rows.linked)))
+        await conn.execute(
+            job_links.delete().where(any_of(job_links.c.job_id, rows.linked, dialect))
+        )
     if rows.archives:
         archived = [row["job_id"] for row in rows.archives]
-        await conn.execute(page_archive.delete().where(page_archive.c.job_id.in_(archived)))
+        await conn.execute(
+            page_archive.delete().where(any_of(page_archive.c.job_id, archived, dialect))
+        )
     for table, values in (
         (job_contents, rows.texts),
         (job_links, rows.links),

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Collection
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
 
 from taskcrawler.domain import Job, JobStatus
 from taskcrawler.domain.urls import normalize_url
@@ -43,6 +47,19 @@ FINAL_STATUSES = (
     JobStatus.CANCELLED.value,
 )
 DEFAULT_FORMATS = ("metadata",)
+
+
+def any_of(column: sa.Column[Any], values: Collection[Any], dialect: str) -> sa.ColumnElement[bool]:
+    """``column IN values``; on PostgreSQL ``column = ANY($1)``, one array parameter.
+
+    An IN list is rendered with one parameter per value, so every batch size is a statement of
+    its own text, and asyncpg (which caches prepared statements by text) prepares and PostgreSQL
+    plans it again; the array keeps one statement for every size.
+    """
+    if dialect == "postgresql":
+        array = sa.bindparam(None, list(values), type_=postgresql.ARRAY(column.type))
+        return column == sa.any_(array)
+    return column.in_(values)
 
 
 def utcnow() -> datetime:

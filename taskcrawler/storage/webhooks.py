@@ -31,7 +31,7 @@ from taskcrawler.domain.webhooks import (
 )
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
-from taskcrawler.storage.rows import JOB_COLUMNS, row_to_job, utcnow
+from taskcrawler.storage.rows import JOB_COLUMNS, any_of, row_to_job, utcnow
 from taskcrawler.storage.tables import api_keys, jobs, webhook_deliveries
 
 deliveries = webhook_deliveries
@@ -67,7 +67,7 @@ async def enqueue_for_jobs(conn: AsyncConnection, job_ids: Sequence[UUID]) -> in
 async def _final_jobs(conn: AsyncConnection, job_ids: Iterable[UUID]) -> list[Any]:
     result = await conn.execute(
         sa.select(*JOB_COLUMNS, jobs.c.owner).where(
-            jobs.c.id.in_(list(job_ids)),
+            any_of(jobs.c.id, list(job_ids), conn.dialect.name),
             jobs.c.status.in_(_FINAL),
             jobs.c.callback_url.is_not(None),
         )

@@ -19,7 +19,7 @@ from taskcrawler.storage import webhooks
 from taskcrawler.storage.content import ContentRecord, prepare_content, write_content
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
-from taskcrawler.storage.rows import DEFAULT_FORMATS, PENDING, PROCESSING, utcnow
+from taskcrawler.storage.rows import DEFAULT_FORMATS, PENDING, PROCESSING, any_of, utcnow
 from taskcrawler.storage.tables import jobs
 
 
@@ -42,7 +42,7 @@ class WorkStore:
         stmt = (
             jobs.update()
             .where(
-                jobs.c.id.in_(job_ids),
+                any_of(jobs.c.id, job_ids, self.db.dialect),
                 jobs.c.status == PENDING,
                 jobs.c.next_attempt_at.is_(None),
             )
@@ -325,12 +325,23 @@ def _update_for(
 
 
 async def _held(conn: AsyncConnection, outcomes: Sequence[Outcome]) -> set[UUID]:
+    """The jobs of ``outcomes`` still leased under the outcome's own token.
+
+    Ids and tokens are matched as two lists (a batch has few tokens: one per claim) and the
+    pairs checked here, so the statement keeps one text for every batch size; only rows leased
+    under this batch's tokens, that is held by this worker, are locked.
+    """
     if not outcomes:
         return set()
-    pairs = [(o.job.id, o.job.lease_token) for o in outcomes]
+    pairs = {(o.job.id, o.job.lease_token) for o in outcomes}
+    dialect = conn.dialect.name
     rows = await conn.execute(
-        sa.select(jobs.c.id)
-        .where(sa.tuple_(jobs.c.id, jobs.c.lease_token).in_(pairs), jobs.c.status == PROCESSING)
+        sa.select(jobs.c.id, jobs.c.lease_token)
+        .where(
+            any_of(jobs.c.id, [job_id for job_id, _ in pairs], dialect),
+            any_of(jobs.c.lease_token, {token for _, token in pairs}, dialect),
+            jobs.c.status == PROCESSING,
+        )
         .with_for_update()
     )
-    return set(rows.scalars())
+    return {row.id for row in rows if (row.id, row.lease_token) in pairs}

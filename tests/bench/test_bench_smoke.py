@@ -55,3 +55,18 @@ def test_benchmark_runs_end_to_end(pg_admin_url: str, redis_url: str, tmp_path: 
     assert two["size"] == 30 and set(two["cpu_s"]) == {"api", "worker", "worker2"}, two
     assert two["counts"].get("FAILED", 0) == 0, two
     assert "two worker processes" in text
+
+
+def test_in_lists_benchmark_runs(pg_admin_url: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "bench.in_lists", "--statements", "5", "--pg-url", pg_admin_url],
+        cwd=REPO_ROOT,
+        env=clean_env(),
+        capture_output=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stdout.decode()[-3000:] + done.stderr.decode()[-3000:]
+    lines = done.stdout.decode().splitlines()
+    assert [line.split()[0] for line in lines] == ["IN", "=", "IN", "="]
+    assert all("ms PostgreSQL CPU per statement" in line for line in lines)

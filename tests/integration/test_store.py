@@ -10,9 +10,10 @@ import pytest
 import sqlalchemy as sa
 
 from taskcrawler.domain import ClaimedJob, ErrorCode, JobStatus, Outcome, StorageUnavailable
+from taskcrawler.domain.pages import PageContent
 from taskcrawler.storage import Database, JobStore, NewJob, WorkStore
 from taskcrawler.storage.rows import utcnow
-from taskcrawler.storage.tables import jobs
+from taskcrawler.storage.tables import job_contents, jobs
 
 
 @dataclass
@@ -117,6 +118,34 @@ async def test_completion_is_guarded_by_the_lease_token(store: Stores) -> None:
     )
     after = await store.jobs.get_job(claimed.id)
     assert after == job
+
+
+async def test_content_is_written_only_under_the_outcomes_own_lease(store: Stores) -> None:
+    # Both jobs leased under one token; the outcome for the first carries another (an attempt
+    # that lost its lease), so the batch's tokens include the first job's current one.
+    created = await store.jobs.create_jobs(
+        [NewJob("http://held.test/a"), NewJob("http://held.test/b")], redispatch_after=30
+    )
+    a, b = await store.work.claim(
+        [c.job.id for c in created], lease_seconds=30, redispatch_after=30
+    )
+    assert a.lease_token == b.lease_token
+    stale = ClaimedJob(a.id, a.url, a.retry_count, lease_token=uuid.uuid4())
+    page = PageContent(texts={"text": "page"})
+    await store.work.record_outcomes(
+        [
+            Outcome(job=stale, http_status=200, content=page),
+            Outcome(job=b, http_status=200, content=page),
+        ],
+        max_retries=3,
+        retry_delay=no_delay,
+    )
+    async with store.db.engine.connect() as conn:
+        written = set((await conn.execute(sa.select(job_contents.c.job_id))).scalars())
+    assert written == {b.id}
+    job_a, job_b = await store.jobs.get_job(a.id), await store.jobs.get_job(b.id)
+    assert job_a is not None and job_a.status is JobStatus.PROCESSING
+    assert job_b is not None and job_b.status is JobStatus.COMPLETED
 
 
 async def test_transient_error_schedules_a_retry_that_is_not_claimable_early(

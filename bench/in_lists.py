@@ -1,0 +1,92 @@
+"""IN lists against one array parameter on PostgreSQL: ``python -m bench.in_lists``.
+
+Runs the worker's lock query (``SELECT … FOR UPDATE`` of a batch of job ids) 400 times with
+batch sizes drawn from 1-500, once with ``id IN (…)`` and once with ``id = ANY($1)``, twice
+each, alternated, in a database of its own (created and dropped). Prints per statement: wall
+time, this process's CPU, and PostgreSQL's CPU (all its processes, from /proc). An IN list is
+one statement text per size, prepared and planned again; the array is one statement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import random
+import secrets
+import time
+import uuid
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from bench.run import create_pg_database, drop_pg_database
+from taskcrawler.storage.engine import create_engine
+from taskcrawler.storage.rows import PROCESSING, any_of
+from taskcrawler.storage.tables import jobs, metadata
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def postgres_cpu_seconds() -> float:
+    total = 0.0
+    for comm in Path("/proc").glob("[0-9]*/comm"):
+        try:
+            if not comm.read_text().startswith("postgres"):
+                continue
+            fields = (comm.parent / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / CLK_TCK
+    return total
+
+
+async def measure(url: str, statements: int) -> None:
+    engine = create_engine(url.replace("postgresql://", "postgresql+asyncpg://"), pool_size=2)
+    try:
+        async with engine.begin() as conn:
+            await conn.run_sync(metadata.create_all)
+        ids = [uuid.uuid4() for _ in range(500)]
+        rng = random.Random(1)
+        sizes = [rng.randint(1, 500) for _ in range(statements)]
+        for form in ("IN list", "= ANY", "IN list", "= ANY"):
+            wall, cpu, pg = time.perf_counter(), time.process_time(), postgres_cpu_seconds()
+            for size in sizes:
+                batch = ids[:size]
+                match = (
+                    jobs.c.id.in_(batch)
+                    if form == "IN list"
+                    else any_of(jobs.c.id, batch, "postgresql")
+                )
+                async with engine.begin() as conn:
+                    await conn.execute(
+                        sa.select(jobs.c.id)
+                        .where(match, jobs.c.status == PROCESSING)
+                        .with_for_update()
+                    )
+            per = 1000 / len(sizes)
+            print(
+                f"{form:<8} {(time.perf_counter() - wall) * per:6.2f} ms wall, "
+                f"{(time.process_time() - cpu) * per:5.2f} ms our CPU, "
+                f"{(postgres_cpu_seconds() - pg) * per:5.2f} ms PostgreSQL CPU per statement",
+                flush=True,
+            )
+    finally:
+        await engine.dispose()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--pg-url", default="postgresql://postgres@127.0.0.1:5432/postgres")
+    parser.add_argument("--statements", type=int, default=400)
+    args = parser.parse_args()
+    name = f"tc_bench_{secrets.token_hex(4)}"
+    url = create_pg_database(args.pg_url, name)
+    try:
+        asyncio.run(measure(url, args.statements))
+    finally:
+        drop_pg_database(args.pg_url, name)
+
+
+if __name__ == "__main__":
+    main()
