@@ -108,30 +108,38 @@ class JobOut(BaseModel):
 
     @classmethod
     def of(cls, job: Job) -> JobOut:
-        return cls(
-            id=job.id,
-            url=job.url,
-            status=job.status,
-            retry_count=job.retry_count,
-            scraped_title=job.scraped_title,
-            error_log=job.error_log,
-            error_code=job.error_code,
-            http_status=job.http_status,
-            final_url=job.final_url,
-            content_type=job.content_type,
-            created_at=job.created_at,
-            started_at=job.started_at,
-            finished_at=job.finished_at,
-            next_attempt_at=job.next_attempt_at,
-            formats=list(job.formats),
-            run_count=job.run_count,
-            unchanged=job.unchanged,
-            result=job.result,
-        )
+        return cls(**_job_fields(job))
+
+
+def _job_fields(job: Job) -> dict[str, Any]:
+    return dict(
+        id=job.id,
+        url=job.url,
+        status=job.status,
+        retry_count=job.retry_count,
+        scraped_title=job.scraped_title,
+        error_log=job.error_log,
+        error_code=job.error_code,
+        http_status=job.http_status,
+        final_url=job.final_url,
+        content_type=job.content_type,
+        created_at=job.created_at,
+        started_at=job.started_at,
+        finished_at=job.finished_at,
+        next_attempt_at=job.next_attempt_at,
+        formats=list(job.formats),
+        run_count=job.run_count,
+        unchanged=job.unchanged,
+        result=job.result,
+    )
 
 
 class BatchItem(JobOut):
     created: bool = Field(description="False when the URL already had a job.")
+
+    @classmethod
+    def of_created(cls, job: Job, *, created: bool) -> BatchItem:
+        return cls(**_job_fields(job), created=created)
 
 
 class BatchOut(BaseModel):

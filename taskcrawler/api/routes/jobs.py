@@ -85,7 +85,7 @@ async def create_batch(
 ) -> Response:
     async def produce() -> tuple[int, BatchOut]:
         results = await services.jobs.submit_batch(caller, body.urls, _options(body))
-        items = [BatchItem(**JobOut.of(r.job).model_dump(), created=r.created) for r in results]
+        items = [BatchItem.of_created(r.job, created=r.created) for r in results]
         created = sum(r.created for r in results)
         out = BatchOut(jobs=items, created=created, existing=len(results) - created)
         return status.HTTP_200_OK, out
