@@ -328,6 +328,7 @@ def run_mode(
             """``size`` new pages through the batch endpoint, timed until every job is final;
             CPU is read for the ``measured`` processes."""
             nonlocal next_page, total_final
+            speed = cpu_speed_ms()  # the machine drifts within a run: how fast, right now
             cpu0 = {name: cpu_seconds(pid) for name, pid in measured.items()}
             loop0, machine0 = loop_cpu_seconds(worker_pid), machine_ticks()
             started = time.perf_counter()
@@ -355,6 +356,7 @@ def run_mode(
                 # which resource ran out: the (first) worker's event loop, or the machine
                 "loop_busy": (loop1 - loop0) / elapsed,
                 "machine_busy": (machine1[0] - machine0[0]) / max(1, machine1[1] - machine0[1]),
+                "cpu_speed_ms": speed,
             }
 
         for size in sizes:
@@ -517,7 +519,7 @@ def run_limits(
     cfg: argparse.Namespace, target: str, procs: Procs, workdir: Path, pg_admin: str
 ) -> dict[str, Any]:
     env = base_env()
-    limits: dict[str, Any] = {}
+    limits: dict[str, Any] = {"cpu_speed_ms": cpu_speed_ms()}
     fetch_args = [PY, "-m", "bench.limits", "fetch", "--target", target, "--count", str(cfg.size)]
     # pages far from the ones the modes use, so no cache anywhere could help
     start = ["--start", str(cfg.page_base + 5_000_000)]
@@ -730,6 +732,8 @@ def report(
     add(f"| worker's event loop busy, % of the end-to-end run | {e} | {p} | |")
     e, p, _, _ = both(lambda r: 100 * r.runs[0]["machine_busy"])
     add(f"| both cores busy, % of the end-to-end run | {e} | {p} | |")
+    e, p, _, _ = both(lambda r: r.runs[0]["cpu_speed_ms"])
+    add(f"| `cpu_speed` when the end-to-end run began, ms | {e} | {p} | |")
     rss = []
     for mode in ("embedded", "production"):
         r = modes.get(mode)
@@ -754,6 +758,10 @@ def report(
 
     if limits:
         add("## Limits, measured in the same run\n")
+        add(
+            f"`cpu_speed` when the limits began: {limits['cpu_speed_ms']:.0f} ms. Where it differs"
+            " from the modes' (above), so do the ratios.\n"
+        )
         add("| limit | measured | TaskCrawler | ratio |")
         add("| --- | --- | --- | --- |")
         ours = {m: modes[m].runs[0]["jobs_per_s"] for m in modes}

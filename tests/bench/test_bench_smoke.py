@@ -41,6 +41,8 @@ def test_benchmark_runs_end_to_end(pg_admin_url: str, redis_url: str, tmp_path: 
         "CPU ms",
         "event loop busy",
         "both cores busy",
+        "`cpu_speed` when the end-to-end run began",
+        "`cpu_speed` when the limits began",
     ):
         assert figure in text
     assert "bare aiohttp fetch loop" in text
@@ -51,6 +53,7 @@ def test_benchmark_runs_end_to_end(pg_admin_url: str, redis_url: str, tmp_path: 
         run = figures["modes"][mode]["runs"][0]
         assert run["counts"] == {"COMPLETED": 30}, (mode, run)
         assert run["loop_busy"] >= 0 and 0 <= run["machine_busy"] <= 1, (mode, run)
+        assert run["cpu_speed_ms"] > 0, (mode, run)
     two = figures["modes"]["production"]["two_workers"]
     assert two["size"] == 30 and set(two["cpu_s"]) == {"api", "worker", "worker2"}, two
     assert two["counts"].get("FAILED", 0) == 0, two
