@@ -59,7 +59,7 @@ def any_of(column: sa.Column[Any], values: Collection[Any], dialect: str) -> sa.
     if dialect == "postgresql":
         array = sa.bindparam(None, list(values), type_=postgresql.ARRAY(column.type))
         return column == sa.any_(array)
-    return column.in_(values)
+    return column.in_(list(values))
 
 
 def utcnow() -> datetime:
