@@ -82,10 +82,14 @@ class Procs:
         self.logdir = logdir
         self.started: list[subprocess.Popen[bytes]] = []
 
-    def start(self, name: str, args: Sequence[str], env: dict[str, str]) -> subprocess.Popen[bytes]:
+    def start(
+        self, name: str, args: Sequence[str], env: dict[str, str], cwd: Path = REPO
+    ) -> subprocess.Popen[bytes]:
+        """``cwd`` is also where ``python -m taskcrawler`` is imported from (it comes first on
+        ``sys.path``), so another checkout runs its own code."""
         log = open(self.logdir / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process
         proc = subprocess.Popen(
-            list(args), env=env, cwd=REPO, stdout=log, stderr=subprocess.STDOUT, close_fds=True
+            list(args), env=env, cwd=cwd, stdout=log, stderr=subprocess.STDOUT, close_fds=True
         )
         log.close()
         self.started.append(proc)
@@ -119,13 +123,13 @@ def run_json(args: Sequence[str], env: dict[str, str], timeout: float) -> dict[s
     return result
 
 
-def base_env() -> dict[str, str]:
+def base_env(repo: Path = REPO) -> dict[str, str]:
     env = {
         k: v
         for k, v in os.environ.items()
         if not k.startswith("TASKCRAWLER_") and k not in {"POSTGRES_ASYNC_URL", "REDIS_URL"}
     }
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO), env.get("PYTHONPATH")]))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(repo), env.get("PYTHONPATH")]))
     env["PYTHONUNBUFFERED"] = "1"
     return env
 
@@ -266,6 +270,133 @@ def loadgen(mode: str, api: str, target: str, env: dict[str, str], **opts: Any) 
     return run_json(args, env, timeout=float(opts.get("max_seconds", 120)) + 60)
 
 
+@dataclass
+class Deployment:
+    """One mode of TaskCrawler running as real processes, on a database of its own."""
+
+    mode: str
+    api: str
+    env: dict[str, str]
+    pids: dict[str, int]
+    worker_pid: int  # the process that runs the (first) worker
+    counter: Counter
+    repo: Path
+
+
+@contextlib.contextmanager
+def deployment(
+    mode: str,
+    procs: Procs,
+    workdir: Path,
+    *,
+    pg_admin: str,
+    redis_url: str,
+    repo: Path = REPO,
+    settings: dict[str, str] | None = None,
+) -> Iterator[Deployment]:
+    """Start ``mode`` from the checkout ``repo`` (``TASKCRAWLER_*`` ``settings`` on top of the
+    benchmark's); stop its processes and drop its database and Redis keys on the way out."""
+    shared = list(procs.started)
+    env = base_env(repo) | {
+        "TASKCRAWLER_ALLOW_PRIVATE_NETWORKS": "true",
+        "TASKCRAWLER_HOST_CONCURRENCY": "1000",
+        "TASKCRAWLER_LOG_FORMAT": "json",
+        "TASKCRAWLER_LOG_LEVEL": "WARNING",
+    }
+    port = free_port()
+    env["TASKCRAWLER_PORT"] = str(port)
+    db_name = None
+    prefix = None
+    if mode == "embedded":
+        db_path = workdir / f"bench_{secrets.token_hex(4)}.db"
+        env["TASKCRAWLER_DATABASE_URL"] = f"sqlite+aiosqlite:///{db_path}"
+        counter = Counter(mode, sqlite_path=db_path)
+    else:
+        db_name = f"tc_bench_{secrets.token_hex(4)}"
+        pg_url = create_pg_database(pg_admin, db_name)
+        prefix = f"tcbench:{secrets.token_hex(4)}"
+        env["TASKCRAWLER_DATABASE_URL"] = pg_url.replace("postgresql://", "postgresql+asyncpg://")
+        env["TASKCRAWLER_REDIS_URL"] = redis_url
+        env["TASKCRAWLER_REDIS_PREFIX"] = prefix
+        counter = Counter(mode, pg_url=pg_url)
+    env |= settings or {}
+    try:
+        if mode == "embedded":
+            server = procs.start("embedded-serve", [PY, "-m", "taskcrawler", "serve"], env, repo)
+            wait_port(port, 60, server)
+            pids = {"serve": server.pid}
+        else:
+            subprocess.run(
+                [PY, "-m", "taskcrawler", "migrate"],
+                env=env,
+                cwd=repo,
+                check=True,
+                capture_output=True,
+                timeout=120,
+            )
+            server = procs.start("production-api", [PY, "-m", "taskcrawler", "api"], env, repo)
+            worker = procs.start(
+                "production-worker", [PY, "-m", "taskcrawler", "worker"], env, repo
+            )
+            wait_port(port, 60, server)
+            pids = {"api": server.pid, "worker": worker.pid}
+        worker_pid = pids.get("worker", server.pid)
+        yield Deployment(mode, f"http://127.0.0.1:{port}", env, pids, worker_pid, counter, repo)
+    finally:
+        counter.close()  # before the database is dropped
+        for proc in list(procs.started):  # this deployment's processes only: the target stays up
+            if proc not in shared:
+                procs.stop(proc)
+                procs.started.remove(proc)
+        if db_name is not None:
+            drop_pg_database(pg_admin, db_name)
+        if prefix is not None:
+            delete_redis_prefix(redis_url, prefix)
+
+
+def end_to_end(
+    dep: Deployment,
+    target: str,
+    *,
+    start: int,
+    size: int,
+    final_after: int,
+    measured: dict[str, int],
+    sampler: Sampler,
+    timeout: float,
+) -> dict[str, Any]:
+    """``size`` new pages (from page ``start``) through the batch endpoint, timed until
+    ``final_after`` jobs are final; CPU is read for the ``measured`` processes."""
+    speed = cpu_speed_ms()  # the machine drifts within a run: how fast, right now
+    cpu0 = {name: cpu_seconds(pid) for name, pid in measured.items()}
+    loop0, machine0 = loop_cpu_seconds(dep.worker_pid), machine_ticks()
+    started = time.perf_counter()
+    submitted = loadgen(
+        "batch", dep.api, target, dep.env, start=start, count=size, max_seconds=timeout
+    )
+    submit_s = time.perf_counter() - started
+    finished, counts = wait_final(dep.counter, final_after, sampler, timeout)
+    cpu1 = {name: cpu_seconds(pid) for name, pid in measured.items()}
+    loop1, machine1 = loop_cpu_seconds(dep.worker_pid), machine_ticks()
+    elapsed = finished - started
+    cpu = {name: cpu1[name] - cpu0[name] for name in measured}
+    return {
+        "size": size,
+        "seconds": elapsed,
+        "jobs_per_s": size / elapsed,
+        "submit_rows_per_s": size / submit_s,
+        "created": submitted["created"],
+        "counts": counts,
+        "failed_by_code": dep.counter.failures(),
+        "cpu_s": cpu,
+        "cpu_ms_per_job": sum(cpu.values()) / size * 1000,
+        # which resource ran out: the (first) worker's event loop, or the machine
+        "loop_busy": (loop1 - loop0) / elapsed,
+        "machine_busy": (machine1[0] - machine0[0]) / max(1, machine1[1] - machine0[1]),
+        "cpu_speed_ms": speed,
+    }
+
+
 def run_mode(
     mode: str,
     cfg: argparse.Namespace,
@@ -275,92 +406,32 @@ def run_mode(
     pg_admin: str,
 ) -> ModeResult:
     result = ModeResult(mode)
-    shared = list(procs.started)
-    env = base_env() | {
-        "TASKCRAWLER_ALLOW_PRIVATE_NETWORKS": "true",
-        "TASKCRAWLER_HOST_CONCURRENCY": "1000",
-        "TASKCRAWLER_LOG_FORMAT": "json",
-        "TASKCRAWLER_LOG_LEVEL": "WARNING",
-    }
-    port = free_port()
-    api = f"http://127.0.0.1:{port}"
-    env["TASKCRAWLER_PORT"] = str(port)
-    db_name = None
-    prefix = None
-    if mode == "embedded":
-        db_path = workdir / "bench.db"
-        env["TASKCRAWLER_DATABASE_URL"] = f"sqlite+aiosqlite:///{db_path}"
-        counter = Counter(mode, sqlite_path=db_path)
-    else:
-        db_name = f"tc_bench_{secrets.token_hex(4)}"
-        pg_url = create_pg_database(pg_admin, db_name)
-        prefix = f"tcbench:{secrets.token_hex(4)}"
-        env["TASKCRAWLER_DATABASE_URL"] = pg_url.replace("postgresql://", "postgresql+asyncpg://")
-        env["TASKCRAWLER_REDIS_URL"] = cfg.redis_url
-        env["TASKCRAWLER_REDIS_PREFIX"] = prefix
-        counter = Counter(mode, pg_url=pg_url)
-        subprocess.run(
-            [PY, "-m", "taskcrawler", "migrate"],
-            env=env,
-            cwd=REPO,
-            check=True,
-            capture_output=True,
-            timeout=120,
-        )
-    try:
-        if mode == "embedded":
-            server = procs.start("embedded-serve", [PY, "-m", "taskcrawler", "serve"], env)
-            wait_port(port, 60, server)
-            pids = {"serve": server.pid}
-            worker_pid = server.pid
-        else:
-            server = procs.start("production-api", [PY, "-m", "taskcrawler", "api"], env)
-            worker = procs.start("production-worker", [PY, "-m", "taskcrawler", "worker"], env)
-            wait_port(port, 60, server)
-            pids = {"api": server.pid, "worker": worker.pid}
-            worker_pid = worker.pid
+    with deployment(mode, procs, workdir, pg_admin=pg_admin, redis_url=cfg.redis_url) as dep:
+        api, env, counter = dep.api, dep.env, dep.counter
+        pids, worker_pid = dep.pids, dep.worker_pid
         sampler = Sampler(worker_pid)
         next_page = cfg.page_base
         sizes = [cfg.size] + ([cfg.size * 10] if cfg.scale else [])
         total_final = 0
 
-        def end_to_end(size: int, measured: dict[str, int]) -> dict[str, Any]:
-            """``size`` new pages through the batch endpoint, timed until every job is final;
-            CPU is read for the ``measured`` processes."""
+        def measure(size: int, measured: dict[str, int]) -> dict[str, Any]:
             nonlocal next_page, total_final
-            speed = cpu_speed_ms()  # the machine drifts within a run: how fast, right now
-            cpu0 = {name: cpu_seconds(pid) for name, pid in measured.items()}
-            loop0, machine0 = loop_cpu_seconds(worker_pid), machine_ticks()
-            started = time.perf_counter()
-            submitted = loadgen(
-                "batch", api, target, env, start=next_page, count=size, max_seconds=cfg.timeout
-            )
-            submit_s = time.perf_counter() - started
             total_final += size
+            run = end_to_end(
+                dep,
+                target,
+                start=next_page,
+                size=size,
+                final_after=total_final,
+                measured=measured,
+                sampler=sampler,
+                timeout=cfg.timeout,
+            )
             next_page += size
-            finished, counts = wait_final(counter, total_final, sampler, cfg.timeout)
-            cpu1 = {name: cpu_seconds(pid) for name, pid in measured.items()}
-            loop1, machine1 = loop_cpu_seconds(worker_pid), machine_ticks()
-            elapsed = finished - started
-            cpu = {name: cpu1[name] - cpu0[name] for name in measured}
-            return {
-                "size": size,
-                "seconds": elapsed,
-                "jobs_per_s": size / elapsed,
-                "submit_rows_per_s": size / submit_s,
-                "created": submitted["created"],
-                "counts": counts,
-                "failed_by_code": counter.failures(),
-                "cpu_s": cpu,
-                "cpu_ms_per_job": sum(cpu.values()) / size * 1000,
-                # which resource ran out: the (first) worker's event loop, or the machine
-                "loop_busy": (loop1 - loop0) / elapsed,
-                "machine_busy": (machine1[0] - machine0[0]) / max(1, machine1[1] - machine0[1]),
-                "cpu_speed_ms": speed,
-            }
+            return run
 
         for size in sizes:
-            run = end_to_end(size, pids)
+            run = measure(size, pids)
             result.runs.append(run)
             print(f"  [{mode}] {size} jobs end to end: {run['jobs_per_s']:.0f} jobs/s", flush=True)
 
@@ -423,7 +494,7 @@ def run_mode(
                 env,
             )
             wait_port(metrics_port, 60, second)
-            result.two_workers = end_to_end(cfg.size, pids | {"worker2": second.pid})
+            result.two_workers = measure(cfg.size, pids | {"worker2": second.pid})
             print(
                 f"  [{mode}] two workers, {cfg.size} jobs end to end: "
                 f"{result.two_workers['jobs_per_s']:.0f} jobs/s",
@@ -432,16 +503,6 @@ def run_mode(
         sampler.sample()
         values = [v for _, v in sampler.samples]
         result.rss = {"start": values[0], "peak": max(values), "end": values[-1]}
-    finally:
-        counter.close()  # before the database is dropped
-        for proc in list(procs.started):  # this mode's processes only: the target stays up
-            if proc not in shared:
-                procs.stop(proc)
-                procs.started.remove(proc)
-        if db_name is not None:
-            drop_pg_database(pg_admin, db_name)
-        if prefix is not None:
-            delete_redis_prefix(cfg.redis_url, prefix)
     return result
 
 

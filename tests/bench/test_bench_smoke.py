@@ -15,24 +15,31 @@ from tests.support.processes import REPO_ROOT, clean_env
 pytestmark = pytest.mark.slow
 
 
-def test_benchmark_runs_end_to_end(pg_admin_url: str, redis_url: str, tmp_path: Path) -> None:
-    out = tmp_path / "RESULTS.md"
-    raw = tmp_path / "results.json"
+def run_bench(module: str, *args: str, timeout: float = 300) -> str:
+    """``python -m bench.<module> args``; its output, once it has exited 0."""
     done = subprocess.run(
-        [
-            sys.executable, "-m", "bench.run",
-            "--size", "30", "--quick", "--no-scrapy",
-            "--posts", "40", "--open-seconds", "0.5", "--rate", "40",
-            "--pg-url", pg_admin_url, "--redis-url", redis_url,
-            "--out", str(out), "--json", str(raw), "--timeout", "120",
-        ],
+        [sys.executable, "-m", f"bench.{module}", *args],
         cwd=REPO_ROOT,
         env=clean_env(),
         capture_output=True,
-        timeout=300,
+        timeout=timeout,
         check=False,
+    )
+    out = done.stdout.decode()
+    assert done.returncode == 0, out[-3000:] + done.stderr.decode()[-3000:]
+    return out
+
+
+def test_benchmark_runs_end_to_end(pg_admin_url: str, redis_url: str, tmp_path: Path) -> None:
+    out = tmp_path / "RESULTS.md"
+    raw = tmp_path / "results.json"
+    run_bench(
+        "run",
+        "--size", "30", "--quick", "--no-scrapy",
+        "--posts", "40", "--open-seconds", "0.5", "--rate", "40",
+        "--pg-url", pg_admin_url, "--redis-url", redis_url,
+        "--out", str(out), "--json", str(raw), "--timeout", "120",
     )  # fmt: skip
-    assert done.returncode == 0, done.stdout.decode()[-3000:] + done.stderr.decode()[-3000:]
     text = out.read_text()
     for figure in (
         "jobs/s end to end",
@@ -61,15 +68,18 @@ def test_benchmark_runs_end_to_end(pg_admin_url: str, redis_url: str, tmp_path: 
 
 
 def test_in_lists_benchmark_runs(pg_admin_url: str) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.in_lists", "--statements", "5", "--pg-url", pg_admin_url],
-        cwd=REPO_ROOT,
-        env=clean_env(),
-        capture_output=True,
-        timeout=120,
-        check=False,
-    )
-    assert done.returncode == 0, done.stdout.decode()[-3000:] + done.stderr.decode()[-3000:]
-    lines = done.stdout.decode().splitlines()
+    out = run_bench("in_lists", "--statements", "5", "--pg-url", pg_admin_url, timeout=120)
+    lines = out.splitlines()
     assert [line.split()[0] for line in lines] == ["IN", "=", "IN", "="]
     assert all("ms PostgreSQL CPU per statement" in line for line in lines)
+
+
+def test_ab_benchmark_runs_alternated_pairs(pg_admin_url: str, redis_url: str) -> None:
+    out = run_bench(
+        "ab", ".", ".", "--pairs", "1", "--size", "20",
+        "--b-set", "TASKCRAWLER_ARCHIVE_PAGES=false",
+        "--pg-url", pg_admin_url, "--redis-url", redis_url, "--timeout", "120",
+    )  # fmt: skip
+    assert "pair 1 A:" in out and "pair 1 B:" in out
+    assert "B (. TASKCRAWLER_ARCHIVE_PAGES=false)" in out
+    assert "B faster in " in out and " of 1 pairs" in out
