@@ -59,30 +59,26 @@ def settings(pairs: list[str]) -> dict[str, str]:
 def one_run(
     args: argparse.Namespace, repo: Path, env: dict[str, str], target: str, workdir: Path
 ) -> dict[str, Any]:
-    procs = Procs(workdir)
-    try:
-        with deployment(
-            args.mode,
-            procs,
-            workdir,
-            pg_admin=args.pg_url,
-            redis_url=args.redis_url,
-            repo=repo,
-            settings=env,
-        ) as dep:
-            start = secrets.randbelow(1_000_000) * 100 + 50_000_000  # pages no run has used
-            return end_to_end(
-                dep,
-                target,
-                start=start,
-                size=args.size,
-                final_after=args.size,
-                measured=dep.pids,
-                sampler=Sampler(dep.worker_pid),
-                timeout=args.timeout,
-            )
-    finally:
-        procs.stop_all()
+    with deployment(  # stops its processes and drops its database on the way out
+        args.mode,
+        Procs(workdir),
+        workdir,
+        pg_admin=args.pg_url,
+        redis_url=args.redis_url,
+        repo=repo,
+        settings=env,
+    ) as dep:
+        start = secrets.randbelow(1_000_000) * 100 + 50_000_000  # pages no run has used
+        return end_to_end(
+            dep,
+            target,
+            start=start,
+            size=args.size,
+            final_after=args.size,
+            measured=dep.pids,
+            sampler=Sampler(dep.worker_pid),
+            timeout=args.timeout,
+        )
 
 
 def line(label: str, run: dict[str, Any]) -> str:
@@ -128,15 +124,13 @@ def main() -> None:
                     print(line(f"pair {pair} {side}", run), flush=True)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
+    for side, ref, sets in (("A", args.a, args.a_set), ("B", args.b, args.b_set)):
+        runs = results[side]
+        print(
+            f"{side} ({ref} {' '.join(sets)}): {mean(r['jobs_per_s'] for r in runs):.0f} jobs/s "
+            f"on average, loop {mean(r['loop_busy'] for r in runs):.0%} busy"
+        )
     a, b = ([r["jobs_per_s"] for r in results[side]] for side in ("A", "B"))
-    print(
-        f"A ({args.a} {' '.join(args.a_set)}): {mean(a):.0f} jobs/s on average, "
-        f"loop {mean(r['loop_busy'] for r in results['A']):.0%} busy"
-    )
-    print(
-        f"B ({args.b} {' '.join(args.b_set)}): {mean(b):.0f} jobs/s on average, "
-        f"loop {mean(r['loop_busy'] for r in results['B']):.0%} busy"
-    )
     print(f"B faster in {sum(y > x for x, y in zip(a, b, strict=True))} of {len(a)} pairs")
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
 import random
 import secrets
 import time
@@ -20,24 +19,20 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from bench.run import create_pg_database, drop_pg_database
+from bench.run import cpu_seconds, create_pg_database, drop_pg_database
 from taskcrawler.storage.engine import create_engine
 from taskcrawler.storage.rows import PROCESSING, any_of
 from taskcrawler.storage.tables import jobs, metadata
-
-CLK_TCK = os.sysconf("SC_CLK_TCK")
 
 
 def postgres_cpu_seconds() -> float:
     total = 0.0
     for comm in Path("/proc").glob("[0-9]*/comm"):
         try:
-            if not comm.read_text().startswith("postgres"):
-                continue
-            fields = (comm.parent / "stat").read_text().rsplit(")", 1)[1].split()
-        except OSError:
+            if comm.read_text().startswith("postgres"):
+                total += cpu_seconds(int(comm.parent.name))
+        except OSError:  # the process ended between the two reads
             continue
-        total += (int(fields[11]) + int(fields[12])) / CLK_TCK
     return total
 
 
