@@ -56,6 +56,8 @@ _MAX_REMOVED_SHARE = 0.5
 
 # Scripts where words are not separated by spaces: every character counts as one word.
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f]")
+# What str.split() takes for whitespace in ASCII text, the space aside.
+_ASCII_SPACES_BUT_SPACE = ("\t", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f")
 _CJK_OR_RUN = re.compile(
     r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f]"
     r"|[^\s\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f]+"
@@ -159,11 +161,41 @@ def choose_root(tree: LexborHTMLParser) -> LexborNode | None:
     return body
 
 
-def _word_count(text: str, words: list[str]) -> int:
-    """``words`` is ``text`` split on whitespace; CJK characters count one word each."""
+def _word_count(text: str, words: int) -> int:
+    """``words`` is how many pieces ``text`` splits into on whitespace; CJK characters count one
+    word each."""
     if text.isascii() or _CJK.search(text) is None:  # isascii() is a flag check, not a scan
-        return len(words)
+        return words
     return len(_CJK_OR_RUN.findall(text))
+
+
+def collapsed_text(root: LexborNode) -> tuple[str, int]:
+    """The text under ``root`` with every whitespace run made one space, trimmed, and how many
+    words that leaves: exactly ``" ".join(words)`` and ``len(words)`` for ``words`` the text's
+    ``str.split()``.
+
+    Splitting a page's text builds one string per word (most of the cost of measuring it), so
+    lexbor first joins the text nodes, each stripped, whitespace-only ones left out, with one
+    space. That splits into the same words; when no whitespace is left in it but those single
+    spaces (typical of text not indented in the markup), it is the answer as it stands.
+    """
+    text = root.text(deep=True, separator=" ", strip=True, skip_empty=True)
+    if _is_collapsed(text):
+        return text, text.count(" ") + 1 if text else 0
+    words = text.split()
+    return " ".join(words), len(words)
+
+
+def _is_collapsed(text: str) -> bool:
+    # ASCII only: beyond it str.split() knows more whitespace (no-break spaces, …) than is
+    # looked for here. Each test is one C scan of the text.
+    return (
+        text.isascii()
+        and "  " not in text
+        and not any(space in text for space in _ASCII_SPACES_BUT_SPACE)
+        and not text.startswith(" ")
+        and not text.endswith(" ")
+    )
 
 
 def main_content(tree: LexborHTMLParser) -> MainContent:
@@ -171,10 +203,9 @@ def main_content(tree: LexborHTMLParser) -> MainContent:
     cleaner = Cleaner.for_tree(tree)
     cleaner.strip_boilerplate()
     root = choose_root(tree)
-    words: list[str] = []
+    text, words = "", 0
     if root is not None:
         cleaner.strip_flagged(root)
-        words = root.text(deep=True, separator=" ").split()
-    text = " ".join(words)
+        text, words = collapsed_text(root)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     return MainContent(root, text, _word_count(text, words), f"sha256:{digest}")
