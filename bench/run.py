@@ -427,7 +427,6 @@ def run_mode(
         pids, worker_pid = dep.pids, dep.worker_pid
         sampler = Sampler(worker_pid)
         next_page = cfg.page_base
-        sizes = [cfg.size] + ([cfg.size * 10] if cfg.scale else [])
         total_final = 0
 
         def measure(size: int, measured: dict[str, int]) -> dict[str, Any]:
@@ -446,14 +445,15 @@ def run_mode(
             next_page += size
             return run
 
-        for size in sizes:
-            runs = [measure(size, pids) for _ in range(cfg.repeat if size == cfg.size else 1)]
-            for run in runs:
-                jobs_per_s = run["jobs_per_s"]
-                print(f"  [{mode}] {size} jobs end to end: {jobs_per_s:.0f} jobs/s", flush=True)
-            if size == cfg.size:
-                result.repeats = runs
-            result.runs.append(median_run(runs))
+        def reported(size: int) -> dict[str, Any]:
+            run = measure(size, pids)
+            print(f"  [{mode}] {size} jobs end to end: {run['jobs_per_s']:.0f} jobs/s", flush=True)
+            return run
+
+        result.repeats = [reported(cfg.size) for _ in range(cfg.repeat)]
+        result.runs.append(median_run(result.repeats))
+        if cfg.scale:
+            result.runs.append(reported(cfg.size * 10))
 
         # single POSTs, 64 concurrent clients, while the workers drain what they create
         result.closed = loadgen(
