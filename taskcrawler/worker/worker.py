@@ -43,12 +43,12 @@ CONSUME_WAIT_SECONDS = 0.5
 WRITE_BACKLOG_FACTOR = 3
 WRITE_BACKLOG_BYTES = 256 * 1024 * 1024
 #: Group commits in flight at once on PostgreSQL. A commit spends most of its time waiting for
-#: the database (and its rows' preparation in a thread), so a second one overlaps it: the event
-#: loop stayed busier (83-85% of the run against 76-82%) and jobs/s rose in seven alternated
-#: pairs of 5,000 pages, one by a hair (582 against 531 on average). Their jobs are disjoint, so
-#: the two transactions never wait for each other's rows. SQLite has one writer at a time
-#: anyway; there a second commit only added a preparation thread competing with the loop (three
-#: pairs: 515 against 532 jobs/s), so it keeps one.
+#: the database, so a second one overlaps it: the event loop stayed busier (83-85% of the run
+#: against 76-82%) and jobs/s rose in seven alternated pairs of 5,000 pages, one by a hair (582
+#: against 531 on average). Their jobs are disjoint, so the two transactions never wait for each
+#: other's rows. SQLite has one writer at a time anyway; there a second commit did not pay
+#: (three pairs: 515 against 532 jobs/s), so it keeps one. Both were measured while the rows
+#: were still prepared in a helper thread, since moved onto the loop (``prepare_content``).
 WRITE_CONCURRENCY = {"postgresql": 2}
 
 
