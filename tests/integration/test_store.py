@@ -57,6 +57,28 @@ async def test_create_is_idempotent_per_normalized_url(store: Stores) -> None:
     assert again[0].job.id == results[0].job.id
 
 
+async def test_a_new_job_is_answered_as_it_is_stored(store: Stores) -> None:
+    # New jobs are answered from what was inserted, not read back: the two must agree.
+    results = await store.jobs.create_jobs(
+        [
+            NewJob("http://Plain.test/a", owner="o"),
+            NewJob(
+                "http://opts.test/b",
+                owner="o",
+                formats=("metadata", "markdown"),
+                callback_url="http://hook.test/x",
+                max_age=60,
+            ),
+        ],
+        redispatch_after=30,
+    )
+    for result in results:
+        assert result.created
+        assert await store.jobs.get_job(result.job.id, owner="o") == result.job
+    assert results[0].job.host == "plain.test"
+    assert results[1].job.formats == ("metadata", "markdown")
+
+
 async def test_concurrent_creates_of_one_url_make_exactly_one_row(store: Stores) -> None:
     # 50 separate transactions racing, not one batch: the unique index must decide.
     results = await asyncio.gather(
