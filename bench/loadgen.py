@@ -15,6 +15,7 @@ import argparse
 import asyncio
 import json
 import time
+from collections import Counter
 from typing import Any, cast
 from urllib.parse import urlsplit
 
@@ -97,6 +98,7 @@ class Client:
         self.host, self.port = parts.hostname, parts.port
         self.idle: list[Connection] = []
         self.opened: list[Connection] = []
+        self.failures: list[str] = []  # why requests failed, for the report
 
     def head(self, path: str) -> bytes:
         return (
@@ -105,18 +107,41 @@ class Client:
         ).encode()
 
     async def post(self, head: bytes, body: bytes) -> tuple[int, bytes]:
-        """The status and body; raises :class:`HttpError` (the connection is then dropped)."""
-        if self.idle:
-            connection = self.idle.pop()
-        else:
-            loop = asyncio.get_running_loop()
+        """The status and body; raises :class:`HttpError` (the connection is then dropped).
+
+        A kept-alive connection the server closed while it sat idle (uvicorn closes them after
+        5 s) is not used; one it closes just as the request goes out is retried once on a new
+        connection, as aiohttp does: submitting a URL twice is idempotent.
+        """
+        request = head + b"Content-Length: %d\r\n\r\n" % len(body) + body
+        connection = self._idle_connection()
+        if connection is not None:
             try:
-                _, connection = await loop.create_connection(Connection, self.host, self.port)
-            except OSError as exc:
-                raise HttpError(f"cannot connect: {exc!r}") from exc
-            self.opened.append(connection)
+                return await self._send(connection, request)
+            except HttpError:
+                if connection.received:  # part of an answer came: not a stale connection
+                    raise
+        return await self._send(await self._connect(), request)
+
+    def _idle_connection(self) -> Connection | None:
+        while self.idle:
+            connection = self.idle.pop()
+            if connection.transport is not None and not connection.transport.is_closing():
+                return connection
+        return None
+
+    async def _connect(self) -> Connection:
+        loop = asyncio.get_running_loop()
         try:
-            answer = await connection.post(head + b"Content-Length: %d\r\n\r\n" % len(body) + body)
+            _, connection = await loop.create_connection(Connection, self.host, self.port)
+        except OSError as exc:
+            raise HttpError(f"cannot connect: {exc!r}") from exc
+        self.opened.append(connection)
+        return connection
+
+    async def _send(self, connection: Connection, request: bytes) -> tuple[int, bytes]:
+        try:
+            answer = await connection.post(request)
         except HttpError:
             connection.close()
             raise
@@ -169,7 +194,8 @@ async def run_batch(args: argparse.Namespace, client: Client) -> dict[str, Any]:
 async def _post_one(client: Client, head: bytes, body: bytes) -> int:
     try:
         status, _ = await client.post(head, body)
-    except HttpError:
+    except HttpError as exc:
+        client.failures.append(str(exc))
         return 0
     return status
 
@@ -177,14 +203,14 @@ async def _post_one(client: Client, head: bytes, body: bytes) -> int:
 async def run_closed(args: argparse.Namespace, client: Client) -> dict[str, Any]:
     head = client.head("/api/v1/jobs")
     latencies: list[float] = []
-    errors = 0
+    errors: Counter[int] = Counter()  # by status; 0 is a failed connection
     next_index = args.start
     end = args.start + args.count
     started = time.perf_counter()
     deadline = started + args.max_seconds
 
     async def one_client() -> None:
-        nonlocal next_index, errors
+        nonlocal next_index
         while next_index < end and time.perf_counter() < deadline:
             n = next_index
             next_index += 1
@@ -193,13 +219,15 @@ async def run_closed(args: argparse.Namespace, client: Client) -> dict[str, Any]
             status = await _post_one(client, head, body)
             latencies.append(time.perf_counter() - t0)
             if status not in (200, 201):
-                errors += 1
+                errors[status] += 1
 
     await asyncio.gather(*(one_client() for _ in range(args.concurrency)))
     elapsed = time.perf_counter() - started
     return {
         "requests": len(latencies),
-        "errors": errors,
+        "errors": errors.total(),
+        "errors_by_status": dict(errors),
+        "failures": client.failures[:5],
         "seconds": elapsed,
         "per_second": len(latencies) / elapsed if elapsed else 0.0,
         "p50_ms": percentile(latencies, 50) * 1000,
@@ -211,16 +239,16 @@ async def run_open(args: argparse.Namespace, client: Client) -> dict[str, Any]:
     head = client.head("/api/v1/jobs")
     total = int(args.rate * args.duration)
     latencies: list[float] = []
-    errors = dropped = 0
+    errors: Counter[int] = Counter()
+    dropped = 0
     in_flight: set[asyncio.Task[None]] = set()
     max_in_flight = max(64, int(args.rate * 2))
 
     async def one(n: int, scheduled: float) -> None:
-        nonlocal errors
         status = await _post_one(client, head, _job_body(args.target, n))
         latencies.append(time.perf_counter() - scheduled)
         if status not in (200, 201):
-            errors += 1
+            errors[status] += 1
 
     started = time.perf_counter()
     for i in range(total):
@@ -240,7 +268,9 @@ async def run_open(args: argparse.Namespace, client: Client) -> dict[str, Any]:
     return {
         "offered_per_second": args.rate,
         "requests": len(latencies),
-        "errors": errors,
+        "errors": errors.total(),
+        "errors_by_status": dict(errors),
+        "failures": client.failures[:5],
         "dropped": dropped,
         "seconds": elapsed,
         "p50_ms": percentile(latencies, 50) * 1000,

@@ -84,6 +84,28 @@ async def test_two_answers_in_one_read_are_not_mixed_up(serve: Any) -> None:
         client.close()
 
 
+async def test_a_connection_the_server_closed_is_replaced(serve: Any) -> None:
+    async def one_answer_per_connection(
+        reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        await read_request(reader)
+        writer.write(b"HTTP/1.1 201 Created\r\nContent-Length: 2\r\n\r\nok")
+        await writer.drain()
+        writer.close()
+
+    client = await serve(one_answer_per_connection)
+    head = client.head("/x")
+    try:
+        assert await client.post(head, b"1") == (201, b"ok")
+        # whether the close is seen before the next request goes out or only after it
+        for pause in (0.2, 0):
+            await asyncio.sleep(pause)
+            assert await client.post(head, b"2") == (201, b"ok")
+        assert len(client.opened) == 3
+    finally:
+        client.close()
+
+
 async def test_an_answer_without_content_length_fails_the_request(serve: Any) -> None:
     async def chunked(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         await read_request(reader)
