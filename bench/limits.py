@@ -18,6 +18,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
 from pydantic import BaseModel, Field
 
 CREATE = (
@@ -84,16 +85,14 @@ class BareBody(BaseModel):
 def bare_api(port: int) -> None:
     import uvicorn
     from fastapi import FastAPI
-    from fastapi.responses import ORJSONResponse
+    from fastapi.responses import Response
 
     app = FastAPI()
 
     @app.post("/api/v1/jobs", status_code=201)
-    async def create(body: BareBody) -> ORJSONResponse:
-        return ORJSONResponse(
-            {"id": str(uuid.uuid4()), "url": body.url, "status": "PENDING", "retry_count": 0},
-            status_code=201,
-        )
+    async def create(body: BareBody) -> Response:
+        job = {"id": str(uuid.uuid4()), "url": body.url, "status": "PENDING", "retry_count": 0}
+        return Response(orjson.dumps(job), status_code=201, media_type="application/json")
 
     @app.get("/healthz")
     async def health() -> dict[str, str]:
