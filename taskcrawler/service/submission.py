@@ -25,7 +25,9 @@ class Submitter:
         self.work = work
         self.queue = queue
         self.redispatch_after = redispatch_after
-        self._batcher: Coalescer[NewJob, Created] = Coalescer(self._create, max_batch=500)
+        # The group commit inserts one batch at a time: it keeps a connection of its own.
+        self._grouped_jobs = jobs.with_pinned_connection()
+        self._batcher: Coalescer[NewJob, Created] = Coalescer(self._create_grouped, max_batch=500)
 
     async def submit(self, request: NewJob) -> Created:
         """One job, grouped with whatever else is being submitted right now."""
@@ -33,10 +35,13 @@ class Submitter:
 
     async def create_now(self, requests: Sequence[NewJob]) -> list[Created]:
         """Many jobs in one round trip of their own (a batch request)."""
-        return await self._create(requests)
+        return await self._create(self.jobs, requests)
 
-    async def _create(self, requests: Sequence[NewJob]) -> list[Created]:
-        results = await self.jobs.create_jobs(requests, redispatch_after=self.redispatch_after)
+    async def _create_grouped(self, requests: Sequence[NewJob]) -> list[Created]:
+        return await self._create(self._grouped_jobs, requests)
+
+    async def _create(self, store: JobStore, requests: Sequence[NewJob]) -> list[Created]:
+        results = await store.create_jobs(requests, redispatch_after=self.redispatch_after)
         fresh = [r.job.id for r in results if r.created]
         try:
             await self.queue.publish(fresh)

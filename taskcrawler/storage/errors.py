@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncpg
 import sqlalchemy as sa
 
 from taskcrawler.common.errors import translate_errors
@@ -21,6 +22,10 @@ def _storage_error(exc: Exception) -> Exception | None:
         if exc.connection_invalidated or state.startswith(_UNAVAILABLE_STATES):
             return StorageUnavailable(str(exc.orig or exc))
         return None
+    if isinstance(exc, asyncpg.PostgresError):  # from the driver itself: a pinned connection
+        return (
+            StorageUnavailable(str(exc)) if exc.sqlstate.startswith(_UNAVAILABLE_STATES) else None
+        )
     if isinstance(exc, OSError | TimeoutError):
         return StorageUnavailable(f"{type(exc).__name__}: {exc}")
     return None

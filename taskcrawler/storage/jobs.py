@@ -18,7 +18,7 @@ from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from taskcrawler.domain import Job, JobStatus
-from taskcrawler.storage.database import Database
+from taskcrawler.storage.database import Database, PinnedConnection
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.rows import (
     DEFAULT_FORMATS,
@@ -35,11 +35,19 @@ from taskcrawler.storage.tables import job_runs, jobs
 
 
 class JobStore:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, *, pinned: PinnedConnection | None = None) -> None:
         self.db = db
+        self._pinned = pinned
         self._insert_postgresql = (
             _insert_new_jobs_postgresql(db.engine.dialect) if db.dialect == "postgresql" else ""
         )
+
+    def with_pinned_connection(self) -> JobStore:
+        """This store, inserting new jobs through a connection of its own on PostgreSQL: for a
+        caller that submits one batch at a time, as the API's group commit does."""
+        if self.db.dialect != "postgresql":
+            return self
+        return JobStore(self.db, pinned=self.db.pinned())
 
     @unavailable_on_connection_errors
     async def create_jobs(
@@ -56,8 +64,7 @@ class JobStore:
         rows: dict[tuple[str, str], dict[str, Any]] = {}
         for request, key in zip(requests, keys, strict=True):
             rows.setdefault(key, _new_row(request, key[1], now, redispatch_after))
-        async with self.db.write_statement() as conn:
-            inserted_ids = await self._insert_new(conn, list(rows.values()))
+        inserted_ids = await self._insert_new(list(rows.values()))
         inserted = {row["id"]: _new_job(row) for row in rows.values() if row["id"] in inserted_ids}
         missing = [k for k, row in rows.items() if row["id"] not in inserted]
         existing: dict[tuple[str, str], Job] = {}
@@ -83,18 +90,22 @@ class JobStore:
                 results.append(Created(existing[key], created=False))
         return results
 
-    async def _insert_new(self, conn: AsyncConnection, rows: list[dict[str, Any]]) -> set[UUID]:
+    async def _insert_new(self, rows: list[dict[str, Any]]) -> set[UUID]:
         """Insert the rows whose (owner, url_key) is new; the ids of those inserted.
 
         On PostgreSQL, one statement text for every batch size, its rows as one array per
         column, sent to the driver as they are: SQLAlchemy's statement and result machinery took
         more CPU than the round trip itself, on the API's hottest path.
         """
-        if self.db.dialect == "postgresql":
-            result = await conn.exec_driver_sql(self._insert_postgresql, _column_arrays(rows))
-        else:
-            result = await conn.execute(_INSERT_NEW_JOBS, rows)
-        return {row[0] for row in result}
+        if self._pinned is not None:
+            records = await self._pinned.fetch(self._insert_postgresql, *_column_arrays(rows))
+            return {record[0] for record in records}
+        async with self.db.write_statement() as conn:
+            if self.db.dialect == "postgresql":
+                result = await conn.exec_driver_sql(self._insert_postgresql, _column_arrays(rows))
+            else:
+                result = await conn.execute(_INSERT_NEW_JOBS, rows)
+            return {row[0] for row in result}
 
     async def _existing(
         self, conn: AsyncConnection, keys: Sequence[tuple[str, str]]

@@ -282,21 +282,29 @@ async def test_the_fetcher_reports_host_busy_instead_of_waiting(
 async def test_waiting_past_the_deadline_is_host_busy_not_timeout(
     server: HostileServer,
 ) -> None:
-    server.page_delay = 2.0
-    fetcher = Fetcher(
-        fetch_settings(allow_private_networks=True, fetch_timeout_seconds=0.5),
-        limiter=MemoryHostLimiter(1),
+    # One host slot, held by a fetch that times out long after the waiter's own deadline: the
+    # waiter spends all its time waiting (host_busy), the holder all its time fetching (timeout).
+    # Deadlines far apart, so a slow machine cannot swap who runs out first.
+    server.page_delay = 3.0
+    limiter = MemoryHostLimiter(1)
+    holder = Fetcher(
+        fetch_settings(allow_private_networks=True, fetch_timeout_seconds=1.5), limiter=limiter
+    )
+    waiter = Fetcher(
+        fetch_settings(allow_private_networks=True, fetch_timeout_seconds=0.5), limiter=limiter
     )
     try:
-        results = await asyncio.gather(
-            fetcher.fetch(server.url("/page")),
-            fetcher.fetch(server.url("/page")),
-            return_exceptions=True,
-        )
+        holding = asyncio.create_task(holder.fetch(server.url("/page")))
+        await asyncio.sleep(0.3)  # the holder has the slot by now
+        with pytest.raises(FetchError) as waited:
+            await waiter.fetch(server.url("/page"))
+        with pytest.raises(FetchError) as held:
+            await holding
     finally:
-        await fetcher.close()
-    codes = sorted(r.code for r in results if isinstance(r, FetchError))
-    assert codes == [ErrorCode.HOST_BUSY, ErrorCode.TIMEOUT]
+        await holder.close()
+        await waiter.close()
+    assert waited.value.code is ErrorCode.HOST_BUSY
+    assert held.value.code is ErrorCode.TIMEOUT
 
 
 def test_the_settings_choose_redis_when_given(redis: tuple[Redis, str]) -> None:
