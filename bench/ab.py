@@ -1,16 +1,20 @@
-"""Alternated pairs of the end-to-end phase, two variants: ``python -m bench.ab A B``.
+"""Alternated pairs of one benchmark phase, two variants: ``python -m bench.ab A B``.
 
 A variant is a git ref (checked out into a temporary worktree) or ``.`` for this checkout as it
 is, uncommitted changes included; ``--a-set`` / ``--b-set KEY=VALUE`` add ``TASKCRAWLER_*``
 settings to one side. Each pair runs A then B, each on a fresh deployment (its own database and
-Redis prefix), ``--size`` new pages through the batch endpoint, timed until every job is final,
-as ``bench.run`` does. Prints every run (jobs/s, CPU ms per job by process, how busy the worker's
-event loop was, ``cpu_speed``) and, at the end, the means and how many pairs each side won.
+Redis prefix). ``--phase e2e`` (the default): ``--size`` new pages through the batch endpoint,
+timed until every job is final, as ``bench.run`` does; prints jobs/s, CPU ms per job by process,
+how busy the worker's event loop was. ``--phase open``: single POSTs at ``--rate`` (500) for
+``--seconds`` (8, after 2 of warm-up) while the worker drains them; ``open-paused``: the same
+with the worker stopped (the API alone); prints p50/p99 and CPU ms per request by process.
+Every run prints ``cpu_speed``; at the end, the means and how many pairs each side won.
 
 This machine's speed drifts within minutes: one run of each tells nothing, a few alternated
 pairs do. Examples::
 
     python -m bench.ab HEAD~1 HEAD --pairs 4
+    python -m bench.ab HEAD~1 HEAD --phase open
     python -m bench.ab . . --b-set TASKCRAWLER_ARCHIVE_PAGES=false --mode embedded
 """
 
@@ -18,16 +22,30 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import secrets
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
-from statistics import mean
+from statistics import mean, median
 from typing import Any
 
-from bench.run import REPO, Procs, Sampler, deployment, end_to_end, target_server
+from bench.run import (
+    REPO,
+    Deployment,
+    Procs,
+    Sampler,
+    cpu_seconds,
+    cpu_speed_ms,
+    deployment,
+    end_to_end,
+    loadgen,
+    target_server,
+    wait_final,
+)
 
 
 @contextlib.contextmanager
@@ -69,6 +87,8 @@ def one_run(
         settings=env,
     ) as dep:
         start = secrets.randbelow(1_000_000) * 100 + 50_000_000  # pages no run has used
+        if args.phase != "e2e":
+            return steady_load(args, dep, target, start, paused=args.phase == "open-paused")
         return end_to_end(
             dep,
             target,
@@ -81,12 +101,79 @@ def one_run(
         )
 
 
+def steady_load(
+    args: argparse.Namespace, dep: Deployment, target: str, start: int, *, paused: bool
+) -> dict[str, Any]:
+    """2 s of warm-up, then ``args.seconds`` at ``args.rate`` POST/s; the jobs are drained after
+    each (the worker is resumed first if ``paused``)."""
+    final = 0
+    run: dict[str, Any] = {}
+    for seconds in (2.0, args.seconds):
+        if paused:
+            os.kill(dep.worker_pid, signal.SIGSTOP)
+        try:
+            speed = cpu_speed_ms()
+            cpu0 = {name: cpu_seconds(pid) for name, pid in dep.pids.items()}
+            load = loadgen(
+                "open",
+                dep.api,
+                target,
+                dep.env,
+                start=start + final,
+                rate=args.rate,
+                duration=seconds,
+                max_seconds=seconds + 30,
+            )
+            cpu1 = {name: cpu_seconds(pid) for name, pid in dep.pids.items()}
+        finally:
+            if paused:
+                os.kill(dep.worker_pid, signal.SIGCONT)
+        final += load["requests"] - load["errors"]
+        wait_final(dep.counter, final, Sampler(dep.worker_pid), args.timeout)
+        run = load | {
+            "cpu_ms_per_request": {
+                name: (cpu1[name] - cpu0[name]) / max(1, load["requests"]) * 1000 for name in cpu0
+            },
+            "cpu_speed_ms": speed,
+        }
+    return run
+
+
 def line(label: str, run: dict[str, Any]) -> str:
+    if "p99_ms" in run:
+        cpu = ", ".join(f"{name} {ms:.2f}" for name, ms in run["cpu_ms_per_request"].items())
+        return (
+            f"{label}: p50 {run['p50_ms']:6.1f} ms, p99 {run['p99_ms']:6.1f} ms, errors "
+            f"{run['errors'] + run['dropped']}, CPU ms per request {cpu}, "
+            f"cpu_speed {run['cpu_speed_ms']:.0f} ms"
+        )
     cpu = ", ".join(f"{name} {s / run['size'] * 1000:.2f}" for name, s in run["cpu_s"].items())
     return (
         f"{label}: {run['jobs_per_s']:6.0f} jobs/s, CPU ms per job {cpu}, event loop "
         f"{run['loop_busy']:.0%} busy, cpu_speed {run['cpu_speed_ms']:.0f} ms"
     )
+
+
+def summary(args: argparse.Namespace, results: dict[str, list[dict[str, Any]]]) -> None:
+    if args.phase == "e2e":
+        for side, ref, sets in (("A", args.a, args.a_set), ("B", args.b, args.b_set)):
+            runs = results[side]
+            print(
+                f"{side} ({ref} {' '.join(sets)}): "
+                f"{mean(r['jobs_per_s'] for r in runs):.0f} jobs/s on average, "
+                f"loop {mean(r['loop_busy'] for r in runs):.0%} busy"
+            )
+        a, b = ([r["jobs_per_s"] for r in results[side]] for side in ("A", "B"))
+        print(f"B faster in {sum(y > x for x, y in zip(a, b, strict=True))} of {len(a)} pairs")
+        return
+    for side, ref, sets in (("A", args.a, args.a_set), ("B", args.b, args.b_set)):
+        runs = results[side]
+        print(
+            f"{side} ({ref} {' '.join(sets)}): p99 median {median(r['p99_ms'] for r in runs):.1f}"
+            f" ms, p50 median {median(r['p50_ms'] for r in runs):.1f} ms"
+        )
+    a, b = ([r["p99_ms"] for r in results[side]] for side in ("A", "B"))
+    print(f"B's p99 lower in {sum(y < x for x, y in zip(a, b, strict=True))} of {len(a)} pairs")
 
 
 def main() -> None:
@@ -101,7 +188,10 @@ def main() -> None:
     parser.add_argument("--b-set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--mode", choices=("production", "embedded"), default="production")
+    parser.add_argument("--phase", choices=("e2e", "open", "open-paused"), default="e2e")
     parser.add_argument("--size", type=int, default=5000, help="pages per run (default 5000)")
+    parser.add_argument("--rate", type=float, default=500.0, help="open: POST/s (default 500)")
+    parser.add_argument("--seconds", type=float, default=8.0, help="open: seconds (default 8)")
     parser.add_argument("--pg-url", default="postgresql://postgres@127.0.0.1:5432/postgres")
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
     parser.add_argument("--timeout", type=float, default=600.0)
@@ -124,14 +214,7 @@ def main() -> None:
                     print(line(f"pair {pair} {side}", run), flush=True)
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
-    for side, ref, sets in (("A", args.a, args.a_set), ("B", args.b, args.b_set)):
-        runs = results[side]
-        print(
-            f"{side} ({ref} {' '.join(sets)}): {mean(r['jobs_per_s'] for r in runs):.0f} jobs/s "
-            f"on average, loop {mean(r['loop_busy'] for r in runs):.0%} busy"
-        )
-    a, b = ([r["jobs_per_s"] for r in results[side]] for side in ("A", "B"))
-    print(f"B faster in {sum(y > x for x, y in zip(a, b, strict=True))} of {len(a)} pairs")
+    summary(args, results)
 
 
 if __name__ == "__main__":

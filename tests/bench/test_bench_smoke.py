@@ -87,3 +87,14 @@ def test_ab_benchmark_runs_alternated_pairs(pg_admin_url: str, redis_url: str) -
     assert "pair 1 A:" in out and "pair 1 B:" in out
     assert "B (. TASKCRAWLER_ARCHIVE_PAGES=false)" in out
     assert "B faster in " in out and " of 1 pairs" in out
+
+
+def test_ab_compares_the_api_under_a_steady_load(pg_admin_url: str, redis_url: str) -> None:
+    out = run_bench(
+        "ab", ".", ".", "--phase", "open", "--pairs", "1", "--seconds", "1", "--rate", "30",
+        "--pg-url", pg_admin_url, "--redis-url", redis_url, "--timeout", "120",
+    )  # fmt: skip
+    runs = [line for line in out.splitlines() if line.startswith("pair 1 ")]
+    assert len(runs) == 2, out
+    assert all("errors 0," in line and "CPU ms per request api" in line for line in runs), out
+    assert "B's p99 lower in" in out
