@@ -26,15 +26,20 @@ async def read_request(reader: asyncio.StreamReader) -> bytes:
 
 @pytest.fixture
 async def serve() -> AsyncIterator[Callable[[Handler], Coroutine[Any, Any, Client]]]:
+    """Start a server with this handler; a client of it, closed (with the server) afterwards."""
     servers: list[asyncio.Server] = []
+    clients: list[Client] = []
 
     async def start(handler: Handler) -> Client:
         server = await asyncio.start_server(handler, "127.0.0.1", 0)
         servers.append(server)
         port = server.sockets[0].getsockname()[1]
-        return Client(f"http://127.0.0.1:{port}")
+        clients.append(Client(f"http://127.0.0.1:{port}"))
+        return clients[-1]
 
     yield start
+    for client in clients:
+        client.close()
     for server in servers:
         server.close()
         await server.wait_closed()
@@ -59,12 +64,9 @@ async def test_answers_split_anywhere_are_put_back_together(serve: Any) -> None:
 
     client = await serve(echo_in_pieces)
     head = client.head("/api/v1/jobs")
-    try:
-        for n in range(3):  # one kept-alive connection, answer after answer
-            assert await client.post(head, b'{"n":%d}' % n) == (201, b'{"n":%d}' % n)
-        assert len(client.opened) == 1
-    finally:
-        client.close()
+    for n in range(3):  # one kept-alive connection, answer after answer
+        assert await client.post(head, b'{"n":%d}' % n) == (201, b'{"n":%d}' % n)
+    assert len(client.opened) == 1
 
 
 async def test_two_answers_in_one_read_are_not_mixed_up(serve: Any) -> None:
@@ -77,11 +79,8 @@ async def test_two_answers_in_one_read_are_not_mixed_up(serve: Any) -> None:
 
     client = await serve(two_at_once)
     head = client.head("/x")
-    try:
-        assert await client.post(head, b"1") == (200, b"a")
-        assert await client.post(head, b"2") == (409, b"bc")
-    finally:
-        client.close()
+    assert await client.post(head, b"1") == (200, b"a")
+    assert await client.post(head, b"2") == (409, b"bc")
 
 
 async def test_a_connection_the_server_closed_is_replaced(serve: Any) -> None:
@@ -95,15 +94,12 @@ async def test_a_connection_the_server_closed_is_replaced(serve: Any) -> None:
 
     client = await serve(one_answer_per_connection)
     head = client.head("/x")
-    try:
-        assert await client.post(head, b"1") == (201, b"ok")
-        # whether the close is seen before the next request goes out or only after it
-        for pause in (0.2, 0):
-            await asyncio.sleep(pause)
-            assert await client.post(head, b"2") == (201, b"ok")
-        assert len(client.opened) == 3
-    finally:
-        client.close()
+    assert await client.post(head, b"1") == (201, b"ok")
+    # whether the close is seen before the next request goes out or only after it
+    for pause in (0.2, 0):
+        await asyncio.sleep(pause)
+        assert await client.post(head, b"2") == (201, b"ok")
+    assert len(client.opened) == 3
 
 
 async def test_an_answer_without_content_length_fails_the_request(serve: Any) -> None:
@@ -116,7 +112,6 @@ async def test_an_answer_without_content_length_fails_the_request(serve: Any) ->
     with pytest.raises(HttpError, match="without Content-Length"):
         await client.post(client.head("/x"), b"{}")
     assert client.idle == []  # the connection is not reused
-    client.close()
 
 
 async def test_a_connection_closed_mid_answer_fails_the_request(serve: Any) -> None:
@@ -129,7 +124,6 @@ async def test_a_connection_closed_mid_answer_fails_the_request(serve: Any) -> N
     client = await serve(hang_up)
     with pytest.raises(HttpError, match="connection lost"):
         await asyncio.wait_for(client.post(client.head("/x"), b"{}"), 10)
-    client.close()
 
 
 async def test_no_server_is_an_http_error() -> None:
