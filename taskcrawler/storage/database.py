@@ -117,8 +117,8 @@ class Database:
         """A connection for one write statement, which is atomic by itself.
 
         On PostgreSQL it runs outside a transaction: no BEGIN and COMMIT, two of the three
-        round trips of a one-statement transaction, each one CPU in this process too. On SQLite
-        it is :meth:`write`, since writes there queue for the one writer anyway.
+        round trips of a one-statement transaction, each of which costs this process CPU too.
+        On SQLite it is :meth:`write`, since writes there queue for the one writer anyway.
         """
         if self._write_lock is not None:
             async with self.write() as conn:

@@ -23,9 +23,8 @@ def _storage_error(exc: Exception) -> Exception | None:
             return StorageUnavailable(str(exc.orig or exc))
         return None
     if isinstance(exc, asyncpg.PostgresError):  # from the driver itself: a pinned connection
-        return (
-            StorageUnavailable(str(exc)) if exc.sqlstate.startswith(_UNAVAILABLE_STATES) else None
-        )
+        unavailable = (exc.sqlstate or "").startswith(_UNAVAILABLE_STATES)
+        return StorageUnavailable(str(exc)) if unavailable else None
     if isinstance(exc, OSError | TimeoutError):
         return StorageUnavailable(f"{type(exc).__name__}: {exc}")
     return None
