@@ -123,11 +123,6 @@ async def redis_down(b: Bench) -> Outcome:
         return await scenarios.redis_down_accepts(d, redis, jobs=200)
 
 
-async def api_kill9(b: Bench) -> Outcome:
-    async with b.deployment(redis="own") as (d, _, redis):
-        return await scenarios.api_killed_before_publishing(d, redis, jobs=200)
-
-
 async def pg_outage(b: Bench) -> Outcome:
     async with b.deployment(database="own", lease_seconds=15) as (d, pg, _):
         return await scenarios.postgres_outage(
@@ -159,7 +154,6 @@ SCENARIOS: dict[str, Callable[[Bench], Awaitable[Outcome]]] = {
     "kill9": kill9,
     "redis-restart": redis_restart,
     "redis-down": redis_down,
-    "api-kill9": api_kill9,
     "pg-outage": pg_outage,
     "sigterm-rolling": sigterm_rolling,
     "sigterm-hand-back": sigterm_hand_back,

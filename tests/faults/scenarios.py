@@ -9,8 +9,6 @@ are asserted here, so the tests and ``bench/faults.py`` prove the same things.
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import time
 from collections.abc import Awaitable, Callable
 from typing import Any
@@ -43,35 +41,6 @@ async def kill9_worker(d: Deployment, *, jobs: int, delay: float, concurrency: i
     outcome.notes.append(f"{in_flight} jobs PROCESSING at the kill")
     # Only jobs the dead worker held may run twice, and each such re-run counted an attempt.
     assert outcome.repeated <= in_flight, (outcome, in_flight)
-    return outcome
-
-
-async def api_killed_before_publishing(d: Deployment, redis: RedisProcess, *, jobs: int) -> Outcome:
-    """The API answers once a job's row is committed and publishes its id afterwards. Redis
-    frozen (SIGSTOP: connections open, no replies) so the ids cannot go out, then ``kill -9`` the
-    API: every answered job still runs once, published by a worker's sweeper."""
-    api = await d.api()
-    started = time.monotonic()
-    os.kill(redis.pid or 0, signal.SIGSTOP)
-    try:
-        for url in urls_for(d.target, _keys("unpublished", jobs), 0):
-            status, body = await d.request("POST", "/api/v1/jobs", json={"url": url})
-            assert status == 201, (status, body)
-        api.kill()
-    finally:
-        os.kill(redis.pid or 0, signal.SIGCONT)
-    await asyncio.sleep(0.5)  # whatever reached Redis before the kill is in the queue now
-    client = aioredis.Redis.from_url(redis.url)
-    try:
-        queued = await client.llen(f"{d.redis_prefix}:queue")
-    finally:
-        await client.aclose()
-    assert queued < jobs, f"{queued} of {jobs} ids were published: the kill came too late"
-    assert (await d.counts())["PENDING"] == jobs
-    await d.started_worker("worker")
-    await d.wait_final(jobs, within=60)
-    outcome = await d.outcome("kill -9 API before it publishes", started=started, total=jobs)
-    outcome.notes.append(f"{jobs - queued} of {jobs} answered jobs left to the sweeper")
     return outcome
 
 

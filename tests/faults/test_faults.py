@@ -40,13 +40,6 @@ async def test_redis_flushall_and_restart(
     assert_clean(outcome, repeats_allowed=False)
 
 
-async def test_api_killed_before_it_publishes(
-    with_own_redis: Deployment, own_redis: RedisProcess
-) -> None:
-    outcome = await scenarios.api_killed_before_publishing(with_own_redis, own_redis, jobs=20)
-    assert_clean(outcome, repeats_allowed=False)
-
-
 async def test_redis_down_api_accepts_jobs(
     with_own_redis: Deployment, own_redis: RedisProcess
 ) -> None:
