@@ -89,7 +89,6 @@ def create_app(
             yield
         finally:
             stop.set()
-            await app.state.services.jobs.close()  # new jobs' ids published before the queue closes
             if worker_task is not None:
                 await worker_task
             if queue is None:

@@ -64,9 +64,6 @@ class JobService:
         self.limiter = limiter
         self.submitter = Submitter(jobs, work, queue, redispatch_after=settings.redispatch_seconds)
 
-    async def close(self) -> None:
-        await self.submitter.close()
-
     # --- limits ---------------------------------------------------------------------------
 
     async def check_rate(self, caller: Caller) -> None:
