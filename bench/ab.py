@@ -8,7 +8,8 @@ timed until every job is final, as ``bench.run`` does; prints jobs/s, CPU ms per
 how busy the worker's event loop was. ``--phase open``: single POSTs at ``--rate`` (500) for
 ``--seconds`` (8, after 2 of warm-up) while the worker drains them; ``open-paused``: the same
 with the worker stopped (the API alone); prints p50/p99 and CPU ms per request by process.
-Every run prints ``cpu_speed``; at the end, the means and how many pairs each side won.
+Every run prints ``cpu_speed``; at the end, the means (the medians of p50 and p99) and how many
+pairs each side won.
 
 This machine's speed drifts within minutes: one run of each tells nothing, a few alternated
 pairs do. Examples::
@@ -106,7 +107,7 @@ def steady_load(
 ) -> dict[str, Any]:
     """2 s of warm-up, then ``args.seconds`` at ``args.rate`` POST/s; the jobs are drained after
     each (the worker is resumed first if ``paused``)."""
-    final = 0
+    final = used = 0
     run: dict[str, Any] = {}
     for seconds in (2.0, args.seconds):
         if paused:
@@ -119,7 +120,7 @@ def steady_load(
                 dep.api,
                 target,
                 dep.env,
-                start=start + final,
+                start=start + used,
                 rate=args.rate,
                 duration=seconds,
                 max_seconds=seconds + 30,
@@ -128,6 +129,7 @@ def steady_load(
         finally:
             if paused:
                 os.kill(dep.worker_pid, signal.SIGCONT)
+        used += load["requests"]
         final += load["requests"] - load["errors"]
         wait_final(dep.counter, final, Sampler(dep.worker_pid), args.timeout)
         run = load | {
@@ -196,6 +198,8 @@ def main() -> None:
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
     parser.add_argument("--timeout", type=float, default=600.0)
     args = parser.parse_args()
+    if args.phase == "open-paused" and args.mode == "embedded":
+        parser.error("open-paused stops the worker's process: in embedded mode that is the API")
     envs = {"A": settings(args.a_set), "B": settings(args.b_set)}
 
     workdir = Path(tempfile.mkdtemp(prefix="tc_ab_"))
