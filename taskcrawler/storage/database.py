@@ -41,16 +41,13 @@ class PinnedConnection:
         try:
             driver = await self._connected()
             return list(await driver.fetch(sql, *args))
-        except Exception as exc:
+        except BaseException as exc:  # cancelled mid-statement too: its state is unknown
             lost = driver is not None and driver.is_closed()  # before dropping closes it
             await self._drop(invalidate=True)
-            if lost and not isinstance(exc, OSError):
+            if lost and isinstance(exc, Exception) and not isinstance(exc, OSError):
                 # The server closed it while the statement went out; asyncpg may then report a
                 # protocol state error rather than a lost connection. It is a lost connection.
                 raise ConnectionResetError(f"connection lost: {exc}") from exc
-            raise
-        except BaseException:  # cancelled mid-statement: the connection's state is unknown
-            await self._drop(invalidate=True)
             raise
         finally:
             self._busy = False

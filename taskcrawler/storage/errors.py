@@ -13,18 +13,20 @@ from taskcrawler.domain import StorageUnavailable
 _UNAVAILABLE_STATES = ("08", "57P01", "57P02", "57P03", "53300")
 
 
+def _in_unavailable_state(error: object) -> bool:
+    return (getattr(error, "sqlstate", None) or "").startswith(_UNAVAILABLE_STATES)
+
+
 def _storage_error(exc: Exception) -> Exception | None:
     """ "The database cannot be reached" as :class:`StorageUnavailable`; other errors unchanged."""
     if isinstance(exc, sa.exc.OperationalError | sa.exc.InterfaceError):
         return StorageUnavailable(str(exc.orig or exc))
     if isinstance(exc, sa.exc.DBAPIError):
-        state = getattr(exc.orig, "sqlstate", None) or ""
-        if exc.connection_invalidated or state.startswith(_UNAVAILABLE_STATES):
+        if exc.connection_invalidated or _in_unavailable_state(exc.orig):
             return StorageUnavailable(str(exc.orig or exc))
         return None
     if isinstance(exc, asyncpg.PostgresError):  # from the driver itself: a pinned connection
-        unavailable = (exc.sqlstate or "").startswith(_UNAVAILABLE_STATES)
-        return StorageUnavailable(str(exc)) if unavailable else None
+        return StorageUnavailable(str(exc)) if _in_unavailable_state(exc) else None
     if isinstance(exc, OSError | TimeoutError):
         return StorageUnavailable(f"{type(exc).__name__}: {exc}")
     return None
