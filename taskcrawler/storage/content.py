@@ -61,6 +61,10 @@ class ContentRecord:
     job_id: UUID
     owner: str
     content: PageContent
+    #: Whether an earlier run may have stored rows that these replace. Only a finished job is
+    #: ever restarted, and restarting counts a run, so a job on its first run has none: its
+    #: writes skip three DELETEs, a third of a lone outcome's statements.
+    replaces: bool = True
 
 
 @dataclass(slots=True)
@@ -69,18 +73,24 @@ class ContentRows:
 
     job_ids: list[UUID] = field(default_factory=list)
     texts: list[dict[str, Any]] = field(default_factory=list)
-    linked: list[UUID] = field(default_factory=list)  # jobs whose links are replaced
     links: list[dict[str, Any]] = field(default_factory=list)
     archives: list[dict[str, Any]] = field(default_factory=list)
+    # The jobs whose earlier texts, links and archive are deleted first. Links and the archive
+    # are replaced only when the record carries them.
+    retexted: list[UUID] = field(default_factory=list)
+    relinked: list[UUID] = field(default_factory=list)
+    rearchived: list[UUID] = field(default_factory=list)
 
     def only(self, job_ids: set[UUID]) -> ContentRows:
         """The rows of ``job_ids`` alone (the jobs a transaction found it still holds)."""
         return ContentRows(
             [i for i in self.job_ids if i in job_ids],
             [row for row in self.texts if row["job_id"] in job_ids],
-            [i for i in self.linked if i in job_ids],
             [row for row in self.links if row["job_id"] in job_ids],
             [row for row in self.archives if row["job_id"] in job_ids],
+            [i for i in self.retexted if i in job_ids],
+            [i for i in self.relinked if i in job_ids],
+            [i for i in self.rearchived if i in job_ids],
         )
 
 
@@ -93,13 +103,15 @@ def content_rows(records: Sequence[ContentRecord]) -> ContentRows:
             for r in records
             for fmt, body in r.content.texts.items()
         ],
-        linked=[r.job_id for r in with_links],
         links=[_link_row(r, link) for r in with_links for link in r.content.links or ()],
         archives=[
             _archive_row(r.job_id, r.content.archive)
             for r in records
             if r.content.archive is not None
         ],
+        retexted=[r.job_id for r in records if r.replaces],
+        relinked=[r.job_id for r in with_links if r.replaces],
+        rearchived=[r.job_id for r in records if r.replaces and r.content.archive is not None],
     )
 
 
@@ -130,18 +142,13 @@ async def write_content(conn: AsyncConnection, rows: ContentRows) -> None:
     if not rows.job_ids:
         return
     dialect = conn.dialect.name
-    await conn.execute(
-        job_contents.delete().where(any_of(job_contents.c.job_id, rows.job_ids, dialect))
-    )
-    if rows.linked:
-        await conn.execute(
-            job_links.delete().where(any_of(job_links.c.job_id, rows.linked, dialect))
-        )
-    if rows.archives:
-        archived = [row["job_id"] for row in rows.archives]
-        await conn.execute(
-            page_archive.delete().where(any_of(page_archive.c.job_id, archived, dialect))
-        )
+    for table, replaced in (
+        (job_contents, rows.retexted),
+        (job_links, rows.relinked),
+        (page_archive, rows.rearchived),
+    ):
+        if replaced:
+            await conn.execute(table.delete().where(any_of(table.c.job_id, replaced, dialect)))
     for table, values in (
         (job_contents, rows.texts),
         (job_links, rows.links),

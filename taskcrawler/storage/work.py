@@ -152,7 +152,11 @@ class WorkStore:
         )
         with_content = [o for o in outcomes if o.content is not None]
         content = await prepare_content(
-            [ContentRecord(o.job.id, o.job.owner, o.content) for o in with_content if o.content]
+            [
+                ContentRecord(o.job.id, o.job.owner, o.content, replaces=o.job.run_count > 0)
+                for o in with_content
+                if o.content
+            ]
         )
         async with self.db.write() as conn:
             # Content is written only for jobs this batch still holds, checked (and locked, on

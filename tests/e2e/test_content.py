@@ -69,3 +69,20 @@ async def test_unknown_format_is_422(service: Service) -> None:
         "/api/v1/jobs", json={"url": "http://x.invalid/", "formats": ["pdf"]}
     )
     assert response.status_code == 422
+
+
+async def test_a_rescrape_replaces_the_links_and_texts(service: Service, target) -> None:
+    url = target.url("/page/8")
+    first = await _scrape(service, url, ["markdown", "links"])
+    links = f"/api/v1/jobs/{first['id']}/links"
+    before = (await service.client.get(links, params={"limit": 1000})).json()["links"]
+    stale = await service.client.post(
+        "/api/v1/jobs", json={"url": url, "formats": ["markdown", "links"], "max_age": 0}
+    )
+    assert stale.json()["run_count"] == 1
+    rerun = await service.wait_for(first["id"])
+    assert rerun["status"] == "COMPLETED", rerun
+    after = (await service.client.get(links, params={"limit": 1000})).json()["links"]
+    assert [link["url"] for link in after] == [link["url"] for link in before]
+    markdown = await service.client.get(f"/api/v1/jobs/{first['id']}/content")
+    assert markdown.status_code == 200 and markdown.text.strip()

@@ -176,6 +176,42 @@ async def test_content_is_written_only_under_the_outcomes_own_lease(store: Store
     assert job_b is not None and job_b.status is JobStatus.COMPLETED
 
 
+async def test_a_first_run_writes_content_without_deleting_and_a_rerun_replaces_it(
+    store: Stores,
+) -> None:
+    statements: list[str] = []
+
+    def record(conn: object, cursor: object, statement: str, *args: object) -> None:
+        statements.append(statement.lstrip().split(None, 1)[0].upper())
+
+    sa.event.listen(store.db.engine.sync_engine, "before_cursor_execute", record)
+    first = await new_job(store, "http://rerun.test/")
+    await store.work.record_outcomes(
+        [Outcome(job=first, http_status=200, content=PageContent(texts={"text": "one"}))],
+        max_retries=3,
+        retry_delay=no_delay,
+    )
+    assert "DELETE" not in statements  # a first run has nothing to replace
+    [restarted] = await store.jobs.restart([first.id], owner=first.owner, redispatch_after=30)
+    assert restarted.run_count == 1
+    [second] = await store.work.claim([first.id], lease_seconds=30, redispatch_after=30)
+    statements.clear()
+    await store.work.record_outcomes(
+        [Outcome(job=second, http_status=200, content=PageContent(texts={"text": "two"}))],
+        max_retries=3,
+        retry_delay=no_delay,
+    )
+    sa.event.remove(store.db.engine.sync_engine, "before_cursor_execute", record)
+    assert "DELETE" in statements
+    async with store.db.engine.connect() as conn:
+        bodies = (
+            await conn.execute(
+                sa.select(job_contents.c.body).where(job_contents.c.job_id == first.id)
+            )
+        ).scalars()
+        assert list(bodies) == ["two"]
+
+
 async def test_transient_error_schedules_a_retry_that_is_not_claimable_early(
     store: Stores,
 ) -> None:
