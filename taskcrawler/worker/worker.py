@@ -42,14 +42,6 @@ CONSUME_WAIT_SECONDS = 0.5
 #: concurrency and this many bytes of pages; past either, fetching waits for the database.
 WRITE_BACKLOG_FACTOR = 3
 WRITE_BACKLOG_BYTES = 256 * 1024 * 1024
-#: Group commits in flight at once on PostgreSQL. A commit spends most of its time waiting for
-#: the database, so a second one overlaps it: the event loop stayed busier (83-85% of the run
-#: against 76-82%) and jobs/s rose in seven alternated pairs of 5,000 pages, one by a hair (582
-#: against 531 on average). Their jobs are disjoint, so the two transactions never wait for each
-#: other's rows. SQLite has one writer at a time anyway; there a second commit did not pay
-#: (three pairs: 515 against 532 jobs/s), so it keeps one. Both were measured while the rows
-#: were still prepared in a helper thread, since moved onto the loop (``prepare_content``).
-WRITE_CONCURRENCY = {"postgresql": 2}
 
 
 @dataclass(slots=True)
@@ -93,7 +85,7 @@ class Worker:
         self._slot_freed = asyncio.Event()
         self._lease_holders: Counter[UUID] = Counter()
         self._writer: Coalescer[Outcome, None] = Coalescer(
-            self._persist, max_batch=500, concurrency=WRITE_CONCURRENCY.get(store.db.dialect, 1)
+            self._persist, max_batch=500, concurrency=store.concurrent_writes
         )
         self._stopping = asyncio.Event()
         self.metrics = metrics or WorkerMetrics(CollectorRegistry())
