@@ -63,7 +63,7 @@ class ContentRecord:
     content: PageContent
     #: Whether an earlier run may have stored rows that these replace. Only a finished job is
     #: ever restarted, and restarting counts a run, so a job on its first run has none: its
-    #: writes skip three DELETEs, a third of a lone outcome's statements.
+    #: writes skip the DELETEs, two of a lone metadata-only outcome's five statements.
     replaces: bool = True
 
 
