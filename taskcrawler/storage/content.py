@@ -16,6 +16,7 @@ from isal import igzip
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from taskcrawler.domain.pages import OutLink, PageContent, RawPage
+from taskcrawler.storage.arrays import column_arrays, table_columns, unnest_insert
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.rows import any_of, url_key, utcnow
@@ -155,7 +156,18 @@ async def write_content(conn: AsyncConnection, rows: ContentRows) -> None:
         (page_archive, rows.archives),
     ):
         if values:
-            await conn.execute(table.insert(), values)
+            await _insert(conn, table, values)
+
+
+async def _insert(conn: AsyncConnection, table: sa.Table, rows: list[dict[str, Any]]) -> None:
+    """On PostgreSQL one statement text for every batch size, the rows unnested from arrays
+    (:mod:`taskcrawler.storage.arrays`); on SQLite an executemany."""
+    if conn.dialect.name != "postgresql":
+        await conn.execute(table.insert(), rows)
+        return
+    names = tuple(rows[0])
+    arrays = column_arrays(rows, table_columns(table, names))
+    await conn.exec_driver_sql(unnest_insert(table, names), arrays)
 
 
 def _link_row(record: ContentRecord, link: OutLink) -> dict[str, Any]:

@@ -11,13 +11,12 @@ from typing import Any
 from urllib.parse import urlsplit
 from uuid import UUID
 
-import orjson
 import sqlalchemy as sa
 from sqlalchemy.dialects import sqlite
-from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from taskcrawler.domain import Job, JobStatus
+from taskcrawler.storage.arrays import column_arrays, table_columns, unnest_insert
 from taskcrawler.storage.database import Database, PinnedConnection
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.rows import (
@@ -38,9 +37,6 @@ class JobStore:
     def __init__(self, db: Database, *, pinned: PinnedConnection | None = None) -> None:
         self.db = db
         self._pinned = pinned
-        self._insert_postgresql = (
-            _insert_new_jobs_postgresql(db.engine.dialect) if db.dialect == "postgresql" else ""
-        )
 
     def with_pinned_connection(self) -> JobStore:
         """This store, inserting new jobs through a connection of its own on PostgreSQL: for a
@@ -98,11 +94,13 @@ class JobStore:
         more CPU than the round trip itself, on the API's hottest path.
         """
         if self._pinned is not None:
-            records = await self._pinned.fetch(self._insert_postgresql, *_column_arrays(rows))
+            arrays = column_arrays(rows, _NEW_JOB_ARRAYS)
+            records = await self._pinned.fetch(_INSERT_NEW_JOBS_POSTGRESQL, *arrays)
             return {record[0] for record in records}
         async with self.db.write_statement() as conn:
             if self.db.dialect == "postgresql":
-                result = await conn.exec_driver_sql(self._insert_postgresql, _column_arrays(rows))
+                arrays = column_arrays(rows, _NEW_JOB_ARRAYS)
+                result = await conn.exec_driver_sql(_INSERT_NEW_JOBS_POSTGRESQL, arrays)
             else:
                 result = await conn.execute(_INSERT_NEW_JOBS, rows)
             return {row[0] for row in result}
@@ -301,34 +299,20 @@ _NEW_JOB_COLUMNS = (
     "formats",
     "callback_url",
 )
+_NEW_JOB_ARRAYS = table_columns(jobs, _NEW_JOB_COLUMNS)
 
 
-def _insert_new_jobs_postgresql(dialect: Dialect) -> str:
-    """One array parameter per column, unnested into rows: the same text (so one prepared
-    statement) for a single POST and for a batch of 1,000."""
-    columns = ", ".join(_NEW_JOB_COLUMNS)
-    arrays = ", ".join(
-        f"${n}::{jobs.c[column].type.compile(dialect)}[]"
-        for n, column in enumerate(_NEW_JOB_COLUMNS, 1)
-    )
-    return (
-        f"INSERT INTO jobs ({columns}) SELECT * FROM unnest({arrays})"
-        " ON CONFLICT (owner, url_key) DO NOTHING RETURNING id"
-    )
-
+#: One array parameter per column, unnested into rows: the same text (so one prepared statement)
+#: for a single POST and for a batch of 1,000.
+_INSERT_NEW_JOBS_POSTGRESQL = (
+    unnest_insert(jobs, _NEW_JOB_COLUMNS) + " ON CONFLICT (owner, url_key) DO NOTHING RETURNING id"
+)
 
 _INSERT_NEW_JOBS = (
     sqlite.insert(jobs)
     .on_conflict_do_nothing(index_elements=["owner", "url_key"])
     .returning(jobs.c.id)
 )
-
-
-def _column_arrays(rows: Sequence[dict[str, Any]]) -> tuple[list[Any], ...]:
-    arrays = {column: [row[column] for row in rows] for column in _NEW_JOB_COLUMNS}
-    # JSONB goes to the driver as its text: no SQLAlchemy type processing on this path.
-    arrays["formats"] = [None if f is None else orjson.dumps(f).decode() for f in arrays["formats"]]
-    return tuple(arrays[column] for column in _NEW_JOB_COLUMNS)
 
 
 def _new_job(row: dict[str, Any]) -> Job:

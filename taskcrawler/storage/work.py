@@ -3,6 +3,7 @@ duplicate worker can never overwrite a newer state; writes take lists, so caller
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -16,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from taskcrawler.domain import ClaimedJob, JobStatus, Outcome
 from taskcrawler.domain.errors import ErrorCode
 from taskcrawler.storage import webhooks
+from taskcrawler.storage.arrays import ArrayColumns, column_arrays, table_columns, unnested
 from taskcrawler.storage.content import ContentRecord, prepare_content, write_content
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
@@ -159,11 +161,6 @@ class WorkStore:
             kind, values = _update_for(outcome, max_retries, retry_delay)
             job = outcome.job
             groups[kind].append(values | {"b_id": job.id, "b_token": job.lease_token})
-        guarded = sa.and_(
-            jobs.c.id == sa.bindparam("b_id"),
-            jobs.c.lease_token == sa.bindparam("b_token"),
-            jobs.c.status == PROCESSING,
-        )
         with_content = [o for o in outcomes if o.content is not None]
         content = await prepare_content(
             [
@@ -173,16 +170,13 @@ class WorkStore:
             ]
         )
         async with self.db.write() as conn:
-            # Content is written only for jobs this batch still holds, checked (and locked, on
-            # PostgreSQL) before the guarded updates release the leases.
-            held = await _held(conn, with_content)
-            # One executemany per kind: rows of a kind set the same columns.
-            for params in groups.values():
-                columns: dict[str, Any] = {
-                    k: sa.bindparam(k) for k in params[0] if not k.startswith("b_")
-                }
-                columns |= {"lease_token": None, "lease_expires_at": None}
-                await conn.execute(jobs.update().where(guarded).values(columns), params)
+            # Content is written only for jobs this batch still held when its guarded updates
+            # released their leases: those updates hold the rows' locks until the commit.
+            if self.db.dialect == "postgresql":
+                held = await _update_returning_held(conn, groups)
+            else:
+                held = await _held(conn, with_content)
+                await _update_each_kind(conn, groups)
             await webhooks.enqueue_for_outcomes(conn, outcomes)  # the outbox, same transaction
             await write_content(conn, content.only(held))
 
@@ -342,8 +336,56 @@ def _update_for(
     return "failed", error | {"status": JobStatus.FAILED.value, "finished_at": finished}
 
 
+#: An outcome's write matches its job only while the attempt's lease still holds it.
+_GUARDED = sa.and_(
+    jobs.c.id == sa.bindparam("b_id"),
+    jobs.c.lease_token == sa.bindparam("b_token"),
+    jobs.c.status == PROCESSING,
+)
+#: What every outcome's write sets besides its kind's values: the lease is over.
+_LEASE_ENDED = {"lease_token": None, "lease_expires_at": None}
+
+
+async def _update_each_kind(conn: AsyncConnection, groups: dict[str, list[dict[str, Any]]]) -> None:
+    """One executemany per kind of outcome: rows of a kind set the same columns."""
+    for params in groups.values():
+        columns: dict[str, Any] = {k: sa.bindparam(k) for k in params[0] if not k.startswith("b_")}
+        await conn.execute(jobs.update().where(_GUARDED).values(columns | _LEASE_ENDED), params)
+
+
+async def _update_returning_held(
+    conn: AsyncConnection, groups: dict[str, list[dict[str, Any]]]
+) -> set[UUID]:
+    """PostgreSQL: one guarded UPDATE per kind of outcome, its rows unnested from arrays; the
+    ids it matched are the jobs the batch still held."""
+    held: set[UUID] = set()
+    for params in groups.values():
+        keys = ("b_id", "b_token", *(key for key in params[0] if not key.startswith("b_")))
+        sql, columns = _guarded_update_postgresql(keys)
+        result = await conn.exec_driver_sql(sql, column_arrays(params, columns))
+        held.update(row[0] for row in result)
+    return held
+
+
+@functools.cache
+def _guarded_update_postgresql(keys: tuple[str, ...]) -> tuple[str, ArrayColumns]:
+    """``UPDATE jobs … FROM unnest(…) … RETURNING id`` for rows keyed ``b_id``, ``b_token`` and
+    then the columns they set (one text per kind of outcome, whatever the batch's size), and
+    the columns whose types the arrays take."""
+    columns = {"b_id": jobs.c.id, "b_token": jobs.c.lease_token} | table_columns(jobs, keys[2:])
+    sets = [f"{key} = v.{key}" for key in keys[2:]] + [f"{key} = NULL" for key in _LEASE_ENDED]
+    sql = (
+        f"UPDATE jobs SET {', '.join(sets)}"
+        f" FROM {unnested(columns)} AS v({', '.join(keys)})"
+        f" WHERE jobs.id = v.b_id AND jobs.lease_token = v.b_token"
+        f" AND jobs.status = '{PROCESSING}' RETURNING jobs.id"
+    )
+    return sql, columns
+
+
 async def _held(conn: AsyncConnection, outcomes: Sequence[Outcome]) -> set[UUID]:
-    """The jobs of ``outcomes`` still leased under the outcome's own token.
+    """The jobs of ``outcomes`` still leased under the outcome's own token (on SQLite, whose
+    updates go as an executemany, which returns no rows; on PostgreSQL the updates return them).
 
     Ids and tokens are matched as two lists (a batch has few tokens: one per claim) and the
     pairs checked here, so the statement keeps one text for every batch size; only rows leased
