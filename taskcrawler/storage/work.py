@@ -21,7 +21,7 @@ from taskcrawler.storage.arrays import ArrayColumns, column_arrays, table_column
 from taskcrawler.storage.content import ContentRecord, prepare_content, write_content
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
-from taskcrawler.storage.rows import DEFAULT_FORMATS, PENDING, PROCESSING, any_of, utcnow
+from taskcrawler.storage.rows import DEFAULT_FORMATS, PENDING, PROCESSING, utcnow
 from taskcrawler.storage.tables import jobs
 
 
@@ -55,35 +55,31 @@ class WorkStore:
             return []
         now = utcnow()
         token = uuid.uuid4()
-        stmt = (
-            jobs.update()
-            .where(
-                any_of(jobs.c.id, job_ids, self.db.dialect),
-                jobs.c.status == PENDING,
-                jobs.c.next_attempt_at.is_(None),
+        lease_expires_at = now + timedelta(seconds=lease_seconds)
+        if self.db.dialect == "postgresql":
+            # One statement, atomic by itself: outside a transaction, sent as it is.
+            params = (list(job_ids), token, lease_expires_at, now)
+            async with self.db.write_statement() as conn:
+                rows = (await conn.exec_driver_sql(_CLAIM_POSTGRESQL, params)).all()
+        else:
+            stmt = (
+                jobs.update()
+                .where(
+                    jobs.c.id.in_(job_ids),
+                    jobs.c.status == PENDING,
+                    jobs.c.next_attempt_at.is_(None),
+                )
+                .values(
+                    status=PROCESSING,
+                    lease_token=token,
+                    lease_expires_at=lease_expires_at,
+                    started_at=now,
+                    dispatch_at=None,
+                )
+                .returning(*(jobs.c[column] for column in _CLAIMED_COLUMNS))
             )
-            .values(
-                status=PROCESSING,
-                lease_token=token,
-                lease_expires_at=now + timedelta(seconds=lease_seconds),
-                started_at=now,
-                dispatch_at=None,
-            )
-            .returning(
-                jobs.c.id,
-                jobs.c.url,
-                jobs.c.retry_count,
-                jobs.c.formats,
-                jobs.c.etag,
-                jobs.c.last_modified,
-                jobs.c.callback_url,
-                jobs.c.created_at,
-                jobs.c.run_count,
-                jobs.c.owner,
-            )
-        )
-        async with self.db.write() as conn:
-            rows = (await conn.execute(stmt)).all()
+            async with self.db.write() as conn:
+                rows = (await conn.execute(stmt)).all()
         return [
             ClaimedJob(
                 r.id,
@@ -286,6 +282,28 @@ class WorkStore:
             )
 
 
+#: What a claim reads of each job it takes.
+_CLAIMED_COLUMNS = (
+    "id",
+    "url",
+    "retry_count",
+    "formats",
+    "etag",
+    "last_modified",
+    "callback_url",
+    "created_at",
+    "run_count",
+    "owner",
+)
+#: The claim on PostgreSQL: one text for every batch size, its ids one array parameter.
+_CLAIM_POSTGRESQL = (
+    f"UPDATE jobs SET status = '{PROCESSING}', lease_token = $2, lease_expires_at = $3,"
+    " started_at = $4, dispatch_at = NULL"
+    f" WHERE id = ANY($1::UUID[]) AND status = '{PENDING}' AND next_attempt_at IS NULL"
+    f" RETURNING {', '.join(_CLAIMED_COLUMNS)}"
+)
+
+
 def _update_for(
     outcome: Outcome, max_retries: int, retry_delay: Callable[[Outcome], float]
 ) -> tuple[str, dict[str, Any]]:
@@ -384,24 +402,18 @@ def _guarded_update_postgresql(keys: tuple[str, ...]) -> tuple[str, ArrayColumns
 
 
 async def _held(conn: AsyncConnection, outcomes: Sequence[Outcome]) -> set[UUID]:
-    """The jobs of ``outcomes`` still leased under the outcome's own token (on SQLite, whose
-    updates go as an executemany, which returns no rows; on PostgreSQL the updates return them).
-
-    Ids and tokens are matched as two lists (a batch has few tokens: one per claim) and the
-    pairs checked here, so the statement keeps one text for every batch size; only rows leased
-    under this batch's tokens, that is held by this worker, are locked.
+    """SQLite: the jobs of ``outcomes`` still leased under the outcome's own token, read before
+    the updates release the leases (an executemany returns no rows; SQLite's one writer keeps
+    them as read until the commit). On PostgreSQL the updates return them.
     """
     if not outcomes:
         return set()
     pairs = {(o.job.id, o.job.lease_token) for o in outcomes}
-    dialect = conn.dialect.name
     rows = await conn.execute(
-        sa.select(jobs.c.id, jobs.c.lease_token)
-        .where(
-            any_of(jobs.c.id, [job_id for job_id, _ in pairs], dialect),
-            any_of(jobs.c.lease_token, {token for _, token in pairs}, dialect),
+        sa.select(jobs.c.id, jobs.c.lease_token).where(
+            jobs.c.id.in_([job_id for job_id, _ in pairs]),
+            jobs.c.lease_token.in_({token for _, token in pairs}),
             jobs.c.status == PROCESSING,
         )
-        .with_for_update()
     )
     return {row.id for row in rows if (row.id, row.lease_token) in pairs}
