@@ -246,6 +246,79 @@ async def test_due_retry_is_dispatched_then_claimable(store: Stores) -> None:
     assert again.retry_count == 1
 
 
+async def test_a_deferred_attempt_is_due_again_without_counting_a_retry(store: Stores) -> None:
+    claimed = await new_job(store)
+    await store.work.record_outcomes(
+        [
+            Outcome(
+                job=claimed, error_code=ErrorCode.HOST_BUSY, error_message="busy", transient=True
+            )
+        ],
+        max_retries=0,  # a deferral is not an attempt: no retry limit applies
+        retry_delay=no_delay,
+    )
+    job = await store.jobs.get_job(claimed.id)
+    assert job is not None and job.status is JobStatus.PENDING
+    assert (job.retry_count, job.error_code) == (0, ErrorCode.HOST_BUSY)
+    assert await store.work.take_due_dispatches(redispatch_after=30) == [claimed.id]
+    [again] = await store.work.claim([claimed.id], lease_seconds=30, redispatch_after=30)
+    assert again.retry_count == 0
+
+
+async def test_one_batch_records_every_kind_of_outcome(store: Stores) -> None:
+    created = await store.jobs.create_jobs(
+        [NewJob(f"http://kinds.test/{kind}") for kind in range(5)], redispatch_after=30
+    )
+    done, same, retried, deferred, failed = await store.work.claim(
+        [c.job.id for c in created], lease_seconds=30, redispatch_after=30
+    )
+    await store.work.record_outcomes(
+        [
+            Outcome(
+                job=done,
+                http_status=200,
+                scraped_title="Done",
+                result={"metadata": {"title": "Done"}},
+                etag='"v1"',
+                content=PageContent(texts={"text": "done"}),
+            ),
+            Outcome(job=same, http_status=304, unchanged=True),
+            Outcome(
+                job=retried, error_code=ErrorCode.HTTP_5XX, error_message="503", transient=True
+            ),
+            Outcome(job=deferred, error_code=ErrorCode.HOST_BUSY, error_message="busy"),
+            Outcome(job=failed, http_status=404, error_code="http_404", error_message="HTTP 404"),
+        ],
+        max_retries=3,
+        retry_delay=no_delay,
+    )
+    states = {}
+    for claimed in (done, same, retried, deferred, failed):
+        job = await store.jobs.get_job(claimed.id)
+        assert job is not None
+        states[claimed.id] = (job.status, job.retry_count, job.error_code)
+    assert states == {
+        done.id: (JobStatus.COMPLETED, 0, None),
+        same.id: (JobStatus.COMPLETED, 0, None),
+        retried.id: (JobStatus.PENDING, 1, ErrorCode.HTTP_5XX),
+        deferred.id: (JobStatus.PENDING, 0, ErrorCode.HOST_BUSY),
+        failed.id: (JobStatus.FAILED, 0, "http_404"),
+    }
+    async with store.db.engine.connect() as conn:
+        rows = await conn.execute(
+            sa.select(
+                jobs.c.id, jobs.c.scraped_title, jobs.c.result, jobs.c.etag, jobs.c.unchanged
+            ).where(jobs.c.id.in_([done.id, same.id]))
+        )
+        results = {row.id: tuple(row)[1:] for row in rows}
+        written = list((await conn.execute(sa.select(job_contents.c.job_id))).scalars())
+    assert results == {
+        done.id: ("Done", {"metadata": {"title": "Done"}}, '"v1"', False),
+        same.id: (None, None, None, True),
+    }
+    assert written == [done.id]
+
+
 async def test_transient_error_past_the_limit_fails(store: Stores) -> None:
     claimed = await new_job(store)
     exhausted = ClaimedJob(claimed.id, claimed.url, 3, claimed.lease_token)
