@@ -79,18 +79,21 @@ jobs = sa.Table(
     sa.UniqueConstraint("owner", "url_key"),
     sa.Index("ix_jobs_owner_created", "owner", "created_at", "id"),
     sa.Index("ix_jobs_owner_status_created", "owner", "status", "created_at", "id"),
-    # Partial indexes: only the rows the sweeper looks at are indexed, so they stay small.
+    # Partial indexes: only the rows the sweeper looks at are indexed, so they stay small. The
+    # key column's IS NOT NULL keeps them to the sweeper's range queries: a claim or an outcome
+    # write that could use them would scan every PENDING or PROCESSING row when statistics
+    # misjudge how many there are (migration 0003).
     sa.Index(
         "ix_jobs_dispatch",
         "dispatch_at",
-        postgresql_where=sa.text("status = 'PENDING'"),
-        sqlite_where=sa.text("status = 'PENDING'"),
+        postgresql_where=sa.text("status = 'PENDING' AND dispatch_at IS NOT NULL"),
+        sqlite_where=sa.text("status = 'PENDING' AND dispatch_at IS NOT NULL"),
     ),
     sa.Index(
         "ix_jobs_lease",
         "lease_expires_at",
-        postgresql_where=sa.text("status = 'PROCESSING'"),
-        sqlite_where=sa.text("status = 'PROCESSING'"),
+        postgresql_where=sa.text("status = 'PROCESSING' AND lease_expires_at IS NOT NULL"),
+        sqlite_where=sa.text("status = 'PROCESSING' AND lease_expires_at IS NOT NULL"),
     ),
 )
 

@@ -134,7 +134,11 @@ class WorkStore:
         async with self.db.write() as conn:
             result = await conn.execute(
                 jobs.update()
-                .where(jobs.c.lease_token.in_(tokens), jobs.c.status == PROCESSING)
+                .where(
+                    jobs.c.lease_token.in_(tokens),
+                    jobs.c.status == PROCESSING,
+                    jobs.c.lease_expires_at.is_not(None),  # always, and it matches ix_jobs_lease
+                )
                 .values(lease_expires_at=utcnow() + timedelta(seconds=lease_seconds))
             )
         return result.rowcount
@@ -253,7 +257,8 @@ class WorkStore:
             is_due = sa.or_(is_due, jobs.c.next_attempt_at.is_(None))
         due = (
             sa.select(jobs.c.id)
-            .where(jobs.c.status == PENDING, is_due)
+            # dispatch_at is always set on a PENDING job; saying so matches ix_jobs_dispatch.
+            .where(jobs.c.status == PENDING, jobs.c.dispatch_at.is_not(None), is_due)
             .order_by(jobs.c.dispatch_at)
             .limit(limit)
             .with_for_update(skip_locked=True)
