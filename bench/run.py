@@ -976,9 +976,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 limits = run_limits(cfg, target, procs, workdir, pg_admin)
             for mode in [m.strip() for m in cfg.modes.split(",") if m.strip()]:
                 print(f"{mode}:", flush=True)
-                # What the previous mode wrote (the embedded run's SQLite file: hundreds of MB)
-                # would otherwise be written back while this mode is measured, and every
-                # commit's flush waits behind it: flush it first.
+                # What the previous mode wrote (the embedded run left 128-143 MB dirty in one
+                # run) would otherwise be written back while this mode is measured, probably
+                # with every commit's flush waiting behind it: flush it first.
                 os.sync()
                 modes[mode] = run_mode(mode, cfg, target, procs, workdir, pg_admin)
     except BaseException:
