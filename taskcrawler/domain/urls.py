@@ -119,8 +119,10 @@ def normalize_escapes(component: str) -> str:
     characters decoded, other escapes in upper case, non-ASCII and forbidden characters
     percent-encoded as UTF-8, a stray ``%`` escaped. Reserved characters stay as they are:
     ``/a%2Fb`` and ``/a/b`` may well be different resources."""
-    if "%" not in component and component.isascii() and not any(
-        ch in _MUST_ESCAPE or ch < " " or ch == "\x7f" for ch in component
+    if (
+        "%" not in component
+        and component.isascii()
+        and not any(ch in _MUST_ESCAPE or ch < " " or ch == "\x7f" for ch in component)
     ):
         return component
     out: list[str] = []

@@ -262,9 +262,7 @@ class Fetcher:
             return self.limiter.slot(host, max_wait=self._host_wait)
         return self.limiter.slot(host, max_wait=self._host_wait, delay=delay)
 
-    async def _read_page(
-        self, url: str, resp: aiohttp.ClientResponse, kind: _Kind
-    ) -> FetchedPage:
+    async def _read_page(self, url: str, resp: aiohttp.ClientResponse, kind: _Kind) -> FetchedPage:
         _check_status(resp)
         header_type = resp.headers.get("Content-Type")
         check_content_type(header_type, kind.content_types)
