@@ -285,7 +285,9 @@ def build_parser() -> argparse.ArgumentParser:
     site_map.add_argument("url", help="the site's start page (http or https)")
     site_map.add_argument("--search", help="keep the URLs containing every word of it")
     site_map.add_argument(
-        "--limit", type=int, default=5000, help="at most this many URLs (default 5000)"
+        "--limit",
+        type=int,
+        help="at most this many URLs (default 5000, at most TASKCRAWLER_MAP_MAX_LIMIT)",
     )
     site_map.add_argument(
         "--sitemap",

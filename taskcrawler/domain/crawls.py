@@ -214,6 +214,7 @@ class CrawlSpec:
         max_age: float | None = None,
     ) -> CrawlSpec:
         """A validated spec; :class:`InvalidCrawlSpec` names the first bad field."""
+        _checked_url(url, "url")
         _checked_int(limit, "limit", 1, max_limit)
         for name, patterns in (("include_paths", include_paths), ("exclude_paths", exclude_paths)):
             if isinstance(patterns, str):

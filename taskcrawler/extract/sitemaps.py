@@ -70,7 +70,8 @@ class _Refused(Exception):
 def decompressed_chunks(body: bytes, max_bytes: int) -> Iterator[bytes]:
     """``body`` in chunks, gunzipped when it is gzip (members one after another, as ``gzip -c
     a b`` writes them), never more than ``max_bytes`` in all: past it, :class:`SitemapTooLarge`.
-    A corrupt gzip stream raises ``zlib.error`` after the chunks that were good."""
+    A corrupt gzip stream raises ``zlib.error`` after the chunks that were good. The input is
+    fed in slices too, so nothing bigger than a chunk is ever copied."""
     if not body.startswith(GZIP_MAGIC):
         if len(body) > max_bytes:
             yield body[:max_bytes]
@@ -78,22 +79,29 @@ def decompressed_chunks(body: bytes, max_bytes: int) -> Iterator[bytes]:
         yield body
         return
     produced = 0
-    data = body
-    while data:
-        inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)
-        pending = data
-        while pending and not inflater.eof:
-            chunk = inflater.decompress(pending, min(CHUNK_BYTES, max_bytes - produced + 1))
-            pending = inflater.unconsumed_tail
-            produced += len(chunk)
-            if produced > max_bytes:
-                yield chunk[: len(chunk) - (produced - max_bytes)]
-                raise SitemapTooLarge(f"the sitemap inflates to over {max_bytes} bytes")
-            if chunk:
-                yield chunk
-        data = inflater.unused_data if inflater.eof else b""
-        if data and not data.startswith(GZIP_MAGIC):
-            break  # trailing garbage after the last member: ignored, as gzip(1) does
+    position = 0
+    pending = b""
+    inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)
+    while True:
+        if not pending:
+            if position >= len(body):
+                return
+            pending = body[position : position + CHUNK_BYTES]
+            position += CHUNK_BYTES
+        chunk = inflater.decompress(pending, min(CHUNK_BYTES, max_bytes - produced + 1))
+        pending = inflater.unconsumed_tail
+        produced += len(chunk)
+        if produced > max_bytes:
+            yield chunk[: len(chunk) - (produced - max_bytes)]
+            raise SitemapTooLarge(f"the sitemap inflates to over {max_bytes} bytes")
+        if chunk:
+            yield chunk
+        if inflater.eof:
+            pending = inflater.unused_data + pending
+            following = pending + body[position : position + 2]
+            if not following.startswith(GZIP_MAGIC):
+                return  # trailing garbage after the last member: ignored, as gzip(1) does
+            inflater = zlib.decompressobj(zlib.MAX_WBITS | 16)
 
 
 def parse_sitemap(body: bytes, *, url: str, max_bytes: int, max_urls: int) -> ParsedSitemap:
@@ -211,8 +219,11 @@ class _XmlReader:
         self.parser.buffer_text = True
 
     def read(self, first: bytes, rest: Iterator[bytes]) -> None:
+        # A byte-order mark then blanks before the XML declaration is a common mistake that
+        # expat refuses; the document is UTF-8 either way (a BOM says so).
+        first = first.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
         try:
-            self.parser.Parse(first.lstrip(b" \t\r\n"), False)
+            self.parser.Parse(first, False)
             for chunk in rest:
                 self.parser.Parse(chunk, False)
             self.parser.Parse(b"", True)

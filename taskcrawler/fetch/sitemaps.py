@@ -128,6 +128,10 @@ class _Reader:
         self.queue: deque[tuple[str, int]] = deque()
         self.seen: set[str] = set()
         self.started = 0
+        # Fetches overlap, parsing does not: each parse then knows exactly how many bytes the
+        # others left of the total, and parsing is CPU-bound, so running two at once would not
+        # be faster anyway.
+        self.parsing = asyncio.Lock()
 
     async def run(self, seeds: list[str]) -> None:
         for url in seeds:
@@ -174,13 +178,17 @@ class _Reader:
             if not (url == self.guessed and exc.http_status in (404, 410)):
                 self.report.errors.append((url, exc.log_line))
             return None
-        budget = self.limits.max_total_bytes - self.report.bytes_read
-        max_bytes = max(1, min(self.limits.max_bytes, budget))
-        # An index's children count against the same cap as page URLs while parsing; both are
-        # trimmed to what is still wanted afterwards.
-        max_entries = max(self.limits.max_urls - len(self.report.urls), self.limits.max_count, 1)
-        parsed = await _parse(page.body, page.final_url, max_bytes, max_entries)
-        self.report.bytes_read += parsed.size
+        async with self.parsing:
+            budget = self.limits.max_total_bytes - self.report.bytes_read
+            if budget <= 0:
+                self.report.capped.add("bytes")
+                return None
+            # An index's children count against the same cap as page URLs while parsing; both
+            # are trimmed to what is still wanted afterwards.
+            wanted = max(self.limits.max_urls - len(self.report.urls), self.limits.max_count, 1)
+            max_bytes = min(self.limits.max_bytes, budget)
+            parsed = await _parse(page.body, page.final_url, max_bytes, wanted)
+            self.report.bytes_read += parsed.size
         self.report.sitemaps.append(url)
         if parsed.error and not parsed.truncated:
             self.report.errors.append((url, parsed.error))

@@ -146,9 +146,13 @@ class MapService:
         self.settings = settings
         self.limits = SitemapLimits.from_settings(settings)
 
-    def request(self, url: str, **options: Any) -> MapRequest:
-        """A validated :class:`MapRequest` under this deployment's maximum ``limit``."""
-        return MapRequest.create(url, max_limit=self.settings.map_max_limit, **options)
+    def request(self, url: str, *, limit: int | None = None, **options: Any) -> MapRequest:
+        """A validated :class:`MapRequest` under this deployment's maximum ``limit`` (no
+        ``limit``: 5,000, or the maximum when that is lower)."""
+        max_limit = self.settings.map_max_limit
+        if limit is None:
+            limit = min(DEFAULT_MAP_LIMIT, max_limit)
+        return MapRequest.create(url, max_limit=max_limit, limit=limit, **options)
 
     async def map(self, request: MapRequest) -> MapResult:
         spec = request.crawl_spec()

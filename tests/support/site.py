@@ -67,7 +67,9 @@ HOSTILE_HOSTS = {
     "loop": "loop.test",  # a.xml <-> b.xml, each listing itself too
     "many": "many.test",  # one index listing MANY_CHILDREN sitemaps
     "laughs": "laughs.test",  # a billion-laughs entity bomb
+    "stalling": "stalling.test",  # a start page at once, a sitemap that takes STALL_SECONDS
 }
+STALL_SECONDS = 30.0
 HUGE_URLS = 200_000
 BOMB_BYTES = 100 * 1024 * 1024
 DEEP_LEVELS = 50
@@ -171,7 +173,7 @@ class Site:
 
     def _build(self, rng: random.Random, total: int) -> None:
         fixed = 1 + 2 + PRIVATE_PAGES + SECRET_PAGES + HIDDEN_PAGES + 1
-        per_section = max(2, (total - fixed - ARCHIVE_PAGES - EXTRA_PAGES) // len(SECTIONS))
+        per_section = max(4, (total - fixed - ARCHIVE_PAGES - EXTRA_PAGES) // len(SECTIONS))
         section_urls = {
             name: [self.main(f"/{name}/{i}") for i in range(per_section)] for name in SECTIONS
         }
@@ -591,6 +593,8 @@ async def _hostile(name: str, request: web.Request, site: Site) -> web.StreamRes
     if name == "huge":
         return web.Response(body=huge_sitemap(), content_type=XML)
     if name == "bomb":
+        if path != "/sitemap.xml.gz":
+            return web.Response(status=404)
         return web.Response(body=sitemap_bomb(), content_type=GZIP)
     if name == "encoded-bomb":
         return web.Response(
@@ -598,6 +602,12 @@ async def _hostile(name: str, request: web.Request, site: Site) -> web.StreamRes
         )
     if name == "laughs":
         return web.Response(body=LAUGHS, content_type=XML)
+    if name == "stalling":
+        if path == "/":
+            link = f'<a href="{site.url(host, "/linked")}">linked</a>'
+            return web.Response(text=f"<html><body>{link}</body></html>", content_type=HTML_TYPE)
+        await _stall(request)
+        return web.Response(body=_urlset([site.url(host, "/late")]), content_type=XML)
     if name == "loop":
         a, b = site.url(host, "/sitemap.xml"), site.url(host, "/b.xml")
         body = _index([b, a]) if path == "/sitemap.xml" else _index([a, b])
@@ -615,8 +625,18 @@ async def _hostile(name: str, request: web.Request, site: Site) -> web.StreamRes
             urls = [site.url(host, f"/child-{i}.xml") for i in range(MANY_CHILDREN)]
             return web.Response(body=_index(urls), content_type=XML)
         return web.Response(body=_urlset([site.url(host, f"/p{path[:-4]}")]), content_type=XML)
-    await asyncio.sleep(0)
     return web.Response(status=404)
+
+
+async def _stall(request: web.Request) -> None:
+    """Up to STALL_SECONDS, but no longer than the client waits (the server's teardown would
+    otherwise wait for the handler)."""
+    deadline = time.monotonic() + STALL_SECONDS
+    while time.monotonic() < deadline:
+        transport = request.transport
+        if transport is None or transport.is_closing():
+            return
+        await asyncio.sleep(0.05)
 
 
 def start_site(

@@ -23,11 +23,11 @@ class MapIn(BaseModel):
         description="The site's start page (http or https).",
         examples=["https://example.com"],
     )
-    limit: int = Field(
-        DEFAULT_MAP_LIMIT,
+    limit: int | None = Field(
+        None,
         ge=1,
-        description="At most this many URLs (the deployment's maximum is "
-        "TASKCRAWLER_MAP_MAX_LIMIT).",
+        description=f"At most this many URLs: default {DEFAULT_MAP_LIMIT:,}, at most "
+        "TASKCRAWLER_MAP_MAX_LIMIT.",
     )
     sitemap: Literal["include", "skip", "only"] = Field(
         "include",
