@@ -6,38 +6,19 @@ from __future__ import annotations
 import asyncio
 import os
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import orjson
 import pytest
 
 from tests.e2e.harness import ServiceFactory
-from tests.support.site import Site, SiteHosts, SiteServer, start_site
+from tests.support.site import Site, SiteHosts, SiteServer
 
-
-@pytest.fixture(scope="module")
-def _server() -> Iterator[SiteServer]:
-    # Host names that resolve without a test resolver: the app's own fetcher is used as it is.
-    server = start_site(pages=600, hosts=SiteHosts.loopback())
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def server(_server: SiteServer) -> SiteServer:
-    _server.reset()
-    return _server
-
-
-@pytest.fixture
-def site(server: SiteServer) -> Site:
-    assert server.site is not None
-    return server.site
+SITE_OPTIONS = {"pages": 600, "hosts": SiteHosts.loopback()}
 
 
 async def test_map_answers_exactly_the_sites_urls(
-    service_factory: ServiceFactory, server: SiteServer, site: Site
+    service_factory: ServiceFactory, site_server: SiteServer, site: Site
 ) -> None:
     async with service_factory(respect_robots=True) as service:
         response = await service.client.post(
@@ -48,7 +29,7 @@ async def test_map_answers_exactly_the_sites_urls(
     assert set(body) == {"links", "warnings"}
     assert set(body["links"]) == site.expected_map()
     assert len(body["links"]) == len(set(body["links"]))
-    assert not any("/private/" in url for url in server.fetched)  # robots.txt obeyed
+    assert not any("/private/" in url for url in site_server.fetched)  # robots.txt obeyed
 
 
 async def test_search_and_limit(service_factory: ServiceFactory, site: Site) -> None:
@@ -98,16 +79,17 @@ async def test_bad_input_is_a_422_naming_the_field(
 
 
 async def test_private_addresses_are_refused_unless_allowed(
-    service_factory: ServiceFactory, server: SiteServer, site: Site
+    service_factory: ServiceFactory, site_server: SiteServer, site: Site
 ) -> None:
     async with service_factory(allow_private_networks=False) as service:
         response = await service.client.post("/api/v1/map", json={"url": site.start_url})
     assert response.status_code == 422
     assert "blocked_address" in response.json()["detail"]
-    assert server.fetched == []
+    assert site_server.fetched == []
 
 
-async def test_the_command_line(server: SiteServer, site: Site, tmp_path: Path) -> None:
+async def taskcrawler_map(cwd: Path, *args: str) -> tuple[int | None, bytes, bytes]:
+    """``taskcrawler map ARGS`` in a subprocess (its working directory has no .env)."""
     env = {
         **os.environ,
         "TASKCRAWLER_ALLOW_PRIVATE_NETWORKS": "true",
@@ -118,33 +100,26 @@ async def test_the_command_line(server: SiteServer, site: Site, tmp_path: Path) 
         "-m",
         "taskcrawler",
         "map",
-        site.start_url,
-        "--search",
-        "docs",
-        "--limit",
-        "100000",
-        "--json",
-        cwd=tmp_path,
+        *args,
+        cwd=cwd,
         env=env,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
     )
     out, err = await process.communicate()
-    assert process.returncode == 0, err.decode()
+    return process.returncode, out, err
+
+
+async def test_the_command_line(site: Site, tmp_path: Path) -> None:
+    code, out, err = await taskcrawler_map(
+        tmp_path, site.start_url, "--search", "docs", "--limit", "100000", "--json"
+    )
+    assert code == 0, err.decode()
     assert set(orjson.loads(out)["links"]) == site.expected_map(search="docs")
 
-    refused = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "taskcrawler",
-        "map",
-        site.start_url,
-        "--limit",
-        "0",
-        cwd=tmp_path,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    _, err = await refused.communicate()
-    assert refused.returncode == 2 and b"limit" in err
+    code, out, err = await taskcrawler_map(tmp_path, site.start_url, "--sitemap", "skip")
+    assert code == 0, err.decode()
+    assert set(out.decode().split()) == site.expected_map(sitemap="skip")
+
+    code, _, err = await taskcrawler_map(tmp_path, site.start_url, "--limit", "0")
+    assert code == 2 and b"limit" in err

@@ -1,7 +1,7 @@
 """robots.txt Crawl-delay spaces the requests to its host: in one process (the in-memory
 limiter) and across processes (the Redis limiter), and never by more than the cap allows.
 
-Assertions are lower bounds on the gaps between requests as the server saw them: a loaded
+Assertions are lower bounds on the gaps between requests as the site_server saw them: a loaded
 machine can only make the gaps longer, so no test here can fail for being slow."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from typing import Any
 
@@ -19,24 +19,14 @@ from redis.asyncio import Redis
 from taskcrawler.fetch import Fetcher
 from taskcrawler.fetch.politeness import HostLimiter, MemoryHostLimiter, RedisHostLimiter
 from tests.support.hostile import REDIS_URL, delete_prefix, fetch_settings
-from tests.support.site import SLOW_PAGES, SiteServer, start_site
+from tests.support.site import SLOW_PAGES, SiteServer
 
 CRAWL_DELAY = 0.3
-# Starts are spaced on the client; arrival at the server may shift by a little either way.
+# Starts are spaced on the client; arrival at the site_server may shift by a little either way.
 TOLERANCE = 0.03
 
 
-@pytest.fixture(scope="module")
-def _server() -> Iterator[SiteServer]:
-    server = start_site(pages=200, crawl_delay=CRAWL_DELAY)
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def server(_server: SiteServer) -> SiteServer:
-    _server.reset()
-    return _server
+SITE_OPTIONS = {"pages": 200, "crawl_delay": CRAWL_DELAY}
 
 
 @pytest.fixture
@@ -48,68 +38,71 @@ async def redis() -> AsyncIterator[tuple[Redis, str]]:
     await client.aclose()
 
 
-def make_fetcher(server: SiteServer, limiter: HostLimiter, **settings: Any) -> Fetcher:
+def make_fetcher(site_server: SiteServer, limiter: HostLimiter, **settings: Any) -> Fetcher:
     values: dict[str, Any] = {"allow_private_networks": True, "respect_robots": True}
     values.update(settings)
-    assert server.site is not None
-    return Fetcher(fetch_settings(**values), resolver=server.site.resolver(), limiter=limiter)
+    assert site_server.site is not None
+    return Fetcher(fetch_settings(**values), resolver=site_server.site.resolver(), limiter=limiter)
 
 
-def slow_pages(server: SiteServer) -> list[str]:
-    assert server.site is not None
-    return [server.site.url(server.site.hosts.delayed, f"/slow/{i}") for i in range(SLOW_PAGES)]
+def slow_pages(site_server: SiteServer) -> list[str]:
+    assert site_server.site is not None
+    return [
+        site_server.site.url(site_server.site.hosts.delayed, f"/slow/{i}")
+        for i in range(SLOW_PAGES)
+    ]
 
 
-def page_gaps(server: SiteServer) -> list[float]:
+def page_gaps(site_server: SiteServer) -> list[float]:
     """Gaps between the page requests the delayed host received (robots.txt excluded)."""
-    assert server.site is not None
-    host = server.site.hosts.delayed
+    assert site_server.site is not None
+    host = site_server.site.hosts.delayed
     times = [
         when
-        for url, when in zip(server.fetched, _all_times(server), strict=True)
+        for url, when in zip(site_server.fetched, _all_times(site_server), strict=True)
         if host in url and not url.endswith("/robots.txt")
     ]
     return [b - a for a, b in itertools.pairwise(sorted(times))]
 
 
-def _all_times(server: SiteServer) -> list[float]:
+def _all_times(site_server: SiteServer) -> list[float]:
     """Arrival times in the order of ``fetched`` (fetch_times is per host, in order)."""
-    cursors = {host: iter(times) for host, times in server.fetch_times.items()}
-    return [next(cursors[url.split("//", 1)[1].split(":", 1)[0]]) for url in server.fetched]
+    cursors = {host: iter(times) for host, times in site_server.fetch_times.items()}
+    return [next(cursors[url.split("//", 1)[1].split(":", 1)[0]]) for url in site_server.fetched]
 
 
 async def test_the_in_memory_limiter_spaces_requests_by_the_crawl_delay(
-    server: SiteServer,
+    site_server: SiteServer,
 ) -> None:
-    fetcher = make_fetcher(server, MemoryHostLimiter(concurrency=8))
+    fetcher = make_fetcher(site_server, MemoryHostLimiter(concurrency=8))
     try:
-        await asyncio.gather(*(fetcher.fetch(url) for url in slow_pages(server)))
+        await asyncio.gather(*(fetcher.fetch(url) for url in slow_pages(site_server)))
     finally:
         await fetcher.close()
-    gaps = page_gaps(server)
+    gaps = page_gaps(site_server)
     assert len(gaps) == SLOW_PAGES - 1
     assert min(gaps) >= CRAWL_DELAY - TOLERANCE
 
 
 async def test_the_redis_limiter_spaces_requests_across_processes(
-    server: SiteServer, redis: tuple[Redis, str]
+    site_server: SiteServer, redis: tuple[Redis, str]
 ) -> None:
     """Two fetchers with limiters of their own stand for two worker processes."""
     client, prefix = redis
     fetchers = [
         make_fetcher(
-            server,
+            site_server,
             RedisHostLimiter(client, concurrency=8, lease_seconds=30, prefix=prefix),
         )
         for _ in range(2)
     ]
     try:
-        pages = slow_pages(server)
+        pages = slow_pages(site_server)
         await asyncio.gather(*(fetchers[i % 2].fetch(url) for i, url in enumerate(pages)))
     finally:
         for fetcher in fetchers:
             await fetcher.close()
-    gaps = page_gaps(server)
+    gaps = page_gaps(site_server)
     assert len(gaps) == SLOW_PAGES - 1
     assert min(gaps) >= CRAWL_DELAY - TOLERANCE
 
@@ -141,17 +134,17 @@ class RecordingLimiter:
     ],
 )
 async def test_the_delay_asked_of_the_limiter(
-    server: SiteServer, settings: dict[str, Any], expected: float | None
+    site_server: SiteServer, settings: dict[str, Any], expected: float | None
 ) -> None:
     limiter = RecordingLimiter()
-    fetcher = make_fetcher(server, limiter, **settings)
-    assert server.site is not None
+    fetcher = make_fetcher(site_server, limiter, **settings)
+    assert site_server.site is not None
     try:
-        await fetcher.fetch(slow_pages(server)[0])
-        await fetcher.fetch(server.site.main("/docs/0"))  # a host without Crawl-delay
+        await fetcher.fetch(slow_pages(site_server)[0])
+        await fetcher.fetch(site_server.site.main("/docs/0"))  # a host without Crawl-delay
     finally:
         await fetcher.close()
-    delayed, main = server.site.hosts.delayed, server.site.hosts.main
+    delayed, main = site_server.site.hosts.delayed, site_server.site.hosts.main
     page_delays = [delay for host, delay in limiter.delays if host in (delayed, main)]
     robots_fetches = 0 if settings.get("respect_robots") is False else 2
     assert len(page_delays) == 2 + robots_fetches

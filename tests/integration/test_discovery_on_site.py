@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 from collections import deque
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -20,20 +19,9 @@ from taskcrawler.extract import extract
 from taskcrawler.fetch import Fetcher, MemoryHostLimiter
 from taskcrawler.fetch.sitemaps import SitemapLimits, read_sitemaps
 from tests.support.hostile import fetch_settings
-from tests.support.site import Site, SiteServer, start_site
+from tests.support.site import Site, SiteServer
 
-
-@pytest.fixture(scope="module")
-def _server() -> Iterator[SiteServer]:
-    server = start_site(seed=7, pages=800, crawl_delay=0.01)
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def server(_server: SiteServer) -> SiteServer:
-    _server.reset()
-    return _server
+SITE_OPTIONS = {"seed": 7, "pages": 800, "crawl_delay": 0.01}
 
 
 @dataclass
@@ -108,8 +96,8 @@ CASES: list[dict[str, Any]] = [
 
 
 @pytest.mark.parametrize("options", CASES, ids=repr)
-async def test_exactly_the_pages_in_scope(server: SiteServer, options: dict[str, Any]) -> None:
-    site = server.site
+async def test_exactly_the_pages_in_scope(site_server: SiteServer, options: dict[str, Any]) -> None:
+    site = site_server.site
     assert site is not None
     truth = site.expected_crawl(**options)
     outcome = await crawl(site, CrawlSpec.create(site.start_url, **options))
@@ -120,7 +108,7 @@ async def test_exactly_the_pages_in_scope(server: SiteServer, options: dict[str,
     assert outcome.fetched == truth.fetchable - truth.failing
     assert outcome.duplicates == truth.twins & outcome.fetched
     # Nothing disallowed or out of scope was requested, and no page twice.
-    pages = [url for url in server.fetched if not url.endswith(("/robots.txt", ".xml", ".gz"))]
+    pages = [url for url in site_server.fetched if not url.endswith(("/robots.txt", ".xml", ".gz"))]
     assert len(pages) == len(set(pages))
     assert {crawl_key(url) for url in pages} == outcome.fetched | outcome.failed
-    assert not any("/private/" in url for url in server.fetched)
+    assert not any("/private/" in url for url in site_server.fetched)

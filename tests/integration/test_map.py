@@ -3,7 +3,7 @@ start page (precision and recall 1.0), and nothing fetched but those."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -12,26 +12,7 @@ from taskcrawler.domain.crawls import InvalidCrawlSpec
 from taskcrawler.fetch import Fetcher, MemoryHostLimiter
 from taskcrawler.service.mapping import MapRefused, MapService
 from tests.support.hostile import fetch_settings
-from tests.support.site import HOSTILE_HOSTS, Site, SiteServer, start_site
-
-
-@pytest.fixture(scope="module")
-def _server() -> Iterator[SiteServer]:
-    server = start_site()
-    yield server
-    server.close()
-
-
-@pytest.fixture
-def server(_server: SiteServer) -> SiteServer:
-    _server.reset()
-    return _server
-
-
-@pytest.fixture
-def site(server: SiteServer) -> Site:
-    assert server.site is not None
-    return server.site
+from tests.support.site import HOSTILE_HOSTS, Site, SiteServer
 
 
 def make_service(site: Site, **settings: Any) -> MapService:
@@ -49,8 +30,8 @@ async def mapper(site: Site) -> AsyncIterator[MapService]:
     await service.fetcher.close()
 
 
-def fetched_paths(server: SiteServer) -> set[str]:
-    return {url.split(f":{server.port}", 1)[1] for url in server.fetched}
+def fetched_paths(site_server: SiteServer) -> set[str]:
+    return {url.split(f":{site_server.port}", 1)[1] for url in site_server.fetched}
 
 
 @pytest.mark.parametrize(
@@ -70,15 +51,15 @@ def fetched_paths(server: SiteServer) -> set[str]:
     ids=repr,
 )
 async def test_exactly_the_urls_in_scope(
-    server: SiteServer, site: Site, mapper: MapService, options: dict[str, Any]
+    site_server: SiteServer, site: Site, mapper: MapService, options: dict[str, Any]
 ) -> None:
     result = await mapper.map(mapper.request(site.start_url, limit=100_000, **options))
     expected = site.expected_map(**options)
     found = set(result.links)
     assert found == expected  # precision and recall 1.0
     assert len(result.links) == len(found)  # each once
-    assert not any("/private/" in url for url in server.fetched)
-    pages = fetched_paths(server) - {"/robots.txt"}
+    assert not any("/private/" in url for url in site_server.fetched)
+    pages = fetched_paths(site_server) - {"/robots.txt"}
     pages -= {path for path in pages if "sitemap" in path}
     assert pages <= {"/"}  # no page but the start page is fetched
 
@@ -113,23 +94,23 @@ async def test_nofollow_links_are_left_out(site: Site, mapper: MapService) -> No
     assert site.main("/private/0") in result.links  # listed; robots.txt forbids fetching it
 
 
-async def test_hostile_sitemaps_are_bounded(server: SiteServer, site: Site) -> None:
+async def test_hostile_sitemaps_are_bounded(site_server: SiteServer, site: Site) -> None:
     service = make_service(
         site, sitemap_max_urls=500, sitemap_max_count=10, sitemap_max_bytes=1024 * 1024
     )
     try:
         for name in ("huge", "bomb", "deep", "loop", "many", "laughs"):
-            url = f"http://{HOSTILE_HOSTS[name]}:{server.port}/"
+            url = f"http://{HOSTILE_HOSTS[name]}:{site_server.port}/"
             result = await service.map(service.request(url, sitemap="only", limit=100_000))
             assert len(result.links) <= 500, name
     finally:
         await service.fetcher.close()
-    assert sum(1 for url in server.fetched if "many.test" in url) <= 11  # robots + 10
+    assert sum(1 for url in site_server.fetched if "many.test" in url) <= 11  # robots + 10
 
 
-async def test_what_was_found_in_time_is_answered(server: SiteServer, site: Site) -> None:
+async def test_what_was_found_in_time_is_answered(site_server: SiteServer, site: Site) -> None:
     service = make_service(site, map_timeout_seconds=2)
-    url = f"http://{HOSTILE_HOSTS['stalling']}:{server.port}/"
+    url = f"http://{HOSTILE_HOSTS['stalling']}:{site_server.port}/"
     try:
         result = await service.map(service.request(url))
     finally:
