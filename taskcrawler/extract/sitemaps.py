@@ -20,10 +20,12 @@ What bounds it:
 
 from __future__ import annotations
 
+import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import lru_cache
 from urllib.parse import urljoin, urlsplit
 from xml.parsers import expat
 
@@ -32,6 +34,8 @@ CHUNK_BYTES = 64 * 1024
 MAX_LOC_CHARS = 2048  # longer locations are not URLs TaskCrawler accepts
 MAX_NESTING = 16  # a sitemap is three levels deep; a million nested elements is an attack
 _WEB_SCHEMES = frozenset({"http", "https"})
+# An absolute http(s) URL with a host and nothing a URL may not carry literally.
+_ABSOLUTE = re.compile(r"https?://[^/?#\s\\@]+(?:[/?#][^\s\\]*)?\Z", re.ASCII)
 
 
 class SitemapKind(StrEnum):
@@ -142,6 +146,8 @@ def _absolute(loc: str, base: str) -> str | None:
     loc = loc.strip()
     if not loc or len(loc) > MAX_LOC_CHARS:
         return None
+    if _ABSOLUTE.match(loc):
+        return loc  # the common case, without urljoin's cost (the crawl key validates it)
     try:
         absolute = urljoin(base, loc)
         parts = urlsplit(absolute)
@@ -194,6 +200,7 @@ def _chain(first: bytes, rest: Iterator[bytes]) -> Iterator[bytes]:
 # --- XML ------------------------------------------------------------------------------------
 
 
+@lru_cache(maxsize=256)
 def _local(name: str) -> str:
     """``{namespace}tag`` or ``prefix:tag`` -> ``tag``, lower case."""
     return name.rpartition("}")[2].rpartition(":")[2].lower()
