@@ -16,15 +16,15 @@ import aiohttp
 import orjson
 
 from taskcrawler.cli.commands import API_KEY_ENV, DEFAULT_API, MAX_BATCH
+from taskcrawler.domain.jobs import FINAL_STATUSES
 
 JOBS = "/api/v1/jobs"
 MAX_PAGE = 500  # the list endpoint's largest page
-FINISHED = frozenset({"COMPLETED", "FAILED", "CANCELLED"})
+FINISHED = frozenset(status.value for status in FINAL_STATUSES)
 
 Job = dict[str, Any]
 Params = Sequence[tuple[str, str]]
 
-_LOCATIONS = ("body", "query", "path")
 _HINTS = {
     401: f"set {API_KEY_ENV} to a valid key",
     403: "this needs an admin key",

@@ -19,7 +19,11 @@ class JobStatus(StrEnum):
 
     @property
     def is_final(self) -> bool:
-        return self in (JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED)
+        return self in FINAL_STATUSES
+
+
+#: A job in one of these states runs again only when asked to (a retry, ``max_age``).
+FINAL_STATUSES = frozenset({JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED})
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +96,13 @@ class Outcome:
     @property
     def succeeded(self) -> bool:
         return self.error_code is None
+
+    @property
+    def error_log(self) -> str | None:
+        """What ``error_log`` says of this attempt: its code, then a message."""
+        if self.error_code is None:
+            return None
+        return f"{self.error_code}: {self.error_message}"
 
     @property
     def deferred(self) -> bool:

@@ -4,12 +4,11 @@ Nothing here is created at import time: every app and worker builds its own
 :class:`~prometheus_client.CollectorRegistry`, so tests can run several in one process.
 """
 
-from taskcrawler.observability.logs import JobContextFilter, TextFormatter, bind_job, log_outcome
+from taskcrawler.observability.logs import JobContextFilter, TextFormatter, bind_job, log_transition
 from taskcrawler.observability.metrics import (
     ApiMetrics,
     QueueDepth,
     WorkerMetrics,
-    outcome_kind,
     process_registry,
     render_metrics,
 )
@@ -21,8 +20,7 @@ __all__ = [
     "TextFormatter",
     "WorkerMetrics",
     "bind_job",
-    "log_outcome",
-    "outcome_kind",
+    "log_transition",
     "process_registry",
     "render_metrics",
 ]

@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING
 from uuid import UUID
 
 if TYPE_CHECKING:
-    from taskcrawler.domain import Outcome
-    from taskcrawler.observability.metrics import OutcomeKind
+    from taskcrawler.domain.transitions import Transition
 
 log = logging.getLogger("taskcrawler.jobs")
 
@@ -56,12 +55,14 @@ class TextFormatter(logging.Formatter):
         return f"{line} [job {job_id}]" if job_id is not None else line
 
 
-def log_outcome(outcome: Outcome, kind: OutcomeKind) -> None:
-    """One line per persisted outcome: INFO for a job failed for good, DEBUG for the rest (a
+def log_transition(transition: Transition) -> None:
+    """One line per persisted attempt: INFO for a job failed for good, DEBUG for the rest (a
     line per completed job at INFO would cost more than the job at thousands per second)."""
+    kind = transition.tally
     level = logging.INFO if kind == "failed" else logging.DEBUG
     if not log.isEnabledFor(level):
         return
+    outcome = transition.outcome
     job = outcome.job
     extra = {"job_id": job.id, "outcome": kind, "url": job.url}
     if outcome.error_code is None:

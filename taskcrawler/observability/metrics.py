@@ -11,7 +11,6 @@ import asyncio
 import logging
 import math
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Literal
 
 from prometheus_client import (
     CollectorRegistry,
@@ -23,17 +22,16 @@ from prometheus_client import (
 )
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
-from taskcrawler.domain import Outcome, ServiceUnavailable
+from taskcrawler.domain import ServiceUnavailable
+from taskcrawler.domain.transitions import Transition, TransitionKind
 
 log = logging.getLogger(__name__)
 
 __all__ = [
     "CONTENT_TYPE_LATEST",
     "ApiMetrics",
-    "OutcomeKind",
     "QueueDepth",
     "WorkerMetrics",
-    "outcome_kind",
     "process_registry",
     "render_metrics",
 ]
@@ -47,8 +45,6 @@ def process_registry() -> CollectorRegistry:
     return registry
 
 
-OutcomeKind = Literal["completed", "retried", "deferred", "failed"]
-
 #: Seconds. A fetch is bounded by TASKCRAWLER_FETCH_TIMEOUT_SECONDS (default 20).
 FETCH_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 30.0, 60.0)
 #: Seconds from submission to a final state: retries with backoff can take minutes.
@@ -56,17 +52,6 @@ LATENCY_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0,
                    1800.0, 3600.0)  # fmt: skip
 #: A scrape waits at most this long for the queue's depth.
 DEPTH_TIMEOUT_SECONDS = 2.0
-
-
-def outcome_kind(outcome: Outcome, max_retries: int) -> OutcomeKind:
-    """What persisting ``outcome`` does to its job (the same rule as the store's transition)."""
-    if outcome.succeeded:
-        return "completed"
-    if outcome.deferred:
-        return "deferred"
-    if outcome.transient and outcome.job.retry_count < max_retries:
-        return "retried"
-    return "failed"
 
 
 class ApiMetrics:
@@ -134,17 +119,19 @@ class WorkerMetrics:
         """Read the in-flight count when scraped: nothing to update per job."""
         self.in_flight.set_function(count)
 
-    def record(self, outcome: Outcome, kind: OutcomeKind) -> None:
-        if kind == "completed":
+    def record(self, transition: Transition) -> None:
+        kind = transition.kind
+        if kind in (TransitionKind.COMPLETED, TransitionKind.UNCHANGED):
             self.completed.inc()
-        elif kind == "retried":
-            self.retried.labels(outcome.error_code).inc()
-        elif kind == "deferred":
+        elif kind is TransitionKind.RETRIED:
+            self.retried.labels(transition.error_code).inc()
+        elif kind is TransitionKind.DEFERRED:
             self.deferred.inc()
             return
         else:
-            self.failed.labels(outcome.error_code).inc()
-        if kind != "retried":
+            self.failed.labels(transition.error_code).inc()
+        if kind is not TransitionKind.RETRIED:
+            outcome = transition.outcome
             job = outcome.job
             # A re-run (max_age, retry) keeps its old created_at: its latency would be the age.
             if job.created_at is not None and job.run_count == 0:

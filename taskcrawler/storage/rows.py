@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
 from taskcrawler.domain import Job, JobStatus
+from taskcrawler.domain.jobs import FINAL_STATUSES as domain_final_statuses
 from taskcrawler.domain.urls import normalize_url
 from taskcrawler.storage.tables import jobs
 
@@ -41,11 +42,7 @@ JOB_COLUMNS = (
     jobs.c.unchanged,
 )
 
-FINAL_STATUSES = (
-    JobStatus.COMPLETED.value,
-    JobStatus.FAILED.value,
-    JobStatus.CANCELLED.value,
-)
+FINAL_STATUSES = tuple(sorted(status.value for status in domain_final_statuses))
 DEFAULT_FORMATS = ("metadata",)
 
 

@@ -35,7 +35,8 @@ from taskcrawler.storage.rows import JOB_COLUMNS, any_of, row_to_job, utcnow
 from taskcrawler.storage.tables import api_keys, jobs, webhook_deliveries
 
 deliveries = webhook_deliveries
-_FINAL = (JobStatus.COMPLETED.value, JobStatus.FAILED.value)
+#: The states a job announces to its callback URL.
+_ANNOUNCED = tuple(status.value for status in JobStatus if event_for(status) is not None)
 _PENDING = DeliveryStatus.PENDING.value
 
 
@@ -68,7 +69,7 @@ async def _final_jobs(conn: AsyncConnection, job_ids: Iterable[UUID]) -> list[An
     result = await conn.execute(
         sa.select(*JOB_COLUMNS, jobs.c.owner).where(
             any_of(jobs.c.id, list(job_ids), conn.dialect.name),
-            jobs.c.status.in_(_FINAL),
+            jobs.c.status.in_(_ANNOUNCED),
             jobs.c.callback_url.is_not(None),
         )
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import functools
 import uuid
 from collections import defaultdict
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 from uuid import UUID
@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from taskcrawler.domain import ClaimedJob, JobStatus, Outcome
 from taskcrawler.domain.errors import ErrorCode
+from taskcrawler.domain.transitions import Transition, TransitionKind
 from taskcrawler.storage import webhooks
 from taskcrawler.storage.arrays import ArrayColumns, column_arrays, table_columns, unnested
 from taskcrawler.storage.content import ContentRecord, prepare_content, write_content
@@ -144,23 +145,18 @@ class WorkStore:
         return result.rowcount
 
     @unavailable_on_connection_errors
-    async def record_outcomes(
-        self,
-        outcomes: Sequence[Outcome],
-        *,
-        max_retries: int,
-        retry_delay: Callable[[Outcome], float],
-    ) -> None:
-        """Persist many attempts in one transaction: COMPLETED, a scheduled retry, or FAILED.
+    async def record_transitions(self, transitions: Sequence[Transition]) -> None:
+        """Persist many attempts' transitions in one transaction.
 
         Each write is guarded by the job's lease token, so an attempt that lost its lease (and
         whose job another worker now holds) changes nothing.
         """
         groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for outcome in outcomes:
-            kind, values = _update_for(outcome, max_retries, retry_delay)
-            job = outcome.job
-            groups[kind].append(values | {"b_id": job.id, "b_token": job.lease_token})
+        for transition in transitions:
+            job = transition.job
+            values = _row_values(transition)
+            groups[transition.kind].append(values | {"b_id": job.id, "b_token": job.lease_token})
+        outcomes = [t.outcome for t in transitions]
         with_content = [o for o in outcomes if o.content is not None]
         content = await prepare_content(
             [
@@ -309,25 +305,19 @@ _CLAIM_POSTGRESQL = (
 )
 
 
-def _update_for(
-    outcome: Outcome, max_retries: int, retry_delay: Callable[[Outcome], float]
-) -> tuple[str, dict[str, Any]]:
-    """What one attempt changes in its job's row, and the kind of change (for grouping)."""
-    finished = outcome.finished_at
-    if outcome.unchanged:
-        # 304 to a conditional re-fetch: the stored result is still the page's.
-        return "unchanged", {
-            "status": JobStatus.COMPLETED.value,
-            "http_status": outcome.http_status,
-            "unchanged": True,
-            "error_code": None,
-            "error_log": None,
-            "finished_at": finished,
-        }
-    if outcome.succeeded:
-        return "completed", {
-            "status": JobStatus.COMPLETED.value,
-            "http_status": outcome.http_status,
+def _row_values(transition: Transition) -> dict[str, Any]:
+    """The columns a transition sets. Transitions of one kind set the same columns, so a batch
+    writes one statement per kind."""
+    outcome = transition.outcome
+    values: dict[str, Any] = {
+        "status": transition.status.value,
+        "http_status": outcome.http_status,
+        "error_code": transition.error_code,
+        "error_log": transition.error_log,
+    }
+    kind = transition.kind
+    if kind is TransitionKind.COMPLETED:
+        values |= {
             "final_url": outcome.final_url,
             "content_type": outcome.content_type,
             "scraped_title": outcome.scraped_title,
@@ -335,28 +325,16 @@ def _update_for(
             "etag": outcome.etag,
             "last_modified": outcome.last_modified,
             "unchanged": False,
-            "error_code": None,
-            "error_log": None,
-            "finished_at": finished,
         }
-    error = {
-        "http_status": outcome.http_status,
-        "error_code": outcome.error_code,
-        "error_log": f"{outcome.error_code}: {outcome.error_message}",
-    }
-    job = outcome.job
-    if outcome.deferred:
-        due = finished + timedelta(seconds=retry_delay(outcome))
-        return "deferred", error | {"status": PENDING, "next_attempt_at": due, "dispatch_at": due}
-    if outcome.transient and job.retry_count < max_retries:
-        due = finished + timedelta(seconds=retry_delay(outcome))
-        return "retried", error | {
-            "status": PENDING,
-            "retry_count": job.retry_count + 1,
-            "next_attempt_at": due,
-            "dispatch_at": due,
-        }
-    return "failed", error | {"status": JobStatus.FAILED.value, "finished_at": finished}
+    elif kind is TransitionKind.UNCHANGED:
+        values["unchanged"] = True  # the stored result is still the page's
+    elif kind is TransitionKind.RETRIED:
+        values["retry_count"] = transition.retry_count
+    if transition.next_attempt_at is not None:  # published again by the sweeper when due
+        values["next_attempt_at"] = values["dispatch_at"] = transition.next_attempt_at
+    if transition.finished_at is not None:
+        values["finished_at"] = transition.finished_at
+    return values
 
 
 #: An outcome's write matches its job only while the attempt's lease still holds it.

@@ -22,9 +22,10 @@ from taskcrawler.domain import (
     backoff_delay,
 )
 from taskcrawler.domain.pages import RawPage
+from taskcrawler.domain.transitions import RetryPolicy, Transition, decide
 from taskcrawler.extract import Extraction, extract
 from taskcrawler.fetch import FetchedPage, Fetcher
-from taskcrawler.observability import WorkerMetrics, bind_job, log_outcome, outcome_kind
+from taskcrawler.observability import WorkerMetrics, bind_job, log_transition
 from taskcrawler.queue import JobQueue
 from taskcrawler.settings import Settings
 from taskcrawler.storage import WorkStore
@@ -77,6 +78,11 @@ class Worker:
         self.fetcher = fetcher
         self.parser = PageParser(extractor)
         self.rng = rng or random.Random()
+        self.retry_policy = RetryPolicy(
+            max_retries=settings.max_retries,
+            base_seconds=settings.retry_base_seconds,
+            max_seconds=settings.retry_max_seconds,
+        )
         self.stats = WorkerStats()
         self.sweeper = Sweeper(settings, store, queue)
         self._tasks: set[asyncio.Task[None]] = set()
@@ -84,7 +90,7 @@ class Worker:
         self._saving_bytes = 0  # the pages those hold
         self._slot_freed = asyncio.Event()
         self._lease_holders: Counter[UUID] = Counter()
-        self._writer: Coalescer[Outcome, None] = Coalescer(
+        self._writer: Coalescer[Transition, None] = Coalescer(
             self._persist, max_batch=500, concurrency=store.concurrent_writes
         )
         self._stopping = asyncio.Event()
@@ -214,12 +220,13 @@ class Worker:
         bind_job(job.id)  # every log line of this task carries the job's id
         try:
             outcome = await self._attempt(job)
+            transition = decide(outcome, self.retry_policy, rng=self.rng)
             size = _held_bytes(outcome)
             self._saving += 1
             self._saving_bytes += size
             self._slot_freed.set()
             try:
-                await self._save(outcome)
+                await self._save(transition)
             finally:
                 self._saving -= 1
                 self._saving_bytes -= size
@@ -305,41 +312,31 @@ class Worker:
 
     # --- persisting -----------------------------------------------------------------------
 
-    async def _save(self, outcome: Outcome) -> None:
+    async def _save(self, transition: Transition) -> None:
         """Persist, waiting out a database outage: the lease (renewed while we wait) keeps
         the job ours, and if it expires meanwhile the guarded write simply changes nothing."""
         failures = 0
         while True:
             try:
-                await self._writer.submit(outcome)
+                await self._writer.submit(transition)
                 break
             except ServiceUnavailable as exc:
                 failures += 1
                 delay = backoff_delay(failures, base=0.2, cap=5.0, rng=self.rng)
-                log.warning("cannot save job %s, retrying in %.1fs: %s", outcome.job.id, delay, exc)
+                job_id = transition.job.id
+                log.warning("cannot save job %s, retrying in %.1fs: %s", job_id, delay, exc)
                 await asyncio.sleep(delay)
-        self._count(outcome)
+        self._count(transition)
 
-    def _count(self, outcome: Outcome) -> None:
-        kind = outcome_kind(outcome, self.settings.max_retries)
-        setattr(self.stats, kind, getattr(self.stats, kind) + 1)
-        self.metrics.record(outcome, kind)
-        log_outcome(outcome, kind)
+    def _count(self, transition: Transition) -> None:
+        tally = transition.tally
+        setattr(self.stats, tally, getattr(self.stats, tally) + 1)
+        self.metrics.record(transition)
+        log_transition(transition)
 
-    async def _persist(self, outcomes: Sequence[Outcome]) -> list[None]:
-        await self.store.record_outcomes(
-            outcomes, max_retries=self.settings.max_retries, retry_delay=self._retry_delay
-        )
-        return [None] * len(outcomes)
-
-    def _retry_delay(self, outcome: Outcome) -> float:
-        delay = backoff_delay(
-            outcome.job.retry_count + 1,
-            base=self.settings.retry_base_seconds,
-            cap=self.settings.retry_max_seconds,
-            rng=self.rng,
-        )
-        return max(delay, outcome.retry_after or 0.0)
+    async def _persist(self, transitions: Sequence[Transition]) -> list[None]:
+        await self.store.record_transitions(transitions)
+        return [None] * len(transitions)
 
     async def _hand_back(self, job: ClaimedJob) -> None:
         # The job is due at once: the next sweep, in whichever worker is still up, publishes it.

@@ -116,13 +116,13 @@ async def test_jobs_waiting_for_their_write_free_their_fetch_slot_up_to_a_bound(
     """With the database's writes stalled, fetching goes on past the concurrency (the writes
     are group commits, and fetches should overlap them) but stops at the backlog's bounds."""
     writes_open = asyncio.Event()
-    record_outcomes = WorkStore.record_outcomes
+    record_transitions = WorkStore.record_transitions
 
     async def stalled(self: WorkStore, *args: Any, **kwargs: Any) -> None:
         await writes_open.wait()
-        await record_outcomes(self, *args, **kwargs)
+        await record_transitions(self, *args, **kwargs)
 
-    monkeypatch.setattr(WorkStore, "record_outcomes", stalled)
+    monkeypatch.setattr(WorkStore, "record_transitions", stalled)
     monkeypatch.setattr(worker_module, "WRITE_BACKLOG_BYTES", backlog_bytes)
     pages = [f"/page/{n}" for n in range(fetched_at_most + 4)]
     async with service_factory(worker_concurrency=2) as service:

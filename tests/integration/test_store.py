@@ -15,6 +15,7 @@ from taskcrawler.storage import Database, JobStore, NewJob, WorkStore
 from taskcrawler.storage.jobs import _NEW_JOB_COLUMNS, _new_row
 from taskcrawler.storage.rows import utcnow
 from taskcrawler.storage.tables import job_contents, jobs
+from tests.support.transitions import decided
 
 
 @dataclass
@@ -35,10 +36,6 @@ async def new_job(store: Stores, url: str = "http://example.com/") -> ClaimedJob
     [created] = await store.jobs.create_jobs([NewJob(url)], redispatch_after=30)
     [claimed] = await store.work.claim([created.job.id], lease_seconds=30, redispatch_after=30)
     return claimed
-
-
-def no_delay(_: Outcome) -> float:
-    return 0.0
 
 
 async def test_create_is_idempotent_per_normalized_url(store: Stores) -> None:
@@ -122,27 +119,27 @@ async def test_a_job_is_claimed_once(store: Stores) -> None:
 async def test_completion_is_guarded_by_the_lease_token(store: Stores) -> None:
     claimed = await new_job(store)
     stale = ClaimedJob(claimed.id, claimed.url, claimed.retry_count, lease_token=claimed.id)
-    await store.work.record_outcomes(
-        [Outcome(job=stale, http_status=200, scraped_title="stale")],
-        max_retries=3,
-        retry_delay=no_delay,
+    await store.work.record_transitions(
+        decided([Outcome(job=stale, http_status=200, scraped_title="stale")], max_retries=3)
     )
     job = await store.jobs.get_job(claimed.id)
     assert job is not None and job.status is JobStatus.PROCESSING
-    await store.work.record_outcomes(
-        [Outcome(job=claimed, http_status=200, scraped_title="Fresh", result={"metadata": {}})],
-        max_retries=3,
-        retry_delay=no_delay,
+    await store.work.record_transitions(
+        decided(
+            [Outcome(job=claimed, http_status=200, scraped_title="Fresh", result={"metadata": {}})],
+            max_retries=3,
+        )
     )
     job = await store.jobs.get_job(claimed.id)
     assert job is not None
     assert (job.status, job.scraped_title, job.http_status) == (JobStatus.COMPLETED, "Fresh", 200)
     assert job.finished_at is not None and job.result == {"metadata": {}}
     # A late duplicate write after completion changes nothing either.
-    await store.work.record_outcomes(
-        [Outcome(job=claimed, error_code="timeout", error_message="late", transient=True)],
-        max_retries=3,
-        retry_delay=no_delay,
+    await store.work.record_transitions(
+        decided(
+            [Outcome(job=claimed, error_code="timeout", error_message="late", transient=True)],
+            max_retries=3,
+        )
     )
     after = await store.jobs.get_job(claimed.id)
     assert after == job
@@ -160,13 +157,14 @@ async def test_content_is_written_only_under_the_outcomes_own_lease(store: Store
     assert a.lease_token == b.lease_token
     stale = ClaimedJob(a.id, a.url, a.retry_count, lease_token=uuid.uuid4())
     page = PageContent(texts={"text": "page"})
-    await store.work.record_outcomes(
-        [
-            Outcome(job=stale, http_status=200, content=page),
-            Outcome(job=b, http_status=200, content=page),
-        ],
-        max_retries=3,
-        retry_delay=no_delay,
+    await store.work.record_transitions(
+        decided(
+            [
+                Outcome(job=stale, http_status=200, content=page),
+                Outcome(job=b, http_status=200, content=page),
+            ],
+            max_retries=3,
+        )
     )
     async with store.db.engine.connect() as conn:
         written = set((await conn.execute(sa.select(job_contents.c.job_id))).scalars())
@@ -186,20 +184,22 @@ async def test_a_first_run_writes_content_without_deleting_and_a_rerun_replaces_
 
     sa.event.listen(store.db.engine.sync_engine, "before_cursor_execute", record)
     first = await new_job(store, "http://rerun.test/")
-    await store.work.record_outcomes(
-        [Outcome(job=first, http_status=200, content=PageContent(texts={"text": "one"}))],
-        max_retries=3,
-        retry_delay=no_delay,
+    await store.work.record_transitions(
+        decided(
+            [Outcome(job=first, http_status=200, content=PageContent(texts={"text": "one"}))],
+            max_retries=3,
+        )
     )
     assert "DELETE" not in statements  # a first run has nothing to replace
     [restarted] = await store.jobs.restart([first.id], owner=first.owner, redispatch_after=30)
     assert restarted.run_count == 1
     [second] = await store.work.claim([first.id], lease_seconds=30, redispatch_after=30)
     statements.clear()
-    await store.work.record_outcomes(
-        [Outcome(job=second, http_status=200, content=PageContent(texts={"text": "two"}))],
-        max_retries=3,
-        retry_delay=no_delay,
+    await store.work.record_transitions(
+        decided(
+            [Outcome(job=second, http_status=200, content=PageContent(texts={"text": "two"}))],
+            max_retries=3,
+        )
     )
     sa.event.remove(store.db.engine.sync_engine, "before_cursor_execute", record)
     assert "DELETE" in statements
@@ -216,10 +216,16 @@ async def test_transient_error_schedules_a_retry_that_is_not_claimable_early(
     store: Stores,
 ) -> None:
     claimed = await new_job(store)
-    await store.work.record_outcomes(
-        [Outcome(job=claimed, error_code=ErrorCode.TIMEOUT, error_message="slow", transient=True)],
-        max_retries=3,
-        retry_delay=lambda _: 3600.0,
+    await store.work.record_transitions(
+        decided(
+            [
+                Outcome(
+                    job=claimed, error_code=ErrorCode.TIMEOUT, error_message="slow", transient=True
+                )
+            ],
+            max_retries=3,
+            delay=3600.0,
+        )
     )
     job = await store.jobs.get_job(claimed.id)
     assert job is not None
@@ -235,10 +241,15 @@ async def test_transient_error_schedules_a_retry_that_is_not_claimable_early(
 
 async def test_due_retry_is_dispatched_then_claimable(store: Stores) -> None:
     claimed = await new_job(store)
-    await store.work.record_outcomes(
-        [Outcome(job=claimed, error_code=ErrorCode.HTTP_5XX, error_message="x", transient=True)],
-        max_retries=3,
-        retry_delay=no_delay,
+    await store.work.record_transitions(
+        decided(
+            [
+                Outcome(
+                    job=claimed, error_code=ErrorCode.HTTP_5XX, error_message="x", transient=True
+                )
+            ],
+            max_retries=3,
+        )
     )
     assert await store.work.take_due_dispatches(redispatch_after=30) == [claimed.id]
     assert await store.work.take_due_dispatches(redispatch_after=30) == []  # not twice
@@ -248,14 +259,19 @@ async def test_due_retry_is_dispatched_then_claimable(store: Stores) -> None:
 
 async def test_a_deferred_attempt_is_due_again_without_counting_a_retry(store: Stores) -> None:
     claimed = await new_job(store)
-    await store.work.record_outcomes(
-        [
-            Outcome(
-                job=claimed, error_code=ErrorCode.HOST_BUSY, error_message="busy", transient=True
-            )
-        ],
-        max_retries=0,  # a deferral is not an attempt: no retry limit applies
-        retry_delay=no_delay,
+    await store.work.record_transitions(
+        decided(
+            [
+                Outcome(
+                    job=claimed,
+                    error_code=ErrorCode.HOST_BUSY,
+                    error_message="busy",
+                    transient=True,
+                )
+            ],
+            # a deferral is not an attempt: no retry limit applies
+            max_retries=0,
+        )
     )
     job = await store.jobs.get_job(claimed.id)
     assert job is not None and job.status is JobStatus.PENDING
@@ -272,25 +288,28 @@ async def test_one_batch_records_every_kind_of_outcome(store: Stores) -> None:
     done, same, retried, deferred, failed = await store.work.claim(
         [c.job.id for c in created], lease_seconds=30, redispatch_after=30
     )
-    await store.work.record_outcomes(
-        [
-            Outcome(
-                job=done,
-                http_status=200,
-                scraped_title="Done",
-                result={"metadata": {"title": "Done"}},
-                etag='"v1"',
-                content=PageContent(texts={"text": "done"}),
-            ),
-            Outcome(job=same, http_status=304, unchanged=True),
-            Outcome(
-                job=retried, error_code=ErrorCode.HTTP_5XX, error_message="503", transient=True
-            ),
-            Outcome(job=deferred, error_code=ErrorCode.HOST_BUSY, error_message="busy"),
-            Outcome(job=failed, http_status=404, error_code="http_404", error_message="HTTP 404"),
-        ],
-        max_retries=3,
-        retry_delay=no_delay,
+    await store.work.record_transitions(
+        decided(
+            [
+                Outcome(
+                    job=done,
+                    http_status=200,
+                    scraped_title="Done",
+                    result={"metadata": {"title": "Done"}},
+                    etag='"v1"',
+                    content=PageContent(texts={"text": "done"}),
+                ),
+                Outcome(job=same, http_status=304, unchanged=True),
+                Outcome(
+                    job=retried, error_code=ErrorCode.HTTP_5XX, error_message="503", transient=True
+                ),
+                Outcome(job=deferred, error_code=ErrorCode.HOST_BUSY, error_message="busy"),
+                Outcome(
+                    job=failed, http_status=404, error_code="http_404", error_message="HTTP 404"
+                ),
+            ],
+            max_retries=3,
+        )
     )
     states = {}
     for claimed in (done, same, retried, deferred, failed):
@@ -322,14 +341,18 @@ async def test_one_batch_records_every_kind_of_outcome(store: Stores) -> None:
 async def test_transient_error_past_the_limit_fails(store: Stores) -> None:
     claimed = await new_job(store)
     exhausted = ClaimedJob(claimed.id, claimed.url, 3, claimed.lease_token)
-    await store.work.record_outcomes(
-        [
-            Outcome(
-                job=exhausted, error_code=ErrorCode.CONNECT, error_message="refused", transient=True
-            )
-        ],
-        max_retries=3,
-        retry_delay=no_delay,
+    await store.work.record_transitions(
+        decided(
+            [
+                Outcome(
+                    job=exhausted,
+                    error_code=ErrorCode.CONNECT,
+                    error_message="refused",
+                    transient=True,
+                )
+            ],
+            max_retries=3,
+        )
     )
     job = await store.jobs.get_job(claimed.id)
     assert job is not None and job.status is JobStatus.FAILED
@@ -338,10 +361,15 @@ async def test_transient_error_past_the_limit_fails(store: Stores) -> None:
 
 async def test_permanent_error_fails_at_once(store: Stores) -> None:
     claimed = await new_job(store)
-    await store.work.record_outcomes(
-        [Outcome(job=claimed, http_status=404, error_code="http_404", error_message="HTTP 404")],
-        max_retries=3,
-        retry_delay=no_delay,
+    await store.work.record_transitions(
+        decided(
+            [
+                Outcome(
+                    job=claimed, http_status=404, error_code="http_404", error_message="HTTP 404"
+                )
+            ],
+            max_retries=3,
+        )
     )
     job = await store.jobs.get_job(claimed.id)
     assert job is not None
@@ -357,10 +385,8 @@ async def test_expired_lease_is_recovered_and_counted(store: Stores) -> None:
     assert job is not None
     assert (job.status, job.retry_count, job.error_code) == (JobStatus.PENDING, 1, "worker_lost")
     # The lost worker's late write is refused: its token is gone.
-    await store.work.record_outcomes(
-        [Outcome(job=claimed, http_status=200, scraped_title="late")],
-        max_retries=3,
-        retry_delay=no_delay,
+    await store.work.record_transitions(
+        decided([Outcome(job=claimed, http_status=200, scraped_title="late")], max_retries=3)
     )
     job = await store.jobs.get_job(claimed.id)
     assert job is not None and job.status is JobStatus.PENDING
@@ -422,10 +448,11 @@ async def _expire_leases(store: Stores, *, retry_count: int | None = None) -> No
 async def test_published_jobs_are_redispatched_only_when_asked(store: Stores) -> None:
     [created] = await store.jobs.create_jobs([NewJob("http://sent.test/")], redispatch_after=0)
     claimed = await new_job(store, "http://retry.test/")
-    await store.work.record_outcomes(
-        [Outcome(job=claimed, error_code=ErrorCode.TIMEOUT, error_message="x", transient=True)],
-        max_retries=3,
-        retry_delay=no_delay,
+    await store.work.record_transitions(
+        decided(
+            [Outcome(job=claimed, error_code=ErrorCode.TIMEOUT, error_message="x", transient=True)],
+            max_retries=3,
+        )
     )
     # With a backlog, only the retry (never published) is taken, not the published job.
     taken = await store.work.take_due_dispatches(redispatch_after=30, include_published=False)

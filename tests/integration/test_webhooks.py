@@ -24,6 +24,7 @@ from taskcrawler.storage.tables import jobs, webhook_deliveries
 from taskcrawler.storage.webhooks import WebhookStore
 from taskcrawler.worker.webhooks import WebhookDispatcher
 from tests.support.hostile import StaticResolver
+from tests.support.transitions import decided
 from tests.support.webhook_receiver import Receiver, webhook_receiver
 
 HOOK = "https://hooks.example.com/in"
@@ -48,10 +49,6 @@ async def store(database_url: str) -> AsyncIterator[Stores]:
 async def receiver() -> AsyncIterator[Receiver]:
     async with webhook_receiver() as running:
         yield running
-
-
-def no_delay(_: Outcome) -> float:
-    return 0.0
 
 
 async def claimed_jobs(
@@ -82,7 +79,7 @@ async def rows(store: Stores) -> list[Any]:
 
 
 async def record(store: Stores, outcomes: list[Outcome], max_retries: int = 3) -> None:
-    await store.work.record_outcomes(outcomes, max_retries=max_retries, retry_delay=no_delay)
+    await store.work.record_transitions(decided(outcomes, max_retries=max_retries))
 
 
 # --- the outbox ---------------------------------------------------------------------------

@@ -24,13 +24,13 @@ from taskcrawler.observability import (
     TextFormatter,
     WorkerMetrics,
     bind_job,
-    log_outcome,
-    outcome_kind,
+    log_transition,
     render_metrics,
 )
 from taskcrawler.observability.http import MetricsEndpoint, serve_metrics
 from taskcrawler.settings import Settings
 from tests.support.services import free_port
+from tests.support.transitions import decided
 
 CREATED = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 
@@ -59,31 +59,12 @@ def sample(registry: CollectorRegistry, name: str, **labels: str) -> float:
     return 0.0 if value is None else value
 
 
-# --- classification -------------------------------------------------------------------------
-
-
-@pytest.mark.parametrize(
-    ("outcome", "kind"),
-    [
-        (done(claimed(), http_status=200), "completed"),
-        (done(claimed(), http_status=304, unchanged=True), "completed"),
-        (error(claimed(), "http_404", transient=False), "failed"),
-        (error(claimed(retry_count=0), "http_5xx", transient=True), "retried"),
-        (error(claimed(retry_count=2), "timeout", transient=True), "retried"),
-        (error(claimed(retry_count=3), "timeout", transient=True), "failed"),
-        (error(claimed(retry_count=0), "host_busy", transient=True), "deferred"),
-        (error(claimed(retry_count=3), "host_busy", transient=True), "deferred"),
-    ],
-)
-def test_outcome_kind_follows_the_store_transition(outcome: Outcome, kind: str) -> None:
-    assert outcome_kind(outcome, max_retries=3) == kind
-
-
 # --- worker metrics -------------------------------------------------------------------------
 
 
 def record(metrics: WorkerMetrics, outcome: Outcome) -> None:
-    metrics.record(outcome, outcome_kind(outcome, max_retries=3))
+    [transition] = decided([outcome], max_retries=3)
+    metrics.record(transition)
 
 
 def test_worker_counters_by_kind_and_error_code() -> None:
@@ -280,11 +261,11 @@ def test_outcome_lines_debug_for_success_info_for_failure(
 ) -> None:
     caplog.set_level(logging.INFO, logger="taskcrawler.jobs")
     ok = done(claimed(), http_status=200)
-    log_outcome(ok, "completed")
+    log_transition(*decided([ok]))
     assert caplog.records == []  # a completed job at INFO would cost more than the job
 
     failed = error(claimed(), "http_404", transient=False)
-    log_outcome(failed, "failed")
+    log_transition(*decided([failed]))
     (line,) = caplog.records
     assert line.levelno == logging.INFO
     assert line.job_id == failed.job.id  # type: ignore[attr-defined]
@@ -293,5 +274,5 @@ def test_outcome_lines_debug_for_success_info_for_failure(
 
     caplog.clear()
     caplog.set_level(logging.DEBUG, logger="taskcrawler.jobs")
-    log_outcome(ok, "completed")
+    log_transition(*decided([ok]))
     assert [r.levelno for r in caplog.records] == [logging.DEBUG]

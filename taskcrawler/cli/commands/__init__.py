@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING, Any
 
+from taskcrawler.domain.jobs import JobStatus
+
 if TYPE_CHECKING:
     from taskcrawler.settings import Settings
 
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
 API_KEY_ENV = "TASKCRAWLER_API_KEY"
 DEFAULT_API = "http://127.0.0.1:8000"
 MAX_BATCH = 1000  # the batch endpoint's limit
-STATUSES = ("PENDING", "PROCESSING", "COMPLETED", "FAILED", "CANCELLED")
+STATUSES = tuple(status.value for status in JobStatus)
 EXIT_OK = 0
 EXIT_JOBS_FAILED = 1
 EXIT_ERROR = 2

@@ -1,0 +1,102 @@
+"""What one attempt does to its job, decided once: the worker asks, storage persists the answer,
+and metrics, worker stats and logs read its kind. Pure: the random source and the clock come in."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from enum import StrEnum
+
+from taskcrawler.domain.backoff import backoff_delay
+from taskcrawler.domain.jobs import ClaimedJob, JobStatus, Outcome
+
+
+class TransitionKind(StrEnum):
+    COMPLETED = "completed"
+    #: 304 Not Modified to a conditional re-fetch: COMPLETED, the stored result kept.
+    UNCHANGED = "unchanged"
+    #: A transient failure with retries left: PENDING again, one more attempt counted.
+    RETRIED = "retried"
+    #: Not the job's failure (its host was busy, Redis was down): PENDING again, uncounted.
+    DEFERRED = "deferred"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True, slots=True)
+class RetryPolicy:
+    """Transient failures are retried ``max_retries`` times, after full-jitter exponential
+    backoff on ``min(max_seconds, base_seconds * 2**n)``; a server's Retry-After is a floor."""
+
+    max_retries: int = 3
+    base_seconds: float = 1.0
+    max_seconds: float = 60.0
+
+    def delay(self, outcome: Outcome, rng: random.Random) -> float:
+        jittered = backoff_delay(
+            outcome.job.retry_count + 1, base=self.base_seconds, cap=self.max_seconds, rng=rng
+        )
+        return max(jittered, outcome.retry_after or 0.0)
+
+
+@dataclass(frozen=True, slots=True)
+class Transition:
+    """The attempt, and what its job becomes. Fields left None are not changed by it."""
+
+    outcome: Outcome
+    kind: TransitionKind
+    status: JobStatus
+    retry_count: int
+    #: When a PENDING job is due again (retried, deferred).
+    next_attempt_at: datetime | None = None
+    #: When a job that became final finished.
+    finished_at: datetime | None = None
+    error_code: str | None = None
+    error_log: str | None = None
+
+    @property
+    def job(self) -> ClaimedJob:
+        return self.outcome.job
+
+    @property
+    def tally(self) -> str:
+        """The count it adds to (worker stats, metrics, log lines): a 304 is a completed job."""
+        kind = TransitionKind.COMPLETED if self.kind is TransitionKind.UNCHANGED else self.kind
+        return kind.value
+
+
+def decide(outcome: Outcome, policy: RetryPolicy, *, rng: random.Random) -> Transition:
+    """The transition ``outcome`` makes, at the time the attempt finished."""
+    now = outcome.finished_at
+    retries = outcome.job.retry_count
+    if outcome.unchanged:
+        return Transition(
+            outcome, TransitionKind.UNCHANGED, JobStatus.COMPLETED, retries, finished_at=now
+        )
+    if outcome.succeeded:
+        return Transition(
+            outcome, TransitionKind.COMPLETED, JobStatus.COMPLETED, retries, finished_at=now
+        )
+    if outcome.deferred:
+        kind, status, retry_count = TransitionKind.DEFERRED, JobStatus.PENDING, retries
+    elif outcome.transient and retries < policy.max_retries:
+        kind, status, retry_count = TransitionKind.RETRIED, JobStatus.PENDING, retries + 1
+    else:
+        return Transition(
+            outcome,
+            TransitionKind.FAILED,
+            JobStatus.FAILED,
+            retries,
+            finished_at=now,
+            error_code=outcome.error_code,
+            error_log=outcome.error_log,
+        )
+    return Transition(
+        outcome,
+        kind,
+        status,
+        retry_count,
+        next_attempt_at=now + timedelta(seconds=policy.delay(outcome, rng)),
+        error_code=outcome.error_code,
+        error_log=outcome.error_log,
+    )
