@@ -21,7 +21,8 @@ import sqlalchemy as sa
 
 from bench.run import cpu_seconds, create_pg_database, drop_pg_database
 from taskcrawler.storage.engine import create_engine
-from taskcrawler.storage.rows import PROCESSING, any_of
+from taskcrawler.storage.postgres.sql import any_of
+from taskcrawler.storage.rows import PROCESSING
 from taskcrawler.storage.tables import jobs, metadata
 
 
@@ -48,11 +49,7 @@ async def measure(url: str, statements: int) -> None:
             wall, cpu, pg = time.perf_counter(), time.process_time(), postgres_cpu_seconds()
             for size in sizes:
                 batch = ids[:size]
-                match = (
-                    jobs.c.id.in_(batch)
-                    if form == "IN list"
-                    else any_of(jobs.c.id, batch, "postgresql")
-                )
+                match = jobs.c.id.in_(batch) if form == "IN list" else any_of(jobs.c.id, batch)
                 async with engine.begin() as conn:
                     await conn.execute(
                         sa.select(jobs.c.id)

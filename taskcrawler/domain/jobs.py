@@ -108,3 +108,52 @@ class Outcome:
     def deferred(self) -> bool:
         """Rescheduled without counting an attempt (the host was busy)."""
         return self.error_code in DEFERRAL_CODES
+
+
+# --- what the API and the command line ask of jobs ------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob:
+    url: str
+    owner: str = ""
+    formats: tuple[str, ...] | None = None
+    callback_url: str | None = None
+    #: Seconds: an existing finished job older than this is scraped again (same id, new run).
+    max_age: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Created:
+    job: Job
+    created: bool
+    #: An existing job that this submission started again (``max_age`` had passed).
+    restarted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class JobQuery:
+    owner: str = ""
+    statuses: tuple[JobStatus, ...] = ()
+    host: str | None = None
+    created_after: datetime | None = None
+    created_before: datetime | None = None
+    error_code: str | None = None
+    limit: int = 50
+    cursor: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class JobRun:
+    """An earlier run of a job, kept when it was run again."""
+
+    run: int
+    status: str
+    retry_count: int
+    http_status: int | None
+    scraped_title: str | None
+    error_code: str | None
+    error_log: str | None
+    content_hash: str | None
+    started_at: datetime | None
+    finished_at: datetime | None

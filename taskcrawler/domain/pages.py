@@ -1,13 +1,29 @@
-"""What a fetched page leaves behind besides its metadata: texts, links, the raw archive."""
+"""A page: as fetched, the links it holds, and what a job keeps of it besides its metadata."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from uuid import UUID
 
 
 @dataclass(frozen=True, slots=True)
-class OutLink:
-    url: str  # absolute, no fragment
+class FetchedPage:
+    """The body exactly as fetched, with what is needed to extract it again later."""
+
+    url: str  # as requested
+    final_url: str  # after redirects
+    status: int
+    headers: dict[str, str]  # names in lower case
+    content_type: str | None
+    charset: str | None
+    body: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Link:
+    """One outgoing link of a page. ``url`` is absolute and has no fragment."""
+
+    url: str
     text: str
     rel: tuple[str, ...]
     internal: bool
@@ -15,15 +31,18 @@ class OutLink:
 
 
 @dataclass(frozen=True, slots=True)
-class RawPage:
-    """The body exactly as fetched, with what is needed to extract it again later."""
+class StoredLink:
+    """A link found on a scraped page, as kept: ``id`` orders a page's links (and is their
+    cursor), ``source_url`` is the page it is on."""
 
-    final_url: str
-    http_status: int
-    headers: dict[str, str]
-    content_type: str | None
-    charset: str | None
-    body: bytes
+    id: int
+    job_id: UUID
+    url: str
+    text: str | None
+    rel: tuple[str, ...]
+    internal: bool
+    nofollow: bool
+    source_url: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,5 +50,5 @@ class PageContent:
     #: format -> body, for the formats the job asked for: markdown, text, html
     texts: dict[str, str] = field(default_factory=dict)
     #: outgoing links, when the job asked for the links format
-    links: tuple[OutLink, ...] | None = None
-    archive: RawPage | None = None
+    links: tuple[Link, ...] | None = None
+    archive: FetchedPage | None = None

@@ -2,24 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from selectolax.lexbor import LexborAttributes, LexborHTMLParser, LexborNode
 
+from taskcrawler.domain.pages import Link
 from taskcrawler.extract.urls import Resolver
 
 LINK_SELECTOR = "a[href], area[href]"
-
-
-@dataclass(frozen=True, slots=True)
-class Link:
-    """One outgoing link. ``url`` is absolute and has no fragment."""
-
-    url: str
-    text: str
-    rel: tuple[str, ...]
-    internal: bool
-    nofollow: bool
 
 
 def rel_tokens(value: str | None) -> tuple[str, ...]:

@@ -13,9 +13,10 @@ from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+from taskcrawler.domain.pages import Link
 from taskcrawler.extract.content import main_content
 from taskcrawler.extract.decode import decode_html
-from taskcrawler.extract.links import Link, collect_links, count_links, count_links_fast
+from taskcrawler.extract.links import collect_links, count_links, count_links_fast
 from taskcrawler.extract.metadata import (
     HeadInfo,
     head_metadata,

@@ -22,6 +22,7 @@ from redis.asyncio import Redis
 from yarl import URL
 
 from taskcrawler.domain import ErrorCode, FetchError
+from taskcrawler.domain.pages import FetchedPage
 from taskcrawler.fetch.guard import (
     AddressGuard,
     BlockedSocketError,
@@ -75,17 +76,6 @@ class _Kind:
     content_types: frozenset[str]
     max_bytes: int
     accept: str | None = None  # None: the session's default (pages)
-
-
-@dataclass(frozen=True, slots=True)
-class FetchedPage:
-    url: str
-    final_url: str
-    status: int
-    headers: dict[str, str]
-    content_type: str | None
-    charset: str | None
-    body: bytes
 
 
 class Fetcher:

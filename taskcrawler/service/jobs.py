@@ -12,13 +12,13 @@ from typing import Any
 from uuid import UUID
 
 from taskcrawler.domain import Job, JobStatus, QueueUnavailable
+from taskcrawler.domain.jobs import JobQuery, JobRun
 from taskcrawler.domain.keys import ApiKey
 from taskcrawler.queue import JobQueue
 from taskcrawler.service.ratelimit import RateLimiter
 from taskcrawler.service.submission import Submitter
 from taskcrawler.settings import Settings
 from taskcrawler.storage import Created, JobStore, NewJob, WorkStore
-from taskcrawler.storage.jobs import JobQuery
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +124,7 @@ class JobService:
     async def list_jobs(self, query: JobQuery) -> tuple[list[Job], str | None]:
         return await self.jobs.list_jobs(query)
 
-    async def runs(self, caller: Caller, job_id: UUID) -> list[dict[str, Any]] | None:
+    async def runs(self, caller: Caller, job_id: UUID) -> list[JobRun] | None:
         if await self.jobs.get_job(job_id, owner=caller.owner) is None:
             return None
         return await self.jobs.runs(job_id)

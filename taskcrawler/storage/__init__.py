@@ -1,11 +1,65 @@
-"""Persistence: the tables, their queries, and the migrations that create them."""
+"""Persistence: the schema, its migrations, and the repositories behind :mod:`.ports`.
 
+:func:`open_storage` is how the rest of the system gets them: one database, its backend picked by
+the URL's scheme, and every repository on it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from taskcrawler.domain.jobs import Created, NewJob
+from taskcrawler.storage.content import ContentStore
 from taskcrawler.storage.database import Database
+from taskcrawler.storage.idempotency import IdempotencyStore
 from taskcrawler.storage.jobs import JobStore
 from taskcrawler.storage.keys import KeyStore
 from taskcrawler.storage.migrate import upgrade_database
-from taskcrawler.storage.rows import Created, NewJob
+from taskcrawler.storage.ports import (
+    ContentRepository,
+    IdempotencyRepository,
+    JobRepository,
+    KeyRepository,
+    WebhookRepository,
+    WorkRepository,
+)
+from taskcrawler.storage.webhooks import WebhookStore
 from taskcrawler.storage.work import WorkStore
+
+
+@dataclass(frozen=True, slots=True)
+class Storage:
+    """One database and every repository on it."""
+
+    db: Database
+    jobs: JobRepository
+    work: WorkRepository
+    content: ContentRepository
+    keys: KeyRepository
+    idempotency: IdempotencyRepository
+    webhooks: WebhookRepository
+
+    @classmethod
+    def on(cls, db: Database) -> Storage:
+        return cls(
+            db=db,
+            jobs=JobStore(db),
+            work=WorkStore(db),
+            content=ContentStore(db),
+            keys=KeyStore(db),
+            idempotency=IdempotencyStore(db),
+            webhooks=WebhookStore(db),
+        )
+
+    async def close(self) -> None:
+        await self.db.close()
+
+
+def open_storage(url: str, *, pool_size: int = 10) -> Storage:
+    """The database at ``url`` (``postgresql+asyncpg://…`` or ``sqlite+aiosqlite://…``) and
+    its repositories. Close it with :meth:`Storage.close`."""
+    return Storage.on(Database.from_url(url, pool_size=pool_size))
+
 
 __all__ = [
     "Created",
@@ -13,6 +67,8 @@ __all__ = [
     "JobStore",
     "KeyStore",
     "NewJob",
+    "Storage",
     "WorkStore",
+    "open_storage",
     "upgrade_database",
 ]

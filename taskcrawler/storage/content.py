@@ -15,11 +15,11 @@ import sqlalchemy as sa
 from isal import igzip
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from taskcrawler.domain.pages import OutLink, PageContent, RawPage
-from taskcrawler.storage.arrays import column_arrays, table_columns, unnest_insert
+from taskcrawler.domain.pages import FetchedPage, Link, PageContent, StoredLink
+from taskcrawler.storage.backend import Backend
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
-from taskcrawler.storage.rows import any_of, url_key, utcnow
+from taskcrawler.storage.rows import url_key, utcnow
 from taskcrawler.storage.tables import job_contents, job_links, jobs, page_archive
 
 #: Fast compression: the archive is written for every page, on the worker's hot path. ISA-L's
@@ -31,23 +31,11 @@ INLINE_PACK_BYTES = 2 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
-class StoredLink:
-    id: int
-    job_id: UUID
-    url: str
-    text: str | None
-    rel: tuple[str, ...]
-    internal: bool
-    nofollow: bool
-    source_url: str | None = None  # the scraped page the link is on (backlinks)
-
-
-@dataclass(frozen=True, slots=True)
 class Archived:
     job_id: UUID
     owner: str
     formats: tuple[str, ...]
-    page: RawPage
+    page: FetchedPage
 
 
 def _link_key(url: str) -> str:
@@ -137,40 +125,28 @@ def _archived_bytes(records: Sequence[ContentRecord]) -> int:
     return sum(len(r.content.archive.body) for r in records if r.content.archive is not None)
 
 
-async def write_content(conn: AsyncConnection, rows: ContentRows) -> None:
+async def write_content(conn: AsyncConnection, backend: Backend, rows: ContentRows) -> None:
     """Write texts, links and archives inside the caller's transaction, replacing what an
     earlier run left. Links and the archive are replaced only when the record carried them."""
     if not rows.job_ids:
         return
-    dialect = conn.dialect.name
     for table, replaced in (
         (job_contents, rows.retexted),
         (job_links, rows.relinked),
         (page_archive, rows.rearchived),
     ):
         if replaced:
-            await conn.execute(table.delete().where(any_of(table.c.job_id, replaced, dialect)))
+            await conn.execute(table.delete().where(backend.any_of(table.c.job_id, replaced)))
     for table, values in (
         (job_contents, rows.texts),
         (job_links, rows.links),
         (page_archive, rows.archives),
     ):
         if values:
-            await _insert(conn, table, values)
+            await backend.insert_rows(conn, table, values)
 
 
-async def _insert(conn: AsyncConnection, table: sa.Table, rows: list[dict[str, Any]]) -> None:
-    """On PostgreSQL one statement text for every batch size, the rows unnested from arrays
-    (:mod:`taskcrawler.storage.arrays`); on SQLite an executemany."""
-    if conn.dialect.name != "postgresql":
-        await conn.execute(table.insert(), rows)
-        return
-    names = tuple(rows[0])
-    arrays = column_arrays(rows, table_columns(table, names))
-    await conn.exec_driver_sql(unnest_insert(table, names), arrays)
-
-
-def _link_row(record: ContentRecord, link: OutLink) -> dict[str, Any]:
+def _link_row(record: ContentRecord, link: Link) -> dict[str, Any]:
     return {
         "job_id": record.job_id,
         "owner": record.owner,
@@ -183,12 +159,12 @@ def _link_row(record: ContentRecord, link: OutLink) -> dict[str, Any]:
     }
 
 
-def _archive_row(job_id: UUID, page: RawPage) -> dict[str, Any]:
+def _archive_row(job_id: UUID, page: FetchedPage) -> dict[str, Any]:
     return {
         "job_id": job_id,
         "fetched_at": utcnow(),
         "final_url": page.final_url,
-        "http_status": page.http_status,
+        "http_status": page.status,
         "headers": page.headers,
         "content_type": page.content_type,
         "charset": page.charset,
@@ -266,14 +242,14 @@ class ContentStore:
                 .values(scraped_title=sa.bindparam("title"), result=sa.bindparam("result")),
                 [{"b_id": r.record.job_id, "title": r.title, "result": r.result} for r in results],
             )
-            await write_content(conn, rows)
+            await write_content(conn, self.db.backend, rows)
 
     async def archived(self, *, batch: int = 200) -> AsyncIterator[list[Archived]]:
         """Every archived page, in batches, for re-extraction."""
         after: UUID | None = None
         while True:
             stmt = (
-                sa.select(page_archive, jobs.c.formats, jobs.c.owner)
+                sa.select(page_archive, jobs.c.formats, jobs.c.owner, jobs.c.url)
                 .join(jobs, jobs.c.id == page_archive.c.job_id)
                 .order_by(page_archive.c.job_id)
                 .limit(batch)
@@ -300,9 +276,10 @@ def _archived(row: Any) -> Archived:
         job_id=row.job_id,
         owner=row.owner,
         formats=tuple(row.formats or ("metadata",)),
-        page=RawPage(
+        page=FetchedPage(
+            url=row.url,
             final_url=row.final_url,
-            http_status=row.http_status,
+            status=row.http_status,
             headers=dict(row.headers),
             content_type=row.content_type,
             charset=row.charset,

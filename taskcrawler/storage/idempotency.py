@@ -42,7 +42,7 @@ class IdempotencyStore:
         is returned, so concurrent repeats all see the same answer."""
         async with self.db.write() as conn:
             await conn.execute(
-                self.db.insert(idempotent_requests)
+                self.db.backend.insert(idempotent_requests)
                 .values(
                     owner=owner,
                     key=key,

@@ -5,32 +5,30 @@ from __future__ import annotations
 import base64
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 from uuid import UUID
 
 import sqlalchemy as sa
-from sqlalchemy.dialects import sqlite
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from taskcrawler.domain import Job, JobStatus
-from taskcrawler.storage.arrays import column_arrays, table_columns, unnest_insert
-from taskcrawler.storage.database import Database, PinnedConnection
+from taskcrawler.domain.jobs import Created, Job, JobQuery, JobRun, JobStatus, NewJob
+from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.rows import (
     DEFAULT_FORMATS,
     FINAL_STATUSES,
     JOB_COLUMNS,
     PENDING,
-    Created,
-    NewJob,
     row_to_job,
     url_key,
     utcnow,
 )
 from taskcrawler.storage.tables import job_runs, jobs
+
+if TYPE_CHECKING:
+    from taskcrawler.storage.postgres.pinned import PinnedConnection
 
 
 class JobStore:
@@ -41,7 +39,7 @@ class JobStore:
     def with_pinned_connection(self) -> JobStore:
         """This store, inserting new jobs through a connection of its own on PostgreSQL: for a
         caller that submits one batch at a time, as the API's group commit does."""
-        if self.db.dialect != "postgresql":
+        if not self.db.backend.pins_connections:
             return self
         return JobStore(self.db, pinned=self.db.pinned())
 
@@ -87,23 +85,8 @@ class JobStore:
         return results
 
     async def _insert_new(self, rows: list[dict[str, Any]]) -> set[UUID]:
-        """Insert the rows whose (owner, url_key) is new; the ids of those inserted.
-
-        On PostgreSQL, one statement text for every batch size, its rows as one array per
-        column, sent to the driver as they are: SQLAlchemy's statement and result machinery took
-        more CPU than the round trip itself, on the API's hottest path.
-        """
-        if self._pinned is not None:
-            arrays = column_arrays(rows, _NEW_JOB_ARRAYS)
-            records = await self._pinned.fetch(_INSERT_NEW_JOBS_POSTGRESQL, *arrays)
-            return {record[0] for record in records}
-        async with self.db.write_statement() as conn:
-            if self.db.dialect == "postgresql":
-                arrays = column_arrays(rows, _NEW_JOB_ARRAYS)
-                result = await conn.exec_driver_sql(_INSERT_NEW_JOBS_POSTGRESQL, arrays)
-            else:
-                result = await conn.execute(_INSERT_NEW_JOBS, rows)
-            return {row[0] for row in result}
+        """Insert the rows whose (owner, url_key) is new; the ids of those inserted."""
+        return await self.db.backend.insert_new_jobs(self.db, rows, self._pinned)
 
     async def _existing(
         self, conn: AsyncConnection, keys: Sequence[tuple[str, str]]
@@ -137,6 +120,9 @@ class JobStore:
             return {}
         fresh = await _restart(conn, list(stale), now=now, redispatch_after=redispatch_after)
         return {stale[job.id]: job for job in fresh}
+
+    async def mark_dispatch_due(self, job_ids: Sequence[UUID]) -> None:
+        await mark_dispatch_due(self.db, job_ids)
 
     @unavailable_on_connection_errors
     async def get_job(self, job_id: UUID, *, owner: str = "") -> Job | None:
@@ -228,25 +214,30 @@ class JobStore:
             )
 
     @unavailable_on_connection_errors
-    async def runs(self, job_id: UUID) -> list[dict[str, Any]]:
+    async def runs(self, job_id: UUID) -> list[JobRun]:
         """Earlier runs of a job, oldest first (the current run is the job itself)."""
         async with self.db.read() as conn:
             rows = await conn.execute(
-                sa.select(job_runs).where(job_runs.c.job_id == job_id).order_by(job_runs.c.run)
+                sa.select(*(job_runs.c[name] for name in JobRun.__dataclass_fields__))
+                .where(job_runs.c.job_id == job_id)
+                .order_by(job_runs.c.run)
             )
-        return [dict(row._mapping) for row in rows]
+        return [JobRun(**row._mapping) for row in rows]
 
 
-@dataclass(frozen=True, slots=True)
-class JobQuery:
-    owner: str = ""
-    statuses: tuple[JobStatus, ...] = ()
-    host: str | None = None
-    created_after: datetime | None = None
-    created_before: datetime | None = None
-    error_code: str | None = None
-    limit: int = 50
-    cursor: str | None = None
+@unavailable_on_connection_errors
+async def mark_dispatch_due(db: Database, job_ids: Sequence[UUID]) -> None:
+    """Publishing failed: the next sweep must publish these (``next_attempt_at`` set marks
+    "never published"; a claim waits for that sweep)."""
+    if not job_ids:
+        return
+    now = utcnow()
+    async with db.write() as conn:
+        await conn.execute(
+            jobs.update()
+            .where(jobs.c.id.in_(job_ids), jobs.c.status == PENDING)
+            .values(dispatch_at=now, next_attempt_at=now)
+        )
 
 
 UNFINISHED_STATUSES = (JobStatus.PENDING.value, JobStatus.PROCESSING.value)
@@ -283,36 +274,6 @@ def decode_cursor(cursor: str) -> tuple[datetime, UUID]:
         return parsed, UUID(job_id)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ValueError("invalid cursor") from exc
-
-
-#: The columns a new job sets: :func:`_new_row`'s keys.
-_NEW_JOB_COLUMNS = (
-    "id",
-    "owner",
-    "url",
-    "url_key",
-    "host",
-    "status",
-    "retry_count",
-    "created_at",
-    "dispatch_at",
-    "formats",
-    "callback_url",
-)
-_NEW_JOB_ARRAYS = table_columns(jobs, _NEW_JOB_COLUMNS)
-
-
-#: One array parameter per column, unnested into rows: the same text (so one prepared statement)
-#: for a single POST and for a batch of 1,000.
-_INSERT_NEW_JOBS_POSTGRESQL = (
-    unnest_insert(jobs, _NEW_JOB_COLUMNS) + " ON CONFLICT (owner, url_key) DO NOTHING RETURNING id"
-)
-
-_INSERT_NEW_JOBS = (
-    sqlite.insert(jobs)
-    .on_conflict_do_nothing(index_elements=["owner", "url_key"])
-    .returning(jobs.c.id)
-)
 
 
 def _new_job(row: dict[str, Any]) -> Job:

@@ -3,16 +3,11 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Collection
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-import sqlalchemy as sa
-from sqlalchemy.dialects import postgresql
-
-from taskcrawler.domain import Job, JobStatus
 from taskcrawler.domain.jobs import FINAL_STATUSES as domain_final_statuses
+from taskcrawler.domain.jobs import Job, JobStatus
 from taskcrawler.domain.urls import normalize_url
 from taskcrawler.storage.tables import jobs
 
@@ -45,18 +40,35 @@ JOB_COLUMNS = (
 FINAL_STATUSES = tuple(sorted(status.value for status in domain_final_statuses))
 DEFAULT_FORMATS = ("metadata",)
 
-
-def any_of(column: sa.Column[Any], values: Collection[Any], dialect: str) -> sa.ColumnElement[bool]:
-    """``column IN values``; on PostgreSQL ``column = ANY($1)``, one array parameter.
-
-    An IN list is rendered with one parameter per value, so every batch size is a statement of
-    its own text, and asyncpg (which caches prepared statements by text) prepares and PostgreSQL
-    plans it again; the array keeps one statement for every size.
-    """
-    if dialect == "postgresql":
-        array = sa.bindparam(None, list(values), type_=postgresql.ARRAY(column.type))
-        return column == sa.any_(array)
-    return column.in_(list(values))
+#: The columns a new job sets (``jobs._new_row``'s keys).
+NEW_JOB_COLUMNS = (
+    "id",
+    "owner",
+    "url",
+    "url_key",
+    "host",
+    "status",
+    "retry_count",
+    "created_at",
+    "dispatch_at",
+    "formats",
+    "callback_url",
+)
+#: What a claim reads of each job it takes.
+CLAIMED_COLUMNS = (
+    "id",
+    "url",
+    "retry_count",
+    "formats",
+    "etag",
+    "last_modified",
+    "callback_url",
+    "created_at",
+    "run_count",
+    "owner",
+)
+#: What every outcome's write sets besides its transition's values: the lease is over.
+LEASE_ENDED = {"lease_token": None, "lease_expires_at": None}
 
 
 def utcnow() -> datetime:
@@ -91,21 +103,3 @@ def row_to_job(row: Any) -> Job:
         host=m["host"],
         unchanged=bool(m["unchanged"]),
     )
-
-
-@dataclass(frozen=True, slots=True)
-class NewJob:
-    url: str
-    owner: str = ""
-    formats: tuple[str, ...] | None = None
-    callback_url: str | None = None
-    #: Seconds: an existing finished job older than this is scraped again (same id, new run).
-    max_age: float | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class Created:
-    job: Job
-    created: bool
-    #: An existing job that this submission started again (``max_age`` had passed).
-    restarted: bool = False

@@ -29,9 +29,10 @@ from taskcrawler.domain.webhooks import (
     event_for,
     job_document,
 )
+from taskcrawler.storage.backend import Backend
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
-from taskcrawler.storage.rows import JOB_COLUMNS, any_of, row_to_job, utcnow
+from taskcrawler.storage.rows import JOB_COLUMNS, row_to_job, utcnow
 from taskcrawler.storage.tables import api_keys, jobs, webhook_deliveries
 
 deliveries = webhook_deliveries
@@ -43,7 +44,9 @@ _PENDING = DeliveryStatus.PENDING.value
 # --- the outbox: called inside the transaction that records outcomes --------------------------
 
 
-async def enqueue_for_outcomes(conn: AsyncConnection, outcomes: Sequence[Outcome]) -> int:
+async def enqueue_for_outcomes(
+    conn: AsyncConnection, backend: Backend, outcomes: Sequence[Outcome]
+) -> int:
     """Queue a delivery for each outcome that, in this transaction, made its job final.
 
     Call after the guarded outcome UPDATEs, on the same connection. An outcome whose write
@@ -53,22 +56,24 @@ async def enqueue_for_outcomes(conn: AsyncConnection, outcomes: Sequence[Outcome
     wanted = {(o.job.id, o.finished_at) for o in outcomes if o.job.callback_url}
     if not wanted:
         return 0
-    rows = await _final_jobs(conn, {job_id for job_id, _ in wanted})
+    rows = await _final_jobs(conn, backend, {job_id for job_id, _ in wanted})
     return await _insert(conn, (row for row in rows if (row.id, row.finished_at) in wanted))
 
 
-async def enqueue_for_jobs(conn: AsyncConnection, job_ids: Sequence[UUID]) -> int:
+async def enqueue_for_jobs(conn: AsyncConnection, backend: Backend, job_ids: Sequence[UUID]) -> int:
     """Queue deliveries for jobs this transaction just made final by other means (the sweeper
     failing a job whose worker was lost)."""
     if not job_ids:
         return 0
-    return await _insert(conn, await _final_jobs(conn, job_ids))
+    return await _insert(conn, await _final_jobs(conn, backend, job_ids))
 
 
-async def _final_jobs(conn: AsyncConnection, job_ids: Iterable[UUID]) -> list[Any]:
+async def _final_jobs(
+    conn: AsyncConnection, backend: Backend, job_ids: Iterable[UUID]
+) -> list[Any]:
     result = await conn.execute(
         sa.select(*JOB_COLUMNS, jobs.c.owner).where(
-            any_of(jobs.c.id, list(job_ids), conn.dialect.name),
+            backend.any_of(jobs.c.id, list(job_ids)),
             jobs.c.status.in_(_ANNOUNCED),
             jobs.c.callback_url.is_not(None),
         )

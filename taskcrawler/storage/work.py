@@ -3,7 +3,6 @@ duplicate worker can never overwrite a newer state; writes take lists, so caller
 
 from __future__ import annotations
 
-import functools
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
@@ -12,16 +11,15 @@ from typing import Any
 from uuid import UUID
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
 
-from taskcrawler.domain import ClaimedJob, JobStatus, Outcome
+from taskcrawler.domain import ClaimedJob, JobStatus
 from taskcrawler.domain.errors import ErrorCode
 from taskcrawler.domain.transitions import Transition, TransitionKind
 from taskcrawler.storage import webhooks
-from taskcrawler.storage.arrays import ArrayColumns, column_arrays, table_columns, unnested
 from taskcrawler.storage.content import ContentRecord, prepare_content, write_content
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
+from taskcrawler.storage.jobs import mark_dispatch_due
 from taskcrawler.storage.rows import DEFAULT_FORMATS, PENDING, PROCESSING, utcnow
 from taskcrawler.storage.tables import jobs
 
@@ -32,17 +30,8 @@ class WorkStore:
 
     @property
     def concurrent_writes(self) -> int:
-        """How many outcome writes (group commits) a worker keeps in flight at once.
-
-        A commit spends most of its time waiting for the database, so on PostgreSQL a second
-        one overlaps it: the event loop stayed busier (83-85% of the run against 76-82%) and
-        jobs/s rose in seven alternated pairs of 5,000 pages, one by a hair (582 against 531 on
-        average). Their jobs are disjoint, so the two transactions never wait for each other's
-        rows. SQLite has one writer at a time anyway; there a second commit did not pay (three
-        pairs: 515 against 532 jobs/s). Both were measured while the rows were still prepared
-        in a helper thread, since moved onto the loop (``prepare_content``).
-        """
-        return 2 if self.db.dialect == "postgresql" else 1
+        """How many outcome writes (group commits) a worker keeps in flight at once."""
+        return self.db.backend.concurrent_writes
 
     @unavailable_on_connection_errors
     async def claim(
@@ -57,30 +46,9 @@ class WorkStore:
         now = utcnow()
         token = uuid.uuid4()
         lease_expires_at = now + timedelta(seconds=lease_seconds)
-        if self.db.dialect == "postgresql":
-            # One statement, atomic by itself: outside a transaction, sent as it is.
-            params = (list(job_ids), token, lease_expires_at, now)
-            async with self.db.write_statement() as conn:
-                rows = (await conn.exec_driver_sql(_CLAIM_POSTGRESQL, params)).all()
-        else:
-            stmt = (
-                jobs.update()
-                .where(
-                    jobs.c.id.in_(job_ids),
-                    jobs.c.status == PENDING,
-                    jobs.c.next_attempt_at.is_(None),
-                )
-                .values(
-                    status=PROCESSING,
-                    lease_token=token,
-                    lease_expires_at=lease_expires_at,
-                    started_at=now,
-                    dispatch_at=None,
-                )
-                .returning(*(jobs.c[column] for column in _CLAIMED_COLUMNS))
-            )
-            async with self.db.write() as conn:
-                rows = (await conn.execute(stmt)).all()
+        rows = await self.db.backend.claim(
+            self.db, job_ids, token=token, lease_expires_at=lease_expires_at, now=now
+        )
         return [
             ClaimedJob(
                 r.id,
@@ -168,13 +136,10 @@ class WorkStore:
         async with self.db.write() as conn:
             # Content is written only for jobs this batch still held when its guarded updates
             # released their leases: those updates hold the rows' locks until the commit.
-            if self.db.dialect == "postgresql":
-                held = await _update_returning_held(conn, groups)
-            else:
-                held = await _held(conn, with_content)
-                await _update_each_kind(conn, groups)
-            await webhooks.enqueue_for_outcomes(conn, outcomes)  # the outbox, same transaction
-            await write_content(conn, content.only(held))
+            backend = self.db.backend
+            held = await backend.update_outcomes(conn, groups, with_content)
+            await webhooks.enqueue_for_outcomes(conn, backend, outcomes)  # the outbox
+            await write_content(conn, backend, content.only(held))
 
     # --- sweeper --------------------------------------------------------------------------
 
@@ -209,7 +174,7 @@ class WorkStore:
                 )
                 .returning(jobs.c.id)
             )
-            await webhooks.enqueue_for_jobs(conn, list(failed.scalars()))
+            await webhooks.enqueue_for_jobs(conn, self.db.backend, list(failed.scalars()))
             rows = await conn.execute(
                 base.where(jobs.c.retry_count < max_retries)
                 .values(
@@ -268,41 +233,8 @@ class WorkStore:
         async with self.db.write() as conn:
             return list((await conn.execute(stmt)).scalars())
 
-    @unavailable_on_connection_errors
     async def mark_dispatch_due(self, job_ids: Sequence[UUID]) -> None:
-        """Publishing failed: the next sweep must publish these (``next_attempt_at`` set marks
-        "never published"; a claim waits for that sweep)."""
-        if not job_ids:
-            return
-        now = utcnow()
-        async with self.db.write() as conn:
-            await conn.execute(
-                jobs.update()
-                .where(jobs.c.id.in_(job_ids), jobs.c.status == PENDING)
-                .values(dispatch_at=now, next_attempt_at=now)
-            )
-
-
-#: What a claim reads of each job it takes.
-_CLAIMED_COLUMNS = (
-    "id",
-    "url",
-    "retry_count",
-    "formats",
-    "etag",
-    "last_modified",
-    "callback_url",
-    "created_at",
-    "run_count",
-    "owner",
-)
-#: The claim on PostgreSQL: one text for every batch size, its ids one array parameter.
-_CLAIM_POSTGRESQL = (
-    f"UPDATE jobs SET status = '{PROCESSING}', lease_token = $2, lease_expires_at = $3,"
-    " started_at = $4, dispatch_at = NULL"
-    f" WHERE id = ANY($1::UUID[]) AND status = '{PENDING}' AND next_attempt_at IS NULL"
-    f" RETURNING {', '.join(_CLAIMED_COLUMNS)}"
-)
+        await mark_dispatch_due(self.db, job_ids)
 
 
 def _row_values(transition: Transition) -> dict[str, Any]:
@@ -335,68 +267,3 @@ def _row_values(transition: Transition) -> dict[str, Any]:
     if transition.finished_at is not None:
         values["finished_at"] = transition.finished_at
     return values
-
-
-#: An outcome's write matches its job only while the attempt's lease still holds it.
-_GUARDED = sa.and_(
-    jobs.c.id == sa.bindparam("b_id"),
-    jobs.c.lease_token == sa.bindparam("b_token"),
-    jobs.c.status == PROCESSING,
-)
-#: What every outcome's write sets besides its kind's values: the lease is over.
-_LEASE_ENDED = {"lease_token": None, "lease_expires_at": None}
-
-
-async def _update_each_kind(conn: AsyncConnection, groups: dict[str, list[dict[str, Any]]]) -> None:
-    """One executemany per kind of outcome: rows of a kind set the same columns."""
-    for params in groups.values():
-        columns: dict[str, Any] = {k: sa.bindparam(k) for k in params[0] if not k.startswith("b_")}
-        await conn.execute(jobs.update().where(_GUARDED).values(columns | _LEASE_ENDED), params)
-
-
-async def _update_returning_held(
-    conn: AsyncConnection, groups: dict[str, list[dict[str, Any]]]
-) -> set[UUID]:
-    """PostgreSQL: one guarded UPDATE per kind of outcome, its rows unnested from arrays; the
-    ids it matched are the jobs the batch still held."""
-    held: set[UUID] = set()
-    for params in groups.values():
-        keys = ("b_id", "b_token", *(key for key in params[0] if not key.startswith("b_")))
-        sql, columns = _guarded_update_postgresql(keys)
-        result = await conn.exec_driver_sql(sql, column_arrays(params, columns))
-        held.update(row[0] for row in result)
-    return held
-
-
-@functools.cache
-def _guarded_update_postgresql(keys: tuple[str, ...]) -> tuple[str, ArrayColumns]:
-    """``UPDATE jobs … FROM unnest(…) … RETURNING id`` for rows keyed ``b_id``, ``b_token`` and
-    then the columns they set (one text per kind of outcome, whatever the batch's size), and
-    the columns whose types the arrays take."""
-    columns = {"b_id": jobs.c.id, "b_token": jobs.c.lease_token} | table_columns(jobs, keys[2:])
-    sets = [f"{key} = v.{key}" for key in keys[2:]] + [f"{key} = NULL" for key in _LEASE_ENDED]
-    sql = (
-        f"UPDATE jobs SET {', '.join(sets)}"
-        f" FROM {unnested(columns)} AS v({', '.join(keys)})"
-        f" WHERE jobs.id = v.b_id AND jobs.lease_token = v.b_token"
-        f" AND jobs.status = '{PROCESSING}' RETURNING jobs.id"
-    )
-    return sql, columns
-
-
-async def _held(conn: AsyncConnection, outcomes: Sequence[Outcome]) -> set[UUID]:
-    """SQLite: the jobs of ``outcomes`` still leased under the outcome's own token, read before
-    the updates release the leases (an executemany returns no rows; SQLite's one writer keeps
-    them as read until the commit). On PostgreSQL the updates return them.
-    """
-    if not outcomes:
-        return set()
-    pairs = {(o.job.id, o.job.lease_token) for o in outcomes}
-    rows = await conn.execute(
-        sa.select(jobs.c.id, jobs.c.lease_token).where(
-            jobs.c.id.in_([job_id for job_id, _ in pairs]),
-            jobs.c.lease_token.in_({token for _, token in pairs}),
-            jobs.c.status == PROCESSING,
-        )
-    )
-    return {row.id for row in rows if (row.id, row.lease_token) in pairs}

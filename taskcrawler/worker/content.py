@@ -4,23 +4,19 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from taskcrawler.domain.pages import OutLink, PageContent, RawPage
+from taskcrawler.domain.pages import FetchedPage, PageContent
 from taskcrawler.extract import Extraction
 
 TEXT_FORMATS = ("markdown", "text", "html")
 
 
 def page_content(
-    extraction: Extraction, formats: Collection[str], archive: RawPage | None
+    extraction: Extraction, formats: Collection[str], archive: FetchedPage | None
 ) -> PageContent:
     texts = {
         fmt: body
         for fmt in TEXT_FORMATS
         if fmt in formats and (body := getattr(extraction, fmt)) is not None
     }
-    links = (
-        tuple(OutLink(a.url, a.text, a.rel, a.internal, a.nofollow) for a in extraction.links)
-        if "links" in formats
-        else None
-    )
+    links = tuple(extraction.links) if "links" in formats else None
     return PageContent(texts=texts, links=links, archive=archive)

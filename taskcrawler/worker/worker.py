@@ -21,10 +21,10 @@ from taskcrawler.domain import (
     ServiceUnavailable,
     backoff_delay,
 )
-from taskcrawler.domain.pages import RawPage
+from taskcrawler.domain.pages import FetchedPage
 from taskcrawler.domain.transitions import RetryPolicy, Transition, decide
 from taskcrawler.extract import Extraction, extract
-from taskcrawler.fetch import FetchedPage, Fetcher
+from taskcrawler.fetch import Fetcher
 from taskcrawler.observability import WorkerMetrics, bind_job, log_transition
 from taskcrawler.queue import JobQueue
 from taskcrawler.settings import Settings
@@ -298,17 +298,8 @@ class Worker:
             content=page_content(extraction, job.formats, self._archive(page)),
         )
 
-    def _archive(self, page: FetchedPage) -> RawPage | None:
-        if not self.settings.archive_pages:
-            return None
-        return RawPage(
-            final_url=page.final_url,
-            http_status=page.status,
-            headers=page.headers,
-            content_type=page.content_type,
-            charset=page.charset,
-            body=page.body,
-        )
+    def _archive(self, page: FetchedPage) -> FetchedPage | None:
+        return page if self.settings.archive_pages else None
 
     # --- persisting -----------------------------------------------------------------------
 

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 from taskcrawler.domain import StorageUnavailable
 from taskcrawler.storage import Database, JobStore, NewJob
-from taskcrawler.storage.database import PinnedConnection
+from taskcrawler.storage.postgres.pinned import PinnedConnection
 
 
 @pytest.fixture

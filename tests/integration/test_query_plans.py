@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator
 import asyncpg
 import pytest
 
-from taskcrawler.storage.work import _CLAIM_POSTGRESQL, _guarded_update_postgresql
+from taskcrawler.storage.postgres.sql import CLAIM_JOBS, guarded_outcome_update
 from tests.support.services import asyncpg_url
 
 _ROWS = """
@@ -66,9 +66,7 @@ async def _three(conn: asyncpg.Connection, status: str) -> tuple[str, str]:
 @pytest.mark.parametrize("mode", ["force_generic_plan", "force_custom_plan"])
 async def test_a_claim_looks_its_jobs_up_by_id(misjudged: asyncpg.Connection, mode: str) -> None:
     ids, _ = await _three(misjudged, "PENDING")
-    plan = await _plan(
-        misjudged, _CLAIM_POSTGRESQL, f"{ids}, gen_random_uuid(), now(), now()", mode
-    )
+    plan = await _plan(misjudged, CLAIM_JOBS, f"{ids}, gen_random_uuid(), now(), now()", mode)
     assert "pk_jobs" in plan
     assert "ix_jobs_dispatch" not in plan
 
@@ -77,7 +75,7 @@ async def test_a_claim_looks_its_jobs_up_by_id(misjudged: asyncpg.Connection, mo
 async def test_an_outcome_write_looks_its_jobs_up_by_id(
     misjudged: asyncpg.Connection, mode: str
 ) -> None:
-    sql, _ = _guarded_update_postgresql(("b_id", "b_token", "status", "finished_at"))
+    sql, _ = guarded_outcome_update(("b_id", "b_token", "status", "finished_at"))
     ids, tokens = await _three(misjudged, "PROCESSING")
     completed = "ARRAY['COMPLETED', 'COMPLETED', 'COMPLETED'], ARRAY[now(), now(), now()]"
     plan = await _plan(misjudged, sql, f"{ids}, {tokens}, {completed}", mode)

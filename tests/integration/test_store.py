@@ -12,8 +12,8 @@ import sqlalchemy as sa
 from taskcrawler.domain import ClaimedJob, ErrorCode, JobStatus, Outcome, StorageUnavailable
 from taskcrawler.domain.pages import PageContent
 from taskcrawler.storage import Database, JobStore, NewJob, WorkStore
-from taskcrawler.storage.jobs import _NEW_JOB_COLUMNS, _new_row
-from taskcrawler.storage.rows import utcnow
+from taskcrawler.storage.jobs import _new_row
+from taskcrawler.storage.rows import NEW_JOB_COLUMNS, utcnow
 from taskcrawler.storage.tables import job_contents, jobs
 from tests.support.transitions import decided
 
@@ -79,7 +79,7 @@ async def test_a_new_job_is_answered_as_it_is_stored(store: Stores) -> None:
 
 def test_the_postgresql_insert_sets_every_column_a_new_row_has() -> None:
     row = _new_row(NewJob("http://a.test/"), "key", utcnow(), redispatch_after=30)
-    assert tuple(row) == _NEW_JOB_COLUMNS
+    assert tuple(row) == NEW_JOB_COLUMNS
 
 
 async def test_concurrent_creates_of_one_url_make_exactly_one_row(store: Stores) -> None:

@@ -10,15 +10,16 @@ from typing import Any
 
 import pytest
 
-from taskcrawler.domain.pages import PageContent, RawPage
+from taskcrawler.domain.pages import FetchedPage, PageContent
 from taskcrawler.storage import content
 from taskcrawler.storage.content import ContentRecord, content_rows, prepare_content
 
 
 def _record(body: bytes) -> ContentRecord:
-    page = RawPage(
+    page = FetchedPage(
+        url="https://example.com/a",
         final_url="https://example.com/a",
-        http_status=200,
+        status=200,
         headers={"content-type": "text/html"},
         content_type="text/html",
         charset="utf-8",

@@ -3,13 +3,14 @@ import uuid
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from taskcrawler.storage.rows import any_of
+from taskcrawler.storage.backend import backend_for
 from taskcrawler.storage.tables import jobs
 
 
 def _sql(dialect: str, size: int) -> str:
     ids = [uuid.uuid4() for _ in range(size)]
-    stmt = sa.select(jobs.c.id).where(any_of(jobs.c.id, ids, dialect))
+    backend = backend_for(f"{dialect}://")
+    stmt = sa.select(jobs.c.id).where(backend.any_of(jobs.c.id, ids))
     module = postgresql if dialect == "postgresql" else sqlite
     return str(stmt.compile(dialect=module.dialect(), compile_kwargs={"render_postcompile": True}))
 

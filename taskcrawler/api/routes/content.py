@@ -12,8 +12,8 @@ from pydantic import BaseModel
 from taskcrawler.api.deps import CallerDep, Services, ServicesDep
 from taskcrawler.api.schemas import ErrorOut
 from taskcrawler.domain import Job, JobStatus
+from taskcrawler.domain.pages import StoredLink
 from taskcrawler.service.jobs import Caller
-from taskcrawler.storage.content import StoredLink
 
 router = APIRouter(tags=["content"])
 

@@ -24,8 +24,8 @@ from taskcrawler.api.schemas import (
     RunOut,
 )
 from taskcrawler.domain import JobStatus
+from taskcrawler.domain.jobs import JobQuery
 from taskcrawler.service.jobs import JobOptions
-from taskcrawler.storage.jobs import JobQuery
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
 
@@ -187,4 +187,4 @@ async def job_runs(job_id: UUID, services: ServicesDep, caller: CallerDep) -> li
     runs = await services.jobs.runs(caller, job_id)
     if runs is None:
         raise _not_found()
-    return [RunOut.model_validate(run) for run in runs]
+    return [RunOut.model_validate(run, from_attributes=True) for run in runs]

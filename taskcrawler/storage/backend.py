@@ -1,0 +1,96 @@
+"""What differs between the two databases, behind the repositories both share.
+
+The repositories (``storage/jobs.py``, ``work.py``, …) are SQLAlchemy Core written once; where
+PostgreSQL and SQLite need different statements, or the same statement sent another way, they ask
+their database's :class:`Backend`. :func:`backend_for` picks it from the URL's scheme: the only
+place a scheme is read. Each backend's raw SQL lives in its own ``sql.py``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any, Protocol
+from uuid import UUID
+
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
+
+if TYPE_CHECKING:
+    from taskcrawler.domain import Outcome
+    from taskcrawler.storage.database import Database
+    from taskcrawler.storage.postgres.pinned import PinnedConnection
+
+#: Rows to write: column (or ``b_``-prefixed guard) name -> value.
+Rows = Sequence[Mapping[str, Any]]
+
+
+class Backend(Protocol):
+    name: str
+    #: Writes queue for a single writer (SQLite) rather than run side by side.
+    serializes_writes: bool
+    #: How many outcome writes (group commits) a worker keeps in flight at once.
+    concurrent_writes: int
+    #: Whether a caller may keep a connection of its own for its statements.
+    pins_connections: bool
+
+    def create_engine(self, url: str, *, pool_size: int) -> AsyncEngine: ...
+
+    def any_of(self, column: sa.Column[Any], values: Collection[Any]) -> sa.ColumnElement[bool]:
+        """``column IN values``, in the form this database runs best."""
+        ...
+
+    def insert(self, table: sa.Table) -> Any:
+        """An INSERT that knows this database's ``ON CONFLICT``."""
+        ...
+
+    async def insert_rows(self, conn: AsyncConnection, table: sa.Table, rows: Rows) -> None:
+        """Many rows into ``table``, inside the caller's transaction."""
+        ...
+
+    def pinned_connection(self, autocommit: AsyncEngine) -> PinnedConnection: ...
+
+    async def insert_new_jobs(
+        self, db: Database, rows: Rows, pinned: PinnedConnection | None
+    ) -> set[UUID]:
+        """Insert the job rows whose (owner, url_key) is new; the ids of those inserted."""
+        ...
+
+    async def claim(
+        self,
+        db: Database,
+        job_ids: Sequence[UUID],
+        *,
+        token: UUID,
+        lease_expires_at: datetime,
+        now: datetime,
+    ) -> Sequence[Any]:
+        """PENDING -> PROCESSING for the due jobs of ``job_ids``; their ``CLAIMED_COLUMNS``."""
+        ...
+
+    async def update_outcomes(
+        self,
+        conn: AsyncConnection,
+        groups: Mapping[str, Rows],
+        with_content: Sequence[Outcome],
+    ) -> set[UUID]:
+        """Run each group's guarded UPDATE (its rows set the same columns, and carry ``b_id``
+        and ``b_token``), in the caller's transaction. Returns the jobs this batch still held,
+        of those ``with_content`` at least."""
+        ...
+
+
+def backend_for(url: str) -> Backend:
+    """The backend of a SQLAlchemy URL: ``postgresql+asyncpg://…`` or ``sqlite+aiosqlite://…``.
+    Each is imported only when used: the embedded mode never loads PostgreSQL's."""
+    name = make_url(url).get_backend_name()
+    if name == "postgresql":
+        from taskcrawler.storage.postgres import PostgresBackend
+
+        return PostgresBackend()
+    if name == "sqlite":
+        from taskcrawler.storage.sqlite import SqliteBackend
+
+        return SqliteBackend()
+    raise ValueError(f"no storage backend for {name!r} URLs: use postgresql:// or sqlite://")

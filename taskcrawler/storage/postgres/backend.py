@@ -1,0 +1,98 @@
+"""PostgreSQL's side of the repositories: its hot statements go to asyncpg as they are."""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping, Sequence
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+from uuid import UUID
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
+
+from taskcrawler.storage.backend import Rows
+from taskcrawler.storage.engine import JSON_CODEC
+from taskcrawler.storage.postgres import sql
+from taskcrawler.storage.postgres.pinned import PinnedConnection
+
+if TYPE_CHECKING:
+    from taskcrawler.domain import Outcome
+    from taskcrawler.storage.database import Database
+
+
+class PostgresBackend:
+    name = "postgresql"
+    serializes_writes = False
+    #: A commit spends most of its time waiting for the database, so a second one overlaps it;
+    #: the batches' jobs are disjoint, so the two transactions never wait for each other's rows.
+    #: Measured: jobs/s rose in seven alternated pairs of 5,000 pages (582 against 531).
+    concurrent_writes = 2
+    pins_connections = True
+
+    def create_engine(self, url: str, *, pool_size: int) -> AsyncEngine:
+        return create_async_engine(
+            url,
+            **JSON_CODEC,
+            pool_size=pool_size,
+            max_overflow=pool_size,
+            pool_timeout=10,
+            pool_recycle=1800,
+            # Fail fast when PostgreSQL is down, so the API answers 503 instead of hanging.
+            connect_args={"timeout": 5},
+        )
+
+    def any_of(self, column: sa.Column[Any], values: Collection[Any]) -> sa.ColumnElement[bool]:
+        return sql.any_of(column, values)
+
+    def insert(self, table: sa.Table) -> Any:
+        return postgresql.insert(table)
+
+    async def insert_rows(self, conn: AsyncConnection, table: sa.Table, rows: Rows) -> None:
+        names = tuple(rows[0])
+        arrays = sql.column_arrays(rows, sql.table_columns(table, names))
+        await conn.exec_driver_sql(sql.unnest_insert(table, names), arrays)
+
+    def pinned_connection(self, autocommit: AsyncEngine) -> PinnedConnection:
+        return PinnedConnection(autocommit)
+
+    async def insert_new_jobs(
+        self, db: Database, rows: Rows, pinned: PinnedConnection | None
+    ) -> set[UUID]:
+        arrays = sql.column_arrays(rows, sql.NEW_JOB_ARRAYS)
+        if pinned is not None:
+            records = await pinned.fetch(sql.INSERT_NEW_JOBS, *arrays)
+            return {record[0] for record in records}
+        async with db.write_statement() as conn:
+            result = await conn.exec_driver_sql(sql.INSERT_NEW_JOBS, arrays)
+            return {row[0] for row in result}
+
+    async def claim(
+        self,
+        db: Database,
+        job_ids: Sequence[UUID],
+        *,
+        token: UUID,
+        lease_expires_at: datetime,
+        now: datetime,
+    ) -> Sequence[Any]:
+        # One statement, atomic by itself: outside a transaction.
+        params = (list(job_ids), token, lease_expires_at, now)
+        async with db.write_statement() as conn:
+            return (await conn.exec_driver_sql(sql.CLAIM_JOBS, params)).all()
+
+    async def update_outcomes(
+        self,
+        conn: AsyncConnection,
+        groups: Mapping[str, Rows],
+        with_content: Sequence[Outcome],
+    ) -> set[UUID]:
+        """One guarded UPDATE per group, its rows unnested from arrays; the ids it matched are
+        the jobs the batch still held (their rows stay locked until the commit)."""
+        held: set[UUID] = set()
+        for params in groups.values():
+            keys = ("b_id", "b_token", *(key for key in params[0] if not key.startswith("b_")))
+            statement, columns = sql.guarded_outcome_update(keys)
+            result = await conn.exec_driver_sql(statement, sql.column_arrays(params, columns))
+            held.update(row[0] for row in result)
+        return held

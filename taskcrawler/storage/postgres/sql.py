@@ -1,0 +1,118 @@
+"""Every statement PostgreSQL runs as raw SQL, and how their parameters are shaped.
+
+The hot writes take their rows as one array per column, unnested into rows: one statement text
+for every batch size, so asyncpg prepares it once per connection and PostgreSQL plans it once.
+The texts are sent to the driver as they are (``exec_driver_sql``, or a pinned connection): on
+these paths SQLAlchemy's compilation and parameter processing cost more CPU than the round trip
+itself. The texts are generated from the tables' column types, so they follow the schema.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
+
+import orjson
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql
+
+from taskcrawler.storage.rows import (
+    CLAIMED_COLUMNS,
+    LEASE_ENDED,
+    NEW_JOB_COLUMNS,
+    PENDING,
+    PROCESSING,
+)
+from taskcrawler.storage.tables import jobs
+
+#: Row keys -> the columns whose types their arrays take.
+ArrayColumns = Mapping[str, "sa.Column[Any]"]
+
+#: Types are spelled the same whichever driver runs the statement.
+_POSTGRESQL = postgresql.dialect()  # type: ignore[no-untyped-call]  # untyped in SQLAlchemy
+
+
+def table_columns(table: sa.Table, names: Sequence[str]) -> dict[str, sa.Column[Any]]:
+    return {name: table.c[name] for name in names}
+
+
+def unnested(columns: ArrayColumns) -> str:
+    """``unnest($1::type[], …)``: one array parameter per column, in ``columns``' order."""
+    arrays = ", ".join(
+        f"${n}::{column.type.compile(_POSTGRESQL)}[]"
+        for n, column in enumerate(columns.values(), 1)
+    )
+    return f"unnest({arrays})"
+
+
+@functools.cache
+def unnest_insert(table: sa.Table, names: tuple[str, ...]) -> str:
+    """``INSERT INTO table (names) SELECT * FROM unnest(…)``; rows from :func:`column_arrays`."""
+    arrays = unnested(table_columns(table, names))
+    return f"INSERT INTO {table.name} ({', '.join(names)}) SELECT * FROM {arrays}"
+
+
+def column_arrays(
+    rows: Sequence[Mapping[str, Any]], columns: ArrayColumns
+) -> tuple[list[Any], ...]:
+    """The rows as one list per column. JSON goes to the driver as its text: nothing on this
+    path runs SQLAlchemy's type processing."""
+    return tuple(
+        _json_texts([row[key] for row in rows])
+        if isinstance(column.type, sa.JSON)
+        else [row[key] for row in rows]
+        for key, column in columns.items()
+    )
+
+
+def _json_texts(values: list[Any]) -> list[str | None]:
+    return [None if value is None else orjson.dumps(value).decode() for value in values]
+
+
+def any_of(column: sa.Column[Any], values: Collection[Any]) -> sa.ColumnElement[bool]:
+    """``column = ANY($1)``, one array parameter.
+
+    An IN list is rendered with one parameter per value, so every batch size is a statement of
+    its own text, and asyncpg (which caches prepared statements by text) prepares and PostgreSQL
+    plans it again; the array keeps one statement for every size.
+    """
+    array = sa.bindparam(None, list(values), type_=postgresql.ARRAY(column.type))
+    return column == sa.any_(array)
+
+
+# --- jobs --------------------------------------------------------------------------------------
+
+NEW_JOB_ARRAYS = table_columns(jobs, NEW_JOB_COLUMNS)
+
+#: New jobs, deduplicated by the unique (owner, url_key) index: the same text (so one prepared
+#: statement) for a single POST and for a batch of 1,000.
+INSERT_NEW_JOBS = (
+    unnest_insert(jobs, NEW_JOB_COLUMNS) + " ON CONFLICT (owner, url_key) DO NOTHING RETURNING id"
+)
+
+# --- work --------------------------------------------------------------------------------------
+
+#: The claim: one text for every batch size, its ids one array parameter.
+CLAIM_JOBS = (
+    f"UPDATE jobs SET status = '{PROCESSING}', lease_token = $2, lease_expires_at = $3,"
+    " started_at = $4, dispatch_at = NULL"
+    f" WHERE id = ANY($1::UUID[]) AND status = '{PENDING}' AND next_attempt_at IS NULL"
+    f" RETURNING {', '.join(CLAIMED_COLUMNS)}"
+)
+
+
+@functools.cache
+def guarded_outcome_update(keys: tuple[str, ...]) -> tuple[str, ArrayColumns]:
+    """``UPDATE jobs … FROM unnest(…) … RETURNING id`` for rows keyed ``b_id``, ``b_token`` and
+    then the columns they set (one text per kind of transition, whatever the batch's size), and
+    the columns whose types the arrays take."""
+    columns = {"b_id": jobs.c.id, "b_token": jobs.c.lease_token} | table_columns(jobs, keys[2:])
+    sets = [f"{key} = v.{key}" for key in keys[2:]] + [f"{key} = NULL" for key in LEASE_ENDED]
+    sql = (
+        f"UPDATE jobs SET {', '.join(sets)}"
+        f" FROM {unnested(columns)} AS v({', '.join(keys)})"
+        f" WHERE jobs.id = v.b_id AND jobs.lease_token = v.b_token"
+        f" AND jobs.status = '{PROCESSING}' RETURNING jobs.id"
+    )
+    return sql, columns
