@@ -1,33 +1,14 @@
+"""What handlers get: the services the lifespan built, and who is calling."""
+
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Annotated
 
 from fastapi import Depends, Request
 
-from taskcrawler.api.auth import Authenticator, get_principal
-from taskcrawler.queue import JobQueue
-from taskcrawler.service.jobs import Caller, JobService
-from taskcrawler.service.mapping import MapService
-from taskcrawler.settings import Settings
-from taskcrawler.storage import Database, KeyStore
-from taskcrawler.storage.content import ContentStore
-from taskcrawler.storage.idempotency import IdempotencyStore
-
-
-@dataclass(slots=True)
-class Services:
-    """What the lifespan built for this app; handlers get it through :data:`ServicesDep`."""
-
-    settings: Settings
-    db: Database
-    queue: JobQueue
-    keys: KeyStore
-    jobs: JobService
-    idempotency: IdempotencyStore
-    content: ContentStore
-    authenticator: Authenticator
-    mapper: MapService
+from taskcrawler.domain.errors import Forbidden
+from taskcrawler.domain.keys import Caller
+from taskcrawler.service import Services
 
 
 async def get_services(request: Request) -> Services:
@@ -39,17 +20,37 @@ async def get_services(request: Request) -> Services:
 ServicesDep = Annotated[Services, Depends(get_services)]
 
 
+def _bearer_token(authorization: str | None) -> str | None:
+    """The token of ``Authorization: Bearer <token>``; "" for any other form (refused)."""
+    if not authorization:
+        return None
+    scheme, _, token = authorization.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
+
+
+async def _authenticated(request: Request) -> Caller:
+    services = await get_services(request)
+    caller = await services.keys.caller(_bearer_token(request.headers.get("authorization")))
+    return caller
+
+
 async def get_caller(request: Request) -> Caller:
     """The authenticated caller, counted against its rate limit.
 
-    One dependency rather than three (principal, services, caller): FastAPI resolves every
+    One dependency rather than three (key, services, caller): FastAPI resolves every
     sub-dependency per request, which on the hot POST was a tenth of the API's CPU.
     """
-    services = await get_services(request)
-    principal = await get_principal(request)
-    caller = Caller(principal.owner, principal.key)
-    await services.jobs.check_rate(caller)
+    caller = await _authenticated(request)
+    await (await get_services(request)).jobs.check_rate(caller)
+    return caller
+
+
+async def get_admin(request: Request) -> Caller:
+    caller = await _authenticated(request)
+    if not caller.is_admin:
+        raise Forbidden("this needs an admin key")
     return caller
 
 
 CallerDep = Annotated[Caller, Depends(get_caller)]
+AdminDep = Annotated[Caller, Depends(get_admin)]

@@ -1,19 +1,17 @@
-"""``Idempotency-Key``: a repeated request gets the first answer; the same key with another
-body is a conflict, so a client bug cannot silently reuse a key."""
+"""``Idempotency-Key`` over HTTP: the header, the request's fingerprint, the stored answer."""
 
 from __future__ import annotations
 
 import hashlib
 from collections.abc import Awaitable, Callable
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import Header, HTTPException, status
+from fastapi import Header
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 
-from taskcrawler.api.deps import Services
-from taskcrawler.service.jobs import Caller
-from taskcrawler.storage.idempotency import StoredResponse
+from taskcrawler.domain.keys import Caller
+from taskcrawler.service import Services
 
 JSON = "application/json"
 
@@ -38,15 +36,11 @@ async def answer_once(
         code, model = await produce()
         # Serialized by pydantic's own (Rust) JSON encoder: the hot path of every submission.
         return Response(model.model_dump_json(), status_code=code, media_type=JSON)
-    request_hash = hashlib.sha256(body.model_dump_json().encode()).hexdigest()
-    stored = await services.idempotency.get(caller.owner, key)
-    if stored is None:
+
+    async def produce_json() -> tuple[int, Any]:
         code, model = await produce()
-        stored = await services.idempotency.remember(
-            caller.owner, key, StoredResponse(request_hash, code, model.model_dump(mode="json"))
-        )
-    if stored.request_hash != request_hash:
-        raise HTTPException(
-            status.HTTP_409_CONFLICT, "this Idempotency-Key was used with a different request"
-        )
-    return JSONResponse(stored.body, status_code=stored.status_code)
+        return code, model.model_dump(mode="json")
+
+    request_hash = hashlib.sha256(body.model_dump_json().encode()).hexdigest()
+    code, stored = await services.idempotency.answer_once(caller, key, request_hash, produce_json)
+    return JSONResponse(stored, status_code=code)

@@ -1,16 +1,22 @@
-"""The wire format of the HTTP API (v1). Field names of the seed are kept exactly."""
+"""The wire format of the HTTP API (v1): what requests may say, and every response's shape.
+Field names of the seed are kept exactly."""
 
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Literal
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from taskcrawler.domain import InvalidURL, Job, JobStatus, validate_url
-from taskcrawler.domain.keys import ApiKey
+from taskcrawler.domain import InvalidURL, validate_url
+from taskcrawler.domain.crawls import MAX_PATTERNS
+from taskcrawler.domain.jobs import Created
+from taskcrawler.domain.pages import StoredLink
 from taskcrawler.domain.urls import MAX_URL_LENGTH
+from taskcrawler.domain.views import JobView
+from taskcrawler.domain.webhooks import DeliveryStatus
+from taskcrawler.service.mapping import DEFAULT_MAP_LIMIT, MAX_SEARCH_CHARS
 
 Format = Literal["metadata", "markdown", "text", "html", "links"]
 FinishedStatus = Literal["FAILED", "COMPLETED", "CANCELLED"]
@@ -86,60 +92,17 @@ class BatchCreate(JobOptionsIn):
         return urls
 
 
-class JobOut(BaseModel):
-    id: UUID
-    url: str
-    status: JobStatus
-    retry_count: int
-    scraped_title: str | None = Field(description="The page's <title>.")
-    error_log: str | None = Field(description="The last error: its code, then a message.")
-    error_code: str | None = Field(description="Stable code of the last error, e.g. http_404.")
-    http_status: int | None
-    final_url: str | None = Field(description="The URL after redirects.")
-    content_type: str | None
-    created_at: datetime
-    started_at: datetime | None
-    finished_at: datetime | None
-    next_attempt_at: datetime | None = Field(description="When a scheduled retry is due.")
-    formats: list[str]
-    run_count: int = Field(description="Earlier runs of this job (re-scrapes, retries).")
-    unchanged: bool = Field(description="The last run got 304 Not Modified: result kept.")
-    result: dict[str, Any] | None = Field(description="What the page says about itself.")
-
-    @classmethod
-    def of(cls, job: Job) -> JobOut:
-        return cls(**_job_fields(job))
-
-
-def _job_fields(job: Job) -> dict[str, Any]:
-    return dict(
-        id=job.id,
-        url=job.url,
-        status=job.status,
-        retry_count=job.retry_count,
-        scraped_title=job.scraped_title,
-        error_log=job.error_log,
-        error_code=job.error_code,
-        http_status=job.http_status,
-        final_url=job.final_url,
-        content_type=job.content_type,
-        created_at=job.created_at,
-        started_at=job.started_at,
-        finished_at=job.finished_at,
-        next_attempt_at=job.next_attempt_at,
-        formats=list(job.formats),
-        run_count=job.run_count,
-        unchanged=job.unchanged,
-        result=job.result,
-    )
+class JobOut(JobView):
+    """A job, as every endpoint and webhook shows it."""
 
 
 class BatchItem(JobOut):
     created: bool = Field(description="False when the URL already had a job.")
 
     @classmethod
-    def of_created(cls, job: Job, *, created: bool) -> BatchItem:
-        return cls(**_job_fields(job), created=created)
+    def of_created(cls, created: Created) -> BatchItem:
+        # Constructed from values the job's view has just validated.
+        return cls.model_construct(**dict(JobOut.of(created.job)), created=created.created)
 
 
 class BatchOut(BaseModel):
@@ -169,6 +132,8 @@ class RetryOut(BaseModel):
 
 
 class RunOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
     run: int
     status: str
     retry_count: int
@@ -197,6 +162,8 @@ class KeyCreate(BaseModel):
 
 
 class KeyOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
     id: str
     name: str
     is_admin: bool
@@ -205,19 +172,6 @@ class KeyOut(BaseModel):
     callback_url: str | None
     created_at: datetime
     revoked_at: datetime | None
-
-    @classmethod
-    def of(cls, key: ApiKey) -> KeyOut:
-        return cls(
-            id=key.id,
-            name=key.name,
-            is_admin=key.is_admin,
-            requests_per_minute=key.requests_per_minute,
-            max_pending_jobs=key.max_pending_jobs,
-            callback_url=key.callback_url,
-            created_at=key.created_at,
-            revoked_at=key.revoked_at,
-        )
 
 
 class KeyCreated(KeyOut):
@@ -233,3 +187,92 @@ class ErrorOut(BaseModel):
 class Health(BaseModel):
     status: str
     checks: dict[str, str] = Field(default_factory=dict)
+
+
+class LinkOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: int
+    job_id: UUID
+    url: str
+    text: str | None
+    rel: list[str]
+    internal: bool
+    nofollow: bool
+    source_url: str | None = None
+
+
+class LinkPage(BaseModel):
+    links: list[LinkOut]
+    next_cursor: int | None
+
+    @classmethod
+    def of(cls, links: list[StoredLink], limit: int) -> LinkPage:
+        """A page of ``limit`` links; a full page may have a next one."""
+        more = len(links) == limit
+        return cls(
+            links=[LinkOut.model_validate(link) for link in links],
+            next_cursor=links[-1].id if more else None,
+        )
+
+
+class DeliveryOut(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: UUID = Field(description="Sent as X-TaskCrawler-Delivery; the same on every retry.")
+    job_id: UUID
+    event: str = Field(description="job.completed or job.failed")
+    url: str = Field(description="The callback URL.")
+    status: DeliveryStatus = Field(description="PENDING (due or in flight), DELIVERED, FAILED.")
+    attempts: int = Field(description="POSTs made so far, the one in flight included.")
+    last_status_code: int | None = Field(description="The receiver's last HTTP status.")
+    last_error: str | None = Field(description="The last failure: its code, then a message.")
+    created_at: datetime
+    next_attempt_at: datetime | None = Field(description="When a PENDING delivery is due.")
+    delivered_at: datetime | None
+
+
+class MapIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(
+        max_length=MAX_URL_LENGTH,
+        description="The site's start page (http or https).",
+        examples=["https://example.com"],
+    )
+    limit: int | None = Field(
+        None,
+        ge=1,
+        description=f"At most this many URLs: default {DEFAULT_MAP_LIMIT:,}, at most "
+        "TASKCRAWLER_MAP_MAX_LIMIT.",
+    )
+    sitemap: Literal["include", "skip", "only"] = Field(
+        "include",
+        description="include: sitemaps and the start page's links; skip: links only; "
+        "only: sitemaps only.",
+    )
+    search: str | None = Field(
+        None,
+        max_length=MAX_SEARCH_CHARS,
+        description="Keep the URLs that contain every word of it (case-insensitive).",
+    )
+    allow_subdomains: bool = Field(False, description="Subdomains of the site are in scope.")
+    include_paths: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_PATTERNS,
+        description="RE2 patterns; a URL's path must contain a match of one of them.",
+    )
+    exclude_paths: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_PATTERNS,
+        description="RE2 patterns; a URL whose path contains a match of one is left out.",
+    )
+
+
+class MapOut(BaseModel):
+    links: list[str] = Field(description="In-scope URLs, each once, as crawl keys.")
+    warnings: list[str] = Field(
+        default_factory=list,
+        description="What could not be read (the start page, a sitemap) or a cap that was "
+        "reached; the links are what was found anyway.",
+    )

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, TypeVar
 from taskcrawler.settings import Settings
 
 if TYPE_CHECKING:  # imported when a command runs: `taskcrawler --help` stays fast
-    from taskcrawler.storage import KeyStore
+    from taskcrawler.storage.ports import KeyRepository
 
 T = TypeVar("T")
 
@@ -38,16 +38,16 @@ def add_keys_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     revoke.set_defaults(func=cmd_keys_revoke)
 
 
-def _with_keys(settings: Settings, action: Callable[[KeyStore], Awaitable[T]]) -> T:
+def _with_keys(settings: Settings, action: Callable[[KeyRepository], Awaitable[T]]) -> T:
+    from taskcrawler.bootstrap import storage_of
     from taskcrawler.cli.main import run_async
-    from taskcrawler.storage import Database, KeyStore
 
     async def main() -> T:
-        db = Database.from_url(settings.database_url, pool_size=1)
+        storage = storage_of(settings, pool_size=1)
         try:
-            return await action(KeyStore(db))
+            return await action(storage.keys)
         finally:
-            await db.close()
+            await storage.close()
 
     return run_async(main())
 

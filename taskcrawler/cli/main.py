@@ -125,9 +125,10 @@ def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
 def cmd_scrape(settings: Settings, args: argparse.Namespace) -> int:
     import orjson
 
+    from taskcrawler.bootstrap import standalone_fetcher
     from taskcrawler.service.scrape import scrape_once
 
-    result = run_async(scrape_once(settings, args.url))
+    result = run_async(scrape_once(standalone_fetcher(settings), args.url))
     sys.stdout.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
     return 0 if result.get("error_code") is None else 1
 
@@ -135,12 +136,14 @@ def cmd_scrape(settings: Settings, args: argparse.Namespace) -> int:
 def cmd_map(settings: Settings, args: argparse.Namespace) -> int:
     import orjson
 
+    from taskcrawler.bootstrap import standalone_fetcher
     from taskcrawler.domain.crawls import InvalidCrawlSpec
     from taskcrawler.service.mapping import MapRefused, map_once
 
     try:
         result = run_async(
             map_once(
+                standalone_fetcher(settings),
                 settings,
                 args.url,
                 limit=args.limit,
@@ -163,15 +166,15 @@ def cmd_map(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_reextract(settings: Settings, args: argparse.Namespace) -> int:
+    from taskcrawler.bootstrap import storage_of
     from taskcrawler.service.reextract import reextract_all
-    from taskcrawler.storage import Database
 
     async def main() -> int:
-        db = Database.from_url(settings.database_url, pool_size=2)
+        storage = storage_of(settings, pool_size=2)
         try:
-            return await reextract_all(db)
+            return await reextract_all(storage.content)
         finally:
-            await db.close()
+            await storage.close()
 
     done = run_async(main())
     sys.stdout.write(f"re-extracted {done} archived pages\n")

@@ -94,6 +94,42 @@ class InvalidURL(ValueError):
     """A URL that TaskCrawler refuses at submit time."""
 
 
+# --- what a use case refuses: each maps to one HTTP status in api/errors.py ------------------
+
+
+class NotFound(Exception):
+    """No such object for this caller: another tenant's objects are not found either."""
+
+
+class JobNotFound(NotFound):
+    def __init__(self) -> None:
+        super().__init__("no job with this id")
+
+
+class Conflict(Exception):
+    """The object is not in a state that allows this (e.g. cancelling a finished job)."""
+
+
+class LimitExceeded(Exception):
+    """A rate or pending-jobs limit; worth trying again after ``retry_after`` seconds."""
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class InvalidCursor(ValueError):
+    """A page cursor this service did not make."""
+
+
+class Unauthenticated(Exception):
+    """No valid API key where one is needed."""
+
+
+class Forbidden(Exception):
+    """A valid API key that may not do this."""
+
+
 class ServiceUnavailable(Exception):
     """A dependency (database or queue) cannot be reached right now; callers may retry later."""
 

@@ -29,6 +29,22 @@ class ApiKey:
         return self.id
 
 
+#: The tenant of requests made without a key (when keys are not required).
+ANONYMOUS_OWNER = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who makes a request: the tenant (owner) whose objects it sees, and its key if any."""
+
+    owner: str = ANONYMOUS_OWNER
+    key: ApiKey | None = None
+
+    @property
+    def is_admin(self) -> bool:
+        return self.key is not None and self.key.is_admin
+
+
 @dataclass(frozen=True, slots=True)
 class NewKey:
     id: str

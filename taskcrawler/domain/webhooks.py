@@ -1,6 +1,7 @@
 """Webhooks: what is sent when a job finishes, and how it is signed. Pure: no I/O here.
 
-A delivery is a POST of the job's JSON (exactly as ``GET /api/v1/jobs/{id}`` shows it) with:
+A delivery is a POST of the job's JSON (:func:`~taskcrawler.domain.views.job_document`, exactly as
+``GET /api/v1/jobs/{id}`` shows it) with:
 
 * ``X-TaskCrawler-Event``: ``job.completed`` or ``job.failed``
 * ``X-TaskCrawler-Delivery``: the delivery's id (the same on every retry of it: deduplicate on it)
@@ -25,10 +26,9 @@ from typing import Any
 from uuid import UUID
 
 import orjson
-from pydantic_core import to_jsonable_python
 
 from taskcrawler.domain.backoff import backoff_delay
-from taskcrawler.domain.jobs import Job, JobStatus
+from taskcrawler.domain.jobs import JobStatus
 
 EVENT_HEADER = "X-TaskCrawler-Event"
 DELIVERY_HEADER = "X-TaskCrawler-Delivery"
@@ -57,33 +57,6 @@ def event_for(status: JobStatus) -> WebhookEvent | None:
     if status is JobStatus.FAILED:
         return WebhookEvent.JOB_FAILED
     return None
-
-
-def job_document(job: Job) -> dict[str, Any]:
-    """The job as the API shows it (the fields and JSON encoding of ``api.schemas.JobOut``; a
-    unit test keeps the two equal)."""
-    fields: dict[str, Any] = {
-        "id": job.id,
-        "url": job.url,
-        "status": job.status,
-        "retry_count": job.retry_count,
-        "scraped_title": job.scraped_title,
-        "error_log": job.error_log,
-        "error_code": job.error_code,
-        "http_status": job.http_status,
-        "final_url": job.final_url,
-        "content_type": job.content_type,
-        "created_at": job.created_at,
-        "started_at": job.started_at,
-        "finished_at": job.finished_at,
-        "next_attempt_at": job.next_attempt_at,
-        "formats": list(job.formats),
-        "run_count": job.run_count,
-        "unchanged": job.unchanged,
-        "result": job.result,
-    }
-    document: dict[str, Any] = to_jsonable_python(fields)
-    return document
 
 
 def encode_body(payload: dict[str, Any]) -> bytes:

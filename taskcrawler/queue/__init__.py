@@ -8,16 +8,5 @@ from __future__ import annotations
 
 from taskcrawler.queue.base import JobQueue
 from taskcrawler.queue.memory import MemoryQueue
-from taskcrawler.settings import Settings
 
-
-def queue_from_settings(settings: Settings) -> JobQueue:
-    """Redis when ``TASKCRAWLER_REDIS_URL`` is set, else the in-process queue."""
-    if settings.redis_url:
-        from taskcrawler.queue.redis import RedisQueue  # imported lazily: embedded needs no Redis
-
-        return RedisQueue.from_url(settings.redis_url, prefix=settings.redis_prefix)
-    return MemoryQueue()
-
-
-__all__ = ["JobQueue", "MemoryQueue", "queue_from_settings"]
+__all__ = ["JobQueue", "MemoryQueue"]

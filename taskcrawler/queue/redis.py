@@ -24,6 +24,24 @@ _unavailable_on_connection_errors = translate_errors(_queue_error)
 POOL_WAIT_SECONDS = 5.0
 
 
+def redis_client(url: str) -> aioredis.Redis:
+    """The client a process shares between its queue, rate limits, politeness and robots cache.
+
+    A blocking pool: when all connections are busy (a worker's fetches each take a politeness
+    slot and hand it back), a caller waits briefly for one instead of failing with "Too many
+    connections", which would turn a busy moment into failed jobs.
+    """
+    pool = aioredis.BlockingConnectionPool.from_url(
+        url,
+        decode_responses=True,
+        socket_connect_timeout=2,
+        health_check_interval=10,
+        max_connections=64,
+        timeout=POOL_WAIT_SECONDS,
+    )
+    return aioredis.Redis.from_pool(pool)
+
+
 def _as_list(reply: Any) -> list[Any]:
     """LPOP with a count answers a list, or None when the list is empty."""
     return list(reply) if reply else []
@@ -38,25 +56,16 @@ class RedisQueue:
 
     durable = True
 
-    def __init__(self, client: aioredis.Redis, *, prefix: str) -> None:
+    def __init__(self, client: aioredis.Redis, *, prefix: str, owns_client: bool = False) -> None:
         self.client = client
         self.prefix = prefix
         self.key = f"{prefix}:queue"
+        self._owns_client = owns_client
 
     @classmethod
     def from_url(cls, url: str, *, prefix: str) -> RedisQueue:
-        # A blocking pool: when all connections are busy (a worker's fetches each take a
-        # politeness slot and hand it back), a caller waits briefly for one instead of failing
-        # with "Too many connections", which would turn a busy moment into failed jobs.
-        pool = aioredis.BlockingConnectionPool.from_url(
-            url,
-            decode_responses=True,
-            socket_connect_timeout=2,
-            health_check_interval=10,
-            max_connections=64,
-            timeout=POOL_WAIT_SECONDS,
-        )
-        return cls(aioredis.Redis.from_pool(pool), prefix=prefix)
+        """A queue with a client of its own, closed with it."""
+        return cls(redis_client(url), prefix=prefix, owns_client=True)
 
     @_unavailable_on_connection_errors
     async def publish(self, job_ids: Sequence[UUID]) -> None:
@@ -85,4 +94,5 @@ class RedisQueue:
         await self.client.ping()
 
     async def close(self) -> None:
-        await self.client.aclose()
+        if self._owns_client:
+            await self.client.aclose()

@@ -1,5 +1,29 @@
-"""Application services: the operations the API and the command line share."""
+"""Application services: the use cases the API and the command line share."""
 
-from taskcrawler.service.submission import Submitter
+from __future__ import annotations
 
-__all__ = ["Submitter"]
+from dataclasses import dataclass
+
+from taskcrawler.service.content import ContentService
+from taskcrawler.service.deliveries import DeliveryService
+from taskcrawler.service.health import HealthService
+from taskcrawler.service.idempotency import IdempotencyService
+from taskcrawler.service.jobs import JobService
+from taskcrawler.service.keys import KeyService
+from taskcrawler.service.mapping import MapService
+
+
+@dataclass(frozen=True, slots=True)
+class Services:
+    """The use cases of the API, built by :mod:`taskcrawler.bootstrap`."""
+
+    jobs: JobService
+    content: ContentService
+    deliveries: DeliveryService
+    keys: KeyService
+    idempotency: IdempotencyService
+    health: HealthService
+    mapper: MapService
+
+
+__all__ = ["Services"]

@@ -1,42 +1,39 @@
 """Job operations shared by the API and the command line: submit, read, list, cancel, re-run.
 
 Limits (rate, pending jobs) are checked here, so every entry point enforces them the same way.
+Refusals are domain errors (:mod:`taskcrawler.domain.errors`), which the API maps to HTTP once.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 from uuid import UUID
 
 from taskcrawler.domain import Job, JobStatus, QueueUnavailable
-from taskcrawler.domain.jobs import JobQuery, JobRun
-from taskcrawler.domain.keys import ApiKey
+from taskcrawler.domain.errors import Conflict, InvalidCursor, JobNotFound, LimitExceeded
+from taskcrawler.domain.jobs import Created, JobQuery, JobRun, NewJob
+from taskcrawler.domain.keys import Caller
 from taskcrawler.queue import JobQueue
 from taskcrawler.service.ratelimit import RateLimiter
 from taskcrawler.service.submission import Submitter
-from taskcrawler.settings import Settings
-from taskcrawler.storage import Created, JobStore, NewJob, WorkStore
+from taskcrawler.storage.ports import JobRepository
 
 log = logging.getLogger(__name__)
 
 
-class LimitExceeded(Exception):
-    def __init__(self, message: str, retry_after: float) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
-
-
-class JobConflict(Exception):
-    """The job is not in a state that allows this (e.g. cancelling a finished job)."""
-
-
 @dataclass(frozen=True, slots=True)
-class Caller:
-    owner: str
-    key: ApiKey | None = None
+class JobPolicy:
+    """The settings job operations use."""
+
+    #: A job published but not claimed within this long is published again by the sweeper.
+    redispatch_after: float = 30.0
+    #: Requests per minute per key, unless the key sets its own; None: unlimited.
+    rate_limit_per_minute: int | None = None
+    #: Unfinished jobs per key at most, unless the key sets its own; None: unlimited.
+    max_pending_jobs: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,26 +46,25 @@ class JobOptions:
 class JobService:
     def __init__(
         self,
-        settings: Settings,
-        jobs: JobStore,
-        work: WorkStore,
+        policy: JobPolicy,
+        jobs: JobRepository,
         queue: JobQueue,
         limiter: RateLimiter,
         *,
         on_created: Callable[[int], object] = lambda count: None,
     ) -> None:
-        self.settings = settings
+        self.policy = policy
         self.on_created = on_created  # how many jobs a call created (metrics)
         self.jobs = jobs
         self.queue = queue
         self.limiter = limiter
-        self.submitter = Submitter(jobs, work, queue, redispatch_after=settings.redispatch_seconds)
+        self.submitter = Submitter(jobs, queue, redispatch_after=policy.redispatch_after)
 
     # --- limits ---------------------------------------------------------------------------
 
     async def check_rate(self, caller: Caller) -> None:
         key_limit = caller.key.requests_per_minute if caller.key else None
-        limit = key_limit or self.settings.rate_limit_per_minute
+        limit = key_limit or self.policy.rate_limit_per_minute
         if limit is None:
             return
         retry_after = await self.limiter.hit(caller.owner or "anonymous", limit)
@@ -77,7 +73,7 @@ class JobService:
 
     async def _check_pending(self, caller: Caller, adding: int) -> None:
         key_limit = caller.key.max_pending_jobs if caller.key else None
-        limit = key_limit or self.settings.max_pending_jobs
+        limit = key_limit or self.policy.max_pending_jobs
         if limit is None:
             return
         unfinished = await self.jobs.count_unfinished(caller.owner)
@@ -118,42 +114,50 @@ class JobService:
 
     # --- read -----------------------------------------------------------------------------
 
-    async def get(self, caller: Caller, job_id: UUID) -> Job | None:
-        return await self.jobs.get_job(job_id, owner=caller.owner)
+    async def get(self, caller: Caller, job_id: UUID) -> Job:
+        """The caller's job; :class:`JobNotFound` for an unknown id or another tenant's."""
+        job = await self.jobs.get_job(job_id, owner=caller.owner)
+        if job is None:
+            raise JobNotFound
+        return job
 
-    async def list_jobs(self, query: JobQuery) -> tuple[list[Job], str | None]:
-        return await self.jobs.list_jobs(query)
+    async def list_jobs(self, caller: Caller, query: JobQuery) -> tuple[list[Job], str | None]:
+        """A page of the caller's jobs and the next page's cursor."""
+        try:
+            return await self.jobs.list_jobs(dataclasses.replace(query, owner=caller.owner))
+        except ValueError as exc:
+            raise InvalidCursor(str(exc)) from None
 
-    async def runs(self, caller: Caller, job_id: UUID) -> list[JobRun] | None:
-        if await self.jobs.get_job(job_id, owner=caller.owner) is None:
-            return None
+    async def runs(self, caller: Caller, job_id: UUID) -> list[JobRun]:
+        await self.get(caller, job_id)
         return await self.jobs.runs(job_id)
 
     # --- change ---------------------------------------------------------------------------
 
-    async def cancel(self, caller: Caller, job_id: UUID) -> Job | None:
+    async def cancel(self, caller: Caller, job_id: UUID) -> Job:
         job, changed = await self.jobs.cancel(job_id, owner=caller.owner)
-        if job is not None and not changed:
-            raise JobConflict(f"only a PENDING job can be cancelled; this one is {job.status}")
+        if job is None:
+            raise JobNotFound
+        if not changed:
+            raise Conflict(f"only a PENDING job can be cancelled; this one is {job.status}")
         return job
 
-    async def retry(self, caller: Caller, job_id: UUID) -> Job | None:
+    async def retry(self, caller: Caller, job_id: UUID) -> Job:
         restarted = await self.jobs.restart(
-            [job_id], owner=caller.owner, redispatch_after=self.settings.redispatch_seconds
+            [job_id], owner=caller.owner, redispatch_after=self.policy.redispatch_after
         )
         if restarted:
             await self._publish([job_id])
             return restarted[0]
-        job = await self.jobs.get_job(job_id, owner=caller.owner)
-        if job is not None:
-            raise JobConflict(f"only a finished job can be retried; this one is {job.status}")
-        return None
+        job = await self.get(caller, job_id)
+        raise Conflict(f"only a finished job can be retried; this one is {job.status}")
 
-    async def retry_matching(self, query: JobQuery) -> list[Job]:
-        if not query.statuses:
-            query = JobQuery(**{**_fields(query), "statuses": (JobStatus.FAILED,)})
+    async def retry_matching(self, caller: Caller, query: JobQuery) -> list[Job]:
+        """Re-run every finished job of the caller's that matches (default: all FAILED)."""
+        statuses = query.statuses or (JobStatus.FAILED,)
+        query = dataclasses.replace(query, owner=caller.owner, statuses=statuses)
         restarted = await self.jobs.restart_matching(
-            query, redispatch_after=self.settings.redispatch_seconds
+            query, redispatch_after=self.policy.redispatch_after
         )
         await self._publish([job.id for job in restarted])
         return restarted
@@ -165,7 +169,3 @@ class JobService:
             await self.queue.publish(ids)
         except QueueUnavailable as exc:
             log.warning("queue unavailable, %d re-runs left for the sweeper: %s", len(ids), exc)
-
-
-def _fields(query: JobQuery) -> dict[str, Any]:
-    return {name: getattr(query, name) for name in query.__dataclass_fields__}

@@ -38,7 +38,7 @@ from taskcrawler.domain.crawls import (
 )
 from taskcrawler.domain.urls import crawl_key
 from taskcrawler.extract import Link, extract
-from taskcrawler.fetch import Fetcher, make_host_limiter
+from taskcrawler.fetch import Fetcher
 from taskcrawler.fetch.sitemaps import (
     SitemapLimits,
     SitemapReport,
@@ -259,9 +259,8 @@ class MapService:
         )
 
 
-async def map_once(settings: Settings, url: str, **options: Any) -> MapResult:
-    """One map in the foreground (``taskcrawler map``), with a fetcher of its own."""
-    fetcher = Fetcher(settings, limiter=make_host_limiter(settings))
+async def map_once(fetcher: Fetcher, settings: Settings, url: str, **options: Any) -> MapResult:
+    """One map in the foreground (``taskcrawler map``) with ``fetcher``, closed afterwards."""
     try:
         service = MapService(fetcher, settings)
         return await service.map(service.request(url, **options))

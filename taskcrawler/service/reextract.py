@@ -6,8 +6,8 @@ import asyncio
 import logging
 
 from taskcrawler.extract import extract
-from taskcrawler.storage import Database
-from taskcrawler.storage.content import Archived, ContentRecord, ContentStore, Reextracted
+from taskcrawler.storage.content import Archived, ContentRecord, Reextracted
+from taskcrawler.storage.ports import ContentRepository
 from taskcrawler.worker.content import page_content
 
 log = logging.getLogger(__name__)
@@ -28,9 +28,8 @@ def _reextract_batch(items: list[Archived]) -> list[Reextracted]:
     return [_reextract(item) for item in items]
 
 
-async def reextract_all(db: Database, *, batch: int = 200) -> int:
+async def reextract_all(store: ContentRepository, *, batch: int = 200) -> int:
     """Re-run extraction on every archived page; returns how many results were rewritten."""
-    store = ContentStore(db)
     done = 0
     async for items in store.archived(batch=batch):
         # Parsing is CPU work: a thread keeps the event loop (and its connections) responsive.

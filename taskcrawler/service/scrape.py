@@ -6,13 +6,12 @@ from typing import Any
 
 from taskcrawler.domain import FetchError, validate_url
 from taskcrawler.extract import extract
-from taskcrawler.fetch import Fetcher, make_host_limiter
-from taskcrawler.settings import Settings
+from taskcrawler.fetch import Fetcher
 
 
-async def scrape_once(settings: Settings, url: str) -> dict[str, Any]:
+async def scrape_once(fetcher: Fetcher, url: str) -> dict[str, Any]:
+    """Fetch and extract ``url`` with ``fetcher``, which is closed afterwards."""
     validate_url(url)
-    fetcher = Fetcher(settings, limiter=make_host_limiter(settings))
     try:
         page = await fetcher.fetch(url)
     except FetchError as exc:

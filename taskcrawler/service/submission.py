@@ -5,8 +5,9 @@ from collections.abc import Sequence
 
 from taskcrawler.common.batching import Coalescer
 from taskcrawler.domain import QueueUnavailable
+from taskcrawler.domain.jobs import Created, NewJob
 from taskcrawler.queue import JobQueue
-from taskcrawler.storage import Created, JobStore, NewJob, WorkStore
+from taskcrawler.storage.ports import JobRepository
 
 log = logging.getLogger(__name__)
 
@@ -18,11 +19,8 @@ class Submitter:
     jobs are still accepted: they stay PENDING and the workers' sweeper publishes them later.
     """
 
-    def __init__(
-        self, jobs: JobStore, work: WorkStore, queue: JobQueue, *, redispatch_after: float
-    ) -> None:
+    def __init__(self, jobs: JobRepository, queue: JobQueue, *, redispatch_after: float) -> None:
         self.jobs = jobs
-        self.work = work
         self.queue = queue
         self.redispatch_after = redispatch_after
         # The group commit inserts one batch at a time: it keeps a connection of its own.
@@ -40,12 +38,12 @@ class Submitter:
     async def _create_grouped(self, requests: Sequence[NewJob]) -> list[Created]:
         return await self._create(self._grouped_jobs, requests)
 
-    async def _create(self, store: JobStore, requests: Sequence[NewJob]) -> list[Created]:
+    async def _create(self, store: JobRepository, requests: Sequence[NewJob]) -> list[Created]:
         results = await store.create_jobs(requests, redispatch_after=self.redispatch_after)
         fresh = [r.job.id for r in results if r.created]
         try:
             await self.queue.publish(fresh)
         except QueueUnavailable as exc:
             log.warning("queue unavailable, %d new jobs left for the sweeper: %s", len(fresh), exc)
-            await self.work.mark_dispatch_due(fresh)
+            await store.mark_dispatch_due(fresh)
         return results

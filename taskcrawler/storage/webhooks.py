@@ -22,12 +22,12 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from taskcrawler.domain import JobStatus, Outcome
+from taskcrawler.domain.views import job_document
 from taskcrawler.domain.webhooks import (
     ClaimedDelivery,
     Delivery,
     DeliveryStatus,
     event_for,
-    job_document,
 )
 from taskcrawler.storage.backend import Backend
 from taskcrawler.storage.database import Database

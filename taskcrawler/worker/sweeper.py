@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from dataclasses import dataclass
 from uuid import UUID
 
 from taskcrawler.domain import QueueUnavailable, ServiceUnavailable
 from taskcrawler.queue import JobQueue
-from taskcrawler.settings import Settings
-from taskcrawler.storage import WorkStore
+from taskcrawler.storage.ports import WorkRepository
 
 log = logging.getLogger(__name__)
 
@@ -23,9 +23,18 @@ BATCH = 1000
 REDISPATCH_MAX_BACKLOG = 100
 
 
+@dataclass(frozen=True, slots=True)
+class SweepConfig:
+    interval_seconds: float = 1.0
+    #: A job whose lease expired this many times already is FAILED, not retried.
+    max_retries: int = 3
+    #: A job published but not claimed within this long is published again.
+    redispatch_seconds: float = 30.0
+
+
 class Sweeper:
-    def __init__(self, settings: Settings, store: WorkStore, queue: JobQueue) -> None:
-        self.settings = settings
+    def __init__(self, config: SweepConfig, store: WorkRepository, queue: JobQueue) -> None:
+        self.config = config
         self.store = store
         self.queue = queue
         self.recovered = 0
@@ -43,7 +52,7 @@ class Sweeper:
                 # One bad sweep must not end sweeping for the life of the worker.
                 log.exception("sweep failed; trying again next interval")
             try:
-                async with asyncio.timeout(self.settings.sweep_interval_seconds):
+                async with asyncio.timeout(self.config.interval_seconds):
                     await stop.wait()
             except TimeoutError:
                 pass
@@ -51,7 +60,7 @@ class Sweeper:
     async def sweep(self, *, after_restart: bool = False) -> None:
         """Recover expired leases, then publish every due PENDING job nobody holds."""
         while ids := await self.store.recover_expired_leases(
-            max_retries=self.settings.max_retries, limit=BATCH
+            max_retries=self.config.max_retries, limit=BATCH
         ):
             self.recovered += len(ids)
             log.warning("recovered %d jobs whose worker was lost", len(ids))
@@ -61,7 +70,7 @@ class Sweeper:
         include_undispatched = after_restart and not self.queue.durable
         include_published = await self._queue_is_drained()
         while ids := await self.store.take_due_dispatches(
-            redispatch_after=self.settings.redispatch_seconds,
+            redispatch_after=self.config.redispatch_seconds,
             limit=BATCH,
             include_undispatched=include_undispatched,
             include_published=include_published,

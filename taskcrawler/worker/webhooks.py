@@ -18,7 +18,7 @@ import logging
 import random
 import time
 from collections.abc import AsyncIterator
-from datetime import timedelta
+from datetime import UTC, datetime, timedelta
 
 import aiohttp
 from aiohttp.abc import AbstractResolver
@@ -37,9 +37,7 @@ from taskcrawler.fetch.fetcher import client_error
 from taskcrawler.fetch.guard import AddressGuard
 from taskcrawler.fetch.session import guarded_session
 from taskcrawler.settings import Settings
-from taskcrawler.storage.database import Database
-from taskcrawler.storage.rows import utcnow
-from taskcrawler.storage.webhooks import WebhookStore
+from taskcrawler.storage.ports import WebhookRepository
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +57,7 @@ class WebhookDispatcher:
     def __init__(
         self,
         settings: Settings,
-        store: WebhookStore,
+        store: WebhookRepository,
         *,
         guard: AddressGuard | None = None,
         resolver: AbstractResolver | None = None,
@@ -128,7 +126,7 @@ class WebhookDispatcher:
                 cap=self.settings.webhook_retry_max_seconds,
                 rng=self.rng,
             )
-            status, due = DeliveryStatus.PENDING, utcnow() + timedelta(seconds=delay)
+            status, due = DeliveryStatus.PENDING, datetime.now(UTC) + timedelta(seconds=delay)
         else:
             status, due = DeliveryStatus.FAILED, None
             self.failed += 1
@@ -225,11 +223,11 @@ def _error_result(exc: FetchError) -> AttemptResult:
 
 
 @contextlib.asynccontextmanager
-async def webhook_dispatcher(
-    settings: Settings, db: Database, stop: asyncio.Event
+async def running_beside(
+    dispatcher: WebhookDispatcher, stop: asyncio.Event, grace_seconds: float
 ) -> AsyncIterator[WebhookDispatcher]:
-    """Run a dispatcher beside the body of the ``async with`` (a worker), until it exits."""
-    dispatcher = WebhookDispatcher(settings, WebhookStore(db))
+    """Run ``dispatcher`` beside the body of the ``async with`` (a worker), until it exits;
+    POSTs in flight then get ``grace_seconds`` (their timeout) to finish."""
     done = asyncio.Event()
 
     async def watch_stop() -> None:
@@ -244,8 +242,8 @@ async def webhook_dispatcher(
         done.set()
         watcher.cancel()
         try:
-            # In-flight POSTs finish within their timeout; an unrecorded one is sent again later.
-            await asyncio.wait_for(task, timeout=settings.webhook_timeout_seconds + 1)
+            # An unrecorded POST is sent again later: at least once.
+            await asyncio.wait_for(task, timeout=grace_seconds + 1)
         except TimeoutError:
             pass
         except Exception:

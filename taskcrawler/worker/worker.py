@@ -7,7 +7,7 @@ import logging
 import random
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from uuid import UUID
 
 from prometheus_client import CollectorRegistry
@@ -27,11 +27,10 @@ from taskcrawler.extract import Extraction, extract
 from taskcrawler.fetch import Fetcher
 from taskcrawler.observability import WorkerMetrics, bind_job, log_transition
 from taskcrawler.queue import JobQueue
-from taskcrawler.settings import Settings
-from taskcrawler.storage import WorkStore
+from taskcrawler.storage.ports import WorkRepository
 from taskcrawler.worker.content import page_content
 from taskcrawler.worker.parsing import PageParser
-from taskcrawler.worker.sweeper import Sweeper
+from taskcrawler.worker.sweeper import SweepConfig, Sweeper
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +44,21 @@ WRITE_BACKLOG_FACTOR = 3
 WRITE_BACKLOG_BYTES = 256 * 1024 * 1024
 
 
+@dataclass(frozen=True, slots=True)
+class WorkerConfig:
+    """The settings a worker uses."""
+
+    concurrency: int = 100
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
+    sweep: SweepConfig = field(default_factory=SweepConfig)
+    #: A claimed job is recovered this long after its worker stops renewing its lease.
+    lease_seconds: float = 60.0
+    #: On a stop request, in-flight jobs get this long to finish before they are handed back.
+    shutdown_grace_seconds: float = 10.0
+    #: Keep every fetched body, for ``taskcrawler reextract``.
+    archive_pages: bool = True
+
+
 @dataclass(slots=True)
 class WorkerStats:
     claimed: int = 0
@@ -55,7 +69,7 @@ class WorkerStats:
 
 
 class Worker:
-    """Runs up to ``settings.worker_concurrency`` jobs at once in this process.
+    """Runs up to ``config.concurrency`` jobs at once in this process.
 
     Every write goes through the store's guarded UPDATEs, so running many workers (processes,
     machines) against one database and queue is safe: a job is processed by whoever claimed it.
@@ -63,8 +77,8 @@ class Worker:
 
     def __init__(
         self,
-        settings: Settings,
-        store: WorkStore,
+        config: WorkerConfig,
+        store: WorkRepository,
         queue: JobQueue,
         fetcher: Fetcher,
         *,
@@ -72,19 +86,14 @@ class Worker:
         rng: random.Random | None = None,
         metrics: WorkerMetrics | None = None,
     ) -> None:
-        self.settings = settings
+        self.config = config
         self.store = store
         self.queue = queue
         self.fetcher = fetcher
         self.parser = PageParser(extractor)
         self.rng = rng or random.Random()
-        self.retry_policy = RetryPolicy(
-            max_retries=settings.max_retries,
-            base_seconds=settings.retry_base_seconds,
-            max_seconds=settings.retry_max_seconds,
-        )
         self.stats = WorkerStats()
-        self.sweeper = Sweeper(settings, store, queue)
+        self.sweeper = Sweeper(config.sweep, store, queue)
         self._tasks: set[asyncio.Task[None]] = set()
         self._saving = 0  # of self._tasks, those past fetching and waiting for their write
         self._saving_bytes = 0  # the pages those hold
@@ -123,11 +132,11 @@ class Worker:
         if self._tasks:
             log.info(
                 "waiting up to %gs for %d jobs",
-                self.settings.shutdown_grace_seconds,
+                self.config.shutdown_grace_seconds,
                 len(self._tasks),
             )
             _, still_running = await asyncio.wait(
-                self._tasks, timeout=self.settings.shutdown_grace_seconds
+                self._tasks, timeout=self.config.shutdown_grace_seconds
             )
             for task in still_running:
                 task.cancel()
@@ -144,7 +153,7 @@ class Worker:
         without end."""
         if self._saving_bytes > WRITE_BACKLOG_BYTES:
             return 0
-        concurrency = self.settings.worker_concurrency
+        concurrency = self.config.concurrency
         free = concurrency - (len(self._tasks) - self._saving)
         backlog_room = WRITE_BACKLOG_FACTOR * concurrency - self._saving
         return min(free, free + backlog_room)
@@ -195,8 +204,8 @@ class Worker:
             return []
         claimed = await self.store.claim(
             ids,
-            lease_seconds=self.settings.lease_seconds,
-            redispatch_after=self.settings.redispatch_seconds,
+            lease_seconds=self.config.lease_seconds,
+            redispatch_after=self.config.sweep.redispatch_seconds,
         )
         self.stats.claimed += len(claimed)
         for job in claimed:
@@ -220,7 +229,7 @@ class Worker:
         bind_job(job.id)  # every log line of this task carries the job's id
         try:
             outcome = await self._attempt(job)
-            transition = decide(outcome, self.retry_policy, rng=self.rng)
+            transition = decide(outcome, self.config.retry, rng=self.rng)
             size = _held_bytes(outcome)
             self._saving += 1
             self._saving_bytes += size
@@ -299,7 +308,7 @@ class Worker:
         )
 
     def _archive(self, page: FetchedPage) -> FetchedPage | None:
-        return page if self.settings.archive_pages else None
+        return page if self.config.archive_pages else None
 
     # --- persisting -----------------------------------------------------------------------
 
@@ -344,12 +353,12 @@ class Worker:
             del self._lease_holders[job.lease_token]
 
     async def _heartbeat_loop(self) -> None:
-        interval = self.settings.lease_seconds / 3
+        interval = self.config.lease_seconds / 3
         while True:
             await asyncio.sleep(interval)
             tokens = list(self._lease_holders)
             try:
-                await self.store.renew_leases(tokens, lease_seconds=self.settings.lease_seconds)
+                await self.store.renew_leases(tokens, lease_seconds=self.config.lease_seconds)
             except ServiceUnavailable as exc:
                 log.warning("could not renew %d leases: %s", len(tokens), exc)
             except Exception:

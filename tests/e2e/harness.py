@@ -18,8 +18,9 @@ import httpx
 from fastapi import FastAPI
 
 from taskcrawler.api import create_app
-from taskcrawler.api.deps import Services
+from taskcrawler.service import Services
 from taskcrawler.settings import Settings
+from taskcrawler.storage import Storage
 from taskcrawler.worker.runner import run_worker
 
 FINAL = {"COMPLETED", "FAILED", "CANCELLED"}
@@ -36,6 +37,11 @@ class Service:
     def services(self) -> Services:
         services: Services = self.app.state.services
         return services
+
+    @property
+    def storage(self) -> Storage:
+        storage: Storage = self.app.state.runtime.storage
+        return storage
 
     async def new_key(self, name: str = "tenant", **options: Any) -> dict[str, str]:
         """Authorization headers of a fresh API key."""

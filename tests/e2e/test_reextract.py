@@ -12,7 +12,7 @@ from tests.e2e.harness import Service
 
 async def test_reextract_rebuilds_results_from_the_archive(service: Service, target) -> None:
     job = await service.scrape(target.url("/page/9"))
-    db = service.services.db
+    db = service.storage.db
     async with db.read() as conn:
         archived = (await conn.execute(sa.select(page_archive))).one()
     body = gzip.decompress(archived.body_gz)
@@ -23,7 +23,7 @@ async def test_reextract_rebuilds_results_from_the_archive(service: Service, tar
     async with db.write() as conn:
         await conn.execute(jobs.update().values(scraped_title="stale", result={"metadata": {}}))
     hits = target.hits_for("/page/9")
-    assert await reextract_all(db) == 1
+    assert await reextract_all(service.storage.content) == 1
     fixed = await service.wait_for(job["id"])
     assert fixed["scraped_title"] == "Page 9"
     assert fixed["result"]["metadata"]["title"] == "Page 9"
@@ -33,6 +33,6 @@ async def test_reextract_rebuilds_results_from_the_archive(service: Service, tar
 async def test_archive_can_be_turned_off(service_factory, target) -> None:
     async with service_factory(archive_pages=False) as service:
         await service.scrape(target.url("/page/10"))
-        async with service.services.db.read() as conn:
+        async with service.storage.db.read() as conn:
             count = await conn.scalar(sa.select(sa.func.count()).select_from(page_archive))
     assert count == 0

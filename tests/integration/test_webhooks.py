@@ -14,7 +14,8 @@ import pytest
 import sqlalchemy as sa
 
 from taskcrawler.domain import ClaimedJob, ErrorCode, JobStatus, Outcome
-from taskcrawler.domain.webhooks import DeliveryStatus, job_document, verify_signature
+from taskcrawler.domain.views import job_document
+from taskcrawler.domain.webhooks import DeliveryStatus, verify_signature
 from taskcrawler.fetch import AddressGuard
 from taskcrawler.settings import Settings
 from taskcrawler.storage import Database, JobStore, KeyStore, NewJob, WorkStore

@@ -11,6 +11,7 @@ from fastapi.encoders import jsonable_encoder
 
 from taskcrawler.api.schemas import JobOut
 from taskcrawler.domain import ErrorCode, FetchError, Job, JobStatus
+from taskcrawler.domain.views import job_document
 from taskcrawler.domain.webhooks import (
     SIGNATURE_HEADER,
     AttemptResult,
@@ -18,7 +19,6 @@ from taskcrawler.domain.webhooks import (
     delivery_headers,
     encode_body,
     event_for,
-    job_document,
     retry_delay,
     signature,
     verify_signature,

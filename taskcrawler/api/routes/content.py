@@ -5,15 +5,11 @@ from __future__ import annotations
 from typing import Annotated, Any, Literal
 from uuid import UUID
 
-from fastapi import APIRouter, HTTPException, Query, status
+from fastapi import APIRouter, Query
 from fastapi.responses import Response
-from pydantic import BaseModel
 
-from taskcrawler.api.deps import CallerDep, Services, ServicesDep
-from taskcrawler.api.schemas import ErrorOut
-from taskcrawler.domain import Job, JobStatus
-from taskcrawler.domain.pages import StoredLink
-from taskcrawler.service.jobs import Caller
+from taskcrawler.api.deps import CallerDep, ServicesDep
+from taskcrawler.api.schemas import ErrorOut, LinkPage
 
 router = APIRouter(tags=["content"])
 
@@ -30,56 +26,6 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 
-class LinkOut(BaseModel):
-    id: int
-    job_id: UUID
-    url: str
-    text: str | None
-    rel: list[str]
-    internal: bool
-    nofollow: bool
-    source_url: str | None = None
-
-    @classmethod
-    def of(cls, link: StoredLink) -> LinkOut:
-        return cls(
-            id=link.id,
-            job_id=link.job_id,
-            url=link.url,
-            text=link.text,
-            rel=list(link.rel),
-            internal=link.internal,
-            nofollow=link.nofollow,
-            source_url=link.source_url,
-        )
-
-
-class LinkPage(BaseModel):
-    links: list[LinkOut]
-    next_cursor: int | None
-
-
-def _page(links: list[StoredLink], limit: int) -> LinkPage:
-    more = len(links) == limit
-    return LinkPage(
-        links=[LinkOut.of(link) for link in links], next_cursor=links[-1].id if more else None
-    )
-
-
-async def _completed_job(services: Services, caller: Caller, job_id: UUID, fmt: str) -> Job:
-    job = await services.jobs.get(caller, job_id)
-    if job is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, "no job with this id")
-    if fmt not in job.formats:
-        raise HTTPException(
-            status.HTTP_409_CONFLICT,
-            f"this job did not ask for {fmt!r}: submit it with formats including it",
-        )
-    if job.status is not JobStatus.COMPLETED:
-        raise HTTPException(status.HTTP_409_CONFLICT, f"the job is {job.status}, not COMPLETED")
-    return job
-
-
 @router.get(
     "/api/v1/jobs/{job_id}/content",
     response_class=Response,
@@ -92,10 +38,7 @@ async def job_content(
     caller: CallerDep,
     format: Literal["markdown", "text", "html"] = "markdown",
 ) -> Response:
-    await _completed_job(services, caller, job_id, format)
-    body = await services.content.text(job_id, format)
-    if body is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"no {format} stored for this job")
+    body = await services.content.text(caller, job_id, format)
     return Response(body, media_type=MEDIA_TYPES[format])
 
 
@@ -112,8 +55,8 @@ async def job_links(
     cursor: Annotated[int, Query(ge=0, le=MAX_ROW_ID)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> LinkPage:
-    await _completed_job(services, caller, job_id, "links")
-    return _page(await services.content.links_of(job_id, after=cursor, limit=limit), limit)
+    found = await services.content.links_of(caller, job_id, after=cursor, limit=limit)
+    return LinkPage.of(found, limit)
 
 
 @router.get(
@@ -128,5 +71,5 @@ async def backlinks(
     cursor: Annotated[int, Query(ge=0, le=MAX_ROW_ID)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> LinkPage:
-    found = await services.content.backlinks(caller.owner, target, after=cursor, limit=limit)
-    return _page(found, limit)
+    found = await services.content.backlinks(caller, target, after=cursor, limit=limit)
+    return LinkPage.of(found, limit)

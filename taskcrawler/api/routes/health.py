@@ -5,7 +5,6 @@ from fastapi.responses import JSONResponse
 
 from taskcrawler.api.deps import ServicesDep
 from taskcrawler.api.schemas import Health
-from taskcrawler.domain import ServiceUnavailable
 
 router = APIRouter(tags=["health"])
 
@@ -22,13 +21,7 @@ async def healthz() -> Health:
     summary="Readiness: the database and the queue answer",
 )
 async def readyz(services: ServicesDep) -> JSONResponse:
-    checks: dict[str, str] = {}
-    for name, ping in (("database", services.db.ping), ("queue", services.queue.ping)):
-        try:
-            await ping()
-            checks[name] = "ok"
-        except ServiceUnavailable as exc:
-            checks[name] = f"unavailable: {exc}"
+    checks = await services.health.checks()
     ready = all(v == "ok" for v in checks.values())
     body = Health(status="ok" if ready else "unavailable", checks=checks)
     return JSONResponse(body.model_dump(), status_code=200 if ready else 503)

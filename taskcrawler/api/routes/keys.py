@@ -1,9 +1,8 @@
 from __future__ import annotations
 
-from fastapi import APIRouter, HTTPException, status
+from fastapi import APIRouter, status
 
-from taskcrawler.api.auth import AdminDep
-from taskcrawler.api.deps import ServicesDep
+from taskcrawler.api.deps import AdminDep, ServicesDep
 from taskcrawler.api.schemas import ErrorOut, KeyCreate, KeyCreated, KeyOut
 
 router = APIRouter(prefix="/api/v1/keys", tags=["keys (admin)"])
@@ -30,13 +29,15 @@ async def create_key(body: KeyCreate, services: ServicesDep, _: AdminDep) -> Key
         callback_url=body.callback_url,
     )
     return KeyCreated(
-        **KeyOut.of(key).model_dump(), key=new.token, webhook_secret=key.webhook_secret or ""
+        **KeyOut.model_validate(key).model_dump(),
+        key=new.token,
+        webhook_secret=key.webhook_secret or "",
     )
 
 
 @router.get("", response_model=list[KeyOut], responses=ADMIN_ONLY, summary="List API keys")
 async def list_keys(services: ServicesDep, _: AdminDep) -> list[KeyOut]:
-    return [KeyOut.of(key) for key in await services.keys.list_keys()]
+    return [KeyOut.model_validate(key) for key in await services.keys.list_keys()]
 
 
 @router.delete(
@@ -46,6 +47,4 @@ async def list_keys(services: ServicesDep, _: AdminDep) -> list[KeyOut]:
     summary="Revoke an API key",
 )
 async def revoke_key(key_id: str, services: ServicesDep, _: AdminDep) -> None:
-    if not await services.keys.revoke(key_id):
-        raise HTTPException(status.HTTP_404_NOT_FOUND, "no active key with this id")
-    services.authenticator.forget(key_id)
+    await services.keys.revoke(key_id)

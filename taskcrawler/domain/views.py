@@ -1,0 +1,48 @@
+"""The job as clients see it: the body of ``GET /api/v1/jobs/{id}`` and of every webhook.
+
+One model for both, derived from :class:`~taskcrawler.domain.jobs.Job` by attribute, so a field
+added to the view is shown by the API and sent to callbacks alike. Field names of the seed
+(``id``, ``url``, ``status``, ``retry_count``, ``scraped_title``, ``error_log``) are kept exactly.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Self
+from uuid import UUID
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from taskcrawler.domain.jobs import Job, JobStatus
+
+
+class JobView(BaseModel):
+    model_config = ConfigDict(from_attributes=True)
+
+    id: UUID
+    url: str
+    status: JobStatus
+    retry_count: int
+    scraped_title: str | None = Field(description="The page's <title>.")
+    error_log: str | None = Field(description="The last error: its code, then a message.")
+    error_code: str | None = Field(description="Stable code of the last error, e.g. http_404.")
+    http_status: int | None
+    final_url: str | None = Field(description="The URL after redirects.")
+    content_type: str | None
+    created_at: datetime
+    started_at: datetime | None
+    finished_at: datetime | None
+    next_attempt_at: datetime | None = Field(description="When a scheduled retry is due.")
+    formats: list[str]
+    run_count: int = Field(description="Earlier runs of this job (re-scrapes, retries).")
+    unchanged: bool = Field(description="The last run got 304 Not Modified: result kept.")
+    result: dict[str, Any] | None = Field(description="What the page says about itself.")
+
+    @classmethod
+    def of(cls, job: Job) -> Self:
+        return cls.model_validate(job)
+
+
+def job_document(job: Job) -> dict[str, Any]:
+    """The job as JSON values, exactly as the API encodes it: a webhook's payload."""
+    return JobView.of(job).model_dump(mode="json")

@@ -1,0 +1,46 @@
+"""What a page says beyond its metadata: its texts and links, and the links to a URL."""
+
+from __future__ import annotations
+
+from uuid import UUID
+
+from taskcrawler.domain import JobStatus
+from taskcrawler.domain.errors import Conflict, NotFound
+from taskcrawler.domain.keys import Caller
+from taskcrawler.domain.pages import StoredLink
+from taskcrawler.service.jobs import JobService
+from taskcrawler.storage.ports import ContentRepository
+
+
+class ContentService:
+    def __init__(self, jobs: JobService, content: ContentRepository) -> None:
+        self.jobs = jobs
+        self.content = content
+
+    async def text(self, caller: Caller, job_id: UUID, fmt: str) -> str:
+        """The job's ``markdown``, ``text`` or ``html``."""
+        await self._completed_job(caller, job_id, fmt)
+        body = await self.content.text(job_id, fmt)
+        if body is None:
+            raise NotFound(f"no {fmt} stored for this job")
+        return body
+
+    async def links_of(
+        self, caller: Caller, job_id: UUID, *, after: int, limit: int
+    ) -> list[StoredLink]:
+        """The job's outgoing links after the one whose id is ``after``, in page order."""
+        await self._completed_job(caller, job_id, "links")
+        return await self.content.links_of(job_id, after=after, limit=limit)
+
+    async def backlinks(
+        self, caller: Caller, target_url: str, *, after: int, limit: int
+    ) -> list[StoredLink]:
+        """Links from the caller's scraped pages to ``target_url``, oldest first."""
+        return await self.content.backlinks(caller.owner, target_url, after=after, limit=limit)
+
+    async def _completed_job(self, caller: Caller, job_id: UUID, fmt: str) -> None:
+        job = await self.jobs.get(caller, job_id)
+        if fmt not in job.formats:
+            raise Conflict(f"this job did not ask for {fmt!r}: submit it with formats including it")
+        if job.status is not JobStatus.COMPLETED:
+            raise Conflict(f"the job is {job.status}, not COMPLETED")

@@ -1,0 +1,36 @@
+"""``Idempotency-Key``: a repeated request gets the first answer; the same key with another
+request is a conflict, so a client bug cannot silently reuse a key."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from taskcrawler.domain.errors import Conflict
+from taskcrawler.domain.keys import Caller
+from taskcrawler.storage.idempotency import StoredResponse
+from taskcrawler.storage.ports import IdempotencyRepository
+
+
+class IdempotencyService:
+    def __init__(self, responses: IdempotencyRepository) -> None:
+        self.responses = responses
+
+    async def answer_once(
+        self,
+        caller: Caller,
+        key: str,
+        request_hash: str,
+        produce: Callable[[], Awaitable[tuple[int, Any]]],
+    ) -> tuple[int, Any]:
+        """The first answer given to ``key`` (a status code and a JSON body), producing it if
+        there is none yet. Concurrent repeats all see the answer stored first."""
+        stored = await self.responses.get(caller.owner, key)
+        if stored is None:
+            code, body = await produce()
+            stored = await self.responses.remember(
+                caller.owner, key, StoredResponse(request_hash, code, body)
+            )
+        if stored.request_hash != request_hash:
+            raise Conflict("this Idempotency-Key was used with a different request")
+        return stored.status_code, stored.body

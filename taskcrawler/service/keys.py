@@ -1,0 +1,86 @@
+"""API keys: who is calling, and the keys an admin manages."""
+
+from __future__ import annotations
+
+import time
+
+from taskcrawler.domain.errors import NotFound, Unauthenticated
+from taskcrawler.domain.keys import (
+    ANONYMOUS_OWNER,
+    ApiKey,
+    Caller,
+    NewKey,
+    parse_token,
+    secret_matches,
+)
+from taskcrawler.storage.ports import KeyRepository
+
+#: How long a verified key is trusted without asking the database again. Revoking through the
+#: API clears it at once in that process; other API processes notice within this time.
+KEY_CACHE_SECONDS = 5.0
+
+
+class KeyService:
+    def __init__(self, keys: KeyRepository, *, required: bool) -> None:
+        self.keys = keys
+        #: Whether a request without a key is refused (else it is the anonymous tenant's).
+        self.required = required
+        self._cache: dict[str, tuple[float, ApiKey, str]] = {}
+
+    # --- authentication -------------------------------------------------------------------
+
+    async def caller(self, token: str | None) -> Caller:
+        """The caller a bearer token (None: no token sent) stands for."""
+        if token is None:
+            if self.required:
+                raise Unauthenticated("an API key is required: Authorization: Bearer <key>")
+            return Caller(ANONYMOUS_OWNER)
+        parsed = parse_token(token)
+        if parsed is None:
+            raise Unauthenticated(
+                "malformed Authorization header: expected Bearer tc_<id>_<secret>"
+            )
+        key = await self._verified(*parsed)
+        if key is None:
+            raise Unauthenticated("unknown or revoked API key")
+        return Caller(key.owner, key)
+
+    async def _verified(self, key_id: str, secret: str) -> ApiKey | None:
+        cached = self._cache.get(key_id)
+        if cached is None or cached[0] < time.monotonic():
+            found = await self.keys.find_active(key_id)
+            if found is None:
+                self._cache.pop(key_id, None)
+                return None
+            cached = (time.monotonic() + KEY_CACHE_SECONDS, *found)
+            self._cache[key_id] = cached
+        _, key, secret_hash = cached
+        return key if secret_matches(secret, secret_hash) else None
+
+    # --- management -----------------------------------------------------------------------
+
+    async def create(
+        self,
+        name: str,
+        *,
+        is_admin: bool = False,
+        requests_per_minute: int | None = None,
+        max_pending_jobs: int | None = None,
+        callback_url: str | None = None,
+    ) -> tuple[NewKey, ApiKey]:
+        """A new key; its token is returned once and never stored."""
+        return await self.keys.create(
+            name,
+            is_admin=is_admin,
+            requests_per_minute=requests_per_minute,
+            max_pending_jobs=max_pending_jobs,
+            callback_url=callback_url,
+        )
+
+    async def list_keys(self) -> list[ApiKey]:
+        return await self.keys.list_keys()
+
+    async def revoke(self, key_id: str) -> None:
+        if not await self.keys.revoke(key_id):
+            raise NotFound("no active key with this id")
+        self._cache.pop(key_id, None)
