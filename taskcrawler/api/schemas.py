@@ -1,5 +1,6 @@
 """The wire format of the HTTP API (v1): what requests may say, and every response's shape.
-Field names of the seed are kept exactly."""
+The first version's field names (``id``, ``url``, ``status``, …) are kept exactly: clients rely
+on them."""
 
 from __future__ import annotations
 

@@ -25,10 +25,10 @@ class ErrorCode(StrEnum):
     INVALID_URL = "invalid_url"
     BAD_RESPONSE = "bad_response"
     EXTRACTION = "extraction_failed"
-    # appended for the fetcher (issue 4)
-    TLS = "tls"  # permanent: a bad certificate does not fix itself in seconds
-    HOST_BUSY = "host_busy"  # raised with transient=True: politeness had no slot in time
-    # Redis (shared politeness, robots cache) unreachable while fetching: not the page's fault
+    TLS = "tls"  # a bad certificate does not fix itself in seconds
+    # not the job's failure: rescheduled without counting an attempt (DEFERRAL_CODES)
+    HOST_BUSY = "host_busy"  # politeness had no slot for the host in time
+    # Redis (shared politeness, robots cache) unreachable while fetching
     QUEUE_UNAVAILABLE = "queue_unavailable"
 
 

@@ -1,8 +1,9 @@
 """The job as clients see it: the body of ``GET /api/v1/jobs/{id}`` and of every webhook.
 
 One model for both, derived from :class:`~taskcrawler.domain.jobs.Job` by attribute, so a field
-added to the view is shown by the API and sent to callbacks alike. Field names of the seed
-(``id``, ``url``, ``status``, ``retry_count``, ``scraped_title``, ``error_log``) are kept exactly.
+added to the view is shown by the API and sent to callbacks alike. The first version's fields
+(``id``, ``url``, ``status``, ``retry_count``, ``scraped_title``, ``error_log``) are kept exactly:
+clients rely on them.
 """
 
 from __future__ import annotations

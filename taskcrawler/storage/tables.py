@@ -69,7 +69,7 @@ jobs = sa.Table(
     sa.Column("dispatch_at", UTCDateTime()),
     sa.Column("lease_token", sa.Uuid()),
     sa.Column("lease_expires_at", UTCDateTime()),
-    # 0002: what the job asked for, and what a re-scrape needs
+    # what the job asked for, and what a re-scrape needs
     sa.Column("formats", JSONType),  # e.g. ["metadata", "markdown"]; NULL means ["metadata"]
     sa.Column("callback_url", sa.Text()),  # webhook on COMPLETED / FAILED
     sa.Column("etag", sa.Text()),  # validators of the last 200, for If-None-Match / -Modified-Since
@@ -98,7 +98,7 @@ jobs = sa.Table(
 )
 
 
-# --- 0002: content, links, archive, runs (what a page says, and the history of re-scrapes) -----
+# --- content, links, archive, runs (what a page says, and the history of re-scrapes) ----------
 
 job_contents = sa.Table(
     "job_contents",
@@ -155,7 +155,7 @@ job_runs = sa.Table(
     sa.Column("finished_at", UTCDateTime()),
 )
 
-# --- 0002: tenancy (API keys, idempotent requests, webhooks) ------------------------------------
+# --- tenancy (API keys, idempotent requests, webhooks) ----------------------------------------
 
 api_keys = sa.Table(
     "api_keys",

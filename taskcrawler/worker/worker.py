@@ -147,10 +147,9 @@ class Worker:
     @property
     def free_slots(self) -> int:
         """Fetch slots: a job waiting for its write holds none, so fetching goes on while a
-        group commit runs and the next commit takes a bigger batch (room for three times the
-        concurrency against once: +8% jobs/s on average over ten interleaved runs). The waiting
-        jobs are bounded in number and bytes, or a stalled database would let the worker fetch
-        without end."""
+        group commit runs and the next commit takes a bigger batch (measured: about 8% more
+        jobs/s than no backlog). The waiting jobs are bounded in number and bytes, or a stalled
+        database would let the worker fetch without end."""
         if self._saving_bytes > WRITE_BACKLOG_BYTES:
             return 0
         concurrency = self.config.concurrency

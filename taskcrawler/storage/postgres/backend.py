@@ -26,7 +26,7 @@ class PostgresBackend:
     serializes_writes = False
     #: A commit spends most of its time waiting for the database, so a second one overlaps it;
     #: the batches' jobs are disjoint, so the two transactions never wait for each other's rows.
-    #: Measured: jobs/s rose in seven alternated pairs of 5,000 pages (582 against 531).
+    #: Measured: about a tenth more jobs/s than one at a time.
     concurrent_writes = 2
     pins_connections = True
 

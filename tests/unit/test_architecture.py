@@ -1,0 +1,79 @@
+"""The layout's rules (docs/architecture.md), checked on the imports of every module."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[2] / "taskcrawler"
+
+
+def imports_of(path: Path) -> set[str]:
+    """Every module ``path`` imports, at any depth of the file (lazy imports included)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            found.add(node.module)
+    return found
+
+
+def modules(folder: str) -> list[Path]:
+    return sorted((PACKAGE / folder).rglob("*.py"))
+
+
+def importing(paths: list[Path], prefix: str) -> dict[str, list[str]]:
+    offenders = {
+        str(path.relative_to(PACKAGE)): sorted(
+            name for name in imports_of(path) if name == prefix or name.startswith(prefix + ".")
+        )
+        for path in paths
+    }
+    return {path: names for path, names in offenders.items() if names}
+
+
+@pytest.mark.parametrize(
+    ("folder", "forbidden"),
+    [
+        ("api", "taskcrawler.storage"),  # routes call services; storage rows never reach HTTP
+        ("domain", "taskcrawler.storage"),  # the domain is pure
+        ("domain", "taskcrawler.service"),
+        ("domain", "taskcrawler.api"),
+        ("domain", "taskcrawler.fetch"),
+        ("service", "taskcrawler.api"),
+        ("service", "taskcrawler.bootstrap"),  # the composition root builds services, not back
+        ("storage", "taskcrawler.service"),
+        ("worker", "taskcrawler.api"),
+    ],
+)
+def test_layers_import_only_downwards(folder: str, forbidden: str) -> None:
+    assert importing(modules(folder), forbidden) == {}
+
+
+def test_only_the_composition_root_picks_the_queue_and_builds_redis_clients() -> None:
+    builders = {
+        str(path.relative_to(PACKAGE))
+        for path in PACKAGE.rglob("*.py")
+        if "redis_client(" in path.read_text() or "MemoryQueue()" in path.read_text()
+    }
+    assert builders <= {"bootstrap.py", "queue/redis.py"}
+
+
+def test_raw_sql_is_sent_only_by_the_backends() -> None:
+    senders = {
+        str(path.relative_to(PACKAGE))
+        for path in (PACKAGE / "storage").rglob("*.py")
+        if "exec_driver_sql" in path.read_text() or ".fetch(sql" in path.read_text()
+    }
+    assert senders
+    assert all(sender.startswith(("storage/postgres/", "storage/sqlite/")) for sender in senders)
+
+
+def test_the_shared_repositories_never_ask_which_database_they_run_on() -> None:
+    shared = [p for p in (PACKAGE / "storage").glob("*.py") if p.name != "backend.py"]
+    asking = [str(p.relative_to(PACKAGE)) for p in shared if "dialect" in p.read_text()]
+    # tables.py: the schema's UTC type stores naive datetimes on SQLite, which has no zones.
+    assert asking == ["storage/tables.py"]
