@@ -14,28 +14,8 @@ from taskcrawler.storage.tables import jobs
 PENDING = JobStatus.PENDING.value
 PROCESSING = JobStatus.PROCESSING.value
 
-JOB_COLUMNS = (
-    jobs.c.id,
-    jobs.c.url,
-    jobs.c.status,
-    jobs.c.retry_count,
-    jobs.c.created_at,
-    jobs.c.scraped_title,
-    jobs.c.error_log,
-    jobs.c.error_code,
-    jobs.c.http_status,
-    jobs.c.final_url,
-    jobs.c.content_type,
-    jobs.c.started_at,
-    jobs.c.finished_at,
-    jobs.c.next_attempt_at,
-    jobs.c.result,
-    jobs.c.formats,
-    jobs.c.callback_url,
-    jobs.c.run_count,
-    jobs.c.host,
-    jobs.c.unchanged,
-)
+#: A job's columns: every field of :class:`Job` is stored in the column of its name.
+JOB_COLUMNS = tuple(jobs.c[name] for name in Job.__dataclass_fields__)
 
 FINAL_STATUSES = tuple(sorted(status.value for status in domain_final_statuses))
 DEFAULT_FORMATS = ("metadata",)
@@ -80,26 +60,9 @@ def url_key(url: str) -> str:
 
 
 def row_to_job(row: Any) -> Job:
-    m = row._mapping
-    return Job(
-        id=m["id"],
-        url=m["url"],
-        status=JobStatus(m["status"]),
-        retry_count=m["retry_count"],
-        created_at=m["created_at"],
-        scraped_title=m["scraped_title"],
-        error_log=m["error_log"],
-        error_code=m["error_code"],
-        http_status=m["http_status"],
-        final_url=m["final_url"],
-        content_type=m["content_type"],
-        started_at=m["started_at"],
-        finished_at=m["finished_at"],
-        next_attempt_at=m["next_attempt_at"],
-        result=m["result"],
-        formats=tuple(m["formats"] or DEFAULT_FORMATS),
-        callback_url=m["callback_url"],
-        run_count=m["run_count"],
-        host=m["host"],
-        unchanged=bool(m["unchanged"]),
-    )
+    """The job a row of :data:`JOB_COLUMNS` holds."""
+    values = {column.name: row._mapping[column.name] for column in JOB_COLUMNS}
+    values["status"] = JobStatus(values["status"])
+    values["formats"] = tuple(values["formats"] or DEFAULT_FORMATS)
+    values["unchanged"] = bool(values["unchanged"])
+    return Job(**values)

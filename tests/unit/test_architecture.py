@@ -77,3 +77,10 @@ def test_the_shared_repositories_never_ask_which_database_they_run_on() -> None:
     asking = [str(p.relative_to(PACKAGE)) for p in shared if "dialect" in p.read_text()]
     # tables.py: the schema's UTC type stores naive datetimes on SQLite, which has no zones.
     assert asking == ["storage/tables.py"]
+
+
+def test_the_job_view_shows_fields_of_the_job() -> None:
+    from taskcrawler.domain.jobs import Job
+    from taskcrawler.domain.views import JobView
+
+    assert set(JobView.model_fields) <= set(Job.__dataclass_fields__)
