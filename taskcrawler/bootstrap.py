@@ -65,18 +65,19 @@ class Runtime:
         await self.storage.close()
 
 
-@asynccontextmanager
-async def runtime(settings: Settings) -> AsyncIterator[Runtime]:
-    opened = Runtime.open(settings)
-    try:
-        yield opened
-    finally:
-        await opened.close()
-
-
 def storage_of(settings: Settings, *, pool_size: int | None = None) -> Storage:
-    """The database of ``settings`` and its repositories (for commands that need no queue)."""
+    """The database of ``settings`` and its repositories."""
     return open_storage(settings.database_url, pool_size=pool_size or settings.db_pool_size)
+
+
+@asynccontextmanager
+async def storage_only(settings: Settings, *, pool_size: int) -> AsyncIterator[Storage]:
+    """The storage alone, for a command that needs no queue (``reextract``, ``keys``)."""
+    storage = storage_of(settings, pool_size=pool_size)
+    try:
+        yield storage
+    finally:
+        await storage.close()
 
 
 # --- the API ------------------------------------------------------------------------------------

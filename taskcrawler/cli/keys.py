@@ -39,15 +39,12 @@ def add_keys_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def _with_keys(settings: Settings, action: Callable[[KeyRepository], Awaitable[T]]) -> T:
-    from taskcrawler.bootstrap import storage_of
+    from taskcrawler.bootstrap import storage_only
     from taskcrawler.cli.main import run_async
 
     async def main() -> T:
-        storage = storage_of(settings, pool_size=1)
-        try:
+        async with storage_only(settings, pool_size=1) as storage:
             return await action(storage.keys)
-        finally:
-            await storage.close()
 
     return run_async(main())
 

@@ -166,15 +166,12 @@ def cmd_map(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_reextract(settings: Settings, args: argparse.Namespace) -> int:
-    from taskcrawler.bootstrap import storage_of
+    from taskcrawler.bootstrap import storage_only
     from taskcrawler.service.reextract import reextract_all
 
     async def main() -> int:
-        storage = storage_of(settings, pool_size=2)
-        try:
+        async with storage_only(settings, pool_size=2) as storage:
             return await reextract_all(storage.content)
-        finally:
-            await storage.close()
 
     done = run_async(main())
     sys.stdout.write(f"re-extracted {done} archived pages\n")
