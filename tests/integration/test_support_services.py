@@ -13,11 +13,11 @@ import asyncpg
 import pytest
 import redis.asyncio as aioredis
 
+from tests.support.databases import _owner_id
 from tests.support.processes import ProcessManager
 from tests.support.services import (
     DatabasePool,
     Resolved,
-    _owner_id,
     admin_execute,
     asyncpg_url,
     create_database,

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import aiohttp
 
-from tests.support.services import free_port, port_open
+from tests.support.servers import free_port, port_open
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Seed-compatible aliases the settings also read: must not leak from the developer's shell either.
