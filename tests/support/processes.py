@@ -1,6 +1,6 @@
 """Run ``python -m taskcrawler ...`` as real subprocesses: start, wait until up, signal, read logs.
 
-Fault tests (issue 3) need real processes: ``kill -9`` a worker, SIGTERM during work, several
+Fault tests need real processes: ``kill -9`` a worker, SIGTERM during work, several
 workers on one queue. Waits poll with ``asyncio.sleep`` so the test's event loop (and whatever
 runs on it) keeps going; nothing here needs a child watcher.
 """
@@ -8,6 +8,7 @@ runs on it) keeps going; nothing here needs a child watcher.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import os
 import signal
@@ -26,7 +27,11 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 _SEED_VARIABLES = {"POSTGRES_ASYNC_URL", "REDIS_URL"}
 _Check = Callable[[], Awaitable[bool]]
 
-__all__ = ["ManagedProcess", "ProcessManager", "clean_env", "free_port"]
+__all__ = ["ManagedProcess", "ProcessManager", "clean_env", "free_port", "kill_all"]
+
+# Processes started and not known to have ended: what kill_all() (and atexit) take down when a run
+# ends without its teardown.
+_LIVE: set[ManagedProcess] = set()
 
 
 def clean_env(overrides: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -174,6 +179,7 @@ class ProcessManager:
             )
         process = ManagedProcess(name, command, popen, log)
         self.started.append(process)
+        _LIVE.add(process)
         return process
 
     async def close(self, grace: float = 5.0) -> None:
@@ -188,9 +194,18 @@ class ProcessManager:
             process.kill()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.popen.wait(5)
+            _LIVE.discard(process)
         # Shown by pytest only when the test failed: what each process said.
         for process in self.started:
             print(process._tail())
+
+
+@atexit.register
+def kill_all() -> None:
+    """SIGKILL every process started here that may still run (its whole process group)."""
+    for process in list(_LIVE):
+        process.kill()
+        _LIVE.discard(process)
 
 
 async def _async_bool(value: bool) -> bool:

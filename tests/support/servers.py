@@ -178,7 +178,8 @@ class ServerProcess:
 
 
 @atexit.register
-def _stop_leftovers() -> None:
+def stop_all() -> None:
+    """Stop every server started here and not stopped yet."""
     for server in list(_LIVE):
         with contextlib.suppress(Exception):
             server.close()
