@@ -132,12 +132,23 @@ class ManagedProcess:
 
 
 class ProcessManager:
-    """Starts processes for one test and makes sure none outlives it."""
+    """Starts processes for one test (or one benchmark phase) and makes sure none outlives it.
 
-    def __init__(self, workdir: Path) -> None:
+    ``async with ProcessManager(dir) as processes:`` closes them on the way out, showing their
+    output only when an exception is on its way; the tests' ``processes`` fixture closes it itself.
+    """
+
+    def __init__(self, workdir: Path, *, grace: float = 5.0) -> None:
         self.workdir = workdir
         self.workdir.mkdir(parents=True, exist_ok=True)
+        self.grace = grace
         self.started: list[ManagedProcess] = []
+
+    async def __aenter__(self) -> ProcessManager:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        await self.close(show_output=exc_type is not None)
 
     def start(
         self,
@@ -182,11 +193,12 @@ class ProcessManager:
         _LIVE.add(process)
         return process
 
-    async def close(self, grace: float = 5.0) -> None:
-        """SIGTERM everything still running, SIGKILL what is left after ``grace`` seconds."""
+    async def close(self, grace: float | None = None, *, show_output: bool = True) -> None:
+        """SIGTERM everything still running, SIGKILL what is left after ``grace`` seconds (the
+        manager's own by default); then print each one's output tail unless told not to."""
         for process in self.started:
             process.terminate()
-        deadline = time.monotonic() + grace
+        deadline = time.monotonic() + (self.grace if grace is None else grace)
         # Polling, not an Event: a child's exit has no awaitable without a child watcher.
         while any(p.running for p in self.started) and time.monotonic() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(0.05)
@@ -196,7 +208,7 @@ class ProcessManager:
                 process.popen.wait(5)
             _LIVE.discard(process)
         # Shown by pytest only when the test failed: what each process said.
-        for process in self.started:
+        for process in self.started if show_output else ():
             print(process._tail())
 
 
