@@ -4,12 +4,14 @@ but Scrapy (a benchmark-only dependency). No timing is asserted: this is not a t
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from bench import run
 from tests.support.processes import REPO_ROOT, clean_env
 
 pytestmark = pytest.mark.slow
@@ -53,6 +55,7 @@ def test_benchmark_runs_end_to_end(pg_admin_url: str, redis_url: str, tmp_path: 
     ):
         assert figure in text
     assert "bare aiohttp fetch loop" in text
+    assert re.search(r"^\| code \| [0-9a-f]{7,}", text, re.M), text[:600]
     assert "bare FastAPI endpoint" in text
     assert "pg_executemany_rows_per_s" in text
     figures = json.loads(raw.read_text())
@@ -98,3 +101,23 @@ def test_ab_compares_the_api_under_a_steady_load(pg_admin_url: str, redis_url: s
     assert len(runs) == 2, out
     assert all("errors 0," in line and "CPU ms per request api" in line for line in runs), out
     assert "B's p99 lower in" in out
+
+
+def test_a_run_reports_to_a_file_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The notes in bench/RESULTS.md are never overwritten, nor an earlier run's report."""
+    assert run.RESULTS == REPO_ROOT / "bench" / "results"
+    monkeypatch.setattr(run, "RESULTS", tmp_path)
+    first = run.report_path()
+    assert first.parent == tmp_path and re.fullmatch(r"\d{4}-\d\d-\d\d-\d{4}\.md", first.name)
+    first.write_text("an earlier run")
+    second = run.report_path()
+    assert second != first and second.name == first.name.replace(".md", "-2.md")
+
+
+def test_database_per_test_benchmark_runs(pg_admin_url: str) -> None:
+    out = run_bench("database_per_test", "--rounds", "1", "--pg-url", pg_admin_url, timeout=120)
+    assert re.fullmatch(
+        r"per test: fresh clone \+ drop \d+ ms, pool reuse \(jobs used\) \d+ ms\n", out
+    ), out
