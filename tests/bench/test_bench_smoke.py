@@ -17,7 +17,11 @@ from tests.support.processes import REPO_ROOT, clean_env
 pytestmark = pytest.mark.slow
 
 
-def run_bench(module: str, *args: str, timeout: float = 300) -> str:
+#: How long a whole benchmark run may take here: every phase is bounded, this bounds their sum.
+BENCH_SECONDS = 300
+
+
+def run_bench(module: str, *args: str, timeout: float = BENCH_SECONDS) -> str:
     """``python -m bench.<module> args``; its output, once it has exited 0."""
     done = subprocess.run(
         [sys.executable, "-m", f"bench.{module}", *args],
@@ -32,6 +36,7 @@ def run_bench(module: str, *args: str, timeout: float = 300) -> str:
     return out
 
 
+@pytest.mark.timeout(BENCH_SECONDS + 60)
 def test_benchmark_runs_end_to_end(pg_admin_url: str, redis_url: str, tmp_path: Path) -> None:
     out = tmp_path / "RESULTS.md"
     raw = tmp_path / "results.json"
@@ -81,6 +86,7 @@ def test_in_lists_benchmark_runs(pg_admin_url: str) -> None:
     assert all("ms PostgreSQL CPU per statement" in line for line in lines)
 
 
+@pytest.mark.timeout(BENCH_SECONDS + 60)
 def test_ab_benchmark_runs_alternated_pairs(pg_admin_url: str, redis_url: str) -> None:
     out = run_bench(
         "ab", ".", ".", "--pairs", "1", "--size", "20",
@@ -92,6 +98,7 @@ def test_ab_benchmark_runs_alternated_pairs(pg_admin_url: str, redis_url: str) -
     assert "B faster in " in out and " of 1 pairs" in out
 
 
+@pytest.mark.timeout(BENCH_SECONDS + 60)
 def test_ab_compares_the_api_under_a_steady_load(pg_admin_url: str, redis_url: str) -> None:
     out = run_bench(
         "ab", ".", ".", "--phase", "open", "--pairs", "1", "--seconds", "1", "--rate", "30",

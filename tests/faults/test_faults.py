@@ -13,7 +13,9 @@ from tests.faults import scenarios
 from tests.faults.kit import Deployment, Outcome
 from tests.support.services import PostgresProcess, RedisProcess
 
-pytestmark = pytest.mark.slow
+# A scenario waits up to 60 s at each of its steps (a quarter done, all final, ...), so on a
+# loaded machine a passing one may outlast the default deadline.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 
 
 def assert_clean(outcome: Outcome, *, repeats_allowed: bool = True) -> None:
