@@ -1,8 +1,8 @@
-"""Issue 3: no job is lost or processed twice because a process, Redis or PostgreSQL failed.
+"""No job is lost or processed twice because a process, Redis or PostgreSQL failed.
 
 Real ``taskcrawler`` processes, real PostgreSQL and Redis (our own instances where a test stops
 one). Every test ends with each job COMPLETED and the target hit once per job, plus only the
-re-runs the database accounts for. ``python bench/faults.py`` runs the same scenarios bigger.
+re-runs the database accounts for. ``python -m bench.faults`` runs the same scenarios bigger.
 """
 
 from __future__ import annotations
