@@ -43,10 +43,13 @@ async def _conflict(_: Request, exc: Exception) -> JSONResponse:
 def renderable(value: Any) -> Any:
     """``value`` as strict JSON can hold it. A 422 echoes the input it refuses, and that input
     may be anything JSON can smuggle into Python: NaN and infinities become their JSON-ish
-    spelling ("NaN", "Infinity"), lone surrogates U+FFFD, exceptions their message, other
-    objects their ``str``."""
-    if value is None or isinstance(value, bool | int):
+    spelling ("NaN", "Infinity"), integers beyond 64 bits their digits as a string, lone
+    surrogates U+FFFD, exceptions their message, other objects their ``str``."""
+    if value is None or isinstance(value, bool):
         return value
+    if isinstance(value, int):
+        # Beyond 64 bits many parsers overflow (to infinity, or an error): echo the digits.
+        return value if -(2**63) <= value < 2**64 else str(value)
     if isinstance(value, float):
         if math.isfinite(value):
             return value

@@ -165,6 +165,11 @@ async def test_a_nul_in_the_path_query_or_headers_is_refused_before_any_route(
     assert await counts(api) == before
 
 
+async def test_a_static_name_too_long_for_the_file_system_is_not_found(api: Service) -> None:
+    response = await api.client.get("/static/" + "x" * 5000)
+    assert response.status_code == 404, response.text
+
+
 async def test_malformed_tokens_never_reach_a_query(api: Service) -> None:
     for token in ("tc_\u00e9\u00e9_secret", "tc_" + "a" * 40 + "_s", "tc_abc_sec ret", "tc_abc_"):
         response = await api.client.get(
