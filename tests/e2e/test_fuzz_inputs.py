@@ -37,7 +37,7 @@ import orjson
 import pytest
 import sqlalchemy as sa
 from fastapi import FastAPI
-from hypothesis import HealthCheck, Phase, example, given, settings
+from hypothesis import example, given
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
@@ -56,6 +56,7 @@ from taskcrawler.storage.tables import (
     webhook_deliveries,
 )
 from tests.e2e.harness import Service, fast_settings, running
+from tests.support.fuzzing import fuzz_settings
 
 T = TypeVar("T")
 
@@ -569,14 +570,7 @@ def fuzz_surface(fuzzer: Fuzzer, surface: Surface) -> None:
     """One Hypothesis run over ``surface``: its explicit values, then generated ones; raises
     on the first failure, shrunk to a minimal value."""
 
-    @settings(
-        max_examples=EXAMPLES,
-        deadline=None,
-        database=None,
-        derandomize=True,
-        phases=[Phase.explicit, Phase.generate, Phase.shrink],
-        suppress_health_check=list(HealthCheck),
-    )
+    @fuzz_settings(EXAMPLES)
     @given(value=strategy_for(surface))
     def run(value: Any) -> None:
         fuzzer.send(surface, value)
