@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
@@ -76,13 +77,30 @@ def _with_keys(settings: Settings, action: Callable[[KeyStore], Awaitable[T]]) -
 
 
 def cmd_keys_create(settings: Settings, args: argparse.Namespace) -> int:
-    new, key = _with_keys(
-        settings,
-        lambda keys: keys.create(
-            args.name,
+    from pydantic import ValidationError
+
+    from taskcrawler.api.schemas import KeyCreate
+
+    try:
+        # The rules POST /api/v1/keys applies: what one database stores, the other must too.
+        wanted = KeyCreate(
+            name=args.name,
             is_admin=args.admin,
             requests_per_minute=args.requests_per_minute,
             max_pending_jobs=args.max_pending_jobs,
+        )
+    except ValidationError as exc:
+        for error in exc.errors():
+            flag = "--" + str(error["loc"][0]).replace("_", "-")
+            sys.stderr.write(f"{flag}: {error['msg']}\n")
+        return 2
+    new, key = _with_keys(
+        settings,
+        lambda keys: keys.create(
+            wanted.name,
+            is_admin=wanted.is_admin,
+            requests_per_minute=wanted.requests_per_minute,
+            max_pending_jobs=wanted.max_pending_jobs,
         ),
     )
     secret = key.webhook_secret or ""
@@ -106,7 +124,18 @@ def cmd_keys_list(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def _malformed(key_id: str) -> bool:
+    from taskcrawler.domain.keys import KEY_ID_PATTERN
+
+    if re.match(KEY_ID_PATTERN, key_id):
+        return False
+    sys.stderr.write(f"not a key id: {key_id!r} (see `taskcrawler keys list`)\n")
+    return True
+
+
 def cmd_keys_revoke(settings: Settings, args: argparse.Namespace) -> int:
+    if _malformed(args.key_id):
+        return 2
     if _with_keys(settings, lambda keys: keys.revoke(args.key_id)):
         sys.stdout.write(f"revoked {args.key_id}\n")
         return 0
@@ -115,6 +144,8 @@ def cmd_keys_revoke(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_keys_rotate_secret(settings: Settings, args: argparse.Namespace) -> int:
+    if _malformed(args.key_id):
+        return 2
     key = _with_keys(settings, lambda keys: keys.rotate_webhook_secret(args.key_id))
     if key is None:
         sys.stderr.write(f"no active key {args.key_id}\n")

@@ -155,8 +155,14 @@ def cmd_migrate(settings: Settings, args: argparse.Namespace) -> int:
 def cmd_scrape(settings: Settings, args: argparse.Namespace) -> int:
     import orjson
 
+    from taskcrawler.domain import InvalidURL, validate_url
     from taskcrawler.service.scrape import scrape_once
 
+    try:
+        validate_url(args.url)
+    except InvalidURL as exc:
+        sys.stderr.write(f"taskcrawler scrape: {exc}\n")
+        return 2
     result = run_async(scrape_once(settings, args.url))
     sys.stdout.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
     return 0 if result.get("error_code") is None else 1

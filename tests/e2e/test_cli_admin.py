@@ -63,6 +63,26 @@ async def test_keys_show_their_webhook_secret_once_and_rotate_it(
     assert code == 1 and "no active key 0123456789abcdef" in out
 
 
+async def test_the_cli_refuses_what_the_api_refuses_before_touching_the_database(
+    processes: ProcessManager, tmp_path: Path
+) -> None:
+    env = {"TASKCRAWLER_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/v.db"}
+    assert (await _run(processes, ["migrate"], env))[0] == 0
+    # SQLite would store these; PostgreSQL would fail on them: refused for both, as the API does.
+    for args, says in [
+        (["keys", "create", "--name", "n" * 201], "--name: String should have at most 200"),
+        (["keys", "create", "--name", "x", "--requests-per-minute", str(2**31)], "less than"),
+        (["keys", "revoke", "not an id"], "not a key id"),
+        (["keys", "rotate-secret", "not an id"], "not a key id"),
+        (["scrape", "http://\u2488.example/"], "has an empty label"),
+    ]:
+        code, out = await _run(processes, args, env)
+        assert code == 2, out
+        assert says in out, out
+    code, out = await _run(processes, ["keys", "list"], env)
+    assert code == 0 and out.strip() == ""
+
+
 async def test_open_bind_without_auth_is_refused(processes: ProcessManager, tmp_path: Path) -> None:
     env = {"TASKCRAWLER_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/b.db"}
     for command in ("serve", "api"):
