@@ -1,10 +1,16 @@
+"""How errors are answered: JSON always, whatever the request held."""
+
 from __future__ import annotations
 
 import math
 import re
+from typing import Any
 
+import orjson
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from starlette.types import Send
 
 from taskcrawler.domain import ServiceUnavailable
 from taskcrawler.domain.crawls import InvalidCrawlSpec
@@ -45,11 +51,63 @@ async def _invalid_crawl_spec(_: Request, exc: Exception) -> JSONResponse:
         loc.append(int(index) if index else name)
     return JSONResponse(
         status_code=422,
-        content={"detail": [{"loc": loc, "msg": exc.message, "type": "value_error"}]},
+        content=renderable({"detail": [{"loc": loc, "msg": exc.message, "type": "value_error"}]}),
     )
+def renderable(value: Any) -> Any:
+    """``value`` as strict JSON can hold it. A 422 echoes the input it refuses, and that input
+    may be anything JSON can smuggle into Python: NaN and infinities become their JSON-ish
+    spelling ("NaN", "Infinity"), integers beyond 64 bits their digits as a string, lone
+    surrogates U+FFFD, exceptions their message, other objects their ``str``."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        # Beyond 64 bits many parsers overflow (to infinity, or an error): echo the digits.
+        return value if -(2**63) <= value < 2**64 else str(value)
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, str):
+        return _without_surrogates(value)
+    if isinstance(value, dict):
+        return {_without_surrogates(str(k)): renderable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [renderable(item) for item in value]
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return _without_surrogates(str(value))
+
+
+def _without_surrogates(text: str) -> str:
+    if text.isascii():
+        return text
+    # A lone surrogate cannot be encoded; a pair written as two escapes becomes its character.
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+async def send_json(send: Send, status: int, document: Any) -> None:
+    """Answer from a pure ASGI middleware, before any route: ``document`` as strict JSON."""
+    body = orjson.dumps(renderable(document))
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _invalid_request(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    return JSONResponse(status_code=422, content={"detail": renderable(exc.errors())})
 
 
 def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(RequestValidationError, _invalid_request)
     app.add_exception_handler(ServiceUnavailable, _service_unavailable)
     app.add_exception_handler(LimitExceeded, _limit_exceeded)
     app.add_exception_handler(JobConflict, _conflict)

@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, Field, field_validator
 
+from taskcrawler.api.inputs import Instant, RequestModel
 from taskcrawler.domain import InvalidURL, Job, JobStatus, validate_url
 from taskcrawler.domain.keys import ApiKey
 from taskcrawler.domain.urls import MAX_URL_LENGTH
 
 Format = Literal["metadata", "markdown", "text", "html", "links"]
+#: Entries ``formats`` may list, repeats included (they are dropped): each format a few times
+#: over is a client's slip; more is not a list of formats.
+MAX_FORMATS_LISTED = 4 * len(get_args(Format))
 FinishedStatus = Literal["FAILED", "COMPLETED", "CANCELLED"]
 FAILED: FinishedStatus = "FAILED"
 MAX_BATCH = 1000
@@ -29,13 +33,13 @@ def _checked_url(url: str) -> str:
         raise ValueError(str(exc)) from None
 
 
-class JobOptionsIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class JobOptionsIn(RequestModel):
     formats: list[Format] | None = Field(
         None,
+        max_length=MAX_FORMATS_LISTED,
         description='What to extract; default ["metadata"]. Markdown, text, html and links '
-        "are kept for GET /api/v1/jobs/{id}/content and /links.",
+        "are kept for GET /api/v1/jobs/{id}/content and /links. Each is kept once, in the "
+        "order given.",
     )
     callback_url: str | None = Field(
         None,
@@ -54,6 +58,11 @@ class JobOptionsIn(BaseModel):
     @classmethod
     def _callback_acceptable(cls, url: str | None) -> str | None:
         return None if url is None else _checked_url(url)
+
+    @field_validator("formats")
+    @classmethod
+    def _each_once(cls, formats: list[Format] | None) -> list[Format] | None:
+        return None if formats is None else list(dict.fromkeys(formats))
 
 
 class JobCreate(JobOptionsIn):
@@ -153,14 +162,12 @@ class JobPage(BaseModel):
     next_cursor: str | None = Field(description="Pass as ?cursor= for the next page.")
 
 
-class RetryFilter(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class RetryFilter(RequestModel):
     status: list[FinishedStatus] = Field(default_factory=lambda: [FAILED])
-    host: str | None = None
-    error_code: str | None = None
-    created_after: datetime | None = None
-    created_before: datetime | None = None
+    host: str | None = Field(None, max_length=255)
+    error_code: str | None = Field(None, max_length=64)
+    created_after: Instant | None = None
+    created_before: Instant | None = None
 
 
 class RetryOut(BaseModel):
@@ -181,9 +188,7 @@ class RunOut(BaseModel):
     finished_at: datetime | None
 
 
-class KeyCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class KeyCreate(RequestModel):
     name: str = Field(min_length=1, max_length=200)
     is_admin: bool = False
     requests_per_minute: int | None = Field(None, ge=1, le=MAX_INT32)
@@ -220,9 +225,14 @@ class KeyOut(BaseModel):
         )
 
 
-class KeyCreated(KeyOut):
+class KeyWithSecret(KeyOut):
+    webhook_secret: str = Field(
+        description="HMAC-SHA256 key that signs this key's webhooks. Shown once; store it now."
+    )
+
+
+class KeyCreated(KeyWithSecret):
     key: str = Field(description="The secret token. Shown once; store it now.")
-    webhook_secret: str = Field(description="HMAC-SHA256 key that signs this key's webhooks.")
 
 
 class ErrorOut(BaseModel):
