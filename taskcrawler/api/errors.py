@@ -53,6 +53,8 @@ async def _invalid_crawl_spec(_: Request, exc: Exception) -> JSONResponse:
         status_code=422,
         content=renderable({"detail": [{"loc": loc, "msg": exc.message, "type": "value_error"}]}),
     )
+
+
 def renderable(value: Any) -> Any:
     """``value`` as strict JSON can hold it. A 422 echoes the input it refuses, and that input
     may be anything JSON can smuggle into Python: NaN and infinities become their JSON-ish
