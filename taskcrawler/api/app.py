@@ -11,6 +11,7 @@ from prometheus_client import CollectorRegistry
 
 from taskcrawler import __version__, bootstrap
 from taskcrawler.api.errors import install_error_handlers
+from taskcrawler.api.inputs import EdgeGuard
 from taskcrawler.api.limits import BodySizeLimit
 from taskcrawler.api.routes import content, health, jobs
 from taskcrawler.api.routes import dashboard as dashboard_routes
@@ -78,6 +79,7 @@ def create_app(
     )
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
+    app.add_middleware(EdgeGuard)  # added last: the outermost, it runs first
     app.include_router(jobs.router)
     app.include_router(deliveries_routes.router)
     app.include_router(content.router)

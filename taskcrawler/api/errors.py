@@ -1,15 +1,18 @@
-"""Every refusal of a service, mapped to its HTTP status here and nowhere else."""
+"""Every refusal of a service, mapped to its HTTP status here and nowhere else; and how errors
+are answered: JSON always, whatever the request held."""
 
 from __future__ import annotations
 
 import math
 import re
 from collections.abc import Awaitable, Callable
+from typing import Any
 
+import orjson
 from fastapi import FastAPI, Request
-from fastapi.exception_handlers import request_validation_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from starlette.types import Send
 
 from taskcrawler.domain import ServiceUnavailable
 from taskcrawler.domain.crawls import InvalidCrawlSpec
@@ -28,7 +31,9 @@ def _detail(
     status_code: int, headers: dict[str, str] | None = None
 ) -> Callable[[Request, Exception], Awaitable[Response]]:
     async def answer(_: Request, exc: Exception) -> Response:
-        return JSONResponse(status_code=status_code, content={"detail": str(exc)}, headers=headers)
+        return JSONResponse(
+            status_code=status_code, content={"detail": renderable(exc)}, headers=headers
+        )
 
     return answer
 
@@ -49,7 +54,7 @@ async def _limit_exceeded(_: Request, exc: Exception) -> Response:
     assert isinstance(exc, LimitExceeded)
     return JSONResponse(
         status_code=429,
-        content={"detail": str(exc)},
+        content={"detail": renderable(exc)},
         headers={"Retry-After": str(max(1, math.ceil(exc.retry_after)))},
     )
 
@@ -62,7 +67,7 @@ async def _invalid_cursor(request: Request, exc: Exception) -> Response:
         "msg": str(exc),
         "input": request.query_params.get("cursor"),
     }
-    return await request_validation_exception_handler(request, RequestValidationError([error]))
+    return await _invalid_request(request, RequestValidationError([error]))
 
 
 async def _invalid_crawl_spec(_: Request, exc: Exception) -> Response:
@@ -74,12 +79,66 @@ async def _invalid_crawl_spec(_: Request, exc: Exception) -> Response:
         loc.append(int(index) if index else name)
     return JSONResponse(
         status_code=422,
-        content={"detail": [{"loc": loc, "msg": exc.message, "type": "value_error"}]},
+        content=renderable({"detail": [{"loc": loc, "msg": exc.message, "type": "value_error"}]}),
     )
+
+
+def renderable(value: Any) -> Any:
+    """``value`` as strict JSON can hold it. A 422 echoes the input it refuses, and that input
+    may be anything JSON can smuggle into Python: NaN and infinities become their JSON-ish
+    spelling ("NaN", "Infinity"), integers beyond 64 bits their digits as a string, lone
+    surrogates U+FFFD, exceptions their message, other objects their ``str``."""
+    if value is None or isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        # Beyond 64 bits many parsers overflow (to infinity, or an error): echo the digits.
+        return value if -(2**63) <= value < 2**64 else str(value)
+    if isinstance(value, float):
+        if math.isfinite(value):
+            return value
+        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
+    if isinstance(value, str):
+        return _without_surrogates(value)
+    if isinstance(value, dict):
+        return {_without_surrogates(str(k)): renderable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [renderable(item) for item in value]
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return _without_surrogates(str(value))
+
+
+def _without_surrogates(text: str) -> str:
+    if text.isascii():
+        return text
+    # A lone surrogate cannot be encoded; a pair written as two escapes becomes its character.
+    return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+async def send_json(send: Send, status: int, document: Any) -> None:
+    """Answer from a pure ASGI middleware, before any route: ``document`` as strict JSON."""
+    body = orjson.dumps(renderable(document))
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+async def _invalid_request(_: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    return JSONResponse(status_code=422, content={"detail": renderable(exc.errors())})
 
 
 def install_error_handlers(app: FastAPI) -> None:
     handlers: dict[type[Exception], Callable[[Request, Exception], Awaitable[Response]]] = {
+        RequestValidationError: _invalid_request,
         ServiceUnavailable: _service_unavailable,
         LimitExceeded: _limit_exceeded,
         InvalidCursor: _invalid_cursor,

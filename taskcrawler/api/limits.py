@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import orjson
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from taskcrawler.api.errors import send_json
 
 
 class BodySizeLimit:
@@ -52,18 +53,7 @@ class BodySizeLimit:
         await self.app(scope, counting_receive, guarded_send)
 
     async def _refuse(self, send: Send) -> None:
-        body = orjson.dumps({"detail": f"request body over {self.max_bytes} bytes"})
-        await send(
-            {
-                "type": "http.response.start",
-                "status": 413,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(body)).encode()),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": body})
+        await send_json(send, 413, {"detail": f"request body over {self.max_bytes} bytes"})
 
 
 def _declared_length(scope: Scope) -> int | None:

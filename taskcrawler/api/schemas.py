@@ -5,11 +5,12 @@ on them."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal
+from typing import Literal, get_args
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from taskcrawler.api.inputs import Instant, RequestModel
 from taskcrawler.domain import InvalidURL, validate_url
 from taskcrawler.domain.crawls import MAX_PATTERNS
 from taskcrawler.domain.jobs import Created
@@ -20,6 +21,9 @@ from taskcrawler.domain.webhooks import DeliveryStatus
 from taskcrawler.service.mapping import DEFAULT_MAP_LIMIT, MAX_SEARCH_CHARS
 
 Format = Literal["metadata", "markdown", "text", "html", "links"]
+#: Entries ``formats`` may list, repeats included (they are dropped): each format a few times
+#: over is a client's slip; more is not a list of formats.
+MAX_FORMATS_LISTED = 4 * len(get_args(Format))
 FinishedStatus = Literal["FAILED", "COMPLETED", "CANCELLED"]
 FAILED: FinishedStatus = "FAILED"
 MAX_BATCH = 1000
@@ -36,13 +40,13 @@ def _checked_url(url: str) -> str:
         raise ValueError(str(exc)) from None
 
 
-class JobOptionsIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class JobOptionsIn(RequestModel):
     formats: list[Format] | None = Field(
         None,
+        max_length=MAX_FORMATS_LISTED,
         description='What to extract; default ["metadata"]. Markdown, text, html and links '
-        "are kept for GET /api/v1/jobs/{id}/content and /links.",
+        "are kept for GET /api/v1/jobs/{id}/content and /links. Each is kept once, in the "
+        "order given.",
     )
     callback_url: str | None = Field(
         None,
@@ -61,6 +65,11 @@ class JobOptionsIn(BaseModel):
     @classmethod
     def _callback_acceptable(cls, url: str | None) -> str | None:
         return None if url is None else _checked_url(url)
+
+    @field_validator("formats")
+    @classmethod
+    def _each_once(cls, formats: list[Format] | None) -> list[Format] | None:
+        return None if formats is None else list(dict.fromkeys(formats))
 
 
 class JobCreate(JobOptionsIn):
@@ -117,14 +126,12 @@ class JobPage(BaseModel):
     next_cursor: str | None = Field(description="Pass as ?cursor= for the next page.")
 
 
-class RetryFilter(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class RetryFilter(RequestModel):
     status: list[FinishedStatus] = Field(default_factory=lambda: [FAILED])
-    host: str | None = None
-    error_code: str | None = None
-    created_after: datetime | None = None
-    created_before: datetime | None = None
+    host: str | None = Field(None, max_length=255)
+    error_code: str | None = Field(None, max_length=64)
+    created_after: Instant | None = None
+    created_before: Instant | None = None
 
 
 class RetryOut(BaseModel):
@@ -147,9 +154,7 @@ class RunOut(BaseModel):
     finished_at: datetime | None
 
 
-class KeyCreate(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class KeyCreate(RequestModel):
     name: str = Field(min_length=1, max_length=200)
     is_admin: bool = False
     requests_per_minute: int | None = Field(None, ge=1, le=MAX_INT32)
@@ -175,9 +180,14 @@ class KeyOut(BaseModel):
     revoked_at: datetime | None
 
 
-class KeyCreated(KeyOut):
+class KeyWithSecret(KeyOut):
+    webhook_secret: str = Field(
+        description="HMAC-SHA256 key that signs this key's webhooks. Shown once; store it now."
+    )
+
+
+class KeyCreated(KeyWithSecret):
     key: str = Field(description="The secret token. Shown once; store it now.")
-    webhook_secret: str = Field(description="HMAC-SHA256 key that signs this key's webhooks.")
 
 
 class ErrorOut(BaseModel):
@@ -224,8 +234,14 @@ class DeliveryOut(BaseModel):
     job_id: UUID
     event: str = Field(description="job.completed or job.failed")
     url: str = Field(description="The callback URL.")
-    status: DeliveryStatus = Field(description="PENDING (due or in flight), DELIVERED, FAILED.")
-    attempts: int = Field(description="POSTs made so far, the one in flight included.")
+    status: DeliveryStatus = Field(
+        description="PENDING (due or in flight), DELIVERED, FAILED, or BLOCKED: never sent, "
+        "because the callback URL was refused before connecting (a blocked address, or a URL "
+        "no request can be made to; last_error says which)."
+    )
+    attempts: int = Field(
+        description="POSTs sent so far, the one in flight included; a refused one is not one."
+    )
     last_status_code: int | None = Field(description="The receiver's last HTTP status.")
     last_error: str | None = Field(description="The last failure: its code, then a message.")
     created_at: datetime
@@ -233,9 +249,7 @@ class DeliveryOut(BaseModel):
     delivered_at: datetime | None
 
 
-class MapIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class MapIn(RequestModel):
     url: str = Field(
         max_length=MAX_URL_LENGTH,
         description="The site's start page (http or https).",

@@ -1,9 +1,12 @@
-"""``taskcrawler keys create|list|revoke``: manage API keys straight in the database (the way to
-make the first admin key; later ones can also be made over the API with an admin key)."""
+"""``taskcrawler keys create|list|revoke|rotate-secret``: manage API keys straight in the database
+(the way to make the first admin key; later ones can also be made over the API with an admin
+key)."""
 
 from __future__ import annotations
 
 import argparse
+import json
+import re
 import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
@@ -19,23 +22,44 @@ T = TypeVar("T")
 def add_keys_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     keys = sub.add_parser(
         "keys",
-        help="create, list and revoke API keys",
+        help="create, list and revoke API keys, rotate their webhook secrets",
         description="Manage API keys in TASKCRAWLER_DATABASE_URL. A key is shown once, at "
         "creation; only its hash is stored. Requests send it as `Authorization: Bearer <key>`; "
-        "TASKCRAWLER_AUTH_REQUIRED=true makes it mandatory.",
+        "TASKCRAWLER_AUTH_REQUIRED=true makes it mandatory. Each key also has a webhook secret "
+        "that signs its jobs' webhooks: shown once at creation, and again only when rotated.",
     )
     actions = keys.add_subparsers(dest="keys_command", required=True, metavar="ACTION")
-    create = actions.add_parser("create", help="create a key and print it (once)")
+    create = actions.add_parser(
+        "create",
+        help="create a key and print it and its webhook secret (once)",
+        description="Print the key on stdout and its webhook secret on stderr (or both as one "
+        "JSON object with --json). Neither is shown again.",
+    )
     create.add_argument("--name", required=True, help="who or what the key is for")
     create.add_argument("--admin", action="store_true", help="may manage keys over the API")
     create.add_argument("--requests-per-minute", type=int, help="rate limit of this key")
     create.add_argument("--max-pending-jobs", type=int, help="unfinished jobs at most")
+    create.add_argument(
+        "--json",
+        action="store_true",
+        help='print {"id", "key", "webhook_secret"} as JSON on stdout (for scripts)',
+    )
     create.set_defaults(func=cmd_keys_create)
     listing = actions.add_parser("list", help="list keys (never their secrets)")
     listing.set_defaults(func=cmd_keys_list)
     revoke = actions.add_parser("revoke", help="revoke a key by its id")
     revoke.add_argument("key_id", help="the id shown by `keys list`")
     revoke.set_defaults(func=cmd_keys_revoke)
+    rotate = actions.add_parser(
+        "rotate-secret",
+        help="give a key a new webhook secret and print it (once)",
+        description="Replace a key's webhook secret and print the new one on stdout. Every "
+        "webhook POST from now on is signed with it, retries of earlier deliveries included; "
+        "the old secret stops working at once, so update the receiver next (a delivery it "
+        "refuses meanwhile is retried with backoff).",
+    )
+    rotate.add_argument("key_id", help="the id shown by `keys list`")
+    rotate.set_defaults(func=cmd_keys_rotate_secret)
 
 
 def _with_keys(settings: Settings, action: Callable[[KeyRepository], Awaitable[T]]) -> T:
@@ -50,18 +74,43 @@ def _with_keys(settings: Settings, action: Callable[[KeyRepository], Awaitable[T
 
 
 def cmd_keys_create(settings: Settings, args: argparse.Namespace) -> int:
-    new, key = _with_keys(
-        settings,
-        lambda keys: keys.create(
-            args.name,
+    from pydantic import ValidationError
+
+    from taskcrawler.api.schemas import KeyCreate
+
+    try:
+        # The rules POST /api/v1/keys applies: what one database stores, the other must too.
+        wanted = KeyCreate(
+            name=args.name,
             is_admin=args.admin,
             requests_per_minute=args.requests_per_minute,
             max_pending_jobs=args.max_pending_jobs,
+        )
+    except ValidationError as exc:
+        for error in exc.errors():
+            flag = "--" + str(error["loc"][0]).replace("_", "-")
+            sys.stderr.write(f"{flag}: {error['msg']}\n")
+        return 2
+    new, key = _with_keys(
+        settings,
+        lambda keys: keys.create(
+            wanted.name,
+            is_admin=wanted.is_admin,
+            requests_per_minute=wanted.requests_per_minute,
+            max_pending_jobs=wanted.max_pending_jobs,
         ),
     )
+    secret = key.webhook_secret or ""
+    if args.json:
+        document = {"id": key.id, "key": new.token, "webhook_secret": secret}
+        sys.stdout.write(json.dumps(document) + "\n")
+        return 0
+    # The key alone on stdout, so `KEY=$(taskcrawler keys create ...)` keeps working.
     sys.stderr.write(f"created key {key.id} ({key.name}{', admin' if key.is_admin else ''}); ")
-    sys.stderr.write("store it now, it is not shown again:\n")
+    sys.stderr.write("store it and its webhook secret now, neither is shown again:\n")
     sys.stdout.write(new.token + "\n")
+    sys.stdout.flush()
+    sys.stderr.write(f"webhook secret (verifies this key's webhook signatures): {secret}\n")
     return 0
 
 
@@ -72,9 +121,35 @@ def cmd_keys_list(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def _malformed(key_id: str) -> bool:
+    from taskcrawler.domain.keys import KEY_ID_PATTERN
+
+    if re.match(KEY_ID_PATTERN, key_id):
+        return False
+    sys.stderr.write(f"not a key id: {key_id!r} (see `taskcrawler keys list`)\n")
+    return True
+
+
 def cmd_keys_revoke(settings: Settings, args: argparse.Namespace) -> int:
+    if _malformed(args.key_id):
+        return 2
     if _with_keys(settings, lambda keys: keys.revoke(args.key_id)):
         sys.stdout.write(f"revoked {args.key_id}\n")
         return 0
     sys.stderr.write(f"no active key {args.key_id}\n")
     return 1
+
+
+def cmd_keys_rotate_secret(settings: Settings, args: argparse.Namespace) -> int:
+    if _malformed(args.key_id):
+        return 2
+    key = _with_keys(settings, lambda keys: keys.rotate_webhook_secret(args.key_id))
+    if key is None:
+        sys.stderr.write(f"no active key {args.key_id}\n")
+        return 1
+    sys.stderr.write(
+        f"new webhook secret of key {key.id} ({key.name}); the old one no longer signs "
+        "anything. Store it now, it is not shown again:\n"
+    )
+    sys.stdout.write(f"{key.webhook_secret}\n")
+    return 0

@@ -11,7 +11,8 @@ import contextlib
 import gc
 import signal
 import sys
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Iterator, Sequence
+from types import FrameType
 from typing import Any, TypeVar
 
 from taskcrawler import __version__
@@ -95,8 +96,37 @@ def _run_api(settings: Settings, *, run_worker: bool) -> int:
         log_config=None,
         timeout_graceful_shutdown=int(settings.shutdown_grace_seconds) + 5,
     )
-    uvicorn.Server(config).run()
+    with _sigterm_exits_normally():
+        uvicorn.Server(config).run()
     return 0
+
+
+class _Terminated(BaseException):
+    """SIGTERM, turned into an exception so that the process ends through Python's own exit."""
+
+
+@contextlib.contextmanager
+def _sigterm_exits_normally() -> Iterator[None]:
+    """Leave through a normal interpreter exit when SIGTERM stopped the server.
+
+    uvicorn shuts down gracefully on SIGTERM, then restores the handler it found and raises the
+    signal again. With the default handler that kills the process on the spot: no atexit hooks,
+    no multiprocessing finalizers, so the named semaphores of a process pool's queues (the
+    worker's parse child, under ``serve``) are never unlinked and the resource tracker reports
+    them leaked. Found here instead, the signal raises :class:`_Terminated`, and the process
+    exits 0 after a clean shutdown, as ``taskcrawler worker`` does.
+    """
+
+    def terminated(signum: int, frame: FrameType | None) -> None:
+        raise _Terminated
+
+    previous = signal.signal(signal.SIGTERM, terminated)
+    try:
+        yield
+    except _Terminated:
+        pass
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
@@ -126,8 +156,14 @@ def cmd_scrape(settings: Settings, args: argparse.Namespace) -> int:
     import orjson
 
     from taskcrawler.bootstrap import standalone_fetcher
+    from taskcrawler.domain import InvalidURL, validate_url
     from taskcrawler.service.scrape import scrape_once
 
+    try:
+        validate_url(args.url)
+    except InvalidURL as exc:
+        sys.stderr.write(f"taskcrawler scrape: {exc}\n")
+        return 2
     result = run_async(scrape_once(standalone_fetcher(settings), args.url))
     sys.stdout.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
     return 0 if result.get("error_code") is None else 1

@@ -4,11 +4,17 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
 
 KEY_PREFIX = "tc"
+#: A key id as :func:`generate_key` makes it (hex), with room to spare; the column holds 32.
+KEY_ID_PATTERN = r"^[A-Za-z0-9-]{1,32}$"
+_KEY_ID = re.compile(KEY_ID_PATTERN)
+#: A secret as :func:`generate_key` makes it (URL-safe base64), with room to spare.
+_SECRET = re.compile(r"[A-Za-z0-9_-]{1,128}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,12 +69,20 @@ def hash_secret(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
+def generate_webhook_secret() -> str:
+    """The HMAC key that signs a key's webhooks: 256 random bits, as 64 hex characters."""
+    return secrets.token_hex(32)
+
+
 def parse_token(token: str) -> tuple[str, str] | None:
-    """``(id, secret)`` of a well-formed token, else None."""
+    """``(id, secret)`` of a well-formed token, else None: nothing else reaches a query."""
     parts = token.split("_", 2)
-    if len(parts) != 3 or parts[0] != KEY_PREFIX or not parts[1] or not parts[2]:
+    if len(parts) != 3 or parts[0] != KEY_PREFIX:
         return None
-    return parts[1], parts[2]
+    key_id, secret = parts[1], parts[2]
+    if not _KEY_ID.match(key_id) or not _SECRET.fullmatch(secret):
+        return None
+    return key_id, secret
 
 
 def secret_matches(secret: str, stored_hash: str) -> bool:

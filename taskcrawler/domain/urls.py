@@ -1,15 +1,31 @@
-"""URL validation at submit time, and the normalized form that deduplication keys on."""
+"""URL validation at submit time, and the normalized form that deduplication keys on.
+
+The host is read the way the fetcher's HTTP client (yarl, under aiohttp) will request it: IDNA 2008
+with UTS 46 mapping (IDNA 2003 as its fallback), default-ignorable characters refused. Submit,
+the fetcher (first URL and every redirect hop) and webhook delivery all call :func:`request_target`,
+so a URL the API accepts is one the worker can use, and the deduplication key names the host that
+is actually fetched.
+"""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable
 from functools import lru_cache
 from urllib.parse import SplitResult, urlsplit, urlunsplit
+
+from yarl import URL
 
 from taskcrawler.domain.errors import InvalidURL
 
 MAX_URL_LENGTH = 2048
 ALLOWED_SCHEMES = frozenset({"http", "https"})
 DEFAULT_PORTS = {"http": 80, "https": 443}
+#: DNS limits (RFC 1035): a name of at most 253 characters, each label 1 to 63.
+MAX_HOST_LENGTH = 253
+#: What a resolvable label is made of once IDNA has encoded it. The underscore is not LDH, but
+#: real names use it (``_dmarc``, some intranets) and resolvers pass it through.
+_LABEL = re.compile(r"[a-z0-9_-]{1,63}")
 
 
 def _split(url: str) -> SplitResult:
@@ -34,16 +50,55 @@ def _split(url: str) -> SplitResult:
     return parts
 
 
-def _idna_host(host: str) -> str:
-    if host.startswith("["):  # IPv6 literal stays as it is
-        return host
-    host = host.rstrip(".").lower()
-    if host.isascii():
-        return host
+def request_target(url: str | URL) -> URL:
+    """``url`` as the fetcher requests it (no fragment); :class:`InvalidURL` when no fetch could
+    ever use it: not http(s), no host, credentials, port 0, or a host that is no DNS name once
+    IDNA has mapped it (``⒈.example`` maps to ``1..example``: an empty label)."""
     try:
-        return host.encode("idna").decode("ascii")
-    except UnicodeError as exc:
-        raise InvalidURL(f"the host is not a valid internationalized name: {exc}") from None
+        target = url if isinstance(url, URL) else URL(url)
+    except (ValueError, TypeError) as exc:
+        raise InvalidURL(f"the URL cannot be parsed: {exc}") from None
+    if target.scheme not in ALLOWED_SCHEMES or not target.raw_host:
+        raise InvalidURL("the URL is not an http(s) URL with a host")
+    if target.raw_user is not None or target.raw_password is not None:
+        raise InvalidURL("URLs with credentials are refused")
+    if target.explicit_port == 0:
+        raise InvalidURL("port 0 cannot be connected to")
+    _check_host(target.raw_host, lambda: _as_spelled(url, target))
+    return target.with_fragment(None)
+
+
+def _as_spelled(url: str | URL, target: URL) -> str:
+    """The host as the client wrote it (for messages): ``⒈.example`` rather than ``1..example``."""
+    try:
+        return (urlsplit(url).hostname if isinstance(url, str) else target.host) or ""
+    except (ValueError, UnicodeError):
+        return target.raw_host or ""
+
+
+def _check_host(host: str, spelled: Callable[[], str]) -> None:
+    """``host`` is yarl's encoded host; ``spelled()`` the client's spelling, for the message."""
+    if ":" in host:
+        return  # an IPv6 literal: yarl parsed it as an address
+    name = host[:-1] if host.endswith(".") else host
+    if len(name) > MAX_HOST_LENGTH:
+        raise InvalidURL(f"the host is longer than {MAX_HOST_LENGTH} characters")
+    for label in name.split("."):
+        if _LABEL.fullmatch(label):
+            continue
+        if not label:
+            problem = "has an empty label"
+        elif len(label) > 63:
+            problem = "has a label longer than 63 characters"
+        else:
+            problem = (
+                "is not a DNS name: once encoded, a label holds only letters, digits, '-' and '_'"
+            )
+        raise InvalidURL(f"the host {_both(spelled(), host)} {problem}")
+
+
+def _both(spelled: str, host: str) -> str:
+    return repr(host) if spelled in ("", host) else f"{spelled!r} (requested as {host!r})"
 
 
 def validate_url(url: str) -> str:
@@ -55,15 +110,18 @@ def validate_url(url: str) -> str:
 # Cached: a submitted URL is normalized when validated and again for its deduplication key.
 @lru_cache(maxsize=4096)
 def normalize_url(url: str) -> str:
-    """The deduplication key: lower-case scheme and host, IDNA host, no default port, no fragment,
-    ``/`` for an empty path. Query and path are kept as sent: servers may treat them as distinct."""
+    """The deduplication key: lower-case scheme, the host as it is requested (IDNA), no default
+    port, no fragment, ``/`` for an empty path. Query and path are kept as sent: servers may
+    treat them as distinct."""
     parts = _split(url)
+    target = request_target(url)
     scheme = parts.scheme.lower()
-    hostname = parts.hostname or ""
-    host = f"[{hostname}]" if ":" in hostname else _idna_host(hostname)
-    if not host or host == "[]":
-        raise InvalidURL("the URL has no host")
-    port = parts.port
+    host = target.raw_host or ""
+    host = f"[{host}]" if ":" in host else host.rstrip(".")
+    if len(parts.hostname or "") > MAX_HOST_LENGTH:
+        # The host as sent is what job listings filter on; characters IDNA drops count too.
+        raise InvalidURL(f"the host is longer than {MAX_HOST_LENGTH} characters")
+    port = target.explicit_port
     netloc = host if port is None or port == DEFAULT_PORTS[scheme] else f"{host}:{port}"
     path = parts.path or "/"
     return urlunsplit((scheme, netloc, path, parts.query, ""))

@@ -48,6 +48,9 @@ class DeliveryStatus(StrEnum):
     PENDING = "PENDING"
     DELIVERED = "DELIVERED"
     FAILED = "FAILED"
+    #: Never sent: the callback URL was refused before any connection (a blocked address, or a
+    #: URL no request can be made to). Final; ``attempts`` does not count it.
+    BLOCKED = "BLOCKED"
 
 
 def event_for(status: JobStatus) -> WebhookEvent | None:
@@ -161,11 +164,13 @@ class ClaimedDelivery:
 
 @dataclass(frozen=True, slots=True)
 class AttemptResult:
-    """What one POST got: a status code, or an error (``error`` set), and whether to retry."""
+    """What one POST got: a status code, or an error (``error`` set), and whether to retry.
+    ``sent`` is False when the POST was refused before any connection was made."""
 
     status_code: int | None = None
     error: str | None = None
     retryable: bool = True
+    sent: bool = True
 
     @property
     def delivered(self) -> bool:

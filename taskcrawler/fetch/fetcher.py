@@ -21,8 +21,9 @@ from protego import Protego
 from redis.asyncio import Redis
 from yarl import URL
 
-from taskcrawler.domain import ErrorCode, FetchError
+from taskcrawler.domain import ErrorCode, FetchError, InvalidURL
 from taskcrawler.domain.pages import FetchedPage
+from taskcrawler.domain.urls import request_target
 from taskcrawler.fetch.guard import (
     AddressGuard,
     BlockedSocketError,
@@ -303,20 +304,16 @@ class _Hops:
 
 
 def _parse_url(url: str) -> URL:
+    return _checked_target(url, "the URL")
+
+
+def _checked_target(url: str | URL, what: str) -> URL:
+    """The URL to request, held to the rules submit applies (one function for both), so a host
+    no fetch can use fails at once as invalid_url rather than as a retried DNS error."""
     try:
-        target = URL(url)
-    except (ValueError, TypeError) as exc:
-        raise FetchError(ErrorCode.INVALID_URL, f"the URL cannot be parsed: {exc}") from None
-    _check_target(target, "the URL")
-    return target.with_fragment(None)
-
-
-def _check_target(target: URL, what: str) -> None:
-    if target.scheme not in ("http", "https") or not target.raw_host:
-        raise FetchError(ErrorCode.INVALID_URL, f"{what} is not an http(s) URL with a host")
-    if target.raw_user is not None or target.raw_password is not None:
-        # aiohttp would send them as Basic auth; submit refuses them, so must a redirect.
-        raise FetchError(ErrorCode.INVALID_URL, f"{what} carries credentials")
+        return request_target(url)
+    except InvalidURL as exc:
+        raise FetchError(ErrorCode.INVALID_URL, f"{what} cannot be fetched: {exc}") from None
 
 
 def _redirect_target(resp: aiohttp.ClientResponse) -> URL | None:
@@ -328,8 +325,8 @@ def _redirect_target(resp: aiohttp.ClientResponse) -> URL | None:
         target = resp.url.join(URL(location))
     except (ValueError, TypeError) as exc:
         raise FetchError(ErrorCode.INVALID_URL, f"redirect to an invalid URL: {exc}") from None
-    _check_target(target, f"the redirect target {location!r}")
-    return target.with_fragment(None)
+    # Credentials in a redirect would go out as Basic auth: refused here as at submit.
+    return _checked_target(target, f"the redirect target {location!r}")
 
 
 def _check_status(resp: aiohttp.ClientResponse) -> None:

@@ -84,3 +84,12 @@ class KeyService:
         if not await self.keys.revoke(key_id):
             raise NotFound("no active key with this id")
         self._cache.pop(key_id, None)
+
+    async def rotate_webhook_secret(self, key_id: str) -> ApiKey:
+        """The key with a new webhook secret (shown this once). Deliveries are signed when
+        sent, so every POST from now on, retries of earlier ones included, carries it."""
+        key = await self.keys.rotate_webhook_secret(key_id)
+        if key is None:
+            raise NotFound("no active key with this id")
+        self._cache.pop(key_id, None)  # the cached key holds the old secret
+        return key

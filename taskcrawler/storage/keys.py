@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
-import secrets
 from typing import Any
 
 import sqlalchemy as sa
 
-from taskcrawler.domain.keys import ApiKey, NewKey, generate_key, hash_secret
+from taskcrawler.domain.keys import (
+    ApiKey,
+    NewKey,
+    generate_key,
+    generate_webhook_secret,
+    hash_secret,
+)
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.rows import utcnow
@@ -54,7 +59,7 @@ class KeyStore:
             "requests_per_minute": requests_per_minute,
             "max_pending_jobs": max_pending_jobs,
             "callback_url": callback_url,
-            "webhook_secret": secrets.token_hex(32),
+            "webhook_secret": generate_webhook_secret(),
             "created_at": utcnow(),
         }
         async with self.db.write() as conn:
@@ -91,3 +96,19 @@ class KeyStore:
                 .values(revoked_at=utcnow())
             )
         return result.rowcount > 0
+
+    @unavailable_on_connection_errors
+    async def rotate_webhook_secret(self, key_id: str) -> ApiKey | None:
+        """Give an active key a new webhook secret (returned once, in the key); None when the
+        key is unknown or revoked. Deliveries are signed at send time, so every POST from now
+        on, retries of older deliveries included, carries the new signature."""
+        async with self.db.write() as conn:
+            row = (
+                await conn.execute(
+                    api_keys.update()
+                    .where(api_keys.c.id == key_id, api_keys.c.revoked_at.is_(None))
+                    .values(webhook_secret=generate_webhook_secret())
+                    .returning(*_KEY_COLUMNS)
+                )
+            ).first()
+        return _row_to_key(row) if row is not None else None

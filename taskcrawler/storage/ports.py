@@ -126,6 +126,10 @@ class KeyRepository(Protocol):
 
     async def revoke(self, key_id: str) -> bool: ...
 
+    async def rotate_webhook_secret(self, key_id: str) -> ApiKey | None:
+        """The active key with a new webhook secret; None when unknown or revoked."""
+        ...
+
 
 class IdempotencyRepository(Protocol):
     async def get(self, owner: str, key: str) -> StoredResponse | None: ...
@@ -148,6 +152,9 @@ class WebhookRepository(Protocol):
         status_code: int | None,
         error: str | None,
         next_attempt_at: datetime | None = None,
-    ) -> bool: ...
+    ) -> bool:
+        """Fenced by the attempt number. BLOCKED (refused before connecting) takes the claim's
+        count back: ``attempts`` counts POSTs sent."""
+        ...
 
     async def list_for_job(self, job_id: UUID, *, owner: str) -> list[Delivery]: ...

@@ -192,7 +192,7 @@ webhook_deliveries = sa.Table(
     sa.Column("url", sa.Text(), nullable=False),
     sa.Column("event", sa.String(32), nullable=False),  # job.completed | job.failed
     sa.Column("payload", JSONType, nullable=False),
-    sa.Column("status", sa.String(16), nullable=False),  # PENDING | DELIVERED | FAILED
+    sa.Column("status", sa.String(16), nullable=False),  # PENDING|DELIVERED|FAILED|BLOCKED
     sa.Column("attempts", sa.Integer(), nullable=False, server_default="0"),
     sa.Column("next_attempt_at", UTCDateTime()),
     sa.Column("last_status_code", sa.Integer()),

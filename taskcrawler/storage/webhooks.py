@@ -7,7 +7,8 @@ Dispatchers in many workers share the table safely: a claim is one UPDATE ... RE
 locked with SKIP LOCKED (PostgreSQL; SQLite has one writer). The claim pushes ``next_attempt_at``
 one lease ahead and counts the attempt, so a dispatcher that dies mid-POST lets the delivery come
 due again after the lease (sent again: at least once), and its late result, fenced by the attempt
-number, changes nothing.
+number, changes nothing. A claim that sent nothing (the callback URL was refused before any
+connection) takes its count back when it records the refusal: ``attempts`` counts POSTs sent.
 """
 
 from __future__ import annotations
@@ -214,8 +215,9 @@ class WebhookStore:
         error: str | None,
         next_attempt_at: datetime | None = None,
     ) -> bool:
-        """Record one attempt: DELIVERED, PENDING again (due at ``next_attempt_at``), or FAILED.
-        Fenced by the attempt number; returns whether the write applied."""
+        """Record one attempt: DELIVERED, PENDING again (due at ``next_attempt_at``), FAILED, or
+        BLOCKED (refused before connecting: the claim's count is taken back, as no POST went
+        out). Fenced by the attempt number; returns whether the write applied."""
         values: dict[str, Any] = {
             "status": status.value,
             "last_status_code": status_code,
@@ -225,6 +227,8 @@ class WebhookStore:
         }
         if status is DeliveryStatus.DELIVERED:
             values["delivered_at"] = utcnow()
+        if status is DeliveryStatus.BLOCKED:
+            values["attempts"] = deliveries.c.attempts - 1
         async with self.db.write() as conn:
             result = await conn.execute(
                 deliveries.update()

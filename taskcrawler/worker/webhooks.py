@@ -24,7 +24,8 @@ import aiohttp
 from aiohttp.abc import AbstractResolver
 from yarl import URL
 
-from taskcrawler.domain import ErrorCode, FetchError, ServiceUnavailable
+from taskcrawler.domain import ErrorCode, FetchError, InvalidURL, ServiceUnavailable
+from taskcrawler.domain.urls import request_target
 from taskcrawler.domain.webhooks import (
     AttemptResult,
     ClaimedDelivery,
@@ -116,27 +117,7 @@ class WebhookDispatcher:
 
     async def _deliver_and_record(self, delivery: ClaimedDelivery) -> None:
         result = await self.attempt(delivery)
-        if result.delivered:
-            status, due = DeliveryStatus.DELIVERED, None
-            self.delivered += 1
-        elif result.retryable and delivery.attempts < self.settings.webhook_max_attempts:
-            delay = retry_delay(
-                delivery.attempts,
-                base=self.settings.webhook_retry_base_seconds,
-                cap=self.settings.webhook_retry_max_seconds,
-                rng=self.rng,
-            )
-            status, due = DeliveryStatus.PENDING, datetime.now(UTC) + timedelta(seconds=delay)
-        else:
-            status, due = DeliveryStatus.FAILED, None
-            self.failed += 1
-            log.warning(
-                "webhook %s to %s failed after %d attempts: %s",
-                delivery.id,
-                delivery.url,
-                delivery.attempts,
-                result.error or result.status_code,
-            )
+        status, due = self._next_state(delivery, result)
         try:
             await self.store.finish_attempt(
                 delivery,
@@ -148,6 +129,34 @@ class WebhookDispatcher:
         except ServiceUnavailable as exc:
             # The lease ends and the delivery is attempted again: at least once.
             log.warning("could not record webhook %s: %s", delivery.id, exc)
+
+    def _next_state(
+        self, delivery: ClaimedDelivery, result: AttemptResult
+    ) -> tuple[DeliveryStatus, datetime | None]:
+        if result.delivered:
+            self.delivered += 1
+            return DeliveryStatus.DELIVERED, None
+        if not result.sent:
+            self.failed += 1
+            log.warning("webhook %s to %s not sent: %s", delivery.id, delivery.url, result.error)
+            return DeliveryStatus.BLOCKED, None
+        if result.retryable and delivery.attempts < self.settings.webhook_max_attempts:
+            delay = retry_delay(
+                delivery.attempts,
+                base=self.settings.webhook_retry_base_seconds,
+                cap=self.settings.webhook_retry_max_seconds,
+                rng=self.rng,
+            )
+            return DeliveryStatus.PENDING, datetime.now(UTC) + timedelta(seconds=delay)
+        self.failed += 1
+        log.warning(
+            "webhook %s to %s failed after %d attempts: %s",
+            delivery.id,
+            delivery.url,
+            delivery.attempts,
+            result.error or result.status_code,
+        )
+        return DeliveryStatus.FAILED, None
 
     async def attempt(self, delivery: ClaimedDelivery) -> AttemptResult:
         """One POST. Never raises for the receiver's failures: they are the result."""
@@ -201,24 +210,23 @@ class WebhookDispatcher:
 
 def _callback_target(url: str) -> URL:
     try:
-        target = URL(url)
-    except (ValueError, TypeError) as exc:
-        raise FetchError(
-            ErrorCode.INVALID_URL, f"the callback URL cannot be parsed: {exc}"
-        ) from None
-    if target.scheme not in ("http", "https") or not target.raw_host:
-        raise FetchError(
-            ErrorCode.INVALID_URL, "the callback URL is not an http(s) URL with a host"
-        )
-    return target.with_fragment(None)
+        return request_target(url)
+    except InvalidURL as exc:
+        raise FetchError(ErrorCode.INVALID_URL, f"the callback URL cannot be used: {exc}") from None
+
+
+#: Refusals made here, before any connection: the POST was never sent.
+_REFUSED_BEFORE_SENDING = frozenset({ErrorCode.BLOCKED_ADDRESS, ErrorCode.INVALID_URL})
 
 
 def _error_result(exc: FetchError) -> AttemptResult:
+    refused = exc.code in _REFUSED_BEFORE_SENDING
     return AttemptResult(
         status_code=exc.http_status,
         error=f"{exc.code}: {exc.message}",
         # A blocked address or a malformed URL stays so: no point retrying.
-        retryable=exc.code not in (ErrorCode.BLOCKED_ADDRESS, ErrorCode.INVALID_URL),
+        retryable=not refused,
+        sent=not refused,
     )
 
 

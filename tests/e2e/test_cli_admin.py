@@ -1,7 +1,10 @@
 """Operator commands as a user runs them: keys, migrate, reextract, and the open-bind guard."""
 
+import json
+import re
 from pathlib import Path
 
+from taskcrawler.storage import Database, KeyStore
 from tests.support.processes import ProcessManager, free_port
 
 
@@ -26,6 +29,58 @@ async def test_keys_create_list_revoke(processes: ProcessManager, tmp_path: Path
     code, out = await _run(processes, ["keys", "list"], env)
     assert f"{key_id}\trevoked" in out
     assert (await _run(processes, ["keys", "revoke", key_id], env))[0] == 1
+
+
+async def test_keys_show_their_webhook_secret_once_and_rotate_it(
+    processes: ProcessManager, tmp_path: Path
+) -> None:
+    env = {"TASKCRAWLER_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/w.db"}
+    assert (await _run(processes, ["migrate"], env))[0] == 0
+    code, out = await _run(processes, ["keys", "create", "--name", "hooks"], env)
+    assert code == 0
+    token = next(line for line in out.splitlines() if line.startswith("tc_"))
+    [shown] = re.findall(r"webhook secret \(verifies this key's webhook signatures\): (\w+)", out)
+    code, out = await _run(processes, ["keys", "create", "--name", "script", "--json"], env)
+    assert code == 0
+    created = json.loads(out)
+    assert set(created) == {"id", "key", "webhook_secret"}
+    key_id = token.split("_")[1]
+    code, out = await _run(processes, ["keys", "rotate-secret", key_id], env)
+    assert code == 0
+    rotated = out.strip().splitlines()[-1]
+
+    db = Database.from_url(env["TASKCRAWLER_DATABASE_URL"])
+    try:
+        stored = {key.id: key.webhook_secret for key in await KeyStore(db).list_keys()}
+    finally:
+        await db.close()
+    assert stored[created["id"]] == created["webhook_secret"]
+    assert len(shown) == len(rotated) == 64 and rotated != shown
+    assert stored[key_id] == rotated
+    code, out = await _run(processes, ["keys", "list"], env)
+    assert rotated not in out and created["webhook_secret"] not in out
+    code, out = await _run(processes, ["keys", "rotate-secret", "0123456789abcdef"], env)
+    assert code == 1 and "no active key 0123456789abcdef" in out
+
+
+async def test_the_cli_refuses_what_the_api_refuses_before_touching_the_database(
+    processes: ProcessManager, tmp_path: Path
+) -> None:
+    env = {"TASKCRAWLER_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/v.db"}
+    assert (await _run(processes, ["migrate"], env))[0] == 0
+    # SQLite would store these; PostgreSQL would fail on them: refused for both, as the API does.
+    for args, says in [
+        (["keys", "create", "--name", "n" * 201], "--name: String should have at most 200"),
+        (["keys", "create", "--name", "x", "--requests-per-minute", str(2**31)], "less than"),
+        (["keys", "revoke", "not an id"], "not a key id"),
+        (["keys", "rotate-secret", "not an id"], "not a key id"),
+        (["scrape", "http://\u2488.example/"], "has an empty label"),
+    ]:
+        code, out = await _run(processes, args, env)
+        assert code == 2, out
+        assert says in out, out
+    code, out = await _run(processes, ["keys", "list"], env)
+    assert code == 0 and out.strip() == ""
 
 
 async def test_open_bind_without_auth_is_refused(processes: ProcessManager, tmp_path: Path) -> None:

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import schemathesis
 from fastapi import FastAPI
-from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import given
 from hypothesis.errors import Unsatisfiable
 from schemathesis import GenerationMode
 from schemathesis.checks import not_a_server_error
@@ -28,6 +28,7 @@ from taskcrawler.api import create_app
 from taskcrawler.settings import Settings
 from taskcrawler.storage import Database, KeyStore, upgrade_database
 from tests.e2e.harness import Service
+from tests.support.fuzzing import fuzz_settings
 
 #: Examples per operation and mode (valid, invalid input): this bounds the run to well under a
 #: minute.
@@ -68,14 +69,7 @@ def fuzz(
     label = f"{operation.label} ({mode.value})"
 
     @given(case=operation.as_strategy(generation_mode=mode))
-    @settings(
-        max_examples=EXAMPLES,
-        deadline=None,
-        database=None,
-        derandomize=True,
-        phases=[Phase.explicit, Phase.generate, Phase.shrink],
-        suppress_health_check=list(HealthCheck),
-    )
+    @fuzz_settings(EXAMPLES)
     def run(case: schemathesis.Case) -> None:
         cases[label] += 1
         case.call_and_validate(headers=headers, checks=CHECKS)

@@ -129,7 +129,7 @@ async def test_a_receiver_that_never_answers_ends_failed_with_its_last_error(
     assert len(receiver.for_name("down")) == 2
 
 
-async def test_a_blocked_callback_fails_without_a_request(
+async def test_a_blocked_callback_is_blocked_without_a_request(
     service_factory: ServiceFactory, target, receiver: Receiver
 ) -> None:
     # Fetching the local target is allowed; webhooks keep the guard on.
@@ -142,7 +142,7 @@ async def test_a_blocked_callback_fails_without_a_request(
         [delivery] = await wait_delivered(service, job_id)
         assert (await service.wait_for(job_id))["status"] == "COMPLETED"
     assert receiver.received == []
-    assert (delivery["status"], delivery["attempts"]) == ("FAILED", 1)
+    assert (delivery["status"], delivery["attempts"]) == ("BLOCKED", 0)
     assert delivery["last_status_code"] is None
     assert delivery["last_error"].startswith("blocked_address: the address 127.0.0.1 is blocked")
 
@@ -174,3 +174,74 @@ async def test_deliveries_are_visible_to_the_jobs_owner_only(
             f"/api/v1/jobs/{quiet.json()['id']}/deliveries", headers=alice
         )
         assert listed.status_code == 200 and listed.json() == []
+
+
+def _signed_with(secret: str, received: Any) -> bool:
+    return verify_signature(
+        secret,
+        received.body,
+        received.headers["X-TaskCrawler-Timestamp"],
+        received.headers["X-TaskCrawler-Signature"],
+    )
+
+
+async def test_an_admin_rotates_a_keys_webhook_secret_and_only_the_new_one_signs(
+    service_factory: ServiceFactory, target, receiver: Receiver
+) -> None:
+    async with service_factory(**FAST_HOOKS) as service:
+        admin = await service.new_key("root", is_admin=True)
+        created = await service.client.post(
+            "/api/v1/keys",
+            json={"name": "hooked", "callback_url": receiver.url("rotating")},
+            headers=admin,
+        )
+        assert created.status_code == 201, created.text
+        key = created.json()
+        tenant = {"Authorization": f"Bearer {key['key']}"}
+        first = await service.client.post(
+            "/api/v1/jobs", json={"url": target.url("/page/21")}, headers=tenant
+        )
+        [before] = await receiver.wait_for("rotating")
+
+        rotated = await service.client.post(
+            f"/api/v1/keys/{key['id']}/webhook-secret", headers=admin
+        )
+        assert rotated.status_code == 200, rotated.text
+        new_secret = rotated.json()["webhook_secret"]
+        second = await service.client.post(
+            "/api/v1/jobs", json={"url": target.url("/page/22")}, headers=tenant
+        )
+        [_, after] = await receiver.wait_for("rotating", 2)
+        listed = (await service.client.get("/api/v1/keys", headers=admin)).json()
+
+    assert first.status_code == second.status_code == 201
+    assert len(key["webhook_secret"]) == len(new_secret) == 64
+    assert new_secret != key["webhook_secret"]
+    assert rotated.json()["id"] == key["id"] and "key" not in rotated.json()
+    assert _signed_with(key["webhook_secret"], before)
+    assert _signed_with(new_secret, after) and not _signed_with(key["webhook_secret"], after)
+    assert all("webhook_secret" not in listed_key for listed_key in listed)  # shown once
+
+
+async def test_rotating_a_secret_needs_an_admin_and_an_active_key(service: Service) -> None:
+    admin = await service.new_key("root", is_admin=True)
+    tenant_token, tenant = await service.services.keys.create("tenant")
+    tenant_headers = {"Authorization": f"Bearer {tenant_token.token}"}
+    path = f"/api/v1/keys/{tenant.id}/webhook-secret"
+    assert (await service.client.post(path, headers=tenant_headers)).status_code == 403
+    assert (await service.client.post(path)).status_code == 403  # anonymous: no admin
+    unknown = await service.client.post(
+        "/api/v1/keys/0123456789abcdef/webhook-secret", headers=admin
+    )
+    assert unknown.status_code == 404
+    malformed = await service.client.post(
+        "/api/v1/keys/not%20an%20id/webhook-secret", headers=admin
+    )
+    assert malformed.status_code == 422
+    assert malformed.json()["detail"][0]["loc"] == ["path", "key_id"]
+    assert (
+        await service.client.delete(f"/api/v1/keys/{tenant.id}", headers=admin)
+    ).status_code == 204
+    assert (await service.client.post(path, headers=admin)).status_code == 404  # revoked
+    [stored] = [k for k in await service.services.keys.list_keys() if k.id == tenant.id]
+    assert stored.webhook_secret == tenant.webhook_secret  # nothing changed by the refusals

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
 from typing import Any
@@ -18,7 +17,7 @@ from redis.asyncio import Redis
 
 from taskcrawler.fetch import Fetcher
 from taskcrawler.fetch.politeness import HostLimiter, MemoryHostLimiter, RedisHostLimiter
-from tests.support.hostile import REDIS_URL, delete_prefix, fetch_settings
+from tests.support.hostile import fetch_settings
 from tests.support.site import SLOW_PAGES, SiteServer
 
 CRAWL_DELAY = 0.3
@@ -30,11 +29,10 @@ SITE_OPTIONS = {"pages": 200, "crawl_delay": CRAWL_DELAY}
 
 
 @pytest.fixture
-async def redis() -> AsyncIterator[tuple[Redis, str]]:
-    client = Redis.from_url(REDIS_URL)
-    prefix = f"test-crawl-delay-{uuid.uuid4().hex}"
-    yield client, prefix
-    await delete_prefix(client, prefix)
+async def redis(redis_url: str, redis_prefix: str) -> AsyncIterator[tuple[Redis, str]]:
+    """The suite's Redis (reachable or throwaway) and a key prefix the fixture deletes after."""
+    client = Redis.from_url(redis_url)
+    yield client, redis_prefix
     await client.aclose()
 
 

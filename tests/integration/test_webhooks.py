@@ -262,9 +262,11 @@ async def test_delivered_signed_and_retried_until_the_receiver_answers(
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "localhost", "[::1]", "2130706433"])
-async def test_callbacks_to_blocked_addresses_fail_without_a_request(
+async def test_callbacks_to_blocked_addresses_are_blocked_without_a_request(
     store: Stores, receiver: Receiver, host: str
 ) -> None:
+    # "localhost" is refused by the resolver, the literals before any lookup: both send nothing,
+    # so neither counts as an attempt.
     url = receiver.url("blocked").replace("127.0.0.1", host)
     [job] = await claimed_jobs(store, callback_url=url)
     await record(store, [completed(job)])
@@ -272,8 +274,9 @@ async def test_callbacks_to_blocked_addresses_fail_without_a_request(
     await deliver_all(WebhookDispatcher(guarded, store.hooks))
     assert receiver.received == []
     [row] = await rows(store)
-    assert (row.status, row.attempts, row.last_status_code) == ("FAILED", 1, None)
+    assert (row.status, row.attempts, row.last_status_code) == ("BLOCKED", 0, None)
     assert row.last_error.startswith("blocked_address: the address")
+    assert row.next_attempt_at is None and row.delivered_at is None
 
 
 async def test_the_guard_vets_every_attempt_at_delivery_time(
@@ -306,5 +309,6 @@ async def test_the_guard_vets_every_attempt_at_delivery_time(
     by_job = {row.job_id: row for row in await rows(store)}
     assert by_job[steady.id].status == "DELIVERED"
     assert len(receiver.for_name("moving")) == 1  # the first attempt, answered 500
-    assert (by_job[moving.id].status, by_job[moving.id].attempts) == ("FAILED", 2)
+    # The retry was refused before connecting: one POST sent, and the refusal recorded as such.
+    assert (by_job[moving.id].status, by_job[moving.id].attempts) == ("BLOCKED", 1)
     assert by_job[moving.id].last_error.startswith("blocked_address: the address 127.0.0.2")

@@ -24,7 +24,7 @@ from taskcrawler.domain.webhooks import (
     verify_signature,
 )
 from taskcrawler.settings import Settings
-from taskcrawler.worker.webhooks import _error_result
+from taskcrawler.worker.webhooks import _callback_target, _error_result
 
 SECRET = "s3cret"
 NOW = 1_700_000_000
@@ -136,8 +136,20 @@ def test_blocked_and_invalid_callbacks_are_not_retried_but_network_errors_are() 
     blocked = _error_result(FetchError(ErrorCode.BLOCKED_ADDRESS, "loopback", transient=False))
     assert not blocked.retryable
     assert blocked.error == "blocked_address: loopback"
-    assert not _error_result(FetchError(ErrorCode.INVALID_URL, "bad")).retryable
-    assert _error_result(FetchError(ErrorCode.CONNECT, "refused")).retryable
+    invalid = _error_result(FetchError(ErrorCode.INVALID_URL, "bad"))
+    assert not invalid.retryable
+    refused = _error_result(FetchError(ErrorCode.CONNECT, "refused"))
+    assert refused.retryable
+    # Refused here, nothing was sent; a refused connection was a POST tried on the network.
+    assert (blocked.sent, invalid.sent, refused.sent) == (False, False, True)
+
+
+def test_a_callback_no_request_can_be_made_to_is_refused_before_sending() -> None:
+    for url in ("http://\u2488.example/hook", "http://hooks.example:0/", "ftp://hooks.example/"):
+        with pytest.raises(FetchError) as refused:
+            _callback_target(url)
+        assert refused.value.code == ErrorCode.INVALID_URL
+    assert str(_callback_target("https://Hooks.Example/in#x")) == "https://hooks.example/in"
 
 
 def test_webhook_guard_follows_the_fetch_guard_unless_set() -> None:

@@ -82,7 +82,11 @@ async def job_page(job_id: str) -> HTMLResponse:
 @router.get(STATIC_PREFIX + "/{path:path}")
 async def static_file(path: str) -> FileResponse:
     """A file under ``api/static``; nothing outside it, whatever the path says."""
-    candidate = (STATIC_DIR / path).resolve()
-    if not candidate.is_relative_to(STATIC_DIR) or not candidate.is_file():
+    try:
+        candidate = (STATIC_DIR / path).resolve()
+        found = candidate.is_relative_to(STATIC_DIR) and candidate.is_file()
+    except (OSError, ValueError):  # a name too long for the file system, and the like
+        found = False
+    if not found:
         raise HTTPException(status.HTTP_404_NOT_FOUND, "no such file")
     return FileResponse(candidate, headers={**NO_STORE, "X-Content-Type-Options": "nosniff"})

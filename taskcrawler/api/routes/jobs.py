@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Any
 from uuid import UUID
 
@@ -9,6 +8,7 @@ from fastapi.responses import Response
 
 from taskcrawler.api.deps import CallerDep, ServicesDep
 from taskcrawler.api.idempotency import IdempotencyKey, answer_once
+from taskcrawler.api.inputs import Instant
 from taskcrawler.api.schemas import (
     BatchCreate,
     BatchItem,
@@ -94,8 +94,8 @@ async def list_jobs(
     caller: CallerDep,
     status_: Annotated[list[JobStatus] | None, Query(alias="status")] = None,
     host: Annotated[str | None, Query(max_length=255)] = None,
-    created_after: datetime | None = None,
-    created_before: datetime | None = None,
+    created_after: Instant | None = None,
+    created_before: Instant | None = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     cursor: Annotated[str | None, Query(max_length=200)] = None,
 ) -> JobPage:
