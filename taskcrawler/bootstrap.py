@@ -80,6 +80,11 @@ async def storage_only(settings: Settings, *, pool_size: int) -> AsyncIterator[S
         await storage.close()
 
 
+def key_service(storage: Storage, settings: Settings) -> KeyService:
+    """Keys as the API and ``taskcrawler keys`` manage them, on ``storage``."""
+    return KeyService(storage.keys, required=settings.auth_required)
+
+
 # --- the API ------------------------------------------------------------------------------------
 
 
@@ -133,7 +138,7 @@ def api_services(
         jobs=jobs,
         content=ContentService(jobs, storage.content),
         deliveries=DeliveryService(jobs, storage.webhooks),
-        keys=KeyService(storage.keys, required=runtime.settings.auth_required),
+        keys=key_service(storage, runtime.settings),
         idempotency=IdempotencyService(storage.idempotency),
         health=HealthService(storage.db.ping, runtime.queue.ping),
         mapper=MapService(page_fetcher, runtime.settings),

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, TypeVar
 from taskcrawler.settings import Settings
 
 if TYPE_CHECKING:  # imported when a command runs: `taskcrawler --help` stays fast
-    from taskcrawler.storage.ports import KeyRepository
+    from taskcrawler.service.keys import KeyService
 
 T = TypeVar("T")
 
@@ -62,15 +62,28 @@ def add_keys_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     rotate.set_defaults(func=cmd_keys_rotate_secret)
 
 
-def _with_keys(settings: Settings, action: Callable[[KeyRepository], Awaitable[T]]) -> T:
-    from taskcrawler.bootstrap import storage_only
+def _with_keys(settings: Settings, action: Callable[[KeyService], Awaitable[T]]) -> T:
+    from taskcrawler.bootstrap import key_service, storage_only
     from taskcrawler.cli.main import run_async
 
     async def main() -> T:
         async with storage_only(settings, pool_size=1) as storage:
-            return await action(storage.keys)
+            return await action(key_service(storage, settings))
 
     return run_async(main())
+
+
+def _on_key(
+    settings: Settings, key_id: str, action: Callable[[KeyService], Awaitable[T]]
+) -> T | None:
+    """What ``action`` returns, or None when ``key_id`` is unknown or revoked (after saying so)."""
+    from taskcrawler.domain.errors import NotFound
+
+    try:
+        return _with_keys(settings, action)
+    except NotFound:
+        sys.stderr.write(f"no active key {key_id}\n")
+        return None
 
 
 def cmd_keys_create(settings: Settings, args: argparse.Namespace) -> int:
@@ -133,19 +146,22 @@ def _malformed(key_id: str) -> bool:
 def cmd_keys_revoke(settings: Settings, args: argparse.Namespace) -> int:
     if _malformed(args.key_id):
         return 2
-    if _with_keys(settings, lambda keys: keys.revoke(args.key_id)):
-        sys.stdout.write(f"revoked {args.key_id}\n")
-        return 0
-    sys.stderr.write(f"no active key {args.key_id}\n")
-    return 1
+    if _on_key(settings, args.key_id, lambda keys: _revoked(keys, args.key_id)) is None:
+        return 1
+    sys.stdout.write(f"revoked {args.key_id}\n")
+    return 0
+
+
+async def _revoked(keys: KeyService, key_id: str) -> str:
+    await keys.revoke(key_id)
+    return key_id
 
 
 def cmd_keys_rotate_secret(settings: Settings, args: argparse.Namespace) -> int:
     if _malformed(args.key_id):
         return 2
-    key = _with_keys(settings, lambda keys: keys.rotate_webhook_secret(args.key_id))
+    key = _on_key(settings, args.key_id, lambda keys: keys.rotate_webhook_secret(args.key_id))
     if key is None:
-        sys.stderr.write(f"no active key {args.key_id}\n")
         return 1
     sys.stderr.write(
         f"new webhook secret of key {key.id} ({key.name}); the old one no longer signs "
