@@ -93,11 +93,26 @@ INSERT_NEW_JOBS = (
 
 # --- work --------------------------------------------------------------------------------------
 
+
+def _status_is(column: str, status: str) -> str:
+    """``column = status`` as a guard on rows found by their id, spelled so that no index can
+    serve it (PostgreSQL indexes no ``IS NOT DISTINCT FROM``; the column is never NULL).
+
+    Statistics taken while no job had ``status`` make PostgreSQL expect one such row. Any index
+    holding the status then looks cheaper than the primary key: a partial one on it, or, since
+    PostgreSQL 18's skip scan, ``ix_jobs_owner_status_created`` past its leading owner. Either
+    way the statement would read every job of that status to find the few it names, a cost
+    that grows with the backlog. As a filter only, the status is never the way in.
+    """
+    return f"{column} IS NOT DISTINCT FROM '{status}'"
+
+
 #: The claim: one text for every batch size, its ids one array parameter.
 CLAIM_JOBS = (
     f"UPDATE jobs SET status = '{PROCESSING}', lease_token = $2, lease_expires_at = $3,"
     " started_at = $4, dispatch_at = NULL"
-    f" WHERE id = ANY($1::UUID[]) AND status = '{PENDING}' AND next_attempt_at IS NULL"
+    f" WHERE id = ANY($1::UUID[]) AND {_status_is('status', PENDING)}"
+    " AND next_attempt_at IS NULL"
     f" RETURNING {', '.join(CLAIMED_COLUMNS)}"
 )
 
@@ -113,6 +128,6 @@ def guarded_outcome_update(keys: tuple[str, ...]) -> tuple[str, ArrayColumns]:
         f"UPDATE jobs SET {', '.join(sets)}"
         f" FROM {unnested(columns)} AS v({', '.join(keys)})"
         f" WHERE jobs.id = v.b_id AND jobs.lease_token = v.b_token"
-        f" AND jobs.status = '{PROCESSING}' RETURNING jobs.id"
+        f" AND {_status_is('jobs.status', PROCESSING)} RETURNING jobs.id"
     )
     return sql, columns
