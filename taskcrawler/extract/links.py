@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from selectolax.lexbor import LexborAttributes, LexborHTMLParser, LexborNode
@@ -9,6 +10,11 @@ from selectolax.lexbor import LexborAttributes, LexborHTMLParser, LexborNode
 from taskcrawler.extract.urls import Resolver
 
 LINK_SELECTOR = "a[href], area[href]"
+#: Links kept per page: a page of 200,000 links is counted whole, not stored whole.
+MAX_LINKS_PER_PAGE = 5_000
+#: Longer hrefs are no links we keep (a job's own URL may have 2,048); longer texts are cut.
+MAX_HREF_CHARS = 8_192
+MAX_TEXT_CHARS = 2_048
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,16 +36,16 @@ def rel_tokens(value: str | None) -> tuple[str, ...]:
 
 
 def _anchor_text(node: LexborNode) -> str:
-    text = " ".join(node.text(deep=True, separator=" ").split())
+    text = " ".join(node.text(deep=True, separator=" ").split())[:MAX_TEXT_CHARS]
     if text:
         return text
     for attr in ("aria-label", "title"):
         value = node.attributes.get(attr)
         if value and value.strip():
-            return " ".join(value.split())
+            return " ".join(value.split())[:MAX_TEXT_CHARS]
     img = node.css_first("img[alt]")
     alt = img.attributes.get("alt") if img is not None else None
-    return " ".join(alt.split()) if alt else ""
+    return " ".join(alt.split())[:MAX_TEXT_CHARS] if alt else ""
 
 
 _Target = tuple[str, bool, LexborNode, LexborAttributes]
@@ -53,58 +59,65 @@ def _link_nodes(tree: LexborHTMLParser) -> list[LexborNode]:
     return tree.tags("a")
 
 
-def _targets(tree: LexborHTMLParser, resolver: Resolver) -> list[_Target]:
+def _targets(tree: LexborHTMLParser, resolver: Resolver) -> Iterator[_Target]:
     """Every distinct web target in document order: (url, internal, first anchor, its attrs)."""
     seen: set[str] = set()
-    found: list[_Target] = []
     classify = resolver.classify
     for node in _link_nodes(tree):
         attrs = node.attrs  # lazier than .attributes, which copies every attribute
         href = attrs.get("href")
-        if not href or href.lstrip().startswith("#"):
+        if not href or href.lstrip().startswith("#") or len(href) > MAX_HREF_CHARS:
             continue  # same-page fragments are not links to another document
         target = classify(href)
         if target is None or target[0] in seen:
             continue
         seen.add(target[0])
-        found.append((target[0], target[1], node, attrs))
-    return found
+        yield target[0], target[1], node, attrs
 
 
-def collect_links(tree: LexborHTMLParser, resolver: Resolver, *, page_nofollow: bool) -> list[Link]:
-    """The page's links, one per distinct URL (the first anchor wins), in document order."""
+def collect_links(
+    tree: LexborHTMLParser,
+    resolver: Resolver,
+    *,
+    page_nofollow: bool,
+    max_links: int = MAX_LINKS_PER_PAGE,
+) -> tuple[list[Link], dict[str, int]]:
+    """The page's links, one per distinct URL (the first anchor wins), in document order: the
+    first ``max_links`` of them, and the counts of all (:func:`count_links`)."""
     links = []
-    for url, internal, node, attrs in _targets(tree, resolver):
+    internal = nofollow = total = 0
+    for url, is_internal, node, attrs in _targets(tree, resolver):
         rel = rel_tokens(attrs.get("rel"))
-        links.append(
-            Link(
-                url=url,
-                text=_anchor_text(node),
-                rel=rel,
-                internal=internal,
-                nofollow=page_nofollow or "nofollow" in rel,
-            )
-        )
-    return links
+        link_nofollow = page_nofollow or "nofollow" in rel
+        total += 1
+        internal += is_internal
+        nofollow += link_nofollow
+        if total <= max_links:
+            links.append(Link(url, _anchor_text(node), rel, is_internal, link_nofollow))
+    return links, _counts(internal, total, nofollow, max_links)
 
 
-def count_links(links: list[Link]) -> dict[str, int]:
-    internal = sum(1 for link in links if link.internal)
+def count_links(
+    tree: LexborHTMLParser,
+    resolver: Resolver,
+    *,
+    page_nofollow: bool,
+    max_links: int = MAX_LINKS_PER_PAGE,
+) -> dict[str, int]:
+    """The counts of :func:`collect_links`, without building texts (the metadata-only path):
+    internal, external and nofollow links, and whether there are more than ``max_links``."""
+    internal = nofollow = total = 0
+    for target in _targets(tree, resolver):
+        total += 1
+        internal += target[1]
+        nofollow += page_nofollow or "nofollow" in rel_tokens(target[3].get("rel"))
+    return _counts(internal, total, nofollow, max_links)
+
+
+def _counts(internal: int, total: int, nofollow: int, max_links: int) -> dict[str, int]:
     return {
         "internal": internal,
-        "external": len(links) - internal,
-        "nofollow": sum(1 for link in links if link.nofollow),
+        "external": total - internal,
+        "nofollow": nofollow,
+        "truncated": total > max_links,
     }
-
-
-def count_links_fast(
-    tree: LexborHTMLParser, resolver: Resolver, *, page_nofollow: bool
-) -> dict[str, int]:
-    """The same counts as :func:`count_links`, without building texts (the metadata-only path)."""
-    targets = _targets(tree, resolver)
-    internal = sum(1 for target in targets if target[1])
-    if page_nofollow:
-        nofollow = len(targets)
-    else:
-        nofollow = sum(1 for t in targets if "nofollow" in rel_tokens(t[3].get("rel")))
-    return {"internal": internal, "external": len(targets) - internal, "nofollow": nofollow}

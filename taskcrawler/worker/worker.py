@@ -31,7 +31,7 @@ from taskcrawler.queue import JobQueue
 from taskcrawler.settings import Settings
 from taskcrawler.storage import WorkStore
 from taskcrawler.worker.content import page_content
-from taskcrawler.worker.parsing import PageParser
+from taskcrawler.worker.parsing import PageParser, ParseTimeout
 from taskcrawler.worker.sweeper import Sweeper
 
 log = logging.getLogger(__name__)
@@ -82,7 +82,12 @@ class Worker:
         self.store = store
         self.queue = queue
         self.fetcher = fetcher
-        self.parser = PageParser(extractor)
+        self.parser = PageParser(
+            extractor,
+            timeout=settings.parse_timeout_seconds,
+            processes=settings.parse_processes,
+            max_links=settings.max_links_per_page,
+        )
         self.rng = rng or random.Random()
         self.stats = WorkerStats()
         self.sweeper = Sweeper(settings, store, queue)
@@ -117,7 +122,7 @@ class Worker:
         for task in helpers:
             task.cancel()
         await asyncio.gather(*helpers, return_exceptions=True)
-        self.parser.close()
+        await self.parser.aclose()
 
     async def _shutdown(self) -> None:
         """Let in-flight jobs finish within the grace period; hand the rest back, unrepeated."""
@@ -277,16 +282,14 @@ class Worker:
             extraction = await self.parser.extract(
                 page.body, url=page.final_url, charset=page.charset, formats=job.formats
             )
+        except ParseTimeout as exc:
+            # Permanent: the same page would overrun again. Logged without a traceback, it is
+            # the page's doing, not ours.
+            log.warning("parse timeout for %s: %s", job.url, exc)
+            return _unparsed(job, page, ErrorCode.PARSE_TIMEOUT, str(exc))
         except Exception as exc:
             log.exception("extraction failed for %s", job.url)
-            return Outcome(
-                job=job,
-                http_status=page.status,
-                final_url=page.final_url,
-                content_type=page.content_type,
-                error_code=ErrorCode.EXTRACTION,
-                error_message=f"{type(exc).__name__}: {exc}",
-            )
+            return _unparsed(job, page, ErrorCode.EXTRACTION, f"{type(exc).__name__}: {exc}")
         return Outcome(
             job=job,
             http_status=page.status,
@@ -421,6 +424,18 @@ def _conditional_headers(job: ClaimedJob) -> dict[str, str] | None:
     if job.last_modified:
         headers["If-Modified-Since"] = job.last_modified
     return headers or None
+
+
+def _unparsed(job: ClaimedJob, page: FetchedPage, code: ErrorCode, message: str) -> Outcome:
+    """A page fetched but not parsed: FAILED at once, the same page would fail again."""
+    return Outcome(
+        job=job,
+        http_status=page.status,
+        final_url=page.final_url,
+        content_type=page.content_type,
+        error_code=code,
+        error_message=message,
+    )
 
 
 def _held_bytes(outcome: Outcome) -> int:
