@@ -1,24 +1,24 @@
 """Where a page is parsed: inline, in a thread, or in a pool of processes with a deadline.
 
 Nothing one page does may hold parsing for the others. What can take long is known and measured
-(``python -m bench.parse_stall``, ``python -m bench.parse_lanes``):
+(``python -m bench.parse_stall``; worst cases on this shared 2-core machine while busy):
 
-* lexbor's parse grows with nesting depth x tags: 10,000 nested divs took 0.5 s here, 40,000
-  took 5.6 s, 200,000 some 140 s (``extract`` cuts nesting past 512 levels on pages with many
-  tags: :mod:`taskcrawler.extract.nesting`);
-* some of our own Python work grows faster than the page on hostile markup (2,000 nested links
-  took 0.19 s to collect), and holds the GIL, as does all of it on big pages.
+* lexbor's parse grows with nesting depth x tags: 10,000 nested divs took 0.3-0.5 s, 40,000
+  took 5.6 s, 200,000 over two minutes. ``extract`` cuts nesting past 512 levels on pages with
+  many tags (:mod:`taskcrawler.extract.nesting`), so below that many tags a parse stays short;
+* rendering Markdown and text costs about 0.17 ms per element of some shapes (a list of links),
+  holding the GIL, and all our Python work grows with the page.
 
 So the lane is chosen by size and by tag count (``<`` counted, a memchr over the bytes):
 
-* inline: small pages with few tags, nearly all of them; a hand-off would cost more than the
-  parse, and the worst such page measured stays under 25 ms;
-* a thread: up to 512 KB and 5,000 tags; lexbor releases the GIL while it parses, and the worst
-  such page measured took about 0.15 s;
+* inline: up to 64 KB and 500 tags, where a hand-off would cost more than the parse. Nearly
+  all small pages; the worst measured took 1 ms for metadata, 88 ms with every format;
+* a thread: up to 512 KB and 2,000 tags; lexbor releases the GIL while it parses. The worst
+  measured took about 20 ms for metadata, 0.33 s with every format;
 * processes: every other page, in a pool of ``parse_processes`` children. Each parse there has
   ``parse_timeout_seconds``: past it the child is killed (a new one replaces it on the next
-  parse) and :class:`ParseTimeout` is raised, so a pathological page costs its own job and the
-  others wait at most that long for a free child.
+  parse) and :class:`ParseTimeout` is raised, so a pathological page costs its own job, and the
+  others wait at most that long for a free process.
 """
 
 from __future__ import annotations
@@ -33,10 +33,10 @@ from taskcrawler.extract.links import MAX_LINKS_PER_PAGE
 
 #: Parsed inline up to this size and this many tags.
 INLINE_PARSE_LIMIT = 64 * 1024
-INLINE_TAG_LIMIT = 1_500
+INLINE_TAG_LIMIT = 500
 #: Parsed in a thread up to this size and this many tags; the rest goes to the processes.
 THREAD_PARSE_LIMIT = 512 * 1024
-THREAD_TAG_LIMIT = 5_000
+THREAD_TAG_LIMIT = 2_000
 DEFAULT_TIMEOUT_SECONDS = 15.0
 DEFAULT_PROCESSES = 2
 

@@ -120,3 +120,23 @@ async def test_closing_the_pool_ends_its_processes() -> None:
     assert len(children) == 2
     await pool.aclose()
     assert all(child.process.returncode == 0 for child in children)
+
+
+async def test_a_process_that_holds_too_much_memory_is_replaced() -> None:
+    pool = ProcessPool(1, timeout=30.0, recycle_above_mb=0)  # every process holds more
+    try:
+        first, second = await pool.run(os.getpid), await pool.run(os.getpid)
+    finally:
+        await pool.aclose()
+    assert first != second
+    assert (pool.started, pool.recycled, pool.killed) == (2, 2, 0)
+
+
+async def test_a_process_within_its_memory_is_used_again() -> None:
+    pool = ProcessPool(1, timeout=30.0)
+    try:
+        first, second = await pool.run(os.getpid), await pool.run(os.getpid)
+    finally:
+        await pool.aclose()
+    assert first == second
+    assert (pool.started, pool.recycled) == (1, 0)
