@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 
 from selectolax.lexbor import LexborAttributes, LexborHTMLParser, LexborNode
@@ -59,9 +58,10 @@ def _link_nodes(tree: LexborHTMLParser) -> list[LexborNode]:
     return tree.tags("a")
 
 
-def _targets(tree: LexborHTMLParser, resolver: Resolver) -> Iterator[_Target]:
+def _targets(tree: LexborHTMLParser, resolver: Resolver) -> list[_Target]:
     """Every distinct web target in document order: (url, internal, first anchor, its attrs)."""
     seen: set[str] = set()
+    found: list[_Target] = []
     classify = resolver.classify
     for node in _link_nodes(tree):
         attrs = node.attrs  # lazier than .attributes, which copies every attribute
@@ -72,7 +72,8 @@ def _targets(tree: LexborHTMLParser, resolver: Resolver) -> Iterator[_Target]:
         if target is None or target[0] in seen:
             continue
         seen.add(target[0])
-        yield target[0], target[1], node, attrs
+        found.append((target[0], target[1], node, attrs))
+    return found
 
 
 def collect_links(
@@ -84,17 +85,20 @@ def collect_links(
 ) -> tuple[list[Link], dict[str, int]]:
     """The page's links, one per distinct URL (the first anchor wins), in document order: the
     first ``max_links`` of them, and the counts of all (:func:`count_links`)."""
+    targets = _targets(tree, resolver)
     links = []
-    internal = nofollow = total = 0
-    for url, is_internal, node, attrs in _targets(tree, resolver):
+    for url, internal, node, attrs in targets[:max_links]:
         rel = rel_tokens(attrs.get("rel"))
-        link_nofollow = page_nofollow or "nofollow" in rel
-        total += 1
-        internal += is_internal
-        nofollow += link_nofollow
-        if total <= max_links:
-            links.append(Link(url, _anchor_text(node), rel, is_internal, link_nofollow))
-    return links, _counts(internal, total, nofollow, max_links)
+        links.append(
+            Link(
+                url=url,
+                text=_anchor_text(node),
+                rel=rel,
+                internal=internal,
+                nofollow=page_nofollow or "nofollow" in rel,
+            )
+        )
+    return links, _counts(targets, page_nofollow, max_links)
 
 
 def count_links(
@@ -106,18 +110,18 @@ def count_links(
 ) -> dict[str, int]:
     """The counts of :func:`collect_links`, without building texts (the metadata-only path):
     internal, external and nofollow links, and whether there are more than ``max_links``."""
-    internal = nofollow = total = 0
-    for target in _targets(tree, resolver):
-        total += 1
-        internal += target[1]
-        nofollow += page_nofollow or "nofollow" in rel_tokens(target[3].get("rel"))
-    return _counts(internal, total, nofollow, max_links)
+    return _counts(_targets(tree, resolver), page_nofollow, max_links)
 
 
-def _counts(internal: int, total: int, nofollow: int, max_links: int) -> dict[str, int]:
+def _counts(targets: list[_Target], page_nofollow: bool, max_links: int) -> dict[str, int]:
+    internal = sum(1 for target in targets if target[1])
+    if page_nofollow:
+        nofollow = len(targets)
+    else:
+        nofollow = sum(1 for t in targets if "nofollow" in rel_tokens(t[3].get("rel")))
     return {
         "internal": internal,
-        "external": total - internal,
+        "external": len(targets) - internal,
         "nofollow": nofollow,
-        "truncated": total > max_links,
+        "truncated": len(targets) > max_links,
     }

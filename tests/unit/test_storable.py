@@ -19,6 +19,7 @@ from taskcrawler.domain.storable import (
     MAX_JSON_DEPTH,
     MAX_REL_CHARS,
     REPLACEMENT,
+    storable_content,
     storable_json,
     storable_outcome,
     storable_text,
@@ -201,7 +202,7 @@ def test_a_clean_outcome_is_unchanged(text: str) -> None:
             texts={"text": text}, links=(OutLink("http://x.test/", text, ("next",), True, False),)
         ),
     )
-    assert storable_outcome(outcome) == outcome
+    assert storable_outcome(outcome) is outcome  # nothing copied when nothing changes
 
 
 @pytest.mark.parametrize(
@@ -228,3 +229,33 @@ def test_an_unstorable_outcome_fails_at_once_with_nothing_of_the_page() -> None:
     assert failed.content is None and failed.result is None and failed.final_url is None
     assert failed.error_message is not None and is_storable(failed.error_message)
     assert len(failed.error_message) <= 500
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        OutLink("http://x.test/\x00", "t", (), True, False),
+        OutLink("http://x.test/", "caf\udce9", (), True, False),
+        OutLink("http://x.test/", "t", ("no\x00follow",), True, True),
+        OutLink("http://x.test/", "t", ("x" * 200, "y" * 100), True, False),
+    ],
+)
+def test_one_bad_link_among_many_is_cleaned_and_the_others_kept_as_they_are(bad: OutLink) -> None:
+    clean = [
+        OutLink(f"http://x.test/{n}", f"link {n} é", ("next",), True, False) for n in range(50)
+    ]
+    links = (*clean[:25], bad, *clean[25:])
+    cleaned = storable_content(PageContent(links=links)).links
+    assert cleaned is not None
+    assert all(
+        after is before for after, before in zip(cleaned, links, strict=True) if before is not bad
+    )
+    [fixed] = [link for link in cleaned if link not in clean]
+    assert is_storable(fixed.url) and is_storable(fixed.text)
+    assert all(is_storable(token) for token in fixed.rel)
+    assert len(" ".join(fixed.rel)) <= MAX_REL_CHARS
+
+
+def test_clean_links_are_kept_as_they_are() -> None:
+    links = tuple(OutLink(f"http://x.test/{n}", "ü", ("a", "b"), True, False) for n in range(9))
+    assert storable_content(PageContent(links=links)).links is links
