@@ -52,7 +52,8 @@ class _Child:
         stdin, stdout = self.process.stdin, self.process.stdout
         assert stdin is not None, "started with a pipe"
         assert stdout is not None, "started with a pipe"
-        stdin.write(_LENGTH.pack(len(payload)) + payload)
+        stdin.write(_LENGTH.pack(len(payload)))
+        stdin.write(payload)  # not concatenated: a page may be 10 MB, copied on the loop
         await stdin.drain()
         try:
             (length,) = _LENGTH.unpack(await stdout.readexactly(_LENGTH.size))
