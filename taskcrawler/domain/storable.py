@@ -5,9 +5,9 @@ and keys; no driver can encode a lone surrogate (U+D800-U+DFFF), which a Python 
 aiohttp decodes header bytes that are not UTF-8 to them, and JSON may spell them ``\\ud800``.
 Each becomes U+FFFD, the replacement character, as an HTML parser does with NUL. SQLite would
 keep a NUL, but the text is cleaned the same way for both databases so that they store the same
-thing. JSON values lose what orjson (which serializes them for both) cannot write: integers
-beyond 64 bits become floats, nesting deeper than :data:`MAX_JSON_DEPTH` becomes null (and orjson
-itself writes NaN and the infinities as null).
+thing. A JSON value that orjson (which serializes JSON for both) cannot write is rebuilt:
+integers beyond 64 bits become floats, and nesting past 254 levels is cut at
+:data:`MAX_JSON_DEPTH` (orjson itself writes NaN and the infinities as null).
 
 Strings bound for the schema's width-limited columns are cut to that width here: PostgreSQL
 would truncate them in a cast, or refuse them, where SQLite keeps them whole.
@@ -36,7 +36,8 @@ MAX_ERROR_CODE_CHARS = 64
 MAX_REL_CHARS = 255
 #: An error message is ours, but it may quote the page (a header, an exception's text).
 MAX_ERROR_MESSAGE_CHARS = 2000
-#: orjson refuses to write deeper than 254 levels; what lies below this depth becomes null.
+#: orjson refuses to write deeper than 254 levels; a value rebuilt for that (or for another
+#: reason) keeps this many, and null below them.
 MAX_JSON_DEPTH = 128
 
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")

@@ -7,6 +7,7 @@ from asyncpg.exceptions import _base as asyncpg_base
 
 from taskcrawler.common.errors import translate_errors
 from taskcrawler.domain import StorageUnavailable, UnstorableData
+from taskcrawler.domain.storable import storable_text
 
 #: SQLSTATEs (or their class) of a PostgreSQL that is going away or not back yet: 08 connection
 #: exceptions, 57P01-57P03 shutting down or "the database system is starting up", 53300 too many
@@ -69,7 +70,8 @@ def _write_error(exc: Exception) -> Exception | None:
     refused = _refused_data(exc)
     if refused is None:
         return None
-    return UnstorableData(f"{type(refused).__name__}: {refused}")
+    # The driver's message may quote the value it refused: cleaned, to be logged and stored.
+    return UnstorableData(storable_text(f"{type(refused).__name__}: {refused}", 500))
 
 
 #: Decorator for writes of data from the web: "the database is down" and "the database refused
