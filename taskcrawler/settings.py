@@ -83,6 +83,24 @@ class Settings(BaseSettings):
         description="Keep every fetched body (gzip) so `taskcrawler reextract` can rebuild "
         "results without fetching again.",
     )
+    parse_timeout_seconds: float = Field(
+        15.0,
+        gt=0,
+        description="Deadline of one page's parse in a parser process; past it the process is "
+        "killed and the job FAILED as parse_timeout.",
+    )
+    parse_processes: int = Field(
+        2,
+        ge=1,
+        description="Parser processes per worker, for big pages and pages with many tags "
+        "(small ones are parsed in the worker itself).",
+    )
+    max_links_per_page: int = Field(
+        5_000,
+        ge=0,
+        description="Links kept per page (the `links` format); the metadata counts them all and "
+        "says `truncated`.",
+    )
     respect_robots: bool = Field(True, description="Obey robots.txt.")
     robots_cache_seconds: float = Field(
         3600.0, ge=0, description="How long a robots.txt is cached."

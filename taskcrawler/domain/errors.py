@@ -30,6 +30,9 @@ class ErrorCode(StrEnum):
     HOST_BUSY = "host_busy"  # raised with transient=True: politeness had no slot in time
     # Redis (shared politeness, robots cache) unreachable while fetching: not the page's fault
     QUEUE_UNAVAILABLE = "queue_unavailable"
+    # permanent: the same page would do it again
+    PARSE_TIMEOUT = "parse_timeout"  # its parse overran TASKCRAWLER_PARSE_TIMEOUT_SECONDS
+    UNSTORABLE = "unstorable_result"  # the database refused what the page produced
 
 
 TRANSIENT_CODES = frozenset(
@@ -106,3 +109,8 @@ class StorageUnavailable(ServiceUnavailable):
 
 class QueueUnavailable(ServiceUnavailable):
     dependency = "queue"
+
+
+class UnstorableData(Exception):
+    """The database refused a value of what was being written: the data's fault, not the
+    connection's, so writing it again would fail again."""

@@ -15,7 +15,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from taskcrawler.extract.content import main_content
 from taskcrawler.extract.decode import decode_html
-from taskcrawler.extract.links import Link, collect_links, count_links, count_links_fast
+from taskcrawler.extract.links import MAX_LINKS_PER_PAGE, Link, collect_links, count_links
 from taskcrawler.extract.metadata import (
     HeadInfo,
     head_metadata,
@@ -23,6 +23,7 @@ from taskcrawler.extract.metadata import (
     read_head,
     read_json_ld,
 )
+from taskcrawler.extract.nesting import limit_nesting
 from taskcrawler.extract.render import Renderer
 from taskcrawler.extract.urls import Resolver
 
@@ -53,13 +54,12 @@ def _check_formats(formats: Collection[str]) -> frozenset[str]:
 
 
 def _link_counts(
-    tree: LexborHTMLParser, resolver: Resolver, info: HeadInfo, *, want_links: bool
+    tree: LexborHTMLParser, resolver: Resolver, info: HeadInfo, *, want_links: bool, max_links: int
 ) -> tuple[list[Link], dict[str, int]]:
     nofollow = "nofollow" in info.robots or "none" in info.robots.split()
     if want_links:
-        links = collect_links(tree, resolver, page_nofollow=nofollow)
-        return links, count_links(links)
-    return [], count_links_fast(tree, resolver, page_nofollow=nofollow)
+        return collect_links(tree, resolver, page_nofollow=nofollow, max_links=max_links)
+    return [], count_links(tree, resolver, page_nofollow=nofollow, max_links=max_links)
 
 
 def extract(
@@ -68,20 +68,25 @@ def extract(
     url: str,
     charset: str | None = None,
     formats: Collection[str] = ("metadata",),
+    max_links: int = MAX_LINKS_PER_PAGE,
 ) -> Extraction:
     """Parse ``body`` (the page as fetched, whose final URL is ``url``) and return what it says.
 
-    ``charset`` is the one from the HTTP ``Content-Type`` header, if any. Never raises on any
-    body; raises ``ValueError`` only for a format name not in :data:`FORMATS`.
+    ``charset`` is the one from the HTTP ``Content-Type`` header, if any. At most ``max_links``
+    links are kept (``metadata["links"]`` counts them all and says whether some were cut).
+    Never raises on any body; raises ``ValueError`` only for a format name not in
+    :data:`FORMATS`.
     """
     wanted = _check_formats(formats)
     decoded = decode_html(body, charset)
-    tree = LexborHTMLParser(decoded.text)
+    tree = LexborHTMLParser(limit_nesting(decoded.text))
     info = read_head(tree)
     resolver = Resolver(url, info.base_href)
     metadata = head_metadata(tree, info, resolver)
     json_ld, json_ld_errors = read_json_ld(tree)
-    links, link_counts = _link_counts(tree, resolver, info, want_links="links" in wanted)
+    links, link_counts = _link_counts(
+        tree, resolver, info, want_links="links" in wanted, max_links=max_links
+    )
 
     content = main_content(tree)  # removes the boilerplate from the tree
     metadata.update(

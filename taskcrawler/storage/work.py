@@ -20,7 +20,7 @@ from taskcrawler.storage import webhooks
 from taskcrawler.storage.arrays import ArrayColumns, column_arrays, table_columns, unnested
 from taskcrawler.storage.content import ContentRecord, prepare_content, write_content
 from taskcrawler.storage.database import Database
-from taskcrawler.storage.errors import unavailable_on_connection_errors
+from taskcrawler.storage.errors import unavailable_on_connection_errors, unavailable_or_unstorable
 from taskcrawler.storage.rows import DEFAULT_FORMATS, PENDING, PROCESSING, utcnow
 from taskcrawler.storage.tables import jobs
 
@@ -143,7 +143,7 @@ class WorkStore:
             )
         return result.rowcount
 
-    @unavailable_on_connection_errors
+    @unavailable_or_unstorable
     async def record_outcomes(
         self,
         outcomes: Sequence[Outcome],
@@ -154,7 +154,9 @@ class WorkStore:
         """Persist many attempts in one transaction: COMPLETED, a scheduled retry, or FAILED.
 
         Each write is guarded by the job's lease token, so an attempt that lost its lease (and
-        whose job another worker now holds) changes nothing.
+        whose job another worker now holds) changes nothing. A value the database refuses
+        raises :class:`UnstorableData` and writes nothing of the batch: the caller can then
+        find the outcome at fault by writing them one by one.
         """
         groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for outcome in outcomes:

@@ -19,9 +19,11 @@ from taskcrawler.domain import (
     FetchError,
     Outcome,
     ServiceUnavailable,
+    UnstorableData,
     backoff_delay,
 )
 from taskcrawler.domain.pages import RawPage
+from taskcrawler.domain.storable import storable_outcome, unstorable
 from taskcrawler.extract import Extraction, extract
 from taskcrawler.fetch import FetchedPage, Fetcher
 from taskcrawler.observability import WorkerMetrics, bind_job, log_outcome, outcome_kind
@@ -29,7 +31,7 @@ from taskcrawler.queue import JobQueue
 from taskcrawler.settings import Settings
 from taskcrawler.storage import WorkStore
 from taskcrawler.worker.content import page_content
-from taskcrawler.worker.parsing import PageParser
+from taskcrawler.worker.parsing import PageParser, ParseTimeout
 from taskcrawler.worker.sweeper import Sweeper
 
 log = logging.getLogger(__name__)
@@ -42,6 +44,11 @@ CONSUME_WAIT_SECONDS = 0.5
 #: concurrency and this many bytes of pages; past either, fetching waits for the database.
 WRITE_BACKLOG_FACTOR = 3
 WRITE_BACKLOG_BYTES = 256 * 1024 * 1024
+
+
+#: What a write did with an outcome: the outcome recorded (the one given, or the failure that
+#: replaced it), or the outage that kept it from being written.
+Written = Outcome | ServiceUnavailable
 
 
 @dataclass(slots=True)
@@ -75,7 +82,12 @@ class Worker:
         self.store = store
         self.queue = queue
         self.fetcher = fetcher
-        self.parser = PageParser(extractor)
+        self.parser = PageParser(
+            extractor,
+            timeout=settings.parse_timeout_seconds,
+            processes=settings.parse_processes,
+            max_links=settings.max_links_per_page,
+        )
         self.rng = rng or random.Random()
         self.stats = WorkerStats()
         self.sweeper = Sweeper(settings, store, queue)
@@ -84,7 +96,7 @@ class Worker:
         self._saving_bytes = 0  # the pages those hold
         self._slot_freed = asyncio.Event()
         self._lease_holders: Counter[UUID] = Counter()
-        self._writer: Coalescer[Outcome, None] = Coalescer(
+        self._writer: Coalescer[Outcome, Written] = Coalescer(
             self._persist, max_batch=500, concurrency=store.concurrent_writes
         )
         self._stopping = asyncio.Event()
@@ -110,7 +122,7 @@ class Worker:
         for task in helpers:
             task.cancel()
         await asyncio.gather(*helpers, return_exceptions=True)
-        self.parser.close()
+        await self.parser.aclose()
 
     async def _shutdown(self) -> None:
         """Let in-flight jobs finish within the grace period; hand the rest back, unrepeated."""
@@ -213,7 +225,8 @@ class Worker:
     async def _process(self, job: ClaimedJob) -> None:
         bind_job(job.id)  # every log line of this task carries the job's id
         try:
-            outcome = await self._attempt(job)
+            # Made storable here, once, whatever produced it: a page, a header, an error.
+            outcome = storable_outcome(await self._attempt(job))
             size = _held_bytes(outcome)
             self._saving += 1
             self._saving_bytes += size
@@ -269,16 +282,14 @@ class Worker:
             extraction = await self.parser.extract(
                 page.body, url=page.final_url, charset=page.charset, formats=job.formats
             )
+        except ParseTimeout as exc:
+            # Permanent: the same page would overrun again. Logged without a traceback, it is
+            # the page's doing, not ours.
+            log.warning("parse timeout for %s: %s", job.url, exc)
+            return _unparsed(job, page, ErrorCode.PARSE_TIMEOUT, str(exc))
         except Exception as exc:
             log.exception("extraction failed for %s", job.url)
-            return Outcome(
-                job=job,
-                http_status=page.status,
-                final_url=page.final_url,
-                content_type=page.content_type,
-                error_code=ErrorCode.EXTRACTION,
-                error_message=f"{type(exc).__name__}: {exc}",
-            )
+            return _unparsed(job, page, ErrorCode.EXTRACTION, f"{type(exc).__name__}: {exc}")
         return Outcome(
             job=job,
             http_status=page.status,
@@ -311,14 +322,16 @@ class Worker:
         failures = 0
         while True:
             try:
-                await self._writer.submit(outcome)
-                break
+                written = await self._writer.submit(outcome)
             except ServiceUnavailable as exc:
-                failures += 1
-                delay = backoff_delay(failures, base=0.2, cap=5.0, rng=self.rng)
-                log.warning("cannot save job %s, retrying in %.1fs: %s", outcome.job.id, delay, exc)
-                await asyncio.sleep(delay)
-        self._count(outcome)
+                written = exc
+            if not isinstance(written, ServiceUnavailable):
+                break
+            failures += 1
+            delay = backoff_delay(failures, base=0.2, cap=5.0, rng=self.rng)
+            log.warning("cannot save job %s, retrying in %.1fs: %s", outcome.job.id, delay, written)
+            await asyncio.sleep(delay)
+        self._count(written)
 
     def _count(self, outcome: Outcome) -> None:
         kind = outcome_kind(outcome, self.settings.max_retries)
@@ -326,11 +339,44 @@ class Worker:
         self.metrics.record(outcome, kind)
         log_outcome(outcome, kind)
 
-    async def _persist(self, outcomes: Sequence[Outcome]) -> list[None]:
+    async def _persist(self, outcomes: Sequence[Outcome]) -> list[Written]:
+        """Write a batch in one transaction. If the database refuses a value of one outcome,
+        nothing of the batch is written: then each is written alone, so that only the one at
+        fault fails (see :meth:`_persist_alone`) and the others are recorded as they are."""
+        try:
+            await self._record(outcomes)
+            return list(outcomes)
+        except UnstorableData as exc:
+            if len(outcomes) == 1:
+                return [await self._record_refused(outcomes[0], exc)]
+            log.warning(
+                "a batch of %d outcomes was refused, writing each alone: %s", len(outcomes), exc
+            )
+        return [await self._persist_alone(outcome) for outcome in outcomes]
+
+    async def _persist_alone(self, outcome: Outcome) -> Written:
+        """One outcome, or an outage for its caller to wait out (the others go on)."""
+        try:
+            try:
+                await self._record([outcome])
+            except UnstorableData as exc:
+                return await self._record_refused(outcome, exc)
+        except ServiceUnavailable as exc:
+            return exc
+        return outcome
+
+    async def _record_refused(self, outcome: Outcome, refused: UnstorableData) -> Outcome:
+        """Record the job FAILED as unstorable_result, at once: the same page would be
+        refused again, so fetching it again would only cost another attempt."""
+        failed = unstorable(outcome, str(refused))
+        log.error("the database refused the result of job %s: %s", outcome.job.id, refused)
+        await self._record([failed])
+        return failed
+
+    async def _record(self, outcomes: Sequence[Outcome]) -> None:
         await self.store.record_outcomes(
             outcomes, max_retries=self.settings.max_retries, retry_delay=self._retry_delay
         )
-        return [None] * len(outcomes)
 
     def _retry_delay(self, outcome: Outcome) -> float:
         delay = backoff_delay(
@@ -378,6 +424,18 @@ def _conditional_headers(job: ClaimedJob) -> dict[str, str] | None:
     if job.last_modified:
         headers["If-Modified-Since"] = job.last_modified
     return headers or None
+
+
+def _unparsed(job: ClaimedJob, page: FetchedPage, code: ErrorCode, message: str) -> Outcome:
+    """A page fetched but not parsed: FAILED at once, the same page would fail again."""
+    return Outcome(
+        job=job,
+        http_status=page.status,
+        final_url=page.final_url,
+        content_type=page.content_type,
+        error_code=code,
+        error_message=message,
+    )
 
 
 def _held_bytes(outcome: Outcome) -> int:

@@ -2,8 +2,6 @@
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from datetime import timedelta
 
 import pytest
@@ -15,20 +13,7 @@ from taskcrawler.storage import Database, JobStore, NewJob, WorkStore
 from taskcrawler.storage.jobs import _NEW_JOB_COLUMNS, _new_row
 from taskcrawler.storage.rows import utcnow
 from taskcrawler.storage.tables import job_contents, jobs
-
-
-@dataclass
-class Stores:
-    db: Database
-    jobs: JobStore
-    work: WorkStore
-
-
-@pytest.fixture
-async def store(database_url: str) -> AsyncIterator[Stores]:
-    db = Database.from_url(database_url, pool_size=20)
-    yield Stores(db, JobStore(db), WorkStore(db))
-    await db.close()
+from tests.support.stores import Stores
 
 
 async def new_job(store: Stores, url: str = "http://example.com/") -> ClaimedJob:

@@ -9,6 +9,7 @@ import orjson
 import pytest
 
 from taskcrawler.extract import FORMATS, Extraction, extract
+from taskcrawler.extract.links import MAX_LINKS_PER_PAGE
 from taskcrawler.extract.metadata import MAX_HEADINGS
 
 CORPUS = Path(__file__).resolve().parent.parent / "corpus"
@@ -39,7 +40,7 @@ def load(name: str, *, url: str = NEWS_URL, charset: str | None = None, **kw: ob
 def test_every_corpus_page_has_the_whole_schema_and_is_storable(path: Path) -> None:
     result = extract(path.read_bytes(), url=NEWS_URL, formats=FORMATS)
     assert set(result.metadata) == SCHEMA_KEYS
-    assert set(result.metadata["links"]) == {"internal", "external", "nofollow"}
+    assert set(result.metadata["links"]) == {"internal", "external", "nofollow", "truncated"}
     assert set(result.metadata["headings"]) == {"h1", "h2"}
     assert result.metadata["content_hash"].startswith("sha256:")
     assert result.title == result.metadata["title"]
@@ -135,7 +136,7 @@ def test_page_without_head() -> None:
     meta = load("no_head.html", url="https://example.com/a/b").metadata
     assert meta["title"] == "A page without a head"  # falls back to og:title
     assert meta["headings"]["h2"] == ["Only a subheading"]
-    assert meta["links"] == {"internal": 1, "external": 1, "nofollow": 0}
+    assert meta["links"] == {"internal": 1, "external": 1, "nofollow": 0, "truncated": False}
     assert meta["word_count"] > 10
 
 
@@ -175,7 +176,7 @@ def test_base_href_and_hreflang() -> None:
     assert urls["https://example.com/blog/"].internal
     assert urls["https://www.example.com/about"].internal
     assert not urls["https://static.example.net/docs/v1/changes.html"].internal
-    assert meta["links"] == {"internal": 2, "external": 3, "nofollow": 0}
+    assert meta["links"] == {"internal": 2, "external": 3, "nofollow": 0, "truncated": False}
 
 
 @pytest.mark.parametrize(
@@ -238,7 +239,10 @@ def test_huge_page_generated_at_test_time() -> None:
     assert result.title == "Huge"
     assert result.metadata["word_count"] == 20_000 * 41
     assert result.metadata["links"]["internal"] == 20_000
-    assert len(result.links) == 20_000
+    assert result.metadata["links"]["truncated"] is True
+    assert [link.url for link in result.links] == [
+        f"https://example.com/p/{i}" for i in range(MAX_LINKS_PER_PAGE)
+    ]
     assert (result.markdown or "").count("\n\n") == 20_000 - 1
 
 
