@@ -30,6 +30,12 @@ class ErrorCode(StrEnum):
     HOST_BUSY = "host_busy"  # raised with transient=True: politeness had no slot in time
     # Redis (shared politeness, robots cache) unreachable while fetching: not the page's fault
     QUEUE_UNAVAILABLE = "queue_unavailable"
+    # rendering in a browser
+    RENDER_UNAVAILABLE = "render_unavailable"  # permanent: this worker has no usable browser
+    # permanent: the page was received but its own scripts kept the browser busy past the
+    # deadline (a loop, a DOM that never settles); the same page would hang again on a retry
+    RENDER_TIMEOUT = "render_timeout"
+    RENDER_CRASHED = "render_crashed"  # transient: the browser died; a fresh one is started
 
 
 TRANSIENT_CODES = frozenset(
@@ -43,6 +49,7 @@ TRANSIENT_CODES = frozenset(
         ErrorCode.WORKER_LOST,
         ErrorCode.HOST_BUSY,
         ErrorCode.QUEUE_UNAVAILABLE,
+        ErrorCode.RENDER_CRASHED,
     }
 )
 
