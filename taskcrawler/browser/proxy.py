@@ -85,10 +85,11 @@ class PageTraffic:
     failures: dict[str, FetchError] = field(default_factory=dict)
 
     def received(self, count: int) -> None:
-        self.bytes_received += count
-        if self.bytes_received > self.max_bytes:
+        """Count ``count`` bytes about to be relayed; OverBudget (nothing relayed) past it."""
+        if self.over_budget or self.bytes_received + count > self.max_bytes:
             self.over_budget = True
             raise OverBudget
+        self.bytes_received += count
 
     def refused(self, authority: str, error: FetchError) -> None:
         self.failures[authority] = error
@@ -328,6 +329,8 @@ class PageProxy:
             await _answer(writer, 431, "request head too large")
             return False
         request = _parse_head(head)
+        if self.traffic.over_budget:
+            return False  # the page has had all it may download: nothing more goes out
         self.traffic.requests += 1
         if request.method == "CONNECT":
             await self._tunnel(request, reader, writer)
