@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from selectolax.lexbor import LexborHTMLParser, SelectolaxError
+
 #: Resource types a render can be told not to download (Playwright's names).
 BLOCKABLE_RESOURCES = frozenset({"image", "font", "media"})
 #: The usual choice for text extraction: no images, fonts, audio or video.
@@ -46,8 +48,8 @@ class RenderOptions:
             raise ValueError(f"wait_until must be 'load' or 'networkidle', not {self.wait_until!r}")
         if not 0 <= self.wait_seconds <= MAX_WAIT_SECONDS:
             raise ValueError(f"wait_seconds must be between 0 and {MAX_WAIT_SECONDS:g}")
-        if self.wait_for_selector is not None and not 0 < len(self.wait_for_selector) <= 1000:
-            raise ValueError("wait_for_selector must be a non-empty selector of 1000 characters")
+        if self.wait_for_selector is not None:
+            _check_selector(self.wait_for_selector)
         unknown = set(self.block_resources) - BLOCKABLE_RESOURCES
         if unknown:
             raise ValueError(
@@ -57,6 +59,17 @@ class RenderOptions:
             value = getattr(self, name)
             if not MIN_VIEWPORT <= value <= MAX_VIEWPORT:
                 raise ValueError(f"{name} must be between {MIN_VIEWPORT} and {MAX_VIEWPORT}")
+
+
+def _check_selector(selector: str) -> None:
+    """A CSS selector lexbor can parse (chromium parses what lexbor does), 1000 characters at
+    most: refused here rather than failing in the browser."""
+    if not 0 < len(selector) <= 1000:
+        raise ValueError("wait_for_selector must be a CSS selector of 1 to 1000 characters")
+    try:
+        LexborHTMLParser("").css_first(selector)
+    except SelectolaxError:
+        raise ValueError(f"wait_for_selector is not a CSS selector: {selector!r}") from None
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 import pytest
+from selectolax.lexbor import LexborHTMLParser
 
 from taskcrawler.browser import (
     TEXT_ONLY,
@@ -36,6 +37,8 @@ from taskcrawler.settings import Settings
 from tests.browser.conftest import chromium_path
 from tests.support.hostile import StaticResolver
 from tests.support.render_site import RenderSite
+from tests.unit.test_appshell import CORPUS
+from tests.unit.test_appshell import manifest as appshell_manifest
 
 PUBLIC_IP = ipaddress.ip_address("127.0.0.1")
 GONE_WITHIN_SECONDS = 30.0  # a bound for a hang, not a speed claim
@@ -275,7 +278,7 @@ def reach_url(site: RenderSite, intranet: RenderSite) -> str:
     query = [
         ("fetch", f"http://{inner}/secret"),  # a literal
         ("fetch", f"http://intranet.test:{port}/secret"),  # a name that resolves inward
-        ("fetch", f"http://localhost:{port}/secret"),
+        ("fetch", f"http://0x7f000002:{port}/secret"),  # 127.0.0.2 in hexadecimal
         ("fetch", f"http://[::ffff:127.0.0.2]:{port}/secret"),
         ("fetch", "http://169.254.169.254/latest/meta-data/"),  # cloud metadata
         ("fetch", redirect),  # allowed first hop, refused second
@@ -475,3 +478,32 @@ async def test_playwrights_own_feature_switches_are_kept(
     playwrights, ours = set(lists[0]), set(lists[-1])
     assert playwrights <= ours, playwrights - ours
     assert set(PLAYWRIGHT_DISABLED_FEATURES) <= ours
+
+
+# --- the labels of the render: auto corpus --------------------------------------------------------
+
+#: Words a render must add for a page to count as built in JavaScript.
+GAINED_WORDS = 15
+
+
+def _visible_words(html: bytes | str) -> int:
+    """Every word a reader of the page sees (not the extractor's choice of main content)."""
+    tree = LexborHTMLParser(html)
+    for node in tree.css("script, style, noscript, template"):
+        node.decompose()
+    return len(tree.body.text(separator=" ").split()) if tree.body is not None else 0
+
+
+async def test_the_auto_corpus_labels_are_what_chromium_does(
+    site: RenderSite, renderer: BrowserRenderer
+) -> None:
+    """tests/unit/test_appshell.py trusts the labels; here chromium confirms each of them."""
+    wrong = []
+    for page in appshell_manifest():
+        url = site.url(f"/corpus/{page['file']}")
+        fetched = (CORPUS / page["file"]).read_bytes()
+        rendered = await renderer.render(url, RenderOptions(wait_until="networkidle"))
+        gained = _visible_words(rendered.html) - _visible_words(fetched)
+        if (gained >= GAINED_WORDS) != page["builds_in_js"]:
+            wrong.append((page["file"], gained))
+    assert wrong == []
