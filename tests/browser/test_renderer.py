@@ -12,6 +12,7 @@ import asyncio
 import ipaddress
 import os
 import signal
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -507,3 +508,33 @@ async def test_the_auto_corpus_labels_are_what_chromium_does(
         if (gained >= GAINED_WORDS) != page["builds_in_js"]:
             wrong.append((page["file"], gained))
     assert wrong == []
+
+
+LAUNCH_AND_WAIT = """
+import asyncio, sys
+from taskcrawler.browser.launcher import BrowserProcess
+
+async def main():
+    process = await BrowserProcess.launch(sys.argv[1], timeout_seconds=60)
+    print(process.pgid, process.instance, flush=True)
+    await asyncio.sleep(3600)
+
+asyncio.run(main())
+"""
+
+
+async def test_a_worker_killed_with_kill_9_leaves_no_chromium() -> None:
+    """The driver notices its parent's pipe close and takes the browser with it."""
+    worker = await asyncio.create_subprocess_exec(
+        sys.executable, "-c", LAUNCH_AND_WAIT, chromium_path(), stdout=asyncio.subprocess.PIPE
+    )
+    try:
+        assert worker.stdout is not None
+        async with asyncio.timeout(GONE_WITHIN_SECONDS * 2):
+            line = (await worker.stdout.readline()).decode().split()
+        pgid, instance = int(line[0]), line[1]
+        assert processes.group_members(pgid)
+    finally:
+        worker.kill()
+        await worker.wait()
+    assert await gone(pgid, instance) == []
