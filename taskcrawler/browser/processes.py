@@ -14,9 +14,9 @@ import contextlib
 import os
 import signal
 from dataclasses import dataclass
-from pathlib import Path
 
-PROC = Path("/proc")
+# Plain strings rather than pathlib: every page scans /proc, and pathlib would intern each pid.
+PROC = "/proc"
 PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
 #: The names (``comm``, 15 characters at most) a chromium process can carry.
 CHROMIUM_NAMES = frozenset({"chromium", "chrome", "chrome_crashpad", "headless_shell"})
@@ -39,7 +39,7 @@ class ProcessInfo:
 def read_process(pid: int) -> ProcessInfo | None:
     """One process from ``/proc/<pid>/stat``, or ``None`` if it is gone."""
     try:
-        raw = (PROC / str(pid) / "stat").read_bytes().decode("utf-8", "replace")
+        raw = _read(f"{PROC}/{pid}/stat").decode("utf-8", "replace")
     except OSError:
         return None
     # The name is in parentheses and may itself hold spaces and parentheses.
@@ -56,8 +56,13 @@ def read_process(pid: int) -> ProcessInfo | None:
     )
 
 
+def _read(path: str) -> bytes:
+    with open(path, "rb") as handle:
+        return handle.read()
+
+
 def _pids() -> list[int]:
-    return [int(entry.name) for entry in PROC.iterdir() if entry.name.isdigit()]
+    return [int(name) for name in os.listdir(PROC) if name.isdigit()]
 
 
 def all_processes() -> list[ProcessInfo]:
@@ -78,14 +83,14 @@ def resident_bytes(processes: list[ProcessInfo]) -> int:
 
 def _cmdline(pid: int) -> bytes:
     try:
-        return (PROC / str(pid) / "cmdline").read_bytes()
+        return _read(f"{PROC}/{pid}/cmdline")
     except OSError:
         return b""
 
 
 def _environ(pid: int) -> bytes:
     try:
-        return (PROC / str(pid) / "environ").read_bytes()
+        return _read(f"{PROC}/{pid}/environ")
     except OSError:
         return b""
 

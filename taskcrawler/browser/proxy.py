@@ -150,10 +150,16 @@ class Egress:
     ) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         """A TCP connection to ``host:port``, to an address the guard vetted; FetchError if not."""
         self.guard.check_host(host)
+        deadline = self.settings.connect_timeout_seconds
         try:
-            addresses = await self._addresses(host, port)
+            async with asyncio.timeout(deadline):
+                addresses = await self._addresses(host, port)
         except FetchError:
             raise
+        except TimeoutError:
+            raise FetchError(
+                ErrorCode.DNS, f"{host} did not resolve within {deadline:g} s"
+            ) from None
         except OSError as exc:
             raise FetchError(ErrorCode.DNS, f"the host name did not resolve: {exc}") from None
         last: Exception | None = None

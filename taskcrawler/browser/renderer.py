@@ -282,7 +282,12 @@ class BrowserRenderer:
         deadline = started + self.settings.render_timeout_seconds
         traffic = PageTraffic(max_bytes=self.settings.render_max_bytes)
         state = _PageState()
-        proxy = await PageProxy(self._egress, traffic).start()
+        try:
+            proxy = await PageProxy(self._egress, traffic).start()
+        except OSError as exc:
+            raise FetchError(
+                ErrorCode.RENDER_CRASHED, f"no port for the page's proxy: {exc}"
+            ) from None
         context: BrowserContext | None = None
         try:
             async with asyncio.timeout_at(deadline):
@@ -379,7 +384,9 @@ class BrowserRenderer:
             return max(1.0, left * 1000)
 
         try:
-            await page.goto(start, wait_until="domcontentloaded", timeout=budget_ms())
+            response = await page.goto(start, wait_until="domcontentloaded", timeout=budget_ms())
+            if state.main_response is None:
+                state.main_response = response
         except PlaywrightTimeout:
             raise _deadline_error(state, traffic, start) from None
         except PlaywrightError as exc:
