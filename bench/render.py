@@ -91,12 +91,15 @@ def _kinds(pgid: int) -> list[str]:
 
     kinds = []
     for info in processes.group_members(pgid):
+        # Chromium rewrites its children's titles: the arguments become one string.
         try:
             with open(f"/proc/{info.pid}/cmdline", "rb") as handle:
-                arguments = handle.read().decode("utf-8", "replace").split("\0")
+                title = handle.read().decode("utf-8", "replace").replace("\0", " ")
         except OSError:
-            arguments = []
-        kind = next((a[len("--type=") :] for a in arguments if a.startswith("--type=")), "browser")
+            title = ""
+        kind = title.split("--type=", 1)[1].split(" ", 1)[0] if "--type=" in title else "browser"
+        if "--utility-sub-type=" in title:
+            kind = title.split("--utility-sub-type=", 1)[1].split(" ", 1)[0]
         kinds.append(kind + (" (zombie)" if info.is_zombie else ""))
     return sorted(kinds)
 
