@@ -114,6 +114,16 @@ async def gone(pgid: int, instance: str) -> list[processes.ProcessInfo]:
     return left
 
 
+async def settles_to(renderer: BrowserRenderer, count: int) -> bool:
+    """Whether the browser's live processes come down to ``count`` (a closed page's renderer
+    exits a moment after its context is closed)."""
+    for _ in range(int(GONE_WITHIN_SECONDS / 0.1)):
+        if renderer.browser_processes() <= count:
+            return True
+        await asyncio.sleep(0.1)
+    return False
+
+
 # --- rendering ---------------------------------------------------------------------------------
 
 
@@ -372,7 +382,7 @@ async def test_a_page_that_loops_forever_fails_render_timeout_and_the_next_one_r
         assert "About us" in result.html
         # The stuck renderer was killed with its context; the browser itself lived on.
         assert hasty.browser_pid == pid and hasty.stats.launches == 1
-        assert hasty.browser_processes() <= 2
+        assert await settles_to(hasty, 2)  # the browser and its storage service, no renderer
     finally:
         await hasty.close()
 
@@ -430,7 +440,9 @@ async def test_the_browser_is_recycled_after_n_pages_without_leaks(site: RenderS
     assert recycled.stats.launches == 3  # 8 pages, 3 a browser
     assert recycled.stats.recycled_after_pages == 2
     assert len(browsers) == 3
-    assert 0 < max(counts) <= 2 + 2  # the pool, the browser and its storage service
+    # The pool, the browser and its storage service; momentarily one more, when a page's
+    # renderer is starting while a closed page's renderer is still exiting.
+    assert 0 < max(counts) <= 2 + 2 + 1
     for pgid, instance in browsers:
         assert await gone(pgid, instance) == []
 
