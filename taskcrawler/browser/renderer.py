@@ -48,6 +48,8 @@ log = logging.getLogger(__name__)
 #: A page, a context or a browser that does not close within this long is killed.
 CLOSE_GRACE_SECONDS = 5.0
 LAUNCH_TIMEOUT_SECONDS = 30.0
+#: How long a page has to answer a trivial script before it counts as stuck.
+BUSY_PROBE_SECONDS = 1.0
 #: Part of the deadline kept for reading the DOM and the screenshot once the waits are over.
 RESERVE_SHARE, MAX_RESERVE_SECONDS = 0.25, 5.0
 #: Screenshots over ``max_body_bytes`` are taken again this much shorter than the size asks.
@@ -104,6 +106,7 @@ class _PageState:
     """What one render learned while it ran."""
 
     main_response: Response | None = None
+    document_arrived: bool = False  # the main document's body was received in full
     document_served: bool = False
     skipped: int = 0
     crashed: bool = False
@@ -289,6 +292,7 @@ class BrowserRenderer:
                 ErrorCode.RENDER_CRASHED, f"no port for the page's proxy: {exc}"
             ) from None
         context: BrowserContext | None = None
+        page: Page | None = None
         try:
             async with asyncio.timeout_at(deadline):
                 context = await process.browser.new_context(
@@ -303,13 +307,14 @@ class BrowserRenderer:
                 context.on("page", _close_popup)
                 page.on("crash", lambda _page: setattr(state, "crashed", True))
                 page.on("response", _main_response_recorder(page, state))
+                page.on("requestfinished", _document_arrival_recorder(page, state))
                 await self._route(context, page, start, options, document, state)
                 html, screenshot = await self._drive(page, start, options, traffic, state, deadline)
                 main = state.main_response
                 assert main is not None
                 final_url, headers = page.url, await main.all_headers()
         except TimeoutError:
-            raise _deadline_error(state, traffic, start) from None
+            raise await _deadline_error(page, state, traffic, start) from None
         except PlaywrightError as exc:
             raise _browser_error(exc, process, state, traffic, start) from None
         finally:
@@ -388,7 +393,7 @@ class BrowserRenderer:
             if state.main_response is None:
                 state.main_response = response
         except PlaywrightTimeout:
-            raise _deadline_error(state, traffic, start) from None
+            raise await _deadline_error(page, state, traffic, start) from None
         except PlaywrightError as exc:
             if "interrupted by another navigation" not in str(exc):
                 raise _navigation_error(exc, state, traffic, start) from None
@@ -527,6 +532,14 @@ def _main_response_recorder(page: Page, state: _PageState) -> Callable[[Response
     return record
 
 
+def _document_arrival_recorder(page: Page, state: _PageState) -> Callable[[Request], None]:
+    def record(request: Request) -> None:
+        if request.is_navigation_request() and request.frame == page.main_frame:
+            state.document_arrived = True
+
+    return record
+
+
 def _close_popup(popup: Page) -> None:
     """Pages a page opens (window.open, target=_blank) are closed at once: each would be
     another renderer process, and nothing is extracted from them."""
@@ -547,9 +560,13 @@ def _first_line(exc: BaseException) -> str:
     return text.splitlines()[0]
 
 
-def _deadline_error(state: _PageState, traffic: PageTraffic, start: str) -> FetchError:
-    """Past the deadline: the page's own fault once its document arrived, else the network's."""
-    if state.main_response is not None:
+async def _deadline_error(
+    page: Page | None, state: _PageState, traffic: PageTraffic, start: str
+) -> FetchError:
+    """Past the deadline: the page's own fault when its scripts keep the browser busy (its
+    document arrived in full, or the page does not answer a trivial script), else the
+    network's: a document that never came, or that is still dripping in."""
+    if state.document_arrived or (state.main_response is not None and await _busy(page)):
         return FetchError(
             ErrorCode.RENDER_TIMEOUT,
             "the page's scripts kept the browser busy past the render deadline",
@@ -558,7 +575,24 @@ def _deadline_error(state: _PageState, traffic: PageTraffic, start: str) -> Fetc
     refused = traffic.failures.get(_authority(start))
     if refused is not None:
         return refused
+    if state.main_response is not None:
+        return FetchError(ErrorCode.TIMEOUT, f"the document of {start} did not finish in time")
     return FetchError(ErrorCode.TIMEOUT, f"the document of {start} did not arrive in time")
+
+
+async def _busy(page: Page | None) -> bool:
+    """Whether the page's main thread is stuck: it cannot run ``1`` within a second (while a
+    document is merely slow to arrive, the page still runs scripts between its chunks)."""
+    if page is None:
+        return False
+    try:
+        async with asyncio.timeout(BUSY_PROBE_SECONDS):
+            await page.evaluate("1")
+    except TimeoutError:
+        return True
+    except PlaywrightError:
+        return False
+    return False
 
 
 def _browser_error(

@@ -387,6 +387,18 @@ async def test_a_page_that_loops_forever_fails_render_timeout_and_the_next_one_r
         await hasty.close()
 
 
+async def test_a_document_that_never_finishes_is_a_transient_timeout(site: RenderSite) -> None:
+    """Not the page's scripts but the server: retried, like a fetch that timed out."""
+    hasty = new_renderer(render_timeout_seconds=3.0)
+    site.slow_release.clear()
+    try:
+        error = await render_error(hasty, site.url("/drip"))
+    finally:
+        site.slow_release.set()
+        await hasty.close()
+    assert error.code == ErrorCode.TIMEOUT and error.transient
+
+
 async def test_chromium_killed_mid_render_is_transient_and_replaced(site: RenderSite) -> None:
     crashy = new_renderer()
     try:

@@ -44,8 +44,8 @@ LOOP_INLINE = (
     "<!doctype html><html><body><script>while (true) {}</script><p>never</p></body></html>"
 )
 LOOP_LATER = (
-    "<!doctype html><html><body><p>Loaded, then busy.</p>"
-    "<script>setTimeout(() => { while (true) {} }, 50);</script></body></html>"
+    "<!doctype html><html><body><p>Parsed, then busy.</p>"
+    "<script>addEventListener('load', () => { while (true) {} });</script></body></html>"
 )
 
 # Every way a page can reach for an address: fetch, an image, an iframe, a WebSocket, a
@@ -148,6 +148,7 @@ class RenderSite:
                 web.get("/heavy", self._heavy),
                 web.get("/blob", self._blob),
                 web.get("/slow", self._slow),
+                web.get("/drip", self._drip),
                 web.get("/status/{code}", self._status),
                 web.get("/local-files", _page(LOCAL_FILES)),
                 web.get("/service-worker", _page(SERVICE_WORKER)),
@@ -225,6 +226,14 @@ class RenderSite:
         self.slow_arrived.set()
         await self.slow_release.wait()
         return web.Response(text="<html><body>slow</body></html>", content_type="text/html")
+
+    async def _drip(self, request: web.Request) -> web.StreamResponse:
+        """A document whose headers and first bytes come at once, and the rest never."""
+        response = web.StreamResponse(headers={"Content-Type": "text/html"})
+        await response.prepare(request)
+        await response.write(b"<!doctype html><html><body><p>The beginning")
+        await self.slow_release.wait()
+        return response
 
     async def _status(self, request: web.Request) -> web.Response:
         code = int(request.match_info["code"])
