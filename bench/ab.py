@@ -22,6 +22,7 @@ pairs do. Examples::
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
 import os
 import secrets
@@ -34,35 +35,37 @@ from pathlib import Path
 from statistics import mean, median
 from typing import Any
 
-from bench.run import (
-    REPO,
+from bench.deployment import (
     Deployment,
-    Procs,
     Sampler,
-    cpu_seconds,
-    cpu_speed_ms,
     deployment,
-    end_to_end,
     loadgen,
-    target_server,
+    postgres,
+    redis,
+    target_site,
     wait_final,
 )
+from bench.measure import cpu_seconds, cpu_speed_ms
+from bench.phases import end_to_end
+from tests.support.processes import REPO_ROOT, ProcessManager
 
 
 @contextlib.contextmanager
 def checkout(ref: str, workdir: Path) -> Iterator[Path]:
     """``ref`` in a temporary git worktree; ``.`` is this checkout itself."""
     if ref == ".":
-        yield REPO
+        yield REPO_ROOT
         return
     path = workdir / f"tree_{secrets.token_hex(4)}"
     subprocess.run(
-        ["git", "worktree", "add", "--detach", "--quiet", str(path), ref], cwd=REPO, check=True
+        ["git", "worktree", "add", "--detach", "--quiet", str(path), ref], cwd=REPO_ROOT, check=True
     )
     try:
         yield path
     finally:
-        subprocess.run(["git", "worktree", "remove", "--force", str(path)], cwd=REPO, check=False)
+        subprocess.run(
+            ["git", "worktree", "remove", "--force", str(path)], cwd=REPO_ROOT, check=False
+        )
 
 
 def settings(pairs: list[str]) -> dict[str, str]:
@@ -75,12 +78,11 @@ def settings(pairs: list[str]) -> dict[str, str]:
     return out
 
 
-def one_run(
+async def one_run(
     args: argparse.Namespace, repo: Path, env: dict[str, str], target: str, workdir: Path
 ) -> dict[str, Any]:
-    with deployment(  # stops its processes and drops its database on the way out
+    async with deployment(  # stops its processes and drops its database on the way out
         args.mode,
-        Procs(workdir),
         workdir,
         pg_admin=args.pg_url,
         redis_url=args.redis_url,
@@ -89,8 +91,8 @@ def one_run(
     ) as dep:
         start = secrets.randbelow(1_000_000) * 100 + 50_000_000  # pages no run has used
         if args.phase != "e2e":
-            return steady_load(args, dep, target, start, paused=args.phase == "open-paused")
-        return end_to_end(
+            return await steady_load(args, dep, target, start, paused=args.phase == "open-paused")
+        return await end_to_end(
             dep,
             target,
             start=start,
@@ -98,11 +100,11 @@ def one_run(
             final_after=args.size,
             measured=dep.pids,
             sampler=Sampler(dep.worker_pid),
-            timeout=args.timeout,
+            within=args.timeout,
         )
 
 
-def steady_load(
+async def steady_load(
     args: argparse.Namespace, dep: Deployment, target: str, start: int, *, paused: bool
 ) -> dict[str, Any]:
     """2 s of warm-up, then ``args.seconds`` at ``args.rate`` POST/s; the jobs are drained after
@@ -115,11 +117,11 @@ def steady_load(
         try:
             speed = cpu_speed_ms()
             cpu0 = {name: cpu_seconds(pid) for name, pid in dep.pids.items()}
-            load = loadgen(
+            load = await loadgen(
+                dep.helpers,
                 "open",
                 dep.api,
                 target,
-                dep.env,
                 start=start + used,
                 rate=args.rate,
                 duration=seconds,
@@ -131,7 +133,7 @@ def steady_load(
                 os.kill(dep.worker_pid, signal.SIGCONT)
         used += load["requests"]
         final += load["requests"] - load["errors"]
-        wait_final(dep.counter, final, Sampler(dep.worker_pid), args.timeout)
+        await wait_final(dep.counter, final, Sampler(dep.worker_pid), within=args.timeout)
         run = load | {
             "cpu_ms_per_request": {
                 name: (cpu1[name] - cpu0[name]) / max(1, load["requests"]) * 1000 for name in cpu0
@@ -178,6 +180,28 @@ def summary(args: argparse.Namespace, results: dict[str, list[dict[str, Any]]]) 
     print(f"B's p99 lower in {sum(y < x for x, y in zip(a, b, strict=True))} of {len(a)} pairs")
 
 
+async def pairs(
+    args: argparse.Namespace, envs: dict[str, dict[str, str]], workdir: Path
+) -> dict[str, list[dict[str, Any]]]:
+    """``args.pairs`` runs of each side, alternated, on one target site."""
+    results: dict[str, list[dict[str, Any]]] = {"A": [], "B": []}
+    async with contextlib.AsyncExitStack() as stack:
+        args.pg_url = await stack.enter_async_context(postgres(args.pg_url))
+        args.redis_url = await stack.enter_async_context(redis(args.redis_url))
+        trees = {
+            "A": stack.enter_context(checkout(args.a, workdir)),
+            "B": stack.enter_context(checkout(args.b, workdir)),
+        }
+        processes = await stack.enter_async_context(ProcessManager(workdir / "site"))
+        target = await stack.enter_async_context(target_site(processes))
+        for pair in range(1, args.pairs + 1):
+            for side in ("A", "B"):
+                run = await one_run(args, trees[side], envs[side], target, workdir)
+                results[side].append(run)
+                print(line(f"pair {pair} {side}", run), flush=True)
+    return results
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(
         prog="python -m bench.ab",
@@ -194,8 +218,8 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=5000, help="pages per run (default 5000)")
     parser.add_argument("--rate", type=float, default=500.0, help="open: POST/s (default 500)")
     parser.add_argument("--seconds", type=float, default=8.0, help="open: seconds (default 8)")
-    parser.add_argument("--pg-url", default="postgresql://postgres@127.0.0.1:5432/postgres")
-    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
+    parser.add_argument("--pg-url", help="an admin URL (default: found or started as the tests do)")
+    parser.add_argument("--redis-url", help="(default: found or started as the tests do)")
     parser.add_argument("--timeout", type=float, default=600.0)
     args = parser.parse_args()
     if args.phase == "open-paused" and args.mode == "embedded":
@@ -203,19 +227,8 @@ def main() -> None:
     envs = {"A": settings(args.a_set), "B": settings(args.b_set)}
 
     workdir = Path(tempfile.mkdtemp(prefix="tc_ab_"))
-    results: dict[str, list[dict[str, Any]]] = {"A": [], "B": []}
     try:
-        with (
-            checkout(args.a, workdir) as tree_a,
-            checkout(args.b, workdir) as tree_b,
-            target_server(Procs(workdir)) as target,
-        ):
-            trees = {"A": tree_a, "B": tree_b}
-            for pair in range(1, args.pairs + 1):
-                for side in ("A", "B"):
-                    run = one_run(args, trees[side], envs[side], target, workdir)
-                    results[side].append(run)
-                    print(line(f"pair {pair} {side}", run), flush=True)
+        results = asyncio.run(pairs(args, envs, workdir))
     finally:
         shutil.rmtree(workdir, ignore_errors=True)
     summary(args, results)

@@ -1,7 +1,7 @@
-"""The fault table of issue 3: each fault scenario of tests/faults at a larger size.
+"""The fault table: each fault scenario of tests/faults at a larger size.
 
-    python bench/faults.py            # all scenarios
-    python bench/faults.py kill9 pg   # those whose name contains a word
+    python -m bench.faults            # all scenarios
+    python -m bench.faults kill9 pg   # those whose name contains a word
 
 Real processes, real PostgreSQL and Redis: the shared servers (or throwaway ones, as the tests
 find them) for scenarios that only need a database and a key prefix, servers of our own for the
@@ -14,15 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import io
 import sys
 import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from taskcrawler.storage import upgrade_database
 from tests.faults import scenarios
@@ -96,14 +93,8 @@ class Bench:
                 settings=settings,
             )
             stack.push_async_callback(d.close)
-            stack.push_async_callback(_quietly, processes.close)
+            stack.push_async_callback(processes.close, show_output=False)
             yield d, own_pg, own_redis
-
-
-async def _quietly(close: Callable[[], Awaitable[None]]) -> None:
-    """ProcessManager.close prints every process's log tail (for failing tests): not here."""
-    with contextlib.redirect_stdout(io.StringIO()):
-        await close()
 
 
 async def kill9(b: Bench) -> Outcome:

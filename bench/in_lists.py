@@ -12,17 +12,18 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
-import secrets
 import time
 import uuid
 from pathlib import Path
 
 import sqlalchemy as sa
 
-from bench.run import cpu_seconds, create_pg_database, drop_pg_database
+from bench.deployment import postgres
+from bench.measure import cpu_seconds
 from taskcrawler.storage.engine import create_engine
 from taskcrawler.storage.rows import PROCESSING, any_of
 from taskcrawler.storage.tables import jobs, metadata
+from tests.support.services import temporary_database
 
 
 def postgres_cpu_seconds() -> float:
@@ -37,7 +38,7 @@ def postgres_cpu_seconds() -> float:
 
 
 async def measure(url: str, statements: int) -> None:
-    engine = create_engine(url.replace("postgresql://", "postgresql+asyncpg://"), pool_size=2)
+    engine = create_engine(url, pool_size=2)
     try:
         async with engine.begin() as conn:
             await conn.run_sync(metadata.create_all)
@@ -70,17 +71,20 @@ async def measure(url: str, statements: int) -> None:
         await engine.dispose()
 
 
+async def in_a_database_of_its_own(pg_url: str | None, statements: int) -> None:
+    async with (
+        postgres(pg_url) as pg_admin,
+        temporary_database(pg_admin, prefix="tc_bench_") as url,
+    ):
+        await measure(url, statements)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--pg-url", default="postgresql://postgres@127.0.0.1:5432/postgres")
+    parser.add_argument("--pg-url", help="an admin URL (default: found or started as the tests do)")
     parser.add_argument("--statements", type=int, default=400)
     args = parser.parse_args()
-    name = f"tc_bench_{secrets.token_hex(4)}"
-    url = create_pg_database(args.pg_url, name)
-    try:
-        asyncio.run(measure(url, args.statements))
-    finally:
-        drop_pg_database(args.pg_url, name)
+    asyncio.run(in_a_database_of_its_own(args.pg_url, args.statements))
 
 
 if __name__ == "__main__":

@@ -91,6 +91,45 @@ class Settings(BaseSettings):
         "TaskCrawler/0.1 (+https://github.com/taskcrawler/taskcrawler)",
         description="User-Agent header of every fetch.",
     )
+    max_crawl_delay_seconds: float = Field(
+        30.0,
+        ge=0,
+        description="A robots.txt Crawl-delay spaces requests to its host by at most this much "
+        "(a hostile robots.txt cannot stall the workers); 0 ignores Crawl-delay.",
+    )
+
+    # crawls, sitemaps and map
+    crawl_max_limit: int = Field(
+        100_000, ge=1, description="The largest `limit` a crawl may ask for (default 10,000)."
+    )
+    sitemap_max_bytes: int = Field(
+        50 * 1024 * 1024,
+        gt=0,
+        description="One sitemap, after decompression, is read up to this many bytes "
+        "(sitemaps.org allows 50 MB).",
+    )
+    sitemap_max_total_bytes: int = Field(
+        200 * 1024 * 1024,
+        gt=0,
+        description="All the sitemaps of one site together are read up to this many bytes.",
+    )
+    sitemap_max_count: int = Field(
+        100, ge=1, description="Sitemaps fetched for one site at most (indexes included)."
+    )
+    sitemap_max_depth: int = Field(
+        3, ge=0, description="Nesting of sitemap indexes followed (0: only the first level)."
+    )
+    sitemap_max_urls: int = Field(
+        100_000, ge=1, description="Page URLs taken from one site's sitemaps at most."
+    )
+    map_max_limit: int = Field(
+        100_000, ge=1, description="The largest `limit` of POST /api/v1/map (default 5,000)."
+    )
+    map_timeout_seconds: float = Field(
+        30.0,
+        gt=0,
+        description="POST /api/v1/map answers within this long with what it found so far.",
+    )
 
     # rendering in a browser (Debian's chromium driven by Playwright)
     browser: str | None = Field(

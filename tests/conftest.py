@@ -26,7 +26,11 @@ from tests.support.services import (
     resolve_redis,
     unique_name,
 )
+from tests.support.site import Site, SiteServer, start_site
 from tests.support.target import TargetServer, start_target
+
+# Every test has a deadline; see the module for the watchdog behind it.
+pytest_plugins = ["tests.support.timeouts"]
 
 # --------------------------------------------------------------------------- PostgreSQL
 
@@ -153,3 +157,31 @@ async def processes(tmp_path: Path) -> AsyncIterator[ProcessManager]:
         yield manager
     finally:
         await manager.close()
+
+
+# --------------------------------------------------------------------------- the generated site
+
+
+@pytest.fixture(scope="module")
+def _site_server(request: pytest.FixtureRequest) -> Iterator[SiteServer]:
+    """One generated site per test module; the module's ``SITE_OPTIONS`` (a dict of
+    :func:`start_site` arguments) shapes it."""
+    server = start_site(**getattr(request.module, "SITE_OPTIONS", {}))
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+def site_server(_site_server: SiteServer) -> SiteServer:
+    """The module's generated site (tests/support/site.py), its records reset per test."""
+    _site_server.reset()
+    return _site_server
+
+
+@pytest.fixture
+def site(site_server: SiteServer) -> Site:
+    """The model of the module's generated site: its pages and the ground truth about them."""
+    assert site_server.site is not None
+    return site_server.site

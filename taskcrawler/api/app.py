@@ -18,12 +18,15 @@ from taskcrawler.api.routes import content, health, jobs
 from taskcrawler.api.routes import dashboard as dashboard_routes
 from taskcrawler.api.routes import deliveries as deliveries_routes
 from taskcrawler.api.routes import keys as keys_routes
+from taskcrawler.api.routes import map as map_routes
+from taskcrawler.fetch import Fetcher, make_host_limiter
 from taskcrawler.observability import ApiMetrics, QueueDepth, process_registry
 from taskcrawler.observability.http import MetricsEndpoint
 from taskcrawler.observability.http import router as metrics_router
 from taskcrawler.queue import JobQueue, queue_from_settings
 from taskcrawler.queue.redis import RedisQueue
 from taskcrawler.service.jobs import JobService
+from taskcrawler.service.mapping import MapService
 from taskcrawler.service.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
 from taskcrawler.settings import Settings
 from taskcrawler.storage import Database, JobStore, KeyStore, WorkStore
@@ -47,11 +50,13 @@ def create_app(
     run_worker: bool = False,
     db: Database | None = None,
     queue: JobQueue | None = None,
+    fetcher: Fetcher | None = None,
 ) -> FastAPI:
     """The ASGI app. Resources are built and closed by its lifespan, never at import.
 
     ``run_worker`` runs a worker inside the API process (``taskcrawler serve``, the embedded
-    mode); ``db`` and ``queue`` may be passed in by tests or embedders, and are then not closed.
+    mode); ``db``, ``queue`` and ``fetcher`` (what ``POST /api/v1/map`` fetches with) may be
+    passed in by tests or embedders, and are then not closed.
     Metrics go to a registry of this app's own (``app.state.metrics``), the worker's included.
     """
     registry = process_registry()
@@ -62,6 +67,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         own_db = db or Database.from_url(settings.database_url, pool_size=settings.db_pool_size)
         own_queue = queue or queue_from_settings(settings)
+        own_fetcher = fetcher or _fetcher(settings, own_queue)
         queue_depth.source = own_queue.depth
         keys = KeyStore(own_db)
         app.state.services = Services(
@@ -80,6 +86,7 @@ def create_app(
             idempotency=IdempotencyStore(own_db),
             content=ContentStore(own_db),
             authenticator=Authenticator(keys, required=settings.auth_required),
+            mapper=MapService(own_fetcher, settings),
         )
         stop = asyncio.Event()
         worker_task = (
@@ -91,6 +98,8 @@ def create_app(
             stop.set()
             if worker_task is not None:
                 await worker_task
+            if fetcher is None:
+                await own_fetcher.close()
             if queue is None:
                 await own_queue.close()
             if db is None:
@@ -107,6 +116,7 @@ def create_app(
     app.include_router(jobs.router)
     app.include_router(deliveries_routes.router)
     app.include_router(content.router)
+    app.include_router(map_routes.router)
     app.include_router(keys_routes.router)
     app.include_router(health.router)
     app.include_router(dashboard_routes.router)
@@ -120,6 +130,19 @@ def _limiter(queue: JobQueue) -> RateLimiter:
     if isinstance(queue, RedisQueue):
         return RedisRateLimiter(queue.client, prefix=queue.prefix)
     return MemoryRateLimiter()
+
+
+def _fetcher(settings: Settings, queue: JobQueue) -> Fetcher:
+    """The API's own fetcher (for map): the guard, robots.txt and politeness of a worker's,
+    shared through Redis with the workers when the queue is Redis. It waits for a politeness
+    slot as long as the fetch deadline allows, rather than giving up at once like a job."""
+    redis = queue.client if isinstance(queue, RedisQueue) else None
+    return Fetcher(
+        settings,
+        limiter=make_host_limiter(settings, redis),
+        redis=redis,
+        redis_prefix=settings.redis_prefix,
+    )
 
 
 def _start_worker(

@@ -8,6 +8,7 @@ from fastapi import Depends, Request
 from taskcrawler.api.auth import Authenticator, get_principal
 from taskcrawler.queue import JobQueue
 from taskcrawler.service.jobs import Caller, JobService
+from taskcrawler.service.mapping import MapService
 from taskcrawler.settings import Settings
 from taskcrawler.storage import Database, KeyStore
 from taskcrawler.storage.content import ContentStore
@@ -26,6 +27,7 @@ class Services:
     idempotency: IdempotencyStore
     content: ContentStore
     authenticator: Authenticator
+    mapper: MapService
 
 
 async def get_services(request: Request) -> Services:

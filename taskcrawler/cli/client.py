@@ -24,7 +24,6 @@ FINISHED = frozenset({"COMPLETED", "FAILED", "CANCELLED"})
 Job = dict[str, Any]
 Params = Sequence[tuple[str, str]]
 
-_LOCATIONS = ("body", "query", "path")
 _HINTS = {
     401: f"set {API_KEY_ENV} to a valid key",
     403: "this needs an admin key",

@@ -132,6 +132,36 @@ def cmd_scrape(settings: Settings, args: argparse.Namespace) -> int:
     return 0 if result.get("error_code") is None else 1
 
 
+def cmd_map(settings: Settings, args: argparse.Namespace) -> int:
+    import orjson
+
+    from taskcrawler.domain.crawls import InvalidCrawlSpec
+    from taskcrawler.service.mapping import MapRefused, map_once
+
+    try:
+        result = run_async(
+            map_once(
+                settings,
+                args.url,
+                limit=args.limit,
+                search=args.search,
+                sitemap=args.sitemap,
+                allow_subdomains=args.subdomains,
+            )
+        )
+    except (InvalidCrawlSpec, MapRefused) as exc:
+        sys.stderr.write(f"taskcrawler map: {exc}\n")
+        return 2
+    if args.json:
+        body = {"links": result.links, "warnings": result.warnings}
+        sys.stdout.write(orjson.dumps(body, option=orjson.OPT_INDENT_2).decode() + "\n")
+    else:
+        sys.stdout.write("".join(f"{link}\n" for link in result.links))
+        for warning in result.warnings:
+            sys.stderr.write(f"warning: {warning}\n")
+    return 0
+
+
 def cmd_reextract(settings: Settings, args: argparse.Namespace) -> int:
     from taskcrawler.service.reextract import reextract_all
     from taskcrawler.storage import Database
@@ -243,6 +273,33 @@ def build_parser() -> argparse.ArgumentParser:
     )
     scrape.add_argument("url", help="the http(s) URL to scrape")
     scrape.set_defaults(func=cmd_scrape)
+
+    site_map = sub.add_parser(
+        "map",
+        help="list a site's URLs from its sitemaps and start page, now (no database, no queue)",
+        description="Fetch the start page and the site's sitemaps (robots.txt Sitemap: lines "
+        "and /sitemap.xml, nested and gzipped) in the foreground and print the in-scope URLs, "
+        "one per line, without scraping them. Same host as URL unless --subdomains. Warnings "
+        "(a sitemap that could not be read, a cap reached) go to stderr. Exits 2 on bad input.",
+    )
+    site_map.add_argument("url", help="the site's start page (http or https)")
+    site_map.add_argument("--search", help="keep the URLs containing every word of it")
+    site_map.add_argument(
+        "--limit",
+        type=int,
+        help="at most this many URLs (default 5000, at most TASKCRAWLER_MAP_MAX_LIMIT)",
+    )
+    site_map.add_argument(
+        "--sitemap",
+        choices=("include", "skip", "only"),
+        default="include",
+        help="include: sitemaps and links (default); skip: links only; only: sitemaps only",
+    )
+    site_map.add_argument(
+        "--subdomains", action="store_true", help="subdomains of the site are in scope"
+    )
+    site_map.add_argument("--json", action="store_true", help='print {"links": [...], ...}')
+    site_map.set_defaults(func=cmd_map)
     add_client_commands(sub)
     return parser
 

@@ -17,6 +17,7 @@ from typing import TypeVar
 import aiohttp
 from aiohttp.abc import AbstractResolver
 from aiohttp.http_exceptions import ContentEncodingError
+from protego import Protego
 from redis.asyncio import Redis
 from yarl import URL
 
@@ -37,6 +38,7 @@ from taskcrawler.fetch.robots import (
     RobotsBody,
     RobotsCache,
     read_robots_response,
+    sitemaps_of,
 )
 from taskcrawler.fetch.session import guarded_session
 from taskcrawler.settings import Settings
@@ -51,6 +53,28 @@ REDIRECT_STATUSES = frozenset({301, 302, 303, 307, 308})
 # cache cannot hold an address the guard refused.
 DNS_CACHE_SECONDS = 60
 ACCEPT = "text/html,application/xhtml+xml,application/xml;q=0.9,text/plain;q=0.8,*/*;q=0.1"
+#: Sitemaps are XML or text, often gzipped files served as such (``.xml.gz``); only the sitemap
+#: fetch accepts these, so a page job still refuses a gzip download or an octet stream.
+SITEMAP_CONTENT_TYPES = frozenset(
+    {
+        "application/xml",
+        "text/xml",
+        "text/plain",
+        "application/gzip",
+        "application/x-gzip",
+        "application/octet-stream",
+    }
+)
+SITEMAP_ACCEPT = "application/xml,text/xml;q=0.9,application/gzip;q=0.8,text/plain;q=0.7"
+
+
+@dataclass(frozen=True, slots=True)
+class _Kind:
+    """What one kind of fetch accepts: content types, body size, the Accept header."""
+
+    content_types: frozenset[str]
+    max_bytes: int
+    accept: str | None = None  # None: the session's default (pages)
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,11 +162,36 @@ class Fetcher:
     async def fetch(self, url: str, *, headers: Mapping[str, str] | None = None) -> FetchedPage:
         """Fetch ``url``, following redirects; ``headers`` are extra request headers (for example
         ``If-None-Match`` for a conditional re-fetch, which then returns a 304 page)."""
+        kind = _Kind(ALLOWED_CONTENT_TYPES, self.settings.max_body_bytes)
+        return await self._fetch_kind(url, headers, kind)
+
+    async def fetch_sitemap(self, url: str) -> FetchedPage:
+        """Fetch a sitemap: like a page (guard, robots.txt, politeness, deadline, redirects),
+        but XML, text or gzip files are accepted, up to ``sitemap_max_bytes``. The body is
+        returned as sent (a ``.xml.gz`` stays gzip); ``taskcrawler.extract.sitemaps`` reads it."""
+        kind = _Kind(SITEMAP_CONTENT_TYPES, self.settings.sitemap_max_bytes, SITEMAP_ACCEPT)
+        return await self._fetch_kind(url, None, kind)
+
+    async def robots_sitemaps(self, url: str) -> list[str]:
+        """The ``Sitemap:`` lines of the robots.txt of ``url``'s origin, absolute; none when it
+        has no robots.txt. Read through the robots cache when robots.txt is obeyed, else
+        fetched for the purpose (through the same guard and limits)."""
+        target = _parse_url(url)
+        if self.robots is not None:
+            return await self.robots.sitemaps(target)
+        body = await self._fetch_robots(target.with_path("/robots.txt").with_query(None))
+        return sitemaps_of(Protego.parse(body.text) if body.text.strip() else None, target)
+
+    async def _fetch_kind(
+        self, url: str, headers: Mapping[str, str] | None, kind: _Kind
+    ) -> FetchedPage:
         target = _parse_url(url)
 
         async def read(resp: aiohttp.ClientResponse) -> FetchedPage:
-            return await self._read_page(url, resp)
+            return await self._read_page(url, resp, kind)
 
+        if kind.accept is not None:
+            headers = {**(headers or {}), "Accept": kind.accept}
         hops = _Hops(self.settings.max_redirects, obey_robots=self.robots is not None)
         return await self._bounded(self._follow(target, headers, read, hops), hops)
 
@@ -181,12 +230,13 @@ class Fetcher:
         long chain, and would not ask robots.txt about the next hop)."""
         while True:
             self.guard.check_host(target.raw_host)
+            delay = None
             if hops.obey_robots and self.robots is not None:
                 # Before taking a politeness slot: the robots fetch takes one of its own.
-                await self.robots.check(target)
+                delay = self._capped_crawl_delay(await self.robots.check(target))
             host = target.raw_host or ""
             hops.waiting_for_host = host
-            async with self._slot(host):  # held until the body is read
+            async with self._slot(host, delay):  # held until the body is read
                 hops.waiting_for_host = None
                 session = self._session_or_new()
                 async with session.get(target, allow_redirects=False, headers=headers) as resp:
@@ -196,17 +246,27 @@ class Fetcher:
             hops.add(target, next_target)
             target = next_target
 
-    def _slot(self, host: str) -> AbstractAsyncContextManager[None]:
-        """One politeness slot for ``host`` (or none, without a limiter)."""
+    def _capped_crawl_delay(self, delay: float | None) -> float | None:
+        """robots.txt's Crawl-delay, but never more than the deployment allows: a site must
+        not be able to park a worker's fetches for hours."""
+        if delay is None:
+            return None
+        return min(delay, self.settings.max_crawl_delay_seconds)
+
+    def _slot(self, host: str, delay: float | None = None) -> AbstractAsyncContextManager[None]:
+        """One politeness slot for ``host`` (or none, without a limiter); ``delay`` is the
+        host's own gap between requests, when robots.txt sets one."""
         if self.limiter is None:
             return _NO_SLOT
-        return self.limiter.slot(host, max_wait=self._host_wait)
+        if delay is None:
+            return self.limiter.slot(host, max_wait=self._host_wait)
+        return self.limiter.slot(host, max_wait=self._host_wait, delay=delay)
 
-    async def _read_page(self, url: str, resp: aiohttp.ClientResponse) -> FetchedPage:
+    async def _read_page(self, url: str, resp: aiohttp.ClientResponse, kind: _Kind) -> FetchedPage:
         _check_status(resp)
         header_type = resp.headers.get("Content-Type")
-        check_content_type(header_type, ALLOWED_CONTENT_TYPES)
-        max_bytes = self.settings.max_body_bytes
+        check_content_type(header_type, kind.content_types)
+        max_bytes = kind.max_bytes
         if resp.status == 304:
             body = b""  # a conditional re-fetch: the page is unchanged and has no body
         else:
@@ -324,4 +384,10 @@ def client_error(exc: aiohttp.ClientError) -> FetchError:
     return FetchError(ErrorCode.CONNECT, f"{type(exc).__name__}: {text}")
 
 
-__all__ = ["ALLOWED_CONTENT_TYPES", "FetchedPage", "Fetcher", "client_error"]
+__all__ = [
+    "ALLOWED_CONTENT_TYPES",
+    "SITEMAP_CONTENT_TYPES",
+    "FetchedPage",
+    "Fetcher",
+    "client_error",
+]

@@ -1,5 +1,9 @@
 """Politeness per host: at most N requests in flight to one host, and a minimum gap between starts.
 
+The gap is the configured delay, or more for one request when the caller asks for more: the
+fetcher passes the host's robots.txt ``Crawl-delay`` (capped) with every request, and the
+larger of the two spaces the starts.
+
 Two implementations of one small protocol: :class:`MemoryHostLimiter` for the embedded mode (one
 process), :class:`RedisHostLimiter` for production (every worker process on every machine shares
 the limit). ``async with limiter.slot(host):`` holds one slot for the duration of a request.
@@ -42,9 +46,11 @@ class HostBusyError(FetchError):
 
 class HostLimiter(Protocol):
     def slot(
-        self, host: str, *, max_wait: float | None = None
+        self, host: str, *, max_wait: float | None = None, delay: float | None = None
     ) -> AbstractAsyncContextManager[None]:
-        """Hold one of the host's slots; raise :class:`HostBusyError` after ``max_wait`` s."""
+        """Hold one of the host's slots; raise :class:`HostBusyError` after ``max_wait`` s.
+        ``delay``: this host's own gap between starts (robots.txt Crawl-delay), honoured when it
+        is larger than the limiter's."""
         ...
 
     async def close(self) -> None:
@@ -77,17 +83,24 @@ class MemoryHostLimiter:
         self._delay = delay_seconds
         self._hosts: dict[str, _Host] = {}
 
-    def slot(self, host: str, *, max_wait: float | None = None) -> _MemorySlot:
-        return _MemorySlot(self, host_key(host), max_wait)
+    def slot(
+        self, host: str, *, max_wait: float | None = None, delay: float | None = None
+    ) -> _MemorySlot:
+        return _MemorySlot(self, host_key(host), max_wait, self.gap(delay))
+
+    def gap(self, delay: float | None) -> float:
+        """The gap between starts for a request that asks for ``delay``."""
+        return self._delay if delay is None else max(self._delay, delay)
 
     async def close(self) -> None:
         return None
 
-    async def acquire(self, key: str, max_wait: float | None) -> None:
-        if not self._try_acquire(key):
-            await _within(max_wait, self._acquire(key), key, retry_after=self._delay or 1.0)
+    async def acquire(self, key: str, max_wait: float | None, gap: float | None = None) -> None:
+        gap = self._delay if gap is None else gap
+        if not self._try_acquire(key, gap):
+            await _within(max_wait, self._acquire(key, gap), key, retry_after=gap or 1.0)
 
-    def _try_acquire(self, key: str) -> bool:
+    def _try_acquire(self, key: str, gap: float) -> bool:
         """Take a slot at once if one is free, no one queues and no delay is due: the common
         case, without a timer or a coroutine."""
         state = self._hosts.get(key)
@@ -99,14 +112,14 @@ class MemoryHostLimiter:
         if state.next_start > now:
             return False
         state.active += 1
-        state.next_start = now + self._delay
+        state.next_start = now + gap
         return True
 
     def in_flight(self, host: str) -> int:
         state = self._hosts.get(host_key(host))
         return 0 if state is None else state.active
 
-    async def _acquire(self, key: str) -> None:
+    async def _acquire(self, key: str, gap: float) -> None:
         loop = asyncio.get_running_loop()
         woken = False
         while True:
@@ -117,7 +130,7 @@ class MemoryHostLimiter:
                 wait = state.next_start - loop.time()
                 if wait <= 0:
                     state.active += 1
-                    state.next_start = loop.time() + self._delay
+                    state.next_start = loop.time() + gap
                     return
                 await asyncio.sleep(wait)
                 continue
@@ -155,15 +168,18 @@ class MemoryHostLimiter:
 
 
 class _MemorySlot:
-    __slots__ = ("_key", "_limiter", "_max_wait")
+    __slots__ = ("_gap", "_key", "_limiter", "_max_wait")
 
-    def __init__(self, limiter: MemoryHostLimiter, key: str, max_wait: float | None) -> None:
+    def __init__(
+        self, limiter: MemoryHostLimiter, key: str, max_wait: float | None, gap: float
+    ) -> None:
         self._limiter = limiter
         self._key = key
         self._max_wait = max_wait
+        self._gap = gap
 
     async def __aenter__(self) -> None:
-        await self._limiter.acquire(self._key, self._max_wait)
+        await self._limiter.acquire(self._key, self._max_wait, self._gap)
 
     async def __aexit__(self, *exc_info: object) -> None:
         self._limiter.release(self._key)
@@ -248,19 +264,24 @@ class RedisHostLimiter:
         base = f"{self._prefix}:politeness:{{{host_key(host)}}}"
         return [f"{base}:leases", f"{base}:next"]
 
-    def slot(self, host: str, *, max_wait: float | None = None) -> _RedisSlot:
-        return _RedisSlot(self, host, max_wait)
+    def slot(
+        self, host: str, *, max_wait: float | None = None, delay: float | None = None
+    ) -> _RedisSlot:
+        gap_ms = self._delay_ms if delay is None else max(self._delay_ms, int(delay * 1000))
+        return _RedisSlot(self, host, max_wait, gap_ms)
 
-    async def hold(self, host: str, max_wait: float | None) -> str:
-        """Take the local gate, then a lease in Redis; returns the lease's token."""
+    async def hold(self, host: str, max_wait: float | None, gap_ms: int | None = None) -> str:
+        """Take the local gate, then a lease in Redis; returns the lease's token. ``gap_ms``:
+        the gap between starts this request asks for (default: the limiter's delay)."""
         loop = asyncio.get_running_loop()
         started = loop.time()
         key = host_key(host)
+        gap_ms = self._delay_ms if gap_ms is None else gap_ms
         await self._local.acquire(key, max_wait)
         try:
             left = None if max_wait is None else max(0.0, max_wait - (loop.time() - started))
-            retry_after = max(self._delay_ms / 1000, 1.0)
-            return await _within(left, self._acquire(host), host, retry_after=retry_after)
+            retry_after = max(gap_ms / 1000, 1.0)
+            return await _within(left, self._acquire(host, gap_ms), host, retry_after=retry_after)
         except BaseException:
             self._local.release(key)
             raise
@@ -302,10 +323,11 @@ class RedisHostLimiter:
                         if gate:
                             self._local.release(gate)
 
-    async def _acquire(self, host: str) -> str:
+    async def _acquire(self, host: str, gap_ms: int | None = None) -> str:
         """Wait for a lease; the host's asker asks Redis for every waiting task at once."""
         key = host_key(host)
-        ask = _Ask(uuid.uuid4().hex, asyncio.get_running_loop().create_future())
+        gap_ms = self._delay_ms if gap_ms is None else gap_ms
+        ask = _Ask(uuid.uuid4().hex, asyncio.get_running_loop().create_future(), gap_ms)
         self._asking.setdefault(key, deque()).append(ask)
         if key not in self._askers:
             self._askers[key] = asyncio.create_task(self._ask_for(host, key), name="politeness")
@@ -324,9 +346,11 @@ class RedisHostLimiter:
         try:
             while asks := self._live_asks(key):
                 tokens = [ask.token for ask in asks]
+                # Asks for one host share its robots.txt, so their gaps agree; the largest wins.
+                gap_ms = max(ask.gap_ms for ask in asks)
                 try:
                     granted, wait_ms = await self._acquire_script(
-                        keys=keys, args=[self._concurrency, self._delay_ms, self._lease_ms, *tokens]
+                        keys=keys, args=[self._concurrency, gap_ms, self._lease_ms, *tokens]
                     )
                 except (RedisError, OSError) as exc:
                     error = QueueUnavailable(f"Redis unreachable for politeness limits: {exc}")
@@ -381,19 +405,23 @@ class RedisHostLimiter:
 class _Ask:
     token: str
     granted: asyncio.Future[str]
+    gap_ms: int = 0
 
 
 class _RedisSlot:
-    __slots__ = ("_host", "_limiter", "_max_wait", "_token")
+    __slots__ = ("_gap_ms", "_host", "_limiter", "_max_wait", "_token")
 
-    def __init__(self, limiter: RedisHostLimiter, host: str, max_wait: float | None) -> None:
+    def __init__(
+        self, limiter: RedisHostLimiter, host: str, max_wait: float | None, gap_ms: int
+    ) -> None:
         self._limiter = limiter
         self._host = host
         self._max_wait = max_wait
+        self._gap_ms = gap_ms
         self._token = ""
 
     async def __aenter__(self) -> None:
-        self._token = await self._limiter.hold(self._host, self._max_wait)
+        self._token = await self._limiter.hold(self._host, self._max_wait, self._gap_ms)
 
     async def __aexit__(self, *exc_info: object) -> None:
         self._limiter.release(self._host, self._token)

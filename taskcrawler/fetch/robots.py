@@ -14,6 +14,9 @@ What an answer means (RFC 9309, with one deliberate deviation):
   counts as unavailable: nothing was sent there, and the page fetch that follows is vetted by
   the guard on its own, so a page on a blocked host still fails as ``blocked_address``.
 * ``host_busy`` (our own politeness limit) is not an answer: it is raised and nothing is cached.
+
+Beyond allow and disallow, the same file gives the ``Crawl-delay`` of our user agent's group
+(which the fetcher turns into a gap between requests to the host) and its ``Sitemap:`` lines.
 """
 
 from __future__ import annotations
@@ -71,6 +74,34 @@ async def read_robots_response(resp: aiohttp.ClientResponse) -> RobotsBody:
     return UNAVAILABLE
 
 
+def crawl_delay_of(rules: Protego, user_agent: str) -> float | None:
+    """The group's ``Crawl-delay`` for ``user_agent``: None when unset, negative or not a
+    number (protego already drops what does not parse)."""
+    try:
+        delay = rules.crawl_delay(user_agent)
+    except (TypeError, ValueError):
+        return None
+    if delay is None or not delay > 0 or delay != delay:  # NaN compares unequal to itself
+        return None
+    return float(delay)
+
+
+def sitemaps_of(rules: Protego | None, url: URL) -> list[str]:
+    """Absolute http(s) sitemap URLs from parsed rules, in order, without repeats."""
+    if rules is None:
+        return []
+    base = url.with_path("/robots.txt").with_query(None).with_fragment(None)
+    found: dict[str, None] = {}
+    for line in rules.sitemaps:
+        try:
+            absolute = base.join(URL(str(line).strip()))
+        except (ValueError, TypeError):
+            continue
+        if absolute.scheme in ("http", "https") and absolute.raw_host:
+            found[str(absolute.with_fragment(None))] = None
+    return list(found)
+
+
 @dataclass(slots=True)
 class _Entry:
     rules: Protego | None  # None: everything is allowed
@@ -103,15 +134,24 @@ class RobotsCache:
         self._memory: dict[str, _Entry] = {}
         self._loading: dict[str, asyncio.Task[Protego | None]] = {}
 
-    async def check(self, url: URL) -> None:
-        """Raise ``robots_disallowed`` (permanent) when robots.txt forbids ``url``."""
+    async def check(self, url: URL) -> float | None:
+        """Raise ``robots_disallowed`` (permanent) when robots.txt forbids ``url``; else return
+        the ``Crawl-delay`` (seconds) it sets for our user agent, or None."""
         rules = await self._rules(origin_of(url), url)
-        if rules is not None and not rules.can_fetch(str(url), self._user_agent):
+        if rules is None:
+            return None
+        if not rules.can_fetch(str(url), self._user_agent):
             raise FetchError(
                 ErrorCode.ROBOTS_DISALLOWED,
                 f"robots.txt of {url.host} disallows {url.path_qs} for our user agent",
                 transient=False,
             )
+        return crawl_delay_of(rules, self._user_agent)
+
+    async def sitemaps(self, url: URL) -> list[str]:
+        """The ``Sitemap:`` lines of the robots.txt of ``url``'s origin, made absolute."""
+        rules = await self._rules(origin_of(url), url)
+        return sitemaps_of(rules, url)
 
     def redis_key(self, origin: str) -> str:
         return f"{self._prefix}:robots:{origin}"

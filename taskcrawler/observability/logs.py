@@ -29,10 +29,6 @@ def bind_job(job_id: UUID | str | None) -> None:
     _job_id.set(job_id)
 
 
-def current_job() -> UUID | str | None:
-    return _job_id.get()
-
-
 class JobContextFilter(logging.Filter):
     """Adds ``job_id`` from the context unless the call passed one with ``extra=``."""
 

@@ -4,18 +4,24 @@ but Scrapy (a benchmark-only dependency). No timing is asserted: this is not a t
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from bench import run
 from tests.support.processes import REPO_ROOT, clean_env
 
 pytestmark = pytest.mark.slow
 
 
-def run_bench(module: str, *args: str, timeout: float = 300) -> str:
+#: How long a whole benchmark run may take here: every phase is bounded, this bounds their sum.
+BENCH_SECONDS = 300
+
+
+def run_bench(module: str, *args: str, timeout: float = BENCH_SECONDS) -> str:
     """``python -m bench.<module> args``; its output, once it has exited 0."""
     done = subprocess.run(
         [sys.executable, "-m", f"bench.{module}", *args],
@@ -30,6 +36,7 @@ def run_bench(module: str, *args: str, timeout: float = 300) -> str:
     return out
 
 
+@pytest.mark.timeout(BENCH_SECONDS + 60)
 def test_benchmark_runs_end_to_end(pg_admin_url: str, redis_url: str, tmp_path: Path) -> None:
     out = tmp_path / "RESULTS.md"
     raw = tmp_path / "results.json"
@@ -53,6 +60,7 @@ def test_benchmark_runs_end_to_end(pg_admin_url: str, redis_url: str, tmp_path: 
     ):
         assert figure in text
     assert "bare aiohttp fetch loop" in text
+    assert re.search(r"^\| code \| [0-9a-f]{7,}", text, re.M), text[:600]
     assert "bare FastAPI endpoint" in text
     assert "pg_executemany_rows_per_s" in text
     figures = json.loads(raw.read_text())
@@ -78,6 +86,7 @@ def test_in_lists_benchmark_runs(pg_admin_url: str) -> None:
     assert all("ms PostgreSQL CPU per statement" in line for line in lines)
 
 
+@pytest.mark.timeout(BENCH_SECONDS + 60)
 def test_ab_benchmark_runs_alternated_pairs(pg_admin_url: str, redis_url: str) -> None:
     out = run_bench(
         "ab", ".", ".", "--pairs", "1", "--size", "20",
@@ -89,6 +98,7 @@ def test_ab_benchmark_runs_alternated_pairs(pg_admin_url: str, redis_url: str) -
     assert "B faster in " in out and " of 1 pairs" in out
 
 
+@pytest.mark.timeout(BENCH_SECONDS + 60)
 def test_ab_compares_the_api_under_a_steady_load(pg_admin_url: str, redis_url: str) -> None:
     out = run_bench(
         "ab", ".", ".", "--phase", "open", "--pairs", "1", "--seconds", "1", "--rate", "30",
@@ -98,3 +108,23 @@ def test_ab_compares_the_api_under_a_steady_load(pg_admin_url: str, redis_url: s
     assert len(runs) == 2, out
     assert all("errors 0," in line and "CPU ms per request api" in line for line in runs), out
     assert "B's p99 lower in" in out
+
+
+def test_a_run_reports_to_a_file_of_its_own(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The notes in bench/RESULTS.md are never overwritten, nor an earlier run's report."""
+    assert run.RESULTS == REPO_ROOT / "bench" / "results"
+    monkeypatch.setattr(run, "RESULTS", tmp_path)
+    first = run.report_path()
+    assert first.parent == tmp_path and re.fullmatch(r"\d{4}-\d\d-\d\d-\d{4}\.md", first.name)
+    first.write_text("an earlier run")
+    second = run.report_path()
+    assert second != first and second.name == first.name.replace(".md", "-2.md")
+
+
+def test_database_per_test_benchmark_runs(pg_admin_url: str) -> None:
+    out = run_bench("database_per_test", "--rounds", "1", "--pg-url", pg_admin_url, timeout=120)
+    assert re.fullmatch(
+        r"per test: fresh clone \+ drop \d+ ms, pool reuse \(jobs used\) \d+ ms\n", out
+    ), out

@@ -7,7 +7,6 @@ import itertools
 import json
 import sys
 import time
-import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -23,17 +22,16 @@ from taskcrawler.fetch.politeness import (
     RedisHostLimiter,
     make_host_limiter,
 )
-from tests.support.hostile import REDIS_URL, HostileServer, delete_prefix, fetch_settings
+from tests.support.hostile import HostileServer, fetch_settings
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture
-async def redis() -> AsyncIterator[tuple[Redis, str]]:
-    client = Redis.from_url(REDIS_URL)
-    prefix = f"test-politeness-{uuid.uuid4().hex}"
-    yield client, prefix
-    await delete_prefix(client, prefix)
+async def redis(redis_url: str, redis_prefix: str) -> AsyncIterator[tuple[Redis, str]]:
+    """The session's Redis and a key prefix of this test's own (deleted afterwards)."""
+    client = Redis.from_url(redis_url)
+    yield client, redis_prefix
     await client.aclose()
 
 
@@ -320,8 +318,8 @@ from taskcrawler.fetch import Fetcher
 from taskcrawler.fetch.politeness import RedisHostLimiter
 from tests.support.hostile import fetch_settings
 
-async def main(url, prefix, count):
-    redis = Redis.from_url("redis://127.0.0.1:6379/0")
+async def main(url, redis_url, prefix, count):
+    redis = Redis.from_url(redis_url)
     limiter = RedisHostLimiter(redis, concurrency=4, lease_seconds=30, prefix=prefix)
     fetcher = Fetcher(fetch_settings(allow_private_networks=True, worker_concurrency=50),
                       limiter=limiter)
@@ -332,13 +330,13 @@ async def main(url, prefix, count):
         await redis.aclose()
     print(json.dumps({"ok": sum(p.status == 200 for p in pages)}))
 
-asyncio.run(main(sys.argv[1], sys.argv[2], int(sys.argv[3])))
+asyncio.run(main(sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])))
 """
 
 
 @pytest.mark.slow
 async def test_two_processes_never_exceed_the_host_limit(
-    redis: tuple[Redis, str], server: HostileServer
+    redis: tuple[Redis, str], redis_url: str, server: HostileServer
 ) -> None:
     """Two worker-like processes, 200 fetches to one host, limit 4: the host never sees 5."""
     _client, prefix = redis
@@ -350,6 +348,7 @@ async def test_two_processes_never_exceed_the_host_limit(
             "-c",
             WORKER_SCRIPT,
             base,
+            redis_url,
             prefix,
             "100",
             cwd=ROOT,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import uuid
 from collections.abc import AsyncIterator
 from urllib.parse import quote
 
@@ -13,7 +12,7 @@ from redis.asyncio import Redis
 from taskcrawler.domain import ErrorCode, FetchError
 from taskcrawler.fetch import Fetcher
 from taskcrawler.fetch.robots import ROBOTS_MAX_BYTES
-from tests.support.hostile import REDIS_URL, HostileServer, delete_prefix, fetch_settings
+from tests.support.hostile import HostileServer, fetch_settings
 
 DISALLOW_PRIVATE = "User-agent: *\nDisallow: /page/private\n"
 
@@ -28,11 +27,10 @@ async def server() -> AsyncIterator[HostileServer]:
 
 
 @pytest.fixture
-async def redis() -> AsyncIterator[tuple[Redis, str]]:
-    client = Redis.from_url(REDIS_URL)
-    prefix = f"test-robots-{uuid.uuid4().hex}"
-    yield client, prefix
-    await delete_prefix(client, prefix)
+async def redis(redis_url: str, redis_prefix: str) -> AsyncIterator[tuple[Redis, str]]:
+    """The session's Redis and a key prefix of this test's own (deleted afterwards)."""
+    client = Redis.from_url(redis_url)
+    yield client, redis_prefix
     await client.aclose()
 
 

@@ -6,18 +6,17 @@ import asyncio
 import signal
 import subprocess
 import sys
-import time
 
 import aiohttp
 import asyncpg
 import pytest
 import redis.asyncio as aioredis
 
+from tests.support.databases import _owner_id, insert_some_row
 from tests.support.processes import ProcessManager
 from tests.support.services import (
     DatabasePool,
     Resolved,
-    _owner_id,
     admin_execute,
     asyncpg_url,
     create_database,
@@ -54,6 +53,10 @@ async def test_services_resolved_as_configured(
         f"postgres: {pg_service.source} {pg_version} {pg_service.url}; "
         f"redis: {redis_service.source} {redis_version} {redis_service.url}"
     )
+    for service in (pg_service, redis_service):
+        assert service.source in {"env", "local", "throwaway"}
+        # A server we started is ours to stop at the end; one we found is not.
+        assert (service.process is not None) == (service.source == "throwaway")
     if force_throwaway():
         # The PyPI packages' servers, as a machine without PostgreSQL and Redis would run.
         assert (pg_service.source, redis_service.source) == ("throwaway", "throwaway")
@@ -105,42 +108,10 @@ async def _alive(conn: asyncpg.Connection) -> bool:
     return True
 
 
-# A value for each type a required column may have; built from the live schema so the test does
-# not break whenever the jobs table gains a column.
-_VALUES = {
-    "uuid": "gen_random_uuid()",
-    "boolean": "false",
-    "json": "'{}'",
-    "jsonb": "'{}'",
-    "bytea": "''",
-}
-
-
-async def _insert_some_row(conn: asyncpg.Connection, table: str) -> None:
-    columns = await conn.fetch(
-        "SELECT column_name, data_type FROM information_schema.columns"
-        " WHERE table_name = $1 AND is_nullable = 'NO' AND column_default IS NULL",
-        table,
-    )
-    names, values = [], []
-    for column in columns:
-        kind = column["data_type"]
-        if kind.startswith("timestamp"):
-            value = "now()"
-        elif kind in {"integer", "bigint", "smallint", "numeric", "double precision", "real"}:
-            value = "0"
-        else:
-            value = _VALUES.get(kind, "'x'")
-        names.append(f'"{column["column_name"]}"')
-        values.append(value)
-    await conn.execute(f"INSERT INTO {table} ({', '.join(names)}) VALUES ({', '.join(values)})")
-    assert await conn.fetchval(f"SELECT count(*) FROM {table}") == 1
-
-
 async def test_pool_hands_back_an_emptied_database(pg_pool: DatabasePool) -> None:
     name = await pg_pool.acquire()
     conn = await asyncpg.connect(asyncpg_url(pg_pool.url(name)))
-    await _insert_some_row(conn, "jobs")
+    await insert_some_row(conn, "jobs")
     # ``conn`` stays open: the pool must end it before anyone else gets the database.
     assert await pg_pool.release(name)
     assert conn.is_closed() or not await _alive(conn)
@@ -177,27 +148,6 @@ async def test_abandoned_databases_of_dead_runs_are_dropped(pg_admin_url: str) -
     assert dead.returncode == 0
     assert name in await drop_abandoned_databases(pg_admin_url)
     assert not await _database_exists(pg_admin_url, name)
-
-
-async def test_pg_url_cost_per_test(pg_admin_url: str, pg_pool: DatabasePool) -> None:
-    """Not a check: prints what a pg_url costs, fresh clone versus pool reuse, for the record."""
-    rounds = 5
-    started = time.perf_counter()
-    for _ in range(rounds):
-        async with temporary_database(pg_admin_url, template=pg_pool.template):
-            pass
-    fresh_ms = (time.perf_counter() - started) * 1000 / rounds
-    started = time.perf_counter()
-    for _ in range(rounds):
-        name = await pg_pool.acquire()
-        conn = await asyncpg.connect(asyncpg_url(pg_pool.url(name)))
-        await _insert_some_row(conn, "jobs")
-        await conn.close()
-        await pg_pool.release(name)
-    reuse_ms = (time.perf_counter() - started) * 1000 / rounds
-    print(
-        f"pg_url: fresh clone+drop {fresh_ms:.0f} ms, pool reuse (1 table used) {reuse_ms:.0f} ms"
-    )
 
 
 async def test_each_test_gets_its_own_database(pg_url: str, pg_template: str) -> None:
@@ -402,7 +352,8 @@ async def test_processes_wait_for_http_signal_and_cleanup(processes: ProcessMana
     await server.wait_for_port(port, within=10)
     await server.wait_for_http(f"http://127.0.0.1:{port}/", within=10)
     server.send_signal(signal.SIGINT)
-    assert await server.wait(within=10) != 0 or not server.running
+    assert await server.wait(within=10) == 0  # http.server exits 0 on Ctrl-C, saying so
+    assert "Keyboard interrupt received" in server.output()
     stuck = processes.start_command([sys.executable, "-c", "import time; time.sleep(60)"])
     assert stuck.running
     await processes.close(grace=0.5)

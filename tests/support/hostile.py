@@ -16,7 +16,6 @@ from typing import Any
 
 from aiohttp import web
 from aiohttp.abc import AbstractResolver, ResolveResult
-from redis.asyncio import Redis
 
 from taskcrawler.settings import Settings
 
@@ -303,13 +302,3 @@ def _result(host: str, address: str, port: int) -> ResolveResult:
         proto=0,
         flags=socket.AI_NUMERICHOST | socket.AI_NUMERICSERV,
     )
-
-
-REDIS_URL = "redis://127.0.0.1:6379/0"
-
-
-async def delete_prefix(redis: Redis, prefix: str) -> None:
-    """Remove every key a test wrote under its own random prefix."""
-    keys = [key async for key in redis.scan_iter(match=f"{prefix}:*", count=1000)]
-    if keys:
-        await redis.delete(*keys)

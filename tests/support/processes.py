@@ -1,6 +1,6 @@
 """Run ``python -m taskcrawler ...`` as real subprocesses: start, wait until up, signal, read logs.
 
-Fault tests (issue 3) need real processes: ``kill -9`` a worker, SIGTERM during work, several
+Fault tests need real processes: ``kill -9`` a worker, SIGTERM during work, several
 workers on one queue. Waits poll with ``asyncio.sleep`` so the test's event loop (and whatever
 runs on it) keeps going; nothing here needs a child watcher.
 """
@@ -8,6 +8,7 @@ runs on it) keeps going; nothing here needs a child watcher.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
 import os
 import signal
@@ -19,14 +20,18 @@ from pathlib import Path
 
 import aiohttp
 
-from tests.support.services import free_port, port_open
+from tests.support.servers import free_port, port_open
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Seed-compatible aliases the settings also read: must not leak from the developer's shell either.
 _SEED_VARIABLES = {"POSTGRES_ASYNC_URL", "REDIS_URL"}
 _Check = Callable[[], Awaitable[bool]]
 
-__all__ = ["ManagedProcess", "ProcessManager", "clean_env", "free_port"]
+__all__ = ["ManagedProcess", "ProcessManager", "clean_env", "free_port", "kill_all"]
+
+# Processes started and not known to have ended: what kill_all() (and atexit) take down when a run
+# ends without its teardown.
+_LIVE: set[ManagedProcess] = set()
 
 
 def clean_env(overrides: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -127,12 +132,23 @@ class ManagedProcess:
 
 
 class ProcessManager:
-    """Starts processes for one test and makes sure none outlives it."""
+    """Starts processes for one test (or one benchmark phase) and makes sure none outlives it.
 
-    def __init__(self, workdir: Path) -> None:
+    ``async with ProcessManager(dir) as processes:`` closes them on the way out, showing their
+    output only when an exception is on its way; the tests' ``processes`` fixture closes it itself.
+    """
+
+    def __init__(self, workdir: Path, *, grace: float = 5.0) -> None:
         self.workdir = workdir
         self.workdir.mkdir(parents=True, exist_ok=True)
+        self.grace = grace
         self.started: list[ManagedProcess] = []
+
+    async def __aenter__(self) -> ProcessManager:
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, *_: object) -> None:
+        await self.close(show_output=exc_type is not None)
 
     def start(
         self,
@@ -174,13 +190,15 @@ class ProcessManager:
             )
         process = ManagedProcess(name, command, popen, log)
         self.started.append(process)
+        _LIVE.add(process)
         return process
 
-    async def close(self, grace: float = 5.0) -> None:
-        """SIGTERM everything still running, SIGKILL what is left after ``grace`` seconds."""
+    async def close(self, grace: float | None = None, *, show_output: bool = True) -> None:
+        """SIGTERM everything still running, SIGKILL what is left after ``grace`` seconds (the
+        manager's own by default); then print each one's output tail unless told not to."""
         for process in self.started:
             process.terminate()
-        deadline = time.monotonic() + grace
+        deadline = time.monotonic() + (self.grace if grace is None else grace)
         # Polling, not an Event: a child's exit has no awaitable without a child watcher.
         while any(p.running for p in self.started) and time.monotonic() < deadline:  # noqa: ASYNC110
             await asyncio.sleep(0.05)
@@ -188,9 +206,18 @@ class ProcessManager:
             process.kill()
             with contextlib.suppress(subprocess.TimeoutExpired):
                 process.popen.wait(5)
+            _LIVE.discard(process)
         # Shown by pytest only when the test failed: what each process said.
-        for process in self.started:
+        for process in self.started if show_output else ():
             print(process._tail())
+
+
+@atexit.register
+def kill_all() -> None:
+    """SIGKILL every process started here that may still run (its whole process group)."""
+    for process in list(_LIVE):
+        process.kill()
+        _LIVE.discard(process)
 
 
 async def _async_bool(value: bool) -> bool:
