@@ -149,6 +149,40 @@ class Settings(BaseSettings):
         description="POST /api/v1/map answers within this long with what it found so far.",
     )
 
+    # rendering in a browser (Debian's chromium driven by Playwright)
+    browser: str | None = Field(
+        None,
+        description="Path of the chromium executable used to render pages; unset finds "
+        "`chromium` (or `chromium-browser`) on PATH.",
+    )
+    browser_concurrency: int = Field(
+        4, ge=1, le=64, description="Pages rendered at once per worker process, one context each."
+    )
+    browser_recycle_pages: int = Field(
+        200, ge=1, description="The browser is restarted after rendering this many pages."
+    )
+    browser_max_rss_mb: int = Field(
+        1536,
+        ge=128,
+        description="The browser is restarted once the resident memory of its processes passes "
+        "this many MiB.",
+    )
+    render_timeout_seconds: float = Field(
+        30.0,
+        gt=0,
+        description="Hard deadline of one render; a page whose scripts keep it busy past it "
+        "fails as render_timeout.",
+    )
+    render_max_bytes: int = Field(
+        50 * 1024 * 1024,
+        gt=0,
+        description="Bytes one rendered page may download in all (document, scripts, images); "
+        "past it its connections are cut.",
+    )
+    render_screenshot_max_height: int = Field(
+        10000, ge=100, le=100000, description="Full-page screenshots are cut at this height (px)."
+    )
+
     # tenancy
     auth_required: bool = Field(
         False, description="Require `Authorization: Bearer <key>` on every /api call."

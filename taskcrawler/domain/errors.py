@@ -33,6 +33,12 @@ class ErrorCode(StrEnum):
     # permanent: the same page would do it again
     PARSE_TIMEOUT = "parse_timeout"  # its parse overran TASKCRAWLER_PARSE_TIMEOUT_SECONDS
     UNSTORABLE = "unstorable_result"  # the database refused what the page produced
+    # rendering in a browser
+    RENDER_UNAVAILABLE = "render_unavailable"  # permanent: this worker has no usable browser
+    # permanent: the page was received but its own scripts kept the browser busy past the
+    # deadline (a loop, a DOM that never settles); the same page would hang again on a retry
+    RENDER_TIMEOUT = "render_timeout"
+    RENDER_CRASHED = "render_crashed"  # transient: the browser died; a fresh one is started
 
 
 TRANSIENT_CODES = frozenset(
@@ -46,6 +52,7 @@ TRANSIENT_CODES = frozenset(
         ErrorCode.WORKER_LOST,
         ErrorCode.HOST_BUSY,
         ErrorCode.QUEUE_UNAVAILABLE,
+        ErrorCode.RENDER_CRASHED,
     }
 )
 
