@@ -11,9 +11,10 @@ its ``pages.tar.xz`` in memory; nothing of it is written anywhere.
 Scoring is the corpus's own: the output, whitespace collapsed, is searched for every snippet (also
 collapsed); a kept ``with`` snippet is a true positive, a kept ``without`` one a false positive.
 Precision, recall and F1 are over all snippets of all pages together. Pages/s is on one core and
-times the extraction call alone; ours includes the metadata (``formats=("metadata", fmt)``).
+counts the CPU time of the extraction call alone (the thread's CPU clock, so that other work on a
+shared machine does not count); ours includes the metadata (``formats=("metadata", fmt)``).
 Pages are visited once, and every extractor runs on a page before the next page, so a busy moment
-of the machine slows all of them alike.
+of the machine (caches, frequency) weighs on all of them alike.
 
 The corpus is split by a hash of each page's URL into a tuning part (80%) and a held-out part
 (20%), the same on every machine; rules are tuned on the first and checked on the second.
@@ -207,13 +208,13 @@ class Run:
     misses: list[tuple[str, list[str], list[str]]] = field(default_factory=list)
 
     def score(self, page: Page) -> None:
-        start = time.perf_counter()
+        start = time.thread_time()
         try:
             output = self.extractor(page)
         except Exception as exc:  # a crash is a full miss, as it would be in production
             print(f"{self.name} {self.fmt} failed on {page.file}: {exc!r}", file=sys.stderr)
             output = None
-        seconds = time.perf_counter() - start
+        seconds = time.thread_time() - start
         missed, kept = [], []
         for split in SPLITS:
             if in_split(page.url, split):

@@ -1,17 +1,22 @@
-"""Main-content detection: strip what is not the page's own content, then pick its root.
+"""Main-content detection: what a reader would call the page's own text, found in one tree.
 
-Everything here is done with CSS queries and ``decompose`` (C code in lexbor), in three passes:
+Four steps, with the heavy lifting in lexbor (CSS queries, ``strip_tags``, ``decompose``):
 
-1. drop what is never content (scripts, styles, form controls, embedded objects);
-2. drop page furniture everywhere (nav, aside, footer, site header, banners, hidden nodes);
-3. pick the root (``<main>``, a single ``<article>``, or the body) and drop class/id-flagged
-   boilerplate (cookie banners, share bars, related posts, comments) inside it.
+1. Drop what is never content (scripts, styles, form controls, embedded objects, image captions)
+   and the page furniture that says what it is: ``nav``, ``aside``, ``footer``, ``dialog``, hidden
+   nodes, navigation/banner/search landmarks, and site headers and forms that do not hold the
+   content. Nothing that holds a ``main`` or the article is removed.
+2. Flag the blocks whose class or id names boilerplate (comments, sharing, related posts, widgets,
+   newsletters, cookie notices, …) unless another of their names says content
+   (``entry-content``). Flagged blocks are not removed yet: their paragraphs stop counting.
+3. Score the candidates (see :mod:`taskcrawler.extract.scoring`): the densest cluster of prose
+   with little link text wins, with those of its siblings that score close to it.
+4. Inside what was chosen, remove the flagged blocks and the blocks that read like navigation
+   (mostly link text).
 
-Nothing that holds a ``main``/``article`` is removed. A candidate that may wrap the real content (a
-header, a form, a flagged class, a banner) is also kept when it holds an ``h1`` or more than half
-of the text, so a site wrapping everything in ``<form id="aspnetForm">`` or
-``<div class="has-sidebar">`` keeps it. Which nodes hold a marker is computed once, as a set of
-ancestors, rather than with one query per candidate.
+When the scoring finds too little prose (short pages, pages of lists or tables) the content is
+``<main>``, a single ``<article>``, or else the whole cleaned body: a page that says little is
+rendered whole rather than cut to nothing.
 """
 
 from __future__ import annotations
@@ -22,10 +27,11 @@ from dataclasses import dataclass
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+from taskcrawler.extract.scoring import Choice, choose_content, link_chars, visible_chars
+
 _NEVER_CONTENT = [
     "script",
     "style",
-    "noscript",
     "template",
     "svg",
     "iframe",
@@ -34,25 +40,48 @@ _NEVER_CONTENT = [
     "button",
     "select",
     "textarea",
+    "input",
+    "label",
+    "figcaption",  # a caption without its picture is a stray line
 ]
 _FURNITURE_TAGS = ("nav", "aside", "footer", "dialog")
 _GUARDED_TAGS = ("header", "form")
-_FURNITURE_ATTRS = "[hidden], [aria-hidden=true i], [role]"
+_FURNITURE_ATTRS = (
+    "[hidden], [aria-hidden=true i], [role], [style*='display:none' i], [style*='display: none' i]"
+)
 _FURNITURE_ROLES = frozenset(
     {"navigation", "contentinfo", "complementary", "search", "dialog", "alertdialog", "menu"}
     | {"menubar", "banner"}
 )
-# Every alternative costs one walk of the subtree, so only the blocks that carry real text (and
-# are not already nav/aside/footer/form on most sites) are looked for.
-_FLAGGED = ", ".join(
-    [f"[class*={token} i]" for token in ("comment", "related", "share", "social", "cookie")]
-    + ["[class*=sidebar i]", "[class~=ad i]", "[id*=comment i]", "[id*=cookie i]"]
-)
-_MARKERS = "h1, main, article, [role=main]"
+_MARKERS = "h1, main, article, [role=main], [itemprop=articleBody]"
 _PROTECTED_TAGS = frozenset({"html", "body", "main", "article"})
-_ROOT_SELECTORS = ("main, [role=main]", "article", "[itemprop=articleBody]")
+_FALLBACK_ROOTS = ("main, [role=main]", "[itemprop=articleBody]", "article")
 _MIN_ROOT_SHARE = 0.25
+_NOSCRIPT_PAGE_CHARS = 200
 _MAX_REMOVED_SHARE = 0.5
+
+# A class or id token that names boilerplate. Distinctive words match anywhere in a token
+# ("commentlist", "sharedaddy"); short ones only as a whole hyphen/underscore-separated part
+# ("post-meta", "nav-links"), so that "metadata" or "navigator" are not taken for them. The
+# pattern is written with "{b}" for a part boundary: inside one token, or in the whole
+# space-separated attribute (the quick test that most nodes fail).
+_BOILERPLATE_WORDS = (
+    r"comment|respond|repl(?:y|ies)|shar(?:e|ing)|social|related|recent|newsletter|subscri"
+    r"|sign-?up|log-?in|cookie|consent|gdpr|copyright|colophon|sidebar|breadcrumb"
+    r"|paginat|pager|disqus|akismet|jetpack|nocontent|promo|sponsor|advert|popup|modal"
+    r"|masthead|navbar|navigation|byline|skip-?link|author-?(?:bio|box|info)|newsticker"
+    r"|textwidget|(?:^|{space})widget"
+    r"|(?:^|{b})(?:ads?|nav|menu|meta|tags|bio|caption|credits?|footer|header|banner|print"
+    r"|rating|toolbar|tools|prev|next|more|tag)(?:{b}|$)"
+)
+_BOILERPLATE_TOKEN = re.compile(_BOILERPLATE_WORDS.format(b="[-_]", space="(?!)"))
+# A token that names the content itself ("entry-content", "post-body", "hentry"); it wins over
+# a boilerplate token on the same node.
+_CONTENT_TOKEN = re.compile(
+    r"^(?:(?:entry|post|article|story|page|main|blog)[-_]?)?(?:content|body|text)$"
+    r"|^(?:post|hentry|article|main)$"
+)
+_FLAG_PREFILTER = re.compile(_BOILERPLATE_WORDS.format(b=r"[-_\s]", space=r"\s"), re.IGNORECASE)
 
 # Scripts where words are not separated by spaces: every character counts as one word.
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f]")
@@ -66,10 +95,14 @@ _CJK_OR_RUN = re.compile(
 
 @dataclass(frozen=True, slots=True)
 class MainContent:
-    root: LexborNode | None
+    nodes: list[LexborNode]  # in document order; empty when the page has no body
     text: str  # normalized: whitespace collapsed
     word_count: int
     content_hash: str
+
+    @property
+    def root(self) -> LexborNode | None:
+        return self.nodes[0] if self.nodes else None
 
 
 def _text_len(node: LexborNode) -> int:
@@ -88,6 +121,19 @@ def _with_ancestors(nodes: list[LexborNode]) -> set[int]:
     return ids
 
 
+def names_boilerplate(class_and_id: str) -> bool:
+    """Whether a node's ``class`` and ``id`` tokens name boilerplate and none names content."""
+    if _FLAG_PREFILTER.search(class_and_id) is None:
+        return False
+    flagged = False
+    for token in class_and_id.lower().split():
+        if _BOILERPLATE_TOKEN.search(token) is not None:
+            flagged = True
+        elif _CONTENT_TOKEN.search(token) is not None:
+            return False
+    return flagged
+
+
 @dataclass(slots=True)
 class Cleaner:
     """Removes boilerplate from one parsed page, in place."""
@@ -95,13 +141,19 @@ class Cleaner:
     tree: LexborHTMLParser
     holds_root: set[int]  # ids of main/article nodes and their ancestors
     holds_content: set[int]  # the same, and of h1 nodes and their ancestors
+    holds_main: set[int]  # ids of main, the article body or a single article, and ancestors
 
     @classmethod
     def for_tree(cls, tree: LexborHTMLParser) -> Cleaner:
         body = tree.body
         markers = body.css(_MARKERS) if body is not None else []
-        holds_root = _with_ancestors([node for node in markers if node.tag != "h1"])
-        return cls(tree, holds_root, holds_root | _with_ancestors(markers))
+        roots = [node for node in markers if node.tag != "h1"]
+        holds_root = _with_ancestors(roots)
+        articles = [node for node in roots if node.tag == "article"]
+        # Many articles are teasers of other pages (a related list, a feed): only a single one
+        # is taken for the content.
+        mains = [node for node in roots if node.tag != "article" or len(articles) == 1]
+        return cls(tree, holds_root, holds_root | _with_ancestors(markers), _with_ancestors(mains))
 
     def remove(self, nodes: list[LexborNode], *, guarded: bool, max_chars: float = 0) -> None:
         """Decompose ``nodes`` (document order) from the last to the first.
@@ -119,8 +171,9 @@ class Cleaner:
             node.decompose()
 
     def strip_boilerplate(self) -> None:
-        """Passes 1 and 2: what is never content, and the page furniture, everywhere."""
+        """Step 1: what is never content, and the page furniture, everywhere."""
         tree = self.tree
+        _unwrap_noscript_pages(tree)
         tree.strip_tags(_NEVER_CONTENT)
         body = tree.body
         if body is None:
@@ -133,32 +186,82 @@ class Cleaner:
         flagged = [node for node in body.css(_FURNITURE_ATTRS) if _is_furniture(node)]
         self.remove(flagged, guarded=True, max_chars=max_chars)
 
-    def strip_flagged(self, root: LexborNode) -> None:
-        """Pass 3: class/id-flagged boilerplate inside the chosen root."""
-        max_chars = _MAX_REMOVED_SHARE * _text_len(root)
-        self.remove(root.css(_FLAGGED), guarded=True, max_chars=max_chars)
+    def flagged(self, body: LexborNode) -> list[LexborNode]:
+        """Step 2: nodes whose names say boilerplate, outermost first, in document order."""
+        found: list[LexborNode] = []
+        for node in body.css("[class], [id]"):
+            attrs = node.attrs
+            names = f"{attrs.get('class') or ''} {attrs.get('id') or ''}"
+            if names_boilerplate(names) and node.mem_id not in self.holds_main:
+                found.append(node)
+        return found
+
+    def strip_flagged(self, flagged: list[LexborNode], choice: Choice) -> None:
+        """Step 4, first half: the flagged nodes, but those holding the chosen content or an
+        ``h1``."""
+        keep = self.holds_content | _with_ancestors(choice.nodes)
+        for node in reversed(flagged):
+            if node.mem_id not in keep:
+                node.decompose()
+
+
+def _unwrap_noscript_pages(tree: LexborHTMLParser) -> None:
+    """A ``noscript`` holding a page's worth of text is the page for readers without scripts
+    (the rest is drawn by a script): keep its content. Small ones are tracking pixels and
+    "please enable JavaScript" notices."""
+    for node in reversed(tree.tags("noscript")):
+        if visible_chars(node) >= _NOSCRIPT_PAGE_CHARS:
+            node.unwrap()
+        else:
+            node.decompose()
 
 
 def _is_furniture(node: LexborNode) -> bool:
     attrs = node.attributes
     if "hidden" in attrs or (attrs.get("aria-hidden") or "").lower() == "true":
         return True
+    style = (attrs.get("style") or "").lower().replace(" ", "")
+    if "display:none" in style:
+        return True
     return (attrs.get("role") or "").strip().lower() in _FURNITURE_ROLES
 
 
-def choose_root(tree: LexborHTMLParser) -> LexborNode | None:
-    """``<main>``, else a single ``<article>``, … when it holds enough of the text; else body."""
+def fallback_root(tree: LexborHTMLParser) -> LexborNode | None:
+    """``<main>``, else the article body, else a single ``<article>``, when it holds enough of
+    the text; else the body."""
     body = tree.body
     if body is None:
         return None
     body_chars = _text_len(body)
-    for selector in _ROOT_SELECTORS:
+    for selector in _FALLBACK_ROOTS:
         found = body.css(selector)
         if len(found) == 1 or (found and selector.startswith("main")):
             candidate = found[0]
             if _text_len(candidate) >= _MIN_ROOT_SHARE * body_chars:
                 return candidate
     return body
+
+
+_LINK_LIKE_BLOCKS = "ul, ol, dl, div, section, table, p, li"
+_MAX_LINK_SHARE = 0.5
+
+
+def strip_link_blocks(choice: Choice) -> None:
+    """Step 4, second half: blocks inside the content whose text is mostly link text (menus,
+    tag lists, "read more" lines, lists of other articles). The chosen nodes themselves stay."""
+    for root in choice.nodes:
+        links = link_chars(root)
+        if not links:
+            continue
+        blocks = root.css(_LINK_LIKE_BLOCKS)
+        doomed = []
+        for block in blocks:
+            linked = links.get(block.mem_id, 0)
+            if linked and linked > _MAX_LINK_SHARE * visible_chars(block):
+                doomed.append(block)
+        for block in reversed(doomed):
+            if block.mem_id != root.mem_id:
+                block.decompose()
 
 
 def _word_count(text: str, words: int) -> int:
@@ -198,14 +301,39 @@ def _is_collapsed(text: str) -> bool:
     )
 
 
+def _choose(tree: LexborHTMLParser, cleaner: Cleaner, flagged: list[LexborNode]) -> Choice | None:
+    body = tree.body
+    if body is None:
+        return None
+    choice = choose_content(body, flagged)
+    if choice is None and flagged:
+        choice = choose_content(body, [])  # the names misled: score every paragraph
+    if choice is None:
+        root = fallback_root(tree)
+        return Choice([root], scored=False) if root is not None else None
+    return choice
+
+
 def main_content(tree: LexborHTMLParser) -> MainContent:
-    """Remove the boilerplate from ``tree`` (in place), pick the root, and measure its text."""
+    """Remove the boilerplate from ``tree`` (in place), choose the content, and measure it."""
     cleaner = Cleaner.for_tree(tree)
     cleaner.strip_boilerplate()
-    root = choose_root(tree)
-    text, words = "", 0
-    if root is not None:
-        cleaner.strip_flagged(root)
-        text, words = collapsed_text(root)
+    body = tree.body
+    flagged = cleaner.flagged(body) if body is not None else []
+    choice = _choose(tree, cleaner, flagged)
+    nodes: list[LexborNode] = []
+    texts: list[str] = []
+    words = 0
+    if choice is not None:
+        cleaner.strip_flagged(flagged, choice)
+        if choice.scored:
+            strip_link_blocks(choice)
+        nodes = choice.nodes
+        for node in nodes:
+            text, count = collapsed_text(node)
+            if text:
+                texts.append(text)
+                words += count
+    text = " ".join(texts)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return MainContent(root, text, _word_count(text, words), f"sha256:{digest}")
+    return MainContent(nodes, text, _word_count(text, words), f"sha256:{digest}")

@@ -100,16 +100,16 @@ def extract(
         html=decoded.text if "html" in wanted else None,
         encoding=decoded.encoding,
     )
-    title = _outside_title(content.root, metadata["headings"]["h1"])
+    title = _outside_title(content.nodes, metadata["headings"]["h1"])
     if "markdown" in wanted:
-        result.markdown = Renderer(resolver, markdown=True).render(content.root, title=title)
+        result.markdown = Renderer(resolver, markdown=True).render(content.nodes, title=title)
     if "text" in wanted:
-        result.text = Renderer(resolver, markdown=False).render(content.root, title=title)
+        result.text = Renderer(resolver, markdown=False).render(content.nodes, title=title)
     return result
 
 
-def _outside_title(root: LexborNode | None, h1s: list[str]) -> str | None:
-    """The page's ``h1`` when the content root does not contain it (it sat above an article)."""
-    if root is None or not h1s or root.css_first("h1") is not None:
+def _outside_title(nodes: list[LexborNode], h1s: list[str]) -> str | None:
+    """The page's ``h1`` when the content does not contain it (it sat above an article)."""
+    if not nodes or not h1s or any(node.css_first("h1") is not None for node in nodes):
         return None
     return h1s[0]

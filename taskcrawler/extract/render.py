@@ -55,8 +55,14 @@ class Renderer:
         self.resolver = resolver
         self.markdown = markdown
 
-    def render(self, root: LexborNode | None, *, title: str | None = None) -> str:
-        blocks = self.blocks(root, 0) if root is not None else []
+    def render(self, nodes: list[LexborNode], *, title: str | None = None) -> str:
+        """The blocks of ``nodes`` (each rendered as a container), a title first if given."""
+        blocks: list[str] = []
+        for node in nodes:
+            if (node.tag or "") in _BLOCKS - _CONTAINERS:
+                blocks.extend(self._block(node, node.tag or "", 1))
+            else:
+                blocks.extend(self.blocks(node, 0))
         if title:
             blocks.insert(0, f"# {title}" if self.markdown else title)
         return "\n\n".join(blocks)
