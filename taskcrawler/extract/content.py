@@ -58,6 +58,7 @@ _PROTECTED_TAGS = frozenset({"html", "body", "main", "article"})
 _FALLBACK_ROOTS = ("main, [role=main]", "[itemprop=articleBody]", "article")
 _MIN_ROOT_SHARE = 0.25
 _NOSCRIPT_PAGE_CHARS = 200
+_MAX_FLAGGED_SHARE = 0.5
 _MAX_REMOVED_SHARE = 0.5
 
 # A class or id token that names boilerplate. Distinctive words match anywhere in a token
@@ -67,13 +68,16 @@ _MAX_REMOVED_SHARE = 0.5
 # space-separated attribute (the quick test that most nodes fail).
 _BOILERPLATE_WORDS = (
     r"comment|respond|repl(?:y|ies)|shar(?:e|ing)|social|related|recent|newsletter|subscri"
-    r"|sign-?up|log-?in|cookie|consent|gdpr|copyright|colophon|sidebar|breadcrumb"
-    r"|paginat|pager|disqus|akismet|jetpack|nocontent|promo|sponsor|advert|popup|modal"
-    r"|masthead|navbar|navigation|byline|skip-?link|author-?(?:bio|box|info)|newsticker"
-    r"|textwidget|(?:^|{space})widget"
-    r"|(?:^|{b})(?:ads?|nav|menu|meta|tags|bio|caption|credits?|footer|header|banner|print"
-    r"|rating|toolbar|tools|prev|next|more|tag)(?:{b}|$)"
+    r"|cookie|consent|gdpr|copyright|colophon|sidebar|breadcrumb|paginat|disqus|akismet"
+    r"|jetpack|nocontent|promo(?!ted)|sponsor|advert|popup|modal|masthead|navbar|navigation"
+    r"|byline|skip-?link|author-?(?:bio|box|info)|newsticker|textwidget|(?:^|{space})widget\w"
+    r"|(?:^|{b})(?:sign-?up|log-?in|pager)"
+    r"|(?:^|{b})(?:ads?|nav|menu|meta|tags|bio|caption|credits?|footer|header|banner"
+    r"|rating|toolbar|tools|tag)(?:{b}|$)"
 )
+# A token that says what state a wrapper is in ("has-sidebar", "no-comments") or that only
+# hooks a script ("js-share"), not what the block is.
+_STATE_TOKEN = re.compile(r"^(?:has|no|with|show|hide|is|js)-|--(?:has|no|with)-")
 _BOILERPLATE_TOKEN = re.compile(_BOILERPLATE_WORDS.format(b="[-_]", space="(?!)"))
 # A token that names the content itself ("entry-content", "post-body", "hentry"); it wins over
 # a boilerplate token on the same node.
@@ -127,6 +131,8 @@ def names_boilerplate(class_and_id: str) -> bool:
         return False
     flagged = False
     for token in class_and_id.lower().split():
+        if _STATE_TOKEN.search(token) is not None:
+            continue
         if _BOILERPLATE_TOKEN.search(token) is not None:
             flagged = True
         elif _CONTENT_TOKEN.search(token) is not None:
@@ -189,10 +195,15 @@ class Cleaner:
     def flagged(self, body: LexborNode) -> list[LexborNode]:
         """Step 2: nodes whose names say boilerplate, outermost first, in document order."""
         found: list[LexborNode] = []
+        most = _MAX_FLAGGED_SHARE * visible_chars(body)
         for node in body.css("[class], [id]"):
+            if node.tag == "body":
+                continue  # its classes describe the page ("single-post has-sidebar")
             attrs = node.attrs
             names = f"{attrs.get('class') or ''} {attrs.get('id') or ''}"
-            if names_boilerplate(names) and node.mem_id not in self.holds_main:
+            if not names_boilerplate(names) or node.mem_id in self.holds_main:
+                continue
+            if visible_chars(node) <= most:  # else a wrapper of the page, whatever its name
                 found.append(node)
         return found
 

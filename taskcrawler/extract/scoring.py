@@ -30,6 +30,8 @@ _MAX_COMMAS = 10  # a list of names or tags is not ten times the prose of a sent
 _TABLE_PARTS = frozenset({"tr", "tbody", "thead", "tfoot"})
 _SIBLING_SHARE = 0.2
 _RIVAL_SHARE = 0.75
+OTHER_PART_SHARE = 0.3
+_OTHER_PARTS = 15
 _RIVALS_TO_CLIMB = 3
 _COMMAS = (",", "\u060c", "\u3001", "\uff0c")  # Latin, Arabic, CJK ideographic and full-width
 
@@ -282,4 +284,55 @@ def choose_content(body: LexborNode, flagged: list[LexborNode]) -> Choice | None
         return None
     ranked = sorted(candidates.values(), key=lambda c: c.points, reverse=True)[:_TOP_CANDIDATES]
     best = _climb(max(ranked, key=Candidate.settle), ranked, candidates)
-    return Choice(_with_siblings(best, candidates))
+    nodes = _with_siblings(best, candidates)
+    nodes = _with_other_parts(body, nodes, best, candidates)
+    return Choice(nodes)
+
+
+def _inside(node: LexborNode, ids: set[int]) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if parent.mem_id in ids:
+            return True
+        parent = parent.parent
+    return False
+
+
+def _with_other_parts(
+    body: LexborNode, nodes: list[LexborNode], best: Candidate, candidates: dict[int, Candidate]
+) -> list[LexborNode]:
+    """Pages that are not one article (a product, an event, a page-builder layout) hold their
+    prose in several blocks far apart in the tree: candidates elsewhere that score nearly as
+    well as the best are content too."""
+    threshold = best.final * OTHER_PART_SHARE
+    if threshold <= 0:
+        return nodes
+    ranked = sorted(candidates.values(), key=lambda c: c.points, reverse=True)
+    others = [c for c in ranked[:_OTHER_PARTS] if c.points >= threshold]
+    if not others:
+        return nodes
+    chosen = {node.mem_id for node in nodes}
+    holding = _with_ancestors_of(nodes)
+    added = False
+    for other in sorted(others, key=Candidate.settle, reverse=True):
+        node = other.node
+        if other.final < threshold or node.mem_id in holding or node.mem_id in chosen:
+            continue
+        if _inside(node, chosen):
+            continue
+        chosen.add(node.mem_id)
+        holding |= _with_ancestors_of([node])
+        added = True
+    if not added:
+        return nodes
+    return [node for node in body.traverse() if node.mem_id in chosen]
+
+
+def _with_ancestors_of(nodes: list[LexborNode]) -> set[int]:
+    ids: set[int] = set()
+    for node in nodes:
+        parent = node.parent
+        while parent is not None and parent.mem_id not in ids:
+            ids.add(parent.mem_id)
+            parent = parent.parent
+    return ids
