@@ -21,6 +21,7 @@ rendered whole rather than cut to nothing.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from dataclasses import dataclass
@@ -59,33 +60,39 @@ _FALLBACK_ROOTS = ("main, [role=main]", "[itemprop=articleBody]", "article")
 _MIN_ROOT_SHARE = 0.25
 _NOSCRIPT_PAGE_CHARS = 200
 _MAX_FLAGGED_SHARE = 0.5
+# Class attributes repeat within a page and across the pages of a site: the answer for each
+# is remembered, within a bound that hostile pages full of unique names cannot exceed.
+_NAMES_CACHED = 1 << 15
 _MAX_REMOVED_SHARE = 0.5
 
-# A class or id token that names boilerplate. Distinctive words match anywhere in a token
-# ("commentlist", "sharedaddy"); short ones only as a whole hyphen/underscore-separated part
-# ("post-meta", "nav-links"), so that "metadata" or "navigator" are not taken for them. The
-# pattern is written with "{b}" for a part boundary: inside one token, or in the whole
-# space-separated attribute (the quick test that most nodes fail).
-_BOILERPLATE_WORDS = (
-    r"comment|respond|repl(?:y|ies)|shar(?:e|ing)|social|related|recent|newsletter|subscri"
-    r"|cookie|consent|gdpr|copyright|colophon|sidebar|breadcrumb|paginat|disqus|akismet"
-    r"|jetpack|nocontent|promo(?!ted)|sponsor|advert|popup|modal|masthead|navbar|navigation"
-    r"|byline|skip-?link|author-?(?:bio|box|info)|newsticker|textwidget|(?:^|{space})widget\w"
-    r"|(?:^|{b})(?:sign-?up|log-?in|pager)"
-    r"|(?:^|{b})(?:ads?|nav|menu|meta|tags|bio|caption|credits?|footer|header|banner"
-    r"|rating|toolbar|tools|tag)(?:{b}|$)"
+# A class or id names boilerplate when one of its words (its runs of letters: "post-meta" is
+# "post" and "meta") is one of these, or, for the distinctive ones, begins or ends with one
+# ("commentlist", "sharedaddy", "textwidget", "mainmenu").
+_BOILERPLATE_WORDS = frozenset(
+    {"ad", "ads", "nav", "menu", "meta", "tags", "tag", "bio", "caption", "credit", "credits"}
+    | {"footer", "header", "banner", "rating", "toolbar", "tools", "pager", "signup", "login"}
+    | {"reply", "replies", "respond", "skiplink", "gdpr", "modal", "popup", "promo", "promos"}
 )
+_BOILERPLATE_BEGINNINGS = (
+    "comment", "share", "sharing", "social", "related", "recent", "newsletter", "subscri",
+    "cookie", "consent", "copyright", "colophon", "sidebar", "breadcrumb", "paginat", "disqus",
+    "akismet", "jetpack", "nocontent", "sponsor", "advert", "masthead", "navbar", "navigation",
+    "byline", "newsticker", "authorbio", "authorbox", "authorinfo", "widget",
+)  # fmt: skip
+_BOILERPLATE_ENDINGS = ("widget", "comments", "sidebar", "menu", "navigation", "footer", "share")
+# A word that looks like one of those but is not: Blogger's main column is "widget Blog", and
+# a "promoted" article is still an article.
+_NOT_BOILERPLATE = frozenset({"widget", "promoted", "commentary", "navigator"})
+_WORD = re.compile(r"[a-z]+")
 # A token that says what state a wrapper is in ("has-sidebar", "no-comments") or that only
 # hooks a script ("js-share"), not what the block is.
 _STATE_TOKEN = re.compile(r"^(?:has|no|with|show|hide|is|js)-|--(?:has|no|with)-")
-_BOILERPLATE_TOKEN = re.compile(_BOILERPLATE_WORDS.format(b="[-_]", space="(?!)"))
 # A token that names the content itself ("entry-content", "post-body", "hentry"); it wins over
 # a boilerplate token on the same node.
 _CONTENT_TOKEN = re.compile(
     r"^(?:(?:entry|post|article|story|page|main|blog)[-_]?)?(?:content|body|text)$"
     r"|^(?:post|hentry|article|main)$"
 )
-_FLAG_PREFILTER = re.compile(_BOILERPLATE_WORDS.format(b=r"[-_\s]", space=r"\s"), re.IGNORECASE)
 
 # Scripts where words are not separated by spaces: every character counts as one word.
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f]")
@@ -125,15 +132,29 @@ def _with_ancestors(nodes: list[LexborNode]) -> set[int]:
     return ids
 
 
+def _is_boilerplate_word(word: str) -> bool:
+    if word in _BOILERPLATE_WORDS:
+        return True
+    return word not in _NOT_BOILERPLATE and (
+        word.startswith(_BOILERPLATE_BEGINNINGS) or word.endswith(_BOILERPLATE_ENDINGS)
+    )
+
+
+def _names_any_boilerplate(names: str) -> bool:
+    return any(_is_boilerplate_word(word) for word in _WORD.findall(names))
+
+
+@functools.lru_cache(maxsize=_NAMES_CACHED)
 def names_boilerplate(class_and_id: str) -> bool:
     """Whether a node's ``class`` and ``id`` tokens name boilerplate and none names content."""
-    if _FLAG_PREFILTER.search(class_and_id) is None:
+    names = class_and_id.lower()
+    if not _names_any_boilerplate(names):  # most nodes: one regex scan and a few set lookups
         return False
     flagged = False
-    for token in class_and_id.lower().split():
+    for token in names.split():
         if _STATE_TOKEN.search(token) is not None:
             continue
-        if _BOILERPLATE_TOKEN.search(token) is not None:
+        if _names_any_boilerplate(token):
             flagged = True
         elif _CONTENT_TOKEN.search(token) is not None:
             return False
