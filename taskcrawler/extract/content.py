@@ -28,7 +28,13 @@ from dataclasses import dataclass
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
-from taskcrawler.extract.scoring import Choice, choose_content, link_chars, visible_chars
+from taskcrawler.extract.scoring import (
+    FLAG_ATTRIBUTE,
+    Choice,
+    choose_content,
+    link_chars,
+    visible_chars,
+)
 
 _NEVER_CONTENT = [
     "script",
@@ -225,6 +231,7 @@ class Cleaner:
             if not names_boilerplate(names) or node.mem_id in self.holds_main:
                 continue
             if visible_chars(node) <= most:  # else a wrapper of the page, whatever its name
+                node.attrs[FLAG_ATTRIBUTE] = ""
                 found.append(node)
         return found
 
@@ -337,9 +344,9 @@ def _choose(tree: LexborHTMLParser, cleaner: Cleaner, flagged: list[LexborNode])
     body = tree.body
     if body is None:
         return None
-    choice = choose_content(body, flagged)
+    choice = choose_content(body, skip_flagged=bool(flagged))
     if choice is None and flagged:
-        choice = choose_content(body, [])  # the names misled: score every paragraph
+        choice = choose_content(body, skip_flagged=False)  # the names misled: score them all
     if choice is None:
         root = fallback_root(tree)
         return Choice([root], scored=False) if root is not None else None

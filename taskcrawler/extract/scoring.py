@@ -22,7 +22,10 @@ from selectolax.lexbor import LexborNode
 
 MIN_PARAGRAPH_CHARS = 25
 MIN_CONTENT_CHARS = 200  # less prose than this is no evidence of where the content is
-_PARAGRAPHS = "p, pre, td, blockquote, li, dd, br"
+_PARAGRAPH_TAGS = ("p", "pre", "td", "blockquote", "li", "dd", "br")
+_HOLD_BREAKS = frozenset({"p", "td", "li", "dd", "pre", "blockquote"})  # scored themselves
+# Set on the blocks whose names say boilerplate, so one CSS query can leave them out.
+FLAG_ATTRIBUTE = "data-taskcrawler-boilerplate"
 _MIN_LIST_ITEM_CHARS = 80  # shorter list items are menus and link lists, not prose
 _DIVIDERS = (1.0, 2.0, 6.0)
 _TOP_CANDIDATES = 5
@@ -75,8 +78,7 @@ _SENTENCE_END = re.compile(r"[.!?\u3002\uff01\uff1f]\s*$|[.!?]\s")
 
 def visible_chars(node: LexborNode) -> int:
     """Characters of text under ``node``, without the indentation of the markup."""
-    text = node.text_lexbor()
-    return len(text) - text.count(" ") - text.count("\n") - text.count("\t")
+    return _visible(node.text_lexbor())
 
 
 def link_chars(root: LexborNode) -> dict[int, int]:
@@ -98,11 +100,18 @@ def link_chars(root: LexborNode) -> dict[int, int]:
     return totals
 
 
+def _visible(text: str) -> int:
+    return len(text) - text.count(" ") - text.count("\n") - text.count("\t")
+
+
 def link_share(node: LexborNode) -> float:
     total = visible_chars(node)
     if not total:
         return 0.0
-    linked = sum(visible_chars(anchor) for anchor in node.css("a"))
+    anchors = node.css("a")
+    if not anchors:
+        return 0.0
+    linked = _visible("".join(anchor.text_lexbor() for anchor in anchors))
     return min(1.0, linked / total)
 
 
@@ -129,8 +138,13 @@ class Candidate:
     def of(cls, node: LexborNode) -> Candidate:
         return cls(node, _TAG_WEIGHTS.get(node.tag or "", 0) + _name_weight(node))
 
+    settled: bool = False
+
     def settle(self) -> float:
-        self.final = self.points * (1.0 - link_share(self.node))
+        """The points scaled by the share of text that is not link text (measured once)."""
+        if not self.settled:
+            self.final = self.points * (1.0 - link_share(self.node))
+            self.settled = True
         return self.final
 
 
@@ -142,23 +156,30 @@ class Choice:
     scored: bool = True  # False: too little prose to score, the page is taken whole
 
 
-def _paragraphs(body: LexborNode, flagged: list[LexborNode]) -> list[LexborNode]:
-    """Paragraph-like nodes outside the flagged ones; a ``br`` stands for its parent."""
-    excluded: set[int] = set()
-    for node in flagged:
-        excluded.update(p.mem_id for p in node.css(_PARAGRAPHS))
+def _paragraph_selector(tags: tuple[str, ...], *, outside: str | None) -> str:
+    if outside is None:
+        return ", ".join(tags)
+    return ", ".join(f"{tag}:not([{outside}] {tag})" for tag in tags)
+
+
+_ALL_PARAGRAPHS = _paragraph_selector(_PARAGRAPH_TAGS, outside=None)
+_UNFLAGGED_PARAGRAPHS = _paragraph_selector(_PARAGRAPH_TAGS, outside=FLAG_ATTRIBUTE)
+
+
+def _paragraphs(body: LexborNode, *, skip_flagged: bool) -> list[LexborNode]:
+    """Paragraph-like nodes (outside the flagged blocks, if asked); a ``br`` stands for its
+    parent. One CSS query: lexbor checks the ancestors."""
     seen: set[int] = set()
     found: list[LexborNode] = []
-    for node in body.css(_PARAGRAPHS):
-        if node.mem_id in excluded:
-            continue
+    for node in body.css(_UNFLAGGED_PARAGRAPHS if skip_flagged else _ALL_PARAGRAPHS):
         if node.tag == "br":
             parent = node.parent
-            if parent is None or parent.mem_id in seen or parent.tag in ("p", "td", "li", "dd"):
+            if parent is None or parent.tag in _HOLD_BREAKS:
                 continue
             node = parent
-        if node.mem_id not in seen:
-            seen.add(node.mem_id)
+        key = node.mem_id
+        if key not in seen:
+            seen.add(key)
             found.append(node)
     return found
 
@@ -276,10 +297,10 @@ def _only_child(node: LexborNode, parent: LexborNode) -> bool:
     return all(child.mem_id == node.mem_id for child in parent.iter())
 
 
-def choose_content(body: LexborNode, flagged: list[LexborNode]) -> Choice | None:
+def choose_content(body: LexborNode, *, skip_flagged: bool) -> Choice | None:
     """The best candidate and its close siblings, or None when the page has too little prose
-    outside ``flagged`` to tell."""
-    candidates, total_chars = _score(_paragraphs(body, flagged))
+    (outside the flagged blocks, if asked) to tell."""
+    candidates, total_chars = _score(_paragraphs(body, skip_flagged=skip_flagged))
     if total_chars < MIN_CONTENT_CHARS or not candidates:
         return None
     ranked = sorted(candidates.values(), key=lambda c: c.points, reverse=True)[:_TOP_CANDIDATES]
