@@ -248,6 +248,36 @@ def table(runs: list[Run], splits: Collection[str] | None = None) -> Iterator[st
             )
 
 
+_FIELDS = (("author", "author"), ("date", "published_date"), ("sitename", "site_name"))
+
+
+def _same(field: str, expected: str, found: str | None) -> bool:
+    if field == "date":
+        return (found or "")[:10] == expected
+    return normalize(found or "").casefold() == normalize(expected).casefold()
+
+
+def metadata_table(pages: list[Page]) -> Iterator[str]:
+    """Our author, date and site name against the corpus's annotations, where it has them:
+    how often the annotated value is found (a page annotated empty is not counted)."""
+    from taskcrawler.extract import extract
+
+    counts = {field: [0, 0] for field, _ in _FIELDS}
+    for page in pages:
+        metadata = extract(page.body, url=page.url).metadata
+        for field, key in _FIELDS:
+            expected = page.annotations.get(field)
+            if isinstance(expected, list):  # a few pages list several authors
+                expected = "; ".join(expected)
+            if expected:
+                counts[field][1] += 1
+                counts[field][0] += _same(field, expected, metadata.get(key))
+    yield "| field | annotated pages | ours equal | share |"
+    yield "| --- | ---: | ---: | ---: |"
+    for field, (equal, total) in counts.items():
+        yield f"| {field} | {total} | {equal} | {equal / total if total else 0:.3f} |"
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--corpus", type=Path, help=f"default: ${CORPUS_ENV} or shared/corpora")
@@ -255,6 +285,9 @@ def main() -> None:
     parser.add_argument("--formats", nargs="+", choices=["text", "markdown"], default=["text"])
     parser.add_argument("--split", choices=SPLITS, default="all", help="which pages to run")
     parser.add_argument("--misses", type=int, default=0, help="print the first N pages' misses")
+    parser.add_argument(
+        "--metadata", action="store_true", help="also check author, date, site name"
+    )
     args = parser.parse_args()
 
     corpus = args.corpus or find_corpus()
@@ -272,6 +305,9 @@ def main() -> None:
     print(f"corpus: {corpus}, {len(pages)} pages")
     for line in table(runs, [args.split] if args.split != "all" else None):
         print(line)
+    if args.metadata:
+        for line in metadata_table(pages):
+            print(line)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ _JSON_LD_WRAPPERS = re.compile(
 )
 _MAX_INT = 2**63 - 1
 MAX_HEADINGS = 100
+MAX_NAMED_META = 300
 
 
 def collapse(text: str | None) -> str:
@@ -52,14 +53,19 @@ class HeadInfo:
     twitter: dict[str, str] = field(default_factory=dict)
     hreflang: dict[str, str] = field(default_factory=dict)
     icons: list[tuple[int, str]] = field(default_factory=list)
+    named_meta: dict[str, str] = field(default_factory=dict)  # name/property -> content
 
 
 def _read_meta(info: HeadInfo, attrs: dict[str, str | None]) -> None:
     content = attrs.get("content")
     if content is None:
         return
-    key = (attrs.get("property") or attrs.get("name") or "").strip().lower()
+    key = (
+        (attrs.get("property") or attrs.get("name") or attrs.get("itemprop") or "").strip().lower()
+    )
     content = content.strip()
+    if key and content and len(info.named_meta) < MAX_NAMED_META:
+        info.named_meta.setdefault(key, content)
     if key.startswith("og:"):
         info.open_graph.setdefault(key[3:], content)
     elif key.startswith("twitter:"):

@@ -13,6 +13,7 @@ from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+from taskcrawler.extract.authorship import authorship
 from taskcrawler.extract.content import main_content
 from taskcrawler.extract.decode import decode_html
 from taskcrawler.extract.links import Link, collect_links, count_links, count_links_fast
@@ -81,6 +82,7 @@ def extract(
     resolver = Resolver(url, info.base_href)
     metadata = head_metadata(tree, info, resolver)
     json_ld, json_ld_errors = read_json_ld(tree)
+    metadata.update(authorship(tree, info, json_ld, url))
     links, link_counts = _link_counts(tree, resolver, info, want_links="links" in wanted)
 
     content = main_content(tree)  # removes the boilerplate from the tree

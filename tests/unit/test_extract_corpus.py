@@ -28,6 +28,9 @@ SCHEMA_KEYS = {
     "word_count",
     "content_hash",
     "links",
+    "author",
+    "published_date",
+    "site_name",
 }
 
 
