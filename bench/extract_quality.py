@@ -95,6 +95,8 @@ def read_bodies(corpus: Path, wanted: set[str] | None = None) -> dict[str, bytes
             handle = archive.extractfile(member)
             if handle is not None:
                 bodies[name] = handle.read()
+            if wanted is not None and len(bodies) == len(wanted):
+                break  # the rest of the stream need not be decompressed
     return bodies
 
 
@@ -265,17 +267,17 @@ def metadata_table(pages: list[Page]) -> Iterator[str]:
     counts = {field: [0, 0] for field, _ in _FIELDS}
     for page in pages:
         metadata = extract(page.body, url=page.url).metadata
-        for field, key in _FIELDS:
-            expected = page.annotations.get(field)
+        for name, key in _FIELDS:
+            expected = page.annotations.get(name)
             if isinstance(expected, list):  # a few pages list several authors
                 expected = "; ".join(expected)
             if expected:
-                counts[field][1] += 1
-                counts[field][0] += _same(field, expected, metadata.get(key))
+                counts[name][1] += 1
+                counts[name][0] += _same(name, expected, metadata.get(key))
     yield "| field | annotated pages | ours equal | share |"
     yield "| --- | ---: | ---: | ---: |"
-    for field, (equal, total) in counts.items():
-        yield f"| {field} | {total} | {equal} | {equal / total if total else 0:.3f} |"
+    for name, (equal, total) in counts.items():
+        yield f"| {name} | {total} | {equal} | {equal / total if total else 0:.3f} |"
 
 
 def main() -> None:

@@ -12,6 +12,7 @@ with its offset when the page gives one.
 
 from __future__ import annotations
 
+import html
 import re
 from collections.abc import Iterator
 from datetime import date, datetime
@@ -23,6 +24,7 @@ from taskcrawler.extract.metadata import HeadInfo, collapse
 
 JSON = Any
 MAX_AUTHOR_CHARS = 200
+_FIRST_WEB_YEAR = 1991
 MAX_SITE_NAME_CHARS = 200
 _MAX_JSON_LD_NODES = 500  # a hostile @graph of a million nodes is not walked whole
 
@@ -86,6 +88,8 @@ _BY_PREFIX = re.compile(
 )
 # Where a byline goes on to say when: "lupa am 26/10/13", "Jane on 3 May".
 _NAME_END = re.compile(r"\s(?:am|on|le|el|il|um|at|den|der|le)\s.*$|\s*[,|·]?\s*\d.*$", re.I)
+_TAG = re.compile(r"<[^>]*>")
+_HANDLE = re.compile(r"\s@\w+$")  # "Jane Doe @janedoe"
 _NAME_TRIM = " ,;|\u00b7-\u2013\u2014"  # separators left around a byline: middle dot, dashes
 _NOT_A_NAME = re.compile(
     r"https?://|www\.|@.*\.|\d{4}|^(?:no author|unknown|admin|anonymous)$", re.I
@@ -178,6 +182,8 @@ def _written_date(text: str) -> str | None:
 
 
 def _valid_day(year: int, month: int, day: int) -> str | None:
+    if year < _FIRST_WEB_YEAR:  # 1970-01-01 is a zero timestamp, not a publication
+        return None
     try:
         return date(year, month, day).isoformat()
     except ValueError:
@@ -236,8 +242,18 @@ def _names(
     return []
 
 
+def _plain(text: str | None) -> str:
+    """Collapsed text without markup or entities: publishers put HTML in JSON-LD strings and
+    escape entities twice."""
+    text = collapse(text)
+    if "<" in text:
+        text = collapse(_TAG.sub(" ", text))
+    return collapse(html.unescape(text)) if "&" in text else text
+
+
 def _clean_name(text: str | None, limit: int = MAX_AUTHOR_CHARS) -> str | None:
-    name = _NAME_END.sub("", _BY_PREFIX.sub(" ", " " + collapse(text))).strip(_NAME_TRIM)
+    name = _NAME_END.sub("", _BY_PREFIX.sub(" ", " " + _plain(text)))
+    name = _HANDLE.sub("", name).strip(_NAME_TRIM)
     if not name or len(name) > limit or _NOT_A_NAME.search(name):
         return None
     return name
@@ -324,7 +340,7 @@ def _first_name(meta: dict[str, str], keys: tuple[str, ...]) -> str | None:
 
 def _site(names: list[str]) -> str | None:
     for name in names:
-        text = collapse(name).lstrip("@")
+        text = _plain(name).lstrip("@")
         if text and len(text) <= MAX_SITE_NAME_CHARS and not text.startswith("http"):
             return text
     return None
