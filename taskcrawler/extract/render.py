@@ -37,7 +37,10 @@ _CODE = frozenset({"code", "kbd", "samp", "tt", "var"})
 _ATOMIC = _CODE | frozenset({"img"})
 _SKIP = frozenset({"head", "title", "script", "style", "template", "noscript", "-comment"})
 
-_ESCAPE = re.compile(r"[\\`*\[\]]|(?<!\w)_|_(?!\w)")
+# Only what would otherwise be read as syntax: a "]" that would close a link or a reference
+# definition, emphasis characters, backticks, backslashes. "[draft]" stays as it is written.
+_ESCAPE = re.compile(r"[\\`*]|\](?=[(\[:])|(?<!\w)_|_(?!\w)")
+_EMPTY_STRONG = re.compile(r"\*\*\*\*|\*\* \*\*")  # "**a****b**", "**a** **b**": one run
 _LINE_START = re.compile(r"^([#>+=|-]|\d+[.)](?=\s|$))")
 _SPACES = re.compile(r"[ \t\r\n\f\v\u00a0]+")
 _BACKTICKS = re.compile(r"`+")
@@ -129,7 +132,9 @@ class Renderer:
         lines = [_SPACES.sub(" ", line).strip() for line in joined.split(_BREAK)]
         if not self.markdown:
             return "\n".join(line for line in lines if line)
-        return "\\\n".join(_LINE_START.sub(_escape_marker, line) for line in lines if line)
+        # A hard line break as CommonMark has it from Markdown itself: two trailing spaces.
+        text = "  \n".join(_LINE_START.sub(_escape_marker, line) for line in lines if line)
+        return _EMPTY_STRONG.sub(_merge_strong, text) if "**" in text else text
 
     def _heading(self, node: LexborNode, level: int, depth: int) -> list[str]:
         text = self._paragraph(self._inline_children(node, depth).replace(_BREAK, " "))
@@ -224,7 +229,7 @@ class Renderer:
 
     def _cell(self, cell: LexborNode, depth: int) -> str:
         text = " ".join(self.blocks(cell, depth + 1))
-        text = " ".join(text.replace("\\\n", " ").split())
+        text = " ".join(text.split())
         return text.replace("|", "\\|") if self.markdown else text
 
     # -- inline ---------------------------------------------------------------------------
@@ -306,6 +311,10 @@ def _escape_marker(match: re.Match[str]) -> str:
     """``# x`` -> ``\\# x``; ``1. x`` -> ``1\\. x`` (what CommonMark needs to not see a block)."""
     marker = match.group()
     return f"{marker[:-1]}\\{marker[-1]}" if marker[0].isdigit() else f"\\{marker}"
+
+
+def _merge_strong(match: re.Match[str]) -> str:
+    return "" if match.group() == "****" else " "
 
 
 def _wrap(inner: str, mark: str) -> str:

@@ -30,7 +30,14 @@ def test_paragraphs_emphasis_and_line_breaks() -> None:
         "<p>A <strong>bold</strong>, <em>soft</em> and <del>old</del> word.</p>"
         "<p>line one<br>line two</p>"
     )
-    assert out == "A **bold**, *soft* and ~~old~~ word.\n\nline one\\\nline two"
+    assert out == "A **bold**, *soft* and ~~old~~ word.\n\nline one  \nline two"
+
+
+def test_adjacent_and_nested_bold_runs_are_one_run() -> None:
+    assert markdown("<p><b>Lead </b><b><i>NDR</i></b><b>-Recherchen</b> text</p>") == (
+        "**Lead *NDR*-Recherchen** text"
+    )
+    assert markdown("<p><b>a</b> <b>b</b></p>") == "**a b**"
 
 
 def test_emphasis_keeps_spaces_outside_the_markers() -> None:
@@ -91,9 +98,10 @@ def test_blockquote_and_rule() -> None:
 def test_markdown_special_characters_are_escaped() -> None:
     out = markdown(
         "<p>2 * 3 [not a link] snake_case _under_</p><p># not a heading</p>"
-        "<p>- not a list</p><p>1. not a list</p>"
+        "<p>- not a list</p><p>1. not a list</p><p>[text](not-a-link) [ref]: x</p>"
     )
-    assert "2 \\* 3 \\[not a link\\] snake_case \\_under\\_" in out
+    assert "2 \\* 3 [not a link] snake_case \\_under\\_" in out
+    assert "[text\\](not-a-link) [ref\\]: x" in out
     assert "\\# not a heading" in out
     assert "\\- not a list" in out
     assert "1\\. not a list" in out
