@@ -113,6 +113,7 @@ _CJK_OR_RUN = re.compile(
 @dataclass(frozen=True, slots=True)
 class MainContent:
     nodes: list[LexborNode]  # in document order; empty when the page has no body
+    scored: bool  # chosen by scoring prose, not the whole of a page that says little
     text: str  # normalized: whitespace collapsed
     word_count: int
     content_hash: str
@@ -303,6 +304,58 @@ def strip_link_blocks(choice: Choice) -> None:
                 block.decompose()
 
 
+_HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+_HEADING_SELECTOR = "h2, h3, h4, h5, h6"
+
+
+def _next_text(node: LexborNode, root: LexborNode) -> LexborNode | None:
+    """The first node after ``node`` in document order, inside ``root``, that has text."""
+    current = node
+    while current.mem_id != root.mem_id:
+        sibling = current.next
+        while sibling is not None:
+            if sibling.tag == "-text":
+                if (sibling.text_content or "").strip():
+                    return sibling
+            elif sibling.text_lexbor().strip():
+                return sibling
+            sibling = sibling.next
+        parent = current.parent
+        if parent is None:
+            return None
+        current = parent
+    return None
+
+
+def _first_heading_level(node: LexborNode) -> int | None:
+    if node.tag in _HEADINGS:
+        return _HEADINGS[node.tag or ""]
+    first = node.css_first("h1, h2, h3, h4, h5, h6, p, li, td, pre, blockquote")
+    if first is None or first.tag not in _HEADINGS:
+        return None
+    # the heading must open the block: no text before it
+    before = node.text_lexbor().strip()
+    return _HEADINGS[first.tag or ""] if before.startswith(first.text_lexbor().strip()) else None
+
+
+def strip_orphan_headings(choice: Choice) -> None:
+    """A heading with nothing under it (its list of related articles was removed, or it ends
+    the content) announces what is not there: drop it."""
+    for root in choice.nodes:
+        doomed = []
+        for heading in root.css(_HEADING_SELECTOR):
+            following = _next_text(heading, root)
+            level = _HEADINGS[heading.tag or ""]
+            if following is None:
+                doomed.append(heading)
+            elif following.tag != "-text":
+                next_level = _first_heading_level(following)
+                if next_level is not None and next_level <= level:
+                    doomed.append(heading)
+        for heading in reversed(doomed):
+            heading.decompose()
+
+
 def _word_count(text: str, words: int) -> int:
     """``words`` is how many pieces ``text`` splits into on whitespace; CJK characters count one
     word each."""
@@ -363,10 +416,12 @@ def main_content(tree: LexborHTMLParser) -> MainContent:
     nodes: list[LexborNode] = []
     texts: list[str] = []
     words = 0
+    scored = choice is not None and choice.scored
     if choice is not None:
         cleaner.strip_flagged(flagged, choice)
         if choice.scored:
             strip_link_blocks(choice)
+            strip_orphan_headings(choice)
         nodes = choice.nodes
         for node in nodes:
             text, count = collapsed_text(node)
@@ -375,4 +430,4 @@ def main_content(tree: LexborHTMLParser) -> MainContent:
                 words += count
     text = " ".join(texts)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return MainContent(nodes, text, _word_count(text, words), f"sha256:{digest}")
+    return MainContent(nodes, scored, text, _word_count(text, words), f"sha256:{digest}")

@@ -104,9 +104,13 @@ def extract(
     )
     title = _outside_title(content.nodes, metadata["headings"]["h1"])
     if "markdown" in wanted:
-        result.markdown = Renderer(resolver, markdown=True).render(content.nodes, title=title)
+        result.markdown = Renderer(resolver, markdown=True).render(
+            content.nodes, title=title, trim_tail=content.scored
+        )
     if "text" in wanted:
-        result.text = Renderer(resolver, markdown=False).render(content.nodes, title=title)
+        result.text = Renderer(resolver, markdown=False).render(
+            content.nodes, title=title, trim_tail=content.scored
+        )
     return result
 
 

@@ -44,6 +44,11 @@ _EMPTY_STRONG = re.compile(r"\*\*\*\*|\*\* \*\*")  # "**a****b**", "**a** **b**"
 _LINE_START = re.compile(r"^([#>+=|-]|\d+[.)](?=\s|$))")
 _SPACES = re.compile(r"[ \t\r\n\f\v\u00a0]+")
 _BACKTICKS = re.compile(r"`+")
+_LINK_TARGET = re.compile(r"\]\([^)]*\)")
+_MARKUP = str.maketrans("", "", "*_[]\\`#>|")
+_SENTENCE_END = re.compile(r"[.!?:;\"\u201d\u00bb)\u3002\uff01\uff1f]\s*$")
+MAX_TAIL_LINES = 2
+MAX_TAIL_CHARS = 60
 _LANG = re.compile(r"(?:^|\s)(?:language|lang)-([\w+#.-]+)")
 
 
@@ -58,14 +63,19 @@ class Renderer:
         self.resolver = resolver
         self.markdown = markdown
 
-    def render(self, nodes: list[LexborNode], *, title: str | None = None) -> str:
-        """The blocks of ``nodes`` (each rendered as a container), a title first if given."""
+    def render(
+        self, nodes: list[LexborNode], *, title: str | None = None, trim_tail: bool = False
+    ) -> str:
+        """The blocks of ``nodes`` (each rendered as a container), a title first if given.
+        ``trim_tail`` drops the short lines that end the content without ending a sentence."""
         blocks: list[str] = []
         for node in nodes:
             if (node.tag or "") in _BLOCKS - _CONTAINERS:
                 blocks.extend(self._block(node, node.tag or "", 1))
             else:
                 blocks.extend(self.blocks(node, 0))
+        if trim_tail:
+            _trim_tail(blocks)
         if title:
             blocks.insert(0, f"# {title}" if self.markdown else title)
         return "\n\n".join(blocks)
@@ -305,6 +315,25 @@ class Renderer:
         if not self.markdown:
             return text
         return _ESCAPE.sub(lambda m: "\\" + m.group(), text)
+
+
+def _plain(block: str) -> str:
+    """A rendered block without Markdown syntax, enough to judge its length and last word."""
+    if "](" in block:
+        block = _LINK_TARGET.sub("]", block)
+    return " ".join(block.translate(_MARKUP).split())
+
+
+def _trim_tail(blocks: list[str]) -> None:
+    """Short lines after the text's last sentence ("Back to all news", "Photo: …", "More on
+    this topic") are the page's furniture, not the text's last words."""
+    for _ in range(MAX_TAIL_LINES):
+        if len(blocks) < 2:
+            return
+        last = _plain(blocks[-1])
+        if len(last) > MAX_TAIL_CHARS or _SENTENCE_END.search(last) is not None:
+            return
+        blocks.pop()
 
 
 def _escape_marker(match: re.Match[str]) -> str:
