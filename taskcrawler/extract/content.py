@@ -66,6 +66,13 @@ _FALLBACK_ROOTS = ("main, [role=main]", "[itemprop=articleBody]", "article")
 _MIN_ROOT_SHARE = 0.25
 _NOSCRIPT_PAGE_CHARS = 200
 _MAX_FLAGGED_SHARE = 0.5
+# The elements whose names are read: blocks that can hold boilerplate (links, images and icons
+# are removed with their block). Not the body: its classes describe the page
+# ("single-post has-sidebar").
+_NAMED_BLOCKS = (
+    ":is(div, section, ul, ol, dl, p, span, table, header, figure, form, li, article)"
+    ":is([class], [id])"
+)
 # Class attributes repeat within a page and across the pages of a site: the answer for each
 # is remembered, within a bound that hostile pages full of unique names cannot exceed.
 _NAMES_CACHED = 1 << 15
@@ -224,9 +231,7 @@ class Cleaner:
         """Step 2: nodes whose names say boilerplate, outermost first, in document order."""
         found: list[LexborNode] = []
         most = _MAX_FLAGGED_SHARE * visible_chars(body)
-        for node in body.css("[class], [id]"):
-            if node.tag == "body":
-                continue  # its classes describe the page ("single-post has-sidebar")
+        for node in body.css(_NAMED_BLOCKS):
             attrs = node.attrs
             names = f"{attrs.get('class') or ''} {attrs.get('id') or ''}"
             if not names_boilerplate(names) or node.mem_id in self.holds_main:
