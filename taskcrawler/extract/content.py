@@ -52,7 +52,9 @@ _NEVER_CONTENT = [
     "figcaption",  # a caption without its picture is a stray line
 ]
 _FURNITURE_TAGS = ("nav", "aside", "footer", "dialog")
-_GUARDED_TAGS = ("header", "form")
+# A header inside an article or section is that article's own (its lead, its subtitle), not
+# the site's.
+_GUARDED = ("header:not(article header):not(section header):not(main header)", "form")
 _FURNITURE_ATTRS = (
     "[hidden], [aria-hidden=true i], [role], [style*='display:none' i], [style*='display: none' i]"
 )
@@ -66,6 +68,7 @@ _FALLBACK_ROOTS = ("main, [role=main]", "[itemprop=articleBody]", "article")
 _MIN_ROOT_SHARE = 0.25
 _NOSCRIPT_PAGE_CHARS = 200
 _MAX_FLAGGED_SHARE = 0.5
+_COMMENTS = "comment"
 # The elements whose names are read: blocks that can hold boilerplate (links, images and icons
 # are removed with their block). Not the body: its classes describe the page
 # ("single-post has-sidebar").
@@ -222,8 +225,8 @@ class Cleaner:
         for tag in _FURNITURE_TAGS:
             self.remove(tree.tags(tag), guarded=False)
         max_chars = _MAX_REMOVED_SHARE * _text_len(body)
-        for tag in _GUARDED_TAGS:
-            self.remove(tree.tags(tag), guarded=True, max_chars=max_chars)
+        for selector in _GUARDED:
+            self.remove(body.css(selector), guarded=True, max_chars=max_chars)
         flagged = [node for node in body.css(_FURNITURE_ATTRS) if _is_furniture(node)]
         self.remove(flagged, guarded=True, max_chars=max_chars)
 
@@ -236,7 +239,9 @@ class Cleaner:
             names = f"{attrs.get('class') or ''} {attrs.get('id') or ''}"
             if not names_boilerplate(names) or node.mem_id in self.holds_main:
                 continue
-            if visible_chars(node) <= most:  # else a wrapper of the page, whatever its name
+            if visible_chars(node) <= most or _COMMENTS in names.lower():
+                # else a wrapper of the page, whatever its name; but comments can outgrow
+                # the article they are about
                 node.attrs[FLAG_ATTRIBUTE] = ""
                 found.append(node)
         return found
