@@ -52,9 +52,7 @@ _NEVER_CONTENT = [
     "figcaption",  # a caption without its picture is a stray line
 ]
 _FURNITURE_TAGS = ("nav", "aside", "footer", "dialog")
-# A header inside an article or section is that article's own (its lead, its subtitle), not
-# the site's.
-_GUARDED = ("header:not(article header):not(section header):not(main header)", "form")
+_GUARDED_TAGS = ("header", "form")
 _FURNITURE_ATTRS = (
     "[hidden], [aria-hidden=true i], [role], [style*='display:none' i], [style*='display: none' i]"
 )
@@ -69,13 +67,10 @@ _MIN_ROOT_SHARE = 0.25
 _NOSCRIPT_PAGE_CHARS = 200
 _MAX_FLAGGED_SHARE = 0.5
 _COMMENTS = "comment"
-# The elements whose names are read: blocks that can hold boilerplate (links, images and icons
-# are removed with their block). Not the body: its classes describe the page
-# ("single-post has-sidebar").
-_NAMED_BLOCKS = (
-    ":is(div, section, ul, ol, dl, p, span, table, header, figure, form, li, article)"
-    ":is([class], [id])"
-)
+# The elements whose names are read: not links, images and icons, the commonest and never the
+# whole of a boilerplate block; not the body, whose classes describe the page ("single-post
+# has-sidebar").
+_NAMED_BLOCKS = ":is([class], [id]):not(a, img, i, svg, picture, source, body)"
 # Class attributes repeat within a page and across the pages of a site: the answer for each
 # is remembered, within a bound that hostile pages full of unique names cannot exceed.
 _NAMES_CACHED = 1 << 15
@@ -225,8 +220,8 @@ class Cleaner:
         for tag in _FURNITURE_TAGS:
             self.remove(tree.tags(tag), guarded=False)
         max_chars = _MAX_REMOVED_SHARE * _text_len(body)
-        for selector in _GUARDED:
-            self.remove(body.css(selector), guarded=True, max_chars=max_chars)
+        for tag in _GUARDED_TAGS:
+            self.remove(tree.tags(tag), guarded=True, max_chars=max_chars)
         flagged = [node for node in body.css(_FURNITURE_ATTRS) if _is_furniture(node)]
         self.remove(flagged, guarded=True, max_chars=max_chars)
 

@@ -33,9 +33,6 @@ _MAX_COMMAS = 10  # a list of names or tags is not ten times the prose of a sent
 _TABLE_PARTS = frozenset({"tr", "tbody", "thead", "tfoot"})
 _SIBLING_SHARE = 0.2
 _RIVAL_SHARE = 0.75
-MOST_PROSE = 0.7
-ENOUGH_PROSE = 0.85
-_MAX_CONTAINER_LINKS = 0.3
 LEAD_SHARE = 0.0
 _LEAD_LEVELS = 3
 OTHER_PART_SHARE = 0.3
@@ -321,35 +318,6 @@ def _with_lead(best: Candidate, candidates: dict[int, Candidate]) -> Candidate:
     return current
 
 
-def _prose_chars(node: LexborNode, *, skip_flagged: bool) -> int:
-    total = 0
-    for paragraph in node.css(_UNFLAGGED_PARAGRAPHS if skip_flagged else _ALL_PARAGRAPHS):
-        chars = len(paragraph.text_lexbor().strip())
-        if chars >= MIN_PARAGRAPH_CHARS:
-            total += chars
-    return total
-
-
-def _holding_most_prose(
-    best: Candidate, candidates: dict[int, Candidate], total: int, *, skip_flagged: bool
-) -> Candidate:
-    """The best cluster should hold most of the page's prose. When it holds little of it (the
-    text is in several boxes), move up to the nearest container that holds most of it, unless
-    that container is mostly links."""
-    if _prose_chars(best.node, skip_flagged=skip_flagged) >= MOST_PROSE * total:
-        return best
-    node = best.node.parent
-    while node is not None and node.tag not in ("body", "html"):
-        if _prose_chars(node, skip_flagged=skip_flagged) >= ENOUGH_PROSE * total:
-            above = _candidate(node, candidates)
-            if link_share(node) >= _MAX_CONTAINER_LINKS:
-                return best
-            above.settle()
-            return above
-        node = node.parent
-    return best
-
-
 def _only_child(node: LexborNode, parent: LexborNode) -> bool:
     return all(child.mem_id == node.mem_id for child in parent.iter())
 
@@ -362,7 +330,6 @@ def choose_content(body: LexborNode, *, skip_flagged: bool) -> Choice | None:
         return None
     ranked = sorted(candidates.values(), key=lambda c: c.points, reverse=True)[:_TOP_CANDIDATES]
     best = _climb(max(ranked, key=Candidate.settle), ranked, candidates)
-    best = _holding_most_prose(best, candidates, total_chars, skip_flagged=skip_flagged)
     nodes = _with_siblings(best, candidates)
     nodes = _with_other_parts(body, nodes, best, candidates)
     return Choice(nodes)
