@@ -277,8 +277,11 @@ class _Facts:
         self.site_name: str | None = None
 
     def from_json_ld(self, items: list[JSON]) -> None:
+        """The article's author and date; the site's name from its ``WebSite``, else from the
+        article's publisher."""
         nodes = list(_json_ld_nodes(items))
         ids = {node["@id"]: node for node in nodes if isinstance(node.get("@id"), str)}
+        publisher: str | None = None
         for item in nodes:
             kinds = _typed(item)
             if kinds & _ARTICLE_TYPES:
@@ -288,10 +291,11 @@ class _Facts:
                 if self.published is None:
                     published = item.get("datePublished") or item.get("dateCreated")
                     self.published = iso_date(published if isinstance(published, str) else None)
-                if self.site_name is None:
-                    self.site_name = _site(_names(item.get("publisher"), ids))
+                if publisher is None:
+                    publisher = _site(_names(item.get("publisher"), ids))
             elif "website" in kinds and self.site_name is None:
                 self.site_name = _site(_names(item, ids))
+        self.site_name = self.site_name or publisher
 
     def from_meta(self, meta: dict[str, str]) -> None:
         if self.author is None:

@@ -44,6 +44,9 @@ _EMPTY_STRONG = re.compile(r"\*\*\*\*|\*\* \*\*")  # "**a****b**", "**a** **b**"
 _LINE_START = re.compile(r"^([#>+=|-]|\d+[.)](?=\s|$))")
 _SPACES = re.compile(r"[ \t\r\n\f\v\u00a0]+")
 _BACKTICKS = re.compile(r"`+")
+_PIXEL_SIZES = frozenset({"0", "1", "2", "0px", "1px", "2px"})
+_LAZY_SOURCES = ("data-src", "data-lazy-src", "data-original")
+_PLACEHOLDER = re.compile(r"spacer|pixel|blank\.|transparent\.|loader|1x1", re.IGNORECASE)
 _LINK_TARGET = re.compile(r"\]\([^)]*\)")
 _MARKUP = str.maketrans("", "", "*_[]\\`#>|")
 _SENTENCE_END = re.compile(r"[.!?:;\"\u201d\u00bb)\u3002\uff01\uff1f]\s*$")
@@ -291,8 +294,12 @@ class Renderer:
         if not self.markdown:
             return ""
         attrs = node.attributes
-        url = self.resolver.resolve(attrs.get("src") or attrs.get("data-src"))
-        if url is None:
+        if any((attrs.get(side) or "").strip() in _PIXEL_SIZES for side in ("width", "height")):
+            return ""  # a tracking pixel or a spacer
+        # Lazy loading puts the picture in a data-* attribute and a placeholder in src.
+        source = next((attrs[key] for key in _LAZY_SOURCES if attrs.get(key)), attrs.get("src"))
+        url = self.resolver.resolve(source)  # data: URIs (inline base64) resolve to None
+        if url is None or _PLACEHOLDER.search(url.rpartition("/")[2]) is not None:
             return ""
         alt = self._escape(" ".join((attrs.get("alt") or "").split()))
         return f"![{alt}]({_url(url)})"

@@ -168,3 +168,13 @@ def test_empty_and_contentless_pages() -> None:
     assert markdown("") == ""
     assert text("<html><head><title>t</title></head></html>") == ""
     assert markdown("<frameset><frame src='a.html'></frameset>") == ""
+
+
+def test_pixels_placeholders_and_inline_images_are_not_rendered() -> None:
+    out = markdown(
+        '<p>Text <img src="/t.gif" width="1" height="1"> '
+        '<img src="data:image/png;base64,iVBORw0KGgo=" alt="inline"> '
+        '<img src="/img/spacer.gif" alt="x"> '
+        '<img src="/img/loader.gif" data-src="/img/photo.jpg" alt="Photo"></p>'
+    )
+    assert out == "Text ![Photo](https://example.com/img/photo.jpg)"
