@@ -53,9 +53,7 @@ _NEVER_CONTENT = [
 ]
 _FURNITURE_TAGS = ("nav", "aside", "footer", "dialog")
 _GUARDED_TAGS = ("header", "form")
-_FURNITURE_ATTRS = (
-    "[hidden], [aria-hidden=true i], [role], [style*='display:none' i], [style*='display: none' i]"
-)
+_FURNITURE_ATTRS = "[hidden], [aria-hidden=true i], [role]"
 _FURNITURE_ROLES = frozenset(
     {"navigation", "contentinfo", "complementary", "search", "dialog", "alertdialog", "menu"}
     | {"menubar", "banner"}
@@ -144,6 +142,7 @@ def _with_ancestors(nodes: list[LexborNode]) -> set[int]:
     return ids
 
 
+@functools.lru_cache(maxsize=_NAMES_CACHED)
 def _is_boilerplate_word(word: str) -> bool:
     if word in _BOILERPLATE_WORDS:
         return True
@@ -264,9 +263,6 @@ def _unwrap_noscript_pages(tree: LexborHTMLParser) -> None:
 def _is_furniture(node: LexborNode) -> bool:
     attrs = node.attributes
     if "hidden" in attrs or (attrs.get("aria-hidden") or "").lower() == "true":
-        return True
-    style = (attrs.get("style") or "").lower().replace(" ", "")
-    if "display:none" in style:
         return True
     return (attrs.get("role") or "").strip().lower() in _FURNITURE_ROLES
 

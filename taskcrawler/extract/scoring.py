@@ -15,6 +15,7 @@ measured only for the best few candidates.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 
@@ -38,7 +39,7 @@ _LEAD_LEVELS = 3
 OTHER_PART_SHARE = 0.3
 _OTHER_PARTS = 15
 _RIVALS_TO_CLIMB = 3
-_COMMAS = (",", "\u060c", "\u3001", "\uff0c")  # Latin, Arabic, CJK ideographic and full-width
+_WIDE_COMMAS = ("\u060c", "\u3001", "\uff0c")  # Arabic, CJK ideographic and full-width
 
 _TAG_WEIGHTS = {
     "div": 5,
@@ -120,8 +121,11 @@ def link_share(node: LexborNode) -> float:
 def _name_weight(node: LexborNode) -> int:
     attrs = node.attrs
     names = f"{attrs.get('class') or ''} {attrs.get('id') or ''}"
-    if names == " ":
-        return 0
+    return 0 if names == " " else _weight_of_names(names)
+
+
+@functools.lru_cache(maxsize=1 << 14)  # names repeat within a page and across a site
+def _weight_of_names(names: str) -> int:
     weight = 0
     if _BAD_NAMES.search(names):
         weight -= _NAME_WEIGHT
@@ -197,7 +201,9 @@ def _score(paragraphs: list[LexborNode]) -> tuple[dict[int, Candidate], int]:
         if paragraph.tag == "li" and chars < _MIN_LIST_ITEM_CHARS:
             continue
         total_chars += chars
-        commas = sum(text.count(comma) for comma in _COMMAS)
+        commas = text.count(",")
+        if not text.isascii():
+            commas += sum(text.count(comma) for comma in _WIDE_COMMAS)
         points = 1.0 + min(commas, _MAX_COMMAS) + min(chars / 100, 3.0)
         node = paragraph.parent
         for divider in _DIVIDERS:
