@@ -79,7 +79,7 @@ _MAX_REMOVED_SHARE = 0.5
 # ("commentlist", "sharedaddy", "textwidget", "mainmenu").
 _BOILERPLATE_WORDS = frozenset(
     {"ad", "ads", "nav", "menu", "meta", "tags", "tag", "bio", "caption", "credit", "credits"}
-    | {"footer", "header", "banner", "rating", "toolbar", "tools", "pager", "signup", "login"}
+    | {"footer", "banner", "rating", "toolbar", "tools", "pager", "signup", "login"}
     | {"reply", "replies", "respond", "skiplink", "gdpr", "modal", "popup", "promo", "promos"}
 )
 _BOILERPLATE_BEGINNINGS = (

@@ -282,7 +282,10 @@ class Renderer:
         return inner
 
     def _link(self, node: LexborNode, inner: str) -> str:
-        url = self.resolver.resolve(node.attributes.get("href"))
+        href = node.attributes.get("href")
+        if href is None or href.strip().startswith("#"):
+            return inner  # a jump within this page (a footnote, a section): only its text
+        url = self.resolver.resolve(href)
         label = inner.replace(_BREAK, " ").strip()
         if url is None or not label:
             return inner

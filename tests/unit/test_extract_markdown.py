@@ -51,12 +51,14 @@ def test_links_are_absolute_and_images_rendered() -> None:
         '<a href="https://x.org/a b(c)">odd</a> <a href="mailto:me@x.org">mail</a>'
         '<a href="/x"></a></p><p><img src="/i.png" alt="An image"></p>'
         '<p><a href="/big"><img src="big.jpg" alt="thumb"></a></p>'
+        '<p>A claim.<sup><a href="#cite-1">[1]</a></sup></p>'
     )
     assert "[the other post](https://example.com/other)" in out
     assert "[odd](https://x.org/a%20b%28c%29)" in out
     assert "mail" in out and "mailto" not in out
     assert "![An image](https://example.com/i.png)" in out
     assert "[![thumb](https://example.com/blog/big.jpg)](https://example.com/big)" in out
+    assert "A claim.[1]" in out  # a jump within the page is not a link to print
 
 
 def test_lists_nested_and_ordered() -> None:
