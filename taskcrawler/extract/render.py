@@ -42,7 +42,11 @@ _SKIP = frozenset({"head", "title", "script", "style", "template", "noscript", "
 _ESCAPE = re.compile(r"[\\`*]|\](?=[(\[:])|(?<!\w)_|_(?!\w)")
 _EMPTY_STRONG = re.compile(r"\*\*\*\*|\*\* \*\*")  # "**a****b**", "**a** **b**": one run
 _LINE_START = re.compile(r"^([#>+=|-]|\d+[.)](?=\s|$))")
-_SPACES = re.compile(r"[ \t\r\n\f\v\u00a0]+")
+# Whitespace that is not already a single space: a lone space is left alone, so the common
+# case (text that needs nothing) finds no match at all.
+_SPACES = re.compile(r"[\t\r\n\f\v\u00a0][ \t\r\n\f\v\u00a0]*| [ \t\r\n\f\v\u00a0]+")
+_SPECIAL = ("\\", "`", "*", "_", "]")
+_ODD_SPACES = ("\n", "\t", "\r", "\xa0", "\f", "\v", "  ")
 _BACKTICKS = re.compile(r"`+")
 _PIXEL_SIZES = frozenset({"0", "1", "2", "0px", "1px", "2px"})
 _LAZY_SOURCES = ("data-src", "data-lazy-src", "data-original")
@@ -142,7 +146,7 @@ class Renderer:
 
     def _paragraph(self, parts: list[str] | str) -> str:
         joined = parts if isinstance(parts, str) else "".join(parts)
-        lines = [_SPACES.sub(" ", line).strip() for line in joined.split(_BREAK)]
+        lines = [_collapse(line).strip() for line in joined.split(_BREAK)]
         if not self.markdown:
             return "\n".join(line for line in lines if line)
         # A hard line break as CommonMark has it from Markdown itself: two trailing spaces.
@@ -319,12 +323,12 @@ class Renderer:
         return f"{ticks}{pad}{text}{pad}{ticks}"
 
     def _text(self, text: str) -> str:
-        return self._escape(_SPACES.sub(" ", text))
+        return self._escape(_collapse(text))
 
     def _escape(self, text: str) -> str:
-        if not self.markdown:
+        if not self.markdown or not any(char in text for char in _SPECIAL):
             return text
-        return _ESCAPE.sub(lambda m: "\\" + m.group(), text)
+        return _ESCAPE.sub(_backslashed, text)
 
 
 def _plain(block: str) -> str:
@@ -350,6 +354,17 @@ def _escape_marker(match: re.Match[str]) -> str:
     """``# x`` -> ``\\# x``; ``1. x`` -> ``1\\. x`` (what CommonMark needs to not see a block)."""
     marker = match.group()
     return f"{marker[:-1]}\\{marker[-1]}" if marker[0].isdigit() else f"\\{marker}"
+
+
+def _collapse(text: str) -> str:
+    """Whitespace runs made one space; most text needs nothing, which a few scans tell."""
+    if any(space in text for space in _ODD_SPACES):
+        return _SPACES.sub(" ", text)
+    return text
+
+
+def _backslashed(match: re.Match[str]) -> str:
+    return "\\" + match.group()
 
 
 def _merge_strong(match: re.Match[str]) -> str:
