@@ -65,7 +65,6 @@ _MIN_ROOT_SHARE = 0.25
 _NOSCRIPT_PAGE_CHARS = 200
 _MAX_FLAGGED_SHARE = 0.5
 _COMMENTS = "comment"
-_NESTED_FLAGS = f"[{FLAG_ATTRIBUTE}] [{FLAG_ATTRIBUTE}]"
 # The elements whose names are read: not links, images and icons, the commonest and never the
 # whole of a boilerplate block; not the body, whose classes describe the page ("single-post
 # has-sidebar").
@@ -226,40 +225,20 @@ class Cleaner:
         self.remove(flagged, guarded=True, max_chars=max_chars)
 
     def flagged(self, body: LexborNode) -> list[LexborNode]:
-        """Step 2: nodes whose names say boilerplate, in document order, marked with
-        :data:`FLAG_ATTRIBUTE`. A node that holds most of the page's text is not flagged,
-        whatever its name (it wraps the page), unless it holds comments, which can outgrow the
-        article they are about. Only the outermost of nested candidates is measured: one inside
-        a flagged block goes with it."""
-        candidates: list[tuple[LexborNode, str]] = []
+        """Step 2: nodes whose names say boilerplate, outermost first, in document order."""
+        found: list[LexborNode] = []
+        most = _MAX_FLAGGED_SHARE * visible_chars(body)
         for node in body.css(_NAMED_BLOCKS):
             attrs = node.attrs
             names = f"{attrs.get('class') or ''} {attrs.get('id') or ''}"
-            if names_boilerplate(names) and node.mem_id not in self.holds_main:
-                attrs[FLAG_ATTRIBUTE] = ""
-                candidates.append((node, names))
-        if not candidates:
-            return []
-        nested = {node.mem_id for node in body.css(_NESTED_FLAGS)}
-        most = _MAX_FLAGGED_SHARE * len(body.text_lexbor())
-        wrappers = [
-            node
-            for node, names in candidates
-            if node.mem_id not in nested and _wraps_page(node, names, most)
-        ]
-        if not wrappers:
-            return [node for node, _ in candidates]
-        # Rare: the candidates under a wrapper are measured in their turn.
-        unflagged = {node.mem_id for node in wrappers}
-        for node in wrappers:
-            del node.attrs[FLAG_ATTRIBUTE]
-        nested = {node.mem_id for node in body.css(_NESTED_FLAGS)}
-        for node, names in candidates:
-            key = node.mem_id
-            if key not in unflagged and key not in nested and _wraps_page(node, names, most):
-                del node.attrs[FLAG_ATTRIBUTE]
-                unflagged.add(key)
-        return [node for node, _ in candidates if node.mem_id not in unflagged]
+            if not names_boilerplate(names) or node.mem_id in self.holds_main:
+                continue
+            if visible_chars(node) <= most or _COMMENTS in names.lower():
+                # else a wrapper of the page, whatever its name; but comments can outgrow
+                # the article they are about
+                node.attrs[FLAG_ATTRIBUTE] = ""
+                found.append(node)
+        return found
 
     def strip_flagged(self, flagged: list[LexborNode], choice: Choice) -> None:
         """Step 4, first half: the flagged nodes, but those holding the chosen content or an
@@ -268,10 +247,6 @@ class Cleaner:
         for node in reversed(flagged):
             if node.mem_id not in keep:
                 node.decompose()
-
-
-def _wraps_page(node: LexborNode, names: str, most: float) -> bool:
-    return len(node.text_lexbor()) > most and _COMMENTS not in names.lower()
 
 
 def _unwrap_noscript_pages(tree: LexborHTMLParser) -> None:
