@@ -85,7 +85,7 @@ class Renderer:
             _trim_tail(blocks)
         if title:
             blocks.insert(0, f"# {title}" if self.markdown else title)
-        return "\n\n".join(blocks)
+        return "\n\n".join(blocks).strip()
 
     # -- blocks ---------------------------------------------------------------------------
 
@@ -237,7 +237,9 @@ class Renderer:
         caption = node.css_first("caption")
         out = self.blocks(caption, depth + 1) if caption is not None else []
         cells = [[self._cell(cell, depth) for cell in row] for row in rows]
-        cells = [row + [""] * (columns - len(row)) for row in cells]
+        cells = [row + [""] * (columns - len(row)) for row in cells if any(row)]
+        if not cells:
+            return out
         if not self.markdown:
             return [*out, "\n".join("\t".join(row) for row in cells)]
         lines = [_table_row(cells[0]), _table_row(["---"] * columns)]
