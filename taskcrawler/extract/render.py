@@ -51,6 +51,7 @@ _BACKTICKS = re.compile(r"`+")
 _PIXEL_SIZES = frozenset({"0", "1", "2", "0px", "1px", "2px"})
 _LAZY_SOURCES = ("data-src", "data-lazy-src", "data-original")
 _PLACEHOLDER = re.compile(r"spacer|pixel|blank\.|transparent\.|loader|1x1", re.IGNORECASE)
+_HEADING_MARK = re.compile(r"^#{1,6} ")
 _LINK_TARGET = re.compile(r"\]\([^)]*\)")
 _MARKUP = str.maketrans("", "", "*_[]\\`#>|")
 _SENTENCE_END = re.compile(r"[.!?:;\"\u201d\u00bb)\u3002\uff01\uff1f]\s*$")
@@ -247,7 +248,8 @@ class Renderer:
         return [*out, "\n".join(lines)]
 
     def _cell(self, cell: LexborNode, depth: int) -> str:
-        text = " ".join(self.blocks(cell, depth + 1))
+        # A cell holds one line: a heading inside it keeps its text, not its "###".
+        text = " ".join(_HEADING_MARK.sub("", block) for block in self.blocks(cell, depth + 1))
         text = " ".join(text.split())
         return text.replace("|", "\\|") if self.markdown else text
 

@@ -87,6 +87,14 @@ def test_tables() -> None:
     assert out == ("Prices\n\n| Item | Price |\n| --- | --- |\n| Tea \\| hot | 2 |\n| Cake |  |")
 
 
+def test_a_heading_in_a_cell_is_its_text() -> None:
+    out = markdown(
+        "<table><tr><th><h3>For the dough:</h3></th><th></th></tr>"
+        "<tr><td>125 g</td><td>flour</td></tr></table>"
+    )
+    assert out == "| For the dough: |  |\n| --- | --- |\n| 125 g | flour |"
+
+
 def test_layout_table_is_rendered_as_blocks() -> None:
     out = markdown("<table><tr><td><p>Only</p><p>column</p></td></tr></table>")
     assert out == "Only\n\ncolumn"
