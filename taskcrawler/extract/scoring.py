@@ -34,8 +34,6 @@ _MAX_COMMAS = 10  # a list of names or tags is not ten times the prose of a sent
 _TABLE_PARTS = frozenset({"tr", "tbody", "thead", "tfoot"})
 _SIBLING_SHARE = 0.2
 _RIVAL_SHARE = 0.75
-LEAD_SHARE = 0.0
-_LEAD_LEVELS = 3
 OTHER_PART_SHARE = 0.3
 _OTHER_PARTS = 15
 _RIVALS_TO_CLIMB = 3
@@ -298,29 +296,6 @@ def _climb(best: Candidate, ranked: list[Candidate], candidates: dict[int, Candi
         parent = current.node.parent
     if current is not best:
         current.settle()
-    return _with_lead(current, candidates)
-
-
-def _prose(node: LexborNode) -> float:
-    return visible_chars(node) * (1.0 - link_share(node))
-
-
-def _with_lead(best: Candidate, candidates: dict[int, Candidate]) -> Candidate:
-    """The body of an article often sits beside its lead, its title and its first picture in a
-    container of their own: move up to that container while it adds a little prose (a lead
-    paragraph, a subtitle), and stop where it would add much (other articles, a sidebar)."""
-    current = best
-    prose = _prose(best.node)
-    for _ in range(_LEAD_LEVELS):
-        parent = current.node.parent
-        if parent is None or parent.tag in ("body", "html") or prose <= 0:
-            break
-        above = _prose(parent)
-        if not prose < above <= prose * (1.0 + LEAD_SHARE):
-            break
-        current = _candidate(parent, candidates)
-        current.settle()
-        prose = above
     return current
 
 
