@@ -6,8 +6,12 @@ holds it, half as many to that block's parent and a sixth to the next one up: on
 comma (a sentence's clauses) and one per hundred characters, up to three. A candidate starts
 with a weight from its tag (a ``div`` or ``article`` is a likelier container than a list item)
 and from its class and id (``entry-content`` is, ``sidebar`` is not), and its points are scaled
-by the share of its text that is not link text. The best candidate wins, with those of its
-siblings that score close to it or are paragraphs of plain prose.
+by the share of its text that is not link text (commas count up to ten: a list of names is
+not ten sentences). The best candidate wins; it moves up to an ancestor that holds several of
+the runners-up (an article in parts), or to its parent when that scores better or wraps it
+alone; then come those of its siblings that score close to it or are paragraphs of plain
+prose, and candidates elsewhere that score nearly as well (a product or event page holds its
+text in several boxes).
 
 The work per page is one pass over the paragraphs and a few ancestors each; link text is
 measured only for the best few candidates.
