@@ -40,6 +40,7 @@ MAX_ICONS = 50
 MAX_JSON_LD_ITEMS = 100
 MAX_JSON_LD_CHARS = 256 * 1024  # of JSON-LD text, all blocks together
 MAX_JSON_LD_ERRORS = 20
+MAX_NAMED_META = 300
 
 
 def collapse(text: str | None) -> str:
@@ -67,14 +68,19 @@ class HeadInfo:
     twitter: dict[str, str] = field(default_factory=dict)
     hreflang: dict[str, str] = field(default_factory=dict)
     icons: list[tuple[int, str]] = field(default_factory=list)
+    named_meta: dict[str, str] = field(default_factory=dict)  # name/property -> content
 
 
 def _read_meta(info: HeadInfo, attrs: dict[str, str | None]) -> None:
     content = attrs.get("content")
     if content is None:
         return
-    key = (attrs.get("property") or attrs.get("name") or "").strip().lower()
+    key = (
+        (attrs.get("property") or attrs.get("name") or attrs.get("itemprop") or "").strip().lower()
+    )
     content = content.strip()
+    if key and content and len(info.named_meta) < MAX_NAMED_META:
+        info.named_meta.setdefault(key, content)
     if key.startswith("og:"):
         _add(info.open_graph, key[3:], content, MAX_PROPERTIES)
     elif key.startswith("twitter:"):

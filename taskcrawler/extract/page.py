@@ -13,6 +13,7 @@ from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+from taskcrawler.extract.authorship import authorship
 from taskcrawler.extract.content import main_content
 from taskcrawler.extract.decode import decode_html
 from taskcrawler.extract.links import MAX_LINKS_PER_PAGE, Link, collect_links, count_links
@@ -84,6 +85,7 @@ def extract(
     resolver = Resolver(url, info.base_href)
     metadata = head_metadata(tree, info, resolver)
     json_ld, json_ld_errors = read_json_ld(tree)
+    metadata.update(authorship(tree, info, json_ld, url))
     links, link_counts = _link_counts(
         tree, resolver, info, want_links="links" in wanted, max_links=max_links
     )
@@ -105,16 +107,20 @@ def extract(
         html=decoded.text if "html" in wanted else None,
         encoding=decoded.encoding,
     )
-    title = _outside_title(content.root, metadata["headings"]["h1"])
+    title = _outside_title(content.nodes, metadata["headings"]["h1"])
     if "markdown" in wanted:
-        result.markdown = Renderer(resolver, markdown=True).render(content.root, title=title)
+        result.markdown = Renderer(resolver, markdown=True).render(
+            content.nodes, title=title, trim_tail=content.scored
+        )
     if "text" in wanted:
-        result.text = Renderer(resolver, markdown=False).render(content.root, title=title)
+        result.text = Renderer(resolver, markdown=False).render(
+            content.nodes, title=title, trim_tail=content.scored
+        )
     return result
 
 
-def _outside_title(root: LexborNode | None, h1s: list[str]) -> str | None:
-    """The page's ``h1`` when the content root does not contain it (it sat above an article)."""
-    if root is None or not h1s or root.css_first("h1") is not None:
+def _outside_title(nodes: list[LexborNode], h1s: list[str]) -> str | None:
+    """The page's ``h1`` when the content does not contain it (it sat above an article)."""
+    if not nodes or not h1s or any(node.css_first("h1") is not None for node in nodes):
         return None
     return h1s[0]
