@@ -7,14 +7,16 @@ boilerplate is removed in place and the main content measured and, if asked, ren
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+from taskcrawler.domain.selectors import IgnoreSelector
 from taskcrawler.extract.content import main_content
 from taskcrawler.extract.decode import decode_html
+from taskcrawler.extract.ignore import remove_ignored
 from taskcrawler.extract.links import Link, collect_links, count_links, count_links_fast
 from taskcrawler.extract.metadata import (
     HeadInfo,
@@ -68,15 +70,20 @@ def extract(
     url: str,
     charset: str | None = None,
     formats: Collection[str] = ("metadata",),
+    ignore: Sequence[IgnoreSelector] = (),
 ) -> Extraction:
     """Parse ``body`` (the page as fetched, whose final URL is ``url``) and return what it says.
 
-    ``charset`` is the one from the HTTP ``Content-Type`` header, if any. Never raises on any
-    body; raises ``ValueError`` only for a format name not in :data:`FORMATS`.
+    ``charset`` is the one from the HTTP ``Content-Type`` header, if any. ``ignore``: elements
+    to read the page without (see :mod:`taskcrawler.domain.selectors`), removed before anything
+    is read from it, metadata and links included; the ``html`` format stays the page as fetched.
+    Never raises on any body; raises ``ValueError`` only for a format name not in
+    :data:`FORMATS`.
     """
     wanted = _check_formats(formats)
     decoded = decode_html(body, charset)
     tree = LexborHTMLParser(decoded.text)
+    remove_ignored(tree, ignore)
     info = read_head(tree)
     resolver = Resolver(url, info.base_href)
     metadata = head_metadata(tree, info, resolver)
