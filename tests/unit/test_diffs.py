@@ -4,6 +4,7 @@ in work and size on hostile input."""
 from __future__ import annotations
 
 import difflib
+from collections.abc import Sequence
 
 import pytest
 from hypothesis import example, given, settings
@@ -85,7 +86,7 @@ def test_the_diff_is_as_small_as_difflibs_on_ordinary_edits() -> None:
     ours, _ = line_opcodes(old, new, budget=10**7)
     theirs = difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes()
 
-    def changed(codes: list[tuple[str, int, int, int, int]]) -> int:
+    def changed(codes: Sequence[tuple[str, int, int, int, int]]) -> int:
         return sum(i2 - i1 + j2 - j1 for tag, i1, i2, j1, j2 in codes if tag != "equal")
 
     assert changed(ours) <= changed(theirs)
