@@ -15,6 +15,8 @@ How the pieces fit (the storage, the scheduler and the routes use them):
   invisible characters dropped, Unicode NFC), so only a change of what a reader sees counts;
   metadata (title, description, …) is diffed alongside a change but never decides one.
 * A crawl monitor also compares the set of pages of two rounds: pages added and removed.
+* A fired slot is one run of the monitor's pages as ordinary jobs; a fetch that fails is retried
+  as any job is, and the slot stays fired.
 """
 
 from __future__ import annotations
@@ -173,9 +175,14 @@ def _checked_interval(value: object, minimum: float) -> float:
     if not minimum <= value <= MAX_INTERVAL_SECONDS:
         raise InvalidMonitorSpec(
             "interval_seconds",
-            f"must be between {minimum:g} and {MAX_INTERVAL_SECONDS:g} seconds, not {value:g}",
+            f"must be between {_seconds(minimum)} and {_seconds(MAX_INTERVAL_SECONDS)} seconds, "
+            f"not {_seconds(value)}",
         )
     return float(value)
+
+
+def _seconds(value: float) -> str:
+    return f"{value:,.0f}" if value == int(value) else f"{value:g}"
 
 
 def _checked_urls(url: object, urls: object) -> tuple[str, ...]:

@@ -19,7 +19,9 @@ from isal import isal_zlib
 
 #: The first byte of every stored blob: the format's version.
 FORMAT_VERSION = 1
-#: ISA-L's level 2 of 0-3; ``python -m bench.monitor_bounds`` measured the levels on real pages.
+#: ISA-L's level 2 of 0-3. On 300 real pages (``python -m bench.monitor_bounds``) their Markdown
+#: and text shrank to 0.272 of their size at 430 MB/s; zlib's default to 0.251 at 44 MB/s.
+#: Compressed apart, the Markdown and the text took 0.409: hence one blob.
 COMPRESSION_LEVEL = 2
 #: A stored blob is never inflated beyond this (a corrupt row must not exhaust memory): far more
 #: than the Markdown and text of the largest page a fetch accepts.

@@ -6,9 +6,11 @@ A selector list is user input evaluated against hostile pages, so only a subset 
 the subset whose matching costs time linear in the page. lexbor matches a selector right to left
 and backtracks over the ancestors for every descendant combinator, so a few of them cost time
 polynomial in the page's depth. Measured here with selectolax 1.0.2 (``python -m
-bench.monitor_bounds``): ``p div div div div`` against 300 nested ``div`` elements took 236 s;
-``p ~ div`` and ``div:nth-of-type(3)`` against 20,000 sibling ``div`` elements 2.2 s and 4.6 s; a
-case-insensitive ``[a*=… i]`` with a 64-character value 0.6 s against one 5 MB attribute.
+bench.monitor_bounds``, two runs on a shared 2-core machine): ``p div div div`` against 300 nested
+``div`` elements took 1.3-1.6 s, each further descendant combinator multiplying the time by 50 to
+80; ``p ~ div`` and ``div:nth-of-type(3)`` against 20,000 sibling ``div`` elements 0.7-0.8 s and
+1.0-2.0 s; a case-insensitive ``[class*=… i]`` with a 64-character value against one 5 MB
+attribute 0.3 s.
 
 Accepted, per selector:
 

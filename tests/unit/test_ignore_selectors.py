@@ -3,6 +3,7 @@ agrees with lexbor's own matching, and no selector that makes a page slow to rea
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 import pytest
@@ -205,6 +206,12 @@ def test_selectors_match_the_page_as_parsed_not_as_shrunk() -> None:
         remove_ignored(tree, parse(*order))
         assert tree.body is not None
         assert tree.body.text() == "3", order
+
+
+def test_selectors_travel_to_a_child_process() -> None:
+    """Big pages are extracted in a child process: the selectors go there pickled."""
+    selectors = parse("main .a > b", "#x")
+    assert pickle.loads(pickle.dumps(selectors)) == selectors
 
 
 def test_html_head_and_body_stay() -> None:
