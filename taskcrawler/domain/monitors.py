@@ -74,8 +74,10 @@ class MonitorSpec:
     field against the deployment's limits.
 
     Exactly one of ``urls`` (one or more pages) and ``crawl`` (a site, whose pages added and
-    removed between rounds are reported too). ``ignore_selectors``: the parts of its pages left
-    out before they are compared (see :mod:`taskcrawler.domain.selectors`).
+    removed between rounds are reported too). ``formats``: what each run's jobs keep, as for any
+    job; change detection reads the Markdown and the text whatever they are. ``ignore_selectors``:
+    the parts of its pages left out before they are read (see
+    :mod:`taskcrawler.domain.selectors`).
     """
 
     interval_seconds: float
@@ -84,6 +86,12 @@ class MonitorSpec:
     formats: tuple[str, ...] = DEFAULT_FORMATS
     ignore_selectors: tuple[IgnoreSelector, ...] = ()
     callback_url: str | None = None
+
+    def __post_init__(self) -> None:
+        if bool(self.urls) == (self.crawl is not None):
+            raise ValueError("a monitor watches either urls or a crawl")
+        if not self.interval_seconds > 0:
+            raise ValueError("a monitor's interval must be positive")
 
     @classmethod
     def create(

@@ -77,6 +77,13 @@ def test_a_crawl_takes_the_monitors_formats() -> None:
     assert MonitorSpec.from_dict(made.to_dict()) == made
 
 
+def test_a_spec_built_directly_still_watches_one_thing() -> None:
+    with pytest.raises(ValueError, match="either urls or a crawl"):
+        MonitorSpec(interval_seconds=60)
+    with pytest.raises(ValueError, match="positive"):
+        MonitorSpec(interval_seconds=0, urls=(URL,))
+
+
 def test_the_minimum_interval_is_the_deployments() -> None:
     assert DEFAULT_MIN_INTERVAL_SECONDS == 60
     assert spec(interval_seconds=60).interval_seconds == 60
