@@ -7,15 +7,17 @@ boilerplate is removed in place and the main content measured and, if asked, ren
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+from taskcrawler.domain.selectors import IgnoreSelector
 from taskcrawler.extract.authorship import authorship
 from taskcrawler.extract.content import main_content
 from taskcrawler.extract.decode import decode_html
+from taskcrawler.extract.ignore import remove_ignored
 from taskcrawler.extract.links import MAX_LINKS_PER_PAGE, Link, collect_links, count_links
 from taskcrawler.extract.metadata import (
     HeadInfo,
@@ -70,17 +72,22 @@ def extract(
     charset: str | None = None,
     formats: Collection[str] = ("metadata",),
     max_links: int = MAX_LINKS_PER_PAGE,
+    ignore: Sequence[IgnoreSelector] = (),
 ) -> Extraction:
     """Parse ``body`` (the page as fetched, whose final URL is ``url``) and return what it says.
 
     ``charset`` is the one from the HTTP ``Content-Type`` header, if any. At most ``max_links``
     links are kept (``metadata["links"]`` counts them all and says whether some were cut).
+    ``ignore``: elements to read the page without (see :mod:`taskcrawler.domain.selectors`),
+    removed before anything is read from it, metadata and links included; the ``html`` format
+    stays the page as fetched.
     Never raises on any body; raises ``ValueError`` only for a format name not in
     :data:`FORMATS`.
     """
     wanted = _check_formats(formats)
     decoded = decode_html(body, charset)
     tree = LexborHTMLParser(limit_nesting(decoded.text))
+    remove_ignored(tree, ignore)
     info = read_head(tree)
     resolver = Resolver(url, info.base_href)
     metadata = head_metadata(tree, info, resolver)
