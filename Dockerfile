@@ -19,6 +19,11 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
     TASKCRAWLER_LOG_FORMAT=json \
     TASKCRAWLER_AUTH_REQUIRED=true \
     TASKCRAWLER_WORKER_METRICS_HOST=0.0.0.0
+# chromium renders pages (`render` on jobs, screenshots); tini is PID 1 and reaps what a killed
+# browser leaves behind; fonts so rendered text and screenshots have glyphs.
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends chromium fonts-liberation tini \
+    && rm -rf /var/lib/apt/lists/*
 COPY --from=builder /wheels /wheels
 RUN pip install --no-index --find-links=/wheels taskcrawler \
     && rm -rf /wheels \
@@ -30,4 +35,5 @@ EXPOSE 8000 9100
 # python's urllib, not curl: the slim image has no curl. A worker overrides it (docker-compose.yml).
 HEALTHCHECK --interval=15s --timeout=5s --start-period=20s --retries=3 \
     CMD ["python", "-c", "import os, urllib.request; urllib.request.urlopen('http://127.0.0.1:%s/healthz' % os.environ.get('TASKCRAWLER_PORT', '8000'), timeout=4)"]
+ENTRYPOINT ["/usr/bin/tini", "--"]
 CMD ["taskcrawler", "api", "--host", "0.0.0.0"]

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from taskcrawler.fetch import Fetcher, HostLimiter
     from taskcrawler.observability import WorkerMetrics
     from taskcrawler.worker import Worker
+    from taskcrawler.worker.parsing import PageParser
     from taskcrawler.worker.webhooks import WebhookDispatcher
     from taskcrawler.worker.worker import WorkerConfig
 
@@ -205,7 +206,21 @@ def standalone_fetcher(settings: Settings) -> Fetcher:
     return Fetcher(settings, limiter=host_limiter(settings))
 
 
-def worker(runtime: Runtime, page_fetcher: Fetcher, metrics: WorkerMetrics) -> Worker:
+def page_parser(settings: Settings) -> PageParser:
+    """Where a worker parses its pages: small ones inline, the rest in a thread or in a pool
+    of parser processes, each parse there under a deadline."""
+    from taskcrawler.worker.parsing import PageParser
+
+    return PageParser(
+        timeout=settings.parse_timeout_seconds,
+        processes=settings.parse_processes,
+        max_links=settings.max_links_per_page,
+    )
+
+
+def worker(
+    runtime: Runtime, page_fetcher: Fetcher, parser: PageParser, metrics: WorkerMetrics
+) -> Worker:
     from taskcrawler.worker import Worker
 
     return Worker(
@@ -213,6 +228,7 @@ def worker(runtime: Runtime, page_fetcher: Fetcher, metrics: WorkerMetrics) -> W
         runtime.storage.work,
         runtime.queue,
         page_fetcher,
+        parser,
         metrics=metrics,
     )
 

@@ -83,6 +83,24 @@ class Settings(BaseSettings):
         description="Keep every fetched body (gzip) so `taskcrawler reextract` can rebuild "
         "results without fetching again.",
     )
+    parse_timeout_seconds: float = Field(
+        15.0,
+        gt=0,
+        description="Deadline of one page's parse in a parser process; past it the process is "
+        "killed and the job FAILED as parse_timeout.",
+    )
+    parse_processes: int = Field(
+        2,
+        ge=1,
+        description="Parser processes per worker, for big pages and pages with many tags "
+        "(small ones are parsed in the worker itself).",
+    )
+    max_links_per_page: int = Field(
+        5_000,
+        ge=0,
+        description="Links kept per page (the `links` format); the metadata counts them all and "
+        "says `truncated`.",
+    )
     respect_robots: bool = Field(True, description="Obey robots.txt.")
     robots_cache_seconds: float = Field(
         3600.0, ge=0, description="How long a robots.txt is cached."
@@ -129,6 +147,40 @@ class Settings(BaseSettings):
         30.0,
         gt=0,
         description="POST /api/v1/map answers within this long with what it found so far.",
+    )
+
+    # rendering in a browser (Debian's chromium driven by Playwright)
+    browser: str | None = Field(
+        None,
+        description="Path of the chromium executable used to render pages; unset finds "
+        "`chromium` (or `chromium-browser`) on PATH.",
+    )
+    browser_concurrency: int = Field(
+        4, ge=1, le=64, description="Pages rendered at once per worker process, one context each."
+    )
+    browser_recycle_pages: int = Field(
+        200, ge=1, description="The browser is restarted after rendering this many pages."
+    )
+    browser_max_rss_mb: int = Field(
+        1536,
+        ge=128,
+        description="The browser is restarted once the resident memory of its processes passes "
+        "this many MiB.",
+    )
+    render_timeout_seconds: float = Field(
+        30.0,
+        gt=0,
+        description="Hard deadline of one render; a page whose scripts keep it busy past it "
+        "fails as render_timeout.",
+    )
+    render_max_bytes: int = Field(
+        50 * 1024 * 1024,
+        gt=0,
+        description="Bytes one rendered page may download in all (document, scripts, images); "
+        "past it its connections are cut.",
+    )
+    render_screenshot_max_height: int = Field(
+        10000, ge=100, le=100000, description="Full-page screenshots are cut at this height (px)."
     )
 
     # tenancy

@@ -8,6 +8,7 @@ from taskcrawler.domain.errors import (
     QueueUnavailable,
     ServiceUnavailable,
     StorageUnavailable,
+    UnstorableData,
 )
 from taskcrawler.domain.jobs import ClaimedJob, Job, JobStatus, Outcome
 from taskcrawler.domain.urls import normalize_url, validate_url
@@ -23,6 +24,7 @@ __all__ = [
     "QueueUnavailable",
     "ServiceUnavailable",
     "StorageUnavailable",
+    "UnstorableData",
     "backoff_delay",
     "normalize_url",
     "validate_url",

@@ -30,6 +30,15 @@ class ErrorCode(StrEnum):
     HOST_BUSY = "host_busy"  # politeness had no slot for the host in time
     # Redis (shared politeness, robots cache) unreachable while fetching
     QUEUE_UNAVAILABLE = "queue_unavailable"
+    # permanent: the same page would do it again
+    PARSE_TIMEOUT = "parse_timeout"  # its parse overran TASKCRAWLER_PARSE_TIMEOUT_SECONDS
+    UNSTORABLE = "unstorable_result"  # the database refused what the page produced
+    # rendering in a browser
+    RENDER_UNAVAILABLE = "render_unavailable"  # permanent: this worker has no usable browser
+    # permanent: the page was received but its own scripts kept the browser busy past the
+    # deadline (a loop, a DOM that never settles); the same page would hang again on a retry
+    RENDER_TIMEOUT = "render_timeout"
+    RENDER_CRASHED = "render_crashed"  # transient: the browser died; a fresh one is started
 
 
 TRANSIENT_CODES = frozenset(
@@ -43,6 +52,7 @@ TRANSIENT_CODES = frozenset(
         ErrorCode.WORKER_LOST,
         ErrorCode.HOST_BUSY,
         ErrorCode.QUEUE_UNAVAILABLE,
+        ErrorCode.RENDER_CRASHED,
     }
 )
 
@@ -142,3 +152,8 @@ class StorageUnavailable(ServiceUnavailable):
 
 class QueueUnavailable(ServiceUnavailable):
     dependency = "queue"
+
+
+class UnstorableData(Exception):
+    """The database refused a value of what was being written: the data's fault, not the
+    connection's, so writing it again would fail again."""

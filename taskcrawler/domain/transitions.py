@@ -10,6 +10,7 @@ from enum import StrEnum
 
 from taskcrawler.domain.backoff import backoff_delay
 from taskcrawler.domain.jobs import ClaimedJob, JobStatus, Outcome
+from taskcrawler.domain.storable import unstorable
 
 
 class TransitionKind(StrEnum):
@@ -82,21 +83,32 @@ def decide(outcome: Outcome, policy: RetryPolicy, *, rng: random.Random) -> Tran
     elif outcome.transient and retries < policy.max_retries:
         kind, status, retry_count = TransitionKind.RETRIED, JobStatus.PENDING, retries + 1
     else:
-        return Transition(
-            outcome,
-            TransitionKind.FAILED,
-            JobStatus.FAILED,
-            retries,
-            finished_at=now,
-            error_code=outcome.error_code,
-            error_log=outcome.error_log,
-        )
+        return _failed(outcome)
     return Transition(
         outcome,
         kind,
         status,
         retry_count,
         next_attempt_at=now + timedelta(seconds=policy.delay(outcome, rng)),
+        error_code=outcome.error_code,
+        error_log=outcome.error_log,
+    )
+
+
+def refused(transition: Transition, reason: str) -> Transition:
+    """What replaces a transition whose result the database refused to store: its job FAILED at
+    once as unstorable_result, whatever retries are left, since the same page would be refused
+    again; nothing the page produced is kept but its status."""
+    return _failed(unstorable(transition.outcome, reason))
+
+
+def _failed(outcome: Outcome) -> Transition:
+    return Transition(
+        outcome,
+        TransitionKind.FAILED,
+        JobStatus.FAILED,
+        outcome.job.retry_count,
+        finished_at=outcome.finished_at,
         error_code=outcome.error_code,
         error_log=outcome.error_log,
     )

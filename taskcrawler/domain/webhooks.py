@@ -3,7 +3,9 @@
 A delivery is a POST of the job's JSON (:func:`~taskcrawler.domain.views.job_document`, exactly as
 ``GET /api/v1/jobs/{id}`` shows it) with:
 
-* ``X-TaskCrawler-Event``: ``job.completed`` or ``job.failed``
+* ``X-TaskCrawler-Event``: ``job.completed`` or ``job.failed``; for a monitor's change,
+  ``page.changed``, ``page.added`` or ``page.removed``, whose body is the change as
+  ``GET /api/v1/monitors/{id}/changes`` lists it (:func:`change_webhook`)
 * ``X-TaskCrawler-Delivery``: the delivery's id (the same on every retry of it: deduplicate on it)
 * ``X-TaskCrawler-Timestamp``: Unix seconds when this attempt was sent
 * ``X-TaskCrawler-Signature``: ``v1=<hex HMAC-SHA256 of f"{timestamp}.{body}">`` keyed with the
@@ -29,6 +31,7 @@ import orjson
 
 from taskcrawler.domain.backoff import backoff_delay
 from taskcrawler.domain.jobs import JobStatus
+from taskcrawler.domain.monitors import Change, ChangeKind, change_document
 
 EVENT_HEADER = "X-TaskCrawler-Event"
 DELIVERY_HEADER = "X-TaskCrawler-Delivery"
@@ -42,6 +45,9 @@ DEFAULT_TOLERANCE_SECONDS = 300
 class WebhookEvent(StrEnum):
     JOB_COMPLETED = "job.completed"
     JOB_FAILED = "job.failed"
+    PAGE_CHANGED = "page.changed"
+    PAGE_ADDED = "page.added"
+    PAGE_REMOVED = "page.removed"
 
 
 class DeliveryStatus(StrEnum):
@@ -60,6 +66,19 @@ def event_for(status: JobStatus) -> WebhookEvent | None:
     if status is JobStatus.FAILED:
         return WebhookEvent.JOB_FAILED
     return None
+
+
+_CHANGE_EVENTS = {
+    ChangeKind.CHANGED: WebhookEvent.PAGE_CHANGED,
+    ChangeKind.ADDED: WebhookEvent.PAGE_ADDED,
+    ChangeKind.REMOVED: WebhookEvent.PAGE_REMOVED,
+}
+
+
+def change_webhook(change: Change) -> tuple[WebhookEvent, dict[str, Any]]:
+    """The event and the payload a monitor's change is announced with; the payload is signed
+    and delivered like a job's (:func:`encode_body`, :func:`delivery_headers`)."""
+    return _CHANGE_EVENTS[change.kind], change_document(change)
 
 
 def encode_body(payload: dict[str, Any]) -> bytes:

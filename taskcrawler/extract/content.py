@@ -1,31 +1,44 @@
-"""Main-content detection: strip what is not the page's own content, then pick its root.
+"""Main-content detection: what a reader would call the page's own text, found in one tree.
 
-Everything here is done with CSS queries and ``decompose`` (C code in lexbor), in three passes:
+Four steps, with the heavy lifting in lexbor (CSS queries, ``strip_tags``, ``decompose``):
 
-1. drop what is never content (scripts, styles, form controls, embedded objects);
-2. drop page furniture everywhere (nav, aside, footer, site header, banners, hidden nodes);
-3. pick the root (``<main>``, a single ``<article>``, or the body) and drop class/id-flagged
-   boilerplate (cookie banners, share bars, related posts, comments) inside it.
+1. Drop what is never content (scripts, styles, form controls, embedded objects, image captions)
+   and the page furniture that says what it is: ``nav``, ``aside``, ``footer``, ``dialog``, hidden
+   nodes, navigation/banner/search landmarks, and site headers and forms that do not hold the
+   content. Nothing that holds a ``main`` or the article is removed.
+2. Flag the blocks whose class or id names boilerplate (comments, sharing, related posts, widgets,
+   newsletters, cookie notices, …) unless another of their names says content
+   (``entry-content``). Flagged blocks are not removed yet: their paragraphs stop counting.
+3. Score the candidates (see :mod:`taskcrawler.extract.scoring`): the densest cluster of prose
+   with little link text wins, with those of its siblings that score close to it.
+4. Inside what was chosen, remove the flagged blocks and the blocks that read like navigation
+   (mostly link text).
 
-Nothing that holds a ``main``/``article`` is removed. A candidate that may wrap the real content (a
-header, a form, a flagged class, a banner) is also kept when it holds an ``h1`` or more than half
-of the text, so a site wrapping everything in ``<form id="aspnetForm">`` or
-``<div class="has-sidebar">`` keeps it. Which nodes hold a marker is computed once, as a set of
-ancestors, rather than with one query per candidate.
+When the scoring finds too little prose (short pages, pages of lists or tables) the content is
+``<main>``, a single ``<article>``, or else the whole cleaned body: a page that says little is
+rendered whole rather than cut to nothing.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 from dataclasses import dataclass
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+from taskcrawler.extract.scoring import (
+    FLAG_ATTRIBUTE,
+    Choice,
+    choose_content,
+    link_chars,
+    visible_chars,
+)
+
 _NEVER_CONTENT = [
     "script",
     "style",
-    "noscript",
     "template",
     "svg",
     "iframe",
@@ -34,6 +47,9 @@ _NEVER_CONTENT = [
     "button",
     "select",
     "textarea",
+    "input",
+    "label",
+    "figcaption",  # a caption without its picture is a stray line
 ]
 _FURNITURE_TAGS = ("nav", "aside", "footer", "dialog")
 _GUARDED_TAGS = ("header", "form")
@@ -42,17 +58,50 @@ _FURNITURE_ROLES = frozenset(
     {"navigation", "contentinfo", "complementary", "search", "dialog", "alertdialog", "menu"}
     | {"menubar", "banner"}
 )
-# Every alternative costs one walk of the subtree, so only the blocks that carry real text (and
-# are not already nav/aside/footer/form on most sites) are looked for.
-_FLAGGED = ", ".join(
-    [f"[class*={token} i]" for token in ("comment", "related", "share", "social", "cookie")]
-    + ["[class*=sidebar i]", "[class~=ad i]", "[id*=comment i]", "[id*=cookie i]"]
-)
-_MARKERS = "h1, main, article, [role=main]"
+_MARKERS = "h1, main, article, [role=main], [itemprop=articleBody]"
 _PROTECTED_TAGS = frozenset({"html", "body", "main", "article"})
-_ROOT_SELECTORS = ("main, [role=main]", "article", "[itemprop=articleBody]")
+_FALLBACK_ROOTS = ("main, [role=main]", "[itemprop=articleBody]", "article")
 _MIN_ROOT_SHARE = 0.25
+_NOSCRIPT_PAGE_CHARS = 200
+_MAX_FLAGGED_SHARE = 0.5
+_COMMENTS = "comment"
+# The elements whose names are read: not links, images and icons, the commonest and never the
+# whole of a boilerplate block; not the body, whose classes describe the page ("single-post
+# has-sidebar").
+_NAMED_BLOCKS = ":is([class], [id]):not(a, img, i, svg, picture, source, body)"
+# Class attributes repeat within a page and across the pages of a site: the answer for each
+# is remembered, within a bound that hostile pages full of unique names cannot exceed.
+_NAMES_CACHED = 1 << 15
 _MAX_REMOVED_SHARE = 0.5
+
+# A class or id names boilerplate when one of its words (its runs of letters: "post-meta" is
+# "post" and "meta") is one of these, or, for the distinctive ones, begins or ends with one
+# ("commentlist", "sharedaddy", "textwidget", "mainmenu").
+_BOILERPLATE_WORDS = frozenset(
+    {"ad", "ads", "nav", "menu", "meta", "tags", "tag", "bio", "caption", "credit", "credits"}
+    | {"footer", "banner", "rating", "toolbar", "tools", "pager", "signup", "login"}
+    | {"reply", "replies", "respond", "skiplink", "gdpr", "modal", "popup", "promo", "promos"}
+)
+_BOILERPLATE_BEGINNINGS = (
+    "comment", "share", "sharing", "social", "related", "recent", "newsletter", "subscri",
+    "cookie", "consent", "copyright", "colophon", "sidebar", "breadcrumb", "paginat", "disqus",
+    "akismet", "jetpack", "nocontent", "sponsor", "advert", "masthead", "navbar", "navigation",
+    "byline", "newsticker", "authorbio", "authorbox", "authorinfo", "widget",
+)  # fmt: skip
+_BOILERPLATE_ENDINGS = ("widget", "comments", "sidebar", "menu", "navigation", "footer", "share")
+# A word that looks like one of those but is not: Blogger's main column is "widget Blog", and
+# a "promoted" article is still an article.
+_NOT_BOILERPLATE = frozenset({"widget", "promoted", "commentary", "navigator"})
+_WORD = re.compile(r"[a-z]+")
+# A token that says what state a wrapper is in ("has-sidebar", "no-comments") or that only
+# hooks a script ("js-share"), not what the block is.
+_STATE_TOKEN = re.compile(r"^(?:has|no|with|show|hide|is|js)-|--(?:has|no|with)-")
+# A token that names the content itself ("entry-content", "post-body", "hentry"); it wins over
+# a boilerplate token on the same node.
+_CONTENT_TOKEN = re.compile(
+    r"^(?:(?:entry|post|article|story|page|main|blog)[-_]?)?(?:content|body|text)$"
+    r"|^(?:post|hentry|article|main)$"
+)
 
 # Scripts where words are not separated by spaces: every character counts as one word.
 _CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f]")
@@ -66,10 +115,15 @@ _CJK_OR_RUN = re.compile(
 
 @dataclass(frozen=True, slots=True)
 class MainContent:
-    root: LexborNode | None
+    nodes: list[LexborNode]  # in document order; empty when the page has no body
+    scored: bool  # chosen by scoring prose, not the whole of a page that says little
     text: str  # normalized: whitespace collapsed
     word_count: int
     content_hash: str
+
+    @property
+    def root(self) -> LexborNode | None:
+        return self.nodes[0] if self.nodes else None
 
 
 def _text_len(node: LexborNode) -> int:
@@ -88,6 +142,36 @@ def _with_ancestors(nodes: list[LexborNode]) -> set[int]:
     return ids
 
 
+@functools.lru_cache(maxsize=_NAMES_CACHED)
+def _is_boilerplate_word(word: str) -> bool:
+    if word in _BOILERPLATE_WORDS:
+        return True
+    return word not in _NOT_BOILERPLATE and (
+        word.startswith(_BOILERPLATE_BEGINNINGS) or word.endswith(_BOILERPLATE_ENDINGS)
+    )
+
+
+def _names_any_boilerplate(names: str) -> bool:
+    return any(_is_boilerplate_word(word) for word in _WORD.findall(names))
+
+
+@functools.lru_cache(maxsize=_NAMES_CACHED)
+def names_boilerplate(class_and_id: str) -> bool:
+    """Whether a node's ``class`` and ``id`` tokens name boilerplate and none names content."""
+    names = class_and_id.lower()
+    if not _names_any_boilerplate(names):  # most nodes: one regex scan and a few set lookups
+        return False
+    flagged = False
+    for token in names.split():
+        if _STATE_TOKEN.search(token) is not None:
+            continue
+        if _names_any_boilerplate(token):
+            flagged = True
+        elif _CONTENT_TOKEN.search(token) is not None:
+            return False
+    return flagged
+
+
 @dataclass(slots=True)
 class Cleaner:
     """Removes boilerplate from one parsed page, in place."""
@@ -95,13 +179,19 @@ class Cleaner:
     tree: LexborHTMLParser
     holds_root: set[int]  # ids of main/article nodes and their ancestors
     holds_content: set[int]  # the same, and of h1 nodes and their ancestors
+    holds_main: set[int]  # ids of main, the article body or a single article, and ancestors
 
     @classmethod
     def for_tree(cls, tree: LexborHTMLParser) -> Cleaner:
         body = tree.body
         markers = body.css(_MARKERS) if body is not None else []
-        holds_root = _with_ancestors([node for node in markers if node.tag != "h1"])
-        return cls(tree, holds_root, holds_root | _with_ancestors(markers))
+        roots = [node for node in markers if node.tag != "h1"]
+        holds_root = _with_ancestors(roots)
+        articles = [node for node in roots if node.tag == "article"]
+        # Many articles are teasers of other pages (a related list, a feed): only a single one
+        # is taken for the content.
+        mains = [node for node in roots if node.tag != "article" or len(articles) == 1]
+        return cls(tree, holds_root, holds_root | _with_ancestors(markers), _with_ancestors(mains))
 
     def remove(self, nodes: list[LexborNode], *, guarded: bool, max_chars: float = 0) -> None:
         """Decompose ``nodes`` (document order) from the last to the first.
@@ -119,8 +209,9 @@ class Cleaner:
             node.decompose()
 
     def strip_boilerplate(self) -> None:
-        """Passes 1 and 2: what is never content, and the page furniture, everywhere."""
+        """Step 1: what is never content, and the page furniture, everywhere."""
         tree = self.tree
+        _unwrap_noscript_pages(tree)
         tree.strip_tags(_NEVER_CONTENT)
         body = tree.body
         if body is None:
@@ -133,10 +224,40 @@ class Cleaner:
         flagged = [node for node in body.css(_FURNITURE_ATTRS) if _is_furniture(node)]
         self.remove(flagged, guarded=True, max_chars=max_chars)
 
-    def strip_flagged(self, root: LexborNode) -> None:
-        """Pass 3: class/id-flagged boilerplate inside the chosen root."""
-        max_chars = _MAX_REMOVED_SHARE * _text_len(root)
-        self.remove(root.css(_FLAGGED), guarded=True, max_chars=max_chars)
+    def flagged(self, body: LexborNode) -> list[LexborNode]:
+        """Step 2: nodes whose names say boilerplate, outermost first, in document order."""
+        found: list[LexborNode] = []
+        most = _MAX_FLAGGED_SHARE * visible_chars(body)
+        for node in body.css(_NAMED_BLOCKS):
+            attrs = node.attrs
+            names = f"{attrs.get('class') or ''} {attrs.get('id') or ''}"
+            if not names_boilerplate(names) or node.mem_id in self.holds_main:
+                continue
+            if visible_chars(node) <= most or _COMMENTS in names.lower():
+                # else a wrapper of the page, whatever its name; but comments can outgrow
+                # the article they are about
+                node.attrs[FLAG_ATTRIBUTE] = ""
+                found.append(node)
+        return found
+
+    def strip_flagged(self, flagged: list[LexborNode], choice: Choice) -> None:
+        """Step 4, first half: the flagged nodes, but those holding the chosen content or an
+        ``h1``."""
+        keep = self.holds_content | _with_ancestors(choice.nodes)
+        for node in reversed(flagged):
+            if node.mem_id not in keep:
+                node.decompose()
+
+
+def _unwrap_noscript_pages(tree: LexborHTMLParser) -> None:
+    """A ``noscript`` holding a page's worth of text is the page for readers without scripts
+    (the rest is drawn by a script): keep its content. Small ones are tracking pixels and
+    "please enable JavaScript" notices."""
+    for node in reversed(tree.tags("noscript")):
+        if visible_chars(node) >= _NOSCRIPT_PAGE_CHARS:
+            node.unwrap()
+        else:
+            node.decompose()
 
 
 def _is_furniture(node: LexborNode) -> bool:
@@ -146,19 +267,94 @@ def _is_furniture(node: LexborNode) -> bool:
     return (attrs.get("role") or "").strip().lower() in _FURNITURE_ROLES
 
 
-def choose_root(tree: LexborHTMLParser) -> LexborNode | None:
-    """``<main>``, else a single ``<article>``, … when it holds enough of the text; else body."""
+def fallback_root(tree: LexborHTMLParser) -> LexborNode | None:
+    """``<main>``, else the article body, else a single ``<article>``, when it holds enough of
+    the text; else the body."""
     body = tree.body
     if body is None:
         return None
     body_chars = _text_len(body)
-    for selector in _ROOT_SELECTORS:
+    for selector in _FALLBACK_ROOTS:
         found = body.css(selector)
         if len(found) == 1 or (found and selector.startswith("main")):
             candidate = found[0]
             if _text_len(candidate) >= _MIN_ROOT_SHARE * body_chars:
                 return candidate
     return body
+
+
+_LINK_LIKE_BLOCKS = "ul, ol, dl, div, section, table, p, li"
+_MAX_LINK_SHARE = 0.5
+
+
+def strip_link_blocks(choice: Choice) -> None:
+    """Step 4, second half: blocks inside the content whose text is mostly link text (menus,
+    tag lists, "read more" lines, lists of other articles). The chosen nodes themselves stay."""
+    for root in choice.nodes:
+        links = link_chars(root)
+        if not links:
+            continue
+        blocks = root.css(_LINK_LIKE_BLOCKS)
+        doomed = []
+        for block in blocks:
+            linked = links.get(block.mem_id, 0)
+            if linked and linked > _MAX_LINK_SHARE * visible_chars(block):
+                doomed.append(block)
+        for block in reversed(doomed):
+            if block.mem_id != root.mem_id:
+                block.decompose()
+
+
+_HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
+_HEADING_SELECTOR = "h2, h3, h4, h5, h6"
+
+
+def _next_text(node: LexborNode, root: LexborNode) -> LexborNode | None:
+    """The first node after ``node`` in document order, inside ``root``, that has text."""
+    current = node
+    while current.mem_id != root.mem_id:
+        sibling = current.next
+        while sibling is not None:
+            if sibling.tag == "-text":
+                if (sibling.text_content or "").strip():
+                    return sibling
+            elif sibling.text_lexbor().strip():
+                return sibling
+            sibling = sibling.next
+        parent = current.parent
+        if parent is None:
+            return None
+        current = parent
+    return None
+
+
+def _first_heading_level(node: LexborNode) -> int | None:
+    if node.tag in _HEADINGS:
+        return _HEADINGS[node.tag or ""]
+    first = node.css_first("h1, h2, h3, h4, h5, h6, p, li, td, pre, blockquote")
+    if first is None or first.tag not in _HEADINGS:
+        return None
+    # the heading must open the block: no text before it
+    before = node.text_lexbor().strip()
+    return _HEADINGS[first.tag or ""] if before.startswith(first.text_lexbor().strip()) else None
+
+
+def strip_orphan_headings(choice: Choice) -> None:
+    """A heading with nothing under it (its list of related articles was removed, or it ends
+    the content) announces what is not there: drop it."""
+    for root in choice.nodes:
+        doomed = []
+        for heading in root.css(_HEADING_SELECTOR):
+            following = _next_text(heading, root)
+            level = _HEADINGS[heading.tag or ""]
+            if following is None:
+                doomed.append(heading)
+            elif following.tag != "-text":
+                next_level = _first_heading_level(following)
+                if next_level is not None and next_level <= level:
+                    doomed.append(heading)
+        for heading in reversed(doomed):
+            heading.decompose()
 
 
 def _word_count(text: str, words: int) -> int:
@@ -198,14 +394,41 @@ def _is_collapsed(text: str) -> bool:
     )
 
 
+def _choose(tree: LexborHTMLParser, cleaner: Cleaner, flagged: list[LexborNode]) -> Choice | None:
+    body = tree.body
+    if body is None:
+        return None
+    choice = choose_content(body, skip_flagged=bool(flagged))
+    if choice is None and flagged:
+        choice = choose_content(body, skip_flagged=False)  # the names misled: score them all
+    if choice is None:
+        root = fallback_root(tree)
+        return Choice([root], scored=False) if root is not None else None
+    return choice
+
+
 def main_content(tree: LexborHTMLParser) -> MainContent:
-    """Remove the boilerplate from ``tree`` (in place), pick the root, and measure its text."""
+    """Remove the boilerplate from ``tree`` (in place), choose the content, and measure it."""
     cleaner = Cleaner.for_tree(tree)
     cleaner.strip_boilerplate()
-    root = choose_root(tree)
-    text, words = "", 0
-    if root is not None:
-        cleaner.strip_flagged(root)
-        text, words = collapsed_text(root)
+    body = tree.body
+    flagged = cleaner.flagged(body) if body is not None else []
+    choice = _choose(tree, cleaner, flagged)
+    nodes: list[LexborNode] = []
+    texts: list[str] = []
+    words = 0
+    scored = choice is not None and choice.scored
+    if choice is not None:
+        cleaner.strip_flagged(flagged, choice)
+        if choice.scored:
+            strip_link_blocks(choice)
+            strip_orphan_headings(choice)
+        nodes = choice.nodes
+        for node in nodes:
+            text, count = collapsed_text(node)
+            if text:
+                texts.append(text)
+                words += count
+    text = " ".join(texts)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
-    return MainContent(root, text, _word_count(text, words), f"sha256:{digest}")
+    return MainContent(nodes, scored, text, _word_count(text, words), f"sha256:{digest}")

@@ -8,6 +8,11 @@ from taskcrawler.domain.pages import Link
 from taskcrawler.extract.urls import Resolver
 
 LINK_SELECTOR = "a[href], area[href]"
+#: Links kept per page: a page of 200,000 links is counted whole, not stored whole.
+MAX_LINKS_PER_PAGE = 5_000
+#: Longer hrefs are no links we keep (a job's own URL may have 2,048); longer texts are cut.
+MAX_HREF_CHARS = 8_192
+MAX_TEXT_CHARS = 2_048
 
 
 def rel_tokens(value: str | None) -> tuple[str, ...]:
@@ -18,16 +23,16 @@ def rel_tokens(value: str | None) -> tuple[str, ...]:
 
 
 def _anchor_text(node: LexborNode) -> str:
-    text = " ".join(node.text(deep=True, separator=" ").split())
+    text = " ".join(node.text(deep=True, separator=" ").split())[:MAX_TEXT_CHARS]
     if text:
         return text
     for attr in ("aria-label", "title"):
         value = node.attributes.get(attr)
         if value and value.strip():
-            return " ".join(value.split())
+            return " ".join(value.split())[:MAX_TEXT_CHARS]
     img = node.css_first("img[alt]")
     alt = img.attributes.get("alt") if img is not None else None
-    return " ".join(alt.split()) if alt else ""
+    return " ".join(alt.split())[:MAX_TEXT_CHARS] if alt else ""
 
 
 _Target = tuple[str, bool, LexborNode, LexborAttributes]
@@ -49,7 +54,7 @@ def _targets(tree: LexborHTMLParser, resolver: Resolver) -> list[_Target]:
     for node in _link_nodes(tree):
         attrs = node.attrs  # lazier than .attributes, which copies every attribute
         href = attrs.get("href")
-        if not href or href.lstrip().startswith("#"):
+        if not href or href.lstrip().startswith("#") or len(href) > MAX_HREF_CHARS:
             continue  # same-page fragments are not links to another document
         target = classify(href)
         if target is None or target[0] in seen:
@@ -59,10 +64,18 @@ def _targets(tree: LexborHTMLParser, resolver: Resolver) -> list[_Target]:
     return found
 
 
-def collect_links(tree: LexborHTMLParser, resolver: Resolver, *, page_nofollow: bool) -> list[Link]:
-    """The page's links, one per distinct URL (the first anchor wins), in document order."""
+def collect_links(
+    tree: LexborHTMLParser,
+    resolver: Resolver,
+    *,
+    page_nofollow: bool,
+    max_links: int = MAX_LINKS_PER_PAGE,
+) -> tuple[list[Link], dict[str, int]]:
+    """The page's links, one per distinct URL (the first anchor wins), in document order: the
+    first ``max_links`` of them, and the counts of all (:func:`count_links`)."""
+    targets = _targets(tree, resolver)
     links = []
-    for url, internal, node, attrs in _targets(tree, resolver):
+    for url, internal, node, attrs in targets[:max_links]:
         rel = rel_tokens(attrs.get("rel"))
         links.append(
             Link(
@@ -73,26 +86,30 @@ def collect_links(tree: LexborHTMLParser, resolver: Resolver, *, page_nofollow: 
                 nofollow=page_nofollow or "nofollow" in rel,
             )
         )
-    return links
+    return links, _counts(targets, page_nofollow, max_links)
 
 
-def count_links(links: list[Link]) -> dict[str, int]:
-    internal = sum(1 for link in links if link.internal)
-    return {
-        "internal": internal,
-        "external": len(links) - internal,
-        "nofollow": sum(1 for link in links if link.nofollow),
-    }
-
-
-def count_links_fast(
-    tree: LexborHTMLParser, resolver: Resolver, *, page_nofollow: bool
+def count_links(
+    tree: LexborHTMLParser,
+    resolver: Resolver,
+    *,
+    page_nofollow: bool,
+    max_links: int = MAX_LINKS_PER_PAGE,
 ) -> dict[str, int]:
-    """The same counts as :func:`count_links`, without building texts (the metadata-only path)."""
-    targets = _targets(tree, resolver)
+    """The counts of :func:`collect_links`, without building texts (the metadata-only path):
+    internal, external and nofollow links, and whether there are more than ``max_links``."""
+    return _counts(_targets(tree, resolver), page_nofollow, max_links)
+
+
+def _counts(targets: list[_Target], page_nofollow: bool, max_links: int) -> dict[str, int]:
     internal = sum(1 for target in targets if target[1])
     if page_nofollow:
         nofollow = len(targets)
     else:
         nofollow = sum(1 for t in targets if "nofollow" in rel_tokens(t[3].get("rel")))
-    return {"internal": internal, "external": len(targets) - internal, "nofollow": nofollow}
+    return {
+        "internal": internal,
+        "external": len(targets) - internal,
+        "nofollow": nofollow,
+        "truncated": len(targets) > max_links,
+    }

@@ -30,12 +30,28 @@ _JSON_LD_WRAPPERS = re.compile(
     r"^\s*(?:<!--|//\s*<!\[CDATA\[|<!\[CDATA\[)|(?:-->|//\s*\]\]>|\]\]>)\s*$"
 )
 _MAX_INT = 2**63 - 1
+# What one page may put in its metadata: a hostile page gets its first few of each, and a row
+# of bounded size, instead of megabytes stored and served with every read of its job.
 MAX_HEADINGS = 100
+MAX_FIELD_CHARS = 2_048  # a title, a description, a heading, one Open Graph value
+MAX_PROPERTIES = 100  # Open Graph and Twitter properties, each
+MAX_HREFLANG = 300  # alternate languages (large multilingual sites have a hundred or two)
+MAX_ICONS = 50
+MAX_JSON_LD_ITEMS = 100
+MAX_JSON_LD_CHARS = 256 * 1024  # of JSON-LD text, all blocks together
+MAX_JSON_LD_ERRORS = 20
+MAX_NAMED_META = 300
 
 
 def collapse(text: str | None) -> str:
-    """Whitespace runs to one space, trimmed."""
-    return " ".join(text.split()) if text else ""
+    """Whitespace runs to one space, trimmed, cut to :data:`MAX_FIELD_CHARS`."""
+    return " ".join(text.split())[:MAX_FIELD_CHARS] if text else ""
+
+
+def _add(values: dict[str, str], key: str, value: str, limit: int) -> None:
+    """``values.setdefault(key, value)``, while ``values`` holds fewer than ``limit`` keys."""
+    if key not in values and len(values) < limit:
+        values[key[:MAX_FIELD_CHARS]] = value[:MAX_FIELD_CHARS]
 
 
 @dataclass(slots=True)
@@ -52,24 +68,29 @@ class HeadInfo:
     twitter: dict[str, str] = field(default_factory=dict)
     hreflang: dict[str, str] = field(default_factory=dict)
     icons: list[tuple[int, str]] = field(default_factory=list)
+    named_meta: dict[str, str] = field(default_factory=dict)  # name/property -> content
 
 
 def _read_meta(info: HeadInfo, attrs: dict[str, str | None]) -> None:
     content = attrs.get("content")
     if content is None:
         return
-    key = (attrs.get("property") or attrs.get("name") or "").strip().lower()
+    key = (
+        (attrs.get("property") or attrs.get("name") or attrs.get("itemprop") or "").strip().lower()
+    )
     content = content.strip()
+    if key and content and len(info.named_meta) < MAX_NAMED_META:
+        info.named_meta.setdefault(key, content)
     if key.startswith("og:"):
-        info.open_graph.setdefault(key[3:], content)
+        _add(info.open_graph, key[3:], content, MAX_PROPERTIES)
     elif key.startswith("twitter:"):
-        info.twitter.setdefault(key[8:], content)
+        _add(info.twitter, key[8:], content, MAX_PROPERTIES)
     elif key == "description":
         info.description = info.description or collapse(content)
     elif key in ("robots", "googlebot"):
         info.robots += " " + content.lower()
     elif (attrs.get("http-equiv") or "").strip().lower() == "content-language":
-        info.content_language = info.content_language or content
+        info.content_language = info.content_language or content[:MAX_FIELD_CHARS]
 
 
 def _read_link(info: HeadInfo, attrs: dict[str, str | None]) -> None:
@@ -78,14 +99,14 @@ def _read_link(info: HeadInfo, attrs: dict[str, str | None]) -> None:
         return
     rel = rel_tokens(attrs.get("rel"))
     if "canonical" in rel and info.canonical is None:
-        info.canonical = href
+        info.canonical = href[:MAX_FIELD_CHARS]
     if "alternate" in rel:
         lang = (attrs.get("hreflang") or "").strip()
         if lang:
-            info.hreflang.setdefault(lang, href)
+            _add(info.hreflang, lang, href, MAX_HREFLANG)
     ranks = [_ICON_RANKS[token] for token in rel if token in _ICON_RANKS]
-    if ranks:
-        info.icons.append((min(ranks), href))
+    if ranks and len(info.icons) < MAX_ICONS:
+        info.icons.append((min(ranks), href[:MAX_FIELD_CHARS]))
 
 
 def _read_node(info: HeadInfo, node: LexborNode) -> None:
@@ -99,7 +120,8 @@ def _read_node(info: HeadInfo, node: LexborNode) -> None:
         if not info.title and (parent is None or parent.tag != "svg"):
             info.title = collapse(node.text())
     elif tag == "base" and info.base_href is None:
-        info.base_href = node.attributes.get("href")
+        href = node.attributes.get("href")
+        info.base_href = href[:MAX_FIELD_CHARS] if href is not None else None
 
 
 def read_head(tree: LexborHTMLParser) -> HeadInfo:
@@ -119,7 +141,7 @@ def language(tree: LexborHTMLParser, info: HeadInfo) -> str | None:
         info.open_graph.get("locale", "").replace("_", "-"),
     ):
         if value and value.strip():
-            return value.strip()
+            return value.strip()[:MAX_FIELD_CHARS]
     return None
 
 
@@ -185,24 +207,38 @@ def _json_ld_scripts(tree: LexborHTMLParser) -> list[LexborNode]:
 
 
 def read_json_ld(tree: LexborHTMLParser) -> tuple[list[JSON], list[dict[str, JSON]]]:
-    """Every JSON-LD block, parsed (a top-level array is flattened); broken blocks reported."""
+    """Every JSON-LD block, parsed (a top-level array is flattened); broken blocks reported.
+
+    The first :data:`MAX_JSON_LD_ITEMS` items of the first :data:`MAX_JSON_LD_CHARS` of JSON-LD
+    are kept; the blocks past either limit are reported as skipped, and the first
+    :data:`MAX_JSON_LD_ERRORS` errors at most.
+    """
     items: list[JSON] = []
     errors: list[dict[str, JSON]] = []
+    budget = MAX_JSON_LD_CHARS
     for index, node in enumerate(_json_ld_scripts(tree)):
         raw = _JSON_LD_WRAPPERS.sub("", node.text()).strip().rstrip(";")
         if not raw:
             continue
+        if len(raw) > budget or len(items) >= MAX_JSON_LD_ITEMS:
+            budget = 0  # the blocks after a skipped one are skipped too: a prefix is kept
+            _report(errors, index, "skipped: over the limit of JSON-LD kept per page")
+            continue
+        budget -= len(raw)
         try:
             value = _parse_json(raw)
             orjson.dumps(value)  # what we keep must be storable: depth, surrogates, big numbers
         except (ValueError, TypeError, RecursionError) as exc:
-            errors.append({"index": index, "error": f"{type(exc).__name__}: {exc}"[:300]})
+            _report(errors, index, f"{type(exc).__name__}: {exc}"[:300])
             continue
-        if isinstance(value, list):
-            items.extend(value)
-        else:
-            items.append(value)
+        found = value if isinstance(value, list) else [value]
+        items.extend(found[: MAX_JSON_LD_ITEMS - len(items)])
     return items, errors
+
+
+def _report(errors: list[dict[str, JSON]], index: int, error: str) -> None:
+    if len(errors) < MAX_JSON_LD_ERRORS:
+        errors.append({"index": index, "error": error})
 
 
 def headings(tree: LexborHTMLParser) -> dict[str, list[str]]:

@@ -7,16 +7,19 @@ boilerplate is removed in place and the main content measured and, if asked, ren
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from taskcrawler.domain.pages import Link
+from taskcrawler.domain.selectors import IgnoreSelector
+from taskcrawler.extract.authorship import authorship
 from taskcrawler.extract.content import main_content
 from taskcrawler.extract.decode import decode_html
-from taskcrawler.extract.links import collect_links, count_links, count_links_fast
+from taskcrawler.extract.ignore import remove_ignored
+from taskcrawler.extract.links import MAX_LINKS_PER_PAGE, collect_links, count_links
 from taskcrawler.extract.metadata import (
     HeadInfo,
     head_metadata,
@@ -24,6 +27,7 @@ from taskcrawler.extract.metadata import (
     read_head,
     read_json_ld,
 )
+from taskcrawler.extract.nesting import limit_nesting
 from taskcrawler.extract.render import Renderer
 from taskcrawler.extract.urls import Resolver
 
@@ -54,13 +58,12 @@ def _check_formats(formats: Collection[str]) -> frozenset[str]:
 
 
 def _link_counts(
-    tree: LexborHTMLParser, resolver: Resolver, info: HeadInfo, *, want_links: bool
+    tree: LexborHTMLParser, resolver: Resolver, info: HeadInfo, *, want_links: bool, max_links: int
 ) -> tuple[list[Link], dict[str, int]]:
     nofollow = "nofollow" in info.robots or "none" in info.robots.split()
     if want_links:
-        links = collect_links(tree, resolver, page_nofollow=nofollow)
-        return links, count_links(links)
-    return [], count_links_fast(tree, resolver, page_nofollow=nofollow)
+        return collect_links(tree, resolver, page_nofollow=nofollow, max_links=max_links)
+    return [], count_links(tree, resolver, page_nofollow=nofollow, max_links=max_links)
 
 
 def extract(
@@ -69,20 +72,31 @@ def extract(
     url: str,
     charset: str | None = None,
     formats: Collection[str] = ("metadata",),
+    max_links: int = MAX_LINKS_PER_PAGE,
+    ignore: Sequence[IgnoreSelector] = (),
 ) -> Extraction:
     """Parse ``body`` (the page as fetched, whose final URL is ``url``) and return what it says.
 
-    ``charset`` is the one from the HTTP ``Content-Type`` header, if any. Never raises on any
-    body; raises ``ValueError`` only for a format name not in :data:`FORMATS`.
+    ``charset`` is the one from the HTTP ``Content-Type`` header, if any. At most ``max_links``
+    links are kept (``metadata["links"]`` counts them all and says whether some were cut).
+    ``ignore``: elements to read the page without (see :mod:`taskcrawler.domain.selectors`),
+    removed before anything is read from it, metadata and links included; the ``html`` format
+    stays the page as fetched.
+    Never raises on any body; raises ``ValueError`` only for a format name not in
+    :data:`FORMATS`.
     """
     wanted = _check_formats(formats)
     decoded = decode_html(body, charset)
-    tree = LexborHTMLParser(decoded.text)
+    tree = LexborHTMLParser(limit_nesting(decoded.text))
+    remove_ignored(tree, ignore)
     info = read_head(tree)
     resolver = Resolver(url, info.base_href)
     metadata = head_metadata(tree, info, resolver)
     json_ld, json_ld_errors = read_json_ld(tree)
-    links, link_counts = _link_counts(tree, resolver, info, want_links="links" in wanted)
+    metadata.update(authorship(tree, info, json_ld, url))
+    links, link_counts = _link_counts(
+        tree, resolver, info, want_links="links" in wanted, max_links=max_links
+    )
 
     content = main_content(tree)  # removes the boilerplate from the tree
     metadata.update(
@@ -101,16 +115,20 @@ def extract(
         html=decoded.text if "html" in wanted else None,
         encoding=decoded.encoding,
     )
-    title = _outside_title(content.root, metadata["headings"]["h1"])
+    title = _outside_title(content.nodes, metadata["headings"]["h1"])
     if "markdown" in wanted:
-        result.markdown = Renderer(resolver, markdown=True).render(content.root, title=title)
+        result.markdown = Renderer(resolver, markdown=True).render(
+            content.nodes, title=title, trim_tail=content.scored
+        )
     if "text" in wanted:
-        result.text = Renderer(resolver, markdown=False).render(content.root, title=title)
+        result.text = Renderer(resolver, markdown=False).render(
+            content.nodes, title=title, trim_tail=content.scored
+        )
     return result
 
 
-def _outside_title(root: LexborNode | None, h1s: list[str]) -> str | None:
-    """The page's ``h1`` when the content root does not contain it (it sat above an article)."""
-    if root is None or not h1s or root.css_first("h1") is not None:
+def _outside_title(nodes: list[LexborNode], h1s: list[str]) -> str | None:
+    """The page's ``h1`` when the content does not contain it (it sat above an article)."""
+    if not nodes or not h1s or any(node.css_first("h1") is not None for node in nodes):
         return None
     return h1s[0]

@@ -37,10 +37,26 @@ _CODE = frozenset({"code", "kbd", "samp", "tt", "var"})
 _ATOMIC = _CODE | frozenset({"img"})
 _SKIP = frozenset({"head", "title", "script", "style", "template", "noscript", "-comment"})
 
-_ESCAPE = re.compile(r"[\\`*\[\]]|(?<!\w)_|_(?!\w)")
+# Only what would otherwise be read as syntax: a "]" that would close a link or a reference
+# definition, emphasis characters, backticks, backslashes. "[draft]" stays as it is written.
+_ESCAPE = re.compile(r"[\\`*]|\](?=[(\[:])|(?<!\w)_|_(?!\w)")
+_EMPTY_STRONG = re.compile(r"\*\*\*\*|\*\* \*\*")  # "**a****b**", "**a** **b**": one run
 _LINE_START = re.compile(r"^([#>+=|-]|\d+[.)](?=\s|$))")
-_SPACES = re.compile(r"[ \t\r\n\f\v\u00a0]+")
+# Whitespace that is not already a single space: a lone space is left alone, so the common
+# case (text that needs nothing) finds no match at all.
+_SPACES = re.compile(r"[\t\r\n\f\v\u00a0][ \t\r\n\f\v\u00a0]*| [ \t\r\n\f\v\u00a0]+")
+_SPECIAL = ("\\", "`", "*", "_", "]")
+_ODD_SPACES = ("\n", "\t", "\r", "\xa0", "\f", "\v", "  ")
 _BACKTICKS = re.compile(r"`+")
+_PIXEL_SIZES = frozenset({"0", "1", "2", "0px", "1px", "2px"})
+_LAZY_SOURCES = ("data-src", "data-lazy-src", "data-original")
+_PLACEHOLDER = re.compile(r"spacer|pixel|blank\.|transparent\.|loader|1x1", re.IGNORECASE)
+_HEADING_MARK = re.compile(r"^#{1,6} ")
+_LINK_TARGET = re.compile(r"\]\([^)]*\)")
+_MARKUP = str.maketrans("", "", "*_[]\\`#>|")
+_SENTENCE_END = re.compile(r"[.!?:;\"\u201d\u00bb)\u3002\uff01\uff1f]\s*$")
+MAX_TAIL_LINES = 2
+MAX_TAIL_CHARS = 60
 _LANG = re.compile(r"(?:^|\s)(?:language|lang)-([\w+#.-]+)")
 
 
@@ -55,11 +71,22 @@ class Renderer:
         self.resolver = resolver
         self.markdown = markdown
 
-    def render(self, root: LexborNode | None, *, title: str | None = None) -> str:
-        blocks = self.blocks(root, 0) if root is not None else []
+    def render(
+        self, nodes: list[LexborNode], *, title: str | None = None, trim_tail: bool = False
+    ) -> str:
+        """The blocks of ``nodes`` (each rendered as a container), a title first if given.
+        ``trim_tail`` drops the short lines that end the content without ending a sentence."""
+        blocks: list[str] = []
+        for node in nodes:
+            if (node.tag or "") in _BLOCKS - _CONTAINERS:
+                blocks.extend(self._block(node, node.tag or "", 1))
+            else:
+                blocks.extend(self.blocks(node, 0))
+        if trim_tail:
+            _trim_tail(blocks)
         if title:
             blocks.insert(0, f"# {title}" if self.markdown else title)
-        return "\n\n".join(blocks)
+        return "\n\n".join(blocks).strip()
 
     # -- blocks ---------------------------------------------------------------------------
 
@@ -120,10 +147,12 @@ class Renderer:
 
     def _paragraph(self, parts: list[str] | str) -> str:
         joined = parts if isinstance(parts, str) else "".join(parts)
-        lines = [_SPACES.sub(" ", line).strip() for line in joined.split(_BREAK)]
+        lines = [_collapse(line).strip() for line in joined.split(_BREAK)]
         if not self.markdown:
             return "\n".join(line for line in lines if line)
-        return "\\\n".join(_LINE_START.sub(_escape_marker, line) for line in lines if line)
+        # A hard line break as CommonMark has it from Markdown itself: two trailing spaces.
+        text = "  \n".join(_LINE_START.sub(_escape_marker, line) for line in lines if line)
+        return _EMPTY_STRONG.sub(_merge_strong, text) if "**" in text else text
 
     def _heading(self, node: LexborNode, level: int, depth: int) -> list[str]:
         text = self._paragraph(self._inline_children(node, depth).replace(_BREAK, " "))
@@ -209,7 +238,9 @@ class Renderer:
         caption = node.css_first("caption")
         out = self.blocks(caption, depth + 1) if caption is not None else []
         cells = [[self._cell(cell, depth) for cell in row] for row in rows]
-        cells = [row + [""] * (columns - len(row)) for row in cells]
+        cells = [row + [""] * (columns - len(row)) for row in cells if any(row)]
+        if not cells:
+            return out
         if not self.markdown:
             return [*out, "\n".join("\t".join(row) for row in cells)]
         lines = [_table_row(cells[0]), _table_row(["---"] * columns)]
@@ -217,8 +248,9 @@ class Renderer:
         return [*out, "\n".join(lines)]
 
     def _cell(self, cell: LexborNode, depth: int) -> str:
-        text = " ".join(self.blocks(cell, depth + 1))
-        text = " ".join(text.replace("\\\n", " ").split())
+        # A cell holds one line: a heading inside it keeps its text, not its "###".
+        text = " ".join(_HEADING_MARK.sub("", block) for block in self.blocks(cell, depth + 1))
+        text = " ".join(text.split())
         return text.replace("|", "\\|") if self.markdown else text
 
     # -- inline ---------------------------------------------------------------------------
@@ -258,7 +290,10 @@ class Renderer:
         return inner
 
     def _link(self, node: LexborNode, inner: str) -> str:
-        url = self.resolver.resolve(node.attributes.get("href"))
+        href = node.attributes.get("href")
+        if href is None or href.strip().startswith("#"):
+            return inner  # a jump within this page (a footnote, a section): only its text
+        url = self.resolver.resolve(href)
         label = inner.replace(_BREAK, " ").strip()
         if url is None or not label:
             return inner
@@ -270,8 +305,12 @@ class Renderer:
         if not self.markdown:
             return ""
         attrs = node.attributes
-        url = self.resolver.resolve(attrs.get("src") or attrs.get("data-src"))
-        if url is None:
+        if any((attrs.get(side) or "").strip() in _PIXEL_SIZES for side in ("width", "height")):
+            return ""  # a tracking pixel or a spacer
+        # Lazy loading puts the picture in a data-* attribute and a placeholder in src.
+        source = next((attrs[key] for key in _LAZY_SOURCES if attrs.get(key)), attrs.get("src"))
+        url = self.resolver.resolve(source)  # data: URIs (inline base64) resolve to None
+        if url is None or _PLACEHOLDER.search(url.rpartition("/")[2]) is not None:
             return ""
         alt = self._escape(" ".join((attrs.get("alt") or "").split()))
         return f"![{alt}]({_url(url)})"
@@ -288,18 +327,52 @@ class Renderer:
         return f"{ticks}{pad}{text}{pad}{ticks}"
 
     def _text(self, text: str) -> str:
-        return self._escape(_SPACES.sub(" ", text))
+        return self._escape(_collapse(text))
 
     def _escape(self, text: str) -> str:
-        if not self.markdown:
+        if not self.markdown or not any(char in text for char in _SPECIAL):
             return text
-        return _ESCAPE.sub(lambda m: "\\" + m.group(), text)
+        return _ESCAPE.sub(_backslashed, text)
+
+
+def _plain(block: str) -> str:
+    """A rendered block without Markdown syntax, enough to judge its length and last word."""
+    if "](" in block:
+        block = _LINK_TARGET.sub("]", block)
+    return " ".join(block.translate(_MARKUP).split())
+
+
+def _trim_tail(blocks: list[str]) -> None:
+    """Short lines after the text's last sentence ("Back to all news", "Photo: …", "More on
+    this topic") are the page's furniture, not the text's last words."""
+    for _ in range(MAX_TAIL_LINES):
+        if len(blocks) < 2:
+            return
+        last = _plain(blocks[-1])
+        if len(last) > MAX_TAIL_CHARS or _SENTENCE_END.search(last) is not None:
+            return
+        blocks.pop()
 
 
 def _escape_marker(match: re.Match[str]) -> str:
     """``# x`` -> ``\\# x``; ``1. x`` -> ``1\\. x`` (what CommonMark needs to not see a block)."""
     marker = match.group()
     return f"{marker[:-1]}\\{marker[-1]}" if marker[0].isdigit() else f"\\{marker}"
+
+
+def _collapse(text: str) -> str:
+    """Whitespace runs made one space; most text needs nothing, which a few scans tell."""
+    if any(space in text for space in _ODD_SPACES):
+        return _SPACES.sub(" ", text)
+    return text
+
+
+def _backslashed(match: re.Match[str]) -> str:
+    return "\\" + match.group()
+
+
+def _merge_strong(match: re.Match[str]) -> str:
+    return "" if match.group() == "****" else " "
 
 
 def _wrap(inner: str, mark: str) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from taskcrawler.domain.storable import storable_content, storable_json, storable_text
 from taskcrawler.extract import extract
 from taskcrawler.storage.content import Archived, ContentRecord, Reextracted
 from taskcrawler.storage.ports import ContentRepository
@@ -17,10 +18,11 @@ def _reextract(item: Archived) -> Reextracted:
     page = item.page
     extraction = extract(page.body, url=page.final_url, charset=page.charset, formats=item.formats)
     content = page_content(extraction, item.formats, archive=None)
+    # Made storable as the worker's outcomes are (taskcrawler.domain.storable).
     return Reextracted(
-        ContentRecord(item.job_id, item.owner, content),
-        extraction.title,
-        {"metadata": extraction.metadata},
+        ContentRecord(item.job_id, item.owner, storable_content(content)),
+        None if extraction.title is None else storable_text(extraction.title),
+        storable_json({"metadata": extraction.metadata}),
     )
 
 

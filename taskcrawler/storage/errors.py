@@ -1,10 +1,13 @@
 from __future__ import annotations
 
 import asyncpg
+import orjson
 import sqlalchemy as sa
+from asyncpg.exceptions import _base as asyncpg_base
 
 from taskcrawler.common.errors import translate_errors
-from taskcrawler.domain import StorageUnavailable
+from taskcrawler.domain import StorageUnavailable, UnstorableData
+from taskcrawler.domain.storable import storable_text
 
 #: SQLSTATEs (or their class) of a PostgreSQL that is going away or not back yet: 08 connection
 #: exceptions, 57P01-57P03 shutting down or "the database system is starting up", 53300 too many
@@ -34,3 +37,43 @@ def _storage_error(exc: Exception) -> Exception | None:
 
 #: Decorator for every storage coroutine: callers see one exception type for "database down".
 unavailable_on_connection_errors = translate_errors(_storage_error)
+
+
+#: SQLSTATE classes of a value the database refuses: 22 data exception (a NUL in text, the
+#: escape \u0000 in JSONB, a value too long), 54 program limit exceeded (a JSONB string too long).
+_DATA_STATES = ("22", "54")
+
+
+def _refused_data(exc: BaseException) -> BaseException | None:
+    """The error in ``exc``'s chain that says a value was refused, if any: by PostgreSQL, or
+    before it was sent (a string no driver can encode, JSON orjson cannot write)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(
+            current, UnicodeEncodeError | orjson.JSONEncodeError | asyncpg_base.DataError
+        ):
+            return current
+        if (getattr(current, "sqlstate", None) or "").startswith(_DATA_STATES):
+            return current
+        orig = getattr(current, "orig", None)
+        current = orig if isinstance(orig, BaseException) else current.__cause__
+    return None
+
+
+def _write_error(exc: Exception) -> Exception | None:
+    """:func:`_storage_error`, and a refused value as :class:`UnstorableData`."""
+    unavailable = _storage_error(exc)
+    if unavailable is not None:
+        return unavailable
+    refused = _refused_data(exc)
+    if refused is None:
+        return None
+    # The driver's message may quote the value it refused: cleaned, to be logged and stored.
+    return UnstorableData(storable_text(f"{type(refused).__name__}: {refused}", 500))
+
+
+#: Decorator for writes of data from the web: "the database is down" and "the database refused
+#: this data" become two domain exceptions, so callers retry the first and set apart the second.
+unavailable_or_unstorable = translate_errors(_write_error)

@@ -73,7 +73,11 @@ class WorkRepository(Protocol):
 
     async def renew_leases(self, tokens: Sequence[UUID], *, lease_seconds: float) -> int: ...
 
-    async def record_transitions(self, transitions: Sequence[Transition]) -> None: ...
+    async def record_transitions(self, transitions: Sequence[Transition]) -> None:
+        """All of ``transitions`` in one transaction. Raises :class:`UnstorableData`, having
+        written nothing, when the database refuses a value of one of them, and
+        :class:`StorageUnavailable` when it cannot be reached."""
+        ...
 
     async def recover_expired_leases(
         self, *, max_retries: int, limit: int = 1000

@@ -18,7 +18,7 @@ from taskcrawler.domain.transitions import Transition, TransitionKind
 from taskcrawler.storage import webhooks
 from taskcrawler.storage.content import ContentRecord, prepare_content, write_content
 from taskcrawler.storage.database import Database
-from taskcrawler.storage.errors import unavailable_on_connection_errors
+from taskcrawler.storage.errors import unavailable_on_connection_errors, unavailable_or_unstorable
 from taskcrawler.storage.jobs import mark_dispatch_due
 from taskcrawler.storage.rows import DEFAULT_FORMATS, PENDING, PROCESSING, utcnow
 from taskcrawler.storage.tables import jobs
@@ -112,12 +112,14 @@ class WorkStore:
             )
         return result.rowcount
 
-    @unavailable_on_connection_errors
+    @unavailable_or_unstorable
     async def record_transitions(self, transitions: Sequence[Transition]) -> None:
         """Persist many attempts' transitions in one transaction.
 
         Each write is guarded by the job's lease token, so an attempt that lost its lease (and
-        whose job another worker now holds) changes nothing.
+        whose job another worker now holds) changes nothing. A value the database refuses
+        raises :class:`UnstorableData` and writes nothing of the batch: the caller can then
+        find the transition at fault by writing them one by one.
         """
         groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for transition in transitions:

@@ -1,27 +1,48 @@
-"""Where a page is parsed: inline when small, in a thread when medium, in a child process when big.
+"""Where a page is parsed: inline, in a thread, or in a pool of processes with a deadline.
 
-Measured (``python -m bench.parse_stall``): lexbor releases the GIL while it parses, and its
-parse is what explodes on pathological markup (40,000 nested divs, 440 KB: 2.3 s), so a thread
-keeps the loop free for those (10 ms stall instead of 2.3 s). Our Python work after the parse
-holds the GIL in proportion to the page's size: on a 10 MB page a thread still stalled the loop
-84 ms, so big pages go to a child process. Small pages (nearly all) are parsed inline, where a
-hand-off would cost more than the parse.
+Nothing one page does may hold parsing for the others. What can take long is known and measured
+(``python -m bench.parse_stall``; worst cases on this shared 2-core machine while busy):
+
+* lexbor's parse grows with nesting depth x tags: 10,000 nested divs took 0.3-0.5 s, 40,000
+  took 5.6 s, 200,000 over two minutes. ``extract`` cuts nesting past 512 levels on pages with
+  many tags (:mod:`taskcrawler.extract.nesting`), so below that many tags a parse stays short;
+* rendering Markdown and text costs about 0.17 ms per element of some shapes (a list of links),
+  holding the GIL, and all our Python work grows with the page.
+
+So the lane is chosen by size and by tag count (``<`` counted, a memchr over the bytes):
+
+* inline: up to 64 KB and 500 tags, where a hand-off would cost more than the parse. Nearly
+  all small pages; the worst measured took 1 ms for metadata, 88 ms with every format;
+* a thread: up to 512 KB and 2,000 tags; lexbor releases the GIL while it parses. The worst
+  measured took about 20 ms for metadata, 0.33 s with every format;
+* processes: every other page, in a pool of ``parse_processes`` children. Each parse there has
+  ``parse_timeout_seconds``: past it the child is killed (a new one replaces it on the next
+  parse) and :class:`ParseTimeout` is raised, so a pathological page costs its own job, and the
+  others wait at most that long for a free process.
 """
 
 from __future__ import annotations
 
 import asyncio
-import multiprocessing
 from collections.abc import Callable, Collection
-from concurrent.futures import ProcessPoolExecutor
 from functools import partial
 
+from taskcrawler.common.processes import CallTimeout, ProcessPool
 from taskcrawler.extract import Extraction, extract
+from taskcrawler.extract.links import MAX_LINKS_PER_PAGE
 
-#: Bodies up to this size are parsed inline: even pathological ones stay under ~50 ms.
+#: Parsed inline up to this size and this many tags.
 INLINE_PARSE_LIMIT = 64 * 1024
-#: Bodies up to this size are parsed in a thread; bigger ones in the child process.
+INLINE_TAG_LIMIT = 500
+#: Parsed in a thread up to this size and this many tags; the rest goes to the processes.
 THREAD_PARSE_LIMIT = 512 * 1024
+THREAD_TAG_LIMIT = 2_000
+DEFAULT_TIMEOUT_SECONDS = 15.0
+DEFAULT_PROCESSES = 2
+
+
+class ParseTimeout(Exception):
+    """A parse overran its deadline; the process that ran it was killed."""
 
 
 class PageParser:
@@ -29,33 +50,55 @@ class PageParser:
         self,
         extractor: Callable[..., Extraction] = extract,
         *,
+        timeout: float = DEFAULT_TIMEOUT_SECONDS,
+        processes: int = DEFAULT_PROCESSES,
+        max_links: int = MAX_LINKS_PER_PAGE,
         inline_limit: int = INLINE_PARSE_LIMIT,
         thread_limit: int = THREAD_PARSE_LIMIT,
+        inline_tags: int = INLINE_TAG_LIMIT,
+        thread_tags: int = THREAD_TAG_LIMIT,
     ) -> None:
         self.extractor = extractor
+        self.timeout = timeout
+        self.max_links = max_links
         self.inline_limit = inline_limit
         self.thread_limit = thread_limit
-        self._pool: ProcessPoolExecutor | None = None
+        self.inline_tags = inline_tags
+        self.thread_tags = thread_tags
+        self.pool = ProcessPool(processes, timeout, preload=(extractor.__module__,))
+
+    def lane(self, body: bytes) -> str:
+        """``inline``, ``thread`` or ``process``: where :meth:`extract` parses ``body``."""
+        size = len(body)
+        if size > self.thread_limit:
+            return "process"
+        tags = body.count(b"<")
+        if size <= self.inline_limit and tags <= self.inline_tags:
+            return "inline"
+        return "thread" if tags <= self.thread_tags else "process"
 
     async def extract(
         self, body: bytes, *, url: str, charset: str | None, formats: Collection[str]
     ) -> Extraction:
-        call = partial(self.extractor, body, url=url, charset=charset, formats=tuple(formats))
-        if len(body) <= self.inline_limit:
+        call = partial(
+            self.extractor,
+            body,
+            url=url,
+            charset=charset,
+            formats=tuple(formats),
+            max_links=self.max_links,
+        )
+        lane = self.lane(body)
+        if lane == "inline":
             return call()
-        if len(body) <= self.thread_limit:
+        if lane == "thread":
             return await asyncio.to_thread(call)
-        return await asyncio.get_running_loop().run_in_executor(self._child(), call)
+        try:
+            return await self.pool.run(call)
+        except CallTimeout:
+            raise ParseTimeout(
+                f"parsing took over {self.timeout:g}s and was stopped ({len(body):,} bytes)"
+            ) from None
 
-    def _child(self) -> ProcessPoolExecutor:
-        if self._pool is None:
-            # spawn, not fork: forking a process that runs an event loop and driver threads
-            # copies their locks in whatever state they are.
-            context = multiprocessing.get_context("spawn")
-            self._pool = ProcessPoolExecutor(max_workers=1, mp_context=context)
-        return self._pool
-
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown(wait=False, cancel_futures=True)
-            self._pool = None
+    async def aclose(self) -> None:
+        await self.pool.aclose()

@@ -33,8 +33,9 @@ async def run_worker(
     """
     shared = runtime or Runtime.open(settings)
     fetcher = bootstrap.fetcher(settings, shared.redis)
+    parser = bootstrap.page_parser(settings)
     metrics = WorkerMetrics(registry or process_registry())
-    worker = bootstrap.worker(shared, fetcher, metrics)
+    worker = bootstrap.worker(shared, fetcher, parser, metrics)
     server = None
     if serve_metrics_port and settings.worker_metrics_port:
         endpoint = MetricsEndpoint(
@@ -51,6 +52,7 @@ async def run_worker(
         if server is not None:
             await server.cleanup()
         await fetcher.close()
+        await parser.aclose()
         if runtime is None:
             await shared.close()
         log.info("worker stopped: %s", worker.stats)

@@ -6,7 +6,7 @@ import asyncio
 import logging
 import random
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from uuid import UUID
 
@@ -19,17 +19,18 @@ from taskcrawler.domain import (
     FetchError,
     Outcome,
     ServiceUnavailable,
+    UnstorableData,
     backoff_delay,
 )
 from taskcrawler.domain.pages import FetchedPage
-from taskcrawler.domain.transitions import RetryPolicy, Transition, decide
-from taskcrawler.extract import Extraction, extract
+from taskcrawler.domain.storable import storable_outcome
+from taskcrawler.domain.transitions import RetryPolicy, Transition, decide, refused
 from taskcrawler.fetch import Fetcher
 from taskcrawler.observability import WorkerMetrics, bind_job, log_transition
 from taskcrawler.queue import JobQueue
 from taskcrawler.storage.ports import WorkRepository
 from taskcrawler.worker.content import page_content
-from taskcrawler.worker.parsing import PageParser
+from taskcrawler.worker.parsing import PageParser, ParseTimeout
 from taskcrawler.worker.sweeper import SweepConfig, Sweeper
 
 log = logging.getLogger(__name__)
@@ -59,6 +60,11 @@ class WorkerConfig:
     archive_pages: bool = True
 
 
+#: What a write did with a transition: the transition recorded (the one given, or the failure
+#: that replaced it), or the outage that kept it from being written.
+Written = Transition | ServiceUnavailable
+
+
 @dataclass(slots=True)
 class WorkerStats:
     claimed: int = 0
@@ -81,8 +87,8 @@ class Worker:
         store: WorkRepository,
         queue: JobQueue,
         fetcher: Fetcher,
+        parser: PageParser,
         *,
-        extractor: Callable[..., Extraction] = extract,
         rng: random.Random | None = None,
         metrics: WorkerMetrics | None = None,
     ) -> None:
@@ -90,7 +96,7 @@ class Worker:
         self.store = store
         self.queue = queue
         self.fetcher = fetcher
-        self.parser = PageParser(extractor)
+        self.parser = parser
         self.rng = rng or random.Random()
         self.stats = WorkerStats()
         self.sweeper = Sweeper(config.sweep, store, queue)
@@ -99,7 +105,7 @@ class Worker:
         self._saving_bytes = 0  # the pages those hold
         self._slot_freed = asyncio.Event()
         self._lease_holders: Counter[UUID] = Counter()
-        self._writer: Coalescer[Transition, None] = Coalescer(
+        self._writer: Coalescer[Transition, Written] = Coalescer(
             self._persist, max_batch=500, concurrency=store.concurrent_writes
         )
         self._stopping = asyncio.Event()
@@ -125,7 +131,6 @@ class Worker:
         for task in helpers:
             task.cancel()
         await asyncio.gather(*helpers, return_exceptions=True)
-        self.parser.close()
 
     async def _shutdown(self) -> None:
         """Let in-flight jobs finish within the grace period; hand the rest back, unrepeated."""
@@ -227,7 +232,8 @@ class Worker:
     async def _process(self, job: ClaimedJob) -> None:
         bind_job(job.id)  # every log line of this task carries the job's id
         try:
-            outcome = await self._attempt(job)
+            # Made storable here, once, whatever produced it: a page, a header, an error.
+            outcome = storable_outcome(await self._attempt(job))
             transition = decide(outcome, self.config.retry, rng=self.rng)
             size = _held_bytes(outcome)
             self._saving += 1
@@ -284,16 +290,14 @@ class Worker:
             extraction = await self.parser.extract(
                 page.body, url=page.final_url, charset=page.charset, formats=job.formats
             )
+        except ParseTimeout as exc:
+            # Permanent: the same page would overrun again. Logged without a traceback, it is
+            # the page's doing, not ours.
+            log.warning("parse timeout for %s: %s", job.url, exc)
+            return _unparsed(job, page, ErrorCode.PARSE_TIMEOUT, str(exc))
         except Exception as exc:
             log.exception("extraction failed for %s", job.url)
-            return Outcome(
-                job=job,
-                http_status=page.status,
-                final_url=page.final_url,
-                content_type=page.content_type,
-                error_code=ErrorCode.EXTRACTION,
-                error_message=f"{type(exc).__name__}: {exc}",
-            )
+            return _unparsed(job, page, ErrorCode.EXTRACTION, f"{type(exc).__name__}: {exc}")
         return Outcome(
             job=job,
             http_status=page.status,
@@ -317,15 +321,17 @@ class Worker:
         failures = 0
         while True:
             try:
-                await self._writer.submit(transition)
-                break
+                written = await self._writer.submit(transition)
             except ServiceUnavailable as exc:
-                failures += 1
-                delay = backoff_delay(failures, base=0.2, cap=5.0, rng=self.rng)
-                job_id = transition.job.id
-                log.warning("cannot save job %s, retrying in %.1fs: %s", job_id, delay, exc)
-                await asyncio.sleep(delay)
-        self._count(transition)
+                written = exc
+            if not isinstance(written, ServiceUnavailable):
+                break
+            failures += 1
+            delay = backoff_delay(failures, base=0.2, cap=5.0, rng=self.rng)
+            job_id = transition.job.id
+            log.warning("cannot save job %s, retrying in %.1fs: %s", job_id, delay, written)
+            await asyncio.sleep(delay)
+        self._count(written)
 
     def _count(self, transition: Transition) -> None:
         tally = transition.tally
@@ -333,9 +339,41 @@ class Worker:
         self.metrics.record(transition)
         log_transition(transition)
 
-    async def _persist(self, transitions: Sequence[Transition]) -> list[None]:
-        await self.store.record_transitions(transitions)
-        return [None] * len(transitions)
+    async def _persist(self, transitions: Sequence[Transition]) -> list[Written]:
+        """Write a batch in one transaction. If the database refuses a value of one attempt,
+        nothing of the batch is written: then each is written alone, so that only the one at
+        fault fails (see :meth:`_persist_alone`) and the others are recorded as decided."""
+        try:
+            await self.store.record_transitions(transitions)
+            return list(transitions)
+        except UnstorableData as exc:
+            if len(transitions) == 1:
+                return [await self._record_refused(transitions[0], exc)]
+            log.warning(
+                "a batch of %d transitions was refused, writing each alone: %s",
+                len(transitions),
+                exc,
+            )
+        return [await self._persist_alone(transition) for transition in transitions]
+
+    async def _persist_alone(self, transition: Transition) -> Written:
+        """One transition, or an outage for its caller to wait out (the others go on)."""
+        try:
+            try:
+                await self.store.record_transitions([transition])
+            except UnstorableData as exc:
+                return await self._record_refused(transition, exc)
+        except ServiceUnavailable as exc:
+            return exc
+        return transition
+
+    async def _record_refused(self, transition: Transition, exc: UnstorableData) -> Transition:
+        """Record what the domain makes of a refused result: the job FAILED at once as
+        unstorable_result, since the same page would be refused again."""
+        failed = refused(transition, str(exc))
+        log.error("the database refused the result of job %s: %s", transition.job.id, exc)
+        await self.store.record_transitions([failed])
+        return failed
 
     async def _hand_back(self, job: ClaimedJob) -> None:
         # The job is due at once: the next sweep, in whichever worker is still up, publishes it.
@@ -374,6 +412,18 @@ def _conditional_headers(job: ClaimedJob) -> dict[str, str] | None:
     if job.last_modified:
         headers["If-Modified-Since"] = job.last_modified
     return headers or None
+
+
+def _unparsed(job: ClaimedJob, page: FetchedPage, code: ErrorCode, message: str) -> Outcome:
+    """A page fetched but not parsed: FAILED at once, the same page would fail again."""
+    return Outcome(
+        job=job,
+        http_status=page.status,
+        final_url=page.final_url,
+        content_type=page.content_type,
+        error_code=code,
+        error_message=message,
+    )
 
 
 def _held_bytes(outcome: Outcome) -> int:

@@ -128,3 +128,12 @@ def test_database_per_test_benchmark_runs(pg_admin_url: str) -> None:
     assert re.fullmatch(
         r"per test: fresh clone \+ drop \d+ ms, pool reuse \(jobs used\) \d+ ms\n", out
     ), out
+
+
+def test_monitor_bounds_runs() -> None:
+    """``python -m bench.monitor_bounds --quick``: every case prints its line."""
+    out = run_bench("monitor_bounds", "--quick", timeout=120)
+    assert out.count("selectors  lexbor") == 5
+    assert out.count("selectors  ours") == 4
+    assert out.count("diff       ") == 4
+    assert "content    " in out

@@ -184,6 +184,23 @@ def test_healthchecks_use_python_not_curl() -> None:
     assert first.startswith("python:3.11-slim AS builder")
 
 
+def test_the_image_can_render_pages() -> None:
+    """Debian's chromium is installed as root before USER, and an init reaps what a killed
+    browser leaves (a Python PID 1 would not)."""
+    final = final_stage()
+    names = [name for name, _ in final]
+    (install,) = [i for i, (name, rest) in enumerate(final) if name == "RUN" and "chromium" in rest]
+    command = final[install][1]
+    assert re.search(
+        r"apt-get update .*apt-get install -y --no-install-recommends .*\bchromium\b", command
+    )
+    assert "rm -rf /var/lib/apt/lists/*" in command
+    assert install < names.index("USER")
+    (entrypoint,) = [rest for name, rest in final if name == "ENTRYPOINT"]
+    assert json.loads(entrypoint) == ["/usr/bin/tini", "--"]
+    assert re.search(r"\btini\b", command)
+
+
 def test_prometheus_scrapes_the_api_and_every_worker() -> None:
     config = yaml.safe_load((DEPLOY / "prometheus.yml").read_text())
     jobs = {job["job_name"]: job for job in config["scrape_configs"]}

@@ -2,8 +2,6 @@
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from datetime import timedelta
 
 import pytest
@@ -15,21 +13,8 @@ from taskcrawler.storage import Database, JobStore, NewJob, WorkStore
 from taskcrawler.storage.jobs import _new_row
 from taskcrawler.storage.rows import NEW_JOB_COLUMNS, utcnow
 from taskcrawler.storage.tables import job_contents, jobs
+from tests.support.stores import Stores
 from tests.support.transitions import decided
-
-
-@dataclass
-class Stores:
-    db: Database
-    jobs: JobStore
-    work: WorkStore
-
-
-@pytest.fixture
-async def store(database_url: str) -> AsyncIterator[Stores]:
-    db = Database.from_url(database_url, pool_size=20)
-    yield Stores(db, JobStore(db), WorkStore(db))
-    await db.close()
 
 
 async def new_job(store: Stores, url: str = "http://example.com/") -> ClaimedJob:

@@ -16,6 +16,8 @@ from urllib.parse import unquote, urlsplit
 
 from aiohttp import web
 
+from tests.support.hostile_pages import hostile_page
+
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 HTML = "text/html; charset=utf-8"
@@ -142,6 +144,7 @@ class TargetServer:
             web.get("/binary", self._binary),
             web.get("/text", self._text),
             web.get("/etag/{key}", self._etag),
+            web.get("/hostile/{name}", self._hostile),
         ]
 
     async def _etag(self, request: web.Request) -> web.Response:
@@ -156,6 +159,19 @@ class TargetServer:
             content_type="text/html",
             headers={"ETag": tag, "Last-Modified": modified},
         )
+
+    async def _hostile(self, request: web.Request) -> web.Response:
+        """A page of the hostile corpus (tests/support/hostile_pages.py)."""
+        page = hostile_page(request.match_info["name"])
+        if page.raw_head is None:
+            headers = {"Content-Type": page.content_type, **page.extra}
+            return web.Response(body=page.body, headers=headers)
+        # Bytes aiohttp would refuse to send as headers: written to the socket as they are.
+        transport = request.transport
+        if transport is not None:
+            transport.write(page.response_head() + page.body)
+            transport.close()
+        return web.Response()  # finds the transport closed and writes nothing
 
     async def _root(self, request: web.Request) -> web.Response:
         return web.Response(text=_page(0), content_type="text/html", charset="utf-8")

@@ -43,6 +43,16 @@ def importing(paths: list[Path], prefix: str) -> dict[str, list[str]]:
         ("domain", "taskcrawler.service"),
         ("domain", "taskcrawler.api"),
         ("domain", "taskcrawler.fetch"),
+        ("domain", "taskcrawler.extract"),
+        ("domain", "taskcrawler.browser"),
+        ("extract", "taskcrawler.storage"),  # extraction is pure: bytes in, data out
+        ("extract", "taskcrawler.fetch"),
+        ("extract", "taskcrawler.browser"),
+        ("extract", "taskcrawler.worker"),
+        ("browser", "taskcrawler.storage"),  # a renderer fetches and renders; it stores nothing
+        ("browser", "taskcrawler.service"),
+        ("browser", "taskcrawler.api"),
+        ("browser", "taskcrawler.worker"),
         ("service", "taskcrawler.api"),
         ("service", "taskcrawler.bootstrap"),  # the composition root builds services, not back
         ("storage", "taskcrawler.service"),
@@ -51,6 +61,14 @@ def importing(paths: list[Path], prefix: str) -> dict[str, list[str]]:
 )
 def test_layers_import_only_downwards(folder: str, forbidden: str) -> None:
     assert importing(modules(folder), forbidden) == {}
+
+
+def test_the_common_helpers_know_nothing_of_the_application() -> None:
+    used = {
+        path: [name for name in names if not name.startswith("taskcrawler.common")]
+        for path, names in importing(modules("common"), "taskcrawler").items()
+    }
+    assert {path: names for path, names in used.items() if names} == {}
 
 
 def test_only_the_composition_root_picks_the_queue_and_builds_redis_clients() -> None:

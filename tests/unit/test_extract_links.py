@@ -94,7 +94,12 @@ def test_links_format() -> None:
         Link("https://example.com/b", "Label B", (), internal=True, nofollow=False),
         Link("https://example.com/area", "", (), internal=True, nofollow=False),
     ]
-    assert result.metadata["links"] == {"internal": 4, "external": 1, "nofollow": 1}
+    assert result.metadata["links"] == {
+        "internal": 4,
+        "external": 1,
+        "nofollow": 1,
+        "truncated": False,
+    }
 
 
 def test_meta_robots_nofollow_applies_to_every_link() -> None:
@@ -110,7 +115,12 @@ def test_link_counts_are_the_same_with_and_without_the_links_format() -> None:
     cheap = extract(body, url="https://example.com/", formats=["metadata"])
     full = extract(body, url="https://example.com/", formats=["links"])
     assert cheap.metadata["links"] == full.metadata["links"]
-    assert cheap.metadata["links"] == {"internal": 1, "external": 2, "nofollow": 1}
+    assert cheap.metadata["links"] == {
+        "internal": 1,
+        "external": 2,
+        "nofollow": 1,
+        "truncated": False,
+    }
     assert len(full.links) == 3
 
 

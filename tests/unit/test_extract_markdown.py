@@ -30,7 +30,14 @@ def test_paragraphs_emphasis_and_line_breaks() -> None:
         "<p>A <strong>bold</strong>, <em>soft</em> and <del>old</del> word.</p>"
         "<p>line one<br>line two</p>"
     )
-    assert out == "A **bold**, *soft* and ~~old~~ word.\n\nline one\\\nline two"
+    assert out == "A **bold**, *soft* and ~~old~~ word.\n\nline one  \nline two"
+
+
+def test_adjacent_and_nested_bold_runs_are_one_run() -> None:
+    assert markdown("<p><b>Lead </b><b><i>NDR</i></b><b>-Recherchen</b> text</p>") == (
+        "**Lead *NDR*-Recherchen** text"
+    )
+    assert markdown("<p><b>a</b> <b>b</b></p>") == "**a b**"
 
 
 def test_emphasis_keeps_spaces_outside_the_markers() -> None:
@@ -44,12 +51,14 @@ def test_links_are_absolute_and_images_rendered() -> None:
         '<a href="https://x.org/a b(c)">odd</a> <a href="mailto:me@x.org">mail</a>'
         '<a href="/x"></a></p><p><img src="/i.png" alt="An image"></p>'
         '<p><a href="/big"><img src="big.jpg" alt="thumb"></a></p>'
+        '<p>A claim.<sup><a href="#cite-1">[1]</a></sup></p>'
     )
     assert "[the other post](https://example.com/other)" in out
     assert "[odd](https://x.org/a%20b%28c%29)" in out
     assert "mail" in out and "mailto" not in out
     assert "![An image](https://example.com/i.png)" in out
     assert "[![thumb](https://example.com/blog/big.jpg)](https://example.com/big)" in out
+    assert "A claim.[1]" in out  # a jump within the page is not a link to print
 
 
 def test_lists_nested_and_ordered() -> None:
@@ -78,6 +87,14 @@ def test_tables() -> None:
     assert out == ("Prices\n\n| Item | Price |\n| --- | --- |\n| Tea \\| hot | 2 |\n| Cake |  |")
 
 
+def test_a_heading_in_a_cell_is_its_text() -> None:
+    out = markdown(
+        "<table><tr><th><h3>For the dough:</h3></th><th></th></tr>"
+        "<tr><td>125 g</td><td>flour</td></tr></table>"
+    )
+    assert out == "| For the dough: |  |\n| --- | --- |\n| 125 g | flour |"
+
+
 def test_layout_table_is_rendered_as_blocks() -> None:
     out = markdown("<table><tr><td><p>Only</p><p>column</p></td></tr></table>")
     assert out == "Only\n\ncolumn"
@@ -91,9 +108,10 @@ def test_blockquote_and_rule() -> None:
 def test_markdown_special_characters_are_escaped() -> None:
     out = markdown(
         "<p>2 * 3 [not a link] snake_case _under_</p><p># not a heading</p>"
-        "<p>- not a list</p><p>1. not a list</p>"
+        "<p>- not a list</p><p>1. not a list</p><p>[text](not-a-link) [ref]: x</p>"
     )
-    assert "2 \\* 3 \\[not a link\\] snake_case \\_under\\_" in out
+    assert "2 \\* 3 [not a link] snake_case \\_under\\_" in out
+    assert "[text\\](not-a-link) [ref\\]: x" in out
     assert "\\# not a heading" in out
     assert "\\- not a list" in out
     assert "1\\. not a list" in out
@@ -160,3 +178,13 @@ def test_empty_and_contentless_pages() -> None:
     assert markdown("") == ""
     assert text("<html><head><title>t</title></head></html>") == ""
     assert markdown("<frameset><frame src='a.html'></frameset>") == ""
+
+
+def test_pixels_placeholders_and_inline_images_are_not_rendered() -> None:
+    out = markdown(
+        '<p>Text <img src="/t.gif" width="1" height="1"> '
+        '<img src="data:image/png;base64,iVBORw0KGgo=" alt="inline"> '
+        '<img src="/img/spacer.gif" alt="x"> '
+        '<img src="/img/loader.gif" data-src="/img/photo.jpg" alt="Photo"></p>'
+    )
+    assert out == "Text ![Photo](https://example.com/img/photo.jpg)"

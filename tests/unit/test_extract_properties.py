@@ -169,3 +169,26 @@ def test_cheap_and_full_extractions_agree(html: str) -> None:
 @given(st.binary(max_size=500), _charsets)
 def test_decode_is_deterministic_and_total(body: bytes, charset: str | None) -> None:
     assert decode_html(body, charset) == decode_html(body, charset)
+
+
+@SETTINGS
+@given(_html)
+def test_rendered_content_is_bounded_and_clean(html: str) -> None:
+    body = html.encode()
+    result = extract(body, url="https://example.com/a/b?c=d", formats=("markdown", "text"))
+    for output in (result.markdown or "", result.text or ""):
+        # links become absolute (at most this page's URL longer than the href), nothing else
+        # grows: the output stays within a small multiple of the input
+        assert len(output) <= 8 * len(body) + 200
+        assert "\n\n\n" not in output
+        assert output == output.strip()
+    markdown = result.markdown or ""
+    assert "[](" not in markdown  # no empty links
+    assert "data:" not in markdown.replace("data: ", "")  # no inline images
+
+
+def test_many_flagged_blocks_nested_deep_and_wide() -> None:
+    block = '<div class="comment share related widget_x">' * 300 + "x" + "</div>" * 300
+    body = ("<main>" + "<p>" + "Real text, here. " * 40 + "</p>" + block * 20 + "</main>").encode()
+    result = extract(body, url="https://example.com/", formats=FORMATS)
+    assert (result.text or "").startswith("Real text, here.")

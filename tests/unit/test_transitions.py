@@ -15,7 +15,8 @@ from taskcrawler.api.schemas import FinishedStatus
 from taskcrawler.cli.client import FINISHED
 from taskcrawler.domain import ClaimedJob, ErrorCode, JobStatus, Outcome
 from taskcrawler.domain.jobs import FINAL_STATUSES
-from taskcrawler.domain.transitions import RetryPolicy, TransitionKind, decide
+from taskcrawler.domain.pages import PageContent
+from taskcrawler.domain.transitions import RetryPolicy, TransitionKind, decide, refused
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 POLICY = RetryPolicy(max_retries=3, base_seconds=1.0, max_seconds=60.0)
@@ -99,6 +100,31 @@ def test_the_same_random_source_makes_the_same_decision() -> None:
     outcome = failure("timeout", transient=True)
     first = decide(outcome, POLICY, rng=random.Random(3))
     assert decide(outcome, POLICY, rng=random.Random(3)) == first
+
+
+@pytest.mark.parametrize(
+    "outcome",
+    [
+        attempt(http_status=200, scraped_title="x", content=PageContent(texts={"text": "x"})),
+        failure("http_5xx", transient=True, http_status=503),  # was to be retried
+        failure("host_busy", transient=True, http_status=200),  # was to be deferred
+    ],
+)
+def test_a_refused_result_fails_its_job_at_once_whatever_it_was_to_become(
+    outcome: Outcome,
+) -> None:
+    decided = decide(outcome, POLICY, rng=random.Random(1))
+    failed = refused(decided, "DataError: invalid byte sequence")
+    assert (failed.kind, failed.status) == (TransitionKind.FAILED, JobStatus.FAILED)
+    assert failed.retry_count == outcome.job.retry_count  # no attempt added, none left to use
+    assert (failed.finished_at, failed.next_attempt_at) == (NOW, None)
+    assert failed.error_code == ErrorCode.UNSTORABLE
+    assert failed.error_log is not None
+    assert failed.error_log.startswith("unstorable_result: the database refused the page's")
+    assert failed.error_log.endswith("DataError: invalid byte sequence")
+    kept = failed.outcome
+    assert kept.job is outcome.job and kept.http_status == outcome.http_status
+    assert (kept.content, kept.result, kept.scraped_title) == (None, None, None)
 
 
 def test_the_final_statuses_are_the_same_everywhere_they_are_spelled() -> None:

@@ -1,0 +1,109 @@
+"""What a render is asked to do, and what it gives back."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from selectolax.lexbor import LexborHTMLParser, SelectolaxError
+
+#: Resource types a render can be told not to download (Playwright's names).
+BLOCKABLE_RESOURCES = frozenset({"image", "font", "media"})
+#: The usual choice for text extraction: no images, fonts, audio or video.
+TEXT_ONLY = BLOCKABLE_RESOURCES
+
+MIN_VIEWPORT, MAX_VIEWPORT = 200, 4096
+#: The longest a caller may ask to wait for a selector or for network idle; the render's own
+#: deadline (``render_timeout_seconds``) bounds it further.
+MAX_WAIT_SECONDS = 60.0
+
+WaitUntil = Literal["load", "networkidle"]
+
+
+@dataclass(frozen=True, slots=True)
+class RenderOptions:
+    """Options of one render; every value is checked here, so a bad one fails before a browser
+    is touched.
+
+    * ``wait_until``: ``"load"`` (the load event) or ``"networkidle"`` (also no request for
+      500 ms). Waits that do not happen within ``wait_seconds`` are not errors: the page is
+      taken as it is, and the result names the wait that timed out.
+    * ``wait_for_selector``: a CSS selector to wait for (attached to the DOM), same bound.
+    * ``block_resources``: resource types not downloaded (a subset of BLOCKABLE_RESOURCES).
+    * ``screenshot``: a PNG of the page, the whole page when ``full_page`` (cut at
+      ``render_screenshot_max_height``), else the viewport.
+    """
+
+    wait_until: WaitUntil = "load"
+    wait_for_selector: str | None = None
+    wait_seconds: float = 10.0
+    block_resources: frozenset[str] = frozenset()
+    viewport_width: int = 1280
+    viewport_height: int = 800
+    screenshot: bool = False
+    full_page: bool = True
+
+    def __post_init__(self) -> None:
+        if self.wait_until not in ("load", "networkidle"):
+            raise ValueError(f"wait_until must be 'load' or 'networkidle', not {self.wait_until!r}")
+        if not 0 <= self.wait_seconds <= MAX_WAIT_SECONDS:
+            raise ValueError(f"wait_seconds must be between 0 and {MAX_WAIT_SECONDS:g}")
+        if self.wait_for_selector is not None:
+            _check_selector(self.wait_for_selector)
+        unknown = set(self.block_resources) - BLOCKABLE_RESOURCES
+        if unknown:
+            raise ValueError(
+                f"block_resources may hold {sorted(BLOCKABLE_RESOURCES)}, not {unknown}"
+            )
+        for name in ("viewport_width", "viewport_height"):
+            value = getattr(self, name)
+            if not MIN_VIEWPORT <= value <= MAX_VIEWPORT:
+                raise ValueError(f"{name} must be between {MIN_VIEWPORT} and {MAX_VIEWPORT}")
+
+
+def _check_selector(selector: str) -> None:
+    """A CSS selector lexbor can parse (chromium parses what lexbor does), 1000 characters at
+    most: refused here rather than failing in the browser."""
+    if not 0 < len(selector) <= 1000:
+        raise ValueError("wait_for_selector must be a CSS selector of 1 to 1000 characters")
+    try:
+        LexborHTMLParser("").css_first(selector)
+    except SelectolaxError:
+        raise ValueError(f"wait_for_selector is not a CSS selector: {selector!r}") from None
+
+
+@dataclass(frozen=True, slots=True)
+class Screenshot:
+    png: bytes
+    width: int
+    height: int
+    #: The page was taller than ``render_screenshot_max_height`` (or its PNG over the byte
+    #: limit) and the picture stops before the page does.
+    cut: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RenderResult:
+    """A rendered page. ``html`` is the DOM after the scripts ran, serialized; it goes through
+    the same extraction as fetched HTML."""
+
+    url: str  # the URL asked for
+    final_url: str  # where the page ended: after redirects and script navigations
+    status: int  # HTTP status of the main document
+    headers: dict[str, str]  # its response headers, names in lower case
+    html: str
+    screenshot: Screenshot | None = None
+    elapsed_seconds: float = 0.0
+    #: Requests and tunnels the page opened through the proxy.
+    requests: int = 0
+    #: Refused by the address guard (loopback, private, metadata addresses).
+    blocked_requests: int = 0
+    #: Not downloaded because of ``block_resources``.
+    skipped_requests: int = 0
+    bytes_received: int = 0
+    #: ``render_max_bytes`` was reached: later downloads were cut, the page may be incomplete.
+    over_budget: bool = False
+    #: The first refused destinations, ``host:port (reason)``.
+    blocked: tuple[str, ...] = ()
+    #: Waits that did not happen in time: "load", "networkidle", "selector".
+    waits_timed_out: tuple[str, ...] = field(default=())

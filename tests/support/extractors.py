@@ -1,0 +1,27 @@
+"""Extractors for the parser tests, in a module of their own: a parser process imports it, and
+it imports nothing heavier than the extractor itself."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from taskcrawler.extract import Extraction, extract
+
+
+def pid_title(body: bytes, **kwargs: object) -> Extraction:
+    """The page's title, followed by "|" and the id of the process that parsed it."""
+    extraction = extract(body, **kwargs)  # type: ignore[arg-type]
+    extraction.title = f"{extraction.title}|{os.getpid()}"
+    return extraction
+
+
+def hostile(body: bytes, **kwargs: object) -> Extraction:
+    """Pages that hang, crash or fail the extractor, as a lexbor bug or a pathology might."""
+    if body.startswith(b"hang"):
+        time.sleep(3600)
+    if body.startswith(b"crash"):
+        os._exit(3)
+    if body.startswith(b"fail"):
+        raise ValueError("no such page")
+    return pid_title(body, **kwargs)
