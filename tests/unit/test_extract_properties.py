@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -124,6 +126,7 @@ _chunk = st.one_of(
     ),
 )
 _html = st.lists(_chunk, max_size=60).map("".join)
+_EMPTY_LINK = re.compile(r"(?<!!)\[\]\(")
 _charsets = st.one_of(
     st.none(),
     st.sampled_from(
@@ -183,7 +186,8 @@ def test_rendered_content_is_bounded_and_clean(html: str) -> None:
         assert "\n\n\n" not in output
         assert output == output.strip()
     markdown = result.markdown or ""
-    assert "[](" not in markdown  # no empty links
+    # an image without alt text, `![](src)`, is fine Markdown; a link without a label is not
+    assert _EMPTY_LINK.search(markdown) is None
     assert "data:" not in markdown.replace("data: ", "")  # no inline images
 
 
@@ -192,3 +196,10 @@ def test_many_flagged_blocks_nested_deep_and_wide() -> None:
     body = ("<main>" + "<p>" + "Real text, here. " * 40 + "</p>" + block * 20 + "</main>").encode()
     result = extract(body, url="https://example.com/", formats=FORMATS)
     assert (result.text or "").startswith("Real text, here.")
+
+
+def test_image_without_alt_is_kept_and_empty_link_is_dropped() -> None:
+    body = b'<main><p>Some words of text here. <img src="0"> <a href="/x"></a></p></main>'
+    markdown = extract(body, url="https://example.com/a/b", formats=("markdown",)).markdown or ""
+    assert "![](https://example.com/a/0)" in markdown
+    assert _EMPTY_LINK.search(markdown) is None
