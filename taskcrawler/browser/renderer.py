@@ -35,10 +35,10 @@ from yarl import URL
 
 from taskcrawler.browser.availability import Availability, render_availability
 from taskcrawler.browser.launcher import BrowserError, BrowserProcess
-from taskcrawler.browser.options import RenderOptions, RenderResult, Screenshot
+from taskcrawler.browser.options import RenderOptions, RenderResult
 from taskcrawler.browser.proxy import Egress, PageProxy, PageTraffic
 from taskcrawler.domain import ErrorCode, FetchError
-from taskcrawler.domain.pages import FetchedPage
+from taskcrawler.domain.pages import FetchedPage, Screenshot
 from taskcrawler.fetch.fetcher import ALLOWED_CONTENT_TYPES
 from taskcrawler.fetch.guard import AddressGuard
 from taskcrawler.fetch.limits import check_content_type, parse_retry_after
@@ -187,6 +187,15 @@ class BrowserRenderer:
         """Live processes of the running browser (0 when none runs)."""
         process = self._current
         return 0 if process is None else len(process.members())
+
+    def metrics(self) -> dict[str, float]:
+        """The counters of :attr:`stats` and the browser's live processes and memory."""
+        values: dict[str, float] = {
+            name: float(getattr(self.stats, name)) for name in self.stats.__dataclass_fields__
+        }
+        values["browser_processes"] = self.browser_processes()
+        values["browser_resident_bytes"] = self.browser_resident_bytes()
+        return values
 
     def browser_resident_bytes(self) -> int:
         process = self._current
