@@ -65,8 +65,9 @@ class RenderOptionsIn(RequestModel):
     """How the browser renders the page (with ``render`` auto or always)."""
 
     wait_until: WaitUntil = Field(
-        "load",
-        description="load: the load event; networkidle: also no request for 500 ms. Bounded "
+        "networkidle",
+        description="load: the load event; networkidle (default): also no request for 500 ms. "
+        "Bounded "
         "by wait_seconds and by the render's deadline; a wait that times out is noted in the "
         "result, not an error.",
     )

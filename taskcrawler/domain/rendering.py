@@ -26,8 +26,9 @@ class RenderRequest:
     """How to render a job's page. Waits that do not happen in time are not errors: the page
     is taken as it is then, and the job's result says which wait timed out."""
 
-    #: ``load``: the load event; ``networkidle``: also no request for half a second.
-    wait_until: WaitUntil = "load"
+    #: ``load``: the load event; ``networkidle`` (the default: most app shells fetch their
+    #: content after the load event): also no request for half a second.
+    wait_until: WaitUntil = "networkidle"
     #: A CSS selector to wait for (attached to the DOM).
     wait_for: str | None = None
     wait_seconds: float = 10.0
@@ -52,7 +53,7 @@ class RenderRequest:
             return DEFAULT_RENDER
         viewport = value.get("viewport") or {}
         return cls(
-            wait_until=value.get("wait_until") or "load",
+            wait_until=value.get("wait_until") or DEFAULT_RENDER.wait_until,
             wait_for=value.get("wait_for"),
             wait_seconds=float(value.get("wait_seconds", DEFAULT_RENDER.wait_seconds)),
             block=tuple(value.get("block") or ()),

@@ -13,7 +13,7 @@ from tests.e2e.harness import ServiceFactory
 from tests.support.render_site import RenderSite
 
 OPTIONS = {
-    "wait_until": "networkidle",
+    "wait_until": "load",
     "wait_for": "#root main",
     "wait_seconds": 5,
     "block": ["image", "font", "image"],
