@@ -23,7 +23,7 @@ def _reextract(item: Archived) -> Reextracted:
     return Reextracted(
         ContentRecord(item.job_id, item.owner, storable_content(content)),
         None if extraction.title is None else storable_text(extraction.title),
-        storable_json({"metadata": extraction.metadata}),
+        storable_json({**(item.result or {}), "metadata": extraction.metadata}),
     )
 
 

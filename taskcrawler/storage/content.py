@@ -35,6 +35,8 @@ class Archived:
     owner: str
     formats: tuple[str, ...]
     page: FetchedPage
+    #: The stored result: what a re-extraction does not make (``render``) is kept from it.
+    result: dict[str, Any] | None = None
 
 
 def _link_key(url: str) -> str:
@@ -281,7 +283,7 @@ class ContentStore:
         after: UUID | None = None
         while True:
             stmt = (
-                sa.select(page_archive, jobs.c.formats, jobs.c.owner, jobs.c.url)
+                sa.select(page_archive, jobs.c.formats, jobs.c.owner, jobs.c.url, jobs.c.result)
                 .join(jobs, jobs.c.id == page_archive.c.job_id)
                 .order_by(page_archive.c.job_id)
                 .limit(batch)
@@ -317,4 +319,5 @@ def _archived(row: Any) -> Archived:
             charset=row.charset,
             body=gzip.decompress(row.body_gz),
         ),
+        result=row.result,
     )
