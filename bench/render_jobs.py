@@ -165,6 +165,11 @@ async def run(args: argparse.Namespace, port: int, folder: str) -> dict[str, Any
         "static_skipped": f"{sum(not rendered(j) for j in static)}/{len(static)}",
         # A shell holds no text until rendered; a rendered one has five sentences.
         "shells_with_text": sum(_words(j) > 20 for j in shells),
+        "shells_without_text": [
+            {"url": j.url, "words": _words(j), "render": (j.result or {}).get("render")}
+            for j in shells
+            if _words(j) <= 20
+        ],
         "browsers_started": len(instances),
         "browser_processes_at_end": processes_end,
         "processes_left_after_stop": left,
