@@ -33,6 +33,7 @@ from playwright.async_api import (
 )
 from yarl import URL
 
+from taskcrawler.browser import processes
 from taskcrawler.browser.availability import Availability, render_availability
 from taskcrawler.browser.launcher import BrowserError, BrowserProcess
 from taskcrawler.browser.options import RenderOptions, RenderResult
@@ -324,9 +325,12 @@ class BrowserRenderer:
                 assert main is not None
                 final_url, headers = page.url, await main.all_headers()
         except TimeoutError:
-            raise await _deadline_error(page, state, traffic, start) from None
+            raise _if_alive(process, await _deadline_error(page, state, traffic, start)) from None
         except PlaywrightError as exc:
             raise _browser_error(exc, process, state, traffic, start) from None
+        except FetchError as error:
+            # A navigation cut short by the browser's death reads as the network's failure.
+            raise _if_alive(process, error) from None
         finally:
             await self._dispose(process, context)
             await proxy.close()
@@ -603,6 +607,24 @@ async def _busy(page: Page | None) -> bool:
     except PlaywrightError:
         return False
     return False
+
+
+def _browser_died(process: BrowserProcess) -> bool:
+    """Whether the browser is gone, even if Playwright has not reported it yet: its main
+    process has exited (a zombie until its parent reaps it) or is no more."""
+    if process.crashed:
+        return True
+    info = processes.read_process(process.pid)
+    return info is None or info.is_zombie
+
+
+def _if_alive(process: BrowserProcess, error: FetchError) -> FetchError:
+    """``error``, or ``render_crashed`` (transient) when the browser died under the page."""
+    if error.code == ErrorCode.RENDER_CRASHED or not _browser_died(process):
+        return error
+    return FetchError(
+        ErrorCode.RENDER_CRASHED, f"the browser died while rendering ({error.message})"
+    )
 
 
 def _browser_error(
