@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from taskcrawler.observability import WorkerMetrics
     from taskcrawler.worker import Worker
     from taskcrawler.worker.parsing import PageParser
+    from taskcrawler.worker.rendering import RenderStep
     from taskcrawler.worker.webhooks import WebhookDispatcher
     from taskcrawler.worker.worker import WorkerConfig
 
@@ -218,8 +219,27 @@ def page_parser(settings: Settings) -> PageParser:
     )
 
 
+def render_step(settings: Settings, parser: PageParser) -> RenderStep:
+    """The worker's render step: one browser for the process when chromium and Playwright are
+    there (started at the first render), none otherwise. Playwright is imported only then."""
+    from taskcrawler.browser import render_availability
+    from taskcrawler.worker.rendering import RenderStep
+
+    availability = render_availability(settings)
+    if not availability.available:
+        return RenderStep(None, availability, parser)
+    from taskcrawler.browser.renderer import BrowserRenderer
+
+    renderer = BrowserRenderer(settings, availability=availability)
+    return RenderStep(renderer, availability, parser)
+
+
 def worker(
-    runtime: Runtime, page_fetcher: Fetcher, parser: PageParser, metrics: WorkerMetrics
+    runtime: Runtime,
+    page_fetcher: Fetcher,
+    parser: PageParser,
+    metrics: WorkerMetrics,
+    rendering: RenderStep | None = None,
 ) -> Worker:
     from taskcrawler.worker import Worker
 
@@ -230,6 +250,7 @@ def worker(
         page_fetcher,
         parser,
         metrics=metrics,
+        rendering=rendering,
     )
 
 

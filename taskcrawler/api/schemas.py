@@ -8,19 +8,31 @@ from datetime import datetime
 from typing import Literal, get_args
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
 from taskcrawler.api.inputs import Instant, RequestModel
 from taskcrawler.domain import InvalidURL, validate_url
 from taskcrawler.domain.crawls import MAX_PATTERNS
 from taskcrawler.domain.jobs import Created
 from taskcrawler.domain.pages import StoredLink
+from taskcrawler.domain.rendering import (
+    BLOCKABLE,
+    MAX_SELECTOR_CHARS,
+    MAX_VIEWPORT,
+    MAX_WAIT_SECONDS,
+    MIN_VIEWPORT,
+    RenderMode,
+    RenderRequest,
+    WaitUntil,
+    effective_mode,
+)
 from taskcrawler.domain.urls import MAX_URL_LENGTH
 from taskcrawler.domain.views import JobView
 from taskcrawler.domain.webhooks import DeliveryStatus
 from taskcrawler.service.mapping import DEFAULT_MAP_LIMIT, MAX_SEARCH_CHARS
 
-Format = Literal["metadata", "markdown", "text", "html", "links"]
+Format = Literal["metadata", "markdown", "text", "html", "links", "screenshot"]
 #: Entries ``formats`` may list, repeats included (they are dropped): each format a few times
 #: over is a client's slip; more is not a list of formats.
 MAX_FORMATS_LISTED = 4 * len(get_args(Format))
@@ -38,6 +50,65 @@ def _checked_url(url: str) -> str:
         return validate_url(url)
     except InvalidURL as exc:
         raise ValueError(str(exc)) from None
+
+
+#: The resource types of :data:`~taskcrawler.domain.rendering.BLOCKABLE`.
+Blockable = Literal["image", "font", "media"]
+
+
+class ViewportIn(RequestModel):
+    width: int = Field(1280, ge=MIN_VIEWPORT, le=MAX_VIEWPORT)
+    height: int = Field(800, ge=MIN_VIEWPORT, le=MAX_VIEWPORT)
+
+
+class RenderOptionsIn(RequestModel):
+    """How the browser renders the page (with ``render`` auto or always)."""
+
+    wait_until: WaitUntil = Field(
+        "networkidle",
+        description="load: the load event; networkidle (default): also no request for 500 ms. "
+        "Bounded "
+        "by wait_seconds and by the render's deadline; a wait that times out is noted in the "
+        "result, not an error.",
+    )
+    wait_for: str | None = Field(
+        None,
+        min_length=1,
+        max_length=MAX_SELECTOR_CHARS,
+        description="A CSS selector to wait for (attached to the DOM), same bound.",
+    )
+    wait_seconds: float = Field(10.0, ge=0, le=MAX_WAIT_SECONDS)
+    block: list[Blockable] = Field(
+        default_factory=list,
+        max_length=3 * len(BLOCKABLE),
+        description="Resource types not downloaded: image, font, media.",
+    )
+    viewport: ViewportIn = Field(default_factory=ViewportIn)
+
+    @field_validator("wait_for")
+    @classmethod
+    def _a_selector(cls, selector: str | None) -> str | None:
+        if selector is not None:
+            _check_selector(selector)
+        return selector
+
+    def request(self) -> RenderRequest:
+        return RenderRequest(
+            wait_until=self.wait_until,
+            wait_for=self.wait_for,
+            wait_seconds=self.wait_seconds,
+            block=tuple(dict.fromkeys(self.block)),
+            viewport_width=self.viewport.width,
+            viewport_height=self.viewport.height,
+        )
+
+
+def _check_selector(selector: str) -> None:
+    """A selector lexbor can parse (chromium parses what lexbor does)."""
+    try:
+        LexborHTMLParser("").css_first(selector)
+    except SelectolaxError:
+        raise ValueError(f"wait_for is not a CSS selector: {selector!r}") from None
 
 
 class JobOptionsIn(RequestModel):
@@ -61,10 +132,28 @@ class JobOptionsIn(RequestModel):
         "scraped again (same id, a new run); a younger one is returned as it is.",
     )
 
+    render: RenderMode | None = Field(
+        None,
+        description="never: fetch only; auto: render in a headless browser when the fetched "
+        "HTML is an app shell (little text, a mount point, scripts); always: render every "
+        "time. Default never, or always when formats has screenshot.",
+    )
+    render_options: RenderOptionsIn | None = Field(
+        None, description="How to render: waits, blocked resource types, viewport."
+    )
+
     @field_validator("callback_url")
     @classmethod
     def _callback_acceptable(cls, url: str | None) -> str | None:
         return None if url is None else _checked_url(url)
+
+    @model_validator(mode="after")
+    def _render_fits_formats(self) -> JobOptionsIn:
+        try:
+            self.render = effective_mode(self.render, self.formats)
+        except ValueError as exc:
+            raise ValueError(str(exc)) from None
+        return self
 
     @field_validator("formats")
     @classmethod

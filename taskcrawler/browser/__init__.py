@@ -14,8 +14,8 @@ from taskcrawler.browser.options import (
     TEXT_ONLY,
     RenderOptions,
     RenderResult,
-    Screenshot,
 )
+from taskcrawler.domain.pages import Screenshot
 
 if TYPE_CHECKING:
     from taskcrawler.browser.renderer import BrowserRenderer, RendererStats

@@ -7,6 +7,8 @@ from typing import Literal
 
 from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
+from taskcrawler.domain.pages import Screenshot
+
 #: Resource types a render can be told not to download (Playwright's names).
 BLOCKABLE_RESOURCES = frozenset({"image", "font", "media"})
 #: The usual choice for text extraction: no images, fonts, audio or video.
@@ -70,16 +72,6 @@ def _check_selector(selector: str) -> None:
         LexborHTMLParser("").css_first(selector)
     except SelectolaxError:
         raise ValueError(f"wait_for_selector is not a CSS selector: {selector!r}") from None
-
-
-@dataclass(frozen=True, slots=True)
-class Screenshot:
-    png: bytes
-    width: int
-    height: int
-    #: The page was taller than ``render_screenshot_max_height`` (or its PNG over the byte
-    #: limit) and the picture stops before the page does.
-    cut: bool
 
 
 @dataclass(frozen=True, slots=True)

@@ -33,12 +33,13 @@ from playwright.async_api import (
 )
 from yarl import URL
 
+from taskcrawler.browser import processes
 from taskcrawler.browser.availability import Availability, render_availability
 from taskcrawler.browser.launcher import BrowserError, BrowserProcess
-from taskcrawler.browser.options import RenderOptions, RenderResult, Screenshot
+from taskcrawler.browser.options import RenderOptions, RenderResult
 from taskcrawler.browser.proxy import Egress, PageProxy, PageTraffic
 from taskcrawler.domain import ErrorCode, FetchError
-from taskcrawler.domain.pages import FetchedPage
+from taskcrawler.domain.pages import FetchedPage, Screenshot
 from taskcrawler.fetch.fetcher import ALLOWED_CONTENT_TYPES
 from taskcrawler.fetch.guard import AddressGuard
 from taskcrawler.fetch.limits import check_content_type, parse_retry_after
@@ -188,6 +189,15 @@ class BrowserRenderer:
         process = self._current
         return 0 if process is None else len(process.members())
 
+    def metrics(self) -> dict[str, float]:
+        """The counters of :attr:`stats` and the browser's live processes and memory."""
+        values: dict[str, float] = {
+            name: float(getattr(self.stats, name)) for name in self.stats.__dataclass_fields__
+        }
+        values["browser_processes"] = self.browser_processes()
+        values["browser_resident_bytes"] = self.browser_resident_bytes()
+        return values
+
     def browser_resident_bytes(self) -> int:
         process = self._current
         return 0 if process is None else process.resident_bytes()
@@ -315,9 +325,12 @@ class BrowserRenderer:
                 assert main is not None
                 final_url, headers = page.url, await main.all_headers()
         except TimeoutError:
-            raise await _deadline_error(page, state, traffic, start) from None
+            raise _if_alive(process, await _deadline_error(page, state, traffic, start)) from None
         except PlaywrightError as exc:
             raise _browser_error(exc, process, state, traffic, start) from None
+        except FetchError as error:
+            # A navigation cut short by the browser's death reads as the network's failure.
+            raise _if_alive(process, error) from None
         finally:
             await self._dispose(process, context)
             await proxy.close()
@@ -594,6 +607,24 @@ async def _busy(page: Page | None) -> bool:
     except PlaywrightError:
         return False
     return False
+
+
+def _browser_died(process: BrowserProcess) -> bool:
+    """Whether the browser is gone, even if Playwright has not reported it yet: its main
+    process has exited (a zombie until its parent reaps it) or is no more."""
+    if process.crashed:
+        return True
+    info = processes.read_process(process.pid)
+    return info is None or info.is_zombie
+
+
+def _if_alive(process: BrowserProcess, error: FetchError) -> FetchError:
+    """``error``, or ``render_crashed`` (transient) when the browser died under the page."""
+    if error.code == ErrorCode.RENDER_CRASHED or not _browser_died(process):
+        return error
+    return FetchError(
+        ErrorCode.RENDER_CRASHED, f"the browser died while rendering ({error.message})"
+    )
 
 
 def _browser_error(

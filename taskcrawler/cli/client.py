@@ -107,16 +107,18 @@ class ApiClient:
 
     # ------------------------------------------------------------------ calls
 
-    async def submit(self, url: str) -> tuple[Job, bool]:
-        """One URL: the job, and whether it is new (201) or the URL's existing job (200)."""
-        status, body = await self._call("POST", JOBS, json={"url": url})
+    async def submit(self, url: str, **options: Any) -> tuple[Job, bool]:
+        """One URL: the job, and whether it is new (201) or the URL's existing job (200).
+        ``options``: job options of the API (``render``, ``formats``, ...)."""
+        status, body = await self._call("POST", JOBS, json={"url": url, **options})
         return body, status == 201
 
-    async def submit_batch(self, urls: Sequence[str]) -> dict[str, Any]:
+    async def submit_batch(self, urls: Sequence[str], **options: Any) -> dict[str, Any]:
         """Up to 1,000 URLs: ``{"jobs": [...each with "created"...], "created", "existing"}``."""
         if len(urls) > MAX_BATCH:
             raise ValueError(f"at most {MAX_BATCH} URLs per batch")
-        _, body = await self._call("POST", f"{JOBS}/batch", json={"urls": list(urls)})
+        body_in = {"urls": list(urls), **options}
+        _, body = await self._call("POST", f"{JOBS}/batch", json=body_in)
         return dict(body)
 
     async def list_jobs(

@@ -8,6 +8,7 @@ from uuid import UUID
 
 from taskcrawler.domain.errors import DEFERRAL_CODES
 from taskcrawler.domain.pages import PageContent
+from taskcrawler.domain.rendering import DEFAULT_RENDER, RenderRequest
 
 
 class JobStatus(StrEnum):
@@ -50,6 +51,9 @@ class Job:
     run_count: int = 0
     host: str = ""
     unchanged: bool = False
+    #: never | auto | always (see :mod:`taskcrawler.domain.rendering`)
+    render: str = "never"
+    render_options: RenderRequest | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +74,8 @@ class ClaimedJob:
     run_count: int = 0
     #: Gets a webhook when the job becomes COMPLETED or FAILED.
     callback_url: str | None = None
+    render: str = "never"
+    render_options: RenderRequest = DEFAULT_RENDER
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,6 +127,8 @@ class NewJob:
     callback_url: str | None = None
     #: Seconds: an existing finished job older than this is scraped again (same id, new run).
     max_age: float | None = None
+    render: str = "never"
+    render_options: RenderRequest | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -46,9 +46,23 @@ class StoredLink:
 
 
 @dataclass(frozen=True, slots=True)
+class Screenshot:
+    """A PNG of a rendered page."""
+
+    png: bytes
+    width: int
+    height: int
+    #: The page was taller than ``render_screenshot_max_height`` (or its PNG over the byte
+    #: limit) and the picture stops before the page does.
+    cut: bool
+
+
+@dataclass(frozen=True, slots=True)
 class PageContent:
     #: format -> body, for the formats the job asked for: markdown, text, html
     texts: dict[str, str] = field(default_factory=dict)
     #: outgoing links, when the job asked for the links format
     links: tuple[Link, ...] | None = None
     archive: FetchedPage | None = None
+    #: a picture of the rendered page, when the job asked for the screenshot format
+    screenshot: Screenshot | None = None

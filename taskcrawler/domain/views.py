@@ -12,9 +12,10 @@ from datetime import datetime
 from typing import Any, Self
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from taskcrawler.domain.jobs import Job, JobStatus
+from taskcrawler.domain.rendering import RenderRequest
 
 
 class JobView(BaseModel):
@@ -38,6 +39,15 @@ class JobView(BaseModel):
     run_count: int = Field(description="Earlier runs of this job (re-scrapes, retries).")
     unchanged: bool = Field(description="The last run got 304 Not Modified: result kept.")
     result: dict[str, Any] | None = Field(description="What the page says about itself.")
+    render: str = Field("never", description="never, auto or always.")
+    render_options: dict[str, Any] | None = Field(
+        None, description="How the page is rendered, as asked (null: the defaults)."
+    )
+
+    @field_validator("render_options", mode="before")
+    @classmethod
+    def _as_asked(cls, options: object) -> object:
+        return options.to_json() if isinstance(options, RenderRequest) else options
 
     @classmethod
     def of(cls, job: Job) -> Self:

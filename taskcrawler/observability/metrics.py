@@ -20,6 +20,7 @@ from prometheus_client import (
     ProcessCollector,
     generate_latest,
 )
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from taskcrawler.domain import ServiceUnavailable
@@ -114,6 +115,18 @@ class WorkerMetrics:
             buckets=LATENCY_BUCKETS,
             registry=registry,
         )
+        self.render_available = Gauge(
+            "taskcrawler_render_available",
+            "1 when this worker has a browser to render pages with, else 0.",
+            registry=registry,
+        )
+        self.renderer = RendererCollector(lambda: {})
+        registry.register(self.renderer)
+
+    def track_rendering(self, available: bool, stats: Callable[[], dict[str, float]]) -> None:
+        """Whether this worker can render, and where its renderer's counters are read."""
+        self.render_available.set(1 if available else 0)
+        self.renderer.stats = stats
 
     def track_in_flight(self, count: Callable[[], int]) -> None:
         """Read the in-flight count when scraped: nothing to update per job."""
@@ -137,6 +150,40 @@ class WorkerMetrics:
             if job.created_at is not None and job.run_count == 0:
                 latency = (outcome.finished_at - job.created_at).total_seconds()
                 self.job_latency_seconds.observe(max(latency, 0.0))
+
+
+#: The renderer's counters (``taskcrawler_render_<name>_total``), with their help.
+RENDER_COUNTERS = {
+    "rendered": "Pages rendered in the browser.",
+    "failed": "Renders that failed (timeouts and crashes included).",
+    "timeouts": "Renders whose page kept the browser busy past the deadline.",
+    "crashes": "Renders the browser or the page's renderer died in.",
+    "launches": "Browsers started (the first, and after each recycle or crash).",
+    "recycled_after_pages": "Browsers restarted after TASKCRAWLER_BROWSER_RECYCLE_PAGES pages.",
+    "recycled_for_memory": "Browsers restarted above TASKCRAWLER_BROWSER_MAX_RSS_MB.",
+    "blocked_requests": "Requests of rendered pages refused by the address guard.",
+}
+RENDER_GAUGES = {
+    "browser_processes": "Live processes of this worker's browser.",
+    "browser_resident_bytes": "Resident memory of this worker's browser processes (a sum).",
+}
+
+
+class RendererCollector:
+    """The renderer's counters and its browser's processes and memory, read when scraped
+    (zero in a worker without a browser)."""
+
+    def __init__(self, stats: Callable[[], dict[str, float]]) -> None:
+        self.stats = stats
+
+    def collect(self) -> Iterable[Metric]:
+        values = self.stats()
+        for name, help_text in RENDER_COUNTERS.items():
+            yield CounterMetricFamily(
+                f"taskcrawler_render_{name}", help_text, value=values.get(name, 0.0)
+            )
+        for name, help_text in RENDER_GAUGES.items():
+            yield GaugeMetricFamily(f"taskcrawler_{name}", help_text, value=values.get(name, 0.0))
 
 
 class QueueDepth:

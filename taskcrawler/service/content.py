@@ -1,4 +1,5 @@
-"""What a page says beyond its metadata: its texts and links, and the links to a URL."""
+"""What a page says beyond its metadata: its texts, links and screenshot, and the links to a
+URL."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from uuid import UUID
 from taskcrawler.domain import JobStatus
 from taskcrawler.domain.errors import Conflict, NotFound
 from taskcrawler.domain.keys import Caller
-from taskcrawler.domain.pages import StoredLink
+from taskcrawler.domain.pages import Screenshot, StoredLink
 from taskcrawler.service.jobs import JobService
 from taskcrawler.storage.ports import ContentRepository
 
@@ -24,6 +25,15 @@ class ContentService:
         if body is None:
             raise NotFound(f"no {fmt} stored for this job")
         return body
+
+    async def screenshot(self, caller: Caller, job_id: UUID) -> Screenshot:
+        """The PNG of the job's rendered page; :class:`NotFound` when there is none (not asked
+        for, not rendered yet, or the job is another tenant's)."""
+        await self.jobs.get(caller, job_id)
+        shot = await self.content.screenshot(job_id)
+        if shot is None:
+            raise NotFound("no screenshot stored for this job")
+        return shot
 
     async def links_of(
         self, caller: Caller, job_id: UUID, *, after: int, limit: int

@@ -16,6 +16,7 @@ from taskcrawler.domain import Job, JobStatus, QueueUnavailable
 from taskcrawler.domain.errors import Conflict, InvalidCursor, JobNotFound, LimitExceeded
 from taskcrawler.domain.jobs import Created, JobQuery, JobRun, NewJob
 from taskcrawler.domain.keys import Caller
+from taskcrawler.domain.rendering import RenderRequest
 from taskcrawler.queue import JobQueue
 from taskcrawler.service.ratelimit import RateLimiter
 from taskcrawler.service.submission import Submitter
@@ -41,6 +42,8 @@ class JobOptions:
     formats: tuple[str, ...] | None = None
     callback_url: str | None = None
     max_age: float | None = None
+    render: str = "never"
+    render_options: RenderRequest | None = None
 
 
 class JobService:
@@ -92,6 +95,8 @@ class JobService:
             formats=options.formats,
             callback_url=callback,
             max_age=options.max_age,
+            render=options.render,
+            render_options=options.render_options,
         )
 
     async def submit(self, caller: Caller, url: str, options: JobOptions) -> Created:

@@ -9,20 +9,21 @@ from taskcrawler.domain.storable import storable_content, storable_json, storabl
 from taskcrawler.extract import extract
 from taskcrawler.storage.content import Archived, ContentRecord, Reextracted
 from taskcrawler.storage.ports import ContentRepository
-from taskcrawler.worker.content import page_content
+from taskcrawler.worker.content import extracted_formats, page_content
 
 log = logging.getLogger(__name__)
 
 
 def _reextract(item: Archived) -> Reextracted:
     page = item.page
-    extraction = extract(page.body, url=page.final_url, charset=page.charset, formats=item.formats)
+    formats = extracted_formats(item.formats)
+    extraction = extract(page.body, url=page.final_url, charset=page.charset, formats=formats)
     content = page_content(extraction, item.formats, archive=None)
     # Made storable as the worker's outcomes are (taskcrawler.domain.storable).
     return Reextracted(
         ContentRecord(item.job_id, item.owner, storable_content(content)),
         None if extraction.title is None else storable_text(extraction.title),
-        storable_json({"metadata": extraction.metadata}),
+        storable_json({**(item.result or {}), "metadata": extraction.metadata}),
     )
 
 

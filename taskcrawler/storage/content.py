@@ -15,12 +15,12 @@ import sqlalchemy as sa
 from isal import igzip
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from taskcrawler.domain.pages import FetchedPage, Link, PageContent, StoredLink
+from taskcrawler.domain.pages import FetchedPage, Link, PageContent, Screenshot, StoredLink
 from taskcrawler.storage.backend import Backend
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.rows import url_key, utcnow
-from taskcrawler.storage.tables import job_contents, job_links, jobs, page_archive
+from taskcrawler.storage.tables import job_contents, job_links, job_screenshots, jobs, page_archive
 
 #: Fast compression: the archive is written for every page, on the worker's hot path, and ISA-L
 #: at level 1 measured three times as fast as zlib's level 1 for the same size (plain gzip).
@@ -35,6 +35,8 @@ class Archived:
     owner: str
     formats: tuple[str, ...]
     page: FetchedPage
+    #: The stored result: what a re-extraction does not make (``render``) is kept from it.
+    result: dict[str, Any] | None = None
 
 
 def _link_key(url: str) -> str:
@@ -63,11 +65,13 @@ class ContentRows:
     texts: list[dict[str, Any]] = field(default_factory=list)
     links: list[dict[str, Any]] = field(default_factory=list)
     archives: list[dict[str, Any]] = field(default_factory=list)
+    screenshots: list[dict[str, Any]] = field(default_factory=list)
     # The jobs whose earlier texts, links and archive are deleted first. Links and the archive
     # are replaced only when the record carries them.
     retexted: list[UUID] = field(default_factory=list)
     relinked: list[UUID] = field(default_factory=list)
     rearchived: list[UUID] = field(default_factory=list)
+    reshot: list[UUID] = field(default_factory=list)
 
     def only(self, job_ids: set[UUID]) -> ContentRows:
         """The rows of ``job_ids`` alone (the jobs a transaction found it still holds)."""
@@ -76,9 +80,11 @@ class ContentRows:
             [row for row in self.texts if row["job_id"] in job_ids],
             [row for row in self.links if row["job_id"] in job_ids],
             [row for row in self.archives if row["job_id"] in job_ids],
+            [row for row in self.screenshots if row["job_id"] in job_ids],
             [i for i in self.retexted if i in job_ids],
             [i for i in self.relinked if i in job_ids],
             [i for i in self.rearchived if i in job_ids],
+            [i for i in self.reshot if i in job_ids],
         )
 
 
@@ -97,9 +103,15 @@ def content_rows(records: Sequence[ContentRecord]) -> ContentRows:
             for r in records
             if r.content.archive is not None
         ],
+        screenshots=[
+            _screenshot_row(r.job_id, r.content.screenshot)
+            for r in records
+            if r.content.screenshot is not None
+        ],
         retexted=[r.job_id for r in records if r.replaces],
         relinked=[r.job_id for r in with_links if r.replaces],
         rearchived=[r.job_id for r in records if r.replaces and r.content.archive is not None],
+        reshot=[r.job_id for r in records if r.replaces and r.content.screenshot is not None],
     )
 
 
@@ -131,6 +143,7 @@ async def write_content(conn: AsyncConnection, backend: Backend, rows: ContentRo
         (job_contents, rows.retexted),
         (job_links, rows.relinked),
         (page_archive, rows.rearchived),
+        (job_screenshots, rows.reshot),
     ):
         if replaced:
             await conn.execute(table.delete().where(backend.any_of(table.c.job_id, replaced)))
@@ -138,6 +151,7 @@ async def write_content(conn: AsyncConnection, backend: Backend, rows: ContentRo
         (job_contents, rows.texts),
         (job_links, rows.links),
         (page_archive, rows.archives),
+        (job_screenshots, rows.screenshots),
     ):
         if values:
             await backend.insert_rows(conn, table, values)
@@ -171,6 +185,17 @@ def _archive_row(job_id: UUID, page: FetchedPage) -> dict[str, Any]:
     }
 
 
+def _screenshot_row(job_id: UUID, shot: Screenshot) -> dict[str, Any]:
+    return {
+        "job_id": job_id,
+        "taken_at": utcnow(),
+        "width": shot.width,
+        "height": shot.height,
+        "cut": shot.cut,
+        "png": shot.png,
+    }
+
+
 def _stored_link(row: Any) -> StoredLink:
     return StoredLink(
         id=row.id,
@@ -197,6 +222,18 @@ class ContentStore:
                 )
             )
         return str(body) if body is not None else None
+
+    @unavailable_on_connection_errors
+    async def screenshot(self, job_id: UUID) -> Screenshot | None:
+        async with self.db.read() as conn:
+            row = (
+                await conn.execute(
+                    sa.select(job_screenshots).where(job_screenshots.c.job_id == job_id)
+                )
+            ).first()
+        if row is None:
+            return None
+        return Screenshot(bytes(row.png), row.width, row.height, bool(row.cut))
 
     @unavailable_on_connection_errors
     async def links_of(self, job_id: UUID, *, after: int = 0, limit: int = 100) -> list[StoredLink]:
@@ -246,7 +283,7 @@ class ContentStore:
         after: UUID | None = None
         while True:
             stmt = (
-                sa.select(page_archive, jobs.c.formats, jobs.c.owner, jobs.c.url)
+                sa.select(page_archive, jobs.c.formats, jobs.c.owner, jobs.c.url, jobs.c.result)
                 .join(jobs, jobs.c.id == page_archive.c.job_id)
                 .order_by(page_archive.c.job_id)
                 .limit(batch)
@@ -282,4 +319,5 @@ def _archived(row: Any) -> Archived:
             charset=row.charset,
             body=gzip.decompress(row.body_gz),
         ),
+        result=row.result,
     )

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from taskcrawler.domain.jobs import Created, Job, JobQuery, JobRun, JobStatus, NewJob
+from taskcrawler.domain.rendering import RenderRequest
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.rows import (
@@ -287,6 +288,10 @@ def _new_job(row: dict[str, Any]) -> Job:
         formats=tuple(row["formats"] or DEFAULT_FORMATS),
         callback_url=row["callback_url"],
         host=row["host"],
+        render=row["render"] or "never",
+        render_options=RenderRequest.from_json(row["render_options"])
+        if row["render_options"] is not None
+        else None,
     )
 
 
@@ -303,6 +308,11 @@ def _new_row(request: NewJob, key: str, now: datetime, redispatch_after: float) 
         "dispatch_at": now + timedelta(seconds=redispatch_after),
         "formats": list(request.formats) if request.formats else None,
         "callback_url": request.callback_url,
+        # NULL for never, the default: a job that does not render stores nothing of it.
+        "render": None if request.render == "never" else request.render,
+        "render_options": None
+        if request.render_options is None
+        else request.render_options.to_json(),
     }
 
 

@@ -14,7 +14,7 @@ from uuid import UUID
 
 from taskcrawler.domain.jobs import ClaimedJob, Created, Job, JobQuery, JobRun, NewJob
 from taskcrawler.domain.keys import ApiKey, NewKey
-from taskcrawler.domain.pages import StoredLink
+from taskcrawler.domain.pages import Screenshot, StoredLink
 from taskcrawler.domain.transitions import Transition
 from taskcrawler.domain.webhooks import ClaimedDelivery, Delivery, DeliveryStatus
 from taskcrawler.storage.content import Archived, Reextracted
@@ -96,9 +96,11 @@ class WorkRepository(Protocol):
 
 
 class ContentRepository(Protocol):
-    """What pages say beyond their metadata: texts, links, the raw archive."""
+    """What pages say beyond their metadata: texts, links, screenshots, the raw archive."""
 
     async def text(self, job_id: UUID, fmt: str) -> str | None: ...
+
+    async def screenshot(self, job_id: UUID) -> Screenshot | None: ...
 
     async def links_of(
         self, job_id: UUID, *, after: int = 0, limit: int = 100

@@ -8,6 +8,7 @@ from typing import Any
 
 from taskcrawler.domain.jobs import FINAL_STATUSES as domain_final_statuses
 from taskcrawler.domain.jobs import Job, JobStatus
+from taskcrawler.domain.rendering import RenderRequest
 from taskcrawler.domain.urls import normalize_url
 from taskcrawler.storage.tables import jobs
 
@@ -33,6 +34,8 @@ NEW_JOB_COLUMNS = (
     "dispatch_at",
     "formats",
     "callback_url",
+    "render",
+    "render_options",
 )
 #: What a claim reads of each job it takes.
 CLAIMED_COLUMNS = (
@@ -46,6 +49,8 @@ CLAIMED_COLUMNS = (
     "created_at",
     "run_count",
     "owner",
+    "render",
+    "render_options",
 )
 #: What every outcome's write sets besides its transition's values: the lease is over.
 LEASE_ENDED = {"lease_token": None, "lease_expires_at": None}
@@ -65,4 +70,7 @@ def row_to_job(row: Any) -> Job:
     values["status"] = JobStatus(values["status"])
     values["formats"] = tuple(values["formats"] or DEFAULT_FORMATS)
     values["unchanged"] = bool(values["unchanged"])
+    values["render"] = values["render"] or "never"
+    options = values["render_options"]
+    values["render_options"] = None if options is None else RenderRequest.from_json(options)
     return Job(**values)

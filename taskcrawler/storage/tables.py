@@ -76,6 +76,8 @@ jobs = sa.Table(
     sa.Column("last_modified", sa.Text()),
     sa.Column("run_count", sa.Integer(), nullable=False, server_default="0"),
     sa.Column("unchanged", sa.Boolean()),  # the last run got 304 Not Modified
+    sa.Column("render", sa.String(8)),  # never | auto | always; NULL means never
+    sa.Column("render_options", JSONType),  # RenderRequest.to_json(); NULL means the defaults
     sa.UniqueConstraint("owner", "url_key"),
     sa.Index("ix_jobs_owner_created", "owner", "created_at", "id"),
     sa.Index("ix_jobs_owner_status_created", "owner", "status", "created_at", "id"),
@@ -137,6 +139,18 @@ page_archive = sa.Table(
     sa.Column("sha256", sa.String(64), nullable=False),  # of the uncompressed body
     sa.Column("size", sa.Integer(), nullable=False),
     sa.Column("body_gz", sa.LargeBinary(), nullable=False),  # gzip of the body as fetched
+)
+
+#: A PNG of the rendered page (format ``screenshot``), at most ``max_body_bytes``.
+job_screenshots = sa.Table(
+    "job_screenshots",
+    metadata,
+    sa.Column("job_id", sa.Uuid(), sa.ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("taken_at", UTCDateTime(), nullable=False),
+    sa.Column("width", sa.Integer(), nullable=False),
+    sa.Column("height", sa.Integer(), nullable=False),
+    sa.Column("cut", sa.Boolean(), nullable=False),  # the page was taller than the picture
+    sa.Column("png", sa.LargeBinary(), nullable=False),
 )
 
 job_runs = sa.Table(

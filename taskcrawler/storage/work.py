@@ -14,6 +14,7 @@ import sqlalchemy as sa
 
 from taskcrawler.domain import ClaimedJob, JobStatus
 from taskcrawler.domain.errors import ErrorCode
+from taskcrawler.domain.rendering import RenderRequest
 from taskcrawler.domain.transitions import Transition, TransitionKind
 from taskcrawler.storage import webhooks
 from taskcrawler.storage.content import ContentRecord, prepare_content, write_content
@@ -62,6 +63,8 @@ class WorkStore:
                 created_at=r.created_at,
                 run_count=r.run_count,
                 owner=r.owner,
+                render=r.render or "never",
+                render_options=RenderRequest.from_json(r.render_options),
             )
             for r in rows
         ]

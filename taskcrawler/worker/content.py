@@ -8,6 +8,13 @@ from taskcrawler.domain.pages import FetchedPage, PageContent
 from taskcrawler.extract import Extraction
 
 TEXT_FORMATS = ("markdown", "text", "html")
+#: Formats a job may ask for that the extractor does not make (the browser does).
+NOT_EXTRACTED = frozenset({"screenshot"})
+
+
+def extracted_formats(formats: Collection[str]) -> tuple[str, ...]:
+    """What the extractor is asked for, of a job's formats."""
+    return tuple(fmt for fmt in formats if fmt not in NOT_EXTRACTED)
 
 
 def page_content(

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Collection
 from functools import partial
+from typing import TypeVar
 
 from taskcrawler.common.processes import CallTimeout, ProcessPool
 from taskcrawler.extract import Extraction, extract
@@ -39,6 +40,8 @@ THREAD_PARSE_LIMIT = 512 * 1024
 THREAD_TAG_LIMIT = 2_000
 DEFAULT_TIMEOUT_SECONDS = 15.0
 DEFAULT_PROCESSES = 2
+
+T = TypeVar("T")
 
 
 class ParseTimeout(Exception):
@@ -88,6 +91,11 @@ class PageParser:
             formats=tuple(formats),
             max_links=self.max_links,
         )
+        return await self.run(call, body)
+
+    async def run(self, call: Callable[[], T], body: bytes) -> T:
+        """``call()``, a parse of ``body``, in the lane :meth:`lane` picks for ``body``: a
+        picklable call (a ``functools.partial`` of a module-level function)."""
         lane = self.lane(body)
         if lane == "inline":
             return call()

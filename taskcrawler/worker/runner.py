@@ -35,7 +35,9 @@ async def run_worker(
     fetcher = bootstrap.fetcher(settings, shared.redis)
     parser = bootstrap.page_parser(settings)
     metrics = WorkerMetrics(registry or process_registry())
-    worker = bootstrap.worker(shared, fetcher, parser, metrics)
+    rendering = bootstrap.render_step(settings, parser)
+    metrics.track_rendering(rendering.available, rendering.stats)
+    worker = bootstrap.worker(shared, fetcher, parser, metrics, rendering)
     server = None
     if serve_metrics_port and settings.worker_metrics_port:
         endpoint = MetricsEndpoint(
@@ -44,6 +46,18 @@ async def run_worker(
         host, port = settings.worker_metrics_host, settings.worker_metrics_port
         server = await serve_metrics(endpoint, host, port)
     log.info("worker started: concurrency %d", settings.worker_concurrency)
+    if rendering.available:
+        log.info(
+            "rendering available: %s, %d pages at once",
+            rendering.availability.reason,
+            settings.browser_concurrency,
+        )
+    else:
+        log.warning(
+            "rendering unavailable: %s; jobs with render=always fail as render_unavailable, "
+            "render=auto extracts the fetched HTML",
+            rendering.availability.reason,
+        )
     try:
         dispatcher = bootstrap.webhook_dispatcher(shared)
         async with running_beside(dispatcher, stop, settings.webhook_timeout_seconds):
@@ -51,6 +65,7 @@ async def run_worker(
     finally:
         if server is not None:
             await server.cleanup()
+        await rendering.close()  # no chromium process outlives the worker
         await fetcher.close()
         await parser.aclose()
         if runtime is None:

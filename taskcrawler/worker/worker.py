@@ -29,8 +29,9 @@ from taskcrawler.fetch import Fetcher
 from taskcrawler.observability import WorkerMetrics, bind_job, log_transition
 from taskcrawler.queue import JobQueue
 from taskcrawler.storage.ports import WorkRepository
-from taskcrawler.worker.content import page_content
+from taskcrawler.worker.content import extracted_formats, page_content
 from taskcrawler.worker.parsing import PageParser, ParseTimeout
+from taskcrawler.worker.rendering import NO_BROWSER, RenderStep
 from taskcrawler.worker.sweeper import SweepConfig, Sweeper
 
 log = logging.getLogger(__name__)
@@ -91,12 +92,15 @@ class Worker:
         *,
         rng: random.Random | None = None,
         metrics: WorkerMetrics | None = None,
+        rendering: RenderStep | None = None,
     ) -> None:
         self.config = config
         self.store = store
         self.queue = queue
         self.fetcher = fetcher
         self.parser = parser
+        # Without a step of its own the worker has no browser: see worker/rendering.py.
+        self.rendering = rendering or RenderStep(None, NO_BROWSER, parser)
         self.rng = rng or random.Random()
         self.stats = WorkerStats()
         self.sweeper = Sweeper(config.sweep, store, queue)
@@ -251,18 +255,14 @@ class Worker:
             self._release_lease(job)
 
     async def _attempt(self, job: ClaimedJob) -> Outcome:
+        rendered = None
         try:
             with self.metrics.fetch_seconds.time():
                 page = await self.fetcher.fetch(job.url, headers=_conditional_headers(job))
+            if page.status != 304:
+                rendered = await self.rendering.prepare(job, page)
         except FetchError as exc:
-            return Outcome(
-                job=job,
-                http_status=exc.http_status,
-                error_code=exc.code,
-                error_message=exc.message,
-                transient=exc.transient,
-                retry_after=exc.retry_after,
-            )
+            return _failed(job, exc)
         except ServiceUnavailable as exc:
             # Redis (shared politeness, robots cache) is down: try again later without counting
             # a retry, as for a busy host; an outage must not use up the job's attempts.
@@ -283,12 +283,17 @@ class Worker:
             )
         if page.status == 304:
             return Outcome(job=job, http_status=304, final_url=page.final_url, unchanged=True)
-        return await self._extract(job, page)
+        if rendered is None:
+            return await self._extract(job, page)
+        return rendered.annotate(await self._extract(job, rendered.page))
 
     async def _extract(self, job: ClaimedJob, page: FetchedPage) -> Outcome:
         try:
             extraction = await self.parser.extract(
-                page.body, url=page.final_url, charset=page.charset, formats=job.formats
+                page.body,
+                url=page.final_url,
+                charset=page.charset,
+                formats=extracted_formats(job.formats),
             )
         except ParseTimeout as exc:
             # Permanent: the same page would overrun again. Logged without a traceback, it is
@@ -414,6 +419,17 @@ def _conditional_headers(job: ClaimedJob) -> dict[str, str] | None:
     return headers or None
 
 
+def _failed(job: ClaimedJob, exc: FetchError) -> Outcome:
+    return Outcome(
+        job=job,
+        http_status=exc.http_status,
+        error_code=exc.code,
+        error_message=exc.message,
+        transient=exc.transient,
+        retry_after=exc.retry_after,
+    )
+
+
 def _unparsed(job: ClaimedJob, page: FetchedPage, code: ErrorCode, message: str) -> Outcome:
     """A page fetched but not parsed: FAILED at once, the same page would fail again."""
     return Outcome(
@@ -432,4 +448,5 @@ def _held_bytes(outcome: Outcome) -> int:
     if content is None:
         return 0
     archived = len(content.archive.body) if content.archive is not None else 0
-    return archived + sum(len(text) for text in content.texts.values())
+    pictured = len(content.screenshot.png) if content.screenshot is not None else 0
+    return archived + pictured + sum(len(text) for text in content.texts.values())

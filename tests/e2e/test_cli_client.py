@@ -217,3 +217,17 @@ async def test_an_address_that_is_not_the_api_says_so(
     result = await cli("jobs", "list", api=api, cwd=tmp_path)
     assert result.code == 2
     assert "not JSON: is --api the address of a TaskCrawler API?" in result.err
+
+
+async def test_submit_with_render_sends_the_option_for_every_url(
+    served: Served, target: TargetServer, tmp_path: Path
+) -> None:
+    one = await cli("submit", target.url("/page/40"), "--render", "auto", "--json",
+                    api=served.base_url, cwd=tmp_path)  # fmt: skip
+    many = await cli("submit", target.url("/page/41"), target.url("/page/42"), "--render",
+                     "always", "--json", api=served.base_url, cwd=tmp_path)  # fmt: skip
+    assert one.code == 0 and many.code == 0, (one, many)
+    assert [job["render"] for job in json.loads(one.out)] == ["auto"]
+    assert [job["render"] for job in json.loads(many.out)] == ["always", "always"]
+    wrong = await cli("submit", target.url("/page/43"), "--render", "maybe", cwd=tmp_path)
+    assert wrong.code == 2 and "invalid choice" in wrong.err

@@ -19,14 +19,18 @@ async def test_reextract_rebuilds_results_from_the_archive(service: Service, tar
     assert hashlib.sha256(body).hexdigest() == archived.sha256
     assert archived.size == len(body)
     assert archived.headers["content-type"].startswith("text/html")
-    # Damage the stored result, as an old extractor might have left it.
+    # Damage the stored result, as an old extractor might have left it; what extraction does not
+    # make (how the page was rendered) must survive.
+    render = {"mode": "auto", "rendered": False, "reason": "no script could build the page"}
+    stale = {"metadata": {}, "render": render}
     async with db.write() as conn:
-        await conn.execute(jobs.update().values(scraped_title="stale", result={"metadata": {}}))
+        await conn.execute(jobs.update().values(scraped_title="stale", result=stale))
     hits = target.hits_for("/page/9")
     assert await reextract_all(service.storage.content) == 1
     fixed = await service.wait_for(job["id"])
     assert fixed["scraped_title"] == "Page 9"
     assert fixed["result"]["metadata"]["title"] == "Page 9"
+    assert fixed["result"]["render"] == render
     assert target.hits_for("/page/9") == hits  # nothing fetched
 
 

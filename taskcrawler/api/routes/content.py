@@ -1,4 +1,5 @@
-"""What a page says beyond its metadata: main content as Markdown/text, raw HTML, links."""
+"""What a page says beyond its metadata: main content as Markdown/text, raw HTML, links,
+screenshots."""
 
 from __future__ import annotations
 
@@ -40,6 +41,21 @@ async def job_content(
 ) -> Response:
     body = await services.content.text(caller, job_id, format)
     return Response(body, media_type=MEDIA_TYPES[format])
+
+
+@router.get(
+    "/api/v1/jobs/{job_id}/screenshot",
+    response_class=Response,
+    responses={
+        200: {"content": {"image/png": {}}, "description": "A PNG of the rendered page."},
+        404: {"model": ErrorOut, "description": "No screenshot, or an unknown job."},
+    },
+    summary="A PNG of the rendered page (asked for with formats: screenshot)",
+)
+async def job_screenshot(job_id: UUID, services: ServicesDep, caller: CallerDep) -> Response:
+    shot = await services.content.screenshot(caller, job_id)
+    headers = {"X-Screenshot-Cut": "true" if shot.cut else "false"}
+    return Response(shot.png, media_type="image/png", headers=headers)
 
 
 @router.get(

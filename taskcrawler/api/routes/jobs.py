@@ -42,6 +42,8 @@ def _options(body: JobOptionsIn) -> JobOptions:
         formats=tuple(body.formats) if body.formats else None,
         callback_url=body.callback_url,
         max_age=body.max_age,
+        render=body.render or "never",
+        render_options=body.render_options.request() if body.render_options else None,
     )
 
 

@@ -94,6 +94,12 @@ def add_client_commands(sub: Subparsers) -> None:
         "-w", "--wait", action="store_true", help="wait for the jobs, with a progress bar"
     )
     submit.add_argument(
+        "--render",
+        choices=("never", "auto", "always"),
+        help="render the pages in a headless browser: auto renders app shells only "
+        "(default: never)",
+    )
+    submit.add_argument(
         "--timeout",
         type=_positive,
         metavar="SECONDS",

@@ -11,6 +11,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.progress import (
@@ -124,7 +125,8 @@ async def submit(urls: Sequence[str], args: argparse.Namespace) -> int:
     console = err()
     async with ApiClient(args.api, api_key_from_env()) as api:
         try:
-            jobs, created = await send(api, urls, console)
+            options = {"render": args.render} if args.render else {}
+            jobs, created = await send(api, urls, console, **options)
         except ApiError as exc:
             fail(str(exc))
             return EXIT_ERROR
@@ -162,12 +164,15 @@ async def submit(urls: Sequence[str], args: argparse.Namespace) -> int:
     return EXIT_OK if ok else EXIT_JOBS_FAILED
 
 
-async def send(api: ApiClient, urls: Sequence[str], console: Console) -> tuple[dict[str, Job], int]:
-    """Submit in batches; the jobs by id in the order of the URLs, and how many are new."""
+async def send(
+    api: ApiClient, urls: Sequence[str], console: Console, **options: Any
+) -> tuple[dict[str, Job], int]:
+    """Submit in batches, with the job ``options``; the jobs by id in the order of the URLs, and
+    how many are new."""
     jobs: dict[str, Job] = {}
     created = 0
     if len(urls) == 1:
-        job, new = await api.submit(urls[0])
+        job, new = await api.submit(urls[0], **options)
         return {job["id"]: job}, int(new)
     show = console.is_terminal and len(urls) > MAX_BATCH
     with Progress(
@@ -178,7 +183,7 @@ async def send(api: ApiClient, urls: Sequence[str], console: Console) -> tuple[d
         for start in range(0, len(urls), MAX_BATCH):
             chunk = urls[start : start + MAX_BATCH]
             try:
-                answer = await api.submit_batch(chunk)
+                answer = await api.submit_batch(chunk, **options)
             except ApiError as exc:
                 if start:
                     exc.args = (f"{exc} (after {start:,} of {len(urls):,} URLs were submitted)",)

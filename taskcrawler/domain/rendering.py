@@ -1,0 +1,81 @@
+"""What a job asks of the browser: whether to render its page (``render``), and how
+(``render_options``). Pure: the worker turns it into a render, the API checks it at the edge."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Literal, cast, get_args
+
+RenderMode = Literal["never", "auto", "always"]
+RENDER_MODES: tuple[str, ...] = get_args(RenderMode)
+WaitUntil = Literal["load", "networkidle"]
+#: Resource types a render can leave out (the browser's names).
+BLOCKABLE = ("image", "font", "media")
+#: The format that asks for a picture of the rendered page; it needs a browser.
+SCREENSHOT = "screenshot"
+
+MIN_VIEWPORT, MAX_VIEWPORT = 200, 4096
+#: The longest a job may ask to wait for network idle or a selector; the render's own deadline
+#: (``render_timeout_seconds``) bounds it further.
+MAX_WAIT_SECONDS = 60.0
+MAX_SELECTOR_CHARS = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class RenderRequest:
+    """How to render a job's page. Waits that do not happen in time are not errors: the page
+    is taken as it is then, and the job's result says which wait timed out."""
+
+    #: ``load``: the load event; ``networkidle`` (the default: most app shells fetch their
+    #: content after the load event): also no request for half a second.
+    wait_until: WaitUntil = "networkidle"
+    #: A CSS selector to wait for (attached to the DOM).
+    wait_for: str | None = None
+    wait_seconds: float = 10.0
+    #: Resource types not downloaded, of :data:`BLOCKABLE`.
+    block: tuple[str, ...] = ()
+    viewport_width: int = 1280
+    viewport_height: int = 800
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "wait_until": self.wait_until,
+            "wait_for": self.wait_for,
+            "wait_seconds": self.wait_seconds,
+            "block": list(self.block),
+            "viewport": {"width": self.viewport_width, "height": self.viewport_height},
+        }
+
+    @classmethod
+    def from_json(cls, value: dict[str, Any] | None) -> RenderRequest:
+        """The request :meth:`to_json` stored; ``None`` (nothing stored) is the defaults."""
+        if not value:
+            return DEFAULT_RENDER
+        viewport = value.get("viewport") or {}
+        return cls(
+            wait_until=value.get("wait_until") or DEFAULT_RENDER.wait_until,
+            wait_for=value.get("wait_for"),
+            wait_seconds=float(value.get("wait_seconds", DEFAULT_RENDER.wait_seconds)),
+            block=tuple(value.get("block") or ()),
+            viewport_width=int(viewport.get("width", DEFAULT_RENDER.viewport_width)),
+            viewport_height=int(viewport.get("height", DEFAULT_RENDER.viewport_height)),
+        )
+
+
+DEFAULT_RENDER = RenderRequest()
+
+
+def effective_mode(
+    mode: str | None, formats: tuple[str, ...] | list[str] | list[Any] | None
+) -> RenderMode:
+    """The render mode a job runs with: as asked, or, when not asked, ``always`` for a
+    screenshot (only a browser takes one) and ``never`` otherwise. ``never`` with a screenshot
+    is refused (ValueError)."""
+    wants_picture = SCREENSHOT in (formats or ())
+    if mode is None:
+        return "always" if wants_picture else "never"
+    if mode not in RENDER_MODES:
+        raise ValueError(f"render must be one of {', '.join(RENDER_MODES)}, not {mode!r}")
+    if mode == "never" and wants_picture:
+        raise ValueError('the screenshot format needs a browser: render "auto" or "always"')
+    return cast(RenderMode, mode)
