@@ -37,6 +37,10 @@ class Backend(Protocol):
 
     def create_engine(self, url: str, *, pool_size: int) -> AsyncEngine: ...
 
+    async def begin_write(self, conn: AsyncConnection) -> None:
+        """Start ``conn``'s write transaction (:meth:`Database.write`), holding what it must."""
+        ...
+
     def any_of(self, column: sa.Column[Any], values: Collection[Any]) -> sa.ColumnElement[bool]:
         """``column IN values``, in the form this database runs best."""
         ...

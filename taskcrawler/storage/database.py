@@ -53,6 +53,7 @@ class Database:
                 yield conn
             return
         async with self._write_lock, self.engine.begin() as conn:
+            await self.backend.begin_write(conn)
             yield conn
 
     @asynccontextmanager

@@ -30,6 +30,9 @@ class PostgresBackend:
     concurrent_writes = 2
     pins_connections = True
 
+    async def begin_write(self, conn: AsyncConnection) -> None:
+        """Nothing to do: row locks are taken by the statements themselves."""
+
     def create_engine(self, url: str, *, pool_size: int) -> AsyncEngine:
         return create_async_engine(
             url,

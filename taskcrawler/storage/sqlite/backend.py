@@ -44,6 +44,14 @@ class SqliteBackend:
     concurrent_writes = 1
     pins_connections = False
 
+    async def begin_write(self, conn: AsyncConnection) -> None:
+        """Take the database's write lock now, not at the first write: a transaction that reads
+        before it writes (an outcome batch reads which jobs it still holds) then reads what
+        another process (``serve``'s API and its worker process) cannot change before the
+        commit. This process's writes already queue for the lock (:class:`Database`); another
+        process's wait for it up to ``busy_timeout``."""
+        await conn.exec_driver_sql(sql.BEGIN_WRITE)
+
     def create_engine(self, url: str, *, pool_size: int) -> AsyncEngine:
         engine = create_async_engine(
             url, **JSON_CODEC, pool_size=max(2, min(pool_size, 4)), max_overflow=0
