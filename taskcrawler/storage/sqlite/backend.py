@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
+from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NoReturn
 from uuid import UUID
@@ -16,6 +17,7 @@ from taskcrawler.storage.backend import Rows
 from taskcrawler.storage.engine import JSON_CODEC
 from taskcrawler.storage.rows import CLAIMED_COLUMNS, LEASE_ENDED, PENDING, PROCESSING
 from taskcrawler.storage.sqlite import sql
+from taskcrawler.storage.sqlite.locking import NoLock, WriterLock, writer_lock
 from taskcrawler.storage.tables import jobs
 
 if TYPE_CHECKING:
@@ -44,19 +46,28 @@ class SqliteBackend:
     concurrent_writes = 1
     pins_connections = False
 
-    async def begin_write(self, conn: AsyncConnection) -> None:
-        """Take the database's write lock now, not at the first write: a transaction that reads
-        before it writes (an outcome batch reads which jobs it still holds) then reads what
-        another process (``serve``'s API and its worker process) cannot change before the
-        commit. This process's writes already queue for the lock (:class:`Database`); another
-        process's wait for it up to ``busy_timeout``."""
-        await conn.exec_driver_sql(sql.BEGIN_WRITE)
+    def __init__(self) -> None:
+        self._writer: WriterLock | NoLock = NoLock()
+
+    @asynccontextmanager
+    async def write_transaction(self, engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
+        """Under the database's writer lock (:mod:`.locking`, shared with other processes),
+        a transaction that takes SQLite's write lock at once rather than at its first write: a
+        transaction that reads before it writes (an outcome batch reads which jobs it still
+        holds) then reads what no other process can change before its commit."""
+        async with self._writer.held(), engine.begin() as conn:
+            await conn.exec_driver_sql(sql.BEGIN_WRITE)
+            yield conn
+
+    def close(self) -> None:
+        self._writer.close()
 
     def create_engine(self, url: str, *, pool_size: int) -> AsyncEngine:
         engine = create_async_engine(
             url, **JSON_CODEC, pool_size=max(2, min(pool_size, 4)), max_overflow=0
         )
         event.listen(engine.sync_engine, "connect", _pragmas)
+        self._writer = writer_lock(engine.url.database)
         return engine
 
     def any_of(self, column: sa.Column[Any], values: Collection[Any]) -> sa.ColumnElement[bool]:
