@@ -229,7 +229,11 @@ class Settings(BaseSettings):
     log_format: str = Field("auto", description="auto | json | text")
     log_level: str = Field("INFO", description="DEBUG, INFO, WARNING or ERROR.")
     worker_metrics_port: int = Field(
-        9100, ge=0, le=65535, description="Port of `taskcrawler worker`'s /metrics; 0 disables it."
+        9100,
+        ge=0,
+        le=65535,
+        description="Port of `taskcrawler worker`'s /metrics, and of `serve`'s worker process "
+        "only when set; 0 disables it.",
     )
     worker_metrics_host: str = Field(
         "127.0.0.1", description="Address of `taskcrawler worker`'s /metrics (0.0.0.0 in Docker)."
