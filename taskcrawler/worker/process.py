@@ -129,6 +129,10 @@ class WorkerProcess:
     async def stop(self) -> None:
         """SIGTERM the child and wait for its graceful stop; SIGKILL it if that never ends."""
         self._stopping.set()
+        if self._supervisor is not None:
+            # Wherever it is (waiting, pausing, starting a child), it starts no other one.
+            self._supervisor.cancel()
+            await asyncio.gather(self._supervisor, return_exceptions=True)
         process = self._process
         if process is not None and process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
@@ -141,8 +145,6 @@ class WorkerProcess:
                 with contextlib.suppress(ProcessLookupError):
                     process.kill()
                 await process.wait()
-        if self._supervisor is not None:
-            await asyncio.gather(self._supervisor, return_exceptions=True)
         if self.sender is not None:
             self.sender.detach()
 
