@@ -35,7 +35,8 @@ class Settings(BaseSettings):
     redis_url: str | None = Field(
         None,
         validation_alias=_env("REDIS_URL", "REDIS_URL"),
-        description="Redis URL for the production queue; unset means the in-process queue.",
+        description="Redis URL for the production queue; unset means the embedded queue "
+        "(to `serve`'s worker process over a socket).",
     )
     redis_prefix: str = Field("taskcrawler", description="Prefix of every Redis key.")
     db_pool_size: int = Field(10, ge=1, description="Database connections per process.")
