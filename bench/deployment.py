@@ -211,6 +211,25 @@ class Deployment:
         return worker
 
 
+def _child_with(parent: int, marker: str) -> int | None:
+    for pid in Path(f"/proc/{parent}/task/{parent}/children").read_text().split():
+        with contextlib.suppress(OSError):
+            if marker in Path(f"/proc/{pid}/cmdline").read_text():
+                return int(pid)
+    return None
+
+
+async def child_pid(parent: int, marker: str, within: float) -> int | None:
+    """The child of ``parent`` whose command line holds ``marker`` (``serve``'s worker)."""
+    deadline = time.monotonic() + within
+    while True:
+        if (pid := _child_with(parent, marker)) is not None:
+            return pid
+        if time.monotonic() > deadline:
+            return None
+        await asyncio.sleep(0.1)
+
+
 @contextlib.asynccontextmanager
 async def deployment(
     mode: str,
@@ -254,6 +273,10 @@ async def deployment(
             worker = processes.start(["worker"], env, name="production-worker")
             pids = {"api": server.pid, "worker": worker.pid}
         await server.wait_for_port(port, within=60)
+        # Spawned before the API listens; a version whose worker shares the API's process
+        # (``bench.ab`` against an older ref) has none.
+        if mode == "embedded" and (child := await child_pid(server.pid, "embedded_worker", 5)):
+            pids["worker"] = child
         worker_pid = pids.get("worker", server.pid)
         yield Deployment(
             mode, f"http://127.0.0.1:{port}", env, pids, worker_pid, counter, processes, helpers

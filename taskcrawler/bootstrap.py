@@ -28,6 +28,8 @@ from taskcrawler.settings import Settings
 from taskcrawler.storage import Storage, open_storage
 
 if TYPE_CHECKING:
+    import asyncio
+
     from redis.asyncio import Redis
 
     from taskcrawler.domain.transitions import RetryPolicy
@@ -35,6 +37,7 @@ if TYPE_CHECKING:
     from taskcrawler.observability import WorkerMetrics
     from taskcrawler.worker import Worker
     from taskcrawler.worker.parsing import PageParser
+    from taskcrawler.worker.process import WorkerProcess
     from taskcrawler.worker.rendering import RenderStep
     from taskcrawler.worker.webhooks import WebhookDispatcher
     from taskcrawler.worker.worker import WorkerConfig
@@ -51,10 +54,11 @@ class Runtime:
     redis: Redis | None = None
 
     @classmethod
-    def open(cls, settings: Settings) -> Runtime:
+    def open(cls, settings: Settings, *, queue: JobQueue | None = None) -> Runtime:
+        """Redis when configured; else ``queue``, by default one in this process."""
         storage = storage_of(settings)
         if settings.redis_url is None:
-            return cls(settings, storage, MemoryQueue())
+            return cls(settings, storage, queue or MemoryQueue())
         from taskcrawler.queue.redis import RedisQueue, redis_client  # embedded: no Redis
 
         redis = redis_client(settings.redis_url)
@@ -258,3 +262,48 @@ def webhook_dispatcher(runtime: Runtime) -> WebhookDispatcher:
     from taskcrawler.worker.webhooks import WebhookDispatcher
 
     return WebhookDispatcher(runtime.settings, runtime.storage.webhooks)
+
+
+# --- serve: the API with its worker in a child process ------------------------------------------
+
+
+def serve_runtime(settings: Settings) -> tuple[Runtime, WorkerProcess]:
+    """The API's runtime under ``taskcrawler serve`` and the supervisor of its worker process.
+
+    Without Redis the API publishes job ids over a socket to the worker process
+    (:mod:`taskcrawler.queue.pipe`); with Redis both use it, as ``api`` and ``worker`` do.
+    The child reads its settings as this process did (environment, ``.env``), plus the
+    command line's: the database, the concurrency. Its metrics port is off unless
+    TASKCRAWLER_WORKER_METRICS_PORT is set, so that two ``serve`` never contend for it.
+    """
+    from taskcrawler.queue.pipe import PipeSender
+    from taskcrawler.worker.process import WorkerProcess
+
+    sender = PipeSender() if settings.redis_url is None else None
+    env = {
+        "TASKCRAWLER_DATABASE_URL": settings.database_url,
+        "TASKCRAWLER_WORKER_CONCURRENCY": str(settings.worker_concurrency),
+        "TASKCRAWLER_WORKER_METRICS_PORT": str(
+            settings.worker_metrics_port
+            if "worker_metrics_port" in settings.model_fields_set
+            else 0
+        ),
+    }
+    supervisor = WorkerProcess(env, sender=sender, grace_seconds=settings.shutdown_grace_seconds)
+    return Runtime.open(settings, queue=sender), supervisor
+
+
+async def worker_process_runtime(
+    settings: Settings, wake_fd: int | None
+) -> tuple[Runtime, asyncio.Event | None]:
+    """The runtime of ``serve``'s worker process, and, when its job ids come over the socket
+    ``wake_fd``, the event set once the API process has closed that socket."""
+    if wake_fd is None or settings.redis_url is not None:
+        return Runtime.open(settings), None
+    import socket
+
+    from taskcrawler.queue.pipe import PipeReceiver
+
+    receiver = PipeReceiver(socket.socket(fileno=wake_fd))
+    await receiver.open()
+    return Runtime.open(settings, queue=receiver), receiver.closed

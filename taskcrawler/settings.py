@@ -35,7 +35,8 @@ class Settings(BaseSettings):
     redis_url: str | None = Field(
         None,
         validation_alias=_env("REDIS_URL", "REDIS_URL"),
-        description="Redis URL for the production queue; unset means the in-process queue.",
+        description="Redis URL for the production queue; unset means the embedded queue "
+        "(to `serve`'s worker process over a socket).",
     )
     redis_prefix: str = Field("taskcrawler", description="Prefix of every Redis key.")
     db_pool_size: int = Field(10, ge=1, description="Database connections per process.")
@@ -229,7 +230,11 @@ class Settings(BaseSettings):
     log_format: str = Field("auto", description="auto | json | text")
     log_level: str = Field("INFO", description="DEBUG, INFO, WARNING or ERROR.")
     worker_metrics_port: int = Field(
-        9100, ge=0, le=65535, description="Port of `taskcrawler worker`'s /metrics; 0 disables it."
+        9100,
+        ge=0,
+        le=65535,
+        description="Port of `taskcrawler worker`'s /metrics, and of `serve`'s worker process "
+        "only when set; 0 disables it.",
     )
     worker_metrics_host: str = Field(
         "127.0.0.1", description="Address of `taskcrawler worker`'s /metrics (0.0.0.0 in Docker)."

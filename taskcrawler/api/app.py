@@ -39,13 +39,16 @@ def create_app(
     settings: Settings,
     *,
     run_worker: bool = False,
+    worker_process: bool = False,
     runtime: Runtime | None = None,
 ) -> FastAPI:
     """The ASGI app. Resources are built (by :mod:`taskcrawler.bootstrap`) and closed by its
     lifespan, never at import.
 
-    ``run_worker`` runs a worker inside the API process (``taskcrawler serve``, the embedded
-    mode); a ``runtime`` may be passed in by tests or embedders, and is then not closed.
+    ``worker_process`` runs a worker in a child process that the app starts, restarts when it
+    dies and stops on shutdown (``taskcrawler serve``, the embedded mode). ``run_worker`` runs
+    one inside the API process instead (tests, embedders). A ``runtime`` may be passed in by
+    tests or embedders, and is then not closed.
     Metrics go to a registry of this app's own (``app.state.metrics``), the worker's included.
     """
     registry = process_registry()
@@ -54,7 +57,11 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        shared = runtime or Runtime.open(settings)
+        supervisor = None
+        if worker_process:
+            shared, supervisor = bootstrap.serve_runtime(settings)
+        else:
+            shared = runtime or Runtime.open(settings)
         queue_depth.source = shared.queue.depth
         app.state.runtime = shared
         fetcher = bootstrap.api_fetcher(shared)
@@ -62,13 +69,17 @@ def create_app(
         stop = asyncio.Event()
         worker_task = _start_worker(settings, shared, stop, registry) if run_worker else None
         try:
+            if supervisor is not None:
+                await supervisor.start()
             yield
         finally:
             stop.set()
             if worker_task is not None:
                 await worker_task
+            if supervisor is not None:
+                await supervisor.stop()
             await fetcher.close()
-            if runtime is None:
+            if runtime is None or supervisor is not None:
                 await shared.close()
 
     app = FastAPI(

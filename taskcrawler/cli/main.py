@@ -51,17 +51,17 @@ def freeze_startup_heap() -> None:
 
 
 def cmd_serve(settings: Settings, args: argparse.Namespace) -> int:
-    """API and worker in one process; migrates the database first."""
+    """The API, and a worker in a child process it supervises; migrates the database first."""
     from taskcrawler.storage import upgrade_database
 
     if refused := _refuse_open_bind(settings, args):
         return refused
     run_async(upgrade_database(settings.database_url))
-    return _run_api(settings, run_worker=True)
+    return _run_api(settings, worker_process=True)
 
 
 def cmd_api(settings: Settings, args: argparse.Namespace) -> int:
-    return _refuse_open_bind(settings, args) or _run_api(settings, run_worker=False)
+    return _refuse_open_bind(settings, args) or _run_api(settings, worker_process=False)
 
 
 def _refuse_open_bind(settings: Settings, args: argparse.Namespace) -> int:
@@ -76,12 +76,12 @@ def _refuse_open_bind(settings: Settings, args: argparse.Namespace) -> int:
     return 2
 
 
-def _run_api(settings: Settings, *, run_worker: bool) -> int:
+def _run_api(settings: Settings, *, worker_process: bool) -> int:
     import uvicorn
 
     from taskcrawler.api import create_app
 
-    app = create_app(settings, run_worker=run_worker)
+    app = create_app(settings, worker_process=worker_process)
     freeze_startup_heap()
     config = uvicorn.Config(
         app,
@@ -252,9 +252,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser(
         "serve",
-        help="API and workers in one process (embedded mode: zero configuration)",
-        description="Run the API and a worker in one process. With no configuration it uses "
-        "SQLite (./taskcrawler.db) and an in-process queue, and migrates the database first.",
+        help="the API and its worker process (embedded mode: zero configuration)",
+        description="Run the API and, in a child process it restarts if it dies, a worker. With "
+        "no configuration it uses SQLite (./taskcrawler.db), passes job ids to the worker over "
+        "a socket, and migrates the database first.",
     )
     _add_bind_options(serve)
     _add_worker_options(serve)

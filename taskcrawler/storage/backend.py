@@ -9,6 +9,7 @@ place a scheme is read. Each backend's raw SQL lives in its own ``sql.py``.
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
@@ -36,6 +37,16 @@ class Backend(Protocol):
     pins_connections: bool
 
     def create_engine(self, url: str, *, pool_size: int) -> AsyncEngine: ...
+
+    def write_transaction(
+        self, engine: AsyncEngine
+    ) -> AbstractAsyncContextManager[AsyncConnection]:
+        """A transaction of :meth:`Database.write`, holding what it must, committed on exit."""
+        ...
+
+    def close(self) -> None:
+        """Release what :meth:`create_engine` took besides the engine."""
+        ...
 
     def any_of(self, column: sa.Column[Any], values: Collection[Any]) -> sa.ColumnElement[bool]:
         """``column IN values``, in the form this database runs best."""

@@ -38,6 +38,7 @@ class Database:
         for pinned in self._pinned:
             await pinned.close()
         await self.engine.dispose()
+        self.backend.close()
 
     def pinned(self) -> PinnedConnection:
         """A connection of the caller's own, for one statement at a time (PostgreSQL only)."""
@@ -52,7 +53,7 @@ class Database:
             async with self.engine.begin() as conn:
                 yield conn
             return
-        async with self._write_lock, self.engine.begin() as conn:
+        async with self._write_lock, self.backend.write_transaction(self.engine) as conn:
             yield conn
 
     @asynccontextmanager

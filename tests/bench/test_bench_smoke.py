@@ -3,6 +3,7 @@ but Scrapy (a benchmark-only dependency). No timing is asserted: this is not a t
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import subprocess
@@ -12,7 +13,8 @@ from pathlib import Path
 import pytest
 
 from bench import run
-from tests.support.processes import REPO_ROOT, clean_env
+from tests.support.processes import REPO_ROOT, ProcessManager, clean_env, free_port
+from tests.support.target import TargetServer
 
 pytestmark = pytest.mark.slow
 
@@ -137,3 +139,24 @@ def test_monitor_bounds_runs() -> None:
     assert out.count("selectors  ours") == 4
     assert out.count("diff       ") == 4
     assert "content    " in out
+
+
+@pytest.mark.timeout(120)
+async def test_wakeup_benchmark_measures_a_serve(
+    processes: ProcessManager, tmp_path: Path, target: TargetServer
+) -> None:
+    port = free_port()
+    env = {
+        "TASKCRAWLER_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/w.db",
+        "TASKCRAWLER_ALLOW_PRIVATE_NETWORKS": "true",
+        "TASKCRAWLER_RESPECT_ROBOTS": "false",
+    }
+    server = processes.start(["serve", "--port", str(port)], env)
+    api = f"http://127.0.0.1:{port}"
+    await server.wait_for_http(f"{api}/healthz")
+    out = await asyncio.to_thread(
+        run_bench, "wakeup", "--api", api, "--target", target.base_url, "--jobs", "3"
+    )
+    figures = json.loads(out.strip().splitlines()[-1])
+    assert figures["jobs"] == 3
+    assert 0 <= figures["p50_ms"] <= figures["max_ms"]

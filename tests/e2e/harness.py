@@ -1,6 +1,7 @@
 """An in-process TaskCrawler for end-to-end tests, in either mode.
 
-embedded:   SQLite + in-process queue, the worker inside the API process (``taskcrawler serve``)
+embedded:   SQLite + in-process queue, the worker inside the API process (``taskcrawler serve``
+            runs it in a child process instead: tests/e2e/test_serve_signals.py)
 production: PostgreSQL + Redis, the worker beside the API with its own connections (as a
             separate ``taskcrawler worker`` process would have)
 """

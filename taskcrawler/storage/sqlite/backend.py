@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
+from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NoReturn
 from uuid import UUID
@@ -10,12 +11,14 @@ from uuid import UUID
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.dialects import sqlite
+from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
 from taskcrawler.storage.backend import Rows
 from taskcrawler.storage.engine import JSON_CODEC
 from taskcrawler.storage.rows import CLAIMED_COLUMNS, LEASE_ENDED, PENDING, PROCESSING
 from taskcrawler.storage.sqlite import sql
+from taskcrawler.storage.sqlite.locking import WriterLock, locking_connection, writer_lock
 from taskcrawler.storage.tables import jobs
 
 if TYPE_CHECKING:
@@ -44,9 +47,34 @@ class SqliteBackend:
     concurrent_writes = 1
     pins_connections = False
 
+    def __init__(self) -> None:
+        self._writer: WriterLock | None = None
+
+    @asynccontextmanager
+    async def write_transaction(self, engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
+        """A transaction that takes the database's writer lock (:mod:`.locking`, shared with
+        other processes) and SQLite's write lock at once rather than at its first write: one
+        that reads before it writes (an outcome batch reads which jobs it still holds) then
+        reads what no other process can change before its commit."""
+        async with engine.begin() as conn:
+            await conn.exec_driver_sql(sql.BEGIN_WRITE)
+            yield conn
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._writer.close()
+
     def create_engine(self, url: str, *, pool_size: int) -> AsyncEngine:
+        self._writer = writer_lock(make_url(url).database)
+        connect_args: dict[str, Any] = {}
+        if self._writer is not None:
+            connect_args["factory"] = locking_connection(self._writer, sql.BEGIN_WRITE)
         engine = create_async_engine(
-            url, **JSON_CODEC, pool_size=max(2, min(pool_size, 4)), max_overflow=0
+            url,
+            **JSON_CODEC,
+            pool_size=max(2, min(pool_size, 4)),
+            max_overflow=0,
+            connect_args=connect_args,
         )
         event.listen(engine.sync_engine, "connect", _pragmas)
         return engine

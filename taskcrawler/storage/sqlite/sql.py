@@ -17,6 +17,9 @@ PRAGMAS = (
     "PRAGMA cache_size=-65536",
 )
 
+#: A write transaction that holds the write lock from its start (see ``begin_write``).
+BEGIN_WRITE = "BEGIN IMMEDIATE"
+
 #: New jobs, deduplicated by the unique (owner, url_key) index; run as an executemany.
 INSERT_NEW_JOBS = (
     sqlite.insert(jobs)

@@ -1,0 +1,66 @@
+"""``python -m taskcrawler.cli.embedded_worker``: the worker process of ``taskcrawler serve``.
+
+Started and supervised by ``serve`` (:class:`taskcrawler.worker.process.WorkerProcess`), never
+by hand. It is ``taskcrawler worker`` with two differences: job ids come over the socket given
+as ``--wake-fd`` when there is no Redis, and it stops by itself when ``serve`` is gone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+
+log = logging.getLogger(__name__)
+
+
+async def _run(wake_fd: int | None) -> None:
+    from taskcrawler import bootstrap
+    from taskcrawler.settings import get_settings
+    from taskcrawler.worker.runner import run_worker
+
+    settings = get_settings()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGTERM, stop.set)
+    # Ctrl-C in a terminal reaches the whole process group: the supervisor stops this process
+    # (with SIGTERM) once the API has shut down, not the keyboard.
+    loop.add_signal_handler(signal.SIGINT, lambda: None)
+    runtime, parent_gone = await bootstrap.worker_process_runtime(settings, wake_fd)
+
+    async def stop_when_parent_gone(gone: asyncio.Event) -> None:
+        await gone.wait()
+        log.warning("the serve process is gone: stopping")
+        stop.set()
+
+    watcher = (
+        None if parent_gone is None else asyncio.create_task(stop_when_parent_gone(parent_gone))
+    )
+    try:
+        await run_worker(settings, stop=stop, runtime=runtime, serve_metrics_port=True)
+    finally:
+        if watcher is not None:
+            watcher.cancel()
+        await runtime.close()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from taskcrawler.cli.logs import configure_logging
+    from taskcrawler.cli.main import freeze_startup_heap, run_async
+    from taskcrawler.settings import get_settings
+
+    parser = argparse.ArgumentParser(prog="python -m taskcrawler.cli.embedded_worker")
+    parser.add_argument("--wake-fd", type=int, help="the socket job ids arrive on")
+    args = parser.parse_args(argv)
+    settings = get_settings()
+    configure_logging(settings.log_format, settings.log_level)
+    freeze_startup_heap()
+    run_async(_run(args.wake_fd))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

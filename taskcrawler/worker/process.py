@@ -1,0 +1,156 @@
+"""The embedded mode's worker in a process of its own, and the supervisor that keeps it running.
+
+``taskcrawler serve`` answers HTTP in its main process and runs the worker in a child (started
+with ``python -m taskcrawler.cli.embedded_worker``), so each has a core and neither waits for the
+other's event loop. The :class:`WorkerProcess` supervisor, run by the API's lifespan, starts the
+child once the database is migrated, starts it again when it dies, and stops it on shutdown with
+SIGTERM, which is ``taskcrawler worker``'s graceful stop: in-flight jobs get the grace period,
+the rest are handed back. Nothing is lost when the child dies: the jobs are in the database,
+leases expire and the next child's sweeper publishes every PENDING job again.
+
+Job ids travel from the API to the child over a Unix socket pair (:mod:`taskcrawler.queue.pipe`),
+a new pair for each child. When the API process goes away without stopping it (SIGKILL), the
+child reads the end of its socket and stops by itself, so no worker outlives its ``serve``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import sys
+import time
+from collections.abc import Mapping, Sequence
+
+from taskcrawler.queue.pipe import PipeSender
+
+log = logging.getLogger(__name__)
+
+#: A child that lived this long before dying is restarted at once; one that died sooner waits
+#: a little longer each time (up to the cap), so a crash at start-up does not spin a core.
+STABLE_SECONDS = 30.0
+RESTART_BASE_SECONDS = 0.5
+RESTART_MAX_SECONDS = 30.0
+#: After SIGTERM the child has the grace period for its jobs, then this long to close up.
+STOP_MARGIN_SECONDS = 10.0
+
+
+class WorkerProcess:
+    """Runs ``python -m taskcrawler.cli.embedded_worker`` and keeps one running until :meth:`stop`.
+
+    ``env`` is added to this process's environment for the child (its settings come from the
+    environment and ``.env``, as this process's did, plus the command line's overrides given
+    here). With a ``sender`` (no Redis), each child gets a new socket pair, attached to it.
+    """
+
+    def __init__(
+        self,
+        env: Mapping[str, str],
+        *,
+        sender: PipeSender | None,
+        grace_seconds: float,
+        command: Sequence[str] = (sys.executable, "-m", "taskcrawler.cli.embedded_worker"),
+    ) -> None:
+        self.env = dict(env)
+        self.sender = sender
+        self.grace_seconds = grace_seconds
+        self.command = tuple(command)
+        self.restarts = 0
+        self._process: asyncio.subprocess.Process | None = None
+        self._stopping = asyncio.Event()
+        self._supervisor: asyncio.Task[None] | None = None
+
+    @property
+    def pid(self) -> int | None:
+        return None if self._process is None else self._process.pid
+
+    async def start(self) -> None:
+        """Start the child (failing here if it cannot be spawned), then watch it."""
+        await self._spawn()
+        self._supervisor = asyncio.create_task(self._supervise(), name="worker-process")
+
+    async def _spawn(self) -> None:
+        args = list(self.command)
+        pass_fds: tuple[int, ...] = ()
+        ours: socket.socket | None = None
+        theirs: socket.socket | None = None
+        if self.sender is not None:
+            ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+            pass_fds = (theirs.fileno(),)
+            args += ["--wake-fd", str(theirs.fileno())]
+        try:
+            self._process = await asyncio.create_subprocess_exec(
+                *args, env=os.environ | self.env, pass_fds=pass_fds
+            )
+        finally:
+            if theirs is not None:
+                theirs.close()
+        if self.sender is not None and ours is not None:
+            await self.sender.attach(ours)
+        log.info("worker process %d started", self._process.pid)
+
+    async def _supervise(self) -> None:
+        failures = 0
+        while True:
+            process = self._process
+            assert process is not None
+            started = time.monotonic()
+            code = await process.wait()
+            if self.sender is not None:
+                self.sender.detach()
+            if self._stopping.is_set():
+                return
+            failures = 0 if time.monotonic() - started >= STABLE_SECONDS else failures + 1
+            delay = min(RESTART_BASE_SECONDS * 2 ** max(failures - 1, 0), RESTART_MAX_SECONDS)
+            log.error(
+                "worker process %d exited with %s; starting another in %.1fs",
+                process.pid,
+                _describe(code),
+                delay if failures else 0.0,
+            )
+            if failures:
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(delay):
+                        await self._stopping.wait()
+                if self._stopping.is_set():
+                    return
+            try:
+                await self._spawn()
+            except OSError:
+                log.exception("could not start a worker process; trying again")
+                failures += 1
+                await asyncio.sleep(RESTART_MAX_SECONDS)
+                continue
+            self.restarts += 1
+
+    async def stop(self) -> None:
+        """SIGTERM the child and wait for its graceful stop; SIGKILL it if that never ends."""
+        self._stopping.set()
+        if self._supervisor is not None:
+            # Wherever it is (waiting, pausing, starting a child), it starts no other one.
+            self._supervisor.cancel()
+            await asyncio.gather(self._supervisor, return_exceptions=True)
+        process = self._process
+        if process is not None and process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.send_signal(signal.SIGTERM)
+            try:
+                async with asyncio.timeout(self.grace_seconds + STOP_MARGIN_SECONDS):
+                    await process.wait()
+            except TimeoutError:
+                log.error("worker process %d did not stop; killing it", process.pid)
+                with contextlib.suppress(ProcessLookupError):
+                    process.kill()
+                await process.wait()
+        if self.sender is not None:
+            self.sender.detach()
+
+
+def _describe(code: int) -> str:
+    if code < 0:
+        with contextlib.suppress(ValueError):
+            return f"signal {signal.Signals(-code).name}"
+    return f"code {code}"

@@ -1,0 +1,87 @@
+"""The supervisor of ``serve``'s worker process, with stand-in children."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import sys
+from pathlib import Path
+from uuid import uuid4
+
+from taskcrawler.queue.pipe import PipeSender
+from taskcrawler.worker.process import WorkerProcess
+
+#: A child that runs until SIGTERM, then exits 0 as a worker's graceful stop does.
+SLEEPER = (
+    sys.executable,
+    "-c",
+    "import signal, sys, time; signal.signal(signal.SIGTERM, lambda *a: sys.exit(0)); "
+    "time.sleep(120)",
+)
+
+
+async def _new_pid(supervisor: WorkerProcess, old: int | None) -> int:
+    async with asyncio.timeout(30):
+        while True:
+            if supervisor.pid is not None and supervisor.pid != old:
+                return supervisor.pid
+            await asyncio.sleep(0.02)
+
+
+async def test_a_killed_child_is_replaced_and_stop_ends_the_last_one() -> None:
+    supervisor = WorkerProcess({}, sender=None, grace_seconds=1, command=SLEEPER)
+    await supervisor.start()
+    first = await _new_pid(supervisor, None)
+    os.kill(first, signal.SIGKILL)
+    second = await _new_pid(supervisor, first)
+    assert supervisor.restarts == 1
+    await supervisor.stop()
+    assert _gone(second)
+
+
+async def test_a_child_that_keeps_dying_is_restarted_after_a_pause_stop_interrupts() -> None:
+    supervisor = WorkerProcess(
+        {}, sender=None, grace_seconds=1, command=(sys.executable, "-c", "raise SystemExit(3)")
+    )
+    await supervisor.start()
+    async with asyncio.timeout(30):
+        while True:
+            if supervisor.restarts >= 2:  # after pauses of 0.5 s, then 1 s
+                break
+            await asyncio.sleep(0.05)
+    async with asyncio.timeout(5):  # not the next pause, nor the 30 s cap
+        await supervisor.stop()
+
+
+async def test_a_child_gets_its_socket_and_the_environment_given(tmp_path: Path) -> None:
+    """The child finds the socket's fd in --wake-fd, ids published arrive on it, and its
+    settings come from the environment given."""
+    out = tmp_path / "out"
+    child = (
+        sys.executable,
+        "-c",
+        "import os, socket, sys; s = socket.socket(fileno=int(sys.argv[-1])); "
+        f"open({str(out)!r}, 'w').write(os.environ['TASKCRAWLER_PROBE'] + ' ' + s.recv(16).hex())",
+    )
+    sender = PipeSender()
+    supervisor = WorkerProcess(
+        {"TASKCRAWLER_PROBE": "hello"}, sender=sender, grace_seconds=1, command=child
+    )
+    await supervisor.start()
+    job_id = uuid4()
+    await sender.publish([job_id])
+    async with asyncio.timeout(30):
+        while True:
+            if supervisor.restarts:  # it exited once it had written
+                break
+            await asyncio.sleep(0.02)
+    await supervisor.stop()
+    assert out.read_text() == f"hello {job_id.hex}"
+
+
+def _gone(pid: int) -> bool:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
+    except OSError:
+        return True
