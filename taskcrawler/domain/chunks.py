@@ -5,11 +5,23 @@ No I/O here: what a chunk is, what a search returns, and how two rankings are fu
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable, Sequence
+import re
+from collections.abc import Collection, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import TypeVar
 from uuid import UUID
+
+#: The job format that asks for a page's chunks, embedded and indexed.
+CHUNKS_FORMAT = "chunks"
+
+
+def extraction_formats(formats: Collection[str]) -> tuple[str, ...]:
+    """What to extract for a job's ``formats``: chunks are made from the Markdown."""
+    wanted = [fmt for fmt in formats if fmt != CHUNKS_FORMAT]
+    if CHUNKS_FORMAT in formats and "markdown" not in wanted:
+        wanted.append("markdown")
+    return tuple(wanted)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +93,19 @@ class SearchHit:
     chunk_index: int
     text: str
     score: float
+
+
+#: Words of a query that keyword search looks for, at most: a question, not a document.
+MAX_QUERY_TERMS = 32
+_TERM = re.compile(r"\w+")
+
+
+def query_terms(text: str) -> list[str]:
+    """The words of a query, lower-cased, each once: what keyword search matches (any of them,
+    the pages with more and rarer ones first). Only word characters, so no query syntax of
+    either database can be smuggled in."""
+    words = dict.fromkeys(word.lower() for word in _TERM.findall(text))
+    return list(words)[:MAX_QUERY_TERMS]
 
 
 #: Reciprocal rank fusion's constant (Cormack et al.): how little the top ranks dominate.

@@ -1,0 +1,99 @@
+"""Chunks on SQLite: vectors as float32 BLOBs searched exactly with numpy, keywords with FTS5.
+
+numpy is imported by the first semantic search, not with storage: a process that never
+searches does not pay for it.
+"""
+
+from __future__ import annotations
+
+from array import array
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from taskcrawler.domain.chunks import SearchHit, SearchQuery, query_terms
+from taskcrawler.storage.chunks import HIT_COLUMNS, ChunkStoreBase, hit, scope
+from taskcrawler.storage.errors import unavailable_on_connection_errors
+from taskcrawler.storage.sqlite import sql
+from taskcrawler.storage.tables import chunks, jobs
+
+
+def float32(vector: Sequence[float]) -> bytes:
+    return array("f", vector).tobytes()
+
+
+class SqliteChunkStore(ChunkStoreBase):
+    async def vectors_available(self) -> bool:
+        return True
+
+    async def enable_vectors(self, dim: int | None = None) -> bool:
+        return True
+
+    async def _insert(self, conn: AsyncConnection, rows: Sequence[Mapping[str, Any]]) -> None:
+        values = [
+            {key: value for key, value in row.items() if key != "vector"}
+            | {"embedding": float32(row["vector"])}
+            for row in rows
+        ]
+        await conn.execute(chunks.insert(), values)
+
+    @unavailable_on_connection_errors
+    async def set_embeddings(
+        self, model: str, vectors: Sequence[tuple[int, Sequence[float]]]
+    ) -> None:
+        if not vectors:
+            return
+        stmt = (
+            chunks.update()
+            .where(chunks.c.id == sa.bindparam("b_id"))
+            .values(model=model, dim=sa.bindparam("b_dim"), embedding=sa.bindparam("b_vector"))
+        )
+        params = [
+            {"b_id": chunk_id, "b_dim": len(vector), "b_vector": float32(vector)}
+            for chunk_id, vector in vectors
+        ]
+        async with self.db.write() as conn:
+            await conn.execute(stmt, params)
+
+    @unavailable_on_connection_errors
+    async def semantic(
+        self, query: SearchQuery, *, model: str, vector: Sequence[float]
+    ) -> list[SearchHit]:
+        """Exact: every vector of the caller's (of the crawl's, the page's) for this model."""
+        import numpy as np
+
+        candidates = sa.select(chunks.c.id, chunks.c.embedding).where(
+            *scope(query), chunks.c.model == model, chunks.c.dim == len(vector)
+        )
+        async with self.db.read() as conn:
+            rows = (await conn.execute(candidates)).all()
+            if not rows:
+                return []
+            ids = np.fromiter((row.id for row in rows), dtype=np.int64, count=len(rows))
+            matrix = np.frombuffer(b"".join(row.embedding for row in rows), dtype=np.float32)
+            scores = matrix.reshape(len(rows), len(vector)) @ np.asarray(vector, np.float32)
+            k = min(query.k, len(rows))
+            best = np.argpartition(-scores, k - 1)[:k]
+            best = best[np.argsort(-scores[best], kind="stable")]
+            score_of = {int(ids[i]): float(scores[i]) for i in best}
+            found = (
+                await conn.execute(
+                    sa.select(chunks.c.id, *HIT_COLUMNS)
+                    .join(jobs, jobs.c.id == chunks.c.job_id)
+                    .where(chunks.c.id.in_(list(score_of)))
+                )
+            ).all()
+        by_id = {row.id: row for row in found}
+        return [hit(by_id[i], score) for i, score in score_of.items() if i in by_id]
+
+    @unavailable_on_connection_errors
+    async def keyword(self, query: SearchQuery) -> list[SearchHit]:
+        terms = query_terms(query.text)
+        if not terms:
+            return []
+        stmt = sql.keyword_search(scope(query), " OR ".join(f'"{term}"' for term in terms))
+        async with self.db.read() as conn:
+            rows = (await conn.execute(stmt.limit(query.k))).all()
+        return [hit(row, row.score) for row in rows]

@@ -1,0 +1,187 @@
+"""The chunk store's contract, on SQLite and on PostgreSQL with pgvector; and what PostgreSQL
+without pgvector still does."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator
+from uuid import UUID, uuid4
+
+import pytest
+
+from taskcrawler.domain.chunks import (
+    Chunk,
+    EmbeddedChunk,
+    PageChunks,
+    SearchMode,
+    SearchQuery,
+)
+from taskcrawler.domain.errors import VectorsUnavailable
+from taskcrawler.domain.jobs import NewJob
+from taskcrawler.storage import Storage, open_storage
+
+MODEL = "test/axes-4"
+
+
+def _unit(*values: float) -> list[float]:
+    norm = math.sqrt(sum(v * v for v in values))
+    return [v / norm for v in values]
+
+
+@pytest.fixture
+async def storage(vector_database_url: str) -> AsyncIterator[Storage]:
+    storage = open_storage(vector_database_url)
+    yield storage
+    await storage.close()
+
+
+async def _job(storage: Storage, url: str, owner: str = "") -> UUID:
+    [created] = await storage.jobs.create_jobs([NewJob(url, owner=owner)], redispatch_after=30)
+    return created.job.id
+
+
+def _page(
+    job_id: UUID,
+    texts: list[tuple[str, list[float]]],
+    *,
+    owner: str = "",
+    crawl_id: UUID | None = None,
+    model: str = MODEL,
+) -> PageChunks:
+    return PageChunks(
+        job_id=job_id,
+        owner=owner,
+        crawl_id=crawl_id,
+        model=model,
+        dim=len(texts[0][1]) if texts else 4,
+        chunks=[
+            EmbeddedChunk(Chunk(i, text, ("Guide", f"Part {i}"), len(text.split())), vector)
+            for i, (text, vector) in enumerate(texts)
+        ],
+    )
+
+
+async def test_a_page_s_chunks_are_replaced_listed_and_hashed(storage: Storage) -> None:
+    job = await _job(storage, "http://a.test/")
+    await storage.chunks.replace(
+        _page(job, [("old one", _unit(1, 0, 0, 0)), ("old two", _unit(0, 1, 0, 0))]), "h1"
+    )
+    await storage.chunks.replace(_page(job, [("new text", _unit(0, 0, 1, 0))]), "h2")
+    [chunk] = await storage.chunks.list_for_job(job, owner="")
+    assert (chunk.index, chunk.text, chunk.heading_path, chunk.model, chunk.dim) == (
+        0,
+        "new text",
+        ("Guide", "Part 0"),
+        MODEL,
+        4,
+    )
+    assert await storage.chunks.source_hash(job) == "h2"
+    assert await storage.chunks.list_for_job(job, owner="someone else") == []
+    await storage.chunks.replace(_page(job, []), "h3")
+    assert await storage.chunks.list_for_job(job, owner="") == []
+    assert await storage.chunks.source_hash(uuid4()) is None
+
+
+async def test_semantic_search_ranks_by_cosine_within_the_owner_and_model(
+    storage: Storage,
+) -> None:
+    mine = await _job(storage, "http://a.test/", owner="me")
+    theirs = await _job(storage, "http://a.test/", owner="them")
+    await storage.chunks.replace(
+        _page(
+            mine,
+            [
+                ("east", _unit(1, 0, 0, 0)),
+                ("north-east", _unit(1, 1, 0, 0)),
+                ("north", _unit(0, 1, 0, 0)),
+                ("west", _unit(-1, 0, 0, 0)),
+            ],
+            owner="me",
+        ),
+        "h",
+    )
+    await storage.chunks.replace(_page(theirs, [("theirs", _unit(1, 0, 0, 0))], owner="them"), "h")
+    other = await _job(storage, "http://b.test/", owner="me")
+    await storage.chunks.replace(
+        _page(other, [("other model", _unit(1, 0, 0, 0))], owner="me", model="other/4"), "h"
+    )
+
+    hits = await storage.chunks.semantic(
+        SearchQuery("me", "q", k=3), model=MODEL, vector=_unit(1, 0.1, 0, 0)
+    )
+    assert [h.text for h in hits] == ["east", "north-east", "north"]
+    assert hits[0].score == pytest.approx(1 / math.sqrt(1.01), abs=1e-4)
+    assert hits[0].url == "http://a.test/"
+    assert {h.job_id for h in hits} == {mine}
+    assert hits[0].score > hits[1].score > hits[2].score
+
+
+async def test_filtered_searches_return_k_results_when_k_exist(storage: Storage) -> None:
+    crawl = uuid4()
+    wanted = []
+    for n in range(30):
+        job = await _job(storage, f"http://site.test/{n}")
+        in_crawl = n % 10 == 0  # 3 of 30 pages
+        vector = _unit(1, n / 30, 0, 0) if in_crawl else _unit(1, 0, 0, n / 100)
+        page = _page(job, [(f"page {n}", vector)], crawl_id=crawl if in_crawl else None)
+        await storage.chunks.replace(page, "h")
+        if in_crawl:
+            wanted.append(f"page {n}")
+    query = SearchQuery("", "q", k=3, crawl_id=crawl, mode=SearchMode.SEMANTIC)
+    hits = await storage.chunks.semantic(query, model=MODEL, vector=_unit(1, 0, 0, 0))
+    assert sorted(h.text for h in hits) == sorted(wanted)
+
+
+async def test_keyword_search_matches_words_stemmed_best_first(storage: Storage) -> None:
+    job = await _job(storage, "http://a.test/")
+    texts = [
+        "Baking bread needs flour, water and yeast.",
+        "The bread knife cuts a loaf.",
+        "Interest rates move the stock market.",
+    ]
+    await storage.chunks.replace(_page(job, [(t, _unit(1, 0, 0, 0)) for t in texts]), "h")
+    hits = await storage.chunks.keyword(SearchQuery("", "how to bake bread with yeast?", k=5))
+    assert [h.chunk_index for h in hits] == [0, 1]
+    assert hits[0].score > hits[1].score
+    assert await storage.chunks.keyword(SearchQuery("other", "bread", k=5)) == []
+    assert await storage.chunks.keyword(SearchQuery("", "\"' OR 1 --", k=5)) == []
+    assert await storage.chunks.keyword(SearchQuery("", "NEAR(bread", k=5)) != []
+
+
+async def test_reindex_finds_and_rewrites_chunks_of_another_model(storage: Storage) -> None:
+    job = await _job(storage, "http://a.test/")
+    await storage.chunks.replace(
+        _page(job, [("one", _unit(1, 0, 0, 0)), ("two", _unit(0, 1, 0, 0))]), "h"
+    )
+    stale = await storage.chunks.stale("new/3")
+    assert [text for _, text in stale] == ["one", "two"]
+    await storage.chunks.set_embeddings(
+        "new/3", [(chunk_id, _unit(0, 0, 1)) for chunk_id, _ in stale]
+    )
+    assert await storage.chunks.stale("new/3") == []
+    hits = await storage.chunks.semantic(
+        SearchQuery("", "q", k=5), model="new/3", vector=_unit(0, 0, 1)
+    )
+    assert [h.text for h in hits] == ["one", "two"]
+    assert (
+        await storage.chunks.semantic(
+            SearchQuery("", "q", k=5), model=MODEL, vector=_unit(1, 0, 0, 0)
+        )
+        == []
+    )
+
+
+async def test_postgresql_without_pgvector_says_so_and_keeps_keywords(pg_url: str) -> None:
+    """The shared PostgreSQL 15 has no pgvector: vectors are refused plainly, and the rest works."""
+    storage = open_storage(pg_url)
+    try:
+        assert await storage.chunks.vectors_available() is False
+        assert await storage.chunks.enable_vectors(256) is False
+        job = await _job(storage, "http://a.test/")
+        with pytest.raises(VectorsUnavailable, match="pgvector"):
+            await storage.chunks.replace(_page(job, [("text", _unit(1, 0, 0, 0))]), "h")
+        with pytest.raises(VectorsUnavailable):
+            await storage.chunks.semantic(SearchQuery("", "q"), model=MODEL, vector=[1.0])
+        assert await storage.chunks.keyword(SearchQuery("", "text")) == []
+    finally:
+        await storage.close()
