@@ -202,7 +202,6 @@ class Settings(BaseSettings):
     chunk_overlap_tokens: int = Field(
         50, ge=0, description="Tokens a chunk repeats from the one before it (less than the size)."
     )
-    search_max_k: int = Field(100, ge=1, le=1000, description="The largest `k` of a search.")
 
     # tenancy
     auth_required: bool = Field(

@@ -17,6 +17,7 @@ from tests.support.processes import ProcessManager
 from tests.support.services import (
     DatabasePool,
     Resolved,
+    admin_execute,
     create_database,
     delete_prefix,
     drop_abandoned_databases,
@@ -120,6 +121,14 @@ async def pgvector_url(pgvector_service: Resolved, pgvector_template: str) -> As
         yield url
     finally:
         await drop_database(pgvector_service.url, name)
+
+
+@pytest.fixture
+async def pg_url_without_vectors(pg_url: str) -> str:
+    """A migrated empty PostgreSQL database without pgvector: the session's server has none
+    (the shared PostgreSQL 15), or its extension is dropped (a server started from the wheel)."""
+    await admin_execute(pg_url, "DROP EXTENSION IF EXISTS vector CASCADE")
+    return pg_url
 
 
 @pytest.fixture(params=["sqlite", "pgvector"])

@@ -18,6 +18,7 @@ from taskcrawler.api.routes import dashboard as dashboard_routes
 from taskcrawler.api.routes import deliveries as deliveries_routes
 from taskcrawler.api.routes import keys as keys_routes
 from taskcrawler.api.routes import map as map_routes
+from taskcrawler.api.routes import search as search_routes
 from taskcrawler.bootstrap import Runtime
 from taskcrawler.observability import ApiMetrics, QueueDepth, process_registry
 from taskcrawler.observability.http import MetricsEndpoint
@@ -58,7 +59,10 @@ def create_app(
         queue_depth.source = shared.queue.depth
         app.state.runtime = shared
         fetcher = bootstrap.api_fetcher(shared)
-        app.state.services = bootstrap.api_services(shared, fetcher, on_created=api_metrics.created)
+        embedder = bootstrap.embedder(settings)  # for search queries; loaded when first used
+        app.state.services = bootstrap.api_services(
+            shared, fetcher, embedder, on_created=api_metrics.created
+        )
         stop = asyncio.Event()
         worker_task = _start_worker(settings, shared, stop, registry) if run_worker else None
         try:
@@ -68,6 +72,7 @@ def create_app(
             if worker_task is not None:
                 await worker_task
             await fetcher.close()
+            await embedder.close()
             if runtime is None:
                 await shared.close()
 
@@ -84,6 +89,7 @@ def create_app(
     app.include_router(deliveries_routes.router)
     app.include_router(content.router)
     app.include_router(map_routes.router)
+    app.include_router(search_routes.router)
     app.include_router(keys_routes.router)
     app.include_router(health.router)
     app.include_router(dashboard_routes.router)

@@ -98,6 +98,69 @@ class SearchHit:
 #: Words of a query that keyword search looks for, at most: a question, not a document.
 MAX_QUERY_TERMS = 32
 _TERM = re.compile(r"\w+")
+#: Words too common to say what a question is about; leaving them out keeps a keyword search
+#: (which matches any word) from ranking pages by how many "the" and "how" they hold.
+STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "can",
+        "do",
+        "does",
+        "for",
+        "from",
+        "has",
+        "have",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "our",
+        "should",
+        "so",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "we",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "you",
+        "your",
+    ]
+)
 
 
 def query_terms(text: str) -> list[str]:
@@ -105,7 +168,7 @@ def query_terms(text: str) -> list[str]:
     the pages with more and rarer ones first). Only word characters, so no query syntax of
     either database can be smuggled in."""
     words = dict.fromkeys(word.lower() for word in _TERM.findall(text))
-    return list(words)[:MAX_QUERY_TERMS]
+    return [word for word in words if word not in STOPWORDS][:MAX_QUERY_TERMS]
 
 
 #: Reciprocal rank fusion's constant (Cormack et al.): how little the top ranks dominate.
@@ -115,12 +178,13 @@ K = TypeVar("K", bound=Hashable)
 
 
 def reciprocal_rank_fusion(
-    rankings: Iterable[Sequence[K]], *, k: int = RRF_K
+    rankings: Iterable[Sequence[K]], *, k: int = RRF_K, weights: Sequence[float] | None = None
 ) -> list[tuple[K, float]]:
-    """Fuse rankings (best first) into one: each item scores the sum of ``1 / (k + rank)`` over
-    the rankings it appears in. Ties keep the order of first appearance."""
+    """Fuse rankings (best first) into one: each item scores the sum of ``weight / (k + rank)``
+    over the rankings it appears in. Ties keep the order of first appearance."""
     scores: dict[K, float] = {}
-    for ranking in rankings:
+    for n, ranking in enumerate(rankings):
+        weight = 1.0 if weights is None else weights[n]
         for rank, item in enumerate(ranking, 1):
-            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
     return sorted(scores.items(), key=lambda pair: -pair[1])

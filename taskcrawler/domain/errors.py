@@ -157,6 +157,10 @@ class QueueUnavailable(ServiceUnavailable):
     dependency = "queue"
 
 
+class EmbedderUnavailable(ServiceUnavailable):
+    dependency = "embedder"
+
+
 class UnstorableData(Exception):
     """The database refused a value of what was being written: the data's fault, not the
     connection's, so writing it again would fail again."""

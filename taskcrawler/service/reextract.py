@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from taskcrawler.domain.chunks import extraction_formats
 from taskcrawler.domain.storable import storable_content, storable_json, storable_text
 from taskcrawler.extract import extract
 from taskcrawler.storage.content import Archived, ContentRecord, Reextracted
@@ -16,7 +17,12 @@ log = logging.getLogger(__name__)
 
 def _reextract(item: Archived) -> Reextracted:
     page = item.page
-    extraction = extract(page.body, url=page.final_url, charset=page.charset, formats=item.formats)
+    extraction = extract(
+        page.body,
+        url=page.final_url,
+        charset=page.charset,
+        formats=extraction_formats(item.formats),
+    )
     content = page_content(extraction, item.formats, archive=None)
     # Made storable as the worker's outcomes are (taskcrawler.domain.storable).
     return Reextracted(

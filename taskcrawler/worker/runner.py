@@ -35,7 +35,8 @@ async def run_worker(
     fetcher = bootstrap.fetcher(settings, shared.redis)
     parser = bootstrap.page_parser(settings)
     metrics = WorkerMetrics(registry or process_registry())
-    worker = bootstrap.worker(shared, fetcher, parser, metrics)
+    embedder = bootstrap.embedder(settings)
+    worker = bootstrap.worker(shared, fetcher, parser, metrics, embedder)
     server = None
     if serve_metrics_port and settings.worker_metrics_port:
         endpoint = MetricsEndpoint(
@@ -53,6 +54,7 @@ async def run_worker(
             await server.cleanup()
         await fetcher.close()
         await parser.aclose()
+        await embedder.close()
         if runtime is None:
             await shared.close()
         log.info("worker stopped: %s", worker.stats)

@@ -22,6 +22,7 @@ from taskcrawler.domain import (
     UnstorableData,
     backoff_delay,
 )
+from taskcrawler.domain.chunks import extraction_formats
 from taskcrawler.domain.pages import FetchedPage
 from taskcrawler.domain.storable import storable_outcome
 from taskcrawler.domain.transitions import RetryPolicy, Transition, decide, refused
@@ -29,6 +30,7 @@ from taskcrawler.fetch import Fetcher
 from taskcrawler.observability import WorkerMetrics, bind_job, log_transition
 from taskcrawler.queue import JobQueue
 from taskcrawler.storage.ports import WorkRepository
+from taskcrawler.worker.chunking import PageChunker, with_chunks
 from taskcrawler.worker.content import page_content
 from taskcrawler.worker.parsing import PageParser, ParseTimeout
 from taskcrawler.worker.sweeper import SweepConfig, Sweeper
@@ -91,8 +93,10 @@ class Worker:
         *,
         rng: random.Random | None = None,
         metrics: WorkerMetrics | None = None,
+        chunker: PageChunker | None = None,
     ) -> None:
         self.config = config
+        self.chunker = chunker
         self.store = store
         self.queue = queue
         self.fetcher = fetcher
@@ -288,7 +292,10 @@ class Worker:
     async def _extract(self, job: ClaimedJob, page: FetchedPage) -> Outcome:
         try:
             extraction = await self.parser.extract(
-                page.body, url=page.final_url, charset=page.charset, formats=job.formats
+                page.body,
+                url=page.final_url,
+                charset=page.charset,
+                formats=extraction_formats(job.formats),
             )
         except ParseTimeout as exc:
             # Permanent: the same page would overrun again. Logged without a traceback, it is
@@ -298,7 +305,7 @@ class Worker:
         except Exception as exc:
             log.exception("extraction failed for %s", job.url)
             return _unparsed(job, page, ErrorCode.EXTRACTION, f"{type(exc).__name__}: {exc}")
-        return Outcome(
+        outcome = Outcome(
             job=job,
             http_status=page.status,
             final_url=page.final_url,
@@ -309,6 +316,7 @@ class Worker:
             last_modified=page.headers.get("last-modified"),
             content=page_content(extraction, job.formats, self._archive(page)),
         )
+        return await with_chunks(self.chunker, outcome, extraction.markdown)
 
     def _archive(self, page: FetchedPage) -> FetchedPage | None:
         return page if self.config.archive_pages else None

@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import AsyncIterator
+from typing import Any, cast
 from uuid import UUID, uuid4
 
 import pytest
 
+from taskcrawler.cli.main import main as cli_main
 from taskcrawler.domain.chunks import (
     Chunk,
     EmbeddedChunk,
@@ -18,7 +20,11 @@ from taskcrawler.domain.chunks import (
 )
 from taskcrawler.domain.errors import VectorsUnavailable
 from taskcrawler.domain.jobs import NewJob
+from taskcrawler.embed import EmbedderConfig, build_embedder
+from taskcrawler.service.reindex import reindex_chunks
+from taskcrawler.service.search import SearchService
 from taskcrawler.storage import Storage, open_storage
+from tests.support.services import has_pgvector
 
 MODEL = "test/axes-4"
 
@@ -171,17 +177,49 @@ async def test_reindex_finds_and_rewrites_chunks_of_another_model(storage: Stora
     )
 
 
-async def test_postgresql_without_pgvector_says_so_and_keeps_keywords(pg_url: str) -> None:
-    """The shared PostgreSQL 15 has no pgvector: vectors are refused plainly, and the rest works."""
-    storage = open_storage(pg_url)
+async def test_postgresql_without_pgvector_says_so_and_keeps_keywords(
+    pg_url_without_vectors: str, pg_admin_url: str
+) -> None:
+    """Vectors are refused plainly, and the rest works."""
+    storage = open_storage(pg_url_without_vectors)
     try:
         assert await storage.chunks.vectors_available() is False
-        assert await storage.chunks.enable_vectors(256) is False
         job = await _job(storage, "http://a.test/")
         with pytest.raises(VectorsUnavailable, match="pgvector"):
             await storage.chunks.replace(_page(job, [("text", _unit(1, 0, 0, 0))]), "h")
         with pytest.raises(VectorsUnavailable):
             await storage.chunks.semantic(SearchQuery("", "q"), model=MODEL, vector=[1.0])
         assert await storage.chunks.keyword(SearchQuery("", "text")) == []
+        if not await has_pgvector(pg_admin_url):  # the server cannot have it at all
+            embedder = build_embedder(EmbedderConfig())
+            with pytest.raises(VectorsUnavailable, match="pgvector"):
+                await reindex_chunks(storage.chunks, embedder)
+            await embedder.close()
     finally:
         await storage.close()
+
+
+async def test_reindex_embeds_other_models_chunks_with_the_current_one(storage: Storage) -> None:
+    job = await _job(storage, "http://a.test/")
+    texts = ["bread rises with yeast", "the stock market fell"]
+    await storage.chunks.replace(_page(job, [(t, _unit(1, 0, 0, 0)) for t in texts]), "h")
+    embedder = build_embedder(EmbedderConfig())
+    try:
+        assert await reindex_chunks(storage.chunks, embedder, batch=1) == 2
+        assert await reindex_chunks(storage.chunks, embedder) == 0
+        hits = await SearchService(cast(Any, None), storage.chunks, embedder).search(
+            SearchQuery("", "baking a loaf", k=2, mode=SearchMode.SEMANTIC)
+        )
+    finally:
+        await embedder.close()
+    assert [h.text for h in hits] == texts
+    [chunk, _] = await storage.chunks.list_for_job(job, owner="")
+    assert (chunk.model, chunk.dim) == ("wordllama/l2_supercat-256", 256)
+
+
+def test_the_reindex_command_says_when_there_is_nothing_to_do(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TASKCRAWLER_DATABASE_URL", sqlite_url)
+    assert cli_main(["reindex"]) == 0
+    assert capsys.readouterr().out == "re-embedded 0 chunks with wordllama/l2_supercat-256\n"
