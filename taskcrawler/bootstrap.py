@@ -236,6 +236,7 @@ def embedder(settings: Settings) -> Embedder:
             api_key=settings.embedder_api_key,
             timeout_seconds=settings.embedder_timeout_seconds,
             batch_size=settings.embedder_batch_size,
+            max_retries=settings.embedder_max_retries,
         )
     )
 

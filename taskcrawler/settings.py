@@ -198,6 +198,9 @@ class Settings(BaseSettings):
         60.0, gt=0, description="Deadline of one embedding request (or local batch)."
     )
     embedder_batch_size: int = Field(64, ge=1, le=2048, description="Texts per embedding request.")
+    embedder_max_retries: int = Field(
+        4, ge=0, description="Tries again after a 429, a 5xx or a lost connection this many times."
+    )
     chunk_tokens: int = Field(400, ge=8, le=8192, description="Target size of a chunk, in tokens.")
     chunk_overlap_tokens: int = Field(
         50, ge=0, description="Tokens a chunk repeats from the one before it (less than the size)."

@@ -144,3 +144,21 @@ async def test_postgresql_without_pgvector_fails_chunks_plainly(
         assert "pgvector" in semantic.json()["detail"]
         hybrid = await service.client.get("/api/v1/search", params={"q": "x"})
         assert hybrid.status_code == 200
+
+
+async def test_an_embedder_that_cannot_be_reached_fails_the_job_after_its_retries(
+    sqlite_url: str, corpus: str
+) -> None:
+    settings = fast_settings(
+        database_url=sqlite_url,
+        embedder="openai",
+        embedder_url="http://127.0.0.1:9/v1",  # nothing listens on the discard port
+        embedder_model="nomic-embed-text",
+        embedder_max_retries=0,
+        max_retries=1,
+    )
+    async with running("embedded", settings) as service:
+        [job] = await _scrape_all(service, [f"{corpus}/kb/4"])
+    assert job["status"] == "FAILED"
+    assert job["retry_count"] == 1  # transient: retried like a failed fetch
+    assert job["error_log"].startswith("embedding_failed: http://127.0.0.1:9/v1/embeddings")
