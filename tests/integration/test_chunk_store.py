@@ -23,7 +23,8 @@ from taskcrawler.domain.jobs import NewJob
 from taskcrawler.embed import EmbedderConfig, build_embedder
 from taskcrawler.service.reindex import reindex_chunks
 from taskcrawler.service.search import SearchService
-from taskcrawler.storage import Storage, open_storage
+from taskcrawler.storage import Storage, open_storage, upgrade_database
+from taskcrawler.storage.migrate import downgrade_database
 from tests.support.services import has_pgvector
 
 MODEL = "test/axes-4"
@@ -223,3 +224,19 @@ def test_the_reindex_command_says_when_there_is_nothing_to_do(
     monkeypatch.setenv("TASKCRAWLER_DATABASE_URL", sqlite_url)
     assert cli_main(["reindex"]) == 0
     assert capsys.readouterr().out == "re-embedded 0 chunks with wordllama/l2_supercat-256\n"
+
+
+async def test_pgvector_migration_goes_down_and_up_again(pgvector_url: str) -> None:
+    await downgrade_database(pgvector_url, "0003")
+    await upgrade_database(pgvector_url, "head")
+    storage = open_storage(pgvector_url)
+    try:
+        assert await storage.chunks.vectors_available()
+        job = await _job(storage, "http://a.test/")
+        await storage.chunks.replace(_page(job, [("text", _unit(1, 0, 0, 0))]), "h")
+        hits = await storage.chunks.semantic(
+            SearchQuery("", "q"), model=MODEL, vector=_unit(1, 0, 0, 0)
+        )
+        assert [h.text for h in hits] == ["text"]
+    finally:
+        await storage.close()
