@@ -180,7 +180,49 @@ async def searches(label: str, url: str, chunks: int, queries: int) -> None:
         await storage.close()
 
 
+async def pages(count: int) -> None:
+    """Pages/s end to end (embedded mode: SQLite, in-process queue) for the knowledge base's
+    pages served locally, scraped with formats markdown, then again (new URLs) with chunks."""
+    from aiohttp import web
+
+    from tests.e2e.harness import fast_settings, running
+    from tests.support.rag_corpus import corpus_app
+
+    runner = web.AppRunner(corpus_app())
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            url = f"sqlite+aiosqlite:///{folder}/pages.db"
+            await upgrade_database(url)
+            settings = fast_settings(database_url=url, fetch_timeout_seconds=30.0)
+            async with running("embedded", settings) as service:
+                for formats in (["markdown"], ["chunks"]):
+                    urls = [
+                        f"http://127.0.0.1:{port}/kb/{n % len(TOPICS)}?{formats[0]}={n}"
+                        for n in range(count)
+                    ]
+                    started = time.perf_counter()
+                    response = await service.client.post(
+                        "/api/v1/jobs/batch", json={"urls": urls, "formats": formats}
+                    )
+                    ids = [job["id"] for job in response.json()["jobs"]]
+                    statuses = [(await service.wait_for(i, within=600))["status"] for i in ids]
+                    took = time.perf_counter() - started
+                    print(
+                        f"  formats {formats}: {count / took:,.1f} pages/s "
+                        f"({statuses.count('COMPLETED')} of {count} completed)"
+                    )
+    finally:
+        await runner.cleanup()
+
+
 async def main(args: argparse.Namespace) -> None:
+    if args.pages:
+        print("pages end to end (embedded mode):")
+        await pages(args.pages)
     await embedding(args.embed)
     with tempfile.TemporaryDirectory() as folder:
         url = f"sqlite+aiosqlite:///{folder}/bench.db"
@@ -204,4 +246,5 @@ if __name__ == "__main__":
     parser.add_argument("--chunks", type=int, default=10_000, help="chunks per store (10,000)")
     parser.add_argument("--pg-chunks", type=int, help="chunks on PostgreSQL (default --chunks)")
     parser.add_argument("--queries", type=int, default=200, help="queries per kind (200)")
+    parser.add_argument("--pages", type=int, default=0, help="pages end to end, each way (0)")
     asyncio.run(main(parser.parse_args()))

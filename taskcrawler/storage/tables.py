@@ -235,6 +235,8 @@ chunks = sa.Table(
     sa.UniqueConstraint("job_id", "chunk_index"),
     sa.Index("ix_chunks_owner_model", "owner", "model"),
     sa.Index("ix_chunks_crawl", "crawl_id"),
+    # Ids never reused: SQLite's in-memory vector matrices tell a changed set by its ids.
+    sqlite_autoincrement=True,
 )
 
 #: What the migration creates beyond these tables, on one backend only: full-text indexes

@@ -240,3 +240,21 @@ async def test_pgvector_migration_goes_down_and_up_again(pgvector_url: str) -> N
         assert [h.text for h in hits] == ["text"]
     finally:
         await storage.close()
+
+
+async def test_a_search_sees_the_chunks_written_since_the_last_one(storage: Storage) -> None:
+    query = SearchQuery("", "q", k=1)
+    first = await _job(storage, "http://a.test/")
+    await storage.chunks.replace(_page(first, [("first", _unit(1, 0, 0, 0))]), "h")
+    [found] = await storage.chunks.semantic(query, model=MODEL, vector=_unit(0, 1, 0, 0))
+    assert found.text == "first"
+    second = await _job(storage, "http://b.test/")
+    await storage.chunks.replace(_page(second, [("second", _unit(0, 1, 0, 0))]), "h")
+    [found] = await storage.chunks.semantic(query, model=MODEL, vector=_unit(0, 1, 0, 0))
+    assert found.text == "second"
+    await storage.chunks.replace(_page(second, []), "h2")
+    [found] = await storage.chunks.semantic(query, model=MODEL, vector=_unit(0, 1, 0, 0))
+    assert found.text == "first"
+    await storage.chunks.replace(_page(first, [("moved", _unit(0, 1, 0, 0))]), "h3")
+    [found] = await storage.chunks.semantic(query, model=MODEL, vector=_unit(0, 1, 0, 0))
+    assert (found.text, found.score) == ("moved", pytest.approx(1.0, abs=1e-5))

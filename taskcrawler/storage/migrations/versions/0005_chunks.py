@@ -65,6 +65,7 @@ def upgrade() -> None:
         ),
         sa.PrimaryKeyConstraint("id", name="pk_chunks"),
         sa.UniqueConstraint("job_id", "chunk_index", name="uq_chunks_job_id_chunk_index"),
+        sqlite_autoincrement=True,
     )
     op.create_index("ix_chunks_owner_model", "chunks", ["owner", "model"])
     op.create_index("ix_chunks_crawl", "chunks", ["crawl_id"])
