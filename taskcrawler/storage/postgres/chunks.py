@@ -102,8 +102,7 @@ class PostgresChunkStore(ChunkStoreBase):
             query.k,
         )
         async with self.db.engine.begin() as conn:
-            for setting in sql.iterative_scan(query.k):
-                await conn.exec_driver_sql(setting)
+            await conn.exec_driver_sql(sql.iterative_scan(query.k))
             rows = (await conn.exec_driver_sql(sql.semantic_search(len(vector)), params)).all()
         return [hit(row, row.score) for row in rows]
 

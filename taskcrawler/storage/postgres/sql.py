@@ -176,12 +176,12 @@ _SCOPE = (
 )
 
 
-def iterative_scan(k: int) -> tuple[str, str]:
-    """Settings of the search's transaction: a filtered HNSW scan goes on until it has ``k``
-    rows (pgvector 0.8), and looks at enough candidates for them."""
+def iterative_scan(k: int) -> str:
+    """The search transaction's settings, in one round trip: a filtered HNSW scan goes on
+    until it has ``k`` rows (pgvector 0.8), looking at enough candidates for them."""
     return (
-        "SET LOCAL hnsw.iterative_scan = relaxed_order",
-        f"SET LOCAL hnsw.ef_search = {max(40, int(k))}",
+        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+        f" set_config('hnsw.ef_search', '{max(40, int(k))}', true)"
     )
 
 
