@@ -26,6 +26,7 @@ from taskcrawler.observability.http import router as metrics_router
 from taskcrawler.settings import Settings
 
 if TYPE_CHECKING:
+    from taskcrawler.embed import Embedder
     from taskcrawler.worker import Worker
 
 log = logging.getLogger(__name__)
@@ -64,7 +65,9 @@ def create_app(
             shared, fetcher, embedder, on_created=api_metrics.created
         )
         stop = asyncio.Event()
-        worker_task = _start_worker(settings, shared, stop, registry) if run_worker else None
+        worker_task = (
+            _start_worker(settings, shared, stop, registry, embedder) if run_worker else None
+        )
         try:
             yield
         finally:
@@ -99,8 +102,14 @@ def create_app(
 
 
 def _start_worker(
-    settings: Settings, runtime: Runtime, stop: asyncio.Event, registry: CollectorRegistry
+    settings: Settings,
+    runtime: Runtime,
+    stop: asyncio.Event,
+    registry: CollectorRegistry,
+    embedder: Embedder,
 ) -> asyncio.Task[Worker]:
     from taskcrawler.worker.runner import run_worker  # the API-only process needs no fetcher
 
-    return asyncio.create_task(run_worker(settings, runtime=runtime, stop=stop, registry=registry))
+    return asyncio.create_task(
+        run_worker(settings, runtime=runtime, stop=stop, registry=registry, embedder=embedder)
+    )

@@ -1,0 +1,39 @@
+"""The worker's chunks step: only for jobs that asked, only after a page was extracted."""
+
+from __future__ import annotations
+
+from uuid import uuid4
+
+from taskcrawler.domain import ClaimedJob, Outcome
+from taskcrawler.domain.chunks import Chunk, extraction_formats
+from taskcrawler.worker.chunking import embedded_text, with_chunks
+
+
+def _outcome(formats: tuple[str, ...], **fields: object) -> Outcome:
+    job = ClaimedJob(uuid4(), "http://a.test/", 0, uuid4(), formats=formats)
+    return Outcome(job=job, http_status=200, **fields)  # type: ignore[arg-type]
+
+
+async def test_jobs_that_did_not_ask_and_failed_attempts_pass_through() -> None:
+    plain = _outcome(("metadata",))
+    assert await with_chunks(None, plain, "# Title") is plain
+    failed = _outcome(("chunks",), error_code="timeout", error_message="slow")
+    assert await with_chunks(None, failed, None) is failed
+
+
+async def test_a_worker_without_an_embedder_fails_chunks_jobs_for_good() -> None:
+    outcome = await with_chunks(None, _outcome(("chunks",)), "# Title")
+    assert (outcome.error_code, outcome.transient) == ("embedding_failed", False)
+    assert outcome.http_status == 200
+
+
+def test_chunks_are_made_from_markdown_which_extraction_is_asked_for() -> None:
+    assert extraction_formats(("metadata", "chunks")) == ("metadata", "markdown")
+    assert extraction_formats(("markdown", "chunks")) == ("markdown",)
+    assert extraction_formats(("links",)) == ("links",)
+
+
+def test_a_chunk_is_embedded_with_its_headings() -> None:
+    chunk = Chunk(0, "Run pip.", ("Guide", "Install"), 3)
+    assert embedded_text(chunk) == "Guide > Install\nRun pip."
+    assert embedded_text(Chunk(0, "Alone.", (), 2)) == "Alone."
