@@ -124,13 +124,18 @@ async def test_semantic_search_ranks_by_cosine_within_the_owner_and_model(
 
 
 async def test_filtered_searches_return_k_results_when_k_exist(storage: Storage) -> None:
+    """The crawl's pages are far from the query and the others near it: an index scan that
+    stopped at its first candidates would find none of the crawl's. (At this size PostgreSQL
+    may prefer the crawl's index to HNSW; pgvector's iterative scan covers the other plan.)"""
     crawl = uuid4()
+    created = await storage.jobs.create_jobs(
+        [NewJob(f"http://site.test/{n}") for n in range(300)], redispatch_after=30
+    )
     wanted = []
-    for n in range(30):
-        job = await _job(storage, f"http://site.test/{n}")
-        in_crawl = n % 10 == 0  # 3 of 30 pages
-        vector = _unit(1, n / 30, 0, 0) if in_crawl else _unit(1, 0, 0, n / 100)
-        page = _page(job, [(f"page {n}", vector)], crawl_id=crawl if in_crawl else None)
+    for n, item in enumerate(created):
+        in_crawl = n % 100 == 0  # 3 of 300 pages
+        vector = _unit(0, 1, n / 300, 0) if in_crawl else _unit(1, 0, 0, n / 300)
+        page = _page(item.job.id, [(f"page {n}", vector)], crawl_id=crawl if in_crawl else None)
         await storage.chunks.replace(page, "h")
         if in_crawl:
             wanted.append(f"page {n}")
