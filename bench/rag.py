@@ -219,7 +219,64 @@ async def pages(count: int) -> None:
         await runner.cleanup()
 
 
+async def pg_bulk(url: str, chunks: int, queries: int) -> None:
+    """Semantic search over ``chunks`` random vectors on PostgreSQL, loaded in bulk by SQL and
+    indexed after (HNSW built once, as a restore would), the way a big corpus is measured."""
+    from taskcrawler.storage.postgres import sql
+
+    storage = open_storage(url)
+    try:
+        pages = chunks // CHUNKS_PER_PAGE
+        for start in range(0, pages, 1000):
+            await storage.jobs.create_jobs(
+                [NewJob(f"http://bulk.test/{n}") for n in range(start, min(pages, start + 1000))],
+                redispatch_after=30,
+            )
+        started = time.perf_counter()
+        async with storage.db.write() as conn:
+            await conn.exec_driver_sql(f"DROP INDEX ix_chunks_embedding_hnsw_{DIM}")
+            await conn.exec_driver_sql(
+                "INSERT INTO chunks (job_id, owner, chunk_index, text, heading_path, token_count,"
+                " model, dim, source_hash, embedding_vector)"
+                " SELECT j.id, '', g, 'bulk text', '[]', 2, 'bench/random-256', 256, 'h',"
+                " (SELECT array_agg(random() - 0.5)::vector"
+                f" FROM generate_series(1, {DIM}) WHERE g >= 0)"
+                f" FROM jobs j, generate_series(0, {CHUNKS_PER_PAGE - 1}) AS g"
+            )
+        loaded = time.perf_counter() - started
+        started = time.perf_counter()
+        async with storage.db.write() as conn:
+            await conn.exec_driver_sql("SET maintenance_work_mem = '512MB'")
+            await conn.exec_driver_sql(sql.hnsw_index(DIM))
+            await conn.exec_driver_sql("ANALYZE chunks")
+        indexed = time.perf_counter() - started
+        print(f"  loaded {chunks:,} chunks in {loaded:.1f} s, HNSW built in {indexed:.1f} s")
+        rng = random.Random(4)
+        vectors = [unit(rng) for _ in range(queries + 1)]
+
+        async def semantic(n: int) -> object:
+            return await storage.chunks.semantic(
+                SearchQuery("", "q", k=10), model="bench/random-256", vector=vectors[n]
+            )
+
+        await latency(f"semantic top-10 of {chunks:,} (HNSW)", queries, semantic)
+    finally:
+        await storage.close()
+
+
 async def main(args: argparse.Namespace) -> None:
+    if args.pg_bulk:
+        local = await resolve_postgres()
+        server = await resolve_pgvector(local.url)
+        try:
+            async with temporary_database(server.url, prefix="tc_bench_") as url:
+                await upgrade_database(url)
+                print(f"PostgreSQL {server.source} with pgvector, bulk:")
+                await pg_bulk(url, args.pg_bulk, args.queries)
+        finally:
+            server.close()
+            local.close()
+        return
     if args.pages:
         print("pages end to end (embedded mode):")
         await pages(args.pages)
@@ -247,4 +304,7 @@ if __name__ == "__main__":
     parser.add_argument("--pg-chunks", type=int, help="chunks on PostgreSQL (default --chunks)")
     parser.add_argument("--queries", type=int, default=200, help="queries per kind (200)")
     parser.add_argument("--pages", type=int, default=0, help="pages end to end, each way (0)")
+    parser.add_argument(
+        "--pg-bulk", type=int, default=0, help="only: semantic search over N bulk-loaded chunks"
+    )
     asyncio.run(main(parser.parse_args()))
