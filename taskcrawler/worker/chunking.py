@@ -25,6 +25,9 @@ from taskcrawler.storage.ports import ChunkRepository
 
 log = logging.getLogger(__name__)
 
+#: Chunks kept of one page at most (about 400,000 tokens, a long book, at the default size):
+#: a hostile page must not hold the embedder for minutes.
+MAX_CHUNKS_PER_PAGE = 1000
 #: A text to embed to learn a model's dimensions.
 DEFAULT_DIM_PROBE = "dimensions"
 
@@ -84,6 +87,7 @@ class PageChunker:
             )
         except TimeoutError:
             raise EmbeddingFailed("chunking overran its deadline", transient=False) from None
+        chunks = chunks[:MAX_CHUNKS_PER_PAGE]
         vectors = await self.embedder.embed([embedded_text(chunk) for chunk in chunks])
         page = PageChunks(
             job_id=job.id,

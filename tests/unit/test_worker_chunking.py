@@ -37,3 +37,34 @@ def test_a_chunk_is_embedded_with_its_headings() -> None:
     chunk = Chunk(0, "Run pip.", ("Guide", "Install"), 3)
     assert embedded_text(chunk) == "Guide > Install\nRun pip."
     assert embedded_text(Chunk(0, "Alone.", (), 2)) == "Alone."
+
+
+async def test_a_huge_page_keeps_its_first_chunks_only() -> None:
+    from taskcrawler.domain.chunks import PageChunks
+    from taskcrawler.extract.chunking import ChunkingConfig
+    from taskcrawler.worker.chunking import MAX_CHUNKS_PER_PAGE, PageChunker
+
+    class Store:
+        stored: PageChunks | None = None
+
+        async def vectors_available(self) -> bool:
+            return True
+
+        async def source_hash(self, job_id: object) -> None:
+            return None
+
+        async def replace(self, page: PageChunks, source_hash: str) -> None:
+            self.stored = page
+
+    class Embedder:
+        model = "fake/1"
+
+        async def embed(self, texts: list[str]) -> list[list[float]]:
+            return [[1.0] for _ in texts]
+
+    store = Store()
+    chunker = PageChunker(store, Embedder(), ChunkingConfig(8, 0))  # type: ignore[arg-type]
+    markdown = "\n\n".join(f"Paragraph {n} has words." for n in range(MAX_CHUNKS_PER_PAGE + 50))
+    outcome = await chunker.attach(_outcome(("chunks",)), markdown)
+    assert outcome.result == {"chunks": {"count": MAX_CHUNKS_PER_PAGE, "model": "fake/1"}}
+    assert store.stored is not None and len(store.stored.chunks) == MAX_CHUNKS_PER_PAGE
