@@ -8,9 +8,11 @@ import logging
 from taskcrawler.domain.errors import VectorsUnavailable
 from taskcrawler.embed import Embedder
 from taskcrawler.storage.ports import ChunkRepository
-from taskcrawler.worker.chunking import DEFAULT_DIM_PROBE
 
 log = logging.getLogger(__name__)
+
+#: A text to embed to learn a model's dimensions.
+DIMENSIONS_PROBE = "dimensions"
 
 
 async def reindex_chunks(chunks: ChunkRepository, embedder: Embedder, *, batch: int = 256) -> int:
@@ -18,7 +20,7 @@ async def reindex_chunks(chunks: ChunkRepository, embedder: Embedder, *, batch: 
 
     First makes sure the database stores vectors (on PostgreSQL: pgvector's extension, its
     column and an HNSW index for the model's dimensions, when the server has pgvector)."""
-    [probe] = await embedder.embed([DEFAULT_DIM_PROBE])
+    [probe] = await embedder.embed([DIMENSIONS_PROBE])
     if not await chunks.enable_vectors(len(probe)):
         raise VectorsUnavailable(
             "this PostgreSQL has no pgvector: install it (e.g. the pgvector/pgvector:pg16 image)"

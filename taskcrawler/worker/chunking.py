@@ -28,8 +28,6 @@ log = logging.getLogger(__name__)
 #: Chunks kept of one page at most (about 400,000 tokens, a long book, at the default size):
 #: a hostile page must not hold the embedder for minutes.
 MAX_CHUNKS_PER_PAGE = 1000
-#: A text to embed to learn a model's dimensions.
-DEFAULT_DIM_PROBE = "dimensions"
 
 
 def embedded_text(chunk: Chunk) -> str:
