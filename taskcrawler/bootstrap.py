@@ -33,6 +33,8 @@ if TYPE_CHECKING:
     from redis.asyncio import Redis
 
     from taskcrawler.domain.transitions import RetryPolicy
+    from taskcrawler.embed import Embedder
+    from taskcrawler.extract.chunking import ChunkingConfig
     from taskcrawler.fetch import Fetcher, HostLimiter
     from taskcrawler.observability import WorkerMetrics
     from taskcrawler.worker import Worker
@@ -127,10 +129,12 @@ def api_fetcher(runtime: Runtime) -> Fetcher:
 def api_services(
     runtime: Runtime,
     page_fetcher: Fetcher,
+    query_embedder: Embedder,
     *,
     on_created: Callable[[int], object] = lambda count: None,
 ) -> Services:
     from taskcrawler.service.mapping import MapService
+    from taskcrawler.service.search import SearchService
 
     storage = runtime.storage
     jobs = JobService(
@@ -140,14 +144,16 @@ def api_services(
         rate_limiter(runtime),
         on_created=on_created,
     )
+    search = SearchService(jobs, storage.chunks, query_embedder)
     return Services(
         jobs=jobs,
         content=ContentService(jobs, storage.content),
         deliveries=DeliveryService(jobs, storage.webhooks),
         keys=key_service(storage, runtime.settings),
         idempotency=IdempotencyService(storage.idempotency),
-        health=HealthService(storage.db.ping, runtime.queue.ping),
+        health=HealthService(storage.db.ping, runtime.queue.ping, vectors=search.vectors),
         mapper=MapService(page_fetcher, runtime.settings),
+        search=search,
     )
 
 
@@ -238,23 +244,58 @@ def render_step(settings: Settings, parser: PageParser) -> RenderStep:
     return RenderStep(renderer, availability, parser)
 
 
+def embedder(settings: Settings) -> Embedder:
+    """The embedder of TASKCRAWLER_EMBEDDER; a model is loaded only when first used."""
+    from taskcrawler.embed import EmbedderConfig, build_embedder
+
+    return build_embedder(
+        EmbedderConfig(
+            kind=settings.embedder,
+            url=settings.embedder_url,
+            model=settings.embedder_model,
+            api_key=settings.embedder_api_key,
+            timeout_seconds=settings.embedder_timeout_seconds,
+            batch_size=settings.embedder_batch_size,
+            max_retries=settings.embedder_max_retries,
+        )
+    )
+
+
+def chunking_config(settings: Settings) -> ChunkingConfig:
+    from taskcrawler.extract.chunking import ChunkingConfig
+
+    return ChunkingConfig(settings.chunk_tokens, settings.chunk_overlap_tokens)
+
+
 def worker(
     runtime: Runtime,
     page_fetcher: Fetcher,
     parser: PageParser,
     metrics: WorkerMetrics,
     rendering: RenderStep | None = None,
+    page_embedder: Embedder | None = None,
 ) -> Worker:
     from taskcrawler.worker import Worker
+    from taskcrawler.worker.chunking import PageChunker
 
+    settings = runtime.settings
+    chunker = None
+    if page_embedder is not None:
+        chunker = PageChunker(
+            runtime.storage.chunks,
+            page_embedder,
+            chunking_config(settings),
+            timeout_seconds=settings.embedder_timeout_seconds,
+        )
     return Worker(
-        worker_config(runtime.settings),
+        worker_config(settings),
         runtime.storage.work,
         runtime.queue,
         page_fetcher,
         parser,
         metrics=metrics,
         rendering=rendering,
+        chunker=chunker,
     )
 
 

@@ -184,6 +184,29 @@ class Settings(BaseSettings):
         10000, ge=100, le=100000, description="Full-page screenshots are cut at this height (px)."
     )
 
+    # chunks, embeddings and search (format "chunks")
+    embedder: str = Field(
+        "wordllama",
+        description="wordllama (bundled, offline) or openai (any OpenAI-compatible "
+        "/v1/embeddings server: set EMBEDDER_URL and EMBEDDER_MODEL).",
+    )
+    embedder_url: str | None = Field(
+        None, description="Base URL of the embeddings API, e.g. http://localhost:11434/v1."
+    )
+    embedder_model: str | None = Field(None, description="Model name sent to that API.")
+    embedder_api_key: str | None = Field(None, description="Bearer token for that API.")
+    embedder_timeout_seconds: float = Field(
+        60.0, gt=0, description="Deadline of one embedding request (or local batch)."
+    )
+    embedder_batch_size: int = Field(64, ge=1, le=2048, description="Texts per embedding request.")
+    embedder_max_retries: int = Field(
+        4, ge=0, description="Tries again after a 429, a 5xx or a lost connection this many times."
+    )
+    chunk_tokens: int = Field(400, ge=8, le=8192, description="Target size of a chunk, in tokens.")
+    chunk_overlap_tokens: int = Field(
+        50, ge=0, description="Tokens a chunk repeats from the one before it (less than the size)."
+    )
+
     # tenancy
     auth_required: bool = Field(
         False, description="Require `Authorization: Bearer <key>` on every /api call."

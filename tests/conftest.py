@@ -17,11 +17,13 @@ from tests.support.processes import ProcessManager
 from tests.support.services import (
     DatabasePool,
     Resolved,
+    admin_execute,
     create_database,
     delete_prefix,
     drop_abandoned_databases,
     drop_database,
     mark_owned,
+    resolve_pgvector,
     resolve_postgres,
     resolve_redis,
     unique_name,
@@ -84,6 +86,56 @@ async def pg_url(pg_pool: DatabasePool) -> AsyncIterator[str]:
         yield pg_pool.url(name)
     finally:
         await pg_pool.release(name)
+
+
+@pytest.fixture(scope="session")
+async def pgvector_service(pg_admin_url: str) -> AsyncIterator[Resolved]:
+    """A PostgreSQL server with pgvector, for the vector tests (started when the session's
+    server lacks the extension: they never skip)."""
+    resolved = await resolve_pgvector(pg_admin_url)
+    try:
+        yield resolved
+    finally:
+        resolved.close()
+
+
+@pytest.fixture(scope="session")
+async def pgvector_template(pgvector_service: Resolved) -> AsyncIterator[str]:
+    name = unique_name("tc_vtpl_")
+    url = await create_database(pgvector_service.url, name)
+    try:
+        await mark_owned(pgvector_service.url, name)
+        await upgrade_database(url)
+        yield name
+    finally:
+        await drop_database(pgvector_service.url, name)
+
+
+@pytest.fixture
+async def pgvector_url(pgvector_service: Resolved, pgvector_template: str) -> AsyncIterator[str]:
+    """SQLAlchemy URL of a migrated, empty database on a server with pgvector."""
+    name = unique_name("tc_v_")
+    url = await create_database(pgvector_service.url, name, pgvector_template)
+    try:
+        await mark_owned(pgvector_service.url, name)
+        yield url
+    finally:
+        await drop_database(pgvector_service.url, name)
+
+
+@pytest.fixture
+async def pg_url_without_vectors(pg_url: str) -> str:
+    """A migrated empty PostgreSQL database without pgvector: the session's server has none
+    (the shared PostgreSQL 15), or its extension is dropped (a server started from the wheel)."""
+    await admin_execute(pg_url, "DROP EXTENSION IF EXISTS vector CASCADE")
+    return pg_url
+
+
+@pytest.fixture(params=["sqlite", "pgvector"])
+def vector_database_url(request: pytest.FixtureRequest) -> str:
+    """A migrated empty database that stores vectors, on each backend in turn."""
+    fixture = "sqlite_url" if request.param == "sqlite" else "pgvector_url"
+    return str(request.getfixturevalue(fixture))
 
 
 # --------------------------------------------------------------------------- SQLite

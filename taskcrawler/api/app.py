@@ -18,6 +18,7 @@ from taskcrawler.api.routes import dashboard as dashboard_routes
 from taskcrawler.api.routes import deliveries as deliveries_routes
 from taskcrawler.api.routes import keys as keys_routes
 from taskcrawler.api.routes import map as map_routes
+from taskcrawler.api.routes import search as search_routes
 from taskcrawler.bootstrap import Runtime
 from taskcrawler.observability import ApiMetrics, QueueDepth, process_registry
 from taskcrawler.observability.http import MetricsEndpoint
@@ -25,6 +26,7 @@ from taskcrawler.observability.http import router as metrics_router
 from taskcrawler.settings import Settings
 
 if TYPE_CHECKING:
+    from taskcrawler.embed import Embedder
     from taskcrawler.worker import Worker
 
 log = logging.getLogger(__name__)
@@ -65,9 +67,14 @@ def create_app(
         queue_depth.source = shared.queue.depth
         app.state.runtime = shared
         fetcher = bootstrap.api_fetcher(shared)
-        app.state.services = bootstrap.api_services(shared, fetcher, on_created=api_metrics.created)
+        embedder = bootstrap.embedder(settings)  # for search queries; loaded when first used
+        app.state.services = bootstrap.api_services(
+            shared, fetcher, embedder, on_created=api_metrics.created
+        )
         stop = asyncio.Event()
-        worker_task = _start_worker(settings, shared, stop, registry) if run_worker else None
+        worker_task = (
+            _start_worker(settings, shared, stop, registry, embedder) if run_worker else None
+        )
         try:
             if supervisor is not None:
                 await supervisor.start()
@@ -79,6 +86,7 @@ def create_app(
             if supervisor is not None:
                 await supervisor.stop()
             await fetcher.close()
+            await embedder.close()
             if runtime is None or supervisor is not None:
                 await shared.close()
 
@@ -95,6 +103,7 @@ def create_app(
     app.include_router(deliveries_routes.router)
     app.include_router(content.router)
     app.include_router(map_routes.router)
+    app.include_router(search_routes.router)
     app.include_router(keys_routes.router)
     app.include_router(health.router)
     app.include_router(dashboard_routes.router)
@@ -104,8 +113,14 @@ def create_app(
 
 
 def _start_worker(
-    settings: Settings, runtime: Runtime, stop: asyncio.Event, registry: CollectorRegistry
+    settings: Settings,
+    runtime: Runtime,
+    stop: asyncio.Event,
+    registry: CollectorRegistry,
+    embedder: Embedder,
 ) -> asyncio.Task[Worker]:
     from taskcrawler.worker.runner import run_worker  # the API-only process needs no fetcher
 
-    return asyncio.create_task(run_worker(settings, runtime=runtime, stop=stop, registry=registry))
+    return asyncio.create_task(
+        run_worker(settings, runtime=runtime, stop=stop, registry=registry, embedder=embedder)
+    )

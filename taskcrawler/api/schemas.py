@@ -13,6 +13,7 @@ from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
 from taskcrawler.api.inputs import Instant, RequestModel
 from taskcrawler.domain import InvalidURL, validate_url
+from taskcrawler.domain.chunks import SearchHit, StoredChunk
 from taskcrawler.domain.crawls import MAX_PATTERNS
 from taskcrawler.domain.jobs import Created
 from taskcrawler.domain.pages import StoredLink
@@ -32,7 +33,7 @@ from taskcrawler.domain.views import JobView
 from taskcrawler.domain.webhooks import DeliveryStatus
 from taskcrawler.service.mapping import DEFAULT_MAP_LIMIT, MAX_SEARCH_CHARS
 
-Format = Literal["metadata", "markdown", "text", "html", "links", "screenshot"]
+Format = Literal["metadata", "markdown", "text", "html", "links", "screenshot", "chunks"]
 #: Entries ``formats`` may list, repeats included (they are dropped): each format a few times
 #: over is a client's slip; more is not a list of formats.
 MAX_FORMATS_LISTED = 4 * len(get_args(Format))
@@ -380,3 +381,54 @@ class MapOut(BaseModel):
         description="What could not be read (the start page, a sitemap) or a cap that was "
         "reached; the links are what was found anyway.",
     )
+
+
+# --- chunks and search ---------------------------------------------------------------------------
+
+
+class ChunkOut(BaseModel):
+    index: int
+    text: str
+    heading_path: list[str]
+    token_count: int
+
+    @classmethod
+    def of(cls, chunk: StoredChunk) -> ChunkOut:
+        return cls(
+            index=chunk.index,
+            text=chunk.text,
+            heading_path=list(chunk.heading_path),
+            token_count=chunk.token_count,
+        )
+
+
+class ChunkList(BaseModel):
+    chunks: list[ChunkOut]
+    model: str | None = Field(None, description="The model that embedded them.")
+
+
+class SearchResult(BaseModel):
+    job_id: UUID
+    url: str
+    title: str | None
+    chunk_index: int
+    text: str
+    score: float = Field(
+        description="Higher is better: cosine similarity (semantic), the full-text rank "
+        "(keyword) or the reciprocal rank fusion of both (hybrid); comparable within one answer."
+    )
+
+    @classmethod
+    def of(cls, hit: SearchHit) -> SearchResult:
+        return cls(
+            job_id=hit.job_id,
+            url=hit.url,
+            title=hit.title,
+            chunk_index=hit.chunk_index,
+            text=hit.text,
+            score=hit.score,
+        )
+
+
+class SearchResults(BaseModel):
+    results: list[SearchResult]

@@ -154,6 +154,10 @@ class ApiClient:
         _, body = await self._call("DELETE", f"{JOBS}/{job_id}")
         return dict(body)
 
+    async def search(self, params: Params) -> list[dict[str, Any]]:
+        _, body = await self._call("GET", "/api/v1/search", params=params)
+        return list(body["results"])
+
     # ------------------------------------------------------------------ plumbing
 
     async def _call(

@@ -214,6 +214,30 @@ def cmd_reextract(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_reindex(settings: Settings, args: argparse.Namespace) -> int:
+    from taskcrawler import bootstrap
+    from taskcrawler.domain.errors import VectorsUnavailable
+    from taskcrawler.embed import EmbeddingFailed
+    from taskcrawler.service.reindex import reindex_chunks
+
+    embedder = bootstrap.embedder(settings)
+
+    async def main() -> int:
+        try:
+            async with bootstrap.storage_only(settings, pool_size=2) as storage:
+                return await reindex_chunks(storage.chunks, embedder)
+        finally:
+            await embedder.close()
+
+    try:
+        done = run_async(main())
+    except (VectorsUnavailable, EmbeddingFailed) as exc:
+        sys.stderr.write(f"taskcrawler reindex: {exc}\n")
+        return 2
+    sys.stdout.write(f"re-embedded {done} chunks with {embedder.model}\n")
+    return 0
+
+
 def _redacted(url: str) -> str:
     from sqlalchemy.engine import make_url
 
@@ -299,6 +323,16 @@ def build_parser() -> argparse.ArgumentParser:
         "and replace the stored results: use it after upgrading TaskCrawler's extractor.",
     )
     reextract.set_defaults(func=cmd_reextract)
+
+    reindex = sub.add_parser(
+        "reindex",
+        help="embed stored chunks again with the current embedder (after changing it)",
+        description="Embed again every stored chunk that another model embedded, with "
+        "TASKCRAWLER_EMBEDDER's model: searches compare only vectors of one model, so run it "
+        "after changing the embedder or its model. On PostgreSQL it also enables pgvector "
+        "(extension, column, HNSW index) when the server has it.",
+    )
+    reindex.set_defaults(func=cmd_reindex)
 
     add_keys_parser(sub)
 

@@ -39,6 +39,9 @@ class ErrorCode(StrEnum):
     # deadline (a loop, a DOM that never settles); the same page would hang again on a retry
     RENDER_TIMEOUT = "render_timeout"
     RENDER_CRASHED = "render_crashed"  # transient: the browser died; a fresh one is started
+    # format "chunks"
+    VECTORS_UNAVAILABLE = "vectors_unavailable"  # permanent: PostgreSQL without pgvector
+    EMBEDDING_FAILED = "embedding_failed"  # the embedder failed; retried when it may recover
 
 
 TRANSIENT_CODES = frozenset(
@@ -154,6 +157,14 @@ class QueueUnavailable(ServiceUnavailable):
     dependency = "queue"
 
 
+class EmbedderUnavailable(ServiceUnavailable):
+    dependency = "embedder"
+
+
 class UnstorableData(Exception):
     """The database refused a value of what was being written: the data's fault, not the
     connection's, so writing it again would fail again."""
+
+
+class VectorsUnavailable(Exception):
+    """The database cannot store or search vectors: PostgreSQL without pgvector."""

@@ -16,6 +16,7 @@ from taskcrawler.storage.jobs import JobStore
 from taskcrawler.storage.keys import KeyStore
 from taskcrawler.storage.migrate import upgrade_database
 from taskcrawler.storage.ports import (
+    ChunkRepository,
     ContentRepository,
     IdempotencyRepository,
     JobRepository,
@@ -38,6 +39,7 @@ class Storage:
     keys: KeyRepository
     idempotency: IdempotencyRepository
     webhooks: WebhookRepository
+    chunks: ChunkRepository
 
     @classmethod
     def on(cls, db: Database) -> Storage:
@@ -49,6 +51,7 @@ class Storage:
             keys=KeyStore(db),
             idempotency=IdempotencyStore(db),
             webhooks=WebhookStore(db),
+            chunks=db.backend.chunk_store(db),
         )
 
     async def close(self) -> None:

@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 if TYPE_CHECKING:
     from taskcrawler.domain import Outcome
     from taskcrawler.storage.database import Database
+    from taskcrawler.storage.ports import ChunkRepository
     from taskcrawler.storage.postgres.pinned import PinnedConnection
 
 #: Rows to write: column (or ``b_``-prefixed guard) name -> value.
@@ -61,6 +62,10 @@ class Backend(Protocol):
         ...
 
     def pinned_connection(self, autocommit: AsyncEngine) -> PinnedConnection: ...
+
+    def chunk_store(self, db: Database) -> ChunkRepository:
+        """Chunks differ in more than a statement (vectors, full-text search): a store each."""
+        ...
 
     async def insert_new_jobs(
         self, db: Database, rows: Rows, pinned: PinnedConnection | None

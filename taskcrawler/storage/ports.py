@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Protocol, Self
 from uuid import UUID
 
+from taskcrawler.domain.chunks import PageChunks, SearchHit, SearchQuery, StoredChunk
 from taskcrawler.domain.jobs import ClaimedJob, Created, Job, JobQuery, JobRun, NewJob
 from taskcrawler.domain.keys import ApiKey, NewKey
 from taskcrawler.domain.pages import Screenshot, StoredLink
@@ -164,3 +165,43 @@ class WebhookRepository(Protocol):
         ...
 
     async def list_for_job(self, job_id: UUID, *, owner: str) -> list[Delivery]: ...
+
+
+class ChunkRepository(Protocol):
+    """Pages' chunks and their vectors; searches over one owner's. Vector operations raise
+    :class:`~taskcrawler.domain.errors.VectorsUnavailable` where the database has no vectors."""
+
+    async def vectors_available(self) -> bool: ...
+
+    async def enable_vectors(self, dim: int | None = None) -> bool:
+        """Make the database store vectors if it can (PostgreSQL: pgvector's extension, column
+        and an HNSW index for ``dim``); whether it does now."""
+        ...
+
+    async def source_hash(self, job_id: UUID) -> str | None:
+        """What the page's chunks were made from: unchanged, nothing is embedded again."""
+        ...
+
+    async def replace(self, page: PageChunks, source_hash: str) -> None: ...
+
+    async def list_for_job(self, job_id: UUID, *, owner: str) -> list[StoredChunk]: ...
+
+    async def semantic(
+        self, query: SearchQuery, *, model: str, vector: Sequence[float]
+    ) -> list[SearchHit]:
+        """The ``query.k`` chunks of model ``model`` nearest to ``vector`` (cosine)."""
+        ...
+
+    async def keyword(self, query: SearchQuery) -> list[SearchHit]: ...
+
+    async def stale(
+        self, model: str, *, after_id: int = 0, limit: int = 256
+    ) -> list[tuple[int, str]]:
+        """Chunks embedded by another model, ``(id, text)`` by id: what a re-index embeds."""
+        ...
+
+    async def set_embeddings(
+        self, model: str, vectors: Sequence[tuple[int, Sequence[float]]]
+    ) -> None: ...
+
+    async def count(self, *, owner: str | None = None) -> int: ...

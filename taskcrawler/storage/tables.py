@@ -222,3 +222,39 @@ webhook_deliveries = sa.Table(
         sqlite_where=sa.text("status = 'PENDING'"),
     ),
 )
+
+# --- chunks: a page's main content in pieces, embedded, for search ----------------------------
+
+chunks = sa.Table(
+    "chunks",
+    metadata,
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True),
+    sa.Column("job_id", sa.Uuid(), sa.ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("owner", sa.String(64), nullable=False, server_default=""),
+    # The crawl the page belongs to, for searches within one crawl (set by crawls when they are).
+    sa.Column("crawl_id", sa.Uuid()),
+    sa.Column("chunk_index", sa.Integer(), nullable=False),
+    sa.Column("text", sa.Text(), nullable=False),
+    sa.Column("heading_path", JSONType, nullable=False),
+    sa.Column("token_count", sa.Integer(), nullable=False),
+    # The vector's space: a search compares only vectors of the model it embeds the query with.
+    sa.Column("model", sa.String(200), nullable=False),
+    sa.Column("dim", sa.Integer(), nullable=False),
+    # sha256 of what the chunks were made from (the Markdown, the chunking, the model): a page
+    # whose hash is unchanged is not embedded again.
+    sa.Column("source_hash", sa.String(64), nullable=False),
+    # float32, little-endian: SQLite's vectors. PostgreSQL keeps them in ``embedding_vector``
+    # (pgvector), a column only the migration knows, as it exists only where pgvector does.
+    sa.Column("embedding", sa.LargeBinary()),
+    sa.UniqueConstraint("job_id", "chunk_index"),
+    sa.Index("ix_chunks_owner_model", "owner", "model"),
+    sa.Index("ix_chunks_crawl", "crawl_id"),
+    # Ids never reused: SQLite's in-memory vector matrices tell a changed set by its ids.
+    sqlite_autoincrement=True,
+)
+
+#: What the migration creates beyond these tables, on one backend only: full-text indexes
+#: (PostgreSQL's tsvector and GIN; SQLite's FTS5 table and its triggers) and pgvector's column
+#: and HNSW index. A schema comparison leaves them out.
+BACKEND_ONLY_COLUMNS = frozenset({("chunks", "search_vector"), ("chunks", "embedding_vector")})
+BACKEND_ONLY_TABLE_PREFIX = "chunks_fts"

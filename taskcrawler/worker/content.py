@@ -4,17 +4,22 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from taskcrawler.domain.chunks import CHUNKS_FORMAT
 from taskcrawler.domain.pages import FetchedPage, PageContent
 from taskcrawler.extract import Extraction
 
 TEXT_FORMATS = ("markdown", "text", "html")
-#: Formats a job may ask for that the extractor does not make (the browser does).
-NOT_EXTRACTED = frozenset({"screenshot"})
+#: Formats a job may ask for that the extractor does not make: the browser takes screenshots,
+#: and chunks are cut from the Markdown.
+NOT_EXTRACTED = frozenset({"screenshot", CHUNKS_FORMAT})
 
 
 def extracted_formats(formats: Collection[str]) -> tuple[str, ...]:
-    """What the extractor is asked for, of a job's formats."""
-    return tuple(fmt for fmt in formats if fmt not in NOT_EXTRACTED)
+    """What the extractor is asked for, of a job's formats (chunks need the Markdown)."""
+    wanted = [fmt for fmt in formats if fmt not in NOT_EXTRACTED]
+    if CHUNKS_FORMAT in formats and "markdown" not in wanted:
+        wanted.append("markdown")
+    return tuple(wanted)
 
 
 def page_content(

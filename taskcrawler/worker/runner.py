@@ -9,6 +9,7 @@ from prometheus_client import CollectorRegistry
 
 from taskcrawler import bootstrap
 from taskcrawler.bootstrap import Runtime
+from taskcrawler.embed import Embedder
 from taskcrawler.observability import QueueDepth, WorkerMetrics, process_registry
 from taskcrawler.observability.http import MetricsEndpoint, serve_metrics
 from taskcrawler.settings import Settings
@@ -25,9 +26,11 @@ async def run_worker(
     runtime: Runtime | None = None,
     registry: CollectorRegistry | None = None,
     serve_metrics_port: bool = False,
+    embedder: Embedder | None = None,
 ) -> Worker:
     """Run one worker until ``stop`` is set. A ``runtime`` passed in is shared and left open.
 
+    An ``embedder`` passed in (the API's, under ``serve``: one model in memory) is left open.
     Its metrics go to ``registry`` (the API's, under ``serve``) or a registry of its own, served
     on TASKCRAWLER_WORKER_METRICS_PORT when ``serve_metrics_port`` (``taskcrawler worker``).
     """
@@ -37,7 +40,8 @@ async def run_worker(
     metrics = WorkerMetrics(registry or process_registry())
     rendering = bootstrap.render_step(settings, parser)
     metrics.track_rendering(rendering.available, rendering.stats)
-    worker = bootstrap.worker(shared, fetcher, parser, metrics, rendering)
+    page_embedder = embedder or bootstrap.embedder(settings)
+    worker = bootstrap.worker(shared, fetcher, parser, metrics, rendering, page_embedder)
     server = None
     if serve_metrics_port and settings.worker_metrics_port:
         endpoint = MetricsEndpoint(
@@ -68,6 +72,8 @@ async def run_worker(
         await rendering.close()  # no chromium process outlives the worker
         await fetcher.close()
         await parser.aclose()
+        if embedder is None:
+            await page_embedder.close()
         if runtime is None:
             await shared.close()
         log.info("worker stopped: %s", worker.stats)

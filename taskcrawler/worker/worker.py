@@ -29,6 +29,7 @@ from taskcrawler.fetch import Fetcher
 from taskcrawler.observability import WorkerMetrics, bind_job, log_transition
 from taskcrawler.queue import JobQueue
 from taskcrawler.storage.ports import WorkRepository
+from taskcrawler.worker.chunking import PageChunker, with_chunks
 from taskcrawler.worker.content import extracted_formats, page_content
 from taskcrawler.worker.parsing import PageParser, ParseTimeout
 from taskcrawler.worker.rendering import NO_BROWSER, RenderStep
@@ -93,8 +94,10 @@ class Worker:
         rng: random.Random | None = None,
         metrics: WorkerMetrics | None = None,
         rendering: RenderStep | None = None,
+        chunker: PageChunker | None = None,
     ) -> None:
         self.config = config
+        self.chunker = chunker
         self.store = store
         self.queue = queue
         self.fetcher = fetcher
@@ -303,7 +306,7 @@ class Worker:
         except Exception as exc:
             log.exception("extraction failed for %s", job.url)
             return _unparsed(job, page, ErrorCode.EXTRACTION, f"{type(exc).__name__}: {exc}")
-        return Outcome(
+        outcome = Outcome(
             job=job,
             http_status=page.status,
             final_url=page.final_url,
@@ -314,6 +317,7 @@ class Worker:
             last_modified=page.headers.get("last-modified"),
             content=page_content(extraction, job.formats, self._archive(page)),
         )
+        return await with_chunks(self.chunker, outcome, extraction.markdown)
 
     def _archive(self, page: FetchedPage) -> FetchedPage | None:
         return page if self.config.archive_pages else None

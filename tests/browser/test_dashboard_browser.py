@@ -204,3 +204,40 @@ async def test_screenshot_of_a_busy_dashboard(
     await expect(page.locator("#error-card")).to_be_visible(timeout=WAIT_MS)
     await page.screenshot(path=str(job_shot), full_page=True)
     assert png_size(job_shot.read_bytes())[0] == 1280
+
+
+async def test_search_finds_a_page_scraped_with_chunks(page: Page, served: Served) -> None:
+    from aiohttp import web
+
+    from tests.support.rag_corpus import TOPICS, corpus_app
+
+    runner = web.AppRunner(corpus_app())
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    try:
+        url = f"http://127.0.0.1:{port}/kb/9"  # black holes
+        async with (
+            aiohttp.ClientSession() as session,
+            session.post(
+                f"{served.base_url}/api/v1/jobs", json={"url": url, "formats": ["chunks"]}
+            ) as response,
+        ):
+            assert response.status == 201
+        await page.goto(served.base_url + "/")
+        await expect(row_of(page, url)).to_have_attribute(
+            "data-status", "COMPLETED", timeout=WAIT_MS
+        )
+        await page.get_by_role("link", name="Search").click()
+        await expect(page).to_have_title("Search · TaskCrawler")
+        await page.get_by_label("Question").fill(TOPICS[9].question)
+        await page.get_by_label("Mode").select_option("semantic")
+        await page.get_by_role("button", name="Search", exact=True).click()
+        first = page.locator("#search-results li").first
+        await expect(first).to_contain_text("Black holes", timeout=WAIT_MS)
+        await expect(first).to_contain_text("event horizon")
+        await first.get_by_role("link", name="Black holes").click()
+        await expect(page.locator("#job-status")).to_have_text("COMPLETED", timeout=WAIT_MS)
+    finally:
+        await runner.cleanup()

@@ -121,7 +121,7 @@ def parses(argv: list[str]) -> bool:
 def test_compose_has_the_production_shape() -> None:
     found = services()
     assert {"postgres", "redis", "migrate", "api", "worker", "prometheus", "grafana"} <= set(found)
-    assert found["postgres"]["image"] == "postgres:16"
+    assert found["postgres"]["image"] == "pgvector/pgvector:pg16"  # vectors for chunks
     assert found["redis"]["image"] == "redis:7"
     for dependency in ("postgres", "redis"):
         assert found[dependency]["healthcheck"]["test"]

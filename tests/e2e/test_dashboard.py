@@ -98,3 +98,12 @@ def test_every_static_and_template_file_is_package_data() -> None:
         files = [p for p in folder.rglob("*") if p.is_file()]
         assert files
         assert set(files) <= shipped, set(files) - shipped
+
+
+async def test_search_page_holds_its_form_and_no_data(api: Service) -> None:
+    page = await api.client.get("/search")
+    assert page.status_code == 200
+    assert 'data-page="search"' in page.text
+    assert 'id="search-form"' in page.text and 'id="search-results"' in page.text
+    assert "{{" not in page.text
+    assert '<a href="/search">Search</a>' in (await api.client.get("/")).text

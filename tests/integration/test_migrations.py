@@ -9,11 +9,26 @@ from alembic.migration import MigrationContext
 from taskcrawler.storage import upgrade_database
 from taskcrawler.storage.engine import create_engine
 from taskcrawler.storage.migrate import downgrade_database
-from taskcrawler.storage.tables import metadata
+from taskcrawler.storage.tables import (
+    BACKEND_ONLY_COLUMNS,
+    BACKEND_ONLY_TABLE_PREFIX,
+    metadata,
+)
+
+
+def _declared(obj: Any, name: str | None, kind: str, reflected: bool, compare_to: Any) -> bool:
+    """Leaves out what only one backend's migration creates (full-text and vector indexes)."""
+    if kind == "table" and name and name.startswith(BACKEND_ONLY_TABLE_PREFIX):
+        return False
+    if kind == "column" and (obj.table.name, name) in BACKEND_ONLY_COLUMNS:
+        return False
+    return not (
+        kind == "index" and name and name.startswith(("ix_chunks_search", "ix_chunks_embedding"))
+    )
 
 
 def _schema_diff(connection: sa.Connection) -> list[Any]:
-    context = MigrationContext.configure(connection)
+    context = MigrationContext.configure(connection, opts={"include_object": _declared})
     return list(compare_metadata(context, metadata))
 
 

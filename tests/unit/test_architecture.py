@@ -53,6 +53,10 @@ def importing(paths: list[Path], prefix: str) -> dict[str, list[str]]:
         ("browser", "taskcrawler.service"),
         ("browser", "taskcrawler.api"),
         ("browser", "taskcrawler.worker"),
+        ("embed", "taskcrawler.storage"),  # embedders turn texts into vectors, nothing more
+        ("embed", "taskcrawler.service"),
+        ("embed", "taskcrawler.worker"),
+        ("embed", "taskcrawler.api"),
         ("service", "taskcrawler.api"),
         ("service", "taskcrawler.bootstrap"),  # the composition root builds services, not back
         ("storage", "taskcrawler.service"),

@@ -1,4 +1,4 @@
-"""The web dashboard: two HTML pages and their static files, all served from the package.
+"""The web dashboard: three HTML pages and their static files, all served from the package.
 
 The pages hold no data. Their script calls the JSON API with ``fetch()`` (sending the API key the
 user typed in, kept in ``localStorage``, as ``Authorization: Bearer``), so the dashboard sees
@@ -65,6 +65,12 @@ def _page(name: str, status_code: int = 200, **values: str) -> HTMLResponse:
 async def dashboard() -> HTMLResponse:
     """The jobs table, filters, submit form and charts."""
     return _page("jobs.html", title="Jobs", page="jobs", job_id="")
+
+
+@router.get("/search", response_class=HTMLResponse)
+async def search_page() -> HTMLResponse:
+    """Search the chunks of the caller's pages (GET /api/v1/search)."""
+    return _page("search.html", title="Search", page="search", job_id="")
 
 
 @router.get("/jobs/{job_id}", response_class=HTMLResponse)

@@ -22,6 +22,6 @@ async def healthz() -> Health:
 )
 async def readyz(services: ServicesDep) -> JSONResponse:
     checks = await services.health.checks()
-    ready = all(v == "ok" for v in checks.values())
+    ready = services.health.ready(checks)
     body = Health(status="ok" if ready else "unavailable", checks=checks)
     return JSONResponse(body.model_dump(), status_code=200 if ready else 503)

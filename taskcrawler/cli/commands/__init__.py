@@ -70,6 +70,12 @@ def cmd_jobs(settings: Settings, args: argparse.Namespace) -> int:
     return run(args)
 
 
+def cmd_search(settings: Settings, args: argparse.Namespace) -> int:
+    from taskcrawler.cli.commands.search import run
+
+    return run(args)
+
+
 def add_client_commands(sub: Subparsers) -> None:
     """Add ``submit`` and ``jobs`` to the ``taskcrawler`` parser's subcommands."""
     submit = sub.add_parser(
@@ -162,3 +168,19 @@ def add_client_commands(sub: Subparsers) -> None:
     _add_api_options(cancel)
 
     jobs.set_defaults(func=cmd_jobs)
+
+    search = sub.add_parser(
+        "search",
+        help="search your scraped pages' chunks on a running API",
+        description="Search the chunks of your pages scraped with formats chunks: by meaning "
+        "(semantic), by words (keyword) or both (hybrid, the default). Prints the best chunks "
+        "with their page, best first.",
+    )
+    search.add_argument("query", help="what to look for, in your own words")
+    search.add_argument("-k", type=_count, default=5, help="how many chunks (default 5)")
+    search.add_argument(
+        "--mode", choices=("hybrid", "semantic", "keyword"), default="hybrid", help="default hybrid"
+    )
+    search.add_argument("--crawl", dest="crawl_id", metavar="ID", help="only this crawl's pages")
+    _add_api_options(search)
+    search.set_defaults(func=cmd_search)

@@ -20,6 +20,7 @@ from taskcrawler.storage.postgres.pinned import PinnedConnection
 if TYPE_CHECKING:
     from taskcrawler.domain import Outcome
     from taskcrawler.storage.database import Database
+    from taskcrawler.storage.postgres.chunks import PostgresChunkStore
 
 
 class PostgresBackend:
@@ -62,6 +63,11 @@ class PostgresBackend:
         names = tuple(rows[0])
         arrays = sql.column_arrays(rows, sql.table_columns(table, names))
         await conn.exec_driver_sql(sql.unnest_insert(table, names), arrays)
+
+    def chunk_store(self, db: Database) -> PostgresChunkStore:
+        from taskcrawler.storage.postgres.chunks import PostgresChunkStore
+
+        return PostgresChunkStore(db)
 
     def pinned_connection(self, autocommit: AsyncEngine) -> PinnedConnection:
         return PinnedConnection(autocommit)

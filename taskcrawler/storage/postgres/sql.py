@@ -131,3 +131,79 @@ def guarded_outcome_update(keys: tuple[str, ...]) -> tuple[str, ArrayColumns]:
         f" AND {_status_is('jobs.status', PROCESSING)} RETURNING jobs.id"
     )
     return sql, columns
+
+
+# --- chunks ------------------------------------------------------------------------------------
+
+#: Whether this database has pgvector's column on chunks (migration 0005, or ``enable_vectors``).
+HAS_VECTOR_COLUMN = (
+    "SELECT EXISTS (SELECT 1 FROM information_schema.columns"
+    " WHERE table_schema = current_schema() AND table_name = 'chunks'"
+    " AND column_name = 'embedding_vector')"
+)
+VECTOR_EXTENSION_AVAILABLE = (
+    "SELECT EXISTS (SELECT 1 FROM pg_available_extensions WHERE name = 'vector')"
+)
+CREATE_VECTOR_EXTENSION = "CREATE EXTENSION IF NOT EXISTS vector"
+ADD_VECTOR_COLUMN = "ALTER TABLE chunks ADD COLUMN IF NOT EXISTS embedding_vector vector"
+
+
+def hnsw_index(dim: int) -> str:
+    """The HNSW cosine index for vectors of ``dim`` dimensions: HNSW needs a fixed size, and
+    models differ, so each size has an index of its own over its rows."""
+    return (
+        f"CREATE INDEX IF NOT EXISTS ix_chunks_embedding_hnsw_{int(dim)} ON chunks USING hnsw"
+        f" ((embedding_vector::vector({int(dim)})) vector_cosine_ops) WHERE dim = {int(dim)}"
+    )
+
+
+#: A page's chunks, one array per column; the vectors as pgvector's text form.
+INSERT_CHUNKS = (
+    "INSERT INTO chunks (job_id, owner, crawl_id, model, dim, source_hash,"
+    " chunk_index, text, heading_path, token_count, embedding_vector)"
+    " SELECT $1::uuid, $2::varchar, $3::uuid, $4::varchar, $5::int, $6::varchar,"
+    " u.i, u.t, u.h::jsonb, u.n, u.v::vector"
+    " FROM unnest($7::int[], $8::text[], $9::text[], $10::int[], $11::text[]) AS u(i, t, h, n, v)"
+)
+
+SET_EMBEDDINGS = (
+    "UPDATE chunks SET model = $1, dim = u.d, embedding_vector = u.v::vector"
+    " FROM unnest($2::bigint[], $3::int[], $4::text[]) AS u(id, d, v) WHERE chunks.id = u.id"
+)
+
+_SCOPE = (
+    "c.owner = $2 AND ($3::uuid IS NULL OR c.crawl_id = $3) AND ($4::uuid IS NULL OR c.job_id = $4)"
+)
+
+
+def iterative_scan(k: int) -> str:
+    """The search transaction's settings, in one round trip: a filtered HNSW scan goes on
+    until it has ``k`` rows (pgvector 0.8), looking at enough candidates for them."""
+    return (
+        "SELECT set_config('hnsw.iterative_scan', 'relaxed_order', true),"
+        f" set_config('hnsw.ef_search', '{max(40, int(k))}', true)"
+    )
+
+
+def semantic_search(dim: int) -> str:
+    """The ``$6`` nearest chunks to ``$1`` (cosine) among the caller's of model ``$5``; the
+    ORDER BY spells the HNSW index's expression so that the index serves it."""
+    distance = f"c.embedding_vector::vector({int(dim)}) <=> $1::vector({int(dim)})"
+    return (
+        f"WITH nearest AS (SELECT c.id, {distance} AS distance FROM chunks c"
+        f" WHERE c.dim = {int(dim)} AND c.model = $5 AND {_SCOPE}"
+        f" ORDER BY {distance} LIMIT $6)"
+        " SELECT c.job_id, j.url, j.scraped_title, c.chunk_index, c.text, 1 - n.distance AS score"
+        " FROM nearest n JOIN chunks c ON c.id = n.id JOIN jobs j ON j.id = c.job_id"
+        " ORDER BY n.distance, c.id"
+    )
+
+
+#: Chunks matching any word of ``$1`` (a tsquery of words joined by ``|``), best first.
+KEYWORD_SEARCH = (
+    "SELECT c.job_id, j.url, j.scraped_title, c.chunk_index, c.text,"
+    " ts_rank_cd(c.search_vector, q) AS score"
+    " FROM chunks c JOIN jobs j ON j.id = c.job_id, to_tsquery('english', $1) AS q"
+    f" WHERE c.search_vector @@ q AND {_SCOPE}"
+    " ORDER BY score DESC, c.id LIMIT $5"
+)

@@ -24,6 +24,7 @@ from taskcrawler.storage.tables import jobs
 if TYPE_CHECKING:
     from taskcrawler.domain import Outcome
     from taskcrawler.storage.database import Database
+    from taskcrawler.storage.sqlite.chunks import SqliteChunkStore
 
 #: An outcome's write matches its job only while the attempt's lease still holds it.
 _GUARDED = sa.and_(
@@ -87,6 +88,11 @@ class SqliteBackend:
 
     async def insert_rows(self, conn: AsyncConnection, table: sa.Table, rows: Rows) -> None:
         await conn.execute(table.insert(), list(rows))
+
+    def chunk_store(self, db: Database) -> SqliteChunkStore:
+        from taskcrawler.storage.sqlite.chunks import SqliteChunkStore
+
+        return SqliteChunkStore(db)
 
     def pinned_connection(self, autocommit: AsyncEngine) -> NoReturn:
         raise ValueError("pinned connections send statements to asyncpg: PostgreSQL only")

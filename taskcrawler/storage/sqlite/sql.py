@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import sqlalchemy as sa
 from sqlalchemy.dialects import sqlite
 
-from taskcrawler.storage.tables import jobs
+from taskcrawler.storage.chunks import HIT_COLUMNS
+from taskcrawler.storage.tables import chunks, jobs
 
 #: Run on every new connection. WAL lets readers run beside the writer; NORMAL syncs at
 #: checkpoints, not at every commit, which is safe against application crashes (the embedded
@@ -26,3 +30,23 @@ INSERT_NEW_JOBS = (
     .on_conflict_do_nothing(index_elements=["owner", "url_key"])
     .returning(jobs.c.id)
 )
+
+
+# --- chunks ------------------------------------------------------------------------------------
+
+#: The FTS5 index of chunks' texts (migration 0005), kept in step by triggers.
+_CHUNKS_FTS = sa.table("chunks_fts", sa.column("rowid", sa.Integer()))
+
+
+def keyword_search(conditions: list[sa.ColumnElement[bool]], match: str) -> sa.Select[Any]:
+    """Chunks whose text matches the FTS5 query ``match``, best first (BM25, which FTS5 gives as
+    a negative number: its opposite is the score)."""
+    rank: sa.ColumnElement[float] = sa.literal_column("bm25(chunks_fts)", sa.Float())
+    return (
+        sa.select(*HIT_COLUMNS, (-rank).label("score"))
+        .select_from(_CHUNKS_FTS)
+        .join(chunks, chunks.c.id == _CHUNKS_FTS.c.rowid)
+        .join(jobs, jobs.c.id == chunks.c.job_id)
+        .where(sa.text("chunks_fts MATCH :match").bindparams(match=match), *conditions)
+        .order_by(rank, chunks.c.id)
+    )

@@ -1,0 +1,58 @@
+"""A page's chunks, and search over the caller's chunks."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+from uuid import UUID
+
+from fastapi import APIRouter, Query
+
+from taskcrawler.api.deps import CallerDep, ServicesDep
+from taskcrawler.api.schemas import ChunkList, ChunkOut, ErrorOut, SearchResult, SearchResults
+from taskcrawler.domain.chunks import SearchMode, SearchQuery
+
+router = APIRouter(tags=["search"])
+
+MAX_K = 100
+MAX_QUERY_CHARS = 1000
+ERRORS: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorOut, "description": "Unknown job (or another key's)."},
+    409: {"model": ErrorOut, "description": "Not asked for in `formats`, or not completed."},
+}
+
+
+@router.get(
+    "/api/v1/jobs/{job_id}/chunks",
+    response_model=ChunkList,
+    responses=ERRORS,
+    summary="A page's chunks (asked for with formats: chunks)",
+)
+async def job_chunks(job_id: UUID, services: ServicesDep, caller: CallerDep) -> ChunkList:
+    chunks = await services.search.chunks_of(caller, job_id)
+    return ChunkList(
+        chunks=[ChunkOut.of(chunk) for chunk in chunks],
+        model=chunks[0].model if chunks else None,
+    )
+
+
+@router.get(
+    "/api/v1/search",
+    response_model=SearchResults,
+    responses={
+        409: {"model": ErrorOut, "description": "Semantic search without vectors (pgvector)."},
+        503: {"model": ErrorOut, "description": "The database or the embedder is unavailable."},
+    },
+    summary="Search your pages' chunks: semantic, keyword or hybrid",
+)
+async def search(
+    services: ServicesDep,
+    caller: CallerDep,
+    q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS)],
+    k: Annotated[int, Query(ge=1, le=MAX_K)] = 10,
+    crawl_id: UUID | None = None,
+    job_id: UUID | None = None,
+    mode: SearchMode = SearchMode.HYBRID,
+) -> SearchResults:
+    query = SearchQuery(caller.owner, q, k=k, crawl_id=crawl_id, job_id=job_id, mode=mode)
+    hits = await services.search.search(query)
+    return SearchResults(results=[SearchResult.of(hit) for hit in hits])

@@ -1,0 +1,49 @@
+"""``taskcrawler search QUERY`` against a running API."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.table import Table
+from rich.text import Text
+
+from taskcrawler.cli.client import ApiClient, ApiError, api_key_from_env
+from taskcrawler.cli.commands import EXIT_ERROR, EXIT_OK
+from taskcrawler.cli.commands.render import err, fail, out, print_json
+from taskcrawler.cli.main import run_async
+
+#: Characters of a chunk shown in the table; --json prints them whole.
+SHOWN_CHARS = 300
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_async(_run(args))
+
+
+async def _run(args: argparse.Namespace) -> int:
+    params = [("q", args.query), ("k", str(args.k)), ("mode", args.mode)]
+    if args.crawl_id:
+        params.append(("crawl_id", args.crawl_id))
+    async with ApiClient(args.api, api_key_from_env()) as api:
+        try:
+            results = await api.search(params)
+        except ApiError as exc:
+            fail(str(exc))
+            return EXIT_ERROR
+    if args.json:
+        print_json({"results": results})
+        return EXIT_OK
+    if not results:
+        err().print("Nothing found.")
+        return EXIT_OK
+    table = Table(header_style="bold", show_lines=True)
+    for column in ("SCORE", "PAGE", "TEXT"):
+        table.add_column(column, overflow="fold")
+    for found in results:
+        text = found["text"]
+        shown = text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "…"
+        page = Text(found.get("title") or "")
+        page.append(f"\n{found['url']} #{found['chunk_index']}", style="dim")
+        table.add_row(f"{found['score']:.3f}", page, Text(shown))
+    out().print(table)
+    return EXIT_OK

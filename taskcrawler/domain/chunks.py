@@ -1,0 +1,182 @@
+"""Chunks: pieces of a page's main content, sized for an embedding model and a reader.
+
+No I/O here: what a chunk is, what a search returns, and how two rankings are fused.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import TypeVar
+from uuid import UUID
+
+#: The job format that asks for a page's chunks, embedded and indexed.
+CHUNKS_FORMAT = "chunks"
+
+
+@dataclass(frozen=True, slots=True)
+class Chunk:
+    """One piece of a page's Markdown, with the headings it sits under.
+
+    ``overlap`` characters at the start of ``text`` repeat the end of the previous chunk of the
+    same section, so a sentence cut at a boundary is whole in one of the two.
+    """
+
+    index: int
+    text: str
+    heading_path: tuple[str, ...]
+    token_count: int
+    overlap: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class EmbeddedChunk:
+    """A chunk and its vector, as made by one model (``model``; ``len(vector)`` dimensions)."""
+
+    chunk: Chunk
+    vector: Sequence[float]
+
+
+@dataclass(frozen=True, slots=True)
+class PageChunks:
+    """Every chunk of one page, embedded by one model: what storage replaces a page's with."""
+
+    job_id: UUID
+    owner: str
+    crawl_id: UUID | None
+    model: str
+    dim: int
+    chunks: Sequence[EmbeddedChunk]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredChunk:
+    index: int
+    text: str
+    heading_path: tuple[str, ...]
+    token_count: int
+    model: str
+    dim: int
+
+
+class SearchMode(StrEnum):
+    HYBRID = "hybrid"
+    SEMANTIC = "semantic"
+    KEYWORD = "keyword"
+
+
+@dataclass(frozen=True, slots=True)
+class SearchQuery:
+    owner: str
+    text: str
+    k: int = 10
+    crawl_id: UUID | None = None
+    job_id: UUID | None = None
+    mode: SearchMode = SearchMode.HYBRID
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    job_id: UUID
+    url: str
+    title: str | None
+    chunk_index: int
+    text: str
+    score: float
+
+
+#: Words of a query that keyword search looks for, at most: a question, not a document.
+MAX_QUERY_TERMS = 32
+_TERM = re.compile(r"\w+")
+#: Words too common to say what a question is about; leaving them out keeps a keyword search
+#: (which matches any word) from ranking pages by how many "the" and "how" they hold.
+STOPWORDS = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "but",
+        "by",
+        "can",
+        "do",
+        "does",
+        "for",
+        "from",
+        "has",
+        "have",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "no",
+        "not",
+        "of",
+        "on",
+        "or",
+        "our",
+        "should",
+        "so",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "we",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "why",
+        "will",
+        "with",
+        "you",
+        "your",
+    ]
+)
+
+
+def query_terms(text: str) -> list[str]:
+    """The words of a query, lower-cased, each once: what keyword search matches (any of them,
+    the pages with more and rarer ones first). Only word characters, so no query syntax of
+    either database can be smuggled in."""
+    words = dict.fromkeys(word.lower() for word in _TERM.findall(text))
+    return [word for word in words if word not in STOPWORDS][:MAX_QUERY_TERMS]
+
+
+#: Reciprocal rank fusion's constant (Cormack et al.): how little the top ranks dominate.
+RRF_K = 60
+
+K = TypeVar("K", bound=Hashable)
+
+
+def reciprocal_rank_fusion(
+    rankings: Iterable[Sequence[K]], *, k: int = RRF_K, weights: Sequence[float] | None = None
+) -> list[tuple[K, float]]:
+    """Fuse rankings (best first) into one: each item scores the sum of ``weight / (k + rank)``
+    over the rankings it appears in. Ties keep the order of first appearance."""
+    scores: dict[K, float] = {}
+    for n, ranking in enumerate(rankings):
+        weight = 1.0 if weights is None else weights[n]
+        for rank, item in enumerate(ranking, 1):
+            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
+    return sorted(scores.items(), key=lambda pair: -pair[1])

@@ -1,0 +1,76 @@
+"""Embedders: texts in, unit-length vectors out, behind one Protocol.
+
+``wordllama`` (the default) runs a small static model whose weights ship inside its wheel, in a
+thread of its own so that the event loop keeps fetching; ``openai`` asks any OpenAI-compatible
+``/v1/embeddings`` server. Each module is imported only when chosen: numpy and the model are
+not loaded by a process that never embeds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+#: A vector as stored and compared: unit length, so cosine similarity is a dot product.
+Vector = list[float]
+
+
+class EmbeddingFailed(Exception):
+    """The texts could not be embedded; ``transient`` when trying again later may work."""
+
+    def __init__(self, message: str, *, transient: bool) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+class Embedder(Protocol):
+    #: Names the vectors' space: vectors of two models are never compared.
+    @property
+    def model(self) -> str: ...
+
+    async def embed(self, texts: Sequence[str]) -> list[Vector]:
+        """One unit vector per text, in order. Raises :class:`EmbeddingFailed`."""
+        ...
+
+    async def close(self) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class EmbedderConfig:
+    kind: str = "wordllama"  # wordllama | openai
+    url: str | None = None  # openai: the API's base URL, e.g. http://localhost:11434/v1
+    model: str | None = None
+    api_key: str | None = None
+    timeout_seconds: float = 60.0
+    batch_size: int = 64
+    max_retries: int = 4
+    retry_base_seconds: float = 0.5
+
+
+def build_embedder(config: EmbedderConfig) -> Embedder:
+    if config.kind == "wordllama":
+        from taskcrawler.embed.wordllama import WordLlamaEmbedder
+
+        return WordLlamaEmbedder(config)
+    if config.kind == "openai":
+        from taskcrawler.embed.openai import OpenAIEmbedder
+
+        return OpenAIEmbedder(config)
+    raise ValueError(f"unknown embedder {config.kind!r}: use wordllama or openai")
+
+
+def normalized(vector: Sequence[float]) -> Vector:
+    """``vector`` scaled to unit length (a zero vector stays zero)."""
+    norm = sum(x * x for x in vector) ** 0.5
+    return [float(x) / norm for x in vector] if norm > 0 else [0.0 for _ in vector]
+
+
+__all__ = [
+    "Embedder",
+    "EmbedderConfig",
+    "EmbeddingFailed",
+    "Vector",
+    "build_embedder",
+    "normalized",
+]

@@ -1,0 +1,129 @@
+"""Any OpenAI-compatible embeddings server: OpenAI, Ollama, TEI, vLLM, LiteLLM.
+
+``POST {url}/embeddings`` with ``{"model", "input": [...]}``, in batches; 429 and 5xx answers
+and dropped connections are tried again with exponential backoff (``Retry-After`` honoured), up
+to ``max_retries`` times, each request under ``timeout_seconds``. The server is the operator's
+own choice, so no address guard: but its answers are checked (count, dimensions, finite numbers)
+and bounded in size.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import random
+from collections.abc import Sequence
+from typing import Any
+
+import aiohttp
+import orjson
+
+from taskcrawler.domain.backoff import backoff_delay
+from taskcrawler.embed import EmbedderConfig, EmbeddingFailed, Vector, normalized
+
+#: An answer bigger than this is refused (64 MiB: 2,000 inputs of 3,072 floats as JSON fit).
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+_RETRIED_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+
+
+class OpenAIEmbedder:
+    def __init__(self, config: EmbedderConfig, *, rng: random.Random | None = None) -> None:
+        if not config.url:
+            raise ValueError("the openai embedder needs TASKCRAWLER_EMBEDDER_URL")
+        if not config.model:
+            raise ValueError("the openai embedder needs TASKCRAWLER_EMBEDDER_MODEL")
+        self._config = config
+        self._endpoint = config.url.rstrip("/") + "/embeddings"
+        self._model = config.model
+        self._rng = rng or random.Random()
+        self._session: aiohttp.ClientSession | None = None
+
+    @property
+    def model(self) -> str:
+        return f"openai/{self._model}"
+
+    def _client(self) -> aiohttp.ClientSession:
+        if self._session is None:
+            headers = {"Content-Type": "application/json"}
+            if self._config.api_key:
+                headers["Authorization"] = f"Bearer {self._config.api_key}"
+            self._session = aiohttp.ClientSession(
+                headers=headers,
+                timeout=aiohttp.ClientTimeout(total=self._config.timeout_seconds),
+            )
+        return self._session
+
+    async def embed(self, texts: Sequence[str]) -> list[Vector]:
+        vectors: list[Vector] = []
+        size = max(1, self._config.batch_size)
+        for start in range(0, len(texts), size):
+            vectors.extend(await self._batch(list(texts[start : start + size])))
+        if vectors and len({len(v) for v in vectors}) != 1:
+            raise EmbeddingFailed("the server answered vectors of different sizes", transient=False)
+        return vectors
+
+    async def _batch(self, texts: list[str]) -> list[Vector]:
+        body = orjson.dumps({"model": self._model, "input": texts})
+        attempt = 0
+        while True:
+            retry_after: float | None = None
+            try:
+                async with self._client().post(self._endpoint, data=body) as response:
+                    if response.status == 200:
+                        payload = await _read_json(response)
+                        return _vectors(payload, len(texts))
+                    problem = f"{self._endpoint} answered {response.status}"
+                    if response.status not in _RETRIED_STATUSES:
+                        raise EmbeddingFailed(problem, transient=False)
+                    retry_after = _retry_after(response.headers.get("Retry-After"))
+            except (aiohttp.ClientError, TimeoutError) as exc:
+                problem = f"{self._endpoint}: {type(exc).__name__}: {exc}"
+            attempt += 1
+            if attempt > self._config.max_retries:
+                raise EmbeddingFailed(
+                    f"{problem} (gave up after {attempt} attempts)", transient=True
+                )
+            delay = backoff_delay(
+                attempt, base=self._config.retry_base_seconds, cap=30.0, rng=self._rng
+            )
+            await asyncio.sleep(max(delay, min(retry_after or 0.0, 60.0)))
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
+
+
+async def _read_json(response: aiohttp.ClientResponse) -> Any:
+    data = bytearray()
+    async for block in response.content.iter_chunked(1 << 16):
+        data += block
+        if len(data) > MAX_RESPONSE_BYTES:
+            raise EmbeddingFailed("the embeddings answer is too large", transient=False)
+    try:
+        return orjson.loads(bytes(data))
+    except orjson.JSONDecodeError as exc:
+        raise EmbeddingFailed(f"the embeddings answer is not JSON: {exc}", transient=True) from None
+
+
+def _vectors(payload: Any, expected: int) -> list[Vector]:
+    """The answer's vectors, in the order of the inputs (``index`` says which is which)."""
+    try:
+        items = sorted(payload["data"], key=lambda item: int(item["index"]))
+        vectors = [[float(x) for x in item["embedding"]] for item in items]
+    except (KeyError, TypeError, ValueError) as exc:
+        raise EmbeddingFailed(f"unexpected embeddings answer: {exc!r}", transient=False) from None
+    if len(vectors) != expected:
+        raise EmbeddingFailed(
+            f"asked for {expected} embeddings, got {len(vectors)}", transient=False
+        )
+    if any(not v or not all(math.isfinite(x) for x in v) for v in vectors):
+        raise EmbeddingFailed("the server answered an empty or non-finite vector", transient=False)
+    return [normalized(v) for v in vectors]
+
+
+def _retry_after(value: str | None) -> float | None:
+    try:
+        return max(0.0, float(value)) if value else None
+    except ValueError:
+        return None

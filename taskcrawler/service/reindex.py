@@ -1,0 +1,38 @@
+"""Re-embed stored chunks with the current model: what changing TASKCRAWLER_EMBEDDER (or its
+model) takes, so that searches, which compare only vectors of one model, find every page again."""
+
+from __future__ import annotations
+
+import logging
+
+from taskcrawler.domain.errors import VectorsUnavailable
+from taskcrawler.embed import Embedder
+from taskcrawler.storage.ports import ChunkRepository
+
+log = logging.getLogger(__name__)
+
+#: A text to embed to learn a model's dimensions.
+DIMENSIONS_PROBE = "dimensions"
+
+
+async def reindex_chunks(chunks: ChunkRepository, embedder: Embedder, *, batch: int = 256) -> int:
+    """Embed again every chunk another model embedded, a batch at a time; how many.
+
+    First makes sure the database stores vectors (on PostgreSQL: pgvector's extension, its
+    column and an HNSW index for the model's dimensions, when the server has pgvector)."""
+    [probe] = await embedder.embed([DIMENSIONS_PROBE])
+    if not await chunks.enable_vectors(len(probe)):
+        raise VectorsUnavailable(
+            "this PostgreSQL has no pgvector: install it (e.g. the pgvector/pgvector:pg16 image)"
+        )
+    done = 0
+    after = 0
+    while page := await chunks.stale(embedder.model, after_id=after, limit=batch):
+        vectors = await embedder.embed([text for _, text in page])
+        await chunks.set_embeddings(
+            embedder.model, [(chunk_id, v) for (chunk_id, _), v in zip(page, vectors, strict=True)]
+        )
+        done += len(page)
+        after = page[-1][0]
+        log.info("re-embedded %d chunks", done)
+    return done

@@ -1,0 +1,146 @@
+"""Chunks: what both backends do the same way (reading, replacing a page's, re-embedding), in
+SQLAlchemy Core. Search and the vectors' own storage differ: see ``postgres/chunks.py`` and
+``sqlite/chunks.py``, which build on :class:`ChunkStoreBase`."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+from uuid import UUID
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from taskcrawler.domain.chunks import PageChunks, SearchHit, SearchQuery, StoredChunk
+from taskcrawler.storage.database import Database
+from taskcrawler.storage.errors import unavailable_on_connection_errors
+from taskcrawler.storage.tables import chunks, jobs
+
+#: What a search answers with: the chunk, and the page it is from.
+HIT_COLUMNS = (
+    chunks.c.job_id,
+    jobs.c.url,
+    jobs.c.scraped_title,
+    chunks.c.chunk_index,
+    chunks.c.text,
+)
+
+
+def hit(row: Any, score: float) -> SearchHit:
+    return SearchHit(
+        job_id=row.job_id,
+        url=row.url,
+        title=row.scraped_title,
+        chunk_index=row.chunk_index,
+        text=row.text,
+        score=float(score),
+    )
+
+
+def chunk_rows(page: PageChunks, source_hash: str) -> list[dict[str, Any]]:
+    """A row per chunk; ``vector`` is each backend's to encode."""
+    return [
+        {
+            "job_id": page.job_id,
+            "owner": page.owner,
+            "crawl_id": page.crawl_id,
+            "chunk_index": item.chunk.index,
+            "text": item.chunk.text,
+            "heading_path": list(item.chunk.heading_path),
+            "token_count": item.chunk.token_count,
+            "model": page.model,
+            "dim": page.dim,
+            "source_hash": source_hash,
+            "vector": item.vector,
+        }
+        for item in page.chunks
+    ]
+
+
+def scope(query: SearchQuery) -> list[sa.ColumnElement[bool]]:
+    """The caller's own chunks, of one crawl or page when asked."""
+    conditions = [chunks.c.owner == query.owner]
+    if query.crawl_id is not None:
+        conditions.append(chunks.c.crawl_id == query.crawl_id)
+    if query.job_id is not None:
+        conditions.append(chunks.c.job_id == query.job_id)
+    return conditions
+
+
+class ChunkStoreBase:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    @unavailable_on_connection_errors
+    async def source_hash(self, job_id: UUID) -> str | None:
+        async with self.db.read() as conn:
+            return (
+                await conn.execute(
+                    sa.select(chunks.c.source_hash).where(chunks.c.job_id == job_id).limit(1)
+                )
+            ).scalar()
+
+    @unavailable_on_connection_errors
+    async def replace(self, page: PageChunks, source_hash: str) -> None:
+        """The page's chunks become ``page``'s, in one transaction."""
+        async with self.db.write() as conn:
+            await conn.execute(chunks.delete().where(chunks.c.job_id == page.job_id))
+            if page.chunks:
+                await self._insert(conn, chunk_rows(page, source_hash))
+
+    async def _insert(self, conn: AsyncConnection, rows: Sequence[Mapping[str, Any]]) -> None:
+        raise NotImplementedError
+
+    @unavailable_on_connection_errors
+    async def list_for_job(self, job_id: UUID, *, owner: str) -> list[StoredChunk]:
+        stmt = (
+            sa.select(
+                chunks.c.chunk_index,
+                chunks.c.text,
+                chunks.c.heading_path,
+                chunks.c.token_count,
+                chunks.c.model,
+                chunks.c.dim,
+            )
+            .where(chunks.c.job_id == job_id, chunks.c.owner == owner)
+            .order_by(chunks.c.chunk_index)
+        )
+        async with self.db.read() as conn:
+            rows = (await conn.execute(stmt)).all()
+        return [
+            StoredChunk(
+                index=row.chunk_index,
+                text=row.text,
+                heading_path=tuple(row.heading_path),
+                token_count=row.token_count,
+                model=row.model,
+                dim=row.dim,
+            )
+            for row in rows
+        ]
+
+    @unavailable_on_connection_errors
+    async def stale(
+        self, model: str, *, after_id: int = 0, limit: int = 256
+    ) -> list[tuple[int, str]]:
+        """Chunks embedded by another model than ``model`` (or not at all), by id, for a
+        re-index: ``(id, text)``."""
+        stmt = (
+            sa.select(chunks.c.id, chunks.c.text)
+            .where(chunks.c.id > after_id, self._stale_condition(model))
+            .order_by(chunks.c.id)
+            .limit(limit)
+        )
+        async with self.db.read() as conn:
+            return [(row.id, row.text) for row in await conn.execute(stmt)]
+
+    def _stale_condition(self, model: str) -> sa.ColumnElement[bool]:
+        return chunks.c.model != model
+
+    @unavailable_on_connection_errors
+    async def count(self, *, owner: str | None = None) -> int:
+        stmt = sa.select(sa.func.count()).select_from(chunks)
+        if owner is not None:
+            stmt = stmt.where(chunks.c.owner == owner)
+        async with self.db.read() as conn:
+            return int((await conn.execute(stmt)).scalar_one())

@@ -1,0 +1,164 @@
+"""Format chunks end to end: scraped, chunked, embedded, listed and searched, tenant-scoped;
+on SQLite, on PostgreSQL with pgvector, and on PostgreSQL without it (which says so)."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from tests.e2e.harness import Service, fast_settings, running
+from tests.support.rag_corpus import TOPICS, corpus_app
+
+PAGES = (0, 8, 18, 33, 58)  # sourdough, photosynthesis, interest rates, SQL joins, tides
+
+
+@pytest.fixture
+async def corpus() -> AsyncIterator[str]:
+    runner = web.AppRunner(corpus_app())
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    yield f"http://127.0.0.1:{port}"
+    await runner.cleanup()
+
+
+@pytest.fixture(params=["embedded", "production"])
+def mode_settings(request: pytest.FixtureRequest) -> tuple[str, dict[str, Any]]:
+    """SQLite and the in-process queue; or PostgreSQL with pgvector and Redis."""
+    if request.param == "embedded":
+        return "embedded", {"database_url": request.getfixturevalue("sqlite_url")}
+    return "production", {
+        "database_url": request.getfixturevalue("pgvector_url"),
+        "redis_url": request.getfixturevalue("redis_url"),
+        "redis_prefix": request.getfixturevalue("redis_prefix"),
+    }
+
+
+@pytest.fixture
+async def service(mode_settings: tuple[str, dict[str, Any]]) -> AsyncIterator[Service]:
+    mode, base = mode_settings
+    async with running(mode, fast_settings(**base)) as running_service:
+        yield running_service
+
+
+async def _scrape_all(service: Service, urls: list[str], **headers: str) -> list[dict[str, Any]]:
+    response = await service.client.post(
+        "/api/v1/jobs/batch", json={"urls": urls, "formats": ["chunks"]}, headers=headers
+    )
+    assert response.status_code in (200, 201), response.text
+    return [await service.wait_for(item["id"], within=60) for item in response.json()["jobs"]]
+
+
+async def test_pages_are_chunked_embedded_and_searchable(service: Service, corpus: str) -> None:
+    jobs = await _scrape_all(service, [f"{corpus}/kb/{n}" for n in PAGES])
+    for job in jobs:
+        assert job["status"] == "COMPLETED", job
+        assert job["result"]["chunks"] == {"count": 1, "model": "wordllama/l2_supercat-256"}
+
+    listed = await service.client.get(f"/api/v1/jobs/{jobs[0]['id']}/chunks")
+    assert listed.status_code == 200
+    [chunk] = listed.json()["chunks"]
+    assert chunk["index"] == 0
+    assert chunk["heading_path"] == ["Sourdough starter"]
+    assert "wild yeast" in chunk["text"]
+    assert "all rights reserved" not in chunk["text"]  # main content only
+    assert chunk["token_count"] > 10
+
+    for n, job in zip(PAGES, jobs, strict=True):
+        found = await service.client.get(
+            "/api/v1/search", params={"q": TOPICS[n].question, "k": 3, "mode": "semantic"}
+        )
+        assert found.status_code == 200, found.text
+        first = found.json()["results"][0]
+        assert (first["job_id"], first["url"], first["title"]) == (
+            job["id"],
+            job["url"],
+            TOPICS[n].title,
+        )
+    for mode in ("keyword", "hybrid"):
+        found = await service.client.get(
+            "/api/v1/search", params={"q": "relational database tables join", "mode": mode}
+        )
+        assert found.status_code == 200
+        assert found.json()["results"][0]["job_id"] == jobs[3]["id"]
+
+    # Another tenant finds nothing of these and cannot list them.
+    other = await service.new_key("other")
+    found = await service.client.get("/api/v1/search", params={"q": "yeast"}, headers=other)
+    assert found.json()["results"] == []
+    hidden = await service.client.get(f"/api/v1/jobs/{jobs[0]['id']}/chunks", headers=other)
+    assert hidden.status_code == 404
+
+
+async def test_a_rerun_of_an_unchanged_page_embeds_nothing(service: Service, corpus: str) -> None:
+    [job] = await _scrape_all(service, [f"{corpus}/kb/1"])
+    assert job["result"]["chunks"]["count"] == 1
+    again = await service.client.post(f"/api/v1/jobs/{job['id']}/retry")
+    assert again.status_code in (200, 202), again.text
+    rerun = await service.wait_for(job["id"], within=60)
+    assert rerun["status"] == "COMPLETED"
+    assert rerun["result"]["chunks"] == {"count": None, "model": "wordllama/l2_supercat-256"}
+    listed = await service.client.get(f"/api/v1/jobs/{job['id']}/chunks")
+    assert len(listed.json()["chunks"]) == 1
+
+
+async def test_bad_searches_are_refused(service: Service) -> None:
+    for params in (
+        {"q": ""},
+        {"q": "x", "k": 0},
+        {"q": "x", "k": 101},
+        {"q": "x", "mode": "vibes"},
+    ):
+        response = await service.client.get("/api/v1/search", params=params)
+        assert response.status_code == 422, params
+    response = await service.client.get("/api/v1/search", params={"q": "x" * 1001})
+    assert response.status_code == 422
+    response = await service.client.get("/api/v1/search", params={"q": "nothing indexed"})
+    assert response.json() == {"results": []}
+
+
+async def test_postgresql_without_pgvector_fails_chunks_plainly(
+    pg_url_without_vectors: str, redis_url: str, redis_prefix: str, corpus: str
+) -> None:
+    settings = fast_settings(
+        database_url=pg_url_without_vectors, redis_url=redis_url, redis_prefix=redis_prefix
+    )
+    async with running("production", settings) as service:
+        ready = await service.client.get("/readyz")
+        assert ready.status_code == 200
+        assert ready.json()["checks"]["vectors"].startswith(
+            "unavailable: PostgreSQL has no pgvector"
+        )
+        [job] = await _scrape_all(service, [f"{corpus}/kb/2"])
+        assert job["status"] == "FAILED"
+        assert job["error_log"].startswith("vectors_unavailable: ")
+        assert job["retry_count"] == 0
+        plain = await service.scrape(f"{corpus}/kb/3")
+        assert plain["status"] == "COMPLETED"
+        semantic = await service.client.get("/api/v1/search", params={"q": "x", "mode": "semantic"})
+        assert semantic.status_code == 409
+        assert "pgvector" in semantic.json()["detail"]
+        hybrid = await service.client.get("/api/v1/search", params={"q": "x"})
+        assert hybrid.status_code == 200
+
+
+async def test_an_embedder_that_cannot_be_reached_fails_the_job_after_its_retries(
+    sqlite_url: str, corpus: str
+) -> None:
+    settings = fast_settings(
+        database_url=sqlite_url,
+        embedder="openai",
+        embedder_url="http://127.0.0.1:9/v1",  # nothing listens on the discard port
+        embedder_model="nomic-embed-text",
+        embedder_max_retries=0,
+        max_retries=1,
+    )
+    async with running("embedded", settings) as service:
+        [job] = await _scrape_all(service, [f"{corpus}/kb/4"])
+    assert job["status"] == "FAILED"
+    assert job["retry_count"] == 1  # transient: retried like a failed fetch
+    assert job["error_log"].startswith("embedding_failed: http://127.0.0.1:9/v1/embeddings")

@@ -1,0 +1,265 @@
+"""The chunk store's contract, on SQLite and on PostgreSQL with pgvector; and what PostgreSQL
+without pgvector still does."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import AsyncIterator
+from typing import Any, cast
+from uuid import UUID, uuid4
+
+import pytest
+
+from taskcrawler.cli.main import main as cli_main
+from taskcrawler.domain.chunks import (
+    Chunk,
+    EmbeddedChunk,
+    PageChunks,
+    SearchMode,
+    SearchQuery,
+)
+from taskcrawler.domain.errors import VectorsUnavailable
+from taskcrawler.domain.jobs import NewJob
+from taskcrawler.embed import EmbedderConfig, build_embedder
+from taskcrawler.service.reindex import reindex_chunks
+from taskcrawler.service.search import SearchService
+from taskcrawler.storage import Storage, open_storage, upgrade_database
+from taskcrawler.storage.migrate import downgrade_database
+from tests.support.services import has_pgvector
+
+MODEL = "test/axes-4"
+
+
+def _unit(*values: float) -> list[float]:
+    norm = math.sqrt(sum(v * v for v in values))
+    return [v / norm for v in values]
+
+
+@pytest.fixture
+async def storage(vector_database_url: str) -> AsyncIterator[Storage]:
+    storage = open_storage(vector_database_url)
+    yield storage
+    await storage.close()
+
+
+async def _job(storage: Storage, url: str, owner: str = "") -> UUID:
+    [created] = await storage.jobs.create_jobs([NewJob(url, owner=owner)], redispatch_after=30)
+    return created.job.id
+
+
+def _page(
+    job_id: UUID,
+    texts: list[tuple[str, list[float]]],
+    *,
+    owner: str = "",
+    crawl_id: UUID | None = None,
+    model: str = MODEL,
+) -> PageChunks:
+    return PageChunks(
+        job_id=job_id,
+        owner=owner,
+        crawl_id=crawl_id,
+        model=model,
+        dim=len(texts[0][1]) if texts else 4,
+        chunks=[
+            EmbeddedChunk(Chunk(i, text, ("Guide", f"Part {i}"), len(text.split())), vector)
+            for i, (text, vector) in enumerate(texts)
+        ],
+    )
+
+
+async def test_a_page_s_chunks_are_replaced_listed_and_hashed(storage: Storage) -> None:
+    job = await _job(storage, "http://a.test/")
+    await storage.chunks.replace(
+        _page(job, [("old one", _unit(1, 0, 0, 0)), ("old two", _unit(0, 1, 0, 0))]), "h1"
+    )
+    await storage.chunks.replace(_page(job, [("new text", _unit(0, 0, 1, 0))]), "h2")
+    [chunk] = await storage.chunks.list_for_job(job, owner="")
+    assert (chunk.index, chunk.text, chunk.heading_path, chunk.model, chunk.dim) == (
+        0,
+        "new text",
+        ("Guide", "Part 0"),
+        MODEL,
+        4,
+    )
+    assert await storage.chunks.source_hash(job) == "h2"
+    assert await storage.chunks.list_for_job(job, owner="someone else") == []
+    await storage.chunks.replace(_page(job, []), "h3")
+    assert await storage.chunks.list_for_job(job, owner="") == []
+    assert await storage.chunks.source_hash(uuid4()) is None
+
+
+async def test_semantic_search_ranks_by_cosine_within_the_owner_and_model(
+    storage: Storage,
+) -> None:
+    mine = await _job(storage, "http://a.test/", owner="me")
+    theirs = await _job(storage, "http://a.test/", owner="them")
+    await storage.chunks.replace(
+        _page(
+            mine,
+            [
+                ("east", _unit(1, 0, 0, 0)),
+                ("north-east", _unit(1, 1, 0, 0)),
+                ("north", _unit(0, 1, 0, 0)),
+                ("west", _unit(-1, 0, 0, 0)),
+            ],
+            owner="me",
+        ),
+        "h",
+    )
+    await storage.chunks.replace(_page(theirs, [("theirs", _unit(1, 0, 0, 0))], owner="them"), "h")
+    other = await _job(storage, "http://b.test/", owner="me")
+    await storage.chunks.replace(
+        _page(other, [("other model", _unit(1, 0, 0, 0))], owner="me", model="other/4"), "h"
+    )
+
+    hits = await storage.chunks.semantic(
+        SearchQuery("me", "q", k=3), model=MODEL, vector=_unit(1, 0.1, 0, 0)
+    )
+    assert [h.text for h in hits] == ["east", "north-east", "north"]
+    assert hits[0].score == pytest.approx(1 / math.sqrt(1.01), abs=1e-4)
+    assert hits[0].url == "http://a.test/"
+    assert {h.job_id for h in hits} == {mine}
+    assert hits[0].score > hits[1].score > hits[2].score
+
+
+async def test_filtered_searches_return_k_results_when_k_exist(storage: Storage) -> None:
+    """The crawl's pages are far from the query and the others near it: an index scan that
+    stopped at its first candidates would find none of the crawl's. (At this size PostgreSQL
+    may prefer the crawl's index to HNSW; pgvector's iterative scan covers the other plan.)"""
+    crawl = uuid4()
+    created = await storage.jobs.create_jobs(
+        [NewJob(f"http://site.test/{n}") for n in range(300)], redispatch_after=30
+    )
+    wanted = []
+    for n, item in enumerate(created):
+        in_crawl = n % 100 == 0  # 3 of 300 pages
+        vector = _unit(0, 1, n / 300, 0) if in_crawl else _unit(1, 0, 0, n / 300)
+        page = _page(item.job.id, [(f"page {n}", vector)], crawl_id=crawl if in_crawl else None)
+        await storage.chunks.replace(page, "h")
+        if in_crawl:
+            wanted.append(f"page {n}")
+    query = SearchQuery("", "q", k=3, crawl_id=crawl, mode=SearchMode.SEMANTIC)
+    hits = await storage.chunks.semantic(query, model=MODEL, vector=_unit(1, 0, 0, 0))
+    assert sorted(h.text for h in hits) == sorted(wanted)
+
+
+async def test_keyword_search_matches_words_stemmed_best_first(storage: Storage) -> None:
+    job = await _job(storage, "http://a.test/")
+    texts = [
+        "Baking bread needs flour, water and yeast.",
+        "The bread knife cuts a loaf.",
+        "Interest rates move the stock market.",
+    ]
+    await storage.chunks.replace(_page(job, [(t, _unit(1, 0, 0, 0)) for t in texts]), "h")
+    hits = await storage.chunks.keyword(SearchQuery("", "how to bake bread with yeast?", k=5))
+    assert [h.chunk_index for h in hits] == [0, 1]
+    assert hits[0].score > hits[1].score
+    assert await storage.chunks.keyword(SearchQuery("other", "bread", k=5)) == []
+    assert await storage.chunks.keyword(SearchQuery("", "\"' OR 1 --", k=5)) == []
+    assert await storage.chunks.keyword(SearchQuery("", "NEAR(bread", k=5)) != []
+
+
+async def test_reindex_finds_and_rewrites_chunks_of_another_model(storage: Storage) -> None:
+    job = await _job(storage, "http://a.test/")
+    await storage.chunks.replace(
+        _page(job, [("one", _unit(1, 0, 0, 0)), ("two", _unit(0, 1, 0, 0))]), "h"
+    )
+    stale = await storage.chunks.stale("new/3")
+    assert [text for _, text in stale] == ["one", "two"]
+    await storage.chunks.set_embeddings(
+        "new/3", [(chunk_id, _unit(0, 0, 1)) for chunk_id, _ in stale]
+    )
+    assert await storage.chunks.stale("new/3") == []
+    hits = await storage.chunks.semantic(
+        SearchQuery("", "q", k=5), model="new/3", vector=_unit(0, 0, 1)
+    )
+    assert [h.text for h in hits] == ["one", "two"]
+    assert (
+        await storage.chunks.semantic(
+            SearchQuery("", "q", k=5), model=MODEL, vector=_unit(1, 0, 0, 0)
+        )
+        == []
+    )
+
+
+async def test_postgresql_without_pgvector_says_so_and_keeps_keywords(
+    pg_url_without_vectors: str, pg_admin_url: str
+) -> None:
+    """Vectors are refused plainly, and the rest works."""
+    storage = open_storage(pg_url_without_vectors)
+    try:
+        assert await storage.chunks.vectors_available() is False
+        job = await _job(storage, "http://a.test/")
+        with pytest.raises(VectorsUnavailable, match="pgvector"):
+            await storage.chunks.replace(_page(job, [("text", _unit(1, 0, 0, 0))]), "h")
+        with pytest.raises(VectorsUnavailable):
+            await storage.chunks.semantic(SearchQuery("", "q"), model=MODEL, vector=[1.0])
+        assert await storage.chunks.keyword(SearchQuery("", "text")) == []
+        if not await has_pgvector(pg_admin_url):  # the server cannot have it at all
+            embedder = build_embedder(EmbedderConfig())
+            with pytest.raises(VectorsUnavailable, match="pgvector"):
+                await reindex_chunks(storage.chunks, embedder)
+            await embedder.close()
+    finally:
+        await storage.close()
+
+
+async def test_reindex_embeds_other_models_chunks_with_the_current_one(storage: Storage) -> None:
+    job = await _job(storage, "http://a.test/")
+    texts = ["bread rises with yeast", "the stock market fell"]
+    await storage.chunks.replace(_page(job, [(t, _unit(1, 0, 0, 0)) for t in texts]), "h")
+    embedder = build_embedder(EmbedderConfig())
+    try:
+        assert await reindex_chunks(storage.chunks, embedder, batch=1) == 2
+        assert await reindex_chunks(storage.chunks, embedder) == 0
+        hits = await SearchService(cast(Any, None), storage.chunks, embedder).search(
+            SearchQuery("", "baking a loaf", k=2, mode=SearchMode.SEMANTIC)
+        )
+    finally:
+        await embedder.close()
+    assert [h.text for h in hits] == texts
+    [chunk, _] = await storage.chunks.list_for_job(job, owner="")
+    assert (chunk.model, chunk.dim) == ("wordllama/l2_supercat-256", 256)
+
+
+def test_the_reindex_command_says_when_there_is_nothing_to_do(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("TASKCRAWLER_DATABASE_URL", sqlite_url)
+    assert cli_main(["reindex"]) == 0
+    assert capsys.readouterr().out == "re-embedded 0 chunks with wordllama/l2_supercat-256\n"
+
+
+async def test_pgvector_migration_goes_down_and_up_again(pgvector_url: str) -> None:
+    await downgrade_database(pgvector_url, "0003")
+    await upgrade_database(pgvector_url, "head")
+    storage = open_storage(pgvector_url)
+    try:
+        assert await storage.chunks.vectors_available()
+        job = await _job(storage, "http://a.test/")
+        await storage.chunks.replace(_page(job, [("text", _unit(1, 0, 0, 0))]), "h")
+        hits = await storage.chunks.semantic(
+            SearchQuery("", "q"), model=MODEL, vector=_unit(1, 0, 0, 0)
+        )
+        assert [h.text for h in hits] == ["text"]
+    finally:
+        await storage.close()
+
+
+async def test_a_search_sees_the_chunks_written_since_the_last_one(storage: Storage) -> None:
+    query = SearchQuery("", "q", k=1)
+    first = await _job(storage, "http://a.test/")
+    await storage.chunks.replace(_page(first, [("first", _unit(1, 0, 0, 0))]), "h")
+    [found] = await storage.chunks.semantic(query, model=MODEL, vector=_unit(0, 1, 0, 0))
+    assert found.text == "first"
+    second = await _job(storage, "http://b.test/")
+    await storage.chunks.replace(_page(second, [("second", _unit(0, 1, 0, 0))]), "h")
+    [found] = await storage.chunks.semantic(query, model=MODEL, vector=_unit(0, 1, 0, 0))
+    assert found.text == "second"
+    await storage.chunks.replace(_page(second, []), "h2")
+    [found] = await storage.chunks.semantic(query, model=MODEL, vector=_unit(0, 1, 0, 0))
+    assert found.text == "first"
+    await storage.chunks.replace(_page(first, [("moved", _unit(0, 1, 0, 0))]), "h3")
+    [found] = await storage.chunks.semantic(query, model=MODEL, vector=_unit(0, 1, 0, 0))
+    assert (found.text, found.score) == ("moved", pytest.approx(1.0, abs=1e-5))

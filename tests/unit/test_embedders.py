@@ -1,0 +1,204 @@
+"""Embedders: the OpenAI-compatible one against a local fake server, failures included; the
+bundled WordLlama model offline."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from aiohttp import web
+
+from taskcrawler.embed import EmbedderConfig, EmbeddingFailed, build_embedder
+
+
+@dataclass
+class FakeEmbeddings:
+    """An OpenAI-compatible ``/v1/embeddings``: each request gets the next scripted answer
+    (``"ok"`` by default), and is recorded."""
+
+    script: list[str] = field(default_factory=list)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    authorizations: list[str | None] = field(default_factory=list)
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        self.requests.append(body)
+        self.authorizations.append(request.headers.get("Authorization"))
+        answer = self.script.pop(0) if self.script else "ok"
+        if answer == "slow":
+            await asyncio.sleep(5)
+        if answer.isdigit():
+            return web.json_response(
+                {"error": "scripted"}, status=int(answer), headers={"Retry-After": "0"}
+            )
+        inputs = body["input"]
+        if answer == "short":
+            inputs = inputs[:-1]
+        data = [
+            {"object": "embedding", "index": i, "embedding": [float(len(text)), 3.0, 4.0]}
+            for i, text in reversed(list(enumerate(inputs)))  # any order: "index" says
+        ]
+        if answer == "empty":
+            data[0]["embedding"] = []
+        return web.json_response({"object": "list", "data": data, "model": body["model"]})
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[tuple[FakeEmbeddings, str]]:
+    server = FakeEmbeddings()
+    app = web.Application()
+    app.router.add_post("/v1/embeddings", server.handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    yield server, f"http://127.0.0.1:{port}/v1"
+    await runner.cleanup()
+
+
+def vars_of(config: EmbedderConfig) -> dict[str, Any]:
+    return {name: getattr(config, name) for name in config.__dataclass_fields__}
+
+
+def _config(url: str, **overrides: Any) -> EmbedderConfig:
+    values: dict[str, Any] = {
+        "kind": "openai",
+        "url": url,
+        "model": "tiny",
+        "api_key": "sk-test",
+        "batch_size": 2,
+        "retry_base_seconds": 0.001,
+        "max_retries": 2,
+        "timeout_seconds": 2.0,
+    }
+    return EmbedderConfig(**(values | overrides))
+
+
+async def _embed(url: str, texts: list[str], **overrides: Any) -> list[list[float]]:
+    embedder = build_embedder(_config(url, **overrides))
+    try:
+        return await embedder.embed(texts)
+    finally:
+        await embedder.close()
+
+
+async def test_openai_batches_and_returns_unit_vectors_in_order(
+    fake: tuple[FakeEmbeddings, str],
+) -> None:
+    server, url = fake
+    vectors = await _embed(url, ["a", "bbb", "cc", "dddd", "e"])
+    assert [len(batch["input"]) for batch in server.requests] == [2, 2, 1]
+    assert server.authorizations == ["Bearer sk-test"] * 3
+    assert {request["model"] for request in server.requests} == {"tiny"}
+    for text, vector in zip(["a", "bbb", "cc", "dddd", "e"], vectors, strict=True):
+        norm = math.sqrt(len(text) ** 2 + 25)
+        assert vector == pytest.approx([len(text) / norm, 3 / norm, 4 / norm])
+
+
+@pytest.mark.parametrize("failure", ["429", "500", "503"])
+async def test_openai_retries_throttling_and_server_errors(
+    fake: tuple[FakeEmbeddings, str], failure: str
+) -> None:
+    server, url = fake
+    server.script = [failure, failure]
+    assert len(await _embed(url, ["x"])) == 1
+    assert len(server.requests) == 3
+
+
+async def test_openai_gives_up_after_its_retries_as_transient(
+    fake: tuple[FakeEmbeddings, str],
+) -> None:
+    server, url = fake
+    server.script = ["500"] * 10
+    with pytest.raises(EmbeddingFailed, match="answered 500") as caught:
+        await _embed(url, ["x"])
+    assert caught.value.transient
+    assert len(server.requests) == 3
+
+
+@pytest.mark.parametrize(
+    ("answer", "message"),
+    [("400", "answered 400"), ("short", "asked for 2"), ("empty", "empty or non-finite")],
+)
+async def test_openai_refuses_bad_requests_and_bad_answers_for_good(
+    fake: tuple[FakeEmbeddings, str], answer: str, message: str
+) -> None:
+    server, url = fake
+    server.script = [answer]
+    with pytest.raises(EmbeddingFailed, match=message) as caught:
+        await _embed(url, ["x", "y"])
+    assert not caught.value.transient
+    assert len(server.requests) == 1
+
+
+async def test_openai_times_out(fake: tuple[FakeEmbeddings, str]) -> None:
+    server, url = fake
+    server.script = ["slow", "slow"]
+    with pytest.raises(EmbeddingFailed, match="TimeoutError") as caught:
+        await _embed(url, ["x"], timeout_seconds=0.2, max_retries=1)
+    assert caught.value.transient
+
+
+async def test_openai_unreachable_server_is_transient() -> None:
+    with pytest.raises(EmbeddingFailed) as caught:
+        await _embed("http://127.0.0.1:9/v1", ["x"], max_retries=0)
+    assert caught.value.transient
+
+
+@pytest.mark.parametrize("missing", [{"url": None}, {"model": None}, {"kind": "nope"}])
+def test_an_embedder_without_what_it_needs_is_refused(missing: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match=r"EMBEDDER|unknown"):
+        build_embedder(
+            _config("http://x/v1")
+            if not missing
+            else EmbedderConfig(**(vars_of(_config("http://x/v1")) | missing))
+        )
+
+
+async def test_wordllama_loads_offline_and_ranks_by_meaning() -> None:
+    embedder = build_embedder(EmbedderConfig())
+    try:
+        query, near, far = await embedder.embed(
+            ["how do I bake bread", "baking a loaf of bread at home", "stock market interest rates"]
+        )
+    finally:
+        await embedder.close()
+    assert embedder.model == "wordllama/l2_supercat-256"
+    assert len(query) == 256
+    assert sum(x * x for x in query) == pytest.approx(1.0, abs=1e-4)
+
+    def dot(a: list[float], b: list[float]) -> float:
+        return sum(x * y for x, y in zip(a, b, strict=True))
+
+    assert dot(query, near) > dot(query, far)
+
+
+async def test_embedding_in_its_thread_leaves_the_event_loop_free() -> None:
+    """While a big batch embeds, the loop keeps running other tasks (ticks counted, not timed)."""
+    embedder = build_embedder(EmbedderConfig())
+    ticks = 0
+    stop = asyncio.Event()
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while not stop.is_set():
+            ticks += 1
+            await asyncio.sleep(0)
+
+    try:
+        await embedder.embed(["warm up"])
+        task = asyncio.create_task(ticker())
+        await embedder.embed([f"sentence {n} about things " * 50 for n in range(400)])
+        stop.set()
+        await task
+    finally:
+        await embedder.close()
+    assert ticks > 10
+
+
+Factory = Callable[[], None]

@@ -1,0 +1,71 @@
+"""The worker's chunks step: only for jobs that asked, only after a page was extracted."""
+
+from __future__ import annotations
+
+from uuid import uuid4
+
+from taskcrawler.domain import ClaimedJob, Outcome
+from taskcrawler.domain.chunks import Chunk
+from taskcrawler.worker.chunking import embedded_text, with_chunks
+from taskcrawler.worker.content import extracted_formats
+
+
+def _outcome(formats: tuple[str, ...], **fields: object) -> Outcome:
+    job = ClaimedJob(uuid4(), "http://a.test/", 0, uuid4(), formats=formats)
+    return Outcome(job=job, http_status=200, **fields)  # type: ignore[arg-type]
+
+
+async def test_jobs_that_did_not_ask_and_failed_attempts_pass_through() -> None:
+    plain = _outcome(("metadata",))
+    assert await with_chunks(None, plain, "# Title") is plain
+    failed = _outcome(("chunks",), error_code="timeout", error_message="slow")
+    assert await with_chunks(None, failed, None) is failed
+
+
+async def test_a_worker_without_an_embedder_fails_chunks_jobs_for_good() -> None:
+    outcome = await with_chunks(None, _outcome(("chunks",)), "# Title")
+    assert (outcome.error_code, outcome.transient) == ("embedding_failed", False)
+    assert outcome.http_status == 200
+
+
+def test_chunks_are_made_from_markdown_which_extraction_is_asked_for() -> None:
+    assert extracted_formats(("metadata", "chunks")) == ("metadata", "markdown")
+    assert extracted_formats(("markdown", "chunks")) == ("markdown",)
+    assert extracted_formats(("links",)) == ("links",)
+
+
+def test_a_chunk_is_embedded_with_its_headings() -> None:
+    chunk = Chunk(0, "Run pip.", ("Guide", "Install"), 3)
+    assert embedded_text(chunk) == "Guide > Install\nRun pip."
+    assert embedded_text(Chunk(0, "Alone.", (), 2)) == "Alone."
+
+
+async def test_a_huge_page_keeps_its_first_chunks_only() -> None:
+    from taskcrawler.domain.chunks import PageChunks
+    from taskcrawler.extract.chunking import ChunkingConfig
+    from taskcrawler.worker.chunking import MAX_CHUNKS_PER_PAGE, PageChunker
+
+    class Store:
+        stored: PageChunks | None = None
+
+        async def vectors_available(self) -> bool:
+            return True
+
+        async def source_hash(self, job_id: object) -> None:
+            return None
+
+        async def replace(self, page: PageChunks, source_hash: str) -> None:
+            self.stored = page
+
+    class Embedder:
+        model = "fake/1"
+
+        async def embed(self, texts: list[str]) -> list[list[float]]:
+            return [[1.0] for _ in texts]
+
+    store = Store()
+    chunker = PageChunker(store, Embedder(), ChunkingConfig(8, 0))  # type: ignore[arg-type]
+    markdown = "\n\n".join(f"Paragraph {n} has words." for n in range(MAX_CHUNKS_PER_PAGE + 50))
+    outcome = await chunker.attach(_outcome(("chunks",)), markdown)
+    assert outcome.result == {"chunks": {"count": MAX_CHUNKS_PER_PAGE, "model": "fake/1"}}
+    assert store.stored is not None and len(store.stored.chunks) == MAX_CHUNKS_PER_PAGE
