@@ -24,8 +24,12 @@ async def served(processes: ProcessManager, tmp_path: Path, sqlite_url: str) -> 
 
 
 @pytest.fixture
-async def page(browser: Browser) -> AsyncIterator[Page]:
-    """A fresh browser context (own localStorage); console errors fail the test."""
+async def page(browser: Browser, processes: ProcessManager) -> AsyncIterator[Page]:
+    """A fresh browser context (own localStorage); console errors fail the test.
+
+    It asks for ``processes`` so that it is closed before the served process stops: a dashboard
+    still polling a server that is shutting down logs a refused connection, not a fault.
+    """
     context = await browser.new_context(viewport={"width": 1280, "height": 900})
     opened = await context.new_page()
     problems: list[str] = []
