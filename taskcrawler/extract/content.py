@@ -50,6 +50,8 @@ _NEVER_CONTENT = [
     "input",
     "label",
     "figcaption",  # a caption without its picture is a stray line
+    "rt",  # ruby annotations: the reading of the text above them, said a second time
+    "rp",
 ]
 _FURNITURE_TAGS = ("nav", "aside", "footer", "dialog")
 _GUARDED_TAGS = ("header", "form")

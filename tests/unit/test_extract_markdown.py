@@ -188,3 +188,10 @@ def test_pixels_placeholders_and_inline_images_are_not_rendered() -> None:
         '<img src="/img/loader.gif" data-src="/img/photo.jpg" alt="Photo"></p>'
     )
     assert out == "Text ![Photo](https://example.com/img/photo.jpg)"
+
+
+def test_ruby_annotations_are_left_out() -> None:
+    # The reading above the characters repeats them: in the text it would split every word.
+    page = "<p><ruby>子<rp>(</rp><rt>こ</rt><rp>)</rp></ruby>どもへの<ruby>法律<rt>ほうりつ</rt></ruby></p>"
+    assert text(page) == "子どもへの法律"
+    assert markdown(page) == "子どもへの法律"
