@@ -12,7 +12,8 @@ Four steps, with the heavy lifting in lexbor (CSS queries, ``strip_tags``, ``dec
 3. Score the candidates (see :mod:`taskcrawler.extract.scoring`): the densest cluster of prose
    with little link text wins, with those of its siblings that score close to it.
 4. Inside what was chosen, remove the flagged blocks and the blocks that read like navigation
-   (mostly link text).
+   (mostly link text); add the standfirst, the prose between the headline and the content
+   (too short to score, but the article's first words).
 
 When the scoring finds too little prose (short pages, pages of lists or tables) the content is
 ``<main>``, a single ``<article>``, or else the whole cleaned body: a page that says little is
@@ -33,6 +34,7 @@ from taskcrawler.extract.scoring import (
     Choice,
     choose_content,
     link_chars,
+    link_share,
     visible_chars,
 )
 
@@ -88,7 +90,8 @@ _BOILERPLATE_BEGINNINGS = (
     "comment", "share", "sharing", "social", "related", "recent", "newsletter", "subscri",
     "cookie", "consent", "copyright", "colophon", "sidebar", "breadcrumb", "paginat", "disqus",
     "akismet", "jetpack", "nocontent", "sponsor", "advert", "masthead", "navbar", "navigation",
-    "byline", "newsticker", "authorbio", "authorbox", "authorinfo", "widget",
+    "byline", "newsticker", "authorbio", "authorbox", "authorinfo", "widget", "disclos",
+    "disclaim",
 )  # fmt: skip
 _BOILERPLATE_ENDINGS = ("widget", "comments", "sidebar", "menu", "navigation", "footer", "share")
 # A word that looks like one of those but is not: Blogger's main column is "widget Blog", and
@@ -309,6 +312,7 @@ def strip_link_blocks(choice: Choice) -> None:
 
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _HEADING_SELECTOR = "h2, h3, h4, h5, h6"
+_MAX_TITLE_CHARS = 80
 
 
 def _next_text(node: LexborNode, root: LexborNode) -> LexborNode | None:
@@ -347,6 +351,8 @@ def strip_orphan_headings(choice: Choice) -> None:
     for root in choice.nodes:
         doomed = []
         for heading in root.css(_HEADING_SELECTOR):
+            if len(heading.text_lexbor().strip()) > _MAX_TITLE_CHARS:
+                continue  # a lead or a sentence set large, not a title over a missing part
             following = _next_text(heading, root)
             level = _HEADINGS[heading.tag or ""]
             if following is None:
@@ -357,6 +363,65 @@ def strip_orphan_headings(choice: Choice) -> None:
                     doomed.append(heading)
         for heading in reversed(doomed):
             heading.decompose()
+
+
+_LEAD_MIN_CHARS = 80
+_LEAD_MAX_CHARS = 1500
+_LEAD_STEPS = 12
+_LEAD_LINK_SHARE = 0.2
+_LEAD_END = re.compile(r"[.!?:;\"\u201c\u201d\u00bb)\u2026\u3002\uff01\uff1f]$")
+
+
+def _is_lead(node: LexborNode) -> bool:
+    text = node.text_lexbor().strip()
+    return (
+        _LEAD_MIN_CHARS <= len(text) <= _LEAD_MAX_CHARS
+        and _LEAD_END.search(text) is not None
+        and FLAG_ATTRIBUTE not in node.attributes
+        and node.css_first(f"[{FLAG_ATTRIBUTE}], h1") is None
+        and link_share(node) < _LEAD_LINK_SHARE
+    )
+
+
+def leads(tree: LexborHTMLParser, nodes: list[LexborNode]) -> list[LexborNode]:
+    """The standfirst: blocks of prose between the page's headline and the chosen content
+    (a lead set as a large heading, an intro box), too small for the scoring to count. Only
+    the few elements right after the first ``h1``, when that is outside the content, and only
+    whole sentences with little link text."""
+    body = tree.body
+    headline = body.css_first("h1") if body is not None and nodes else None
+    if headline is None:
+        return []
+    chosen = {node.mem_id for node in nodes}
+    holding = _with_ancestors(nodes)  # the chosen nodes and their ancestors
+    if headline.mem_id in holding or _inside(headline, chosen):
+        return []
+    found: list[LexborNode] = []
+    current: LexborNode | None = headline
+    for _ in range(_LEAD_STEPS):  # the next element in document order, skipping subtrees
+        while current is not None and current.next is None:
+            current = current.parent
+            if current is None or current.mem_id in holding:
+                return found  # past the content without meeting it
+        if current is None:
+            return found
+        current = current.next
+        while current is not None and current.mem_id in holding:
+            if current.mem_id in chosen:
+                return found
+            current = current.child  # the content is further in
+        if current is not None and current.tag not in ("-text", "-comment") and _is_lead(current):
+            found.append(current)
+    return found
+
+
+def _inside(node: LexborNode, ids: set[int]) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if parent.mem_id in ids:
+            return True
+        parent = parent.parent
+    return False
 
 
 def _word_count(text: str, words: int) -> int:
@@ -425,6 +490,7 @@ def main_content(tree: LexborHTMLParser) -> MainContent:
         if choice.scored:
             strip_link_blocks(choice)
             strip_orphan_headings(choice)
+            choice.nodes[:0] = leads(tree, choice.nodes)
         nodes = choice.nodes
         for node in nodes:
             text, count = collapsed_text(node)

@@ -192,6 +192,38 @@ def test_pixels_placeholders_and_inline_images_are_not_rendered() -> None:
 
 def test_ruby_annotations_are_left_out() -> None:
     # The reading above the characters repeats them: in the text it would split every word.
-    page = "<p><ruby>子<rp>(</rp><rt>こ</rt><rp>)</rp></ruby>どもへの<ruby>法律<rt>ほうりつ</rt></ruby></p>"
+    page = (
+        "<p><ruby>子<rp>(</rp><rt>こ</rt><rp>)</rp></ruby>どもへの"
+        "<ruby>法律<rt>ほうりつ</rt></ruby></p>"
+    )
     assert text(page) == "子どもへの法律"
     assert markdown(page) == "子どもへの法律"
+
+
+LEAD = "Twice she came away with nothing this winter, but in the last race she struck back."
+ARTICLE_BODY = "".join(
+    f"<p>Paragraph {n} of the report, with a clause, another clause, and a full stop.</p>"
+    for n in range(6)
+)
+
+
+def test_the_standfirst_between_headline_and_content_is_kept() -> None:
+    page = (
+        '<div class="head"><h1>She wins at home</h1>'
+        f'<h2 class="subheadline">{LEAD}</h2></div>'
+        '<div class="share"><a href="/s">Share this article on every network you know</a></div>'
+        f'<div class="body">{ARTICLE_BODY}</div>'
+    )
+    out = text(page)
+    assert out.startswith(f"She wins at home\n\n{LEAD}\n\nParagraph 0")
+    assert "Share this" not in out
+
+
+def test_links_or_a_fragment_after_the_headline_are_no_standfirst() -> None:
+    page = (
+        "<div><h1>She wins at home</h1>"
+        '<p><a href="/a">Read all our reports from the race in Antholz and the Olympics.</a></p>'
+        "<p>By the sports desk and our correspondent in the valley, without a full stop</p></div>"
+        f'<div class="body">{ARTICLE_BODY}</div>'
+    )
+    assert text(page).startswith("She wins at home\n\nParagraph 0")
