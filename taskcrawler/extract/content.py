@@ -85,6 +85,7 @@ _BOILERPLATE_WORDS = frozenset(
     {"ad", "ads", "nav", "menu", "meta", "tags", "tag", "bio", "caption", "credit", "credits"}
     | {"footer", "banner", "rating", "toolbar", "tools", "pager", "signup", "login"}
     | {"reply", "replies", "respond", "skiplink", "gdpr", "modal", "popup", "promo", "promos"}
+    | {"teasers", "ratings", "legend"}
 )
 _BOILERPLATE_BEGINNINGS = (
     "comment", "share", "sharing", "social", "related", "recent", "newsletter", "subscri",
