@@ -32,8 +32,8 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from taskcrawler.extract.scoring import (
     FLAG_ATTRIBUTE,
     Choice,
+    LinkTotals,
     choose_content,
-    link_chars,
     link_share,
     visible_chars,
 )
@@ -295,20 +295,38 @@ _MAX_LINK_SHARE = 0.5
 
 def strip_link_blocks(choice: Choice) -> None:
     """Step 4, second half: blocks inside the content whose text is mostly link text (menus,
-    tag lists, "read more" lines, lists of other articles). The chosen nodes themselves stay."""
+    tag lists, "read more" lines, lists of other articles). The chosen nodes themselves stay.
+    A block inside one already doomed is not measured again."""
     for root in choice.nodes:
-        links = link_chars(root)
-        if not links:
+        links = LinkTotals.of(root)
+        if not links.totals:
             continue
-        blocks = root.css(_LINK_LIKE_BLOCKS)
-        doomed = []
-        for block in blocks:
-            linked = links.get(block.mem_id, 0)
-            if linked and linked > _MAX_LINK_SHARE * visible_chars(block):
+        doomed: list[LexborNode] = []
+        under: dict[int, bool] = {}  # node id: inside a doomed block?
+        for block in root.css(_LINK_LIKE_BLOCKS):  # outermost first
+            key = block.mem_id
+            linked = links.totals.get(key, 0)
+            if not linked or key == root.mem_id or _under_doomed(key, links.parents, under):
+                continue
+            if linked > _MAX_LINK_SHARE * visible_chars(block):
                 doomed.append(block)
+                under[key] = True
         for block in reversed(doomed):
-            if block.mem_id != root.mem_id:
-                block.decompose()
+            block.decompose()
+
+
+def _under_doomed(key: int, parents: dict[int, int], under: dict[int, bool]) -> bool:
+    """Whether an ancestor of ``key`` (a node holding links) is doomed; every answer found on
+    the way up is remembered, so that all blocks together cost one walk of the tree."""
+    path: list[int] = []
+    parent = parents.get(key)
+    while parent is not None and parent not in under:
+        path.append(parent)
+        parent = parents.get(parent)
+    answer = under.get(parent, False) if parent is not None else False
+    for node in path:
+        under[node] = answer
+    return answer
 
 
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}

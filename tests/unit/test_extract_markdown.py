@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from selectolax.lexbor import LexborHTMLParser
+
 from taskcrawler.extract import extract
+from taskcrawler.extract.scoring import LinkTotals, visible_chars
 
 URL = "https://example.com/blog/post"
 
@@ -227,3 +230,21 @@ def test_links_or_a_fragment_after_the_headline_are_no_standfirst() -> None:
         f'<div class="body">{ARTICLE_BODY}</div>'
     )
     assert text(page).startswith("She wins at home\n\nParagraph 0")
+
+
+def test_link_text_per_block_is_the_sum_over_its_links_however_deep() -> None:
+    nested = "".join(f'<ul><li><a href="/p/{n}">link {n}</a> and text' for n in range(300))
+    tree = LexborHTMLParser(f"<body>{nested}<p>plain <a href='/x'>one</a> <a>two</a></p></body>")
+    assert tree.body is not None
+    totals = LinkTotals.of(tree.body).totals
+    for node in tree.body.css("body, ul, li, a, p"):
+        expected = sum(visible_chars(anchor) for anchor in node.css("a"))
+        assert totals.get(node.mem_id, 0) == expected
+
+
+def test_a_deeply_nested_list_of_links_inside_the_article_is_dropped_whole() -> None:
+    nested = "".join(f'<ul><li><a href="/p/{n}">link {n}</a>' for n in range(1000))
+    page = f"<article><h1>Title</h1>{ARTICLE_BODY}<div>{nested}</div></article>"
+    out = markdown(page)
+    assert "Paragraph 5 of the report" in out
+    assert "link" not in out
