@@ -233,17 +233,24 @@ class Cleaner:
     def flagged(self, body: LexborNode) -> list[LexborNode]:
         """Step 2: nodes whose names say boilerplate, outermost first, in document order."""
         found: list[LexborNode] = []
+        ids: set[int] = set()
         most = _MAX_FLAGGED_SHARE * visible_chars(body)
         for node in body.css(_NAMED_BLOCKS):
             attrs = node.attrs
             names = f"{attrs.get('class') or ''} {attrs.get('id') or ''}"
             if not names_boilerplate(names) or node.mem_id in self.holds_main:
                 continue
-            if visible_chars(node) <= most or _COMMENTS in names.lower():
+            parent = node.parent
+            if (
+                (parent is not None and parent.mem_id in ids)  # no bigger than its parent
+                or visible_chars(node) <= most
+                or _COMMENTS in names.lower()
+            ):
                 # else a wrapper of the page, whatever its name; but comments can outgrow
                 # the article they are about
-                node.attrs[FLAG_ATTRIBUTE] = ""
+                attrs[FLAG_ATTRIBUTE] = ""
                 found.append(node)
+                ids.add(node.mem_id)
         return found
 
     def strip_flagged(self, flagged: list[LexborNode], choice: Choice) -> None:
