@@ -76,6 +76,7 @@ _NAMED_BLOCKS = ":is([class], [id]):not(a, img, i, svg, picture, source, body)"
 # Class attributes repeat within a page and across the pages of a site: the answer for each
 # is remembered, within a bound that hostile pages full of unique names cannot exceed.
 _NAMES_CACHED = 1 << 15
+_HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 _MAX_REMOVED_SHARE = 0.5
 
 # A class or id names boilerplate when one of its words (its runs of letters: "post-meta" is
@@ -237,7 +238,10 @@ class Cleaner:
         most = _MAX_FLAGGED_SHARE * visible_chars(body)
         for node in body.css(_NAMED_BLOCKS):
             attrs = node.attrs
-            names = f"{attrs.get('class') or ''} {attrs.get('id') or ''}"
+            # A heading's id names the section for links to it ("nav_…" from a table of
+            # contents), not what the heading is.
+            anchor = node.tag in _HEADING_TAGS
+            names = f"{attrs.get('class') or ''} {'' if anchor else attrs.get('id') or ''}"
             if not names_boilerplate(names) or node.mem_id in self.holds_main:
                 continue
             parent = node.parent

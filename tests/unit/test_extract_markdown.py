@@ -248,3 +248,13 @@ def test_a_deeply_nested_list_of_links_inside_the_article_is_dropped_whole() -> 
     out = markdown(page)
     assert "Paragraph 5 of the report" in out
     assert "link" not in out
+
+
+def test_a_heading_id_from_a_table_of_contents_does_not_flag_it() -> None:
+    page = (
+        f"<article><h1>Title</h1>{ARTICLE_BODY}"
+        '<h3 id="nav_only_the_foil_remains">Only the foil remains</h3>'
+        f"{ARTICLE_BODY}</article>"
+    )
+    assert "### Only the foil remains\n\nParagraph 0" in markdown(page)
+    assert "Only the foil" not in markdown(page.replace("id=", "class="))  # a class does
