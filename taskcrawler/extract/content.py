@@ -398,6 +398,7 @@ def strip_orphan_headings(choice: Choice) -> None:
 _LEAD_MIN_CHARS = 80
 _LEAD_MAX_CHARS = 1500
 _LEAD_STEPS = 12
+_LEAD_HEADLINES = 3
 _LEAD_LINK_SHARE = 0.2
 _LEAD_END = re.compile(r"[.!?:;\"\u201c\u201d\u00bb)\u2026\u3002\uff01\uff1f]$")
 
@@ -416,33 +417,48 @@ def _is_lead(node: LexborNode) -> bool:
 def leads(tree: LexborHTMLParser, nodes: list[LexborNode]) -> list[LexborNode]:
     """The standfirst: blocks of prose between the page's headline and the chosen content
     (a lead set as a large heading, an intro box), too small for the scoring to count. Only
-    the few elements right after the first ``h1``, when that is outside the content, and only
-    whole sentences with little link text."""
+    the few elements right after the ``h1`` that leads to the content (not a logo's ``h1`` in
+    the site's header), and only whole sentences with little link text."""
     body = tree.body
-    headline = body.css_first("h1") if body is not None and nodes else None
-    if headline is None:
+    if body is None or not nodes:
         return []
     chosen = {node.mem_id for node in nodes}
     holding = _with_ancestors(nodes)  # the chosen nodes and their ancestors
-    if headline.mem_id in holding or _inside(headline, chosen):
+    headlines = [
+        h1
+        for h1 in body.css("h1")
+        if h1.mem_id not in holding and h1.text_lexbor().strip() and not _inside(h1, chosen)
+    ]
+    if not headlines:
         return []
+    for headline in reversed(headlines[-_LEAD_HEADLINES:]):
+        found, met = _leads_after(headline, chosen, holding)
+        if met:
+            return found
+    return _leads_after(headlines[0], chosen, holding)[0]
+
+
+def _leads_after(
+    headline: LexborNode, chosen: set[int], holding: set[int]
+) -> tuple[list[LexborNode], bool]:
+    """The leads in the few elements after ``headline``, and whether the content came next."""
     found: list[LexborNode] = []
     current: LexborNode | None = headline
     for _ in range(_LEAD_STEPS):  # the next element in document order, skipping subtrees
         while current is not None and current.next is None:
             current = current.parent
             if current is None or current.mem_id in holding:
-                return found  # past the content without meeting it
+                return found, False  # past the content without meeting it
         if current is None:
-            return found
+            return found, False
         current = current.next
         while current is not None and current.mem_id in holding:
             if current.mem_id in chosen:
-                return found
+                return found, True
             current = current.child  # the content is further in
         if current is not None and current.tag not in ("-text", "-comment") and _is_lead(current):
             found.append(current)
-    return found
+    return found, False
 
 
 def _inside(node: LexborNode, ids: set[int]) -> bool:

@@ -258,3 +258,15 @@ def test_a_heading_id_from_a_table_of_contents_does_not_flag_it() -> None:
     )
     assert "### Only the foil remains\n\nParagraph 0" in markdown(page)
     assert "Only the foil" not in markdown(page.replace("id=", "class="))  # a class does
+
+
+def test_the_standfirst_follows_the_headline_not_the_logo() -> None:
+    page = (
+        '<div class="top"><h1 class="logo">The Daily Site</h1>'
+        "<p>A paper of record for the valley, its towns, and everyone who lives there.</p></div>"
+        f'<div class="head"><h1>She wins at home</h1><p class="intro">{LEAD}</p></div>'
+        f'<div class="body">{ARTICLE_BODY}</div>'
+    )
+    out = text(page)
+    assert f"{LEAD}\n\nParagraph 0" in out
+    assert "paper of record" not in out
