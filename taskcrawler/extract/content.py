@@ -12,7 +12,8 @@ Four steps, with the heavy lifting in lexbor (CSS queries, ``strip_tags``, ``dec
 3. Score the candidates (see :mod:`taskcrawler.extract.scoring`): the densest cluster of prose
    with little link text wins, with those of its siblings that score close to it.
 4. Inside what was chosen, remove the flagged blocks and the blocks that read like navigation
-   (mostly link text).
+   (mostly link text); add the standfirst, the prose between the headline and the content
+   (too short to score, but the article's first words).
 
 When the scoring finds too little prose (short pages, pages of lists or tables) the content is
 ``<main>``, a single ``<article>``, or else the whole cleaned body: a page that says little is
@@ -31,8 +32,9 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from taskcrawler.extract.scoring import (
     FLAG_ATTRIBUTE,
     Choice,
+    LinkTotals,
     choose_content,
-    link_chars,
+    link_share,
     visible_chars,
 )
 
@@ -50,6 +52,8 @@ _NEVER_CONTENT = [
     "input",
     "label",
     "figcaption",  # a caption without its picture is a stray line
+    "rt",  # ruby annotations: the reading of the text above them, said a second time
+    "rp",
 ]
 _FURNITURE_TAGS = ("nav", "aside", "footer", "dialog")
 _GUARDED_TAGS = ("header", "form")
@@ -72,6 +76,7 @@ _NAMED_BLOCKS = ":is([class], [id]):not(a, img, i, svg, picture, source, body)"
 # Class attributes repeat within a page and across the pages of a site: the answer for each
 # is remembered, within a bound that hostile pages full of unique names cannot exceed.
 _NAMES_CACHED = 1 << 15
+_HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
 _MAX_REMOVED_SHARE = 0.5
 
 # A class or id names boilerplate when one of its words (its runs of letters: "post-meta" is
@@ -81,12 +86,14 @@ _BOILERPLATE_WORDS = frozenset(
     {"ad", "ads", "nav", "menu", "meta", "tags", "tag", "bio", "caption", "credit", "credits"}
     | {"footer", "banner", "rating", "toolbar", "tools", "pager", "signup", "login"}
     | {"reply", "replies", "respond", "skiplink", "gdpr", "modal", "popup", "promo", "promos"}
+    | {"teasers", "ratings", "legend"}
 )
 _BOILERPLATE_BEGINNINGS = (
     "comment", "share", "sharing", "social", "related", "recent", "newsletter", "subscri",
     "cookie", "consent", "copyright", "colophon", "sidebar", "breadcrumb", "paginat", "disqus",
     "akismet", "jetpack", "nocontent", "sponsor", "advert", "masthead", "navbar", "navigation",
-    "byline", "newsticker", "authorbio", "authorbox", "authorinfo", "widget",
+    "byline", "newsticker", "authorbio", "authorbox", "authorinfo", "widget", "disclos",
+    "disclaim",
 )  # fmt: skip
 _BOILERPLATE_ENDINGS = ("widget", "comments", "sidebar", "menu", "navigation", "footer", "share")
 # A word that looks like one of those but is not: Blogger's main column is "widget Blog", and
@@ -227,17 +234,27 @@ class Cleaner:
     def flagged(self, body: LexborNode) -> list[LexborNode]:
         """Step 2: nodes whose names say boilerplate, outermost first, in document order."""
         found: list[LexborNode] = []
+        ids: set[int] = set()
         most = _MAX_FLAGGED_SHARE * visible_chars(body)
         for node in body.css(_NAMED_BLOCKS):
             attrs = node.attrs
-            names = f"{attrs.get('class') or ''} {attrs.get('id') or ''}"
+            # A heading's id names the section for links to it ("nav_…" from a table of
+            # contents), not what the heading is.
+            anchor = node.tag in _HEADING_TAGS
+            names = f"{attrs.get('class') or ''} {'' if anchor else attrs.get('id') or ''}"
             if not names_boilerplate(names) or node.mem_id in self.holds_main:
                 continue
-            if visible_chars(node) <= most or _COMMENTS in names.lower():
+            parent = node.parent
+            if (
+                (parent is not None and parent.mem_id in ids)  # no bigger than its parent
+                or visible_chars(node) <= most
+                or _COMMENTS in names.lower()
+            ):
                 # else a wrapper of the page, whatever its name; but comments can outgrow
                 # the article they are about
-                node.attrs[FLAG_ATTRIBUTE] = ""
+                attrs[FLAG_ATTRIBUTE] = ""
                 found.append(node)
+                ids.add(node.mem_id)
         return found
 
     def strip_flagged(self, flagged: list[LexborNode], choice: Choice) -> None:
@@ -289,24 +306,43 @@ _MAX_LINK_SHARE = 0.5
 
 def strip_link_blocks(choice: Choice) -> None:
     """Step 4, second half: blocks inside the content whose text is mostly link text (menus,
-    tag lists, "read more" lines, lists of other articles). The chosen nodes themselves stay."""
+    tag lists, "read more" lines, lists of other articles). The chosen nodes themselves stay.
+    A block inside one already doomed is not measured again."""
     for root in choice.nodes:
-        links = link_chars(root)
-        if not links:
+        links = LinkTotals.of(root)
+        if not links.totals:
             continue
-        blocks = root.css(_LINK_LIKE_BLOCKS)
-        doomed = []
-        for block in blocks:
-            linked = links.get(block.mem_id, 0)
-            if linked and linked > _MAX_LINK_SHARE * visible_chars(block):
+        doomed: list[LexborNode] = []
+        under: dict[int, bool] = {}  # node id: inside a doomed block?
+        for block in root.css(_LINK_LIKE_BLOCKS):  # outermost first
+            key = block.mem_id
+            linked = links.totals.get(key, 0)
+            if not linked or key == root.mem_id or _under_doomed(key, links.parents, under):
+                continue
+            if linked > _MAX_LINK_SHARE * visible_chars(block):
                 doomed.append(block)
+                under[key] = True
         for block in reversed(doomed):
-            if block.mem_id != root.mem_id:
-                block.decompose()
+            block.decompose()
+
+
+def _under_doomed(key: int, parents: dict[int, int], under: dict[int, bool]) -> bool:
+    """Whether an ancestor of ``key`` (a node holding links) is doomed; every answer found on
+    the way up is remembered, so that all blocks together cost one walk of the tree."""
+    path: list[int] = []
+    parent = parents.get(key)
+    while parent is not None and parent not in under:
+        path.append(parent)
+        parent = parents.get(parent)
+    answer = under.get(parent, False) if parent is not None else False
+    for node in path:
+        under[node] = answer
+    return answer
 
 
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _HEADING_SELECTOR = "h2, h3, h4, h5, h6"
+_MAX_TITLE_CHARS = 80
 
 
 def _next_text(node: LexborNode, root: LexborNode) -> LexborNode | None:
@@ -345,6 +381,8 @@ def strip_orphan_headings(choice: Choice) -> None:
     for root in choice.nodes:
         doomed = []
         for heading in root.css(_HEADING_SELECTOR):
+            if len(heading.text_lexbor().strip()) > _MAX_TITLE_CHARS:
+                continue  # a lead or a sentence set large, not a title over a missing part
             following = _next_text(heading, root)
             level = _HEADINGS[heading.tag or ""]
             if following is None:
@@ -355,6 +393,81 @@ def strip_orphan_headings(choice: Choice) -> None:
                     doomed.append(heading)
         for heading in reversed(doomed):
             heading.decompose()
+
+
+_LEAD_MIN_CHARS = 80
+_LEAD_MAX_CHARS = 1500
+_LEAD_STEPS = 12
+_LEAD_HEADLINES = 3
+_LEAD_LINK_SHARE = 0.2
+_LEAD_END = re.compile(r"[.!?:;\"\u201c\u201d\u00bb)\u2026\u3002\uff01\uff1f]$")
+
+
+def _is_lead(node: LexborNode) -> bool:
+    text = node.text_lexbor().strip()
+    return (
+        _LEAD_MIN_CHARS <= len(text) <= _LEAD_MAX_CHARS
+        and _LEAD_END.search(text) is not None
+        and FLAG_ATTRIBUTE not in node.attributes
+        and node.css_first(f"[{FLAG_ATTRIBUTE}], h1") is None
+        and link_share(node) < _LEAD_LINK_SHARE
+    )
+
+
+def leads(tree: LexborHTMLParser, nodes: list[LexborNode]) -> list[LexborNode]:
+    """The standfirst: blocks of prose between the page's headline and the chosen content
+    (a lead set as a large heading, an intro box), too small for the scoring to count. Only
+    the few elements right after the ``h1`` that leads to the content (not a logo's ``h1`` in
+    the site's header), and only whole sentences with little link text."""
+    body = tree.body
+    if body is None or not nodes:
+        return []
+    chosen = {node.mem_id for node in nodes}
+    holding = _with_ancestors(nodes)  # the chosen nodes and their ancestors
+    headlines = [
+        h1
+        for h1 in body.css("h1")
+        if h1.mem_id not in holding and h1.text_lexbor().strip() and not _inside(h1, chosen)
+    ]
+    if not headlines:
+        return []
+    for headline in reversed(headlines[-_LEAD_HEADLINES:]):
+        found, met = _leads_after(headline, chosen, holding)
+        if met:
+            return found
+    return _leads_after(headlines[0], chosen, holding)[0]
+
+
+def _leads_after(
+    headline: LexborNode, chosen: set[int], holding: set[int]
+) -> tuple[list[LexborNode], bool]:
+    """The leads in the few elements after ``headline``, and whether the content came next."""
+    found: list[LexborNode] = []
+    current: LexborNode | None = headline
+    for _ in range(_LEAD_STEPS):  # the next element in document order, skipping subtrees
+        while current is not None and current.next is None:
+            current = current.parent
+            if current is None or current.mem_id in holding:
+                return found, False  # past the content without meeting it
+        if current is None:
+            return found, False
+        current = current.next
+        while current is not None and current.mem_id in holding:
+            if current.mem_id in chosen:
+                return found, True
+            current = current.child  # the content is further in
+        if current is not None and current.tag not in ("-text", "-comment") and _is_lead(current):
+            found.append(current)
+    return found, False
+
+
+def _inside(node: LexborNode, ids: set[int]) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if parent.mem_id in ids:
+            return True
+        parent = parent.parent
+    return False
 
 
 def _word_count(text: str, words: int) -> int:
@@ -423,6 +536,7 @@ def main_content(tree: LexborHTMLParser) -> MainContent:
         if choice.scored:
             strip_link_blocks(choice)
             strip_orphan_headings(choice)
+            choice.nodes[:0] = leads(tree, choice.nodes)
         nodes = choice.nodes
         for node in nodes:
             text, count = collapsed_text(node)

@@ -109,6 +109,9 @@ _GUESS_BYTES = 65536
 class Decoded(NamedTuple):
     text: str
     encoding: str
+    #: The body itself when it is exactly ``text`` in UTF-8, so that the parser can take it
+    #: as it came instead of the text encoded once more.
+    utf8: bytes | None = None
 
 
 def normalize_label(label: str | None) -> str | None:
@@ -163,45 +166,69 @@ def _mostly_not_utf8(body: bytes) -> bool:
     return bad > non_ascii - replaced
 
 
-def _is_utf8(body: bytes) -> bool:
-    try:
-        body.decode(_UTF8)
-    except UnicodeDecodeError:
-        return False
-    return True
+class _Body:
+    """A fetched body, and its text once it was decoded as strict UTF-8 (or None when that
+    failed): the check for UTF-8 and the decoding are then one pass, not two."""
+
+    __slots__ = ("_text", "_tried", "raw")
+
+    def __init__(self, raw: bytes) -> None:
+        self.raw = raw
+        self._text: str | None = None
+        self._tried = False
+
+    def utf8(self) -> str | None:
+        if not self._tried:
+            self._tried = True
+            try:
+                self._text = self.raw.decode(_UTF8)
+            except UnicodeDecodeError:
+                self._text = None
+        return self._text
 
 
 def _declared(body: bytes, charset: str | None) -> str | None:
     return normalize_label(charset) or meta_charset(body)
 
 
-def _check_declared(body: bytes, declared: str) -> str:
+def _check_declared(body: _Body, declared: str) -> str:
     """Catch the two usual lies; otherwise trust the declaration."""
+    raw = body.raw
     if declared == _UTF8:
-        if _is_utf8(body) or not _mostly_not_utf8(body):
+        if body.utf8() is not None or not _mostly_not_utf8(raw):
             return _UTF8
-        return _guess(body) or "cp1252"
-    if declared in _SINGLE_BYTE_WESTERN and not body.isascii() and _is_utf8(body):
+        return _guess(raw) or "cp1252"
+    if declared in _SINGLE_BYTE_WESTERN and not raw.isascii() and body.utf8() is not None:
         return _UTF8
     return declared
 
 
-def choose_encoding(body: bytes, charset: str | None = None) -> tuple[str, int]:
-    """The encoding to decode ``body`` with, and how many leading bytes (a BOM) to skip."""
-    bom = _sniff_bom(body)
+def _choose(body: _Body, charset: str | None) -> tuple[str, int]:
+    raw = body.raw
+    bom = _sniff_bom(raw)
     if bom is not None:
         return bom, 3 if bom == _UTF8 else 2
-    declared = _declared(body, charset)
+    declared = _declared(raw, charset)
     if declared is not None:
         return _check_declared(body, declared), 0
-    if body.isascii() or _is_utf8(body):
+    if raw.isascii() or body.utf8() is not None:
         return _UTF8, 0
-    return _guess(body) or _UTF8, 0
+    return _guess(raw) or _UTF8, 0
+
+
+def choose_encoding(body: bytes, charset: str | None = None) -> tuple[str, int]:
+    """The encoding to decode ``body`` with, and how many leading bytes (a BOM) to skip."""
+    return _choose(_Body(body), charset)
 
 
 def decode_html(body: bytes, charset: str | None = None) -> Decoded:
     """Decode a fetched page. Never raises: undecodable bytes become U+FFFD."""
-    encoding, skip = choose_encoding(body, charset)
+    checked = _Body(body)
+    encoding, skip = _choose(checked, charset)
+    if encoding == _UTF8 and not skip:
+        text = checked.utf8()
+        if text is not None:  # valid UTF-8: the body is exactly the text's encoding
+            return Decoded(text, encoding, body)
     try:
         text = body[skip:].decode(encoding, "replace")
     except (LookupError, ValueError):  # pragma: no cover - encodings come from the allow-list

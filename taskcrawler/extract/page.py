@@ -87,7 +87,10 @@ def extract(
     """
     wanted = _check_formats(formats)
     decoded = decode_html(body, charset)
-    tree = LexborHTMLParser(limit_nesting(decoded.text))
+    markup = limit_nesting(decoded.text)
+    # Valid UTF-8 as fetched is what lexbor would be given anyway: not encoded once more.
+    utf8 = decoded.utf8 if markup is decoded.text else None
+    tree = LexborHTMLParser(utf8 if utf8 is not None else markup)
     remove_ignored(tree, ignore)
     info = read_head(tree)
     resolver = Resolver(url, info.base_href)

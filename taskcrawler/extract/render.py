@@ -107,7 +107,7 @@ class Renderer:
                 inline.append(_BREAK)
             elif tag in _SKIP:
                 continue
-            elif tag not in _ATOMIC and child.css_first(_BLOCK_CSS) is not None:
+            elif tag not in _ATOMIC and _has_elements(child) and child.css_first(_BLOCK_CSS):
                 # An inline element around blocks (the parser's adoption agency makes these
                 # out of unclosed <a>/<b>): Markdown cannot nest blocks in it, keep the blocks.
                 self._flush(inline, blocks)
@@ -333,6 +333,13 @@ class Renderer:
         if not self.markdown or not any(char in text for char in _SPECIAL):
             return text
         return _ESCAPE.sub(_backslashed, text)
+
+
+def _has_elements(node: LexborNode) -> bool:
+    """False for the common inline element that holds only text (a link, a bold word): no
+    block can be inside it, and no CSS query need look."""
+    first = node.child
+    return first is not None and (first.tag != "-text" or first.next is not None)
 
 
 def _plain(block: str) -> str:

@@ -89,20 +89,53 @@ def visible_chars(node: LexborNode) -> int:
 def link_chars(root: LexborNode) -> dict[int, int]:
     """For every node under ``root`` (and ``root``) that holds a link: its link text's length,
     measured as :func:`visible_chars` does."""
-    totals: dict[int, int] = {}
-    root_id = root.mem_id
-    for anchor in root.css("a"):
-        chars = visible_chars(anchor)
-        if not chars:
-            continue
-        node: LexborNode | None = anchor
-        while node is not None:
-            key = node.mem_id
+    return LinkTotals.of(root).totals
+
+
+@dataclass(slots=True)
+class LinkTotals:
+    """Link text per node, and the part of the tree that holds links (each such node's parent).
+
+    Each link's path up to ``root`` is walked only as far as the first node another link's
+    path already reached, and the counts are then summed once from the leaves up: linear in
+    the size of the tree, where adding each link to all its ancestors is quadratic in the
+    depth (a list of lists of links nested a thousand deep)."""
+
+    totals: dict[int, int]
+    parents: dict[int, int]
+
+    @classmethod
+    def of(cls, root: LexborNode) -> LinkTotals:
+        totals: dict[int, int] = {}
+        parents: dict[int, int] = {}
+        root_id = root.mem_id
+        for anchor in root.css("a"):
+            chars = visible_chars(anchor)
+            if not chars:
+                continue
+            key = anchor.mem_id
             totals[key] = totals.get(key, 0) + chars
-            if key == root_id:
-                break
-            node = node.parent
-    return totals
+            node = anchor
+            while key != root_id and key not in parents:
+                parent = node.parent
+                if parent is None:
+                    break
+                parents[key] = parent.mem_id
+                node, key = parent, parent.mem_id
+        children: dict[int, int] = {}
+        for parent_id in parents.values():
+            children[parent_id] = children.get(parent_id, 0) + 1
+        ready = [key for key in parents if key not in children]
+        while ready:
+            key = ready.pop()
+            above = parents.get(key)
+            if above is None:
+                continue
+            totals[above] = totals.get(above, 0) + totals.get(key, 0)
+            children[above] -= 1
+            if not children[above]:
+                ready.append(above)
+        return cls(totals, parents)
 
 
 def _visible(text: str) -> int:
@@ -192,10 +225,26 @@ def _paragraphs(body: LexborNode, *, skip_flagged: bool) -> list[LexborNode]:
     return found
 
 
+def _list_holders(paragraphs: list[LexborNode]) -> set[int]:
+    """The list items that hold a list: their items score on their own, and reading each
+    item's text with all the lists inside it would be quadratic in the nesting."""
+    holders: set[int] = set()
+    for paragraph in paragraphs:
+        if paragraph.tag == "li":
+            list_node = paragraph.parent
+            above = list_node.parent if list_node is not None else None
+            if above is not None and above.tag == "li":
+                holders.add(above.mem_id)
+    return holders
+
+
 def _score(paragraphs: list[LexborNode]) -> tuple[dict[int, Candidate], int]:
     candidates: dict[int, Candidate] = {}
     total_chars = 0
+    holders = _list_holders(paragraphs)
     for paragraph in paragraphs:
+        if holders and paragraph.mem_id in holders:
+            continue
         text = paragraph.text_lexbor()
         chars = len(text.strip())
         if chars < MIN_PARAGRAPH_CHARS:

@@ -157,8 +157,12 @@ def test_class_names_are_judged_without_error(names: str) -> None:
 def test_class_names_judged() -> None:
     for names in ("comments-area", "post-meta", "main-nav", "textwidget", "ad ad-slot"):
         assert names_boilerplate(names), names
+    for names in ("editorial-disclosure", "Teasers u-container", "post-ratings", "legend"):
+        assert names_boilerplate(names), names
     for names in ("entry-content", "has-sidebar", "widget Blog", "post tag-news", "metadata"):
         assert not names_boilerplate(names), names
+    # one teaser is often the article's own lead; a row of them is a list of other pages
+    assert not names_boilerplate("article-teaser")
 
 
 def test_remembered_class_names_stay_bounded() -> None:

@@ -112,3 +112,11 @@ def test_never_raises(body: bytes, charset: str | None) -> None:
     decoded = decode_html(body, charset)
     assert isinstance(decoded.text, str)
     decoded.text.encode("utf-8")  # no lone surrogates
+
+
+def test_valid_utf8_comes_with_its_bytes_and_anything_else_without() -> None:
+    body = "<p>日本語 é</p>".encode()
+    assert decode_html(body) == ("<p>日本語 é</p>", "utf-8", body)
+    assert decode_html(b"<p>caf\xe9 \xff</p>", "utf-8").utf8 is None  # bytes were replaced
+    assert decode_html(b"\xef\xbb\xbf<p>bom</p>").utf8 is None  # the text starts later
+    assert decode_html("<p>é</p>".encode("cp1252"), "windows-1252").utf8 is None

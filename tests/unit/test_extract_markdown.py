@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from selectolax.lexbor import LexborHTMLParser
+
 from taskcrawler.extract import extract
+from taskcrawler.extract.scoring import LinkTotals, visible_chars
 
 URL = "https://example.com/blog/post"
 
@@ -188,3 +191,82 @@ def test_pixels_placeholders_and_inline_images_are_not_rendered() -> None:
         '<img src="/img/loader.gif" data-src="/img/photo.jpg" alt="Photo"></p>'
     )
     assert out == "Text ![Photo](https://example.com/img/photo.jpg)"
+
+
+def test_ruby_annotations_are_left_out() -> None:
+    # The reading above the characters repeats them: in the text it would split every word.
+    page = (
+        "<p><ruby>子<rp>(</rp><rt>こ</rt><rp>)</rp></ruby>どもへの"
+        "<ruby>法律<rt>ほうりつ</rt></ruby></p>"
+    )
+    assert text(page) == "子どもへの法律"
+    assert markdown(page) == "子どもへの法律"
+
+
+LEAD = "Twice she came away with nothing this winter, but in the last race she struck back."
+ARTICLE_BODY = "".join(
+    f"<p>Paragraph {n} of the report, with a clause, another clause, and a full stop.</p>"
+    for n in range(6)
+)
+
+
+def test_the_standfirst_between_headline_and_content_is_kept() -> None:
+    page = (
+        '<div class="head"><h1>She wins at home</h1>'
+        f'<h2 class="subheadline">{LEAD}</h2></div>'
+        '<div class="share"><a href="/s">Share this article on every network you know</a></div>'
+        f'<div class="body">{ARTICLE_BODY}</div>'
+    )
+    out = text(page)
+    assert out.startswith(f"She wins at home\n\n{LEAD}\n\nParagraph 0")
+    assert "Share this" not in out
+
+
+def test_links_or_a_fragment_after_the_headline_are_no_standfirst() -> None:
+    page = (
+        "<div><h1>She wins at home</h1>"
+        '<p><a href="/a">Read all our reports from the race in Antholz and the Olympics.</a></p>'
+        "<p>By the sports desk and our correspondent in the valley, without a full stop</p></div>"
+        f'<div class="body">{ARTICLE_BODY}</div>'
+    )
+    assert text(page).startswith("She wins at home\n\nParagraph 0")
+
+
+def test_link_text_per_block_is_the_sum_over_its_links_however_deep() -> None:
+    nested = "".join(f'<ul><li><a href="/p/{n}">link {n}</a> and text' for n in range(300))
+    tree = LexborHTMLParser(f"<body>{nested}<p>plain <a href='/x'>one</a> <a>two</a></p></body>")
+    assert tree.body is not None
+    totals = LinkTotals.of(tree.body).totals
+    for node in tree.body.css("body, ul, li, a, p"):
+        expected = sum(visible_chars(anchor) for anchor in node.css("a"))
+        assert totals.get(node.mem_id, 0) == expected
+
+
+def test_a_deeply_nested_list_of_links_inside_the_article_is_dropped_whole() -> None:
+    nested = "".join(f'<ul><li><a href="/p/{n}">link {n}</a>' for n in range(1000))
+    page = f"<article><h1>Title</h1>{ARTICLE_BODY}<div>{nested}</div></article>"
+    out = markdown(page)
+    assert "Paragraph 5 of the report" in out
+    assert "link" not in out
+
+
+def test_a_heading_id_from_a_table_of_contents_does_not_flag_it() -> None:
+    page = (
+        f"<article><h1>Title</h1>{ARTICLE_BODY}"
+        '<h3 id="nav_only_the_foil_remains">Only the foil remains</h3>'
+        f"{ARTICLE_BODY}</article>"
+    )
+    assert "### Only the foil remains\n\nParagraph 0" in markdown(page)
+    assert "Only the foil" not in markdown(page.replace("id=", "class="))  # a class does
+
+
+def test_the_standfirst_follows_the_headline_not_the_logo() -> None:
+    page = (
+        '<div class="top"><h1 class="logo">The Daily Site</h1>'
+        "<p>A paper of record for the valley, its towns, and everyone who lives there.</p></div>"
+        f'<div class="head"><h1>She wins at home</h1><p class="intro">{LEAD}</p></div>'
+        f'<div class="body">{ARTICLE_BODY}</div>'
+    )
+    out = text(page)
+    assert f"{LEAD}\n\nParagraph 0" in out
+    assert "paper of record" not in out
