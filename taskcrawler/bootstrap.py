@@ -125,6 +125,7 @@ def api_services(
     *,
     on_created: Callable[[int], object] = lambda count: None,
 ) -> Services:
+    from taskcrawler.service.crawls import CrawlPolicy, CrawlService
     from taskcrawler.service.mapping import MapService
 
     storage = runtime.storage
@@ -143,6 +144,15 @@ def api_services(
         idempotency=IdempotencyService(storage.idempotency),
         health=HealthService(storage.db.ping, runtime.queue.ping),
         mapper=MapService(page_fetcher, runtime.settings),
+        crawls=CrawlService(
+            CrawlPolicy(
+                max_limit=runtime.settings.crawl_max_limit,
+                redispatch_after=runtime.settings.redispatch_seconds,
+            ),
+            storage.crawls,
+            storage.jobs,
+            runtime.queue,
+        ),
     )
 
 
@@ -221,7 +231,9 @@ def page_parser(settings: Settings) -> PageParser:
 def worker(
     runtime: Runtime, page_fetcher: Fetcher, parser: PageParser, metrics: WorkerMetrics
 ) -> Worker:
+    from taskcrawler.fetch.sitemaps import SitemapLimits
     from taskcrawler.worker import Worker
+    from taskcrawler.worker.crawling import CrawlPages
 
     return Worker(
         worker_config(runtime.settings),
@@ -230,6 +242,9 @@ def worker(
         page_fetcher,
         parser,
         metrics=metrics,
+        crawls=CrawlPages(
+            runtime.storage.crawls, page_fetcher, SitemapLimits.from_settings(runtime.settings)
+        ),
     )
 
 

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from taskcrawler.api.inputs import Instant, RequestModel
 from taskcrawler.domain import InvalidURL, validate_url
-from taskcrawler.domain.crawls import MAX_PATTERNS
+from taskcrawler.domain.crawls import DEFAULT_LIMIT, MAX_DEPTH, MAX_PATTERNS, Crawl
 from taskcrawler.domain.jobs import Created
 from taskcrawler.domain.pages import StoredLink
 from taskcrawler.domain.urls import MAX_URL_LENGTH
@@ -291,3 +291,105 @@ class MapOut(BaseModel):
         description="What could not be read (the start page, a sitemap) or a cap that was "
         "reached; the links are what was found anyway.",
     )
+
+
+# --- crawls ---------------------------------------------------------------------------------
+
+
+def _default_formats() -> list[Format]:
+    return ["metadata"]
+
+
+class CrawlIn(RequestModel):
+    url: str = Field(
+        max_length=MAX_URL_LENGTH,
+        description="The start page (http or https); its host is the crawl's site.",
+        examples=["https://example.com"],
+    )
+    max_depth: int | None = Field(
+        None,
+        ge=0,
+        le=MAX_DEPTH,
+        description="Link hops from the start page at most (sitemap pages count as one hop); "
+        "default: no limit but `limit`.",
+    )
+    limit: int = Field(
+        DEFAULT_LIMIT,
+        ge=1,
+        le=MAX_INT32,
+        description=f"Pages at most, the start included: default {DEFAULT_LIMIT:,}, at most "
+        "TASKCRAWLER_CRAWL_MAX_LIMIT.",
+    )
+    include_paths: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_PATTERNS,
+        description="RE2 patterns; a URL's path must contain a match of one of them.",
+    )
+    exclude_paths: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_PATTERNS,
+        description="RE2 patterns; a URL whose path contains a match of one is left out.",
+    )
+    allow_subdomains: bool = Field(False, description="Subdomains of the site are in scope.")
+    allow_external: bool = Field(False, description="Every host is in scope.")
+    sitemap: Literal["include", "skip", "only"] = Field(
+        "include",
+        description="include: sitemaps and links; skip: links only; only: sitemap pages only.",
+    )
+    formats: list[Format] = Field(
+        default_factory=_default_formats,
+        min_length=1,
+        max_length=MAX_FORMATS_LISTED,
+        description="What to extract of every page, as for a job.",
+    )
+    callback_url: str | None = Field(
+        None,
+        max_length=MAX_URL_LENGTH,
+        description="Gets a signed POST (crawl.completed) when the crawl completes.",
+    )
+    max_age: float | None = Field(None, ge=0, le=MAX_AGE_SECONDS, description="Kept with the spec.")
+
+
+class CrawlOut(BaseModel):
+    """A crawl and its pages' counts, taken at once: discovered = pending + completed + failed
+    + cancelled (pending includes the pages being fetched, ``processing``)."""
+
+    id: UUID
+    url: str
+    status: Literal["RUNNING", "COMPLETED", "CANCELLED"]
+    discovered: int
+    pending: int
+    processing: int
+    completed: int
+    failed: int
+    cancelled: int
+    created_at: datetime
+    finished_at: datetime | None
+    max_depth: int | None
+    limit: int
+    sitemap: str
+
+    @classmethod
+    def of(cls, crawl: Crawl) -> CrawlOut:
+        counts = crawl.counts
+        return cls(
+            id=crawl.id,
+            url=crawl.url,
+            status=crawl.status.value,
+            discovered=counts.discovered,
+            pending=counts.pending,
+            processing=counts.processing,
+            completed=counts.completed,
+            failed=counts.failed,
+            cancelled=counts.cancelled,
+            created_at=crawl.created_at,
+            finished_at=crawl.finished_at,
+            max_depth=crawl.spec.max_depth,
+            limit=crawl.spec.limit,
+            sitemap=crawl.spec.sitemap.value,
+        )
+
+
+class CrawlList(BaseModel):
+    crawls: list[CrawlOut]
+    next_cursor: str | None = Field(description="Pass as ?cursor= for the next page.")

@@ -38,6 +38,8 @@ class JobView(BaseModel):
     run_count: int = Field(description="Earlier runs of this job (re-scrapes, retries).")
     unchanged: bool = Field(description="The last run got 304 Not Modified: result kept.")
     result: dict[str, Any] | None = Field(description="What the page says about itself.")
+    crawl_id: UUID | None = Field(None, description="The crawl this job is a page of.")
+    depth: int | None = Field(None, description="A crawl page's link hops from the start.")
 
     @classmethod
     def of(cls, job: Job) -> Self:

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from taskcrawler.domain.jobs import Created, NewJob
 from taskcrawler.storage.content import ContentStore
+from taskcrawler.storage.crawls import CrawlStore
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.idempotency import IdempotencyStore
 from taskcrawler.storage.jobs import JobStore
@@ -17,6 +18,7 @@ from taskcrawler.storage.keys import KeyStore
 from taskcrawler.storage.migrate import upgrade_database
 from taskcrawler.storage.ports import (
     ContentRepository,
+    CrawlRepository,
     IdempotencyRepository,
     JobRepository,
     KeyRepository,
@@ -38,6 +40,7 @@ class Storage:
     keys: KeyRepository
     idempotency: IdempotencyRepository
     webhooks: WebhookRepository
+    crawls: CrawlRepository
 
     @classmethod
     def on(cls, db: Database) -> Storage:
@@ -49,6 +52,7 @@ class Storage:
             keys=KeyStore(db),
             idempotency=IdempotencyStore(db),
             webhooks=WebhookStore(db),
+            crawls=CrawlStore(db),
         )
 
     async def close(self) -> None:
@@ -62,6 +66,7 @@ def open_storage(url: str, *, pool_size: int = 10) -> Storage:
 
 
 __all__ = [
+    "CrawlStore",
     "Created",
     "Database",
     "JobStore",

@@ -34,6 +34,8 @@ NEW_JOB_COLUMNS = (
     "formats",
     "callback_url",
 )
+#: The columns a crawl's new page sets.
+FRONTIER_JOB_COLUMNS = (*NEW_JOB_COLUMNS, "crawl_id", "depth")
 #: What a claim reads of each job it takes.
 CLAIMED_COLUMNS = (
     "id",
@@ -46,6 +48,8 @@ CLAIMED_COLUMNS = (
     "created_at",
     "run_count",
     "owner",
+    "crawl_id",
+    "depth",
 )
 #: What every outcome's write sets besides its transition's values: the lease is over.
 LEASE_ENDED = {"lease_token": None, "lease_expires_at": None}

@@ -23,3 +23,6 @@ INSERT_NEW_JOBS = (
     .on_conflict_do_nothing(index_elements=["owner", "url_key"])
     .returning(jobs.c.id)
 )
+
+#: A crawl's new pages: the same statement, their rows carry ``crawl_id`` and ``depth`` too.
+INSERT_FRONTIER_JOBS = INSERT_NEW_JOBS
