@@ -313,12 +313,12 @@ class CrawlIn(RequestModel):
         description="Link hops from the start page at most (sitemap pages count as one hop); "
         "default: no limit but `limit`.",
     )
-    limit: int = Field(
-        DEFAULT_LIMIT,
+    limit: int | None = Field(
+        None,
         ge=1,
         le=MAX_INT32,
-        description=f"Pages at most, the start included: default {DEFAULT_LIMIT:,}, at most "
-        "TASKCRAWLER_CRAWL_MAX_LIMIT.",
+        description=f"Pages at most, the start included: default {DEFAULT_LIMIT:,} (or "
+        "TASKCRAWLER_CRAWL_MAX_LIMIT when lower), at most TASKCRAWLER_CRAWL_MAX_LIMIT.",
     )
     include_paths: list[str] = Field(
         default_factory=list,

@@ -15,7 +15,7 @@ from typing import Any
 from uuid import UUID
 
 from taskcrawler.domain import Job, QueueUnavailable
-from taskcrawler.domain.crawls import DEFAULT_MAX_LIMIT, Crawl, CrawlSpec
+from taskcrawler.domain.crawls import DEFAULT_LIMIT, DEFAULT_MAX_LIMIT, Crawl, CrawlSpec
 from taskcrawler.domain.errors import CrawlNotFound, InvalidCursor
 from taskcrawler.domain.jobs import JobQuery
 from taskcrawler.domain.keys import Caller
@@ -47,9 +47,11 @@ class CrawlService:
         self.queue = queue
 
     def spec(self, url: str, **options: Any) -> CrawlSpec:
-        """A validated spec under this deployment's maximum ``limit``;
+        """A validated spec under this deployment's maximum ``limit`` (no ``limit``: 10,000, or
+        the maximum when that is lower);
         :class:`~taskcrawler.domain.crawls.InvalidCrawlSpec` names the first bad field."""
         options = {name: value for name, value in options.items() if value is not None}
+        options.setdefault("limit", min(DEFAULT_LIMIT, self.policy.max_limit))
         return CrawlSpec.create(url, max_limit=self.policy.max_limit, **options)
 
     async def start(self, caller: Caller, spec: CrawlSpec) -> Crawl:
