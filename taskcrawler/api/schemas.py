@@ -12,7 +12,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from taskcrawler.api.inputs import Instant, RequestModel
 from taskcrawler.domain import InvalidURL, validate_url
-from taskcrawler.domain.crawls import DEFAULT_LIMIT, MAX_DEPTH, MAX_PATTERNS, Crawl
+from taskcrawler.domain.crawls import (
+    DEFAULT_LIMIT,
+    MAX_DEPTH,
+    MAX_PATTERNS,
+    Crawl,
+    crawl_document,
+)
 from taskcrawler.domain.jobs import Created
 from taskcrawler.domain.pages import StoredLink
 from taskcrawler.domain.urls import MAX_URL_LENGTH
@@ -367,27 +373,11 @@ class CrawlOut(BaseModel):
     finished_at: datetime | None
     max_depth: int | None
     limit: int
-    sitemap: str
+    sitemap: Literal["include", "skip", "only"]
 
     @classmethod
     def of(cls, crawl: Crawl) -> CrawlOut:
-        counts = crawl.counts
-        return cls(
-            id=crawl.id,
-            url=crawl.url,
-            status=crawl.status.value,
-            discovered=counts.discovered,
-            pending=counts.pending,
-            processing=counts.processing,
-            completed=counts.completed,
-            failed=counts.failed,
-            cancelled=counts.cancelled,
-            created_at=crawl.created_at,
-            finished_at=crawl.finished_at,
-            max_depth=crawl.spec.max_depth,
-            limit=crawl.spec.limit,
-            sitemap=crawl.spec.sitemap.value,
-        )
+        return cls.model_validate(crawl_document(crawl))
 
 
 class CrawlList(BaseModel):

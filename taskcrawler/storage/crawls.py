@@ -32,6 +32,7 @@ from taskcrawler.domain.crawls import (
     CrawlCounts,
     CrawlSpec,
     CrawlStatus,
+    crawl_document,
 )
 from taskcrawler.domain.jobs import JobStatus
 from taskcrawler.domain.transitions import Transition
@@ -256,25 +257,6 @@ async def _announce(
         await conn.execute(webhook_deliveries.insert(), deliveries)
 
 
-def crawl_document(crawl: Crawl) -> dict[str, Any]:
-    """A crawl as JSON values: the body of ``GET /api/v1/crawls/{id}`` and of its webhook."""
-    counts = crawl.counts
-    return {
-        "id": str(crawl.id),
-        "url": crawl.url,
-        "status": crawl.status.value,
-        "discovered": counts.discovered,
-        "pending": counts.pending,
-        "processing": counts.processing,
-        "completed": counts.completed,
-        "failed": counts.failed,
-        "cancelled": counts.cancelled,
-        "created_at": crawl.created_at.isoformat(),
-        "finished_at": crawl.finished_at.isoformat() if crawl.finished_at else None,
-        "spec": crawl.spec.to_dict(),
-    }
-
-
 # --- reading ------------------------------------------------------------------------------------
 
 _CRAWL_COLUMNS = (
@@ -456,4 +438,4 @@ class CrawlStore:
             return await complete_idle(conn, self.db.backend, ids, now=utcnow())
 
 
-__all__ = ["CrawlStore", "advance", "complete_idle", "crawl_document", "frontier_key"]
+__all__ = ["CrawlStore", "advance", "complete_idle", "frontier_key"]

@@ -16,7 +16,7 @@ from uuid import UUID
 import pytest
 
 from taskcrawler import bootstrap
-from taskcrawler.domain import JobStatus
+from taskcrawler.domain import ClaimedJob, JobStatus
 from taskcrawler.domain.crawls import Crawl, CrawlStatus, InvalidCrawlSpec
 from taskcrawler.domain.errors import CrawlNotFound
 from taskcrawler.domain.jobs import Job, JobQuery
@@ -351,29 +351,27 @@ async def test_counts_add_up_while_running_and_a_killed_worker_loses_nothing(
 
 
 async def kill(rig: Rig, worker: Worker) -> set[str]:
-    """Stop ``worker`` as a crash would: its tasks cancelled without handing their jobs back,
-    so their leases simply expire. Returns the URLs it held."""
+    """Stop ``worker`` as a crash would: its jobs' tasks cancelled without handing the jobs
+    back, so their leases simply expire. Returns the URLs of the jobs it lost."""
     entry = next(e for e in rig.workers if e[0] is worker)
     rig.workers.remove(entry)
-    _, _, task, fetcher = entry
-    held = [UUID(t.get_name().removeprefix("job-")) for t in worker._tasks]
-    worker._hand_back = _hand_nothing_back  # type: ignore[method-assign,assignment]
-    task.cancel()
+    _, stop, task, fetcher = entry
+    lost: set[str] = set()
+
+    async def hand_nothing_back(job: ClaimedJob) -> None:
+        lost.add(job.url)
+
+    worker._hand_back = hand_nothing_back  # type: ignore[method-assign]
     for job_task in list(worker._tasks):
         job_task.cancel()
-    await asyncio.gather(task, *worker._tasks, return_exceptions=True)
+    # Then its loops end; a job claimed meanwhile is cancelled after the grace period, lost
+    # the same way.
+    stop.set()
+    await task
     await fetcher.close()
     await worker.parser.aclose()
-    urls = set()
-    for job_id in held:
-        job = await rig.storage.jobs.get_job(job_id, owner=OWNER.owner)
-        assert job is not None
-        urls.add(job.url)
-    return urls
-
-
-async def _hand_nothing_back(*_: object) -> None:
-    """A killed worker hands nothing back."""
+    assert lost
+    return lost
 
 
 async def test_two_workers_finding_one_url_create_one_page(rig: Rig, site: Site) -> None:
@@ -406,3 +404,24 @@ async def test_the_sweeper_completes_a_crawl_whose_last_page_was_given_up(rig: R
     assert await work.complete_idle_crawls() == [crawl.id]
     assert (await rig.service.get(OWNER, crawl.id)).status is CrawlStatus.COMPLETED
     assert await work.complete_idle_crawls() == []
+
+
+async def test_a_completed_crawl_announces_itself_once(rig: Rig) -> None:
+    spec = rig.service.spec(rig.site.start_url, limit=5, callback_url="http://hooks.test/in")
+    crawl = await rig.service.start(OWNER, spec)
+    rig.worker()
+    finished = await rig.finished(crawl.id)
+    await rig.stop_workers()
+    await rig.storage.work.complete_idle_crawls()  # the safety net announces nothing again
+    start = min(await rig.pages(crawl.id), key=lambda job: (job.created_at, str(job.id)))
+    deliveries = await rig.storage.webhooks.list_for_job(start.id, owner=OWNER.owner)
+    assert [d.event for d in deliveries] == ["crawl.completed"]
+    [delivery] = deliveries
+    assert delivery.url == "http://hooks.test/in"
+    claimed = await rig.storage.webhooks.claim_due(
+        limit=10, lease_seconds=10, default_secret="secret"
+    )
+    [payload] = [c.payload for c in claimed if c.event == "crawl.completed"]
+    assert payload["id"] == str(crawl.id) and payload["status"] == "COMPLETED"
+    assert payload["discovered"] == finished.counts.discovered == 5
+    assert payload["completed"] + payload["failed"] == 5

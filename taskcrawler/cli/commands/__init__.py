@@ -175,7 +175,10 @@ def _add_crawl_command(sub: Subparsers) -> None:
         "crawl status ID: show a crawl and its counts. crawl cancel ID: cancel it.",
     )
     crawl.add_argument(
-        "target", nargs="+", metavar="URL | status ID | cancel ID", help="what to do"
+        "target",
+        nargs="+",
+        metavar="TARGET",
+        help="the start URL (http or https); or status ID; or cancel ID",
     )
     crawl.add_argument("--limit", type=_count, help="pages at most (default 10,000)")
     crawl.add_argument(
