@@ -12,17 +12,11 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from taskcrawler.api.inputs import Instant, RequestModel
 from taskcrawler.domain import InvalidURL, validate_url
-from taskcrawler.domain.crawls import (
-    DEFAULT_LIMIT,
-    MAX_DEPTH,
-    MAX_PATTERNS,
-    Crawl,
-    crawl_document,
-)
+from taskcrawler.domain.crawls import DEFAULT_LIMIT, MAX_DEPTH, MAX_PATTERNS
 from taskcrawler.domain.jobs import Created
 from taskcrawler.domain.pages import StoredLink
 from taskcrawler.domain.urls import MAX_URL_LENGTH
-from taskcrawler.domain.views import JobView
+from taskcrawler.domain.views import CrawlView, JobView
 from taskcrawler.domain.webhooks import DeliveryStatus
 from taskcrawler.service.mapping import DEFAULT_MAP_LIMIT, MAX_SEARCH_CHARS
 
@@ -356,28 +350,8 @@ class CrawlIn(RequestModel):
     max_age: float | None = Field(None, ge=0, le=MAX_AGE_SECONDS, description="Kept with the spec.")
 
 
-class CrawlOut(BaseModel):
-    """A crawl and its pages' counts, taken at once: discovered = pending + completed + failed
-    + cancelled (pending includes the pages being fetched, ``processing``)."""
-
-    id: UUID
-    url: str
-    status: Literal["RUNNING", "COMPLETED", "CANCELLED"]
-    discovered: int
-    pending: int
-    processing: int
-    completed: int
-    failed: int
-    cancelled: int
-    created_at: datetime
-    finished_at: datetime | None
-    max_depth: int | None
-    limit: int
-    sitemap: Literal["include", "skip", "only"]
-
-    @classmethod
-    def of(cls, crawl: Crawl) -> CrawlOut:
-        return cls.model_validate(crawl_document(crawl))
+class CrawlOut(CrawlView):
+    """A crawl, as every endpoint and its webhook show it."""
 
 
 class CrawlList(BaseModel):

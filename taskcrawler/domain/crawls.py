@@ -321,28 +321,6 @@ class Crawl:
         return self.spec.url
 
 
-def crawl_document(crawl: Crawl) -> dict[str, Any]:
-    """A crawl as JSON values: the body of ``GET /api/v1/crawls/{id}`` and of its
-    ``crawl.completed`` webhook."""
-    counts = crawl.counts
-    return {
-        "id": str(crawl.id),
-        "url": crawl.url,
-        "status": crawl.status.value,
-        "discovered": counts.discovered,
-        "pending": counts.pending,
-        "processing": counts.processing,
-        "completed": counts.completed,
-        "failed": counts.failed,
-        "cancelled": counts.cancelled,
-        "created_at": crawl.created_at.isoformat(),
-        "finished_at": crawl.finished_at.isoformat() if crawl.finished_at else None,
-        "max_depth": crawl.spec.max_depth,
-        "limit": crawl.spec.limit,
-        "sitemap": crawl.spec.sitemap.value,
-    }
-
-
 # --- scope -----------------------------------------------------------------------------------
 
 
@@ -586,7 +564,6 @@ __all__ = [
     "Scope",
     "SitemapMode",
     "Verdict",
-    "crawl_document",
     "crawl_key",
     "discover",
     "site_of",

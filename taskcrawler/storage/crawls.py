@@ -32,11 +32,11 @@ from taskcrawler.domain.crawls import (
     CrawlCounts,
     CrawlSpec,
     CrawlStatus,
-    crawl_document,
 )
 from taskcrawler.domain.jobs import JobStatus
 from taskcrawler.domain.transitions import Transition
 from taskcrawler.domain.urls import crawl_key
+from taskcrawler.domain.views import crawl_document
 from taskcrawler.domain.webhooks import WebhookEvent
 from taskcrawler.storage.backend import Backend
 from taskcrawler.storage.database import Database

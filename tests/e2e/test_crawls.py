@@ -11,11 +11,14 @@ from typing import Any
 import pytest
 
 from taskcrawler.domain.urls import crawl_key
+from taskcrawler.domain.webhooks import verify_signature
 from tests.browser.conftest import serve
 from tests.e2e.harness import Service, ServiceFactory
 from tests.e2e.test_cli_client import cli
+from tests.e2e.test_webhooks import FAST_HOOKS
 from tests.support.processes import ProcessManager
 from tests.support.site import Site, SiteHosts, SiteServer
+from tests.support.webhook_receiver import webhook_receiver
 
 SITE_OPTIONS = {"seed": 5, "pages": 200, "hosts": SiteHosts.loopback()}
 PATIENCE_SECONDS = 120.0
@@ -166,3 +169,30 @@ async def test_the_command_line(
         "crawl", site.start_url, "--include", "(x", api=served.base_url, cwd=tmp_path
     )
     assert refused.code == 2 and "include_paths" in refused.err
+
+
+async def test_a_completed_crawl_posts_its_signed_document(
+    service_factory: ServiceFactory, site: Site
+) -> None:
+    async with (
+        webhook_receiver() as receiver,
+        service_factory(respect_robots=True, **FAST_HOOKS) as service,
+    ):
+        created, key = await service.services.keys.create("hooked", callback_url=receiver.url("k"))
+        headers = {"Authorization": f"Bearer {created.token}"}
+        response = await service.client.post(
+            "/api/v1/crawls", json={"url": site.start_url, "limit": 3}, headers=headers
+        )
+        crawl_id = response.json()["id"]
+        [got] = await receiver.wait_for("k", within=PATIENCE_SECONDS)
+        crawl = await until_finished(service, crawl_id, **headers)
+    assert key.webhook_secret
+    assert verify_signature(
+        key.webhook_secret,
+        got.body,
+        got.headers["X-TaskCrawler-Timestamp"],
+        got.headers["X-TaskCrawler-Signature"],
+    )
+    assert got.headers["X-TaskCrawler-Event"] == "crawl.completed"
+    assert json.loads(got.body) == crawl  # the crawl exactly as the API shows it
+    assert crawl["status"] == "COMPLETED" and crawl["discovered"] == 3
