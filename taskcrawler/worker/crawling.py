@@ -68,17 +68,26 @@ class CrawlPages:
             return outcome
         try:
             found = await self._spec(job.crawl_id)
+            if found is None or outcome.deferred:
+                return dataclasses.replace(outcome, links=None)
+            candidates = await self._candidates(outcome, *found)
         except ServiceUnavailable as exc:
             # Its frontier cannot be known now: the page runs again later, no attempt counted.
             return Outcome(
                 job=job,
                 error_code=ErrorCode.QUEUE_UNAVAILABLE,
-                error_message=f"the crawl's spec could not be read: {exc}",
+                error_message=f"the crawl's frontier could not be read: {exc}",
                 transient=True,
             )
-        if found is None or outcome.deferred:
-            return dataclasses.replace(outcome, links=None)
-        spec, scope = found
+        except Exception:
+            # A bug must not fail the page: it is saved with what it has, and the crawl goes on
+            # with the rest of its frontier.
+            log.exception("crawl %s: the frontier of %s could not be read", job.crawl_id, job.url)
+            candidates = []
+        return dataclasses.replace(outcome, links=None, frontier=tuple(candidates))
+
+    async def _candidates(self, outcome: Outcome, spec: CrawlSpec, scope: Scope) -> list[Candidate]:
+        job = outcome.job
         candidates: list[Candidate] = []
         if outcome.succeeded and outcome.links is not None and spec.sitemap is not SitemapMode.ONLY:
             canonical = (outcome.result or {}).get("metadata", {}).get("canonical_url")
@@ -96,7 +105,7 @@ class CrawlPages:
             for url, error in report.errors:
                 log.info("crawl %s: sitemap %s: %s", job.crawl_id, url, error)
             candidates.extend(sitemap_candidates(report.urls, spec, scope)[0])
-        return dataclasses.replace(outcome, links=None, frontier=tuple(candidates))
+        return candidates
 
 
 def _is_start(url: str, depth: int, spec: CrawlSpec) -> bool:
