@@ -181,6 +181,8 @@ def fetched_pages(site_server: SiteServer) -> list[str]:
 CASES: list[dict[str, Any]] = [
     {},
     {"max_depth": 1},
+    {"max_depth": 2, "sitemap": "skip"},
+    {"max_depth": 3},
     {"sitemap": "skip"},
     {"sitemap": "only"},
     {"allow_subdomains": True, "include_paths": ["^/(docs|blog|sub)/", "^/$"]},
