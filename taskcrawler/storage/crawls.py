@@ -178,10 +178,17 @@ async def _admit(
                 shorter[rows[key]["depth"]].append(job_id)
     # A page still waiting, found again by a shorter path, takes that path's depth: its links
     # are then followed as far as max_depth allows from there.
+    # Rows being claimed right now are skipped, not waited for: a claim locks its rows in an
+    # order of its own, and they are no longer waiting anyway.
     for depth, ids in shorter.items():
+        waiting = (
+            sa.select(jobs.c.id)
+            .where(backend.any_of(jobs.c.id, ids), jobs.c.status == PENDING)
+            .with_for_update(skip_locked=True)
+        )
         await conn.execute(
             jobs.update()
-            .where(backend.any_of(jobs.c.id, ids), jobs.c.status == PENDING)
+            .where(jobs.c.id.in_(waiting.scalar_subquery()), jobs.c.status == PENDING)
             .values(depth=depth)
         )
     new = [row for key, row in rows.items() if key not in known]
