@@ -148,6 +148,7 @@ def api_services(
             CrawlPolicy(
                 max_limit=runtime.settings.crawl_max_limit,
                 redispatch_after=runtime.settings.redispatch_seconds,
+                max_pending_jobs=runtime.settings.max_pending_jobs,
             ),
             storage.crawls,
             storage.jobs,

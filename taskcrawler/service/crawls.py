@@ -16,7 +16,7 @@ from uuid import UUID
 
 from taskcrawler.domain import Job, QueueUnavailable
 from taskcrawler.domain.crawls import DEFAULT_LIMIT, DEFAULT_MAX_LIMIT, Crawl, CrawlSpec
-from taskcrawler.domain.errors import CrawlNotFound, InvalidCursor
+from taskcrawler.domain.errors import CrawlNotFound, InvalidCursor, LimitExceeded
 from taskcrawler.domain.jobs import JobQuery
 from taskcrawler.domain.keys import Caller
 from taskcrawler.queue import JobQueue
@@ -31,6 +31,8 @@ class CrawlPolicy:
     max_limit: int = DEFAULT_MAX_LIMIT
     #: A page published but not claimed within this long is published again by the sweeper.
     redispatch_after: float = 30.0
+    #: Unfinished jobs per key at most, unless the key sets its own; None: unlimited.
+    max_pending_jobs: int | None = None
 
 
 class CrawlService:
@@ -55,6 +57,10 @@ class CrawlService:
         return CrawlSpec.create(url, max_limit=self.policy.max_limit, **options)
 
     async def start(self, caller: Caller, spec: CrawlSpec) -> Crawl:
+        """A RUNNING crawl, its start page published. Refused (:class:`LimitExceeded`) while
+        the caller has its maximum of unfinished jobs: a crawl's pages are jobs; those it adds
+        later are bounded by its ``limit`` instead."""
+        await self._check_pending(caller)
         callback = spec.callback_url or (caller.key.callback_url if caller.key else None)
         crawl, start_id = await self.crawls.create(
             caller.owner,
@@ -64,6 +70,17 @@ class CrawlService:
         )
         await self._publish([start_id])
         return crawl
+
+    async def _check_pending(self, caller: Caller) -> None:
+        key_limit = caller.key.max_pending_jobs if caller.key else None
+        limit = key_limit or self.policy.max_pending_jobs
+        if limit is None:
+            return
+        unfinished = await self.jobs.count_unfinished(caller.owner)
+        if unfinished + 1 > limit:
+            raise LimitExceeded(
+                f"at most {limit} unfinished jobs; {unfinished} are pending", retry_after=5.0
+            )
 
     async def get(self, caller: Caller, crawl_id: UUID) -> Crawl:
         """The caller's crawl with its live counts; :class:`CrawlNotFound` for an unknown id or

@@ -13,7 +13,7 @@ import pytest
 from taskcrawler.domain.urls import crawl_key
 from taskcrawler.domain.webhooks import verify_signature
 from tests.browser.conftest import serve
-from tests.e2e.harness import Service, ServiceFactory
+from tests.e2e.harness import Service, ServiceFactory, fast_settings, running
 from tests.e2e.test_cli_client import cli
 from tests.e2e.test_webhooks import FAST_HOOKS
 from tests.support.processes import ProcessManager
@@ -196,3 +196,18 @@ async def test_a_completed_crawl_posts_its_signed_document(
     assert got.headers["X-TaskCrawler-Event"] == "crawl.completed"
     assert json.loads(got.body) == crawl  # the crawl exactly as the API shows it
     assert crawl["status"] == "COMPLETED" and crawl["discovered"] == 3
+
+
+async def test_a_crawl_waits_for_room_among_the_unfinished_jobs(
+    sqlite_url: str, site: Site
+) -> None:
+    """The API without a worker: jobs stay unfinished, and at the limit a crawl is a 429."""
+    settings = fast_settings(database_url=sqlite_url, max_pending_jobs=2)
+    async with running("api", settings) as service:
+        first = await service.client.post("/api/v1/jobs", json={"url": site.main("/docs/0")})
+        crawl = await service.client.post("/api/v1/crawls", json={"url": site.start_url})
+        refused = await service.client.post("/api/v1/crawls", json={"url": site.start_url})
+        listed = (await service.client.get("/api/v1/crawls")).json()
+    assert (first.status_code, crawl.status_code) == (201, 201)
+    assert refused.status_code == 429 and "Retry-After" in refused.headers
+    assert [c["id"] for c in listed["crawls"]] == [crawl.json()["id"]]
