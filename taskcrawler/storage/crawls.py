@@ -115,11 +115,10 @@ async def advance(
     )
     now = utcnow()
     new_ids: list[UUID] = []
-    running: list[UUID] = []
+    maybe_idle: list[UUID] = []
     for row in locked.all():
         if row.status != RUNNING:
             continue  # cancelled (or completed by the sweeper meanwhile): nothing new
-        running.append(row.id)
         room = int(row.spec.get("limit", 0)) - row.discovered
         candidates = [c for t in by_crawl[row.id] for c in t.outcome.frontier]
         added = await _admit(
@@ -132,8 +131,10 @@ async def advance(
                 .where(crawls.c.id == row.id)
                 .values(discovered=crawls.c.discovered + len(added))
             )
-    if running:
-        await complete_idle(conn, backend, running, now=now)
+        else:
+            maybe_idle.append(row.id)  # a crawl that just gained pages has some left
+    if maybe_idle:
+        await complete_idle(conn, backend, maybe_idle, now=now)
     return new_ids
 
 
