@@ -201,7 +201,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.crawl", description=__doc__)
     parser.add_argument("--pages", type=int, default=3000, help="pages of the site (3000)")
     parser.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite")
-    parser.add_argument("--concurrency", type=int, default=32, help="worker concurrency (32)")
+    parser.add_argument(
+        "--concurrency", type=int, default=100, help="worker concurrency (100, the default's)"
+    )
     args = parser.parse_args()
     result = asyncio.run(run(args.pages, args.backend, args.concurrency))
     print(
