@@ -133,6 +133,7 @@ def api_services(
     *,
     on_created: Callable[[int], object] = lambda count: None,
 ) -> Services:
+    from taskcrawler.service.crawls import CrawlPolicy, CrawlService
     from taskcrawler.service.mapping import MapService
     from taskcrawler.service.search import SearchService
 
@@ -154,6 +155,16 @@ def api_services(
         health=HealthService(storage.db.ping, runtime.queue.ping, vectors=search.vectors),
         mapper=MapService(page_fetcher, runtime.settings),
         search=search,
+        crawls=CrawlService(
+            CrawlPolicy(
+                max_limit=runtime.settings.crawl_max_limit,
+                redispatch_after=runtime.settings.redispatch_seconds,
+                max_pending_jobs=runtime.settings.max_pending_jobs,
+            ),
+            storage.crawls,
+            storage.jobs,
+            runtime.queue,
+        ),
     )
 
 
@@ -275,8 +286,10 @@ def worker(
     rendering: RenderStep | None = None,
     page_embedder: Embedder | None = None,
 ) -> Worker:
+    from taskcrawler.fetch.sitemaps import SitemapLimits
     from taskcrawler.worker import Worker
     from taskcrawler.worker.chunking import PageChunker
+    from taskcrawler.worker.crawling import CrawlPages
 
     settings = runtime.settings
     chunker = None
@@ -296,6 +309,9 @@ def worker(
         metrics=metrics,
         rendering=rendering,
         chunker=chunker,
+        crawls=CrawlPages(
+            runtime.storage.crawls, page_fetcher, SitemapLimits.from_settings(runtime.settings)
+        ),
     )
 
 

@@ -14,6 +14,7 @@ from taskcrawler.api.errors import install_error_handlers
 from taskcrawler.api.inputs import EdgeGuard
 from taskcrawler.api.limits import BodySizeLimit
 from taskcrawler.api.routes import content, health, jobs
+from taskcrawler.api.routes import crawls as crawls_routes
 from taskcrawler.api.routes import dashboard as dashboard_routes
 from taskcrawler.api.routes import deliveries as deliveries_routes
 from taskcrawler.api.routes import keys as keys_routes
@@ -104,6 +105,7 @@ def create_app(
     app.include_router(content.router)
     app.include_router(map_routes.router)
     app.include_router(search_routes.router)
+    app.include_router(crawls_routes.router)
     app.include_router(keys_routes.router)
     app.include_router(health.router)
     app.include_router(dashboard_routes.router)

@@ -14,7 +14,7 @@ from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 from taskcrawler.api.inputs import Instant, RequestModel
 from taskcrawler.domain import InvalidURL, validate_url
 from taskcrawler.domain.chunks import SearchHit, StoredChunk
-from taskcrawler.domain.crawls import MAX_PATTERNS
+from taskcrawler.domain.crawls import DEFAULT_LIMIT, MAX_DEPTH, MAX_PATTERNS
 from taskcrawler.domain.jobs import Created
 from taskcrawler.domain.pages import StoredLink
 from taskcrawler.domain.rendering import (
@@ -29,7 +29,7 @@ from taskcrawler.domain.rendering import (
     effective_mode,
 )
 from taskcrawler.domain.urls import MAX_URL_LENGTH
-from taskcrawler.domain.views import JobView
+from taskcrawler.domain.views import CrawlView, JobView
 from taskcrawler.domain.webhooks import DeliveryStatus
 from taskcrawler.service.mapping import DEFAULT_MAP_LIMIT, MAX_SEARCH_CHARS
 
@@ -432,3 +432,69 @@ class SearchResult(BaseModel):
 
 class SearchResults(BaseModel):
     results: list[SearchResult]
+
+
+# --- crawls ---------------------------------------------------------------------------------
+
+
+def _default_formats() -> list[Format]:
+    return ["metadata"]
+
+
+class CrawlIn(RequestModel):
+    url: str = Field(
+        max_length=MAX_URL_LENGTH,
+        description="The start page (http or https); its host is the crawl's site.",
+        examples=["https://example.com"],
+    )
+    max_depth: int | None = Field(
+        None,
+        ge=0,
+        le=MAX_DEPTH,
+        description="Link hops from the start page at most (sitemap pages count as one hop); "
+        "default: no limit but `limit`.",
+    )
+    limit: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_INT32,
+        description=f"Pages at most, the start included: default {DEFAULT_LIMIT:,} (or "
+        "TASKCRAWLER_CRAWL_MAX_LIMIT when lower), at most TASKCRAWLER_CRAWL_MAX_LIMIT.",
+    )
+    include_paths: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_PATTERNS,
+        description="RE2 patterns; a URL's path must contain a match of one of them.",
+    )
+    exclude_paths: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_PATTERNS,
+        description="RE2 patterns; a URL whose path contains a match of one is left out.",
+    )
+    allow_subdomains: bool = Field(False, description="Subdomains of the site are in scope.")
+    allow_external: bool = Field(False, description="Every host is in scope.")
+    sitemap: Literal["include", "skip", "only"] = Field(
+        "include",
+        description="include: sitemaps and links; skip: links only; only: sitemap pages only.",
+    )
+    formats: list[Format] = Field(
+        default_factory=_default_formats,
+        min_length=1,
+        max_length=MAX_FORMATS_LISTED,
+        description="What to extract of every page, as for a job.",
+    )
+    callback_url: str | None = Field(
+        None,
+        max_length=MAX_URL_LENGTH,
+        description="Gets a signed POST (crawl.completed) when the crawl completes.",
+    )
+    max_age: float | None = Field(None, ge=0, le=MAX_AGE_SECONDS, description="Kept with the spec.")
+
+
+class CrawlOut(CrawlView):
+    """A crawl, as every endpoint and its webhook show it."""
+
+
+class CrawlList(BaseModel):
+    crawls: list[CrawlOut]
+    next_cursor: str | None = Field(description="Pass as ?cursor= for the next page.")

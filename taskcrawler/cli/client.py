@@ -19,6 +19,7 @@ from taskcrawler.cli.commands import API_KEY_ENV, DEFAULT_API, MAX_BATCH
 from taskcrawler.domain.jobs import FINAL_STATUSES
 
 JOBS = "/api/v1/jobs"
+CRAWLS = "/api/v1/crawls"
 MAX_PAGE = 500  # the list endpoint's largest page
 FINISHED = frozenset(status.value for status in FINAL_STATUSES)
 
@@ -157,6 +158,18 @@ class ApiClient:
     async def search(self, params: Params) -> list[dict[str, Any]]:
         _, body = await self._call("GET", "/api/v1/search", params=params)
         return list(body["results"])
+
+    async def start_crawl(self, spec: dict[str, Any]) -> dict[str, Any]:
+        _, body = await self._call("POST", CRAWLS, json=spec)
+        return dict(body)
+
+    async def get_crawl(self, crawl_id: str) -> dict[str, Any]:
+        _, body = await self._call("GET", f"{CRAWLS}/{crawl_id}")
+        return dict(body)
+
+    async def cancel_crawl(self, crawl_id: str) -> dict[str, Any]:
+        _, body = await self._call("DELETE", f"{CRAWLS}/{crawl_id}")
+        return dict(body)
 
     # ------------------------------------------------------------------ plumbing
 

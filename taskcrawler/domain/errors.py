@@ -119,6 +119,11 @@ class JobNotFound(NotFound):
         super().__init__("no job with this id")
 
 
+class CrawlNotFound(NotFound):
+    def __init__(self) -> None:
+        super().__init__("no crawl with this id")
+
+
 class Conflict(Exception):
     """The object is not in a state that allows this (e.g. cancelling a finished job)."""
 

@@ -3,12 +3,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 from taskcrawler.domain.errors import DEFERRAL_CODES
-from taskcrawler.domain.pages import PageContent
+from taskcrawler.domain.pages import Link, PageContent
 from taskcrawler.domain.rendering import DEFAULT_RENDER, RenderRequest
+
+if TYPE_CHECKING:
+    from taskcrawler.domain.crawls import Candidate
 
 
 class JobStatus(StrEnum):
@@ -55,6 +58,10 @@ class Job:
     render: str = "never"
     render_options: RenderRequest | None = None
 
+    #: The crawl this job is a page of, and its link hops from the crawl's start.
+    crawl_id: UUID | None = None
+    depth: int | None = None
+
 
 @dataclass(frozen=True, slots=True)
 class ClaimedJob:
@@ -77,6 +84,18 @@ class ClaimedJob:
     render: str = "never"
     render_options: RenderRequest = DEFAULT_RENDER
 
+    #: A crawl's page: its crawl, and its link hops from the crawl's start.
+    crawl_id: UUID | None = None
+    depth: int = 0
+
+    @property
+    def parse_formats(self) -> tuple[str, ...]:
+        """What the page is parsed for: a crawl's page always for its links too (they are
+        kept only when ``formats`` asks for them)."""
+        if self.crawl_id is None or "links" in self.formats:
+            return self.formats
+        return (*self.formats, "links")
+
 
 @dataclass(frozen=True, slots=True)
 class Outcome:
@@ -98,6 +117,10 @@ class Outcome:
     last_modified: str | None = None
     content: PageContent | None = None
     finished_at: datetime = field(default_factory=lambda: datetime.now(UTC))
+    #: A crawl's page: its links, read for the crawl's frontier (not stored as such) ...
+    links: tuple[Link, ...] | None = None
+    #: ... and what they add to it, decided by ``domain.crawls`` before the outcome is saved.
+    frontier: tuple[Candidate, ...] = ()
 
     @property
     def succeeded(self) -> bool:
@@ -149,6 +172,8 @@ class JobQuery:
     error_code: str | None = None
     limit: int = 50
     cursor: str | None = None
+    #: The pages of this crawl only.
+    crawl_id: UUID | None = None
 
 
 @dataclass(frozen=True, slots=True)

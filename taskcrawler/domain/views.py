@@ -9,11 +9,12 @@ clients rely on them.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Self
+from typing import Any, Literal, Self
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from taskcrawler.domain.crawls import Crawl
 from taskcrawler.domain.jobs import Job, JobStatus
 from taskcrawler.domain.rendering import RenderRequest
 
@@ -49,6 +50,9 @@ class JobView(BaseModel):
     def _as_asked(cls, options: object) -> object:
         return options.to_json() if isinstance(options, RenderRequest) else options
 
+    crawl_id: UUID | None = Field(None, description="The crawl this job is a page of.")
+    depth: int | None = Field(None, description="A crawl page's link hops from the start.")
+
     @classmethod
     def of(cls, job: Job) -> Self:
         return cls.model_validate(job)
@@ -57,3 +61,49 @@ class JobView(BaseModel):
 def job_document(job: Job) -> dict[str, Any]:
     """The job as JSON values, exactly as the API encodes it: a webhook's payload."""
     return JobView.of(job).model_dump(mode="json")
+
+
+class CrawlView(BaseModel):
+    """A crawl and its pages' counts, taken at once: ``discovered`` = ``pending`` +
+    ``completed`` + ``failed`` + ``cancelled`` (``pending`` includes the pages being fetched,
+    ``processing``). The body of ``GET /api/v1/crawls/{id}`` and of ``crawl.completed``."""
+
+    id: UUID
+    url: str
+    status: Literal["RUNNING", "COMPLETED", "CANCELLED"]
+    discovered: int
+    pending: int
+    processing: int
+    completed: int
+    failed: int
+    cancelled: int
+    created_at: datetime
+    finished_at: datetime | None
+    max_depth: int | None
+    limit: int
+    sitemap: Literal["include", "skip", "only"]
+
+    @classmethod
+    def of(cls, crawl: Crawl) -> Self:
+        counts = crawl.counts
+        return cls(
+            id=crawl.id,
+            url=crawl.url,
+            status=crawl.status.value,
+            discovered=counts.discovered,
+            pending=counts.pending,
+            processing=counts.processing,
+            completed=counts.completed,
+            failed=counts.failed,
+            cancelled=counts.cancelled,
+            created_at=crawl.created_at,
+            finished_at=crawl.finished_at,
+            max_depth=crawl.spec.max_depth,
+            limit=crawl.spec.limit,
+            sitemap=crawl.spec.sitemap.value,
+        )
+
+
+def crawl_document(crawl: Crawl) -> dict[str, Any]:
+    """The crawl as JSON values, exactly as the API encodes it: its webhook's payload."""
+    return CrawlView.of(crawl).model_dump(mode="json")

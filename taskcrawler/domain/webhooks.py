@@ -48,6 +48,7 @@ class WebhookEvent(StrEnum):
     PAGE_CHANGED = "page.changed"
     PAGE_ADDED = "page.added"
     PAGE_REMOVED = "page.removed"
+    CRAWL_COMPLETED = "crawl.completed"
 
 
 class DeliveryStatus(StrEnum):

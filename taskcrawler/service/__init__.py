@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from taskcrawler.service.content import ContentService
+from taskcrawler.service.crawls import CrawlService
 from taskcrawler.service.deliveries import DeliveryService
 from taskcrawler.service.health import HealthService
 from taskcrawler.service.idempotency import IdempotencyService
@@ -26,6 +27,7 @@ class Services:
     health: HealthService
     mapper: MapService
     search: SearchService
+    crawls: CrawlService
 
 
 __all__ = ["Services"]

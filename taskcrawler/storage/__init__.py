@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from taskcrawler.domain.jobs import Created, NewJob
 from taskcrawler.storage.content import ContentStore
+from taskcrawler.storage.crawls import CrawlStore
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.idempotency import IdempotencyStore
 from taskcrawler.storage.jobs import JobStore
@@ -18,6 +19,7 @@ from taskcrawler.storage.migrate import upgrade_database
 from taskcrawler.storage.ports import (
     ChunkRepository,
     ContentRepository,
+    CrawlRepository,
     IdempotencyRepository,
     JobRepository,
     KeyRepository,
@@ -40,6 +42,7 @@ class Storage:
     idempotency: IdempotencyRepository
     webhooks: WebhookRepository
     chunks: ChunkRepository
+    crawls: CrawlRepository
 
     @classmethod
     def on(cls, db: Database) -> Storage:
@@ -52,6 +55,7 @@ class Storage:
             idempotency=IdempotencyStore(db),
             webhooks=WebhookStore(db),
             chunks=db.backend.chunk_store(db),
+            crawls=CrawlStore(db),
         )
 
     async def close(self) -> None:
@@ -65,6 +69,7 @@ def open_storage(url: str, *, pool_size: int = 10) -> Storage:
 
 
 __all__ = [
+    "CrawlStore",
     "Created",
     "Database",
     "JobStore",

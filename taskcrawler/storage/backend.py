@@ -73,6 +73,11 @@ class Backend(Protocol):
         """Insert the job rows whose (owner, url_key) is new; the ids of those inserted."""
         ...
 
+    async def insert_frontier(self, conn: AsyncConnection, rows: Rows) -> list[UUID]:
+        """Insert a crawl's new pages (``FRONTIER_JOB_COLUMNS``) whose (owner, url_key) is
+        new, inside the caller's transaction; the ids of those inserted."""
+        ...
+
     async def claim(
         self,
         db: Database,

@@ -13,7 +13,9 @@ from taskcrawler.domain.storable import storable_text
 #: exceptions, 57P01-57P03 shutting down or "the database system is starting up", 53300 too many
 #: connections. asyncpg raises them as plain errors, not as lost connections; seen right after a
 #: restart, they must make callers back off like a refused connection does, not crash them.
-_UNAVAILABLE_STATES = ("08", "57P01", "57P02", "57P03", "53300")
+#: And 40001/40P01, a transaction rolled back as a serialization failure or to break a
+#: deadlock: nothing of it was written, and the same writes succeed when tried again.
+_UNAVAILABLE_STATES = ("08", "57P01", "57P02", "57P03", "53300", "40001", "40P01")
 
 
 def _in_unavailable_state(error: object) -> bool:

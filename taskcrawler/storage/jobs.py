@@ -256,11 +256,18 @@ def _filters(query: JobQuery) -> list[sa.ColumnElement[bool]]:
         filters.append(jobs.c.created_at < query.created_before)
     if query.error_code:
         filters.append(jobs.c.error_code == query.error_code)
+    if query.crawl_id is not None:
+        filters.append(jobs.c.crawl_id == query.crawl_id)
     return filters
 
 
 def encode_cursor(job: Job) -> str:
-    raw = f"{job.created_at.isoformat()}|{job.id}".encode()
+    return make_cursor(job.created_at, job.id)
+
+
+def make_cursor(created_at: datetime, row_id: UUID) -> str:
+    """The cursor after the row (``created_at``, ``row_id``) of a newest-first listing."""
+    raw = f"{created_at.isoformat()}|{row_id}".encode()
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 

@@ -13,6 +13,7 @@ from typing import Protocol, Self
 from uuid import UUID
 
 from taskcrawler.domain.chunks import PageChunks, SearchHit, SearchQuery, StoredChunk
+from taskcrawler.domain.crawls import Crawl, CrawlSpec
 from taskcrawler.domain.jobs import ClaimedJob, Created, Job, JobQuery, JobRun, NewJob
 from taskcrawler.domain.keys import ApiKey, NewKey
 from taskcrawler.domain.pages import Screenshot, StoredLink
@@ -74,10 +75,14 @@ class WorkRepository(Protocol):
 
     async def renew_leases(self, tokens: Sequence[UUID], *, lease_seconds: float) -> int: ...
 
-    async def record_transitions(self, transitions: Sequence[Transition]) -> None:
-        """All of ``transitions`` in one transaction. Raises :class:`UnstorableData`, having
-        written nothing, when the database refuses a value of one of them, and
-        :class:`StorageUnavailable` when it cannot be reached."""
+    async def record_transitions(
+        self, transitions: Sequence[Transition], *, redispatch_after: float = 30.0
+    ) -> list[UUID]:
+        """All of ``transitions`` in one transaction, crawl pages with their frontier. Raises
+        :class:`UnstorableData`, having written nothing, when the database refuses a value of
+        one of them, and :class:`StorageUnavailable` when it cannot be reached. Returns the
+        ids of the crawl pages it added, to publish (due for the sweeper after
+        ``redispatch_after`` seconds if they are not claimed by then)."""
         ...
 
     async def recover_expired_leases(
@@ -94,6 +99,34 @@ class WorkRepository(Protocol):
     ) -> list[UUID]: ...
 
     async def mark_dispatch_due(self, job_ids: Sequence[UUID]) -> None: ...
+
+    async def complete_idle_crawls(self, *, limit: int = 100) -> list[UUID]:
+        """RUNNING crawls none of whose pages is PENDING or PROCESSING become COMPLETED."""
+        ...
+
+
+class CrawlRepository(Protocol):
+    """Crawls as the API and the workers see them (their pages are jobs: JobRepository lists
+    them; their frontier grows with the outcomes WorkRepository records)."""
+
+    async def create(
+        self, owner: str, spec: CrawlSpec, *, callback_url: str | None, redispatch_after: float
+    ) -> tuple[Crawl, UUID]:
+        """A RUNNING crawl and its start page; the start page's job id, to publish."""
+        ...
+
+    async def get(self, crawl_id: UUID, *, owner: str) -> Crawl | None: ...
+
+    async def spec_of(self, crawl_id: UUID) -> CrawlSpec | None: ...
+
+    async def list_crawls(
+        self, owner: str, *, limit: int = 50, cursor: str | None = None
+    ) -> tuple[list[Crawl], str | None]:
+        """A page of crawls and the next page's cursor; ValueError for a cursor it did not
+        make."""
+        ...
+
+    async def cancel(self, crawl_id: UUID, *, owner: str) -> Crawl | None: ...
 
 
 class ContentRepository(Protocol):

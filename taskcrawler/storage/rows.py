@@ -37,6 +37,8 @@ NEW_JOB_COLUMNS = (
     "render",
     "render_options",
 )
+#: The columns a crawl's new page sets.
+FRONTIER_JOB_COLUMNS = (*NEW_JOB_COLUMNS, "crawl_id", "depth")
 #: What a claim reads of each job it takes.
 CLAIMED_COLUMNS = (
     "id",
@@ -51,6 +53,8 @@ CLAIMED_COLUMNS = (
     "owner",
     "render",
     "render_options",
+    "crawl_id",
+    "depth",
 )
 #: What every outcome's write sets besides its transition's values: the lease is over.
 LEASE_ENDED = {"lease_token": None, "lease_expires_at": None}

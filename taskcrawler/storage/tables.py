@@ -78,6 +78,9 @@ jobs = sa.Table(
     sa.Column("unchanged", sa.Boolean()),  # the last run got 304 Not Modified
     sa.Column("render", sa.String(8)),  # never | auto | always; NULL means never
     sa.Column("render_options", JSONType),  # RenderRequest.to_json(); NULL means the defaults
+    # A crawl's page: its crawl, and its link hops from the crawl's start (migration 0004).
+    sa.Column("crawl_id", sa.Uuid()),
+    sa.Column("depth", sa.Integer()),
     sa.UniqueConstraint("owner", "url_key"),
     sa.Index("ix_jobs_owner_created", "owner", "created_at", "id"),
     sa.Index("ix_jobs_owner_status_created", "owner", "status", "created_at", "id"),
@@ -96,6 +99,44 @@ jobs = sa.Table(
         "lease_expires_at",
         postgresql_where=sa.text("status = 'PROCESSING' AND lease_expires_at IS NOT NULL"),
         sqlite_where=sa.text("status = 'PROCESSING' AND lease_expires_at IS NOT NULL"),
+    ),
+    # Crawl pages only: a crawl's counts and whether anything of it is left, its pages listed.
+    sa.Index(
+        "ix_jobs_crawl_status",
+        "crawl_id",
+        "status",
+        postgresql_where=sa.text("crawl_id IS NOT NULL"),
+        sqlite_where=sa.text("crawl_id IS NOT NULL"),
+    ),
+    sa.Index(
+        "ix_jobs_crawl_created",
+        "crawl_id",
+        "created_at",
+        "id",
+        postgresql_where=sa.text("crawl_id IS NOT NULL"),
+        sqlite_where=sa.text("crawl_id IS NOT NULL"),
+    ),
+)
+
+crawls = sa.Table(
+    "crawls",
+    metadata,
+    sa.Column("id", sa.Uuid(), primary_key=True),
+    sa.Column("owner", sa.String(64), nullable=False, server_default=""),
+    sa.Column("url", sa.Text(), nullable=False),  # the start URL as given
+    sa.Column("spec", JSONType, nullable=False),  # CrawlSpec.to_dict()
+    sa.Column("status", sa.String(16), nullable=False),  # RUNNING | COMPLETED | CANCELLED
+    # Pages admitted to the frontier, written under the crawl's row lock: never above the limit.
+    sa.Column("discovered", sa.Integer(), nullable=False, server_default="0"),
+    sa.Column("callback_url", sa.Text()),  # gets crawl.completed
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.Column("finished_at", UTCDateTime()),
+    sa.Index("ix_crawls_owner_created", "owner", "created_at", "id"),
+    sa.Index(
+        "ix_crawls_running",
+        "created_at",
+        postgresql_where=sa.text("status = 'RUNNING'"),
+        sqlite_where=sa.text("status = 'RUNNING'"),
     ),
 )
 

@@ -16,7 +16,7 @@ from taskcrawler.domain import ClaimedJob, JobStatus
 from taskcrawler.domain.errors import ErrorCode
 from taskcrawler.domain.rendering import RenderRequest
 from taskcrawler.domain.transitions import Transition, TransitionKind
-from taskcrawler.storage import webhooks
+from taskcrawler.storage import crawls, webhooks
 from taskcrawler.storage.content import ContentRecord, prepare_content, write_content
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors, unavailable_or_unstorable
@@ -65,6 +65,8 @@ class WorkStore:
                 owner=r.owner,
                 render=r.render or "never",
                 render_options=RenderRequest.from_json(r.render_options),
+                crawl_id=r.crawl_id,
+                depth=r.depth or 0,
             )
             for r in rows
         ]
@@ -116,13 +118,19 @@ class WorkStore:
         return result.rowcount
 
     @unavailable_or_unstorable
-    async def record_transitions(self, transitions: Sequence[Transition]) -> None:
+    async def record_transitions(
+        self, transitions: Sequence[Transition], *, redispatch_after: float = 30.0
+    ) -> list[UUID]:
         """Persist many attempts' transitions in one transaction.
 
         Each write is guarded by the job's lease token, so an attempt that lost its lease (and
         whose job another worker now holds) changes nothing. A value the database refuses
         raises :class:`UnstorableData` and writes nothing of the batch: the caller can then
         find the transition at fault by writing them one by one.
+
+        The pages of crawls also add their frontier, in the same transaction
+        (:func:`taskcrawler.storage.crawls.advance`). Returns the ids of the new pages: the
+        caller publishes them (they are published again by the sweeper if that is lost).
         """
         groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for transition in transitions:
@@ -131,6 +139,9 @@ class WorkStore:
             groups[transition.kind].append(values | {"b_id": job.id, "b_token": job.lease_token})
         outcomes = [t.outcome for t in transitions]
         with_content = [o for o in outcomes if o.content is not None]
+        pages = [t for t in transitions if t.job.crawl_id is not None]
+        # A crawl page's frontier is written only if its outcome was: ask which were held.
+        watched = with_content + [t.outcome for t in pages if t.outcome.content is None]
         content = await prepare_content(
             [
                 ContentRecord(o.job.id, o.job.owner, o.content, replaces=o.job.run_count > 0)
@@ -142,9 +153,14 @@ class WorkStore:
             # Content is written only for jobs this batch still held when its guarded updates
             # released their leases: those updates hold the rows' locks until the commit.
             backend = self.db.backend
-            held = await backend.update_outcomes(conn, groups, with_content)
+            held = await backend.update_outcomes(conn, groups, watched)
             await webhooks.enqueue_for_outcomes(conn, backend, outcomes)  # the outbox
             await write_content(conn, backend, content.only(held))
+            if not pages:
+                return []
+            return await crawls.advance(
+                conn, backend, pages, held, redispatch_after=redispatch_after
+            )
 
     # --- sweeper --------------------------------------------------------------------------
 
@@ -240,6 +256,10 @@ class WorkStore:
 
     async def mark_dispatch_due(self, job_ids: Sequence[UUID]) -> None:
         await mark_dispatch_due(self.db, job_ids)
+
+    async def complete_idle_crawls(self, *, limit: int = 100) -> list[UUID]:
+        """RUNNING crawls with nothing left become COMPLETED (the sweeper's safety net)."""
+        return await crawls.CrawlStore(self.db).complete_idle(limit=limit)
 
 
 def _row_values(transition: Transition) -> dict[str, Any]:

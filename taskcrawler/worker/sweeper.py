@@ -67,6 +67,9 @@ class Sweeper:
             await self._publish(ids)
             if len(ids) < BATCH:
                 break
+        # A crawl whose last page was finished by other means than an outcome (a lease given
+        # up on above, a page cancelled) has no outcome transaction to complete it.
+        await self.store.complete_idle_crawls()
         include_undispatched = after_restart and not self.queue.durable
         include_published = await self._queue_is_drained()
         while ids := await self.store.take_due_dispatches(

@@ -31,6 +31,7 @@ from taskcrawler.queue import JobQueue
 from taskcrawler.storage.ports import WorkRepository
 from taskcrawler.worker.chunking import PageChunker, with_chunks
 from taskcrawler.worker.content import extracted_formats, page_content
+from taskcrawler.worker.crawling import CrawlPages, publish_pages
 from taskcrawler.worker.parsing import PageParser, ParseTimeout
 from taskcrawler.worker.rendering import NO_BROWSER, RenderStep
 from taskcrawler.worker.sweeper import SweepConfig, Sweeper
@@ -95,6 +96,7 @@ class Worker:
         metrics: WorkerMetrics | None = None,
         rendering: RenderStep | None = None,
         chunker: PageChunker | None = None,
+        crawls: CrawlPages | None = None,
     ) -> None:
         self.config = config
         self.chunker = chunker
@@ -104,6 +106,8 @@ class Worker:
         self.parser = parser
         # Without a step of its own the worker has no browser: see worker/rendering.py.
         self.rendering = rendering or RenderStep(None, NO_BROWSER, parser)
+
+        self.crawls = crawls
         self.rng = rng or random.Random()
         self.stats = WorkerStats()
         self.sweeper = Sweeper(config.sweep, store, queue)
@@ -240,7 +244,10 @@ class Worker:
         bind_job(job.id)  # every log line of this task carries the job's id
         try:
             # Made storable here, once, whatever produced it: a page, a header, an error.
-            outcome = storable_outcome(await self._attempt(job))
+            outcome = await self._attempt(job)
+            if job.crawl_id is not None and self.crawls is not None:
+                outcome = await self.crawls.with_frontier(outcome)
+            outcome = storable_outcome(outcome)
             transition = decide(outcome, self.config.retry, rng=self.rng)
             size = _held_bytes(outcome)
             self._saving += 1
@@ -296,7 +303,7 @@ class Worker:
                 page.body,
                 url=page.final_url,
                 charset=page.charset,
-                formats=extracted_formats(job.formats),
+                formats=extracted_formats(job.parse_formats),
             )
         except ParseTimeout as exc:
             # Permanent: the same page would overrun again. Logged without a traceback, it is
@@ -316,6 +323,7 @@ class Worker:
             etag=page.headers.get("etag"),
             last_modified=page.headers.get("last-modified"),
             content=page_content(extraction, job.formats, self._archive(page)),
+            links=tuple(extraction.links) if job.crawl_id is not None else None,
         )
         return await with_chunks(self.chunker, outcome, extraction.markdown)
 
@@ -353,7 +361,7 @@ class Worker:
         nothing of the batch is written: then each is written alone, so that only the one at
         fault fails (see :meth:`_persist_alone`) and the others are recorded as decided."""
         try:
-            await self.store.record_transitions(transitions)
+            await self._record(transitions)
             return list(transitions)
         except UnstorableData as exc:
             if len(transitions) == 1:
@@ -369,7 +377,7 @@ class Worker:
         """One transition, or an outage for its caller to wait out (the others go on)."""
         try:
             try:
-                await self.store.record_transitions([transition])
+                await self._record([transition])
             except UnstorableData as exc:
                 return await self._record_refused(transition, exc)
         except ServiceUnavailable as exc:
@@ -381,8 +389,15 @@ class Worker:
         unstorable_result, since the same page would be refused again."""
         failed = refused(transition, str(exc))
         log.error("the database refused the result of job %s: %s", transition.job.id, exc)
-        await self.store.record_transitions([failed])
+        await self._record([failed])
         return failed
+
+    async def _record(self, transitions: Sequence[Transition]) -> None:
+        """Write ``transitions``; publish the crawl pages their write added."""
+        added = await self.store.record_transitions(
+            transitions, redispatch_after=self.config.sweep.redispatch_seconds
+        )
+        await publish_pages(self.queue, self.store, added)
 
     async def _hand_back(self, job: ClaimedJob) -> None:
         # The job is due at once: the next sweep, in whichever worker is still up, publishes it.

@@ -139,7 +139,7 @@ def test_every_command_mentioned_exists(page: Path) -> None:
 
 def test_the_command_check_catches_a_wrong_command() -> None:
     assert command_exists(["keys", "create"]) and command_exists(["worker"])
-    assert not command_exists(["keys", "make"]) and not command_exists(["crawl"])
+    assert not command_exists(["keys", "make"]) and not command_exists(["crawlz"])
 
 
 def test_api_reference_lists_every_endpoint() -> None:

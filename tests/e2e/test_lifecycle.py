@@ -2,6 +2,7 @@
 
 import asyncio
 from typing import Any
+from uuid import UUID
 
 import pytest
 
@@ -118,9 +119,9 @@ async def test_jobs_waiting_for_their_write_free_their_fetch_slot_up_to_a_bound(
     writes_open = asyncio.Event()
     record_transitions = WorkStore.record_transitions
 
-    async def stalled(self: WorkStore, *args: Any, **kwargs: Any) -> None:
+    async def stalled(self: WorkStore, *args: Any, **kwargs: Any) -> list[UUID]:
         await writes_open.wait()
-        await record_transitions(self, *args, **kwargs)
+        return await record_transitions(self, *args, **kwargs)
 
     monkeypatch.setattr(WorkStore, "record_transitions", stalled)
     monkeypatch.setattr(worker_module, "WRITE_BACKLOG_BYTES", backlog_bytes)

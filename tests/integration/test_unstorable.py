@@ -192,10 +192,10 @@ async def test_a_lone_refused_outcome_fails_without_a_second_try(
     calls = 0
     record = store.work.record_transitions
 
-    async def counting(transitions: Any) -> None:
+    async def counting(transitions: Any, **options: Any) -> list[uuid.UUID]:
         nonlocal calls
         calls += 1
-        await record(transitions)
+        return await record(transitions, **options)
 
     store.work.record_transitions = counting  # type: ignore[method-assign]
     [written] = await worker._persist(decided([page(job, scraped_title=SURROGATE)]))

@@ -1,4 +1,5 @@
-"""Client commands: ``taskcrawler submit`` and ``taskcrawler jobs list|show|retry|cancel``.
+"""Client commands: ``taskcrawler submit``, ``taskcrawler jobs list|show|retry|cancel`` and
+``taskcrawler crawl URL | status ID | cancel ID``.
 
 They talk to a running API (``--api``, default http://127.0.0.1:8000) with the key in
 ``TASKCRAWLER_API_KEY``. This module only builds their parsers, so ``taskcrawler --help`` stays
@@ -60,6 +61,12 @@ def _add_api_options(parser: argparse.ArgumentParser) -> None:
 
 def cmd_submit(settings: Settings, args: argparse.Namespace) -> int:
     from taskcrawler.cli.commands.submit import run
+
+    return run(args)
+
+
+def cmd_crawl(settings: Settings, args: argparse.Namespace) -> int:
+    from taskcrawler.cli.commands.crawl import run
 
     return run(args)
 
@@ -184,3 +191,72 @@ def add_client_commands(sub: Subparsers) -> None:
     search.add_argument("--crawl", dest="crawl_id", metavar="ID", help="only this crawl's pages")
     _add_api_options(search)
     search.set_defaults(func=cmd_search)
+    _add_crawl_command(sub)
+
+
+def _add_crawl_command(sub: Subparsers) -> None:
+    crawl = sub.add_parser(
+        "crawl",
+        help="crawl a site on a running API; --wait shows progress until it ends",
+        description="crawl URL: start a crawl of the site of URL and print it; with --wait, "
+        "show a live progress bar until it ends, then its counts (exit 0 if COMPLETED). "
+        "crawl status ID: show a crawl and its counts. crawl cancel ID: cancel it.",
+    )
+    crawl.add_argument(
+        "target",
+        nargs="+",
+        metavar="TARGET",
+        help="the start URL (http or https); or status ID; or cancel ID",
+    )
+    crawl.add_argument("--limit", type=_count, help="pages at most (default 10,000)")
+    crawl.add_argument(
+        "--max-depth", type=int, metavar="N", help="link hops from the start page at most"
+    )
+    crawl.add_argument(
+        "--include",
+        action="append",
+        default=[],
+        metavar="REGEX",
+        help="only paths matching one of these RE2 patterns (may be repeated)",
+    )
+    crawl.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="REGEX",
+        help="leave out paths matching one of these RE2 patterns (may be repeated)",
+    )
+    crawl.add_argument(
+        "--sitemap",
+        choices=("include", "skip", "only"),
+        default="include",
+        help="include: sitemaps and links (default); skip: links only; only: sitemaps only",
+    )
+    crawl.add_argument(
+        "--allow-subdomains", action="store_true", help="subdomains of the site are in scope"
+    )
+    crawl.add_argument(
+        "--format",
+        action="append",
+        default=[],
+        choices=("metadata", "markdown", "text", "html", "links", "chunks"),
+        help="what to extract of every page (may be repeated; default metadata)",
+    )
+    crawl.add_argument(
+        "-w", "--wait", action="store_true", help="wait for the crawl, with a progress bar"
+    )
+    crawl.add_argument(
+        "--timeout",
+        type=_positive,
+        metavar="SECONDS",
+        help="with --wait: stop waiting after this long (exit 1; the crawl goes on)",
+    )
+    crawl.add_argument(
+        "--interval",
+        type=_positive,
+        default=1.0,
+        metavar="SECONDS",
+        help="with --wait: how often to ask the API (default 1)",
+    )
+    _add_api_options(crawl)
+    crawl.set_defaults(func=cmd_crawl)

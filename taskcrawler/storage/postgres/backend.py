@@ -83,6 +83,11 @@ class PostgresBackend:
             result = await conn.exec_driver_sql(sql.INSERT_NEW_JOBS, arrays)
             return {row[0] for row in result}
 
+    async def insert_frontier(self, conn: AsyncConnection, rows: Rows) -> list[UUID]:
+        arrays = sql.column_arrays(rows, sql.FRONTIER_JOB_ARRAYS)
+        result = await conn.exec_driver_sql(sql.INSERT_FRONTIER_JOBS, arrays)
+        return [row[0] for row in result]
+
     async def claim(
         self,
         db: Database,

@@ -19,6 +19,7 @@ from sqlalchemy.dialects import postgresql
 
 from taskcrawler.storage.rows import (
     CLAIMED_COLUMNS,
+    FRONTIER_JOB_COLUMNS,
     LEASE_ENDED,
     NEW_JOB_COLUMNS,
     PENDING,
@@ -89,6 +90,15 @@ NEW_JOB_ARRAYS = table_columns(jobs, NEW_JOB_COLUMNS)
 #: statement) for a single POST and for a batch of 1,000.
 INSERT_NEW_JOBS = (
     unnest_insert(jobs, NEW_JOB_COLUMNS) + " ON CONFLICT (owner, url_key) DO NOTHING RETURNING id"
+)
+
+FRONTIER_JOB_ARRAYS = table_columns(jobs, FRONTIER_JOB_COLUMNS)
+
+#: A crawl's new pages, deduplicated per crawl by the same index (a crawl page's url_key hashes
+#: its crawl's id): duplicates found by two pages at once insert one row.
+INSERT_FRONTIER_JOBS = (
+    unnest_insert(jobs, FRONTIER_JOB_COLUMNS)
+    + " ON CONFLICT (owner, url_key) DO NOTHING RETURNING id"
 )
 
 # --- work --------------------------------------------------------------------------------------

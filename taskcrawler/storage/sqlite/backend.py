@@ -102,6 +102,10 @@ class SqliteBackend:
             result = await conn.execute(sql.INSERT_NEW_JOBS, list(rows))
             return {row[0] for row in result}
 
+    async def insert_frontier(self, conn: AsyncConnection, rows: Rows) -> list[UUID]:
+        result = await conn.execute(sql.INSERT_FRONTIER_JOBS, list(rows))
+        return [row[0] for row in result]
+
     async def claim(
         self,
         db: Database,

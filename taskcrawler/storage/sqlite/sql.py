@@ -50,3 +50,7 @@ def keyword_search(conditions: list[sa.ColumnElement[bool]], match: str) -> sa.S
         .where(sa.text("chunks_fts MATCH :match").bindparams(match=match), *conditions)
         .order_by(rank, chunks.c.id)
     )
+
+
+#: A crawl's new pages: the same statement, their rows carry ``crawl_id`` and ``depth`` too.
+INSERT_FRONTIER_JOBS = INSERT_NEW_JOBS

@@ -1,0 +1,79 @@
+"""Crawls: ``/api/v1/crawls``. Every page of a crawl is an ordinary job."""
+
+from __future__ import annotations
+
+from typing import Annotated
+from uuid import UUID
+
+from fastapi import APIRouter, Query, status
+
+from taskcrawler.api.deps import CallerDep, ServicesDep
+from taskcrawler.api.routes.jobs import COMMON, NOT_FOUND
+from taskcrawler.api.schemas import CrawlIn, CrawlList, CrawlOut, JobOut, JobPage
+from taskcrawler.domain import JobStatus
+from taskcrawler.domain.jobs import JobQuery
+
+router = APIRouter(prefix="/api/v1/crawls", tags=["crawls"])
+
+
+@router.post(
+    "",
+    response_model=CrawlOut,
+    status_code=status.HTTP_201_CREATED,
+    responses=COMMON,
+    summary="Start a crawl of a site",
+)
+async def start_crawl(body: CrawlIn, services: ServicesDep, caller: CallerDep) -> CrawlOut:
+    crawls = services.crawls
+    spec = crawls.spec(**body.model_dump())  # InvalidCrawlSpec: 422 naming the field
+    return CrawlOut.of(await crawls.start(caller, spec))
+
+
+@router.get("", response_model=CrawlList, responses=COMMON, summary="List crawls, newest first")
+async def list_crawls(
+    services: ServicesDep,
+    caller: CallerDep,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    cursor: Annotated[str | None, Query(max_length=200)] = None,
+) -> CrawlList:
+    found, next_cursor = await services.crawls.list_crawls(caller, limit=limit, cursor=cursor)
+    return CrawlList(crawls=[CrawlOut.of(crawl) for crawl in found], next_cursor=next_cursor)
+
+
+@router.get(
+    "/{crawl_id}", response_model=CrawlOut, responses=NOT_FOUND, summary="A crawl, live counts"
+)
+async def get_crawl(crawl_id: UUID, services: ServicesDep, caller: CallerDep) -> CrawlOut:
+    return CrawlOut.of(await services.crawls.get(caller, crawl_id))
+
+
+@router.get(
+    "/{crawl_id}/jobs",
+    response_model=JobPage,
+    responses=NOT_FOUND,
+    summary="A crawl's pages (jobs), newest first",
+)
+async def crawl_jobs(
+    crawl_id: UUID,
+    services: ServicesDep,
+    caller: CallerDep,
+    status_: Annotated[list[JobStatus] | None, Query(alias="status")] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    cursor: Annotated[str | None, Query(max_length=200)] = None,
+) -> JobPage:
+    query = JobQuery(statuses=tuple(status_ or ()), limit=limit, cursor=cursor)
+    jobs, next_cursor = await services.crawls.pages(caller, crawl_id, query)
+    return JobPage(jobs=[JobOut.of(job) for job in jobs], next_cursor=next_cursor)
+
+
+@router.delete(
+    "/{crawl_id}",
+    response_model=CrawlOut,
+    responses=NOT_FOUND,
+    summary="Cancel a crawl: its pending pages are cancelled, nothing new is scheduled",
+)
+async def cancel_crawl(crawl_id: UUID, services: ServicesDep, caller: CallerDep) -> CrawlOut:
+    return CrawlOut.of(await services.crawls.cancel(caller, crawl_id))
+
+
+__all__ = ["router"]

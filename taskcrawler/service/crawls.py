@@ -1,0 +1,129 @@
+"""Crawls as the API and the command line use them: start, read with live counts, list a
+crawl's pages (ordinary jobs), cancel, list a tenant's crawls.
+
+The crawl itself runs in the workers: each page's outcome adds its frontier in its own
+transaction (see :mod:`taskcrawler.storage.crawls`); nothing here keeps a crawl in memory.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+from uuid import UUID
+
+from taskcrawler.domain import Job, QueueUnavailable
+from taskcrawler.domain.crawls import DEFAULT_LIMIT, DEFAULT_MAX_LIMIT, Crawl, CrawlSpec
+from taskcrawler.domain.errors import CrawlNotFound, InvalidCursor, LimitExceeded
+from taskcrawler.domain.jobs import JobQuery
+from taskcrawler.domain.keys import Caller
+from taskcrawler.queue import JobQueue
+from taskcrawler.storage.ports import CrawlRepository, JobRepository
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlPolicy:
+    #: The largest ``limit`` a crawl may ask for (TASKCRAWLER_CRAWL_MAX_LIMIT).
+    max_limit: int = DEFAULT_MAX_LIMIT
+    #: A page published but not claimed within this long is published again by the sweeper.
+    redispatch_after: float = 30.0
+    #: Unfinished jobs per key at most, unless the key sets its own; None: unlimited.
+    max_pending_jobs: int | None = None
+
+
+class CrawlService:
+    def __init__(
+        self,
+        policy: CrawlPolicy,
+        crawls: CrawlRepository,
+        jobs: JobRepository,
+        queue: JobQueue,
+    ) -> None:
+        self.policy = policy
+        self.crawls = crawls
+        self.jobs = jobs
+        self.queue = queue
+
+    def spec(self, url: str, **options: Any) -> CrawlSpec:
+        """A validated spec under this deployment's maximum ``limit`` (no ``limit``: 10,000, or
+        the maximum when that is lower);
+        :class:`~taskcrawler.domain.crawls.InvalidCrawlSpec` names the first bad field."""
+        options = {name: value for name, value in options.items() if value is not None}
+        options.setdefault("limit", min(DEFAULT_LIMIT, self.policy.max_limit))
+        return CrawlSpec.create(url, max_limit=self.policy.max_limit, **options)
+
+    async def start(self, caller: Caller, spec: CrawlSpec) -> Crawl:
+        """A RUNNING crawl, its start page published. Refused (:class:`LimitExceeded`) while
+        the caller has its maximum of unfinished jobs: a crawl's pages are jobs; those it adds
+        later are bounded by its ``limit`` instead."""
+        await self._check_pending(caller)
+        callback = spec.callback_url or (caller.key.callback_url if caller.key else None)
+        crawl, start_id = await self.crawls.create(
+            caller.owner,
+            spec,
+            callback_url=callback,
+            redispatch_after=self.policy.redispatch_after,
+        )
+        await self._publish([start_id])
+        return crawl
+
+    async def _check_pending(self, caller: Caller) -> None:
+        key_limit = caller.key.max_pending_jobs if caller.key else None
+        limit = key_limit or self.policy.max_pending_jobs
+        if limit is None:
+            return
+        unfinished = await self.jobs.count_unfinished(caller.owner)
+        if unfinished + 1 > limit:
+            raise LimitExceeded(
+                f"at most {limit} unfinished jobs; {unfinished} are pending", retry_after=5.0
+            )
+
+    async def get(self, caller: Caller, crawl_id: UUID) -> Crawl:
+        """The caller's crawl with its live counts; :class:`CrawlNotFound` for an unknown id or
+        another tenant's."""
+        crawl = await self.crawls.get(crawl_id, owner=caller.owner)
+        if crawl is None:
+            raise CrawlNotFound
+        return crawl
+
+    async def list_crawls(
+        self, caller: Caller, *, limit: int = 50, cursor: str | None = None
+    ) -> tuple[list[Crawl], str | None]:
+        try:
+            return await self.crawls.list_crawls(caller.owner, limit=limit, cursor=cursor)
+        except ValueError as exc:
+            raise InvalidCursor(str(exc)) from None
+
+    async def pages(
+        self, caller: Caller, crawl_id: UUID, query: JobQuery
+    ) -> tuple[list[Job], str | None]:
+        """A page of the crawl's jobs (newest first) and the next page's cursor."""
+        await self.get(caller, crawl_id)
+        query = dataclasses.replace(query, owner=caller.owner, crawl_id=crawl_id)
+        try:
+            return await self.jobs.list_jobs(query)
+        except ValueError as exc:
+            raise InvalidCursor(str(exc)) from None
+
+    async def cancel(self, caller: Caller, crawl_id: UUID) -> Crawl:
+        """Nothing new is scheduled; the crawl's PENDING pages become CANCELLED (pages being
+        fetched finish, and add nothing). A finished crawl is returned as it is."""
+        crawl = await self.crawls.cancel(crawl_id, owner=caller.owner)
+        if crawl is None:
+            raise CrawlNotFound
+        return crawl
+
+    async def _publish(self, ids: Sequence[UUID]) -> None:
+        try:
+            await self.queue.publish(ids)
+        except QueueUnavailable as exc:
+            # The start page is PENDING with its dispatch due later: the sweeper publishes it.
+            log.warning("queue unavailable, the crawl's start left for the sweeper: %s", exc)
+            await self.jobs.mark_dispatch_due(ids)
+
+
+__all__ = ["CrawlPolicy", "CrawlService"]

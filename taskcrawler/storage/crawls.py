@@ -1,0 +1,449 @@
+"""Crawls: their rows, and their frontier, which is the jobs table itself.
+
+A crawl's pages are ordinary jobs with ``crawl_id`` and ``depth`` set. They are deduplicated per
+crawl by the jobs' unique ``(owner, url_key)`` index, a crawl page's ``url_key`` being the hash of
+the crawl's id and the page's crawl key (:func:`frontier_key`): an INSERT … ON CONFLICT DO
+NOTHING, never a check-then-insert, so two workers that find one URL at once add one page.
+
+New pages enter the frontier in the transaction that records the outcome of the page that found
+them (:func:`advance`, called by ``WorkStore.record_transitions``), under the crawl's row lock
+(``SELECT … FOR UPDATE`` on PostgreSQL; SQLite has one writer anyway). Under that lock
+``crawls.discovered`` is exact, so a crawl never admits more than its ``limit``, and the check
+that nothing of the crawl is left (then it is COMPLETED) sees every other page's outcome.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit
+from uuid import UUID
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from taskcrawler.domain.crawls import (
+    Candidate,
+    Crawl,
+    CrawlCounts,
+    CrawlSpec,
+    CrawlStatus,
+)
+from taskcrawler.domain.jobs import JobStatus
+from taskcrawler.domain.transitions import Transition
+from taskcrawler.domain.urls import crawl_key
+from taskcrawler.domain.views import crawl_document
+from taskcrawler.domain.webhooks import WebhookEvent
+from taskcrawler.storage.backend import Backend
+from taskcrawler.storage.database import Database
+from taskcrawler.storage.errors import unavailable_on_connection_errors
+from taskcrawler.storage.jobs import decode_cursor, make_cursor
+from taskcrawler.storage.rows import PENDING, PROCESSING, utcnow
+from taskcrawler.storage.tables import crawls, jobs, webhook_deliveries
+
+RUNNING = CrawlStatus.RUNNING.value
+#: Frontier rows inserted per statement at most (a sitemap may bring 100,000 at once).
+INSERT_CHUNK = 1000
+_BUSY = (PENDING, PROCESSING)
+
+
+def frontier_key(crawl_id: UUID, key: str) -> str:
+    """The ``url_key`` of a crawl's page: per crawl, so each crawl fetches its own pages, and
+    never equal to a plain job's (whose key hashes the bare normalized URL)."""
+    return hashlib.sha256(f"crawl:{crawl_id}:{key}".encode()).hexdigest()
+
+
+def _page_row(
+    crawl_id: UUID,
+    owner: str,
+    spec: Mapping[str, Any],
+    candidate: Candidate,
+    now: datetime,
+    redispatch_after: float,
+) -> dict[str, Any]:
+    formats = spec.get("formats")
+    return {
+        "id": uuid.uuid4(),
+        "owner": owner,
+        "url": candidate.key,
+        "url_key": frontier_key(crawl_id, candidate.key),
+        "host": (urlsplit(candidate.key).hostname or "").lower(),
+        "status": PENDING,
+        "retry_count": 0,
+        "created_at": now,
+        # Published after the commit; if that publish is lost, the sweeper publishes it then.
+        "dispatch_at": now + timedelta(seconds=redispatch_after),
+        "formats": list(formats) if formats else None,
+        "callback_url": None,
+        "crawl_id": crawl_id,
+        "depth": candidate.depth,
+    }
+
+
+# --- the frontier, inside the transaction that records outcomes --------------------------------
+
+
+async def advance(
+    conn: AsyncConnection,
+    backend: Backend,
+    pages: Sequence[Transition],
+    held: set[UUID],
+    *,
+    redispatch_after: float,
+) -> list[UUID]:
+    """Add what the crawl pages of a batch found to their crawls' frontiers, and complete the
+    crawls that have nothing left. ``pages``: the batch's transitions of crawl pages; ``held``:
+    the jobs whose outcome this transaction wrote (a page whose lease was lost adds nothing: its
+    new holder will). Returns the ids of the new pages, to publish after the commit."""
+    written = [t for t in pages if t.job.id in held and t.job.crawl_id is not None]
+    if not written:
+        return []
+    by_crawl: dict[UUID, list[Transition]] = defaultdict(list)
+    for transition in written:
+        assert transition.job.crawl_id is not None
+        by_crawl[transition.job.crawl_id].append(transition)
+    # Locked in id order, so two batches that share crawls never wait for each other in a cycle.
+    locked = await conn.execute(
+        sa.select(crawls.c.id, crawls.c.owner, crawls.c.status, crawls.c.discovered, crawls.c.spec)
+        .where(backend.any_of(crawls.c.id, sorted(by_crawl)))
+        .order_by(crawls.c.id)
+        .with_for_update()
+    )
+    now = utcnow()
+    new_ids: list[UUID] = []
+    maybe_idle: list[UUID] = []
+    for row in locked.all():
+        if row.status != RUNNING:
+            continue  # cancelled (or completed by the sweeper meanwhile): nothing new
+        room = int(row.spec.get("limit", 0)) - row.discovered
+        candidates = [c for t in by_crawl[row.id] for c in t.outcome.frontier]
+        added = await _admit(
+            conn, backend, row.id, row.owner, row.spec, candidates, room, now, redispatch_after
+        )
+        if added:
+            new_ids.extend(added)
+            await conn.execute(
+                crawls.update()
+                .where(crawls.c.id == row.id)
+                .values(discovered=crawls.c.discovered + len(added))
+            )
+        else:
+            maybe_idle.append(row.id)  # a crawl that just gained pages has some left
+    if maybe_idle:
+        await complete_idle(conn, backend, maybe_idle, now=now)
+    return new_ids
+
+
+async def _admit(
+    conn: AsyncConnection,
+    backend: Backend,
+    crawl_id: UUID,
+    owner: str,
+    spec: Mapping[str, Any],
+    candidates: Sequence[Candidate],
+    room: int,
+    now: datetime,
+    redispatch_after: float,
+) -> list[UUID]:
+    """Insert the new candidates, in order, until ``room`` pages were admitted.
+
+    Those the crawl has are left out first, by a read: under the crawl's lock every page of it
+    is committed and visible, so the INSERT then meets no conflict. Without that read, an
+    INSERT of a page another transaction is updating (its outcome, a lease renewal) would
+    wait for that transaction, which may itself be waiting for this crawl's lock. The INSERT
+    stays ON CONFLICT DO NOTHING all the same: the unique key is what deduplicates.
+    """
+    rows: dict[str, dict[str, Any]] = {}
+    for candidate in candidates:
+        row = _page_row(crawl_id, owner, spec, candidate, now, redispatch_after)
+        rows.setdefault(row["url_key"], row)
+    if not rows or room <= 0:
+        return []
+    known: set[str] = set()
+    shorter: dict[int, list[UUID]] = defaultdict(list)
+    keys = list(rows)
+    for start in range(0, len(keys), INSERT_CHUNK):
+        found = await conn.execute(
+            sa.select(jobs.c.url_key, jobs.c.id, jobs.c.depth, jobs.c.status).where(
+                jobs.c.owner == owner,
+                backend.any_of(jobs.c.url_key, keys[start : start + INSERT_CHUNK]),
+            )
+        )
+        for key, job_id, depth, status in found:
+            known.add(key)
+            if status == PENDING and depth is not None and rows[key]["depth"] < depth:
+                shorter[rows[key]["depth"]].append(job_id)
+    # A page still waiting, found again by a shorter path, takes that path's depth: its links
+    # are then followed as far as max_depth allows from there.
+    # Rows being claimed right now are skipped, not waited for: a claim locks its rows in an
+    # order of its own, and they are no longer waiting anyway.
+    for depth, ids in shorter.items():
+        waiting = (
+            sa.select(jobs.c.id)
+            .where(backend.any_of(jobs.c.id, ids), jobs.c.status == PENDING)
+            .with_for_update(skip_locked=True)
+        )
+        await conn.execute(
+            jobs.update()
+            .where(jobs.c.id.in_(waiting.scalar_subquery()), jobs.c.status == PENDING)
+            .values(depth=depth)
+        )
+    new = [row for key, row in rows.items() if key not in known]
+    added: list[UUID] = []
+    start = 0
+    # Each chunk no bigger than the room left: the limit holds exactly whatever happens.
+    while start < len(new) and len(added) < room:
+        size = min(room - len(added), INSERT_CHUNK)
+        added.extend(await backend.insert_frontier(conn, new[start : start + size]))
+        start += size
+    return added
+
+
+async def complete_idle(
+    conn: AsyncConnection, backend: Backend, crawl_ids: Sequence[UUID], *, now: datetime
+) -> list[UUID]:
+    """Mark COMPLETED those of ``crawl_ids`` (locked by the caller, or one statement's own
+    work) that are RUNNING and have no page PENDING or PROCESSING; announce them."""
+    busy = sa.exists().where(jobs.c.crawl_id == crawls.c.id, jobs.c.status.in_(_BUSY))
+    done = await conn.execute(
+        crawls.update()
+        .where(backend.any_of(crawls.c.id, list(crawl_ids)), crawls.c.status == RUNNING, ~busy)
+        .values(status=CrawlStatus.COMPLETED.value, finished_at=now)
+        .returning(crawls.c.id)
+    )
+    completed = list(done.scalars())
+    if completed:
+        await _announce(conn, backend, completed, now)
+    return completed
+
+
+async def _announce(
+    conn: AsyncConnection, backend: Backend, crawl_ids: Sequence[UUID], now: datetime
+) -> None:
+    """A ``crawl.completed`` delivery for each crawl with a callback URL, in the webhook outbox
+    (its ``job_id`` is the crawl's start page: deliveries belong to a job)."""
+    rows = (
+        await conn.execute(
+            sa.select(*_CRAWL_COLUMNS).where(
+                backend.any_of(crawls.c.id, list(crawl_ids)), crawls.c.callback_url.is_not(None)
+            )
+        )
+    ).all()
+    if not rows:
+        return
+    counts = await _counts(conn, backend, [row.id for row in rows])
+    deliveries = []
+    for row in rows:
+        start = await conn.scalar(
+            sa.select(jobs.c.id)
+            .where(jobs.c.crawl_id == row.id)
+            .order_by(jobs.c.created_at, jobs.c.id)
+            .limit(1)
+        )
+        if start is None:
+            continue
+        crawl = _row_to_crawl(row, counts.get(row.id, CrawlCounts()))
+        deliveries.append(
+            {
+                "id": uuid.uuid4(),
+                "job_id": start,
+                "owner": row.owner,
+                "url": row.callback_url,
+                "event": WebhookEvent.CRAWL_COMPLETED.value,
+                "payload": crawl_document(crawl),
+                "status": "PENDING",
+                "attempts": 0,
+                "next_attempt_at": now,
+                "created_at": now,
+            }
+        )
+    if deliveries:
+        await conn.execute(webhook_deliveries.insert(), deliveries)
+
+
+# --- reading ------------------------------------------------------------------------------------
+
+_CRAWL_COLUMNS = (
+    crawls.c.id,
+    crawls.c.owner,
+    crawls.c.spec,
+    crawls.c.status,
+    crawls.c.created_at,
+    crawls.c.finished_at,
+    crawls.c.callback_url,
+)
+
+
+def _row_to_crawl(row: Any, counts: CrawlCounts) -> Crawl:
+    return Crawl(
+        id=row.id,
+        owner=row.owner,
+        spec=CrawlSpec.from_dict(row.spec),
+        status=CrawlStatus(row.status),
+        created_at=row.created_at,
+        finished_at=row.finished_at,
+        counts=counts,
+    )
+
+
+async def _counts(
+    conn: AsyncConnection, backend: Backend, crawl_ids: Iterable[UUID]
+) -> dict[UUID, CrawlCounts]:
+    """Each crawl's pages by status, in one statement: the counts of one crawl add up."""
+    ids = list(crawl_ids)
+    if not ids:
+        return {}
+    rows = await conn.execute(
+        sa.select(jobs.c.crawl_id, jobs.c.status, sa.func.count())
+        .where(backend.any_of(jobs.c.crawl_id, ids))
+        .group_by(jobs.c.crawl_id, jobs.c.status)
+    )
+    by_crawl: dict[UUID, dict[str, int]] = defaultdict(dict)
+    for crawl_id, status, count in rows:
+        by_crawl[crawl_id][status] = int(count)
+    return {crawl_id: CrawlCounts.of(statuses) for crawl_id, statuses in by_crawl.items()}
+
+
+class CrawlStore:
+    """Crawls as the API and the workers see them."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    @unavailable_on_connection_errors
+    async def create(
+        self, owner: str, spec: CrawlSpec, *, callback_url: str | None, redispatch_after: float
+    ) -> tuple[Crawl, UUID]:
+        """A RUNNING crawl and its start page (depth 0), in one transaction; the start page's
+        job id, to publish."""
+        now = utcnow()
+        crawl_id = uuid.uuid4()
+        stored = spec.to_dict()
+        start = _page_row(
+            crawl_id, owner, stored, Candidate(crawl_key(spec.url), 0), now, redispatch_after
+        )
+        async with self.db.write() as conn:
+            await conn.execute(
+                crawls.insert().values(
+                    id=crawl_id,
+                    owner=owner,
+                    url=spec.url,
+                    spec=stored,
+                    status=RUNNING,
+                    discovered=1,
+                    callback_url=callback_url,
+                    created_at=now,
+                )
+            )
+            await conn.execute(jobs.insert().values(**start))
+        crawl = Crawl(
+            id=crawl_id,
+            owner=owner,
+            spec=spec,
+            status=CrawlStatus.RUNNING,
+            created_at=now,
+            counts=CrawlCounts(pending=1),
+        )
+        return crawl, start["id"]
+
+    @unavailable_on_connection_errors
+    async def get(self, crawl_id: UUID, *, owner: str) -> Crawl | None:
+        """The crawl with its live counts; None when unknown or another owner's."""
+        async with self.db.read() as conn:
+            row = (
+                await conn.execute(
+                    sa.select(*_CRAWL_COLUMNS).where(
+                        crawls.c.id == crawl_id, crawls.c.owner == owner
+                    )
+                )
+            ).first()
+            if row is None:
+                return None
+            counts = await _counts(conn, self.db.backend, [crawl_id])
+        return _row_to_crawl(row, counts.get(crawl_id, CrawlCounts()))
+
+    @unavailable_on_connection_errors
+    async def spec_of(self, crawl_id: UUID) -> CrawlSpec | None:
+        """What a worker needs to expand a crawl's pages."""
+        async with self.db.read() as conn:
+            spec = await conn.scalar(sa.select(crawls.c.spec).where(crawls.c.id == crawl_id))
+        return None if spec is None else CrawlSpec.from_dict(spec)
+
+    @unavailable_on_connection_errors
+    async def list_crawls(
+        self, owner: str, *, limit: int = 50, cursor: str | None = None
+    ) -> tuple[list[Crawl], str | None]:
+        """A page of ``owner``'s crawls, newest first, and the next page's cursor (the jobs
+        listing's kind: ValueError for one this code did not make)."""
+        stmt = sa.select(*_CRAWL_COLUMNS).where(crawls.c.owner == owner)
+        if cursor is not None:
+            created_at, crawl_id = decode_cursor(cursor)
+            stmt = stmt.where(sa.tuple_(crawls.c.created_at, crawls.c.id) < (created_at, crawl_id))
+        stmt = stmt.order_by(crawls.c.created_at.desc(), crawls.c.id.desc()).limit(limit + 1)
+        async with self.db.read() as conn:
+            rows = (await conn.execute(stmt)).all()
+            page = rows[:limit]
+            counts = await _counts(conn, self.db.backend, [row.id for row in page])
+        found = [_row_to_crawl(row, counts.get(row.id, CrawlCounts())) for row in page]
+        more = len(rows) > limit
+        last = found[-1] if found else None
+        return found, make_cursor(last.created_at, last.id) if more and last else None
+
+    @unavailable_on_connection_errors
+    async def cancel(self, crawl_id: UUID, *, owner: str) -> Crawl | None:
+        """RUNNING -> CANCELLED, its PENDING pages CANCELLED with it, in one transaction under
+        the crawl's lock: a page finishing meanwhile adds nothing to it. A finished crawl is
+        left as it is. None when unknown or another owner's."""
+        now = utcnow()
+        async with self.db.write() as conn:
+            status = await conn.scalar(
+                sa.select(crawls.c.status)
+                .where(crawls.c.id == crawl_id, crawls.c.owner == owner)
+                .with_for_update()
+            )
+            if status is None:
+                return None
+            if status == RUNNING:
+                await conn.execute(
+                    crawls.update()
+                    .where(crawls.c.id == crawl_id)
+                    .values(status=CrawlStatus.CANCELLED.value, finished_at=now)
+                )
+                await conn.execute(
+                    jobs.update()
+                    .where(jobs.c.crawl_id == crawl_id, jobs.c.status == PENDING)
+                    .values(
+                        status=JobStatus.CANCELLED.value,
+                        finished_at=now,
+                        next_attempt_at=None,
+                        dispatch_at=None,
+                    )
+                )
+        return await self.get(crawl_id, owner=owner)
+
+    @unavailable_on_connection_errors
+    async def complete_idle(self, *, limit: int = 100) -> list[UUID]:
+        """The sweeper's safety net: RUNNING crawls with nothing left (their last page was
+        finished by other means: a lease given up on, a page cancelled) become COMPLETED."""
+        busy = sa.exists().where(jobs.c.crawl_id == crawls.c.id, jobs.c.status.in_(_BUSY))
+        async with self.db.write() as conn:
+            idle = (
+                await conn.execute(
+                    sa.select(crawls.c.id)
+                    .where(crawls.c.status == RUNNING, ~busy)
+                    .order_by(crawls.c.created_at)
+                    .limit(limit)
+                    .with_for_update(skip_locked=True)
+                )
+            ).scalars()
+            ids = list(idle)
+            if not ids:
+                return []
+            return await complete_idle(conn, self.db.backend, ids, now=utcnow())
+
+
+__all__ = ["CrawlStore", "advance", "complete_idle", "frontier_key"]

@@ -1,0 +1,128 @@
+"""The worker's side of crawls: what a crawl's page adds to its frontier, and publishing the
+pages that the outcome's transaction added.
+
+The rules are the domain's (:func:`taskcrawler.domain.crawls.discover`, scope, depth, sitemap
+candidates); here they meet I/O: the crawl's spec read once per crawl (a small bounded cache), and
+the sitemaps read by the start page's job. Storage writes the frontier with the page's outcome,
+in one transaction (see :mod:`taskcrawler.storage.crawls`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+from collections import OrderedDict
+from collections.abc import Sequence
+from uuid import UUID
+
+from taskcrawler.domain import ErrorCode, Outcome, QueueUnavailable, ServiceUnavailable
+from taskcrawler.domain.crawls import (
+    Candidate,
+    CrawlSpec,
+    Scope,
+    SitemapMode,
+    discover,
+    sitemap_candidates,
+)
+from taskcrawler.domain.urls import crawl_key
+from taskcrawler.fetch import Fetcher
+from taskcrawler.fetch.sitemaps import SitemapLimits, read_sitemaps
+from taskcrawler.queue import JobQueue
+from taskcrawler.storage.ports import CrawlRepository, WorkRepository
+
+log = logging.getLogger(__name__)
+
+#: Crawls whose spec a worker keeps at hand; one more costs one read of the crawl's row.
+SPEC_CACHE_SIZE = 256
+
+
+class CrawlPages:
+    """Turns a crawl page's outcome into one that carries its frontier."""
+
+    def __init__(
+        self, crawls: CrawlRepository, fetcher: Fetcher, sitemap_limits: SitemapLimits
+    ) -> None:
+        self.crawls = crawls
+        self.fetcher = fetcher
+        self.sitemap_limits = sitemap_limits
+        self._specs: OrderedDict[UUID, tuple[CrawlSpec, Scope] | None] = OrderedDict()
+
+    async def _spec(self, crawl_id: UUID) -> tuple[CrawlSpec, Scope] | None:
+        if crawl_id in self._specs:
+            self._specs.move_to_end(crawl_id)
+            return self._specs[crawl_id]
+        spec = await self.crawls.spec_of(crawl_id)
+        found = None if spec is None else (spec, Scope.of(spec))
+        self._specs[crawl_id] = found
+        while len(self._specs) > SPEC_CACHE_SIZE:
+            self._specs.popitem(last=False)
+        return found
+
+    async def with_frontier(self, outcome: Outcome) -> Outcome:
+        """``outcome`` with the candidates its page adds to its crawl (and without the links
+        it carried for them). The start page also reads the site's sitemaps, unless the crawl
+        skips them; an attempt put off (the host was busy) adds nothing, it runs again."""
+        job = outcome.job
+        if job.crawl_id is None:
+            return outcome
+        try:
+            found = await self._spec(job.crawl_id)
+            if found is None or outcome.deferred:
+                return dataclasses.replace(outcome, links=None)
+            candidates = await self._candidates(outcome, *found)
+        except ServiceUnavailable as exc:
+            # Its frontier cannot be known now: the page runs again later, no attempt counted.
+            return Outcome(
+                job=job,
+                error_code=ErrorCode.QUEUE_UNAVAILABLE,
+                error_message=f"the crawl's frontier could not be read: {exc}",
+                transient=True,
+            )
+        except Exception:
+            # A bug must not fail the page: it is saved with what it has, and the crawl goes on
+            # with the rest of its frontier.
+            log.exception("crawl %s: the frontier of %s could not be read", job.crawl_id, job.url)
+            candidates = []
+        return dataclasses.replace(outcome, links=None, frontier=tuple(candidates))
+
+    async def _candidates(self, outcome: Outcome, spec: CrawlSpec, scope: Scope) -> list[Candidate]:
+        job = outcome.job
+        candidates: list[Candidate] = []
+        if outcome.succeeded and outcome.links is not None and spec.sitemap is not SitemapMode.ONLY:
+            canonical = (outcome.result or {}).get("metadata", {}).get("canonical_url")
+            discovery = discover(
+                outcome.final_url or job.url,
+                outcome.links,
+                canonical if isinstance(canonical, str) else None,
+                job.depth,
+                spec,
+                scope,
+            )
+            candidates.extend(discovery.candidates)
+        if _is_start(job.url, job.depth, spec) and spec.sitemap is not SitemapMode.SKIP:
+            report = await read_sitemaps(self.fetcher, spec.url, self.sitemap_limits)
+            for url, error in report.errors:
+                log.info("crawl %s: sitemap %s: %s", job.crawl_id, url, error)
+            candidates.extend(sitemap_candidates(report.urls, spec, scope)[0])
+        return candidates
+
+
+def _is_start(url: str, depth: int, spec: CrawlSpec) -> bool:
+    return depth == 0 and url == crawl_key(spec.url)
+
+
+async def publish_pages(queue: JobQueue, store: WorkRepository, ids: Sequence[UUID]) -> None:
+    """Publish the pages a write added; if the queue is down, the sweeper publishes them."""
+    if not ids:
+        return
+    try:
+        await queue.publish(ids)
+    except QueueUnavailable as exc:
+        log.warning("could not publish %d new crawl pages: %s", len(ids), exc)
+        # If the database is down too, they are due anyway once their redispatch delay passed.
+        with contextlib.suppress(ServiceUnavailable):
+            await store.mark_dispatch_due(ids)
+
+
+__all__ = ["CrawlPages", "publish_pages"]

@@ -1,0 +1,126 @@
+"""A crawl survives its workers and its queue: real ``taskcrawler`` processes on PostgreSQL and
+Redis, crawling the generated site. ``kill -9`` of a worker mid-crawl, or Redis emptied, and the
+crawl still ends COMPLETED with exactly the pages in scope, each fetched once but for those the
+dead worker was fetching."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from redis import asyncio as aioredis
+
+from taskcrawler.domain.urls import crawl_key
+from tests.faults.kit import Deployment
+from tests.support.site import Site, SiteHosts, SiteServer
+
+SITE_OPTIONS = {"seed": 3, "pages": 400, "hosts": SiteHosts.loopback()}
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
+#: Slows the crawl (one host: a start every 20 ms at most) so that a fault lands mid-crawl.
+CRAWL_SETTINGS = {"respect_robots": True, "host_delay_seconds": 0.02, "worker_concurrency": 8}
+
+
+async def crawl_state(d: Deployment, crawl_id: str) -> dict[str, Any]:
+    status, body = await d.request("GET", f"/api/v1/crawls/{crawl_id}")
+    assert status == 200 and body is not None, (status, body)
+    assert body["discovered"] == sum(
+        body[name] for name in ("pending", "completed", "failed", "cancelled")
+    )
+    return body
+
+
+async def wait_crawl(d: Deployment, crawl_id: str, done: Any, *, within: float) -> dict[str, Any]:
+    deadline = time.monotonic() + within
+    while True:
+        crawl = await crawl_state(d, crawl_id)
+        if done(crawl):
+            return crawl
+        if time.monotonic() > deadline:
+            raise AssertionError(f"crawl not done after {within} s: {crawl}")
+        await asyncio.sleep(0.1)
+
+
+async def page_urls(d: Deployment, crawl_id: str, *statuses: str) -> list[str]:
+    query = "SELECT url FROM jobs WHERE crawl_id = :crawl"
+    if statuses:
+        query += " AND status IN :statuses"
+    statement = sa.text(query)
+    params: dict[str, Any] = {"crawl": crawl_id}
+    if statuses:
+        statement = statement.bindparams(sa.bindparam("statuses", expanding=True))
+        params["statuses"] = list(statuses)
+    async with d._engine.connect() as conn:
+        rows = await conn.execute(statement, params)
+        return [str(row.url) for row in rows]
+
+
+def fetched_pages(site_server: SiteServer) -> Counter[str]:
+    return Counter(
+        crawl_key(url)
+        for url in site_server.fetched
+        if not url.endswith(("/robots.txt", ".xml", ".gz"))
+    )
+
+
+async def start_crawl(d: Deployment, site: Site) -> str:
+    status, body = await d.request("POST", "/api/v1/crawls", json={"url": site.start_url})
+    assert status == 201 and body is not None, (status, body)
+    return str(body["id"])
+
+
+async def test_kill9_worker_mid_crawl(
+    production: Deployment, site_server: SiteServer, site: Site
+) -> None:
+    d = production
+    d.settings |= CRAWL_SETTINGS
+    truth = site.expected_crawl()
+    await d.api()
+    first = await d.started_worker("worker-a")
+    crawl_id = await start_crawl(d, site)
+    await wait_crawl(d, crawl_id, lambda c: c["completed"] >= 40, within=60)
+    first.kill()
+    in_flight = set(await page_urls(d, crawl_id, "PROCESSING"))
+    assert in_flight, "the kill should land while pages are being fetched"
+    await d.started_worker("worker-b")
+    crawl = await wait_crawl(
+        d, crawl_id, lambda c: c["status"] != "RUNNING" and c["pending"] == 0, within=120
+    )
+    assert crawl["status"] == "COMPLETED", crawl
+    pages = await page_urls(d, crawl_id)
+    assert len(pages) == len(set(pages)) == len(truth.pages) == crawl["discovered"]
+    assert set(pages) == set(truth.pages)
+    fetched = fetched_pages(site_server)
+    assert set(fetched) == truth.fetchable
+    assert {url for url, count in fetched.items() if count > 1} <= in_flight
+
+
+async def test_redis_emptied_mid_crawl(
+    production: Deployment, site_server: SiteServer, site: Site
+) -> None:
+    d = production
+    d.settings |= CRAWL_SETTINGS
+    truth = site.expected_crawl()
+    await d.api()
+    await d.started_worker("worker")
+    crawl_id = await start_crawl(d, site)
+    await wait_crawl(d, crawl_id, lambda c: c["completed"] >= 40, within=60)
+    assert d.redis_url is not None
+    client = aioredis.Redis.from_url(d.redis_url)
+    try:
+        # Every queued page id is gone: only the database still knows them.
+        assert await client.delete(f"{d.redis_prefix}:queue") == 1
+    finally:
+        await client.aclose()
+    crawl = await wait_crawl(
+        d, crawl_id, lambda c: c["status"] != "RUNNING" and c["pending"] == 0, within=120
+    )
+    assert crawl["status"] == "COMPLETED", crawl
+    pages = await page_urls(d, crawl_id)
+    assert set(pages) == set(truth.pages) and len(pages) == len(truth.pages)
+    fetched = fetched_pages(site_server)
+    assert set(fetched) == truth.fetchable
+    assert max(fetched.values()) == 1  # the sweeper re-published; nothing ran twice

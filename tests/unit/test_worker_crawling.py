@@ -1,0 +1,93 @@
+"""What a crawl's page adds to its frontier, on the worker's side: the domain's rules applied to
+the page's links, and failures that must neither lose the page nor invent a frontier."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+from uuid import UUID
+
+import pytest
+
+from taskcrawler.domain import ClaimedJob, ErrorCode, Outcome, StorageUnavailable
+from taskcrawler.domain.crawls import CrawlSpec, SitemapMode
+from taskcrawler.domain.pages import Link
+from taskcrawler.fetch.sitemaps import SitemapLimits
+from taskcrawler.worker.crawling import CrawlPages
+
+START = "http://site.test/"
+SKIP = SitemapMode.SKIP
+
+
+class Specs:
+    """A CrawlRepository that only knows specs (all a worker asks of it)."""
+
+    def __init__(self, spec: CrawlSpec | None, error: Exception | None = None) -> None:
+        self.spec = spec
+        self.error = error
+        self.reads = 0
+
+    async def spec_of(self, crawl_id: UUID) -> CrawlSpec | None:
+        self.reads += 1
+        if self.error is not None:
+            raise self.error
+        return self.spec
+
+
+def page(depth: int, *hrefs: str, **fields: Any) -> Outcome:
+    job = ClaimedJob(uuid.uuid4(), f"{START}a", 0, uuid.uuid4(), crawl_id=uuid.uuid4(), depth=depth)
+    links = tuple(Link(href, "", (), True, False) for href in hrefs)
+    values: dict[str, Any] = {"http_status": 200, "final_url": job.url, "links": links}
+    return Outcome(job=job, **(values | fields))
+
+
+def pages(specs: Specs) -> CrawlPages:
+    return CrawlPages(specs, None, SitemapLimits())  # type: ignore[arg-type]  # no sitemap read
+
+
+async def test_links_in_scope_become_candidates_one_hop_deeper() -> None:
+    spec = CrawlSpec(START, sitemap=SKIP, max_depth=3, exclude_paths=("^/no",))
+    hrefs = [f"{START}b?utm_source=x", f"{START}b#top", f"{START}no/1", "http://o.test/"]
+    outcome = page(1, *hrefs, f"{START}c")
+    found = await pages(Specs(spec)).with_frontier(outcome)
+    assert [(c.key, c.depth) for c in found.frontier] == [(f"{START}b", 2), (f"{START}c", 2)]
+    assert found.links is None  # carried for discovery only
+
+
+async def test_past_max_depth_nothing_is_added() -> None:
+    spec = CrawlSpec(START, sitemap=SKIP, max_depth=1)
+    found = await pages(Specs(spec)).with_frontier(page(1, f"{START}b"))
+    assert found.frontier == ()
+
+
+async def test_the_spec_is_read_once_per_crawl() -> None:
+    specs = Specs(CrawlSpec(START, sitemap=SKIP))
+    crawler = pages(specs)
+    first = page(1, f"{START}b")
+    await crawler.with_frontier(first)
+    await crawler.with_frontier(first)
+    assert specs.reads == 1
+
+
+async def test_a_database_outage_puts_the_page_off_uncounted() -> None:
+    outcome = page(1, f"{START}b")
+    found = await pages(Specs(None, StorageUnavailable("down"))).with_frontier(outcome)
+    assert found.error_code == ErrorCode.QUEUE_UNAVAILABLE and found.deferred
+    assert found.frontier == ()
+
+
+@pytest.mark.parametrize("bad", [ValueError("a bug"), KeyError("x")])
+async def test_a_bug_keeps_the_page_without_a_frontier(bad: Exception) -> None:
+    class Broken(Specs):
+        async def spec_of(self, crawl_id: UUID) -> CrawlSpec | None:
+            return CrawlSpec(START, sitemap=SKIP)
+
+    crawler = pages(Broken(None))
+
+    async def broken(*_: object) -> list[Any]:
+        raise bad
+
+    crawler._candidates = broken  # type: ignore[method-assign,assignment]
+    outcome = page(1, f"{START}b")
+    found = await crawler.with_frontier(outcome)
+    assert found.succeeded and found.frontier == () and found.links is None
