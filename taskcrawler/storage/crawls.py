@@ -79,6 +79,9 @@ def _page_row(
         "dispatch_at": now + timedelta(seconds=redispatch_after),
         "formats": list(formats) if formats else None,
         "callback_url": None,
+        # As a job stores them: NULL for never and for the default options.
+        "render": spec.get("render") if spec.get("render") != "never" else None,
+        "render_options": spec.get("render_options"),
         "crawl_id": crawl_id,
         "depth": candidate.depth,
     }
