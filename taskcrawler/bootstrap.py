@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from taskcrawler.fetch import Fetcher, HostLimiter
     from taskcrawler.observability import WorkerMetrics
     from taskcrawler.worker import Worker
+    from taskcrawler.worker.monitoring import MonitorScheduler
     from taskcrawler.worker.parsing import PageParser
     from taskcrawler.worker.webhooks import WebhookDispatcher
     from taskcrawler.worker.worker import WorkerConfig
@@ -237,3 +238,19 @@ def webhook_dispatcher(runtime: Runtime) -> WebhookDispatcher:
     from taskcrawler.worker.webhooks import WebhookDispatcher
 
     return WebhookDispatcher(runtime.settings, runtime.storage.webhooks)
+
+
+def monitor_scheduler(runtime: Runtime, parser: PageParser) -> MonitorScheduler:
+    """Fires due monitor slots and reads their runs, beside a worker."""
+    from taskcrawler.domain.runs import RetentionPolicy
+    from taskcrawler.worker.monitoring import MonitorConfig, MonitorScheduler
+
+    settings = runtime.settings
+    config = MonitorConfig(
+        poll_seconds=settings.monitor_poll_seconds,
+        redispatch_seconds=settings.redispatch_seconds,
+        retention=RetentionPolicy(
+            keep_runs=settings.run_retention_runs, keep_days=settings.run_retention_days
+        ),
+    )
+    return MonitorScheduler(config, runtime.storage.monitors, runtime.queue, parser)

@@ -15,11 +15,13 @@ from taskcrawler.storage.idempotency import IdempotencyStore
 from taskcrawler.storage.jobs import JobStore
 from taskcrawler.storage.keys import KeyStore
 from taskcrawler.storage.migrate import upgrade_database
+from taskcrawler.storage.monitors import MonitorStore
 from taskcrawler.storage.ports import (
     ContentRepository,
     IdempotencyRepository,
     JobRepository,
     KeyRepository,
+    MonitorRepository,
     WebhookRepository,
     WorkRepository,
 )
@@ -38,6 +40,7 @@ class Storage:
     keys: KeyRepository
     idempotency: IdempotencyRepository
     webhooks: WebhookRepository
+    monitors: MonitorRepository
 
     @classmethod
     def on(cls, db: Database) -> Storage:
@@ -49,6 +52,7 @@ class Storage:
             keys=KeyStore(db),
             idempotency=IdempotencyStore(db),
             webhooks=WebhookStore(db),
+            monitors=MonitorStore(db),
         )
 
     async def close(self) -> None:
@@ -66,6 +70,7 @@ __all__ = [
     "Database",
     "JobStore",
     "KeyStore",
+    "MonitorStore",
     "NewJob",
     "Storage",
     "WorkStore",

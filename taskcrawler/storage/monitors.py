@@ -1,0 +1,696 @@
+"""Monitors: their pages (ordinary jobs), the slots fired, the run history and the changes.
+
+Firing is one transaction per batch of due monitors: their rows are selected ``FOR UPDATE SKIP
+LOCKED`` (PostgreSQL; SQLite has one writer), each one's slot is planned from its last fired
+slot, the monitor is moved on under a compare-and-set of that slot, a round row whose key is
+(monitor, slot time) is inserted, and its finished, already-read jobs are run again. So a slot
+fires once whichever workers race for it, and a monitor that was late fires once, for the
+latest due slot.
+
+Change detection records each run of a watched page once: its write is guarded by the run
+change detection last read (``evaluated_run``), and the run's history row, its content, the
+change and the change's webhook commit together.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import uuid
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import Any
+from urllib.parse import urlsplit
+from uuid import UUID
+
+import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
+
+from taskcrawler.domain.diffs import TextDiff
+from taskcrawler.domain.jobs import JobStatus
+from taskcrawler.domain.monitors import (
+    Change,
+    ChangeKind,
+    FiredSlot,
+    Monitor,
+    MonitorPage,
+    MonitorSpec,
+    PageDiff,
+    PageRun,
+    RunReading,
+    Snapshot,
+    StoredRun,
+)
+from taskcrawler.domain.runs import RetentionPolicy, RunContent, RunInfo, runs_to_drop
+from taskcrawler.domain.urls import normalize_url
+from taskcrawler.domain.webhooks import DeliveryStatus, change_webhook
+from taskcrawler.storage.database import Database
+from taskcrawler.storage.errors import unavailable_on_connection_errors
+from taskcrawler.storage.jobs import _restart
+from taskcrawler.storage.rows import FINAL_STATUSES, PENDING
+from taskcrawler.storage.tables import (
+    jobs,
+    monitor_changes,
+    monitor_pages,
+    monitor_rounds,
+    monitors,
+    page_archive,
+    run_contents,
+    webhook_deliveries,
+)
+
+_MONITOR_COLUMNS = (
+    monitors.c.id,
+    monitors.c.owner,
+    monitors.c.spec,
+    monitors.c.paused,
+    monitors.c.anchor_at,
+    monitors.c.next_due_at,
+    monitors.c.created_at,
+    monitors.c.updated_at,
+    monitors.c.last_slot_at,
+    monitors.c.rounds,
+)
+
+
+def monitor_job_key(monitor_id: UUID, url: str) -> str:
+    """A monitor's job for ``url`` has a key of its own: it is not the owner's job for that URL
+    (which a POST of it finds), nor another monitor's."""
+    return hashlib.sha256(f"monitor:{monitor_id}:{normalize_url(url)}".encode()).hexdigest()
+
+
+def _cursor(moment: datetime, row_id: UUID) -> str:
+    raw = f"{moment.isoformat()}|{row_id}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[datetime, UUID]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        moment, row_id = raw.split("|")
+        parsed = datetime.fromisoformat(moment)
+        if parsed.tzinfo is None:
+            raise ValueError("naive")
+        return parsed, UUID(row_id)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ValueError("invalid cursor") from exc
+
+
+class MonitorStore:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+
+    # --- the API's side ---------------------------------------------------------------------
+
+    @unavailable_on_connection_errors
+    async def create(
+        self, owner: str, spec: MonitorSpec, *, now: datetime, redispatch_after: float
+    ) -> Monitor:
+        """A monitor and a job for each of its URLs, its first slot due at once."""
+        monitor_id = uuid.uuid4()
+        row = {
+            "id": monitor_id,
+            "owner": owner,
+            "spec": spec.to_dict(),
+            "interval_seconds": spec.interval_seconds,
+            "paused": False,
+            "anchor_at": now,
+            "last_slot_at": None,
+            "next_due_at": now,
+            "rounds": 0,
+            "callback_url": spec.callback_url,
+            "created_at": now,
+            "updated_at": now,
+        }
+        job_rows: list[dict[str, Any]] = [
+            {
+                "id": uuid.uuid4(),
+                "owner": owner,
+                "url": url,
+                "url_key": monitor_job_key(monitor_id, url),
+                "host": (urlsplit(url).hostname or "").lower(),
+                "status": PENDING,
+                "retry_count": 0,
+                "created_at": now,
+                # Published by the first slot; the sweeper publishes it if that fails.
+                "dispatch_at": now + timedelta(seconds=redispatch_after),
+                "formats": list(spec.formats),
+                "callback_url": None,  # a monitor announces changes, not every run
+            }
+            for url in spec.urls
+        ]
+        async with self.db.write() as conn:
+            await conn.execute(monitors.insert(), [row])
+            if job_rows:
+                await conn.execute(jobs.insert(), job_rows)
+                await conn.execute(
+                    monitor_pages.insert(),
+                    [
+                        {"monitor_id": monitor_id, "job_id": job["id"], "url": job["url"]}
+                        for job in job_rows
+                    ],
+                )
+        pages = tuple(MonitorPage(job["url"], job["id"]) for job in job_rows)
+        return Monitor(
+            id=monitor_id,
+            owner=owner,
+            spec=spec,
+            paused=False,
+            anchor_at=now,
+            next_due_at=now,
+            created_at=now,
+            updated_at=now,
+            pages=pages,
+        )
+
+    @unavailable_on_connection_errors
+    async def get(self, monitor_id: UUID, *, owner: str) -> Monitor | None:
+        async with self.db.read() as conn:
+            row = (
+                await conn.execute(
+                    sa.select(*_MONITOR_COLUMNS).where(
+                        monitors.c.id == monitor_id, monitors.c.owner == owner
+                    )
+                )
+            ).first()
+            if row is None:
+                return None
+            pages = await _pages(conn, [monitor_id])
+        return _monitor(row, pages.get(monitor_id, ()))
+
+    @unavailable_on_connection_errors
+    async def list_monitors(
+        self, owner: str, *, limit: int = 50, cursor: str | None = None
+    ) -> tuple[list[Monitor], str | None]:
+        """A page of ``owner``'s monitors, newest first; ValueError for a foreign cursor."""
+        stmt = sa.select(*_MONITOR_COLUMNS).where(monitors.c.owner == owner)
+        if cursor is not None:
+            created_at, after = _decode_cursor(cursor)
+            stmt = stmt.where(sa.tuple_(monitors.c.created_at, monitors.c.id) < (created_at, after))
+        stmt = stmt.order_by(monitors.c.created_at.desc(), monitors.c.id.desc()).limit(limit + 1)
+        async with self.db.read() as conn:
+            rows = (await conn.execute(stmt)).all()
+            page = rows[:limit]
+            pages = await _pages(conn, [row.id for row in page])
+        found = [_monitor(row, pages.get(row.id, ())) for row in page]
+        more = len(rows) > limit
+        return found, _cursor(found[-1].created_at, found[-1].id) if more and found else None
+
+    @unavailable_on_connection_errors
+    async def update(
+        self,
+        monitor_id: UUID,
+        *,
+        owner: str,
+        now: datetime,
+        paused: bool | None = None,
+        interval_seconds: float | None = None,
+    ) -> Monitor | None:
+        """Pause, resume, or set a new interval (its slots then start at ``now``: the next one
+        fires one new interval later). A resumed monitor is due at once: the latest slot it
+        missed fires, once."""
+        async with self.db.write() as conn:
+            row = (
+                await conn.execute(
+                    sa.select(*_MONITOR_COLUMNS, monitors.c.interval_seconds)
+                    .where(monitors.c.id == monitor_id, monitors.c.owner == owner)
+                    .with_for_update()
+                )
+            ).first()
+            if row is None:
+                return None
+            values: dict[str, Any] = {"updated_at": now}
+            if interval_seconds is not None and interval_seconds != row.interval_seconds:
+                spec = dict(row.spec) | {"interval_seconds": interval_seconds}
+                values |= {
+                    "spec": spec,
+                    "interval_seconds": interval_seconds,
+                    "anchor_at": now,
+                    "last_slot_at": now,  # slot 0 of the new schedule stands for now
+                    "next_due_at": now + timedelta(seconds=interval_seconds),
+                }
+            if paused is not None and paused != row.paused:
+                values["paused"] = paused
+                if not paused:
+                    values["next_due_at"] = now
+            await conn.execute(monitors.update().where(monitors.c.id == monitor_id).values(values))
+        return await self.get(monitor_id, owner=owner)
+
+    @unavailable_on_connection_errors
+    async def delete(self, monitor_id: UUID, *, owner: str) -> bool:
+        """The monitor, its jobs, their runs and its changes."""
+        async with self.db.write() as conn:
+            job_ids = list(
+                (
+                    await conn.execute(
+                        sa.select(monitor_pages.c.job_id)
+                        .join(monitors, monitors.c.id == monitor_pages.c.monitor_id)
+                        .where(monitors.c.id == monitor_id, monitors.c.owner == owner)
+                    )
+                ).scalars()
+            )
+            deleted = await conn.execute(
+                monitors.delete().where(monitors.c.id == monitor_id, monitors.c.owner == owner)
+            )
+            if job_ids:
+                await conn.execute(jobs.delete().where(jobs.c.id.in_(job_ids)))
+        return bool(deleted.rowcount)
+
+    @unavailable_on_connection_errors
+    async def changes(
+        self, monitor_id: UUID, *, owner: str, limit: int = 50, cursor: str | None = None
+    ) -> tuple[list[Change], str | None]:
+        """A page of a monitor's changes, newest first."""
+        stmt = sa.select(monitor_changes).where(
+            monitor_changes.c.monitor_id == monitor_id, monitor_changes.c.owner == owner
+        )
+        if cursor is not None:
+            detected_at, after = _decode_cursor(cursor)
+            stmt = stmt.where(
+                sa.tuple_(monitor_changes.c.detected_at, monitor_changes.c.id)
+                < (detected_at, after)
+            )
+        stmt = stmt.order_by(
+            monitor_changes.c.detected_at.desc(), monitor_changes.c.id.desc()
+        ).limit(limit + 1)
+        async with self.db.read() as conn:
+            rows = (await conn.execute(stmt)).all()
+        found = [_change(row) for row in rows[:limit]]
+        more = len(rows) > limit
+        return found, _cursor(found[-1].detected_at, found[-1].id) if more and found else None
+
+    @unavailable_on_connection_errors
+    async def rounds(self, monitor_id: UUID) -> list[tuple[datetime, int]]:
+        """The slots fired, oldest first, each with the due slots it stood for beyond itself."""
+        async with self.db.read() as conn:
+            rows = await conn.execute(
+                sa.select(monitor_rounds.c.slot_at, monitor_rounds.c.missed)
+                .where(monitor_rounds.c.monitor_id == monitor_id)
+                .order_by(monitor_rounds.c.slot_at)
+            )
+            return [(row.slot_at, row.missed) for row in rows]
+
+    @unavailable_on_connection_errors
+    async def run(
+        self, job_id: UUID, run: int, *, owner: str
+    ) -> tuple[StoredRun, RunContent] | None:
+        """A run of ``owner``'s job and what it read (empty when it read nothing)."""
+        async with self.db.read() as conn:
+            row = (
+                await conn.execute(
+                    sa.select(run_contents)
+                    .join(jobs, jobs.c.id == run_contents.c.job_id)
+                    .where(
+                        run_contents.c.job_id == job_id,
+                        run_contents.c.run == run,
+                        jobs.c.owner == owner,
+                    )
+                )
+            ).first()
+            if row is None:
+                return None
+            return _stored_run(row), await _content(conn, job_id, row.content_run)
+
+    # --- the scheduler's side ---------------------------------------------------------------
+
+    @unavailable_on_connection_errors
+    async def fire_due(
+        self, *, now: datetime, redispatch_after: float, limit: int = 100
+    ) -> list[FiredSlot]:
+        """Fire the due slot of up to ``limit`` due monitors (see the module)."""
+        fired: list[FiredSlot] = []
+        is_due = (monitors.c.paused.is_(False), monitors.c.next_due_at <= now)
+        async with self.db.read() as conn:
+            # A read first: most polls find nothing due, and on SQLite a write would queue
+            # behind (and hold up) the single writer.
+            if await conn.scalar(sa.select(monitors.c.id).where(*is_due).limit(1)) is None:
+                return fired
+        async with self.db.write() as conn:
+            due = (
+                await conn.execute(
+                    sa.select(*_MONITOR_COLUMNS)
+                    .where(*is_due)
+                    .order_by(monitors.c.next_due_at)
+                    .limit(limit)
+                    .with_for_update(skip_locked=True)
+                )
+            ).all()
+            for row in due:
+                slot = await _fire(conn, row, now, redispatch_after)
+                if slot is not None:
+                    fired.append(slot)
+        return fired
+
+    @unavailable_on_connection_errors
+    async def mark_dispatch_due(self, job_ids: Sequence[UUID]) -> None:
+        from taskcrawler.storage.jobs import mark_dispatch_due
+
+        await mark_dispatch_due(self.db, job_ids)
+
+    @unavailable_on_connection_errors
+    async def unread_runs(self, *, limit: int = 100) -> list[PageRun]:
+        """Finished runs of watched pages that change detection has not read, with the page
+        each fetched (the job's archive)."""
+        stmt = (
+            sa.select(
+                monitor_pages.c.monitor_id,
+                monitor_pages.c.job_id,
+                monitor_pages.c.url,
+                monitor_pages.c.evaluated_run,
+                monitor_pages.c.baseline_run,
+                monitors.c.owner,
+                monitors.c.spec,
+                monitors.c.callback_url,
+                jobs.c.run_count,
+                jobs.c.status,
+                jobs.c.http_status,
+                jobs.c.unchanged,
+                jobs.c.finished_at,
+                page_archive.c.fetched_at,
+                page_archive.c.final_url,
+                page_archive.c.charset,
+                page_archive.c.body_gz,
+            )
+            .join(monitors, monitors.c.id == monitor_pages.c.monitor_id)
+            .join(jobs, jobs.c.id == monitor_pages.c.job_id)
+            .outerjoin(page_archive, page_archive.c.job_id == jobs.c.id)
+            .where(
+                jobs.c.status.in_(FINAL_STATUSES),
+                sa.or_(
+                    monitor_pages.c.evaluated_run.is_(None),
+                    jobs.c.run_count > monitor_pages.c.evaluated_run,
+                ),
+            )
+            .order_by(jobs.c.finished_at)
+            .limit(limit)
+        )
+        async with self.db.read() as conn:
+            rows = (await conn.execute(stmt)).all()
+        return [_page_run(row) for row in rows]
+
+    @unavailable_on_connection_errors
+    async def baseline(self, job_id: UUID, run: int) -> tuple[StoredRun, Snapshot] | None:
+        """The run a page's next run is compared with, and what it read."""
+        async with self.db.read() as conn:
+            row = (
+                await conn.execute(
+                    sa.select(run_contents).where(
+                        run_contents.c.job_id == job_id, run_contents.c.run == run
+                    )
+                )
+            ).first()
+            if row is None or row.content_run is None or row.fingerprint is None:
+                return None
+            content = await _content(conn, job_id, row.content_run)
+        stored = _stored_run(row)
+        snapshot = Snapshot(content.markdown, content.text, stored.metadata, row.fingerprint)
+        return stored, snapshot
+
+    @unavailable_on_connection_errors
+    async def record_reading(self, reading: RunReading, *, retention: RetentionPolicy) -> bool:
+        """Record what change detection made of a run, once: False (and nothing written) when
+        another worker recorded it first."""
+        page = reading.page
+        record = reading.record
+        guard = (
+            monitor_pages.c.evaluated_run.is_(None)
+            if page.evaluated_run is None
+            else monitor_pages.c.evaluated_run == page.evaluated_run
+        )
+        async with self.db.write() as conn:
+            taken = await conn.execute(
+                monitor_pages.update()
+                .where(
+                    monitor_pages.c.monitor_id == page.monitor_id,
+                    monitor_pages.c.job_id == page.job_id,
+                    guard,
+                )
+                .values(evaluated_run=page.run, baseline_run=reading.baseline_run)
+            )
+            if not taken.rowcount:
+                return False
+            # A run recorded by a monitor of the same job before (two monitors never share a
+            # job, but a re-read after a crash may find its own row): replaced.
+            await conn.execute(
+                run_contents.delete().where(
+                    run_contents.c.job_id == page.job_id, run_contents.c.run == page.run
+                )
+            )
+            await conn.execute(
+                run_contents.insert(),
+                [
+                    {
+                        "job_id": record.job_id,
+                        "run": record.run,
+                        "fetched_at": record.fetched_at,
+                        "http_status": record.http_status,
+                        "status": record.status,
+                        "fingerprint": record.fingerprint,
+                        "digest": record.digest,
+                        "content_run": record.content_run,
+                        "metadata": dict(record.metadata),
+                        "blob": reading.blob,
+                    }
+                ],
+            )
+            if reading.change is not None:
+                await _insert_change(conn, page, reading.change)
+            await _apply_retention(conn, page.job_id, retention, record.fetched_at)
+        return True
+
+
+# --- helpers ----------------------------------------------------------------------------------
+
+
+async def _fire(
+    conn: AsyncConnection, row: Any, now: datetime, redispatch_after: float
+) -> FiredSlot | None:
+    monitor = _monitor(row, ())
+    plan = monitor.schedule.plan(monitor.last_slot_at, now)
+    guard = (
+        monitors.c.last_slot_at.is_(None)
+        if monitor.last_slot_at is None
+        else monitors.c.last_slot_at == monitor.last_slot_at
+    )
+    values: dict[str, Any] = {"next_due_at": plan.next_due}
+    if plan.fire is not None:
+        values |= {"last_slot_at": plan.fire, "rounds": monitors.c.rounds + 1}
+    moved = await conn.execute(
+        monitors.update().where(monitors.c.id == monitor.id, guard).values(values)
+    )
+    if not moved.rowcount or plan.fire is None:
+        return None
+    ready = list(
+        (
+            await conn.execute(
+                sa.select(jobs.c.id)
+                .join(monitor_pages, monitor_pages.c.job_id == jobs.c.id)
+                .where(
+                    monitor_pages.c.monitor_id == monitor.id,
+                    jobs.c.status.in_(FINAL_STATUSES),
+                    monitor_pages.c.evaluated_run == jobs.c.run_count,
+                )
+            )
+        ).scalars()
+    )
+    restarted = await _restart(conn, ready, now=now, redispatch_after=redispatch_after)
+    waiting = list(
+        (
+            await conn.execute(
+                sa.select(jobs.c.id)
+                .join(monitor_pages, monitor_pages.c.job_id == jobs.c.id)
+                .where(
+                    monitor_pages.c.monitor_id == monitor.id,
+                    jobs.c.status == PENDING,
+                    jobs.c.run_count == 0,
+                )
+            )
+        ).scalars()
+    )
+    job_ids = tuple(dict.fromkeys([job.id for job in restarted] + waiting))
+    await conn.execute(
+        monitor_rounds.insert(),
+        [
+            {
+                "monitor_id": monitor.id,
+                "slot_at": plan.fire,
+                "fired_at": now,
+                "missed": plan.missed,
+                "started": len(restarted),
+            }
+        ],
+    )
+    return FiredSlot(monitor.id, plan.fire, plan.missed, job_ids)
+
+
+async def _pages(
+    conn: AsyncConnection, monitor_ids: Sequence[UUID]
+) -> dict[UUID, tuple[MonitorPage, ...]]:
+    if not monitor_ids:
+        return {}
+    rows = await conn.execute(
+        sa.select(monitor_pages.c.monitor_id, monitor_pages.c.url, monitor_pages.c.job_id)
+        .where(monitor_pages.c.monitor_id.in_(monitor_ids))
+        .order_by(monitor_pages.c.monitor_id, monitor_pages.c.url)
+    )
+    found: dict[UUID, list[MonitorPage]] = {}
+    for row in rows:
+        found.setdefault(row.monitor_id, []).append(MonitorPage(row.url, row.job_id))
+    return {key: tuple(value) for key, value in found.items()}
+
+
+def _monitor(row: Any, pages: tuple[MonitorPage, ...]) -> Monitor:
+    return Monitor(
+        id=row.id,
+        owner=row.owner,
+        spec=MonitorSpec.from_dict(row.spec),
+        paused=bool(row.paused),
+        anchor_at=row.anchor_at,
+        next_due_at=row.next_due_at,
+        created_at=row.created_at,
+        updated_at=row.updated_at,
+        last_slot_at=row.last_slot_at,
+        rounds=row.rounds,
+        pages=pages,
+    )
+
+
+def _page_run(row: Any) -> PageRun:
+    spec = MonitorSpec.from_dict(row.spec)
+    # The archive is the run's page only when it was written by this run (a 304 or a failure
+    # leaves the last page's archive in place).
+    fresh = (
+        row.body_gz is not None and row.status == JobStatus.COMPLETED.value and not row.unchanged
+    )
+    return PageRun(
+        monitor_id=row.monitor_id,
+        owner=row.owner,
+        job_id=row.job_id,
+        url=row.url,
+        run=row.run_count,
+        status=row.status,
+        http_status=row.http_status,
+        unchanged=bool(row.unchanged),
+        evaluated_run=row.evaluated_run,
+        baseline_run=row.baseline_run,
+        ignore_selectors=spec.ignore_selectors,
+        callback_url=row.callback_url,
+        final_url=row.final_url if fresh else None,
+        charset=row.charset if fresh else None,
+        body=gzip.decompress(row.body_gz) if fresh else None,
+    )
+
+
+def _stored_run(row: Any) -> StoredRun:
+    return StoredRun(
+        job_id=row.job_id,
+        run=row.run,
+        fetched_at=row.fetched_at,
+        status=row.status,
+        http_status=row.http_status,
+        fingerprint=row.fingerprint,
+        digest=row.digest,
+        content_run=row.content_run,
+        metadata=dict(row.metadata or {}),
+    )
+
+
+async def _content(conn: AsyncConnection, job_id: UUID, content_run: int | None) -> RunContent:
+    if content_run is None:
+        return RunContent("", "")
+    blob = await conn.scalar(
+        sa.select(run_contents.c.blob).where(
+            run_contents.c.job_id == job_id, run_contents.c.run == content_run
+        )
+    )
+    return RunContent.decode(bytes(blob)) if blob is not None else RunContent("", "")
+
+
+async def _insert_change(conn: AsyncConnection, page: PageRun, change: Change) -> None:
+    diff = change.diff
+    await conn.execute(
+        monitor_changes.insert(),
+        [
+            {
+                "id": change.id,
+                "monitor_id": change.monitor_id,
+                "owner": page.owner,
+                "job_id": change.job_id,
+                "url": change.url,
+                "kind": change.kind.value,
+                "run": change.run,
+                "previous_run": change.previous_run,
+                "detected_at": change.detected_at,
+                "diff": diff.markdown.text if diff is not None else None,
+                "diff_complete": diff.markdown.complete if diff is not None else None,
+                "diff_coarse": diff.markdown.coarse if diff is not None else None,
+                "metadata": diff.metadata if diff is not None else None,
+            }
+        ],
+    )
+    if page.callback_url:
+        event, payload = change_webhook(change)
+        await conn.execute(
+            webhook_deliveries.insert(),
+            [
+                {
+                    "id": uuid.uuid4(),
+                    "job_id": change.job_id,
+                    "owner": page.owner,
+                    "url": page.callback_url,
+                    "event": event.value,
+                    "payload": payload,
+                    "status": DeliveryStatus.PENDING.value,
+                    "attempts": 0,
+                    "next_attempt_at": change.detected_at,
+                    "created_at": change.detected_at,
+                }
+            ],
+        )
+
+
+def _change(row: Any) -> Change:
+    diff = None
+    if row.diff is not None:
+        text = TextDiff(
+            row.diff,
+            complete=bool(row.diff_complete),
+            coarse=bool(row.diff_coarse),
+        )
+        diff = PageDiff(text, dict(row.metadata or {}))
+    return Change(
+        id=row.id,
+        monitor_id=row.monitor_id,
+        kind=ChangeKind(row.kind),
+        url=row.url,
+        job_id=row.job_id,
+        detected_at=row.detected_at,
+        run=row.run,
+        previous_run=row.previous_run,
+        diff=diff,
+    )
+
+
+async def _apply_retention(
+    conn: AsyncConnection, job_id: UUID, policy: RetentionPolicy, now: datetime
+) -> None:
+    """Drop the runs of ``job_id`` the policy no longer keeps (never one a kept run reads)."""
+    if policy.keep_runs is None and policy.keep_days is None:
+        return
+    rows = (
+        await conn.execute(
+            sa.select(
+                run_contents.c.run, run_contents.c.fetched_at, run_contents.c.content_run
+            ).where(run_contents.c.job_id == job_id)
+        )
+    ).all()
+    if policy.keep_days is None and policy.keep_runs is not None and len(rows) <= policy.keep_runs:
+        return
+    drop = runs_to_drop([RunInfo(r.run, r.fetched_at, r.content_run) for r in rows], policy, now)
+    if drop:
+        await conn.execute(
+            run_contents.delete().where(
+                run_contents.c.job_id == job_id, run_contents.c.run.in_(drop)
+            )
+        )

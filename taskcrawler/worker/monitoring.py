@@ -1,0 +1,187 @@
+"""The monitor scheduler, in every worker: fire due slots, then read the runs they caused.
+
+Each tick does two things, both safe with any number of workers on one database:
+
+1. **Read finished runs** of watched pages (change detection): the page each run fetched is read
+   again through its monitor's ignore selectors, compared with the page's baseline run, and the
+   run's history row, its content, and a change with its webhook are recorded at once, guarded
+   by the run last read, so a run is recorded (and a change reported) once.
+2. **Fire due slots**: the storage fires each due slot once (see :mod:`taskcrawler.storage.
+   monitors`) and runs the monitor's pages again as ordinary jobs, which are published here.
+   A page whose last run was not read yet is left out of the round: its run goes on.
+
+Reading runs before firing means a round's runs are compared before the next round restarts
+their jobs. The clock is a parameter, so tests move time instead of waiting for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from taskcrawler.domain import ServiceUnavailable, backoff_delay
+from taskcrawler.domain.monitors import FiredSlot, PageRun, Snapshot, read_run
+from taskcrawler.domain.runs import RetentionPolicy
+from taskcrawler.queue import JobQueue
+from taskcrawler.storage.ports import MonitorRepository
+from taskcrawler.worker.parsing import PageParser, ParseTimeout
+
+log = logging.getLogger(__name__)
+
+#: What change detection reads of a page, whatever the monitor's formats.
+_READ_FORMATS = ("markdown", "text")
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class MonitorConfig:
+    #: How often a worker looks for due slots and unread runs.
+    poll_seconds: float = 1.0
+    #: As for jobs: a published job not claimed within this long is published again.
+    redispatch_seconds: float = 30.0
+    #: Monitors fired, and runs read, per statement.
+    batch: int = 100
+    retention: RetentionPolicy = field(default_factory=RetentionPolicy)
+
+
+@dataclass(slots=True)
+class MonitorStats:
+    fired: int = 0
+    missed: int = 0
+    published: int = 0
+    read: int = 0
+    changes: int = 0
+
+
+class MonitorScheduler:
+    def __init__(
+        self,
+        config: MonitorConfig,
+        store: MonitorRepository,
+        queue: JobQueue,
+        parser: PageParser,
+        *,
+        clock: Callable[[], datetime] = _utcnow,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.queue = queue
+        self.parser = parser
+        self.clock = clock
+        self.rng = rng or random.Random()
+        self.stats = MonitorStats()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Tick every ``poll_seconds`` until ``stop`` is set; an outage is waited out."""
+        failures = 0
+        while not stop.is_set():
+            try:
+                await self.tick()
+                failures = 0
+                delay = self.config.poll_seconds
+            except ServiceUnavailable as exc:
+                failures += 1
+                delay = backoff_delay(failures, base=0.5, cap=10.0, rng=self.rng)
+                log.warning("monitors: %s unavailable, again in %.1fs", exc.dependency, delay)
+            except Exception:
+                # A bug must not stop the scheduling of every monitor in this worker for good.
+                failures += 1
+                delay = backoff_delay(failures, base=0.5, cap=10.0, rng=self.rng)
+                log.exception("monitors: unexpected error; again in %.1fs", delay)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=delay)
+
+    async def tick(self) -> list[FiredSlot]:
+        """Read every finished run, then fire every due slot; the slots fired."""
+        await self.read_runs()
+        return await self.fire_due()
+
+    async def fire_due(self) -> list[FiredSlot]:
+        fired: list[FiredSlot] = []
+        while True:
+            batch = await self.store.fire_due(
+                now=self.clock(),
+                redispatch_after=self.config.redispatch_seconds,
+                limit=self.config.batch,
+            )
+            fired.extend(batch)
+            await self._publish(batch)
+            if len(batch) < self.config.batch:
+                break
+        self.stats.fired += len(fired)
+        self.stats.missed += sum(slot.missed for slot in fired)
+        return fired
+
+    async def _publish(self, fired: list[FiredSlot]) -> None:
+        job_ids = [job_id for slot in fired for job_id in slot.job_ids]
+        if not job_ids:
+            return
+        try:
+            await self.queue.publish(job_ids)
+            self.stats.published += len(job_ids)
+        except ServiceUnavailable as exc:
+            # The jobs stay PENDING; the sweeper publishes them once the queue is back.
+            log.warning("monitors: could not publish %d jobs: %s", len(job_ids), exc)
+            await self.store.mark_dispatch_due(job_ids)
+
+    async def read_runs(self) -> int:
+        """Change detection for every finished run not read yet; how many were recorded."""
+        recorded = 0
+        while True:
+            runs = await self.store.unread_runs(limit=self.config.batch)
+            taken = 0
+            for page in runs:
+                taken += await self._read(page)
+            recorded += taken
+            # Fewer than a batch, or none of it ours (other workers are reading it): done.
+            if len(runs) < self.config.batch or not taken:
+                break
+        self.stats.read += recorded
+        return recorded
+
+    async def _read(self, page: PageRun) -> bool:
+        current = await self._snapshot(page)
+        baseline = (
+            await self.store.baseline(page.job_id, page.baseline_run)
+            if page.baseline_run is not None
+            else None
+        )
+        # The diff is bounded in work (domain.diffs), but a big page still costs milliseconds.
+        reading = await asyncio.to_thread(
+            read_run, page, current, baseline, now=self.clock(), change_id=uuid.uuid4()
+        )
+        recorded = await self.store.record_reading(reading, retention=self.config.retention)
+        if recorded and reading.change is not None:
+            self.stats.changes += 1
+            log.info("monitor %s: %s changed (run %d)", page.monitor_id, page.url, page.run)
+        return recorded
+
+    async def _snapshot(self, page: PageRun) -> Snapshot | None:
+        if page.body is None:
+            return None
+        try:
+            extraction = await self.parser.extract(
+                page.body,
+                url=page.final_url or page.url,
+                charset=page.charset,
+                formats=_READ_FORMATS,
+                ignore=page.ignore_selectors,
+            )
+        except ParseTimeout as exc:
+            log.warning("monitors: %s could not be read: %s", page.url, exc)
+            return None
+        return Snapshot.of(
+            markdown=extraction.markdown or "",
+            text=extraction.text or "",
+            metadata=extraction.metadata,
+        )
