@@ -23,6 +23,7 @@ from taskcrawler.service.health import HealthService
 from taskcrawler.service.idempotency import IdempotencyService
 from taskcrawler.service.jobs import JobPolicy, JobService
 from taskcrawler.service.keys import KeyService
+from taskcrawler.service.monitors import MonitorPolicy, MonitorService
 from taskcrawler.service.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
 from taskcrawler.settings import Settings
 from taskcrawler.storage import Storage, open_storage
@@ -144,7 +145,17 @@ def api_services(
         idempotency=IdempotencyService(storage.idempotency),
         health=HealthService(storage.db.ping, runtime.queue.ping),
         mapper=MapService(page_fetcher, runtime.settings),
+        monitors=monitor_service(runtime),
     )
+
+
+def monitor_service(runtime: Runtime) -> MonitorService:
+    settings = runtime.settings
+    policy = MonitorPolicy(
+        min_interval_seconds=settings.monitor_min_interval_seconds,
+        redispatch_after=settings.redispatch_seconds,
+    )
+    return MonitorService(policy, runtime.storage.monitors)
 
 
 # --- the worker ---------------------------------------------------------------------------------

@@ -190,6 +190,12 @@ def _checked_interval(value: object, minimum: float) -> float:
     return float(value)
 
 
+def checked_interval(value: object, minimum: float = DEFAULT_MIN_INTERVAL_SECONDS) -> float:
+    """``value`` as an interval in seconds; :class:`InvalidMonitorSpec` when it is not one
+    between ``minimum`` and :data:`MAX_INTERVAL_SECONDS`."""
+    return _checked_interval(value, minimum)
+
+
 def _seconds(value: float) -> str:
     return f"{value:,.0f}" if value == int(value) else f"{value:g}"
 
@@ -678,6 +684,7 @@ __all__ = [
     "Snapshot",
     "StoredRun",
     "change_document",
+    "checked_interval",
     "compare",
     "fingerprint",
     "normalize_text",

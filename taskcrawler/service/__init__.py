@@ -11,6 +11,7 @@ from taskcrawler.service.idempotency import IdempotencyService
 from taskcrawler.service.jobs import JobService
 from taskcrawler.service.keys import KeyService
 from taskcrawler.service.mapping import MapService
+from taskcrawler.service.monitors import MonitorService
 
 
 @dataclass(frozen=True, slots=True)
@@ -24,6 +25,7 @@ class Services:
     idempotency: IdempotencyService
     health: HealthService
     mapper: MapService
+    monitors: MonitorService
 
 
 __all__ = ["Services"]
