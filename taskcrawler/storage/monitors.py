@@ -48,7 +48,7 @@ from taskcrawler.domain.webhooks import DeliveryStatus, change_webhook
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.jobs import _restart
-from taskcrawler.storage.rows import FINAL_STATUSES, PENDING
+from taskcrawler.storage.rows import FINAL_STATUSES, PENDING, utcnow
 from taskcrawler.storage.tables import (
     jobs,
     monitor_changes,
@@ -631,6 +631,7 @@ async def _insert_change(conn: AsyncConnection, page: PageRun, change: Change) -
     )
     if page.callback_url:
         event, payload = change_webhook(change)
+        now = utcnow()  # the outbox runs on the database's clock, as for jobs
         await conn.execute(
             webhook_deliveries.insert(),
             [
@@ -643,8 +644,8 @@ async def _insert_change(conn: AsyncConnection, page: PageRun, change: Change) -
                     "payload": payload,
                     "status": DeliveryStatus.PENDING.value,
                     "attempts": 0,
-                    "next_attempt_at": change.detected_at,
-                    "created_at": change.detected_at,
+                    "next_attempt_at": now,
+                    "created_at": now,
                 }
             ],
         )

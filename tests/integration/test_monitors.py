@@ -8,6 +8,8 @@ waits for a schedule; only the jobs' fetches run for real, and the test waits fo
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -18,14 +20,17 @@ import pytest
 import sqlalchemy as sa
 
 from taskcrawler import bootstrap
-from taskcrawler.domain.monitors import ChangeKind, MonitorSpec
+from taskcrawler.domain.monitors import ChangeKind, MonitorSpec, change_document
 from taskcrawler.domain.runs import RetentionPolicy
+from taskcrawler.domain.webhooks import verify_signature
 from taskcrawler.fetch import Fetcher
 from taskcrawler.queue import MemoryQueue
+from taskcrawler.settings import Settings
 from taskcrawler.storage import Database, Storage
-from taskcrawler.storage.tables import jobs, webhook_deliveries
+from taskcrawler.storage.tables import jobs
 from taskcrawler.worker.monitoring import MonitorConfig, MonitorScheduler
 from taskcrawler.worker.parsing import PageParser
+from taskcrawler.worker.webhooks import WebhookDispatcher
 from taskcrawler.worker.worker import Worker
 from tests.support.changing_site import (
     NOISE_SELECTORS,
@@ -35,10 +40,10 @@ from tests.support.changing_site import (
 )
 from tests.support.hostile import fetch_settings
 from tests.support.patch import apply_patch
+from tests.support.webhook_receiver import Receiver, webhook_receiver
 
 INTERVAL = 60.0
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
-HOOK = "https://hooks.example.com/changes"
 
 
 def spec(urls: list[str], **options: object) -> MonitorSpec:
@@ -232,8 +237,14 @@ async def wait_finished(storage: Storage, job_ids: list[UUID]) -> None:
     raise AssertionError(f"jobs still running: {statuses}")
 
 
+@pytest.fixture
+async def receiver() -> AsyncIterator[Receiver]:
+    async with webhook_receiver() as running:
+        yield running
+
+
 async def test_rounds_report_every_real_change_once_with_an_exact_diff(
-    rig: Rig, site: ChangingSiteServer
+    rig: Rig, site: ChangingSiteServer, receiver: Receiver
 ) -> None:
     rounds = 5
     paths = sorted(site.site.pages)
@@ -242,7 +253,7 @@ async def test_rounds_report_every_real_change_once_with_an_exact_diff(
         spec(
             [site.url(path) for path in paths],
             ignore_selectors=list(NOISE_SELECTORS),
-            callback_url=HOOK,
+            callback_url=receiver.url("changes"),
         ),
         now=T0,
         redispatch_after=30,
@@ -278,10 +289,24 @@ async def test_rounds_report_every_real_change_once_with_an_exact_diff(
         changed = [row for row in change.diff.markdown.text.splitlines() if row[:1] in "+-"][2:]
         assert changed == [f"-{edit.old}", f"+{edit.new}"]
 
-    async with rig.storage.db.read() as conn:
-        hooks = (await conn.execute(sa.select(webhook_deliveries))).all()
-    assert sorted(row.event for row in hooks) == ["page.changed"] * len(changes)
-    assert {row.payload["id"] for row in hooks} == {str(change.id) for change in changes}
+    # Each change is announced once, signed like every webhook, its body the change as listed.
+    settings = Settings(allow_private_networks=True, webhook_secret="anon-secret")
+    dispatcher = WebhookDispatcher(settings, rig.storage.webhooks)
+    for _ in range(3):
+        await dispatcher.dispatch_due()
+    await dispatcher.close()
+    got = receiver.for_name("changes")
+    assert len(got) == len(changes)
+    for hook in got:
+        assert hook.headers["X-TaskCrawler-Event"] == "page.changed"
+        assert verify_signature(
+            "anon-secret",
+            hook.body,
+            hook.headers["X-TaskCrawler-Timestamp"],
+            hook.headers["X-TaskCrawler-Signature"],
+        )
+    listed = {str(change.id): change_document(change) for change in changes}
+    assert {hook["id"]: hook for hook in (json.loads(h.body) for h in got)} == listed
 
     # Pages with validators were downloaded once, and again only after each change.
     for path, page in site.site.pages.items():
@@ -324,3 +349,63 @@ async def test_a_run_is_recorded_once_by_racing_schedulers(
     assert sum(read) in (0, 1)
     changes, _ = await rig.storage.monitors.changes(monitor.id, owner="o")
     assert sorted(change.run for change in changes) == [1, 2]
+
+
+async def test_a_failed_run_is_kept_but_compared_with_nothing(
+    rig: Rig, site: ChangingSiteServer
+) -> None:
+    """A run that fails (the page gone for a round) reports nothing; the next good run is
+    compared with the last good one, so a page that comes back unchanged is no change."""
+    monitor = await rig.storage.monitors.create(
+        "o", spec([site.url("/dated/1")]), now=T0, redispatch_after=30
+    )
+    job_ids = [page.job_id for page in monitor.pages]
+    page = site.site.pages["/dated/1"]
+    for k in range(4):
+        rig.clock.now = T0 + timedelta(seconds=k * INTERVAL)
+        if k == 1:
+            site.site.remove_page("/dated/1")
+        if k == 2:
+            site.site.pages["/dated/1"] = page
+        if k == 3:
+            edit = site.site.change("/dated/1")
+        await rig.scheduler.tick()
+        await wait_finished(rig.storage, job_ids)
+    await rig.scheduler.read_runs()
+    failed = await rig.storage.monitors.run(job_ids[0], 1, owner="o")
+    assert failed is not None and failed[0].status == "FAILED" and failed[1].markdown == ""
+    [change] = (await rig.storage.monitors.changes(monitor.id, owner="o"))[0]
+    assert (change.run, change.previous_run) == (3, 2)
+    assert change.diff is not None and f"+{edit.new}" in change.diff.markdown.text
+
+
+async def test_retention_keeps_the_newest_runs_and_what_they_read(storage: Storage) -> None:
+    """Runs past the retention policy go, with their job history; a kept run whose content is
+    an older run's keeps that run's blob readable."""
+    policy = RetentionPolicy(keep_runs=2)
+    monitor = await storage.monitors.create(
+        "o", spec(["http://a.test/"]), now=T0, redispatch_after=30
+    )
+    [page] = monitor.pages
+    bodies = [b"<p>one</p>", b"<p>two</p>", None, None]  # two 304s after the second
+    for run, body in enumerate(bodies):
+        async with storage.db.write() as conn:
+            await conn.execute(
+                jobs.update()
+                .where(jobs.c.id == page.job_id)
+                .values(status="COMPLETED", run_count=run, unchanged=body is None)
+            )
+        [unread] = await storage.monitors.unread_runs()
+        unread = dataclasses.replace(unread, body=body, final_url=page.url)
+        rig_parser = PageParser(processes=1)
+        try:
+            scheduler = MonitorScheduler(
+                MonitorConfig(retention=policy), storage.monitors, MemoryQueue(), rig_parser
+            )
+            assert await scheduler._read(unread)
+        finally:
+            await rig_parser.aclose()
+    kept = [run for run in range(4) if await storage.monitors.run(page.job_id, run, owner="o")]
+    assert kept == [1, 2, 3]  # 2 and 3 read run 1's content, so run 1 stays
+    newest = await storage.monitors.run(page.job_id, 3, owner="o")
+    assert newest is not None and newest[1].markdown.strip() == "two"
