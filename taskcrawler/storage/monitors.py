@@ -50,6 +50,7 @@ from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.jobs import _restart
 from taskcrawler.storage.rows import FINAL_STATUSES, PENDING, utcnow
 from taskcrawler.storage.tables import (
+    UTCDateTime,
     jobs,
     monitor_changes,
     monitor_pages,
@@ -326,20 +327,27 @@ class MonitorStore:
             # behind (and hold up) the single writer.
             if await conn.scalar(sa.select(monitors.c.id).where(*is_due).limit(1)) is None:
                 return fired
+        claim = (
+            sa.select(monitors.c.id)
+            .where(*is_due)
+            .order_by(monitors.c.next_due_at)
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+        )
         async with self.db.write() as conn:
+            # Claimed by an UPDATE, not a SELECT: the write takes the rows' locks on PostgreSQL
+            # (SKIP LOCKED passes over another worker's) and SQLite's write lock before the due
+            # rows are read, so two processes never plan from the same state. It changes
+            # nothing by itself; the plan's UPDATE below moves each monitor on.
             due = (
                 await conn.execute(
-                    sa.select(*_MONITOR_COLUMNS)
-                    .where(*is_due)
-                    .order_by(monitors.c.next_due_at)
-                    .limit(limit)
-                    .with_for_update(skip_locked=True)
+                    monitors.update()
+                    .where(monitors.c.id.in_(claim.scalar_subquery()), *is_due)
+                    .values(rounds=monitors.c.rounds)
+                    .returning(*_MONITOR_COLUMNS)
                 )
             ).all()
-            for row in due:
-                slot = await _fire(conn, row, now, redispatch_after)
-                if slot is not None:
-                    fired.append(slot)
+            fired = await _fire(conn, due, now, redispatch_after)
         return fired
 
     @unavailable_on_connection_errors
@@ -390,138 +398,162 @@ class MonitorStore:
         return [_page_run(row) for row in rows]
 
     @unavailable_on_connection_errors
-    async def baseline(self, job_id: UUID, run: int) -> tuple[StoredRun, Snapshot] | None:
-        """The run a page's next run is compared with, and what it read."""
+    async def baselines(
+        self, keys: Sequence[tuple[UUID, int]]
+    ) -> dict[tuple[UUID, int], tuple[StoredRun, Snapshot]]:
+        """For each (job, run): the run and what it read, when it read something."""
+        if not keys:
+            return {}
+        wanted = set(keys)
+        job_ids = list({job_id for job_id, _ in wanted})
         async with self.db.read() as conn:
-            row = (
-                await conn.execute(
-                    sa.select(run_contents).where(
-                        run_contents.c.job_id == job_id, run_contents.c.run == run
+            rows = [
+                row
+                for row in await conn.execute(
+                    sa.select(*_RUN_COLUMNS).where(
+                        self.db.backend.any_of(run_contents.c.job_id, job_ids),
+                        run_contents.c.run.in_({run for _, run in wanted}),
                     )
                 )
-            ).first()
-            if row is None or row.content_run is None or row.fingerprint is None:
-                return None
-            content = await _content(conn, job_id, row.content_run)
-        stored = _stored_run(row)
-        snapshot = Snapshot(content.markdown, content.text, stored.metadata, row.fingerprint)
-        return stored, snapshot
+                if (row.job_id, row.run) in wanted
+                and row.content_run is not None
+                and row.fingerprint is not None
+            ]
+            blobs = await _blobs(conn, {(row.job_id, row.content_run) for row in rows})
+        found = {}
+        for row in rows:
+            blob = blobs.get((row.job_id, row.content_run))
+            content = RunContent.decode(blob) if blob is not None else RunContent("", "")
+            stored = _stored_run(row)
+            snapshot = Snapshot(content.markdown, content.text, stored.metadata, row.fingerprint)
+            found[row.job_id, row.run] = (stored, snapshot)
+        return found
 
     @unavailable_on_connection_errors
-    async def record_reading(self, reading: RunReading, *, retention: RetentionPolicy) -> bool:
-        """Record what change detection made of a run, once: False (and nothing written) when
-        another worker recorded it first."""
-        page = reading.page
-        record = reading.record
-        guard = (
-            monitor_pages.c.evaluated_run.is_(None)
-            if page.evaluated_run is None
-            else monitor_pages.c.evaluated_run == page.evaluated_run
-        )
+    async def record_readings(
+        self, readings: Sequence[RunReading], *, retention: RetentionPolicy
+    ) -> list[bool]:
+        """Record what change detection made of each run, once, in one transaction: for each
+        reading, whether it was recorded (False: another worker recorded that run first)."""
+        if not readings:
+            return []
+        recorded: list[bool] = []
         async with self.db.write() as conn:
-            taken = await conn.execute(
-                monitor_pages.update()
-                .where(
-                    monitor_pages.c.monitor_id == page.monitor_id,
-                    monitor_pages.c.job_id == page.job_id,
-                    guard,
+            for reading in readings:
+                page = reading.page
+                guard = (
+                    monitor_pages.c.evaluated_run.is_(None)
+                    if page.evaluated_run is None
+                    else monitor_pages.c.evaluated_run == page.evaluated_run
                 )
-                .values(evaluated_run=page.run, baseline_run=reading.baseline_run)
-            )
-            if not taken.rowcount:
-                return False
-            # A run recorded by a monitor of the same job before (two monitors never share a
-            # job, but a re-read after a crash may find its own row): replaced.
-            await conn.execute(
-                run_contents.delete().where(
-                    run_contents.c.job_id == page.job_id, run_contents.c.run == page.run
+                taken = await conn.execute(
+                    monitor_pages.update()
+                    .where(
+                        monitor_pages.c.monitor_id == page.monitor_id,
+                        monitor_pages.c.job_id == page.job_id,
+                        guard,
+                    )
+                    .values(evaluated_run=page.run, baseline_run=reading.baseline_run)
                 )
-            )
-            await conn.execute(
-                run_contents.insert(),
-                [
-                    {
-                        "job_id": record.job_id,
-                        "run": record.run,
-                        "fetched_at": record.fetched_at,
-                        "http_status": record.http_status,
-                        "status": record.status,
-                        "fingerprint": record.fingerprint,
-                        "digest": record.digest,
-                        "content_run": record.content_run,
-                        "metadata": dict(record.metadata),
-                        "blob": reading.blob,
-                    }
-                ],
-            )
-            if reading.change is not None:
-                await _insert_change(conn, page, reading.change)
-            await _apply_retention(conn, page.job_id, retention, record.fetched_at)
-        return True
+                recorded.append(bool(taken.rowcount))
+            mine = [r for r, ok in zip(readings, recorded, strict=True) if ok]
+            if mine:
+                await conn.execute(run_contents.insert(), [_run_row(r) for r in mine])
+                for reading in mine:
+                    if reading.change is not None:
+                        await _insert_change(conn, reading.page, reading.change)
+                await _apply_retention(
+                    conn, [r.page.job_id for r in mine], retention, mine[-1].record.fetched_at
+                )
+        return recorded
 
 
 # --- helpers ----------------------------------------------------------------------------------
 
 
 async def _fire(
-    conn: AsyncConnection, row: Any, now: datetime, redispatch_after: float
-) -> FiredSlot | None:
-    monitor = _monitor(row, ())
-    plan = monitor.schedule.plan(monitor.last_slot_at, now)
-    guard = (
-        monitors.c.last_slot_at.is_(None)
-        if monitor.last_slot_at is None
-        else monitors.c.last_slot_at == monitor.last_slot_at
+    conn: AsyncConnection, rows: Sequence[Any], now: datetime, redispatch_after: float
+) -> list[FiredSlot]:
+    """Fire the due slot of each of ``rows`` (monitors this transaction holds locked): a few
+    statements for the whole batch, whatever its size."""
+    plans = []
+    for row in rows:
+        monitor = _monitor(row, ())
+        plans.append((monitor, monitor.schedule.plan(monitor.last_slot_at, now)))
+    if not plans:
+        return []
+    # The rows are locked by this transaction (SQLite: its single writer). A slot fired twice
+    # all the same would break the rounds' unique key, and the transaction with it.
+    await conn.execute(
+        monitors.update()
+        .where(monitors.c.id == sa.bindparam("b_id"))
+        .values(
+            next_due_at=sa.bindparam("b_next", type_=UTCDateTime()),
+            last_slot_at=sa.func.coalesce(
+                sa.bindparam("b_fire", type_=UTCDateTime()), monitors.c.last_slot_at
+            ),
+            rounds=monitors.c.rounds + sa.bindparam("b_count", type_=sa.Integer()),
+        ),
+        [
+            {
+                "b_id": monitor.id,
+                "b_next": plan.next_due,
+                "b_fire": plan.fire,
+                "b_count": int(plan.fire is not None),
+            }
+            for monitor, plan in plans
+        ],
     )
-    values: dict[str, Any] = {"next_due_at": plan.next_due}
-    if plan.fire is not None:
-        values |= {"last_slot_at": plan.fire, "rounds": monitors.c.rounds + 1}
-    moved = await conn.execute(
-        monitors.update().where(monitors.c.id == monitor.id, guard).values(values)
-    )
-    if not moved.rowcount or plan.fire is None:
-        return None
-    ready = list(
-        (
-            await conn.execute(
-                sa.select(jobs.c.id)
-                .join(monitor_pages, monitor_pages.c.job_id == jobs.c.id)
-                .where(
-                    monitor_pages.c.monitor_id == monitor.id,
-                    jobs.c.status.in_(FINAL_STATUSES),
-                    monitor_pages.c.evaluated_run == jobs.c.run_count,
-                )
+    firing = {monitor.id: plan for monitor, plan in plans if plan.fire is not None}
+    if not firing:
+        return []
+    ids = list(firing)
+    # Each page runs again once its last run was read (a page still running, or not yet read,
+    # sits this round out); a page that never ran is published again.
+    pages = (
+        await conn.execute(
+            sa.select(
+                monitor_pages.c.monitor_id,
+                jobs.c.id,
+                jobs.c.status,
+                jobs.c.run_count,
+                monitor_pages.c.evaluated_run,
             )
-        ).scalars()
-    )
-    restarted = await _restart(conn, ready, now=now, redispatch_after=redispatch_after)
-    waiting = list(
-        (
-            await conn.execute(
-                sa.select(jobs.c.id)
-                .join(monitor_pages, monitor_pages.c.job_id == jobs.c.id)
-                .where(
-                    monitor_pages.c.monitor_id == monitor.id,
-                    jobs.c.status == PENDING,
-                    jobs.c.run_count == 0,
-                )
-            )
-        ).scalars()
-    )
-    job_ids = tuple(dict.fromkeys([job.id for job in restarted] + waiting))
+            .join(jobs, jobs.c.id == monitor_pages.c.job_id)
+            .where(monitor_pages.c.monitor_id.in_(ids))
+        )
+    ).all()
+    ready = [p.id for p in pages if p.status in FINAL_STATUSES and p.evaluated_run == p.run_count]
+    waiting = {p.id for p in pages if p.status == PENDING and p.run_count == 0}
+    restarted = {
+        job.id for job in await _restart(conn, ready, now=now, redispatch_after=redispatch_after)
+    }
+    by_monitor: dict[UUID, list[UUID]] = {}
+    for page in pages:
+        if page.id in restarted or page.id in waiting:
+            by_monitor.setdefault(page.monitor_id, []).append(page.id)
+    started = {
+        monitor_id: sum(job_id in restarted for job_id in job_ids)
+        for monitor_id, job_ids in by_monitor.items()
+    }
     await conn.execute(
         monitor_rounds.insert(),
         [
             {
-                "monitor_id": monitor.id,
+                "monitor_id": monitor_id,
                 "slot_at": plan.fire,
                 "fired_at": now,
                 "missed": plan.missed,
-                "started": len(restarted),
+                "started": started.get(monitor_id, 0),
             }
+            for monitor_id, plan in firing.items()
         ],
     )
-    return FiredSlot(monitor.id, plan.fire, plan.missed, job_ids)
+    return [
+        FiredSlot(monitor_id, plan.fire, plan.missed, tuple(by_monitor.get(monitor_id, ())))
+        for monitor_id, plan in firing.items()
+        if plan.fire is not None
+    ]
 
 
 async def _pages(
@@ -580,6 +612,43 @@ def _page_run(row: Any) -> PageRun:
         charset=row.charset if fresh else None,
         body=gzip.decompress(row.body_gz) if fresh else None,
     )
+
+
+_RUN_COLUMNS = tuple(c for c in run_contents.c if c.name != "blob")
+
+
+def _run_row(reading: RunReading) -> dict[str, Any]:
+    record = reading.record
+    return {
+        "job_id": record.job_id,
+        "run": record.run,
+        "fetched_at": record.fetched_at,
+        "http_status": record.http_status,
+        "status": record.status,
+        "fingerprint": record.fingerprint,
+        "digest": record.digest,
+        "content_run": record.content_run,
+        "metadata": dict(record.metadata),
+        "blob": reading.blob,
+    }
+
+
+async def _blobs(
+    conn: AsyncConnection, keys: set[tuple[UUID, int | None]]
+) -> dict[tuple[UUID, int], bytes]:
+    wanted = {(job_id, run) for job_id, run in keys if run is not None}
+    if not wanted:
+        return {}
+    rows = await conn.execute(
+        sa.select(run_contents.c.job_id, run_contents.c.run, run_contents.c.blob).where(
+            run_contents.c.job_id.in_({job_id for job_id, _ in wanted}),
+            run_contents.c.run.in_({run for _, run in wanted}),
+            run_contents.c.blob.is_not(None),
+        )
+    )
+    return {
+        (row.job_id, row.run): bytes(row.blob) for row in rows if (row.job_id, row.run) in wanted
+    }
 
 
 def _stored_run(row: Any) -> StoredRun:
@@ -674,24 +743,36 @@ def _change(row: Any) -> Change:
 
 
 async def _apply_retention(
-    conn: AsyncConnection, job_id: UUID, policy: RetentionPolicy, now: datetime
+    conn: AsyncConnection, job_ids: Sequence[UUID], policy: RetentionPolicy, now: datetime
 ) -> None:
-    """Drop the runs of ``job_id`` the policy no longer keeps (never one a kept run reads)."""
+    """Drop the runs of ``job_ids`` the policy no longer keeps (never one a kept run reads)."""
     if policy.keep_runs is None and policy.keep_days is None:
+        return
+    over = sa.select(run_contents.c.job_id).where(run_contents.c.job_id.in_(set(job_ids)))
+    if policy.keep_days is None and policy.keep_runs is not None:
+        # Only jobs past the count have anything to drop: most rounds, none.
+        over = over.group_by(run_contents.c.job_id).having(sa.func.count() > policy.keep_runs)
+    crowded = list(set((await conn.execute(over)).scalars()))
+    if not crowded:
         return
     rows = (
         await conn.execute(
             sa.select(
-                run_contents.c.run, run_contents.c.fetched_at, run_contents.c.content_run
-            ).where(run_contents.c.job_id == job_id)
+                run_contents.c.job_id,
+                run_contents.c.run,
+                run_contents.c.fetched_at,
+                run_contents.c.content_run,
+            ).where(run_contents.c.job_id.in_(crowded))
         )
     ).all()
-    if policy.keep_days is None and policy.keep_runs is not None and len(rows) <= policy.keep_runs:
-        return
-    drop = runs_to_drop([RunInfo(r.run, r.fetched_at, r.content_run) for r in rows], policy, now)
-    if drop:
-        await conn.execute(
-            run_contents.delete().where(
-                run_contents.c.job_id == job_id, run_contents.c.run.in_(drop)
+    history: dict[UUID, list[RunInfo]] = {}
+    for r in rows:
+        history.setdefault(r.job_id, []).append(RunInfo(r.run, r.fetched_at, r.content_run))
+    for job_id, runs in history.items():
+        drop = runs_to_drop(runs, policy, now)
+        if drop:
+            await conn.execute(
+                run_contents.delete().where(
+                    run_contents.c.job_id == job_id, run_contents.c.run.in_(drop)
+                )
             )
-        )

@@ -223,8 +223,14 @@ class MonitorRepository(Protocol):
 
     async def unread_runs(self, *, limit: int = 100) -> list[PageRun]: ...
 
-    async def baseline(self, job_id: UUID, run: int) -> tuple[StoredRun, Snapshot] | None: ...
+    async def baselines(
+        self, keys: Sequence[tuple[UUID, int]]
+    ) -> dict[tuple[UUID, int], tuple[StoredRun, Snapshot]]:
+        """For each (job, run) that read something: the run and what it read."""
+        ...
 
-    async def record_reading(self, reading: RunReading, *, retention: RetentionPolicy) -> bool:
-        """Once per run: False, having written nothing, when another worker recorded it."""
+    async def record_readings(
+        self, readings: Sequence[RunReading], *, retention: RetentionPolicy
+    ) -> list[bool]:
+        """Each run once: False for a run another worker recorded first (nothing written)."""
         ...

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from taskcrawler.domain import ServiceUnavailable, backoff_delay
-from taskcrawler.domain.monitors import FiredSlot, PageRun, Snapshot, read_run
+from taskcrawler.domain.monitors import FiredSlot, PageRun, RunReading, Snapshot, read_run
 from taskcrawler.domain.runs import RetentionPolicy
 from taskcrawler.queue import JobQueue
 from taskcrawler.storage.ports import MonitorRepository
@@ -139,9 +139,7 @@ class MonitorScheduler:
         recorded = 0
         while True:
             runs = await self.store.unread_runs(limit=self.config.batch)
-            taken = 0
-            for page in runs:
-                taken += await self._read(page)
+            taken = await self._read(runs)
             recorded += taken
             # Fewer than a batch, or none of it ours (other workers are reading it): done.
             if len(runs) < self.config.batch or not taken:
@@ -149,22 +147,38 @@ class MonitorScheduler:
         self.stats.read += recorded
         return recorded
 
-    async def _read(self, page: PageRun) -> bool:
-        current = await self._snapshot(page)
-        baseline = (
-            await self.store.baseline(page.job_id, page.baseline_run)
-            if page.baseline_run is not None
-            else None
+    async def _read(self, runs: list[PageRun]) -> int:
+        if not runs:
+            return 0
+        snapshots = [await self._snapshot(page) for page in runs]
+        baselines = await self.store.baselines(
+            [(p.job_id, p.baseline_run) for p in runs if p.baseline_run is not None]
         )
-        # The diff is bounded in work (domain.diffs), but a big page still costs milliseconds.
-        reading = await asyncio.to_thread(
-            read_run, page, current, baseline, now=self.clock(), change_id=uuid.uuid4()
-        )
-        recorded = await self.store.record_reading(reading, retention=self.config.retention)
-        if recorded and reading.change is not None:
-            self.stats.changes += 1
-            log.info("monitor %s: %s changed (run %d)", page.monitor_id, page.url, page.run)
-        return recorded
+        now = self.clock()
+
+        def decide() -> list[RunReading]:
+            return [
+                read_run(
+                    page,
+                    current,
+                    baselines.get((page.job_id, page.baseline_run))
+                    if page.baseline_run is not None
+                    else None,
+                    now=now,
+                    change_id=uuid.uuid4(),
+                )
+                for page, current in zip(runs, snapshots, strict=True)
+            ]
+
+        # Diffs are bounded in work (domain.diffs), but a batch of big pages costs real CPU.
+        readings = await asyncio.to_thread(decide)
+        recorded = await self.store.record_readings(readings, retention=self.config.retention)
+        for reading, done in zip(readings, recorded, strict=True):
+            if done and reading.change is not None:
+                self.stats.changes += 1
+                page = reading.page
+                log.info("monitor %s: %s changed (run %d)", page.monitor_id, page.url, page.run)
+        return sum(recorded)
 
     async def _snapshot(self, page: PageRun) -> Snapshot | None:
         if page.body is None:

@@ -402,7 +402,7 @@ async def test_retention_keeps_the_newest_runs_and_what_they_read(storage: Stora
             scheduler = MonitorScheduler(
                 MonitorConfig(retention=policy), storage.monitors, MemoryQueue(), rig_parser
             )
-            assert await scheduler._read(unread)
+            assert await scheduler._read([unread]) == 1
         finally:
             await rig_parser.aclose()
     kept = [run for run in range(4) if await storage.monitors.run(page.job_id, run, owner="o")]
