@@ -384,6 +384,7 @@ class MonitorStore:
             .join(jobs, jobs.c.id == monitor_pages.c.job_id)
             .outerjoin(page_archive, page_archive.c.job_id == jobs.c.id)
             .where(
+                monitor_pages.c.awaiting_read.is_(True),
                 jobs.c.status.in_(FINAL_STATUSES),
                 sa.or_(
                     monitor_pages.c.evaluated_run.is_(None),
@@ -453,7 +454,11 @@ class MonitorStore:
                         monitor_pages.c.job_id == page.job_id,
                         guard,
                     )
-                    .values(evaluated_run=page.run, baseline_run=reading.baseline_run)
+                    .values(
+                        evaluated_run=page.run,
+                        baseline_run=reading.baseline_run,
+                        awaiting_read=False,
+                    )
                 )
                 recorded.append(bool(taken.rowcount))
             mine = [r for r, ok in zip(readings, recorded, strict=True) if ok]
@@ -528,6 +533,22 @@ async def _fire(
     restarted = {
         job.id for job in await _restart(conn, ready, now=now, redispatch_after=redispatch_after)
     }
+    # The runs to read: those just started, and any finished run not read (a job run again
+    # by hand, through POST /api/v1/jobs/{id}/retry, between two slots).
+    stale = [
+        p.id
+        for p in pages
+        if p.status in FINAL_STATUSES and p.evaluated_run != p.run_count and p.id not in restarted
+    ]
+    if restarted or stale:
+        await conn.execute(
+            monitor_pages.update()
+            .where(
+                monitor_pages.c.monitor_id.in_(ids),
+                monitor_pages.c.job_id.in_([*restarted, *stale]),
+            )
+            .values(awaiting_read=True)
+        )
     by_monitor: dict[UUID, list[UUID]] = {}
     for page in pages:
         if page.id in restarted or page.id in waiting:

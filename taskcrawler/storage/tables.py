@@ -248,7 +248,16 @@ monitor_pages = sa.Table(
     sa.Column("url", sa.Text(), nullable=False),
     sa.Column("evaluated_run", sa.Integer()),  # the job's last run change detection read
     sa.Column("baseline_run", sa.Integer()),  # the run the next one is compared with
+    # A run started (or found) that change detection has yet to read: the partial index keeps
+    # the readers' poll to the pages in flight, not every page watched.
+    sa.Column("awaiting_read", sa.Boolean(), nullable=False, server_default=sa.true()),
     sa.Index("ix_monitor_pages_job", "job_id"),
+    sa.Index(
+        "ix_monitor_pages_awaiting",
+        "job_id",
+        postgresql_where=sa.text("awaiting_read"),
+        sqlite_where=sa.text("awaiting_read"),
+    ),
 )
 
 # One row per slot fired: the unique key makes a slot fire at most once.

@@ -27,7 +27,7 @@ from taskcrawler.fetch import Fetcher
 from taskcrawler.queue import MemoryQueue
 from taskcrawler.settings import Settings
 from taskcrawler.storage import Database, Storage
-from taskcrawler.storage.tables import jobs
+from taskcrawler.storage.tables import jobs, monitor_pages
 from taskcrawler.worker.monitoring import MonitorConfig, MonitorScheduler
 from taskcrawler.worker.parsing import PageParser
 from taskcrawler.worker.webhooks import WebhookDispatcher
@@ -395,6 +395,7 @@ async def test_retention_keeps_the_newest_runs_and_what_they_read(storage: Stora
                 .where(jobs.c.id == page.job_id)
                 .values(status="COMPLETED", run_count=run, unchanged=body is None)
             )
+            await conn.execute(monitor_pages.update().values(awaiting_read=True))
         [unread] = await storage.monitors.unread_runs()
         unread = dataclasses.replace(unread, body=body, final_url=page.url)
         rig_parser = PageParser(processes=1)
@@ -409,3 +410,28 @@ async def test_retention_keeps_the_newest_runs_and_what_they_read(storage: Stora
     assert kept == [1, 2, 3]  # 2 and 3 read run 1's content, so run 1 stays
     newest = await storage.monitors.run(page.job_id, 3, owner="o")
     assert newest is not None and newest[1].markdown.strip() == "two"
+
+
+async def test_a_run_started_by_hand_is_read_at_the_next_slot(
+    rig: Rig, site: ChangingSiteServer
+) -> None:
+    monitor = await rig.storage.monitors.create(
+        "o", spec([site.url("/mixed/1")], ignore_selectors=list(NOISE_SELECTORS)),
+        now=T0, redispatch_after=30,
+    )  # fmt: skip
+    job_ids = [page.job_id for page in monitor.pages]
+    await rig.scheduler.tick()
+    await wait_finished(rig.storage, job_ids)
+    assert await rig.scheduler.read_runs() == 1
+    # POST /api/v1/jobs/{id}/retry on a monitor's job: a run the scheduler did not start.
+    [again] = await rig.storage.jobs.restart(job_ids, owner="o", redispatch_after=30)
+    await rig.queue.publish([again.id])
+    await wait_finished(rig.storage, job_ids)
+    assert await rig.scheduler.read_runs() == 0  # nothing marked it for reading
+    rig.clock.now = T0 + timedelta(seconds=INTERVAL)
+    [slot] = await rig.scheduler.tick()
+    assert slot.job_ids == ()  # its last run is unread: it sits this round out
+    assert await rig.scheduler.read_runs() == 1
+    rig.clock.now = T0 + timedelta(seconds=2 * INTERVAL)
+    [slot] = await rig.scheduler.tick()
+    assert slot.job_ids == tuple(job_ids)

@@ -53,8 +53,16 @@ def upgrade() -> None:
         sa.Column("url", sa.Text(), nullable=False),
         sa.Column("evaluated_run", sa.Integer()),
         sa.Column("baseline_run", sa.Integer()),
+        sa.Column("awaiting_read", sa.Boolean(), nullable=False, server_default=sa.true()),
     )
     op.create_index("ix_monitor_pages_job", "monitor_pages", ["job_id"])
+    op.create_index(
+        "ix_monitor_pages_awaiting",
+        "monitor_pages",
+        ["job_id"],
+        postgresql_where=sa.text("awaiting_read"),
+        sqlite_where=sa.text("awaiting_read"),
+    )
     op.create_table(
         "monitor_rounds",
         sa.Column("monitor_id", sa.Uuid(), _fk("monitors"), primary_key=True),
