@@ -47,10 +47,10 @@ from taskcrawler.domain.urls import normalize_url
 from taskcrawler.domain.webhooks import DeliveryStatus, change_webhook
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
-from taskcrawler.storage.jobs import _restart
 from taskcrawler.storage.rows import FINAL_STATUSES, PENDING, utcnow
 from taskcrawler.storage.tables import (
     UTCDateTime,
+    job_runs,
     jobs,
     monitor_changes,
     monitor_pages,
@@ -60,6 +60,9 @@ from taskcrawler.storage.tables import (
     run_contents,
     webhook_deliveries,
 )
+
+#: How long a worker has to record the runs it claimed before another may take them.
+READ_LEASE_SECONDS = 300.0
 
 _MONITOR_COLUMNS = (
     monitors.c.id,
@@ -332,7 +335,9 @@ class MonitorStore:
             .where(*is_due)
             .order_by(monitors.c.next_due_at)
             .limit(limit)
-            .with_for_update(skip_locked=True)
+            # NO KEY UPDATE: a change inserted meanwhile (its foreign key takes KEY SHARE on
+            # the monitor) must not wait for this claim, which waits for that page's lock.
+            .with_for_update(skip_locked=True, key_share=True)
         )
         async with self.db.write() as conn:
             # Claimed by an UPDATE, not a SELECT: the write takes the rows' locks on PostgreSQL
@@ -357,9 +362,49 @@ class MonitorStore:
         await mark_dispatch_due(self.db, job_ids)
 
     @unavailable_on_connection_errors
-    async def unread_runs(self, *, limit: int = 100) -> list[PageRun]:
-        """Finished runs of watched pages that change detection has not read, with the page
-        each fetched (the job's archive)."""
+    async def claim_unread_runs(self, *, limit: int = 100) -> list[PageRun]:
+        """Finished runs of watched pages that change detection has not read, taken for this
+        caller alone under a lease (no other worker gets them), with the page each fetched
+        (the job's archive). A run taken and never recorded (the worker died) is taken again
+        once its lease has expired."""
+        now = utcnow()
+        unread = (
+            monitor_pages.c.awaiting_read.is_(True),
+            sa.or_(monitor_pages.c.reading_until.is_(None), monitor_pages.c.reading_until < now),
+            jobs.c.status.in_(FINAL_STATUSES),
+            sa.or_(
+                monitor_pages.c.evaluated_run.is_(None),
+                jobs.c.run_count > monitor_pages.c.evaluated_run,
+            ),
+        )
+        joined = monitor_pages.join(jobs, jobs.c.id == monitor_pages.c.job_id)
+        async with self.db.read() as conn:
+            # A read first: most polls find nothing, and on SQLite a write would queue behind
+            # (and hold up) the single writer.
+            first = sa.select(monitor_pages.c.job_id).select_from(joined).where(*unread).limit(1)
+            if await conn.scalar(first) is None:
+                return []
+        picked = (
+            sa.select(monitor_pages.c.job_id)
+            .select_from(joined)
+            .where(*unread)
+            .order_by(jobs.c.finished_at)
+            .limit(limit)
+            .with_for_update(skip_locked=True, of=monitor_pages)
+        )
+        async with self.db.write() as conn:
+            taken = list(
+                (
+                    await conn.execute(
+                        monitor_pages.update()
+                        .where(monitor_pages.c.job_id.in_(picked.scalar_subquery()), *unread[:2])
+                        .values(reading_until=now + timedelta(seconds=READ_LEASE_SECONDS))
+                        .returning(monitor_pages.c.job_id)
+                    )
+                ).scalars()
+            )
+        if not taken:
+            return []
         stmt = (
             sa.select(
                 monitor_pages.c.monitor_id,
@@ -374,8 +419,6 @@ class MonitorStore:
                 jobs.c.status,
                 jobs.c.http_status,
                 jobs.c.unchanged,
-                jobs.c.finished_at,
-                page_archive.c.fetched_at,
                 page_archive.c.final_url,
                 page_archive.c.charset,
                 page_archive.c.body_gz,
@@ -383,16 +426,7 @@ class MonitorStore:
             .join(monitors, monitors.c.id == monitor_pages.c.monitor_id)
             .join(jobs, jobs.c.id == monitor_pages.c.job_id)
             .outerjoin(page_archive, page_archive.c.job_id == jobs.c.id)
-            .where(
-                monitor_pages.c.awaiting_read.is_(True),
-                jobs.c.status.in_(FINAL_STATUSES),
-                sa.or_(
-                    monitor_pages.c.evaluated_run.is_(None),
-                    jobs.c.run_count > monitor_pages.c.evaluated_run,
-                ),
-            )
-            .order_by(jobs.c.finished_at)
-            .limit(limit)
+            .where(self.db.backend.any_of(monitor_pages.c.job_id, taken))
         )
         async with self.db.read() as conn:
             rows = (await conn.execute(stmt)).all()
@@ -432,45 +466,55 @@ class MonitorStore:
 
     @unavailable_on_connection_errors
     async def record_readings(
-        self, readings: Sequence[RunReading], *, retention: RetentionPolicy
-    ) -> list[bool]:
-        """Record what change detection made of each run, once, in one transaction: for each
-        reading, whether it was recorded (False: another worker recorded that run first)."""
+        self, readings: Sequence[RunReading], *, retention: RetentionPolicy, redispatch_after: float
+    ) -> list[UUID]:
+        """Record what change detection made of runs it claimed, in one transaction: each
+        run's history row and content, its change and the change's webhook. Pages whose
+        monitor fired a slot while their run was unread run again now: their jobs, to publish.
+
+        The key of a run's history row makes a run recorded twice (a lease taken over while
+        its first reader was still at it) fail whole."""
         if not readings:
             return []
-        recorded: list[bool] = []
+        ordered = sorted(readings, key=lambda r: r.page.job_id)  # fire locks in this order
+        job_ids = [r.page.job_id for r in ordered]
         async with self.db.write() as conn:
-            for reading in readings:
-                page = reading.page
-                guard = (
-                    monitor_pages.c.evaluated_run.is_(None)
-                    if page.evaluated_run is None
-                    else monitor_pages.c.evaluated_run == page.evaluated_run
-                )
-                taken = await conn.execute(
+            await conn.execute(
+                monitor_pages.update()
+                .where(monitor_pages.c.job_id == sa.bindparam("b_job"))
+                .values(
+                    evaluated_run=sa.bindparam("b_run", type_=sa.Integer()),
+                    baseline_run=sa.bindparam("b_baseline", type_=sa.Integer()),
+                    awaiting_read=False,
+                    reading_until=None,
+                ),
+                [
+                    {"b_job": r.page.job_id, "b_run": r.page.run, "b_baseline": r.baseline_run}
+                    for r in ordered
+                ],
+            )
+            await conn.execute(run_contents.insert(), [_run_row(r) for r in ordered])
+            changes = [r for r in ordered if r.change is not None]
+            if changes:
+                await _insert_changes(conn, changes)
+            await _apply_retention(conn, job_ids, retention, ordered[-1].record.fetched_at)
+            due = list(
+                (
+                    await conn.execute(
+                        sa.select(monitor_pages.c.job_id).where(
+                            monitor_pages.c.job_id.in_(job_ids), monitor_pages.c.run_due.is_(True)
+                        )
+                    )
+                ).scalars()
+            )
+            restarted = await _run_again(conn, due, now=utcnow(), redispatch_after=redispatch_after)
+            if restarted:
+                await conn.execute(
                     monitor_pages.update()
-                    .where(
-                        monitor_pages.c.monitor_id == page.monitor_id,
-                        monitor_pages.c.job_id == page.job_id,
-                        guard,
-                    )
-                    .values(
-                        evaluated_run=page.run,
-                        baseline_run=reading.baseline_run,
-                        awaiting_read=False,
-                    )
+                    .where(monitor_pages.c.job_id.in_(restarted))
+                    .values(awaiting_read=True, run_due=False)
                 )
-                recorded.append(bool(taken.rowcount))
-            mine = [r for r, ok in zip(readings, recorded, strict=True) if ok]
-            if mine:
-                await conn.execute(run_contents.insert(), [_run_row(r) for r in mine])
-                for reading in mine:
-                    if reading.change is not None:
-                        await _insert_change(conn, reading.page, reading.change)
-                await _apply_retention(
-                    conn, [r.page.job_id for r in mine], retention, mine[-1].record.fetched_at
-                )
-        return recorded
+        return sorted(restarted)
 
 
 # --- helpers ----------------------------------------------------------------------------------
@@ -515,6 +559,9 @@ async def _fire(
     ids = list(firing)
     # Each page runs again once its last run was read (a page still running, or not yet read,
     # sits this round out); a page that never ran is published again.
+    # Locked, in one order for every writer (record_readings too), so that a reading recorded
+    # meanwhile is seen whole: either its page is read (and runs again now) or it is marked
+    # due (and runs again when its reading is recorded).
     pages = (
         await conn.execute(
             sa.select(
@@ -523,31 +570,33 @@ async def _fire(
                 jobs.c.status,
                 jobs.c.run_count,
                 monitor_pages.c.evaluated_run,
+                monitor_pages.c.awaiting_read,
             )
             .join(jobs, jobs.c.id == monitor_pages.c.job_id)
             .where(monitor_pages.c.monitor_id.in_(ids))
+            .order_by(monitor_pages.c.job_id)
+            .with_for_update(of=monitor_pages, key_share=True)
         )
     ).all()
-    ready = [p.id for p in pages if p.status in FINAL_STATUSES and p.evaluated_run == p.run_count]
+    finished = [p for p in pages if p.status in FINAL_STATUSES]
+    # A page runs again at once when its last run was read. One whose run is unread (being
+    # read, or started by hand) runs again as soon as that run is recorded. One still running
+    # sits this round out.
+    ready = [p.id for p in finished if p.evaluated_run == p.run_count and not p.awaiting_read]
+    unread = [p.id for p in finished if p.id not in set(ready)]
     waiting = {p.id for p in pages if p.status == PENDING and p.run_count == 0}
-    restarted = {
-        job.id for job in await _restart(conn, ready, now=now, redispatch_after=redispatch_after)
-    }
-    # The runs to read: those just started, and any finished run not read (a job run again
-    # by hand, through POST /api/v1/jobs/{id}/retry, between two slots).
-    stale = [
-        p.id
-        for p in pages
-        if p.status in FINAL_STATUSES and p.evaluated_run != p.run_count and p.id not in restarted
-    ]
-    if restarted or stale:
+    restarted = await _run_again(conn, ready, now=now, redispatch_after=redispatch_after)
+    if restarted:
         await conn.execute(
             monitor_pages.update()
-            .where(
-                monitor_pages.c.monitor_id.in_(ids),
-                monitor_pages.c.job_id.in_([*restarted, *stale]),
-            )
-            .values(awaiting_read=True)
+            .where(monitor_pages.c.job_id.in_(restarted))
+            .values(awaiting_read=True, run_due=False)
+        )
+    if unread:
+        await conn.execute(
+            monitor_pages.update()
+            .where(monitor_pages.c.job_id.in_(unread))
+            .values(awaiting_read=True, run_due=True)
         )
     by_monitor: dict[UUID, list[UUID]] = {}
     for page in pages:
@@ -575,6 +624,66 @@ async def _fire(
         for monitor_id, plan in firing.items()
         if plan.fire is not None
     ]
+
+
+async def _run_again(
+    conn: AsyncConnection, job_ids: Sequence[UUID], *, now: datetime, redispatch_after: float
+) -> set[UUID]:
+    """What ``POST /api/v1/jobs/{id}/retry`` does to a finished job (its run to ``job_runs``,
+    the job PENDING again with one more run), for a round's jobs at once: the history is
+    copied inside the database, and only ids come back (storage.jobs returns whole jobs)."""
+    if not job_ids:
+        return set()
+    finished = (jobs.c.id.in_(job_ids), jobs.c.status.in_(FINAL_STATUSES))
+    history = sa.select(
+        jobs.c.id,
+        jobs.c.run_count,
+        jobs.c.status,
+        jobs.c.retry_count,
+        jobs.c.http_status,
+        jobs.c.scraped_title,
+        jobs.c.error_code,
+        jobs.c.error_log,
+        jobs.c.result["metadata"]["content_hash"].as_string(),
+        jobs.c.started_at,
+        jobs.c.finished_at,
+    ).where(*finished)
+    await conn.execute(
+        job_runs.insert().from_select(
+            [
+                "job_id",
+                "run",
+                "status",
+                "retry_count",
+                "http_status",
+                "scraped_title",
+                "error_code",
+                "error_log",
+                "content_hash",
+                "started_at",
+                "finished_at",
+            ],
+            history,
+        )
+    )
+    restarted = await conn.execute(
+        jobs.update()
+        .where(*finished)
+        .values(
+            status=PENDING,
+            retry_count=0,
+            run_count=jobs.c.run_count + 1,
+            error_code=None,
+            error_log=None,
+            http_status=None,
+            started_at=None,
+            finished_at=None,
+            next_attempt_at=None,
+            dispatch_at=now + timedelta(seconds=redispatch_after),
+        )
+        .returning(jobs.c.id)
+    )
+    return set(restarted.scalars())
 
 
 async def _pages(
@@ -697,11 +806,17 @@ async def _content(conn: AsyncConnection, job_id: UUID, content_run: int | None)
     return RunContent.decode(bytes(blob)) if blob is not None else RunContent("", "")
 
 
-async def _insert_change(conn: AsyncConnection, page: PageRun, change: Change) -> None:
-    diff = change.diff
-    await conn.execute(
-        monitor_changes.insert(),
-        [
+async def _insert_changes(conn: AsyncConnection, readings: Sequence[RunReading]) -> None:
+    rows = []
+    hooks = []
+    now = utcnow()  # the outbox runs on the database's clock, as for jobs
+    for reading in readings:
+        change = reading.change
+        if change is None:
+            continue
+        page = reading.page
+        diff = change.diff
+        rows.append(
             {
                 "id": change.id,
                 "monitor_id": change.monitor_id,
@@ -717,14 +832,10 @@ async def _insert_change(conn: AsyncConnection, page: PageRun, change: Change) -
                 "diff_coarse": diff.markdown.coarse if diff is not None else None,
                 "metadata": diff.metadata if diff is not None else None,
             }
-        ],
-    )
-    if page.callback_url:
-        event, payload = change_webhook(change)
-        now = utcnow()  # the outbox runs on the database's clock, as for jobs
-        await conn.execute(
-            webhook_deliveries.insert(),
-            [
+        )
+        if page.callback_url:
+            event, payload = change_webhook(change)
+            hooks.append(
                 {
                     "id": uuid.uuid4(),
                     "job_id": change.job_id,
@@ -737,8 +848,11 @@ async def _insert_change(conn: AsyncConnection, page: PageRun, change: Change) -
                     "next_attempt_at": now,
                     "created_at": now,
                 }
-            ],
-        )
+            )
+    if rows:
+        await conn.execute(monitor_changes.insert(), rows)
+    if hooks:
+        await conn.execute(webhook_deliveries.insert(), hooks)
 
 
 def _change(row: Any) -> Change:

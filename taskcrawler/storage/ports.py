@@ -221,7 +221,9 @@ class MonitorRepository(Protocol):
 
     async def mark_dispatch_due(self, job_ids: Sequence[UUID]) -> None: ...
 
-    async def unread_runs(self, *, limit: int = 100) -> list[PageRun]: ...
+    async def claim_unread_runs(self, *, limit: int = 100) -> list[PageRun]:
+        """Finished runs not read yet, taken for this caller alone."""
+        ...
 
     async def baselines(
         self, keys: Sequence[tuple[UUID, int]]
@@ -230,7 +232,8 @@ class MonitorRepository(Protocol):
         ...
 
     async def record_readings(
-        self, readings: Sequence[RunReading], *, retention: RetentionPolicy
-    ) -> list[bool]:
-        """Each run once: False for a run another worker recorded first (nothing written)."""
+        self, readings: Sequence[RunReading], *, retention: RetentionPolicy, redispatch_after: float
+    ) -> list[UUID]:
+        """The readings of claimed runs, with their changes and webhooks, in one transaction;
+        the jobs of pages whose monitor fired meanwhile, run again: to publish."""
         ...

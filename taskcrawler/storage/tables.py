@@ -251,6 +251,9 @@ monitor_pages = sa.Table(
     # A run started (or found) that change detection has yet to read: the partial index keeps
     # the readers' poll to the pages in flight, not every page watched.
     sa.Column("awaiting_read", sa.Boolean(), nullable=False, server_default=sa.true()),
+    sa.Column("reading_until", UTCDateTime()),  # the lease of the worker reading it
+    # Its monitor fired while its run was unread: it runs again once that run is recorded.
+    sa.Column("run_due", sa.Boolean(), nullable=False, server_default=sa.false()),
     sa.Index("ix_monitor_pages_job", "job_id"),
     sa.Index(
         "ix_monitor_pages_awaiting",

@@ -2,10 +2,11 @@
 
 Each tick does two things, both safe with any number of workers on one database:
 
-1. **Read finished runs** of watched pages (change detection): the page each run fetched is read
-   again through its monitor's ignore selectors, compared with the page's baseline run, and the
-   run's history row, its content, and a change with its webhook are recorded at once, guarded
-   by the run last read, so a run is recorded (and a change reported) once.
+1. **Read finished runs** of watched pages (change detection): a batch of them is claimed for
+   this worker alone; the page each run fetched is read again through its monitor's ignore
+   selectors and compared with the page's baseline run; the runs' history rows, their content,
+   and the changes with their webhooks are recorded in one transaction. A run's history row has
+   a unique key, so a run is recorded (and a change reported) once.
 2. **Fire due slots**: the storage fires each due slot once (see :mod:`taskcrawler.storage.
    monitors`) and runs the monitor's pages again as ordinary jobs, which are published here.
    A page whose last run was not read yet is left out of the round: its run goes on.
@@ -24,6 +25,7 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from uuid import UUID
 
 from taskcrawler.domain import ServiceUnavailable, backoff_delay
 from taskcrawler.domain.monitors import FiredSlot, PageRun, RunReading, Snapshot, read_run
@@ -123,7 +125,9 @@ class MonitorScheduler:
         return fired
 
     async def _publish(self, fired: list[FiredSlot]) -> None:
-        job_ids = [job_id for slot in fired for job_id in slot.job_ids]
+        await self._publish_jobs([job_id for slot in fired for job_id in slot.job_ids])
+
+    async def _publish_jobs(self, job_ids: list[UUID]) -> None:
         if not job_ids:
             return
         try:
@@ -138,11 +142,10 @@ class MonitorScheduler:
         """Change detection for every finished run not read yet; how many were recorded."""
         recorded = 0
         while True:
-            runs = await self.store.unread_runs(limit=self.config.batch)
+            runs = await self.store.claim_unread_runs(limit=self.config.batch)
             taken = await self._read(runs)
             recorded += taken
-            # Fewer than a batch, or none of it ours (other workers are reading it): done.
-            if len(runs) < self.config.batch or not taken:
+            if len(runs) < self.config.batch:
                 break
         self.stats.read += recorded
         return recorded
@@ -172,13 +175,18 @@ class MonitorScheduler:
 
         # Diffs are bounded in work (domain.diffs), but a batch of big pages costs real CPU.
         readings = await asyncio.to_thread(decide)
-        recorded = await self.store.record_readings(readings, retention=self.config.retention)
-        for reading, done in zip(readings, recorded, strict=True):
-            if done and reading.change is not None:
+        due = await self.store.record_readings(
+            readings,
+            retention=self.config.retention,
+            redispatch_after=self.config.redispatch_seconds,
+        )
+        await self._publish_jobs(due)
+        for reading in readings:
+            if reading.change is not None:
                 self.stats.changes += 1
                 page = reading.page
                 log.info("monitor %s: %s changed (run %d)", page.monitor_id, page.url, page.run)
-        return sum(recorded)
+        return len(readings)
 
     async def _snapshot(self, page: PageRun) -> Snapshot | None:
         if page.body is None:

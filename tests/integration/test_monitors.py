@@ -396,7 +396,7 @@ async def test_retention_keeps_the_newest_runs_and_what_they_read(storage: Stora
                 .values(status="COMPLETED", run_count=run, unchanged=body is None)
             )
             await conn.execute(monitor_pages.update().values(awaiting_read=True))
-        [unread] = await storage.monitors.unread_runs()
+        [unread] = await storage.monitors.claim_unread_runs()
         unread = dataclasses.replace(unread, body=body, final_url=page.url)
         rig_parser = PageParser(processes=1)
         try:
@@ -430,7 +430,11 @@ async def test_a_run_started_by_hand_is_read_at_the_next_slot(
     assert await rig.scheduler.read_runs() == 0  # nothing marked it for reading
     rig.clock.now = T0 + timedelta(seconds=INTERVAL)
     [slot] = await rig.scheduler.tick()
-    assert slot.job_ids == ()  # its last run is unread: it sits this round out
+    assert slot.job_ids == ()  # its last run is unread: it runs again once that is read
+    assert await rig.scheduler.read_runs() == 1
+    await wait_finished(rig.storage, job_ids)
+    job = await rig.storage.jobs.get_job(job_ids[0], owner="o")
+    assert job is not None and job.run_count == 2  # the slot's run, started by the reading
     assert await rig.scheduler.read_runs() == 1
     rig.clock.now = T0 + timedelta(seconds=2 * INTERVAL)
     [slot] = await rig.scheduler.tick()

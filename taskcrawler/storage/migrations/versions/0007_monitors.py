@@ -54,6 +54,8 @@ def upgrade() -> None:
         sa.Column("evaluated_run", sa.Integer()),
         sa.Column("baseline_run", sa.Integer()),
         sa.Column("awaiting_read", sa.Boolean(), nullable=False, server_default=sa.true()),
+        sa.Column("reading_until", UTCDateTime()),
+        sa.Column("run_due", sa.Boolean(), nullable=False, server_default=sa.false()),
     )
     op.create_index("ix_monitor_pages_job", "monitor_pages", ["job_id"])
     op.create_index(
