@@ -324,7 +324,8 @@ class MonitorStore:
     ) -> list[FiredSlot]:
         """Fire the due slot of up to ``limit`` due monitors (see the module)."""
         fired: list[FiredSlot] = []
-        is_due = (monitors.c.paused.is_(False), monitors.c.next_due_at <= now)
+        # Spelled as the partial index's predicate (NOT paused), so the planner can use it.
+        is_due = (sa.not_(monitors.c.paused), monitors.c.next_due_at <= now)
         async with self.db.read() as conn:
             # A read first: most polls find nothing due, and on SQLite a write would queue
             # behind (and hold up) the single writer.
@@ -369,7 +370,7 @@ class MonitorStore:
         once its lease has expired."""
         now = utcnow()
         unread = (
-            monitor_pages.c.awaiting_read.is_(True),
+            monitor_pages.c.awaiting_read,  # the partial index's predicate, as it is spelled
             sa.or_(monitor_pages.c.reading_until.is_(None), monitor_pages.c.reading_until < now),
             jobs.c.status.in_(FINAL_STATUSES),
             sa.or_(
@@ -502,7 +503,7 @@ class MonitorStore:
                 (
                     await conn.execute(
                         sa.select(monitor_pages.c.job_id).where(
-                            monitor_pages.c.job_id.in_(job_ids), monitor_pages.c.run_due.is_(True)
+                            monitor_pages.c.job_id.in_(job_ids), monitor_pages.c.run_due
                         )
                     )
                 ).scalars()
