@@ -542,8 +542,9 @@ class FiredSlot:
 class PageRun:
     """A finished run of a watched page that change detection has not read yet.
 
-    ``run``: the job's run number (0 for its first); ``body``: the page as fetched when the run
-    got one (None after a 304 or a failure); ``baseline_run``: the run it is compared with."""
+    ``run``: the job's run number (0 for its first); ``body_size``: the size of the page the run
+    fetched, kept in the job's archive (None after a 304 or a failure: nothing to read);
+    ``baseline_run``: the run it is compared with."""
 
     monitor_id: UUID
     owner: str
@@ -559,7 +560,7 @@ class PageRun:
     callback_url: str | None
     final_url: str | None = None
     charset: str | None = None
-    body: bytes | None = None
+    body_size: int | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -422,7 +422,7 @@ class MonitorStore:
                 jobs.c.unchanged,
                 page_archive.c.final_url,
                 page_archive.c.charset,
-                page_archive.c.body_gz,
+                page_archive.c.size,
             )
             .join(monitors, monitors.c.id == monitor_pages.c.monitor_id)
             .join(jobs, jobs.c.id == monitor_pages.c.job_id)
@@ -432,6 +432,21 @@ class MonitorStore:
         async with self.db.read() as conn:
             rows = (await conn.execute(stmt)).all()
         return [_page_run(row) for row in rows]
+
+    @unavailable_on_connection_errors
+    async def archived_bodies(self, job_ids: Sequence[UUID]) -> dict[UUID, bytes]:
+        """The page each job fetched last, as fetched (its archive)."""
+        if not job_ids:
+            return {}
+        async with self.db.read() as conn:
+            rows = await conn.execute(
+                sa.select(page_archive.c.job_id, page_archive.c.body_gz).where(
+                    self.db.backend.any_of(page_archive.c.job_id, list(job_ids))
+                )
+            )
+            packed = {row.job_id: bytes(row.body_gz) for row in rows}
+        # Bodies were bounded when fetched; inflating a batch of them is a few milliseconds.
+        return {job_id: gzip.decompress(body) for job_id, body in packed.items()}
 
     @unavailable_on_connection_errors
     async def baselines(
@@ -723,9 +738,7 @@ def _page_run(row: Any) -> PageRun:
     spec = MonitorSpec.from_dict(row.spec)
     # The archive is the run's page only when it was written by this run (a 304 or a failure
     # leaves the last page's archive in place).
-    fresh = (
-        row.body_gz is not None and row.status == JobStatus.COMPLETED.value and not row.unchanged
-    )
+    fresh = row.size is not None and row.status == JobStatus.COMPLETED.value and not row.unchanged
     return PageRun(
         monitor_id=row.monitor_id,
         owner=row.owner,
@@ -741,7 +754,7 @@ def _page_run(row: Any) -> PageRun:
         callback_url=row.callback_url,
         final_url=row.final_url if fresh else None,
         charset=row.charset if fresh else None,
-        body=gzip.decompress(row.body_gz) if fresh else None,
+        body_size=row.size if fresh else None,
     )
 
 

@@ -225,6 +225,8 @@ class MonitorRepository(Protocol):
         """Finished runs not read yet, taken for this caller alone."""
         ...
 
+    async def archived_bodies(self, job_ids: Sequence[UUID]) -> dict[UUID, bytes]: ...
+
     async def baselines(
         self, keys: Sequence[tuple[UUID, int]]
     ) -> dict[tuple[UUID, int], tuple[StoredRun, Snapshot]]:

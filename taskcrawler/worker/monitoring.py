@@ -36,6 +36,8 @@ from taskcrawler.worker.parsing import PageParser, ParseTimeout
 
 log = logging.getLogger(__name__)
 
+#: Pages held in memory at once while a batch of runs is read (one page may go over).
+READ_GROUP_BYTES = 32 * 1024 * 1024
 #: What change detection reads of a page, whatever the monitor's formats.
 _READ_FORMATS = ("markdown", "text")
 
@@ -153,7 +155,7 @@ class MonitorScheduler:
     async def _read(self, runs: list[PageRun]) -> int:
         if not runs:
             return 0
-        snapshots = [await self._snapshot(page) for page in runs]
+        snapshots = await self._snapshots(runs)
         baselines = await self.store.baselines(
             [(p.job_id, p.baseline_run) for p in runs if p.baseline_run is not None]
         )
@@ -188,12 +190,38 @@ class MonitorScheduler:
                 log.info("monitor %s: %s changed (run %d)", page.monitor_id, page.url, page.run)
         return len(readings)
 
-    async def _snapshot(self, page: PageRun) -> Snapshot | None:
-        if page.body is None:
-            return None
+    async def _snapshots(self, runs: list[PageRun]) -> list[Snapshot | None]:
+        """Each run's page read through its selectors (None when the run read nothing). Pages
+        are loaded a group at a time, at most ``READ_GROUP_BYTES`` of them (and one page over),
+        so a batch of big pages never sits in memory at once."""
+        snapshots: dict[UUID, Snapshot | None] = {}
+        group: list[PageRun] = []
+        size = 0
+        for page in runs:
+            if page.body_size is None:
+                continue
+            group.append(page)
+            size += page.body_size
+            if size >= READ_GROUP_BYTES:
+                snapshots |= await self._read_group(group)
+                group, size = [], 0
+        snapshots |= await self._read_group(group)
+        return [snapshots.get(page.job_id) for page in runs]
+
+    async def _read_group(self, group: list[PageRun]) -> dict[UUID, Snapshot | None]:
+        if not group:
+            return {}
+        bodies = await self.store.archived_bodies([page.job_id for page in group])
+        read: dict[UUID, Snapshot | None] = {}
+        for page in group:
+            body = bodies.pop(page.job_id, None)
+            read[page.job_id] = await self._snapshot(page, body) if body is not None else None
+        return read
+
+    async def _snapshot(self, page: PageRun, body: bytes) -> Snapshot | None:
         try:
             extraction = await self.parser.extract(
-                page.body,
+                body,
                 url=page.final_url or page.url,
                 charset=page.charset,
                 formats=_READ_FORMATS,

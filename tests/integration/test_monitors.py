@@ -8,7 +8,6 @@ waits for a schedule; only the jobs' fetches run for real, and the test waits fo
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -21,13 +20,16 @@ import sqlalchemy as sa
 
 from taskcrawler import bootstrap
 from taskcrawler.domain.monitors import ChangeKind, MonitorSpec, change_document
+from taskcrawler.domain.pages import FetchedPage
 from taskcrawler.domain.runs import RetentionPolicy
 from taskcrawler.domain.webhooks import verify_signature
 from taskcrawler.fetch import Fetcher
 from taskcrawler.queue import MemoryQueue
 from taskcrawler.settings import Settings
 from taskcrawler.storage import Database, Storage
-from taskcrawler.storage.tables import jobs, monitor_pages
+from taskcrawler.storage.content import _archive_row
+from taskcrawler.storage.tables import jobs, monitor_pages, page_archive
+from taskcrawler.worker import monitoring
 from taskcrawler.worker.monitoring import MonitorConfig, MonitorScheduler
 from taskcrawler.worker.parsing import PageParser
 from taskcrawler.worker.webhooks import WebhookDispatcher
@@ -244,8 +246,10 @@ async def receiver() -> AsyncIterator[Receiver]:
 
 
 async def test_rounds_report_every_real_change_once_with_an_exact_diff(
-    rig: Rig, site: ChangingSiteServer, receiver: Receiver
+    rig: Rig, site: ChangingSiteServer, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Pages are loaded for reading a few at a time (a batch is bounded in bytes).
+    monkeypatch.setattr(monitoring, "READ_GROUP_BYTES", 2000)
     rounds = 5
     paths = sorted(site.site.pages)
     monitor = await rig.storage.monitors.create(
@@ -396,8 +400,11 @@ async def test_retention_keeps_the_newest_runs_and_what_they_read(storage: Stora
                 .values(status="COMPLETED", run_count=run, unchanged=body is None)
             )
             await conn.execute(monitor_pages.update().values(awaiting_read=True))
+            if body is not None:  # the page this run fetched, as the worker archives it
+                await conn.execute(page_archive.delete())
+                fetched = FetchedPage(page.url, page.url, 200, {}, "text/html", "utf-8", body)
+                await conn.execute(page_archive.insert(), [_archive_row(page.job_id, fetched)])
         [unread] = await storage.monitors.claim_unread_runs()
-        unread = dataclasses.replace(unread, body=body, final_url=page.url)
         rig_parser = PageParser(processes=1)
         try:
             scheduler = MonitorScheduler(
