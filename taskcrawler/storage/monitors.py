@@ -894,7 +894,8 @@ def _change(row: Any) -> Change:
 async def _apply_retention(
     conn: AsyncConnection, job_ids: Sequence[UUID], policy: RetentionPolicy, now: datetime
 ) -> None:
-    """Drop the runs of ``job_ids`` the policy no longer keeps (never one a kept run reads)."""
+    """Drop the runs of ``job_ids`` the policy no longer keeps (never one a kept run reads),
+    their content and their rows in ``job_runs``."""
     if policy.keep_runs is None and policy.keep_days is None:
         return
     over = sa.select(run_contents.c.job_id).where(run_contents.c.job_id.in_(set(job_ids)))
@@ -920,8 +921,9 @@ async def _apply_retention(
     for job_id, runs in history.items():
         drop = runs_to_drop(runs, policy, now)
         if drop:
-            await conn.execute(
-                run_contents.delete().where(
-                    run_contents.c.job_id == job_id, run_contents.c.run.in_(drop)
+            # The job's own record of those runs goes with them: a watched page runs every
+            # interval, and its history would otherwise grow without end.
+            for table in (run_contents, job_runs):
+                await conn.execute(
+                    table.delete().where(table.c.job_id == job_id, table.c.run.in_(drop))
                 )
-            )

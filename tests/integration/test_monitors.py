@@ -28,7 +28,7 @@ from taskcrawler.queue import MemoryQueue
 from taskcrawler.settings import Settings
 from taskcrawler.storage import Database, Storage
 from taskcrawler.storage.content import _archive_row
-from taskcrawler.storage.tables import jobs, monitor_pages, page_archive
+from taskcrawler.storage.tables import job_runs, jobs, monitor_pages, page_archive
 from taskcrawler.worker import monitoring
 from taskcrawler.worker.monitoring import MonitorConfig, MonitorScheduler
 from taskcrawler.worker.parsing import PageParser
@@ -394,6 +394,12 @@ async def test_retention_keeps_the_newest_runs_and_what_they_read(storage: Stora
     bodies = [b"<p>one</p>", b"<p>two</p>", None, None]  # two 304s after the second
     for run, body in enumerate(bodies):
         async with storage.db.write() as conn:
+            if run:  # what running the job again leaves of the run before (storage.jobs)
+                await conn.execute(
+                    job_runs.insert(),
+                    [{"job_id": page.job_id, "run": run - 1, "status": "COMPLETED",
+                      "retry_count": 0}],
+                )  # fmt: skip
             await conn.execute(
                 jobs.update()
                 .where(jobs.c.id == page.job_id)
@@ -415,6 +421,8 @@ async def test_retention_keeps_the_newest_runs_and_what_they_read(storage: Stora
             await rig_parser.aclose()
     kept = [run for run in range(4) if await storage.monitors.run(page.job_id, run, owner="o")]
     assert kept == [1, 2, 3]  # 2 and 3 read run 1's content, so run 1 stays
+    # The job's own history of the dropped run goes too (GET /api/v1/jobs/{id}/runs).
+    assert [run.run for run in await storage.jobs.runs(page.job_id)] == [1, 2]
     newest = await storage.monitors.run(page.job_id, 3, owner="o")
     assert newest is not None and newest[1].markdown.strip() == "two"
 
