@@ -23,6 +23,7 @@ from taskcrawler.service.health import HealthService
 from taskcrawler.service.idempotency import IdempotencyService
 from taskcrawler.service.jobs import JobPolicy, JobService
 from taskcrawler.service.keys import KeyService
+from taskcrawler.service.monitors import MonitorPolicy, MonitorService
 from taskcrawler.service.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
 from taskcrawler.settings import Settings
 from taskcrawler.storage import Storage, open_storage
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
     from taskcrawler.fetch import Fetcher, HostLimiter
     from taskcrawler.observability import WorkerMetrics
     from taskcrawler.worker import Worker
+    from taskcrawler.worker.monitoring import MonitorScheduler
     from taskcrawler.worker.parsing import PageParser
     from taskcrawler.worker.process import WorkerProcess
     from taskcrawler.worker.rendering import RenderStep
@@ -165,7 +167,17 @@ def api_services(
             storage.jobs,
             runtime.queue,
         ),
+        monitors=monitor_service(runtime),
     )
+
+
+def monitor_service(runtime: Runtime) -> MonitorService:
+    settings = runtime.settings
+    policy = MonitorPolicy(
+        min_interval_seconds=settings.monitor_min_interval_seconds,
+        redispatch_after=settings.redispatch_seconds,
+    )
+    return MonitorService(policy, runtime.storage.monitors)
 
 
 # --- the worker ---------------------------------------------------------------------------------
@@ -364,3 +376,19 @@ async def worker_process_runtime(
     receiver = PipeReceiver(socket.socket(fileno=wake_fd))
     await receiver.open()
     return Runtime.open(settings, queue=receiver), receiver.closed
+
+
+def monitor_scheduler(runtime: Runtime, parser: PageParser) -> MonitorScheduler:
+    """Fires due monitor slots and reads their runs, beside a worker."""
+    from taskcrawler.domain.runs import RetentionPolicy
+    from taskcrawler.worker.monitoring import MonitorConfig, MonitorScheduler
+
+    settings = runtime.settings
+    config = MonitorConfig(
+        poll_seconds=settings.monitor_poll_seconds,
+        redispatch_seconds=settings.redispatch_seconds,
+        retention=RetentionPolicy(
+            keep_runs=settings.run_retention_runs, keep_days=settings.run_retention_days
+        ),
+    )
+    return MonitorScheduler(config, runtime.storage.monitors, runtime.queue, parser)

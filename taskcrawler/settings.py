@@ -59,6 +59,20 @@ class Settings(BaseSettings):
         10.0, ge=0, description="On SIGTERM, in-flight jobs get this long to finish."
     )
 
+    # monitors
+    monitor_min_interval_seconds: float = Field(
+        60.0, gt=0, description="The shortest interval a monitor may ask for."
+    )
+    monitor_poll_seconds: float = Field(
+        1.0, gt=0, description="How often each worker looks for due monitor slots and new runs."
+    )
+    run_retention_runs: int | None = Field(
+        100, ge=1, description="Runs of a watched page kept in its history (unset: all)."
+    )
+    run_retention_days: float | None = Field(
+        None, gt=0, description="Runs older than this many days are dropped (unset: none)."
+    )
+
     # fetching
     allow_private_networks: bool = Field(
         False, description="Let workers fetch loopback and private addresses (tests, intranets)."

@@ -19,6 +19,7 @@ from taskcrawler.api.routes import dashboard as dashboard_routes
 from taskcrawler.api.routes import deliveries as deliveries_routes
 from taskcrawler.api.routes import keys as keys_routes
 from taskcrawler.api.routes import map as map_routes
+from taskcrawler.api.routes import monitors as monitor_routes
 from taskcrawler.api.routes import search as search_routes
 from taskcrawler.bootstrap import Runtime
 from taskcrawler.observability import ApiMetrics, QueueDepth, process_registry
@@ -106,6 +107,8 @@ def create_app(
     app.include_router(map_routes.router)
     app.include_router(search_routes.router)
     app.include_router(crawls_routes.router)
+    app.include_router(monitor_routes.router)
+    app.include_router(monitor_routes.runs_router)
     app.include_router(keys_routes.router)
     app.include_router(health.router)
     app.include_router(dashboard_routes.router)

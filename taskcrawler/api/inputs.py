@@ -18,10 +18,17 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 from urllib.parse import parse_qsl
 
-from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, field_validator
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+)
 from pydantic_core import PydanticCustomError
 from pydantic_core.core_schema import ValidationInfo
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -122,3 +129,49 @@ def _error(loc: tuple[str, ...], where: str, value: str) -> dict[str, Any]:
         "msg": f"{where} holds a NUL character (U+0000), which cannot be stored",
         "input": value,
     }
+
+
+# --- monitors ---------------------------------------------------------------------------------
+
+#: What a monitor's jobs may keep (as for any job).
+MonitorFormat = Literal["metadata", "markdown", "text", "html", "links"]
+_URL_CHARS = 2048
+_MAX_MONITOR_URLS = 1000
+
+
+class MonitorCreate(RequestModel):
+    """``POST /api/v1/monitors``: exactly one of ``url``, ``urls`` and ``crawl``."""
+
+    url: str | None = Field(None, max_length=_URL_CHARS, description="One page to watch.")
+    urls: list[Annotated[str, Field(max_length=_URL_CHARS)]] | None = Field(
+        None, max_length=_MAX_MONITOR_URLS, description="Pages to watch (up to 1,000)."
+    )
+    crawl: dict[str, Any] | None = Field(
+        None, description="A site to watch (not available yet: crawls come first)."
+    )
+    interval_seconds: float = Field(
+        description="Seconds between runs; at least the deployment's minimum (default 60)."
+    )
+    formats: list[MonitorFormat] | None = Field(
+        None, max_length=20, description='What each run\'s jobs keep; default ["markdown"].'
+    )
+    ignore_selectors: list[Annotated[str, Field(max_length=200)]] | None = Field(
+        None,
+        max_length=20,
+        description="CSS selectors of the parts of a page that change on every load (dates, "
+        "counters, ads): left out before a run is compared with the last.",
+    )
+    callback_url: str | None = Field(
+        None,
+        max_length=_URL_CHARS,
+        description="Gets a signed page.changed POST for each change (default: the key's).",
+    )
+
+
+class MonitorPatch(RequestModel):
+    """``PATCH /api/v1/monitors/{id}``: pause, resume, or a new interval."""
+
+    paused: bool | None = Field(None, description="true pauses the monitor, false resumes it.")
+    interval_seconds: float | None = Field(
+        None, description="A new interval; the next run comes one new interval from now."
+    )

@@ -5,7 +5,7 @@ on them."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -16,6 +16,7 @@ from taskcrawler.domain import InvalidURL, validate_url
 from taskcrawler.domain.chunks import SearchHit, StoredChunk
 from taskcrawler.domain.crawls import DEFAULT_LIMIT, MAX_DEPTH, MAX_PATTERNS
 from taskcrawler.domain.jobs import Created
+from taskcrawler.domain.monitors import Change, Monitor, change_document
 from taskcrawler.domain.pages import StoredLink
 from taskcrawler.domain.rendering import (
     BLOCKABLE,
@@ -32,6 +33,7 @@ from taskcrawler.domain.urls import MAX_URL_LENGTH
 from taskcrawler.domain.views import CrawlView, JobView
 from taskcrawler.domain.webhooks import DeliveryStatus
 from taskcrawler.service.mapping import DEFAULT_MAP_LIMIT, MAX_SEARCH_CHARS
+from taskcrawler.service.monitors import RunView
 
 Format = Literal["metadata", "markdown", "text", "html", "links", "screenshot", "chunks"]
 #: Entries ``formats`` may list, repeats included (they are dropped): each format a few times
@@ -498,3 +500,119 @@ class CrawlOut(CrawlView):
 class CrawlList(BaseModel):
     crawls: list[CrawlOut]
     next_cursor: str | None = Field(description="Pass as ?cursor= for the next page.")
+
+
+# --- monitors ---------------------------------------------------------------------------------
+
+
+class MonitorPageOut(BaseModel):
+    url: str
+    job_id: UUID = Field(description="The page's job: its runs are the monitor's rounds.")
+
+
+class MonitorOut(BaseModel):
+    id: UUID
+    status: Literal["ACTIVE", "PAUSED"]
+    urls: list[str]
+    interval_seconds: float
+    formats: list[str]
+    ignore_selectors: list[str]
+    callback_url: str | None
+    pages: list[MonitorPageOut]
+    rounds: int = Field(description="Scheduled runs fired so far.")
+    last_run_at: datetime | None = Field(description="The scheduled time of the last run.")
+    next_run_at: datetime | None = Field(description="When the next run is due (unless paused).")
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, monitor: Monitor) -> MonitorOut:
+        spec = monitor.spec
+        return cls(
+            id=monitor.id,
+            status="PAUSED" if monitor.paused else "ACTIVE",
+            urls=list(spec.urls),
+            interval_seconds=spec.interval_seconds,
+            formats=list(spec.formats),
+            ignore_selectors=list(spec.selectors),
+            callback_url=spec.callback_url,
+            pages=[MonitorPageOut(url=page.url, job_id=page.job_id) for page in monitor.pages],
+            rounds=monitor.rounds,
+            last_run_at=monitor.last_slot_at,
+            next_run_at=None if monitor.paused else monitor.next_due_at,
+            created_at=monitor.created_at,
+            updated_at=monitor.updated_at,
+        )
+
+
+class MonitorList(BaseModel):
+    monitors: list[MonitorOut]
+    next_cursor: str | None = Field(description="Pass as ?cursor= for the next page.")
+
+
+class ChangeOut(BaseModel):
+    id: UUID
+    monitor_id: UUID
+    kind: Literal["changed", "added", "removed"]
+    url: str
+    job_id: UUID
+    detected_at: datetime
+    run: int | None = Field(description="The job's run that found the change.")
+    previous_run: int | None = Field(description="The run it was compared with.")
+    diff: str | None = Field(description="Unified diff of the two runs' Markdown.")
+    diff_complete: bool | None = Field(description="False when the diff was cut at its limit.")
+    metadata: dict[str, dict[str, Any]] = Field(
+        description='Metadata fields that changed: {"title": {"old": …, "new": …}}.'
+    )
+
+    @classmethod
+    def of(cls, change: Change) -> ChangeOut:
+        return cls.model_validate(change_document(change))
+
+
+class ChangeList(BaseModel):
+    changes: list[ChangeOut]
+    next_cursor: str | None = Field(description="Pass as ?cursor= for the next page.")
+
+
+class RunContentOut(BaseModel):
+    job_id: UUID
+    run: int
+    status: str
+    http_status: int | None
+    fetched_at: datetime
+    content_run: int | None = Field(
+        description="The run whose content this one read (an earlier one after a 304)."
+    )
+    metadata: dict[str, Any]
+    markdown: str = Field(description="The Markdown, read through the monitor's selectors.")
+    text: str
+
+    @classmethod
+    def of(cls, view: RunView) -> RunContentOut:
+        record = view.record
+        return cls(
+            job_id=record.job_id,
+            run=record.run,
+            status=record.status,
+            http_status=record.http_status,
+            fetched_at=record.fetched_at,
+            content_run=record.content_run,
+            metadata=dict(record.metadata),
+            markdown=view.content.markdown,
+            text=view.content.text,
+        )
+
+
+class RunDiffOut(BaseModel):
+    job_id: UUID
+    from_run: int = Field(alias="from")
+    to_run: int = Field(alias="to")
+    diff: str = Field(description="Unified diff of the Markdown; empty when it is the same.")
+    complete: bool
+    coarse: bool
+    added_lines: int
+    removed_lines: int
+    metadata: dict[str, dict[str, Any]]
+
+    model_config = ConfigDict(populate_by_name=True)

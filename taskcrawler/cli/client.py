@@ -20,6 +20,7 @@ from taskcrawler.domain.jobs import FINAL_STATUSES
 
 JOBS = "/api/v1/jobs"
 CRAWLS = "/api/v1/crawls"
+MONITORS = "/api/v1/monitors"
 MAX_PAGE = 500  # the list endpoint's largest page
 FINISHED = frozenset(status.value for status in FINAL_STATUSES)
 
@@ -170,6 +171,33 @@ class ApiClient:
     async def cancel_crawl(self, crawl_id: str) -> dict[str, Any]:
         _, body = await self._call("DELETE", f"{CRAWLS}/{crawl_id}")
         return dict(body)
+
+    # ------------------------------------------------------------------ monitors
+
+    async def create_monitor(self, body: dict[str, Any]) -> dict[str, Any]:
+        _, created = await self._call("POST", MONITORS, json=body)
+        return dict(created)
+
+    async def list_monitors(
+        self, *, limit: int = 50, cursor: str | None = None
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        params = [("limit", str(limit))] + ([("cursor", cursor)] if cursor else [])
+        _, body = await self._call("GET", MONITORS, params=params)
+        return list(body["monitors"]), body.get("next_cursor")
+
+    async def update_monitor(self, monitor_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        _, updated = await self._call("PATCH", f"{MONITORS}/{monitor_id}", json=body)
+        return dict(updated)
+
+    async def delete_monitor(self, monitor_id: str) -> None:
+        await self._call("DELETE", f"{MONITORS}/{monitor_id}")
+
+    async def changes(
+        self, monitor_id: str, *, limit: int = 50, cursor: str | None = None
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        params = [("limit", str(limit))] + ([("cursor", cursor)] if cursor else [])
+        _, body = await self._call("GET", f"{MONITORS}/{monitor_id}/changes", params=params)
+        return list(body["changes"]), body.get("next_cursor")
 
     # ------------------------------------------------------------------ plumbing
 

@@ -43,6 +43,7 @@ from taskcrawler.domain.crawls import (
 )
 from taskcrawler.domain.diffs import TRACKED_METADATA, TextDiff, metadata_changes, unified_diff
 from taskcrawler.domain.errors import InvalidURL
+from taskcrawler.domain.runs import RunContent
 from taskcrawler.domain.selectors import IgnoreSelector, InvalidSelector, parse_ignore_selectors
 from taskcrawler.domain.urls import crawl_key, normalize_url
 
@@ -187,6 +188,12 @@ def _checked_interval(value: object, minimum: float) -> float:
             f"not {_seconds(value)}",
         )
     return float(value)
+
+
+def checked_interval(value: object, minimum: float = DEFAULT_MIN_INTERVAL_SECONDS) -> float:
+    """``value`` as an interval in seconds; :class:`InvalidMonitorSpec` when it is not one
+    between ``minimum`` and :data:`MAX_INTERVAL_SECONDS`."""
+    return _checked_interval(value, minimum)
 
 
 def _seconds(value: float) -> str:
@@ -487,6 +494,174 @@ def change_document(change: Change) -> dict[str, Any]:
     return document
 
 
+# --- monitors as stored, and what the scheduler and change detection work on -----------------
+
+
+@dataclass(frozen=True, slots=True)
+class MonitorPage:
+    """A page a monitor watches: an ordinary job of its own, run again at each slot."""
+
+    url: str
+    job_id: UUID
+
+
+@dataclass(frozen=True, slots=True)
+class Monitor:
+    """A monitor as the API shows it. ``last_slot_at``: the scheduled time of the last slot
+    fired (None before the first); ``rounds``: slots fired so far."""
+
+    id: UUID
+    owner: str
+    spec: MonitorSpec
+    paused: bool
+    anchor_at: datetime
+    next_due_at: datetime
+    created_at: datetime
+    updated_at: datetime
+    last_slot_at: datetime | None = None
+    rounds: int = 0
+    pages: tuple[MonitorPage, ...] = ()
+
+    @property
+    def schedule(self) -> Schedule:
+        return self.spec.schedule(self.anchor_at)
+
+
+@dataclass(frozen=True, slots=True)
+class FiredSlot:
+    """A slot a scheduler fired: its monitor, its time, the due slots it stood for beyond
+    itself (``missed``) and the jobs to publish (restarted, or still waiting for a first run)."""
+
+    monitor_id: UUID
+    slot_at: datetime
+    missed: int
+    job_ids: tuple[UUID, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PageRun:
+    """A finished run of a watched page that change detection has not read yet.
+
+    ``run``: the job's run number (0 for its first); ``body_size``: the size of the page the run
+    fetched, kept in the job's archive (None after a 304 or a failure: nothing to read);
+    ``baseline_run``: the run it is compared with."""
+
+    monitor_id: UUID
+    owner: str
+    job_id: UUID
+    url: str
+    run: int
+    status: str
+    http_status: int | None
+    unchanged: bool
+    evaluated_run: int | None
+    baseline_run: int | None
+    ignore_selectors: tuple[IgnoreSelector, ...]
+    callback_url: str | None
+    final_url: str | None = None
+    charset: str | None = None
+    body_size: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StoredRun:
+    """A run's record in the run history: when it ran, how it ended, and what it read (the
+    content of run ``content_run``, None when it read nothing)."""
+
+    job_id: UUID
+    run: int
+    fetched_at: datetime
+    status: str
+    http_status: int | None
+    fingerprint: str | None
+    digest: str | None
+    content_run: int | None
+    metadata: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class RunReading:
+    """What change detection decided of a :class:`PageRun`, for storage to record at once:
+    the run's history row, its content blob when it stores one, the change when there is one
+    (and the payload of its webhook)."""
+
+    page: PageRun
+    record: StoredRun
+    blob: bytes | None = None
+    change: Change | None = None
+    #: The run the next one is compared with after this one.
+    baseline_run: int | None = None
+
+
+def read_run(
+    page: PageRun,
+    current: Snapshot | None,
+    baseline: tuple[StoredRun, Snapshot] | None,
+    *,
+    now: datetime,
+    change_id: UUID,
+) -> RunReading:
+    """What a finished run of a watched page means: its history record, the blob it stores
+    (only when its content differs from the baseline's), and the change it reports.
+
+    ``current``: the run read through the monitor's ignore selectors (None when the run read
+    nothing: a failure, or a 304 whose content is the baseline's). ``baseline``: the run it is
+    compared with and what that read. Only a change of the normalized text is reported; the
+    first run, a re-baselined one and a 304 never are.
+    """
+    if current is None:
+        if page.unchanged and baseline is not None:
+            kept, _ = baseline
+            record = StoredRun(
+                page.job_id,
+                page.run,
+                now,
+                page.status,
+                page.http_status,
+                kept.fingerprint,
+                kept.digest,
+                kept.content_run,
+                kept.metadata,
+            )
+            return RunReading(page, record, baseline_run=page.run)
+        record = StoredRun(
+            page.job_id, page.run, now, page.status, page.http_status, None, None, None, {}
+        )
+        return RunReading(page, record, baseline_run=page.baseline_run)
+    content = RunContent(current.markdown, current.text)
+    digest = content.digest
+    previous = baseline[0] if baseline is not None else None
+    same = previous is not None and previous.digest == digest and previous.content_run is not None
+    content_run = previous.content_run if same and previous is not None else page.run
+    record = StoredRun(
+        page.job_id,
+        page.run,
+        now,
+        page.status,
+        page.http_status,
+        current.fingerprint,
+        digest,
+        content_run,
+        dict(current.metadata),
+    )
+    blob = None if same else content.encode()
+    change = None
+    if baseline is not None and current.compare(baseline[1]) is Comparison.CHANGED:
+        before = baseline[0].run
+        change = Change(
+            id=change_id,
+            monitor_id=page.monitor_id,
+            kind=ChangeKind.CHANGED,
+            url=page.url,
+            job_id=page.job_id,
+            detected_at=now,
+            run=page.run,
+            previous_run=before,
+            diff=current.diff(baseline[1], from_label=f"run {before}", to_label=f"run {page.run}"),
+        )
+    return RunReading(page, record, blob, change, baseline_run=page.run)
+
+
 __all__ = [
     "DEFAULT_FORMATS",
     "DEFAULT_MIN_INTERVAL_SECONDS",
@@ -496,16 +671,24 @@ __all__ = [
     "Change",
     "ChangeKind",
     "Comparison",
+    "FiredSlot",
     "InvalidMonitorSpec",
+    "Monitor",
+    "MonitorPage",
     "MonitorSpec",
     "PageDiff",
+    "PageRun",
     "PageSetChanges",
+    "RunReading",
     "Schedule",
     "SlotPlan",
     "Snapshot",
+    "StoredRun",
     "change_document",
+    "checked_interval",
     "compare",
     "fingerprint",
     "normalize_text",
     "page_set_changes",
+    "read_run",
 ]

@@ -12,6 +12,7 @@ from taskcrawler.service.idempotency import IdempotencyService
 from taskcrawler.service.jobs import JobService
 from taskcrawler.service.keys import KeyService
 from taskcrawler.service.mapping import MapService
+from taskcrawler.service.monitors import MonitorService
 from taskcrawler.service.search import SearchService
 
 
@@ -28,6 +29,7 @@ class Services:
     mapper: MapService
     search: SearchService
     crawls: CrawlService
+    monitors: MonitorService
 
 
 __all__ = ["Services"]

@@ -16,6 +16,7 @@ from taskcrawler.storage.idempotency import IdempotencyStore
 from taskcrawler.storage.jobs import JobStore
 from taskcrawler.storage.keys import KeyStore
 from taskcrawler.storage.migrate import upgrade_database
+from taskcrawler.storage.monitors import MonitorStore
 from taskcrawler.storage.ports import (
     ChunkRepository,
     ContentRepository,
@@ -23,6 +24,7 @@ from taskcrawler.storage.ports import (
     IdempotencyRepository,
     JobRepository,
     KeyRepository,
+    MonitorRepository,
     WebhookRepository,
     WorkRepository,
 )
@@ -43,6 +45,7 @@ class Storage:
     webhooks: WebhookRepository
     chunks: ChunkRepository
     crawls: CrawlRepository
+    monitors: MonitorRepository
 
     @classmethod
     def on(cls, db: Database) -> Storage:
@@ -56,6 +59,7 @@ class Storage:
             webhooks=WebhookStore(db),
             chunks=db.backend.chunk_store(db),
             crawls=CrawlStore(db),
+            monitors=MonitorStore(db),
         )
 
     async def close(self) -> None:
@@ -74,6 +78,7 @@ __all__ = [
     "Database",
     "JobStore",
     "KeyStore",
+    "MonitorStore",
     "NewJob",
     "Storage",
     "WorkStore",

@@ -16,7 +16,18 @@ from taskcrawler.domain.chunks import PageChunks, SearchHit, SearchQuery, Stored
 from taskcrawler.domain.crawls import Crawl, CrawlSpec
 from taskcrawler.domain.jobs import ClaimedJob, Created, Job, JobQuery, JobRun, NewJob
 from taskcrawler.domain.keys import ApiKey, NewKey
+from taskcrawler.domain.monitors import (
+    Change,
+    FiredSlot,
+    Monitor,
+    MonitorSpec,
+    PageRun,
+    RunReading,
+    Snapshot,
+    StoredRun,
+)
 from taskcrawler.domain.pages import Screenshot, StoredLink
+from taskcrawler.domain.runs import RetentionPolicy, RunContent
 from taskcrawler.domain.transitions import Transition
 from taskcrawler.domain.webhooks import ClaimedDelivery, Delivery, DeliveryStatus
 from taskcrawler.storage.content import Archived, Reextracted
@@ -238,3 +249,69 @@ class ChunkRepository(Protocol):
     ) -> None: ...
 
     async def count(self, *, owner: str | None = None) -> int: ...
+
+
+class MonitorRepository(Protocol):
+    """Monitors, their pages (ordinary jobs), the slots fired, run history and changes. Every
+    method that takes ``owner`` sees that tenant's monitors only."""
+
+    async def create(
+        self, owner: str, spec: MonitorSpec, *, now: datetime, redispatch_after: float
+    ) -> Monitor: ...
+
+    async def get(self, monitor_id: UUID, *, owner: str) -> Monitor | None: ...
+
+    async def list_monitors(
+        self, owner: str, *, limit: int = 50, cursor: str | None = None
+    ) -> tuple[list[Monitor], str | None]:
+        """A page, newest first, and the next page's cursor; ValueError for a foreign cursor."""
+        ...
+
+    async def update(
+        self,
+        monitor_id: UUID,
+        *,
+        owner: str,
+        now: datetime,
+        paused: bool | None = None,
+        interval_seconds: float | None = None,
+    ) -> Monitor | None: ...
+
+    async def delete(self, monitor_id: UUID, *, owner: str) -> bool: ...
+
+    async def changes(
+        self, monitor_id: UUID, *, owner: str, limit: int = 50, cursor: str | None = None
+    ) -> tuple[list[Change], str | None]: ...
+
+    async def rounds(self, monitor_id: UUID) -> list[tuple[datetime, int]]: ...
+
+    async def run(
+        self, job_id: UUID, run: int, *, owner: str
+    ) -> tuple[StoredRun, RunContent] | None: ...
+
+    async def fire_due(
+        self, *, now: datetime, redispatch_after: float, limit: int = 100
+    ) -> list[FiredSlot]:
+        """Fire each due slot once across every worker; the jobs to publish."""
+        ...
+
+    async def mark_dispatch_due(self, job_ids: Sequence[UUID]) -> None: ...
+
+    async def claim_unread_runs(self, *, limit: int = 100) -> list[PageRun]:
+        """Finished runs not read yet, taken for this caller alone."""
+        ...
+
+    async def archived_bodies(self, job_ids: Sequence[UUID]) -> dict[UUID, bytes]: ...
+
+    async def baselines(
+        self, keys: Sequence[tuple[UUID, int]]
+    ) -> dict[tuple[UUID, int], tuple[StoredRun, Snapshot]]:
+        """For each (job, run) that read something: the run and what it read."""
+        ...
+
+    async def record_readings(
+        self, readings: Sequence[RunReading], *, retention: RetentionPolicy, redispatch_after: float
+    ) -> list[UUID]:
+        """The readings of claimed runs, with their changes and webhooks, in one transaction;
+        the jobs of pages whose monitor fired meanwhile, run again: to publish."""
+        ...

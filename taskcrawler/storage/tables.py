@@ -299,3 +299,107 @@ chunks = sa.Table(
 #: and HNSW index. A schema comparison leaves them out.
 BACKEND_ONLY_COLUMNS = frozenset({("chunks", "search_vector"), ("chunks", "embedding_vector")})
 BACKEND_ONLY_TABLE_PREFIX = "chunks_fts"
+# --- monitors (pages re-scraped on a schedule, their run history and changes) -----------------
+
+monitors = sa.Table(
+    "monitors",
+    metadata,
+    sa.Column("id", sa.Uuid(), primary_key=True),
+    sa.Column("owner", sa.String(64), nullable=False, server_default=""),
+    sa.Column("spec", JSONType, nullable=False),  # MonitorSpec.to_dict()
+    sa.Column("interval_seconds", sa.Float(), nullable=False),
+    sa.Column("paused", sa.Boolean(), nullable=False, server_default=sa.false()),
+    # Slots are anchor + k * interval; the last one fired, and when the next one is due.
+    sa.Column("anchor_at", UTCDateTime(), nullable=False),
+    sa.Column("last_slot_at", UTCDateTime()),
+    sa.Column("next_due_at", UTCDateTime(), nullable=False),
+    sa.Column("rounds", sa.Integer(), nullable=False, server_default="0"),
+    sa.Column("callback_url", sa.Text()),
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.Column("updated_at", UTCDateTime(), nullable=False),
+    sa.Index("ix_monitors_owner_created", "owner", "created_at", "id"),
+    sa.Index(
+        "ix_monitors_due",
+        "next_due_at",
+        postgresql_where=sa.text("NOT paused"),
+        sqlite_where=sa.text("NOT paused"),
+    ),
+)
+
+# The pages a monitor watches: each an ordinary job of its own (its runs are the monitor's
+# rounds), and how far change detection has read that job's runs.
+monitor_pages = sa.Table(
+    "monitor_pages",
+    metadata,
+    sa.Column(
+        "monitor_id", sa.Uuid(), sa.ForeignKey("monitors.id", ondelete="CASCADE"), primary_key=True
+    ),
+    sa.Column("job_id", sa.Uuid(), sa.ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("url", sa.Text(), nullable=False),
+    sa.Column("evaluated_run", sa.Integer()),  # the job's last run change detection read
+    sa.Column("baseline_run", sa.Integer()),  # the run the next one is compared with
+    # A run started (or found) that change detection has yet to read: the partial index keeps
+    # the readers' poll to the pages in flight, not every page watched.
+    sa.Column("awaiting_read", sa.Boolean(), nullable=False, server_default=sa.true()),
+    sa.Column("reading_until", UTCDateTime()),  # the lease of the worker reading it
+    # Its monitor fired while its run was unread: it runs again once that run is recorded.
+    sa.Column("run_due", sa.Boolean(), nullable=False, server_default=sa.false()),
+    sa.Index("ix_monitor_pages_job", "job_id"),
+    sa.Index(
+        "ix_monitor_pages_awaiting",
+        "job_id",
+        postgresql_where=sa.text("awaiting_read"),
+        sqlite_where=sa.text("awaiting_read"),
+    ),
+)
+
+# One row per slot fired: the unique key makes a slot fire at most once.
+monitor_rounds = sa.Table(
+    "monitor_rounds",
+    metadata,
+    sa.Column(
+        "monitor_id", sa.Uuid(), sa.ForeignKey("monitors.id", ondelete="CASCADE"), primary_key=True
+    ),
+    sa.Column("slot_at", UTCDateTime(), primary_key=True),
+    sa.Column("fired_at", UTCDateTime(), nullable=False),
+    sa.Column("missed", sa.Integer(), nullable=False, server_default="0"),
+    sa.Column("started", sa.Integer(), nullable=False, server_default="0"),  # jobs run again
+)
+
+monitor_changes = sa.Table(
+    "monitor_changes",
+    metadata,
+    sa.Column("id", sa.Uuid(), primary_key=True),
+    sa.Column(
+        "monitor_id", sa.Uuid(), sa.ForeignKey("monitors.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("owner", sa.String(64), nullable=False, server_default=""),
+    sa.Column("job_id", sa.Uuid(), sa.ForeignKey("jobs.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("url", sa.Text(), nullable=False),
+    sa.Column("kind", sa.String(16), nullable=False),  # changed | added | removed
+    sa.Column("run", sa.Integer()),
+    sa.Column("previous_run", sa.Integer()),
+    sa.Column("detected_at", UTCDateTime(), nullable=False),
+    sa.Column("diff", sa.Text()),
+    sa.Column("diff_complete", sa.Boolean()),
+    sa.Column("diff_coarse", sa.Boolean()),
+    sa.Column("metadata", JSONType),  # {field: {"old", "new"}}
+    sa.Index("ix_monitor_changes_monitor", "monitor_id", "detected_at", "id"),
+)
+
+# What each run of a watched page read (through its monitor's ignore selectors): its Markdown
+# and text in one compressed blob, stored only when they differ from the run before.
+run_contents = sa.Table(
+    "run_contents",
+    metadata,
+    sa.Column("job_id", sa.Uuid(), sa.ForeignKey("jobs.id", ondelete="CASCADE"), primary_key=True),
+    sa.Column("run", sa.Integer(), primary_key=True),
+    sa.Column("fetched_at", UTCDateTime(), nullable=False),
+    sa.Column("http_status", sa.Integer()),
+    sa.Column("status", sa.String(16), nullable=False),  # the job's status after the run
+    sa.Column("fingerprint", sa.String(80)),
+    sa.Column("digest", sa.String(80)),
+    sa.Column("content_run", sa.Integer()),  # the run whose blob holds this one's content
+    sa.Column("metadata", JSONType),
+    sa.Column("blob", sa.LargeBinary()),
+)

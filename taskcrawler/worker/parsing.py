@@ -24,11 +24,12 @@ So the lane is chosen by size and by tag count (``<`` counted, a memchr over the
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Sequence
 from functools import partial
 from typing import TypeVar
 
 from taskcrawler.common.processes import CallTimeout, ProcessPool
+from taskcrawler.domain.selectors import IgnoreSelector
 from taskcrawler.extract import Extraction, extract
 from taskcrawler.extract.links import MAX_LINKS_PER_PAGE
 
@@ -81,8 +82,15 @@ class PageParser:
         return "thread" if tags <= self.thread_tags else "process"
 
     async def extract(
-        self, body: bytes, *, url: str, charset: str | None, formats: Collection[str]
+        self,
+        body: bytes,
+        *,
+        url: str,
+        charset: str | None,
+        formats: Collection[str],
+        ignore: Sequence[IgnoreSelector] = (),
     ) -> Extraction:
+        options = {"ignore": tuple(ignore)} if ignore else {}
         call = partial(
             self.extractor,
             body,
@@ -90,6 +98,7 @@ class PageParser:
             charset=charset,
             formats=tuple(formats),
             max_links=self.max_links,
+            **options,
         )
         return await self.run(call, body)
 

@@ -64,8 +64,14 @@ async def run_worker(
         )
     try:
         dispatcher = bootstrap.webhook_dispatcher(shared)
-        async with running_beside(dispatcher, stop, settings.webhook_timeout_seconds):
-            await worker.run(stop)
+        scheduler = bootstrap.monitor_scheduler(shared, parser)
+        monitoring = asyncio.create_task(scheduler.run(stop), name="monitors")
+        try:
+            async with running_beside(dispatcher, stop, settings.webhook_timeout_seconds):
+                await worker.run(stop)
+        finally:
+            stop.set()
+            await asyncio.gather(monitoring, return_exceptions=True)
     finally:
         if server is not None:
             await server.cleanup()

@@ -330,6 +330,7 @@ class Context:
     admin: str = ""
     victim_key_id: str = ""
     job_id: str = ""
+    monitor_id: str = ""
 
 
 #: A valid value for each required input; optional ones are left out of the baseline.
@@ -341,6 +342,11 @@ BASELINES: dict[tuple[str, str], Callable[[Context], Any]] = {
     ("body", "url"): lambda ctx: "http://fuzz.example/",
     ("body", "urls"): lambda ctx: ["http://fuzz.example/batch"],
     ("body", "name"): lambda ctx: "fuzzed",
+    ("path", "monitor_id"): lambda ctx: ctx.monitor_id,
+    ("path", "run"): lambda ctx: "0",
+    ("query", "from"): lambda ctx: "0",
+    ("query", "to"): lambda ctx: "0",
+    ("body", "interval_seconds"): lambda ctx: 3600,
 }
 
 
@@ -651,6 +657,13 @@ async def test_every_input_surface_survives_hostile_values(database_url: str) ->
         )
         assert created.status_code == 201, created.text
         ctx.job_id = created.json()["id"]
+        monitor = await service.client.post(
+            "/api/v1/monitors",
+            json={"url": "http://fuzz.example/watched", "interval_seconds": 3600},
+            headers={"Authorization": f"Bearer {ctx.admin}"},
+        )
+        assert monitor.status_code == 201, monitor.text
+        ctx.monitor_id = monitor.json()["id"]
         found = [surface for op in operations(service.app) for surface in surfaces_of(op)]
         fuzzer = Fuzzer(service, asyncio.get_running_loop(), ctx)
         # Hypothesis runs synchronously: in a thread, sending each case to this loop.

@@ -1,4 +1,4 @@
-"""The web dashboard: three HTML pages and their static files, all served from the package.
+"""The web dashboard: its HTML pages and their static files, all served from the package.
 
 The pages hold no data. Their script calls the JSON API with ``fetch()`` (sending the API key the
 user typed in, kept in ``localStorage``, as ``Authorization: Bearer``), so the dashboard sees
@@ -46,7 +46,7 @@ def _template(name: str) -> str:
 def render(name: str, **values: str) -> str:
     """``{{name}}`` placeholders replaced by HTML-escaped values; the layout wraps the page."""
     page = _template(name)
-    values = {"version": __version__, "static": STATIC_PREFIX, **values}
+    values = {"version": __version__, "static": STATIC_PREFIX, "monitor_id": "", **values}
     layout = _template("layout.html").replace("{{content}}", page)
     for key, value in values.items():
         layout = layout.replace("{{" + key + "}}", html.escape(value, quote=True))
@@ -83,6 +83,30 @@ async def job_page(job_id: str) -> HTMLResponse:
             "not_found.html", status.HTTP_404_NOT_FOUND, title="Not found", page="none", job_id=""
         )
     return _page("job.html", title=f"Job {parsed}", page="job", job_id=str(parsed))
+
+
+@router.get("/monitors", response_class=HTMLResponse)
+async def monitors_page() -> HTMLResponse:
+    """The monitors of the key in use: status, pages, schedule."""
+    return _page("monitors.html", title="Monitors", page="monitors", job_id="")
+
+
+@router.get("/monitors/{monitor_id}", response_class=HTMLResponse)
+async def monitor_page(monitor_id: str) -> HTMLResponse:
+    """One monitor: its pages and its changes, each with its diff."""
+    try:
+        parsed = UUID(monitor_id)
+    except ValueError:
+        return _page(
+            "not_found.html", status.HTTP_404_NOT_FOUND, title="Not found", page="none", job_id=""
+        )
+    return _page(
+        "monitor.html",
+        title=f"Monitor {parsed}",
+        page="monitor",
+        job_id="",
+        monitor_id=str(parsed),
+    )
 
 
 @router.get(STATIC_PREFIX + "/{path:path}")

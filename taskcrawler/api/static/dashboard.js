@@ -638,6 +638,128 @@
     return search;
   }
 
+  // ------------------------------------------------------------------ monitors
+
+  const MONITORS = "/api/v1/monitors";
+
+  function monitorBadge(monitor) {
+    return el("span", { class: `badge s-${monitor.status === "ACTIVE" ? "COMPLETED" : "CANCELLED"}`, text: monitor.status });
+  }
+
+  function monitorsPage() {
+    let signature = "";
+    async function refresh() {
+      const page = await api("GET", MONITORS + query({ limit: PAGE_SIZE }));
+      showAlert("");
+      $("updated").textContent = `Updated ${new Date().toLocaleTimeString()}`;
+      const now = JSON.stringify(page.monitors.map((m) => [m.id, m.status, m.rounds, m.next_run_at]));
+      if (now === signature) return;
+      signature = now;
+      const body = $("monitors-body");
+      if (!page.monitors.length) {
+        body.replaceChildren(el("tr", {}, el("td", { colspan: 5, class: "muted", text: "No monitors yet." })));
+        return;
+      }
+      body.replaceChildren(...page.monitors.map((monitor) => el(
+        "tr",
+        { "data-monitor-id": monitor.id },
+        el("td", {}, monitorBadge(monitor)),
+        el("td", { class: "url" }, el("a", { href: `/monitors/${monitor.id}`, text: monitor.urls.join(", ") })),
+        el("td", { class: "num", text: `${monitor.interval_seconds} s` }),
+        el("td", { class: "num", text: monitor.rounds }),
+        el("td", {}, time(monitor.next_run_at)),
+      )));
+    }
+    return poll(refresh, POLL_MS);
+  }
+
+  /** A unified diff, each line marked by what it does (added, removed, a hunk header). */
+  function diffView(text) {
+    const lines = text.split("\n");
+    if (lines.length && lines[lines.length - 1] === "") lines.pop();
+    return el("pre", { class: "diff" }, ...lines.map((line) => {
+      const kind = line.startsWith("+++") || line.startsWith("---") ? "file"
+        : line.startsWith("@@") ? "hunk"
+        : line.startsWith("+") ? "add"
+        : line.startsWith("-") ? "del" : "ctx";
+      return el("span", { class: `line ${kind}`, text: `${line}\n` });
+    }));
+  }
+
+  function monitorPage(id) {
+    let changesSignature = "";
+    function renderMonitor(monitor) {
+      const status = $("monitor-status");
+      status.replaceWith(Object.assign(monitorBadge(monitor), { id: "monitor-status" }));
+      $("pause-button").hidden = monitor.status !== "ACTIVE";
+      $("resume-button").hidden = monitor.status === "ACTIVE";
+      const meta = $("monitor-meta");
+      const pairs = [
+        ["Every", `${monitor.interval_seconds} s`],
+        ["Runs", String(monitor.rounds)],
+        ["Last run", time(monitor.last_run_at)],
+        ["Next run", time(monitor.next_run_at)],
+        ["Ignored", monitor.ignore_selectors.join(", ") || "—"],
+        ["Webhook", monitor.callback_url || "—"],
+      ];
+      meta.replaceChildren(...pairs.flatMap(([name, value]) => [el("dt", { text: name }), el("dd", {}, value)]));
+      $("monitor-pages").replaceChildren(...monitor.pages.map((page) => el(
+        "li", {}, el("a", { href: `/jobs/${page.job_id}`, text: page.url }),
+      )));
+    }
+    function renderChanges(changes) {
+      const box = $("changes");
+      if (!changes.length) {
+        box.replaceChildren(el("p", { class: "muted", text: "No change yet: the first run is the baseline." }));
+        return;
+      }
+      box.replaceChildren(...changes.map((change) => el(
+        "article",
+        { class: "change", "data-change-id": change.id },
+        el("h3", {}, time(change.detected_at), " ", el("span", { class: "url", text: change.url }),
+          el("span", { class: "muted small", text: ` run ${change.previous_run} → ${change.run}` })),
+        ...Object.entries(change.metadata || {}).map(([name, values]) => el(
+          "p", { class: "small" }, `${name}: `, el("del", { text: values.old ?? "—" }), " → ", el("ins", { text: values.new ?? "—" }),
+        )),
+        change.diff ? diffView(change.diff) : null,
+        change.diff_complete === false ? el("p", { class: "muted small", text: "The diff was cut at its size limit." }) : null,
+      )));
+    }
+    async function refresh() {
+      let monitor;
+      try {
+        monitor = await api("GET", `${MONITORS}/${id}`);
+      } catch (error) {
+        if (error.status === 404) {
+          showAlert("No monitor with this id, or not one this API key may see.");
+          return;
+        }
+        throw error;
+      }
+      showAlert("");
+      renderMonitor(monitor);
+      const page = await api("GET", `${MONITORS}/${id}/changes` + query({ limit: 20 }));
+      const signature = JSON.stringify(page.changes.map((c) => c.id));
+      if (signature !== changesSignature) {
+        changesSignature = signature;
+        renderChanges(page.changes);
+      }
+    }
+    const now = poll(refresh, POLL_MS);
+    async function setPaused(paused) {
+      try {
+        await api("PATCH", `${MONITORS}/${id}`, { paused });
+        showAlert("");
+      } catch (error) {
+        showAlert(error.message);
+      }
+      now();
+    }
+    $("pause-button").addEventListener("click", () => setPaused(true));
+    $("resume-button").addEventListener("click", () => setPaused(false));
+    return now;
+  }
+
   // ------------------------------------------------------------------ start
 
   document.addEventListener("DOMContentLoaded", () => {
@@ -647,5 +769,7 @@
     if (page === "jobs") refresh = jobsPage();
     else if (page === "job") refresh = jobPage(document.body.dataset.jobId);
     else if (page === "search") refresh = searchPage();
+    else if (page === "monitors") refresh = monitorsPage();
+    else if (page === "monitor") refresh = monitorPage(document.body.dataset.monitorId);
   });
 })();

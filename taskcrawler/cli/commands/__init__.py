@@ -83,6 +83,12 @@ def cmd_search(settings: Settings, args: argparse.Namespace) -> int:
     return run(args)
 
 
+def cmd_monitor(settings: Settings, args: argparse.Namespace) -> int:
+    from taskcrawler.cli.commands.monitors import run
+
+    return run(args)
+
+
 def add_client_commands(sub: Subparsers) -> None:
     """Add ``submit`` and ``jobs`` to the ``taskcrawler`` parser's subcommands."""
     submit = sub.add_parser(
@@ -260,3 +266,71 @@ def _add_crawl_command(sub: Subparsers) -> None:
     )
     _add_api_options(crawl)
     crawl.set_defaults(func=cmd_crawl)
+    _add_monitor_commands(sub)
+
+
+def _add_monitor_commands(sub: Subparsers) -> None:
+    monitor = sub.add_parser(
+        "monitor",
+        help="watch pages for changes on a running API: create, list, changes, pause, …",
+        description="Monitors re-scrape pages on a schedule and report what changed, with a "
+        "unified diff (docs/how-to/monitors.md).",
+    )
+    actions = monitor.add_subparsers(dest="action", required=True, metavar="ACTION")
+    create = actions.add_parser(
+        "create", help="watch URLs", description="Watch URLs; the first run starts at once."
+    )
+    create.add_argument("urls", nargs="+", metavar="URL", help="http(s) URLs to watch")
+    create.add_argument(
+        "-i",
+        "--interval",
+        type=_positive,
+        required=True,
+        metavar="SECONDS",
+        help="seconds between runs (at least the API's minimum, 60 by default)",
+    )
+    create.add_argument(
+        "--ignore",
+        action="append",
+        default=[],
+        metavar="SELECTOR",
+        help="a CSS selector of a part of the page that changes on every load (may be repeated)",
+    )
+    create.add_argument(
+        "--format",
+        action="append",
+        default=[],
+        choices=("metadata", "markdown", "text", "html", "links"),
+        help="what each run's job keeps (may be repeated; default markdown)",
+    )
+    create.add_argument("--callback-url", metavar="URL", help="gets a page.changed webhook")
+    _add_api_options(create)
+
+    listing = actions.add_parser("list", help="monitors, newest first", description="Monitors.")
+    listing.add_argument(
+        "-n", "--limit", type=_count, default=20, help="how many at most (default 20)"
+    )
+    listing.add_argument("--cursor", help="continue after an earlier page (printed at its end)")
+    _add_api_options(listing)
+
+    changes = actions.add_parser(
+        "changes",
+        help="a monitor's changes with their diffs, newest first",
+        description="A monitor's changes, newest first, each with its unified diff.",
+    )
+    changes.add_argument("monitor_id", metavar="ID", help="the monitor's id")
+    changes.add_argument(
+        "-n", "--limit", type=_count, default=20, help="how many at most (default 20)"
+    )
+    changes.add_argument("--cursor", help="continue after an earlier page (printed at its end)")
+    _add_api_options(changes)
+
+    for name, text in (
+        ("pause", "stop running a monitor until it is resumed"),
+        ("resume", "run a paused monitor again (a missed run fires once, now)"),
+        ("delete", "delete a monitor, its jobs, their runs and its changes"),
+    ):
+        action = actions.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
+        action.add_argument("monitor_id", metavar="ID", help="the monitor's id")
+        _add_api_options(action)
+    monitor.set_defaults(func=cmd_monitor)

@@ -1,0 +1,123 @@
+"""``taskcrawler monitor create | list | changes | pause | resume | delete`` against a running
+API."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rich.table import Table
+
+from taskcrawler.cli.client import MAX_PAGE, ApiClient, ApiError, api_key_from_env
+from taskcrawler.cli.commands import EXIT_ERROR, EXIT_OK
+from taskcrawler.cli.commands.render import err, fail, local_time, out, print_json
+from taskcrawler.cli.main import run_async
+
+
+def run(args: argparse.Namespace) -> int:
+    return run_async(_run(args))
+
+
+async def _run(args: argparse.Namespace) -> int:
+    async with ApiClient(args.api, api_key_from_env()) as api:
+        try:
+            if args.action == "create":
+                await create(api, args)
+            elif args.action == "list":
+                await list_monitors(api, args)
+            elif args.action == "changes":
+                await changes(api, args)
+            elif args.action in ("pause", "resume"):
+                monitor = await api.update_monitor(
+                    args.monitor_id, {"paused": args.action == "pause"}
+                )
+                report(monitor, args)
+            else:
+                await api.delete_monitor(args.monitor_id)
+                if args.json:
+                    print_json({"id": args.monitor_id, "deleted": True})
+                else:
+                    out().print(f"{args.monitor_id} deleted")
+        except ApiError as exc:
+            fail(str(exc))
+            return EXIT_ERROR
+    return EXIT_OK
+
+
+async def create(api: ApiClient, args: argparse.Namespace) -> None:
+    body: dict[str, Any] = {"urls": args.urls, "interval_seconds": args.interval}
+    if args.ignore:
+        body["ignore_selectors"] = args.ignore
+    if args.callback_url:
+        body["callback_url"] = args.callback_url
+    if args.format:
+        body["formats"] = args.format
+    report(await api.create_monitor(body), args)
+
+
+def report(monitor: dict[str, Any], args: argparse.Namespace) -> None:
+    if args.json:
+        print_json(monitor)
+        return
+    out().print(monitors_table([monitor]))
+
+
+def monitors_table(monitors: list[dict[str, Any]]) -> Table:
+    table = Table()
+    for column in ("id", "status", "every", "pages", "rounds", "next run"):
+        table.add_column(column, overflow="fold")
+    for monitor in monitors:
+        table.add_row(
+            monitor["id"],
+            monitor["status"],
+            f"{monitor['interval_seconds']:g} s",
+            "\n".join(monitor["urls"]),
+            str(monitor["rounds"]),
+            local_time(monitor.get("next_run_at")),
+        )
+    return table
+
+
+async def list_monitors(api: ApiClient, args: argparse.Namespace) -> None:
+    found: list[dict[str, Any]] = []
+    cursor: str | None = args.cursor
+    while len(found) < args.limit:
+        page, cursor = await api.list_monitors(
+            limit=min(MAX_PAGE, args.limit - len(found)), cursor=cursor
+        )
+        found.extend(page)
+        if not cursor:
+            break
+    if args.json:
+        print_json({"monitors": found, "next_cursor": cursor})
+        return
+    if not found:
+        err().print("No monitors.")
+        return
+    out().print(monitors_table(found))
+    if cursor:
+        err().print(f"More: taskcrawler monitor list --cursor {cursor}", soft_wrap=True)
+
+
+async def changes(api: ApiClient, args: argparse.Namespace) -> None:
+    found, cursor = await api.changes(
+        args.monitor_id, limit=min(MAX_PAGE, args.limit), cursor=args.cursor
+    )
+    if args.json:
+        print_json({"changes": found, "next_cursor": cursor})
+        return
+    if not found:
+        err().print("No changes.")
+        return
+    console = out()
+    for change in found:
+        console.rule(f"{local_time(change['detected_at'])}  {change['kind']}  {change['url']}")
+        if change.get("diff"):
+            console.print(change["diff"], markup=False, highlight=False, soft_wrap=True)
+        for name, values in (change.get("metadata") or {}).items():
+            console.print(f"{name}: {values['old']!r} -> {values['new']!r}", markup=False)
+    if cursor:
+        err().print(
+            f"More: taskcrawler monitor changes {args.monitor_id} --cursor {cursor}",
+            soft_wrap=True,
+        )

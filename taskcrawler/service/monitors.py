@@ -1,0 +1,183 @@
+"""Monitor operations shared by the API and the command line: create, read, list, pause,
+resume, a new interval, delete; a monitor's changes; a page's old runs and the diff of two.
+
+Every call is scoped to the caller: another tenant's monitor, job or run is not found.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from uuid import UUID
+
+from taskcrawler.domain.errors import InvalidCursor, NotFound
+from taskcrawler.domain.keys import Caller
+from taskcrawler.domain.monitors import (
+    DEFAULT_MIN_INTERVAL_SECONDS,
+    Change,
+    InvalidMonitorSpec,
+    Monitor,
+    MonitorSpec,
+    PageDiff,
+    Snapshot,
+    StoredRun,
+    checked_interval,
+)
+from taskcrawler.domain.runs import RunContent
+from taskcrawler.storage.ports import MonitorRepository
+
+
+class MonitorNotFound(NotFound):
+    def __init__(self) -> None:
+        super().__init__("no monitor with this id")
+
+
+class RunNotFound(NotFound):
+    def __init__(self, run: int) -> None:
+        super().__init__(f"no run {run} of this job in its history")
+
+
+@dataclass(frozen=True, slots=True)
+class MonitorPolicy:
+    min_interval_seconds: float = DEFAULT_MIN_INTERVAL_SECONDS
+    #: As for jobs: a job published but not claimed within this long is published again.
+    redispatch_after: float = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class MonitorRequest:
+    """What a client asks for, as it asked (the domain checks it)."""
+
+    interval_seconds: object
+    url: object = None
+    urls: object = None
+    crawl: object = None
+    formats: Sequence[str] | None = None
+    ignore_selectors: Sequence[str] | None = None
+    callback_url: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RunView:
+    record: StoredRun
+    content: RunContent
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class MonitorService:
+    def __init__(
+        self,
+        policy: MonitorPolicy,
+        store: MonitorRepository,
+        *,
+        clock: Callable[[], datetime] = _utcnow,
+    ) -> None:
+        self.policy = policy
+        self.store = store
+        self.clock = clock
+
+    async def create(self, caller: Caller, request: MonitorRequest) -> Monitor:
+        """A new monitor; its first run starts at once (the baseline, reported as no change)."""
+        if request.crawl is not None:
+            raise InvalidMonitorSpec("crawl", "crawl monitors are not available yet; give urls")
+        callback = request.callback_url or (caller.key.callback_url if caller.key else None)
+        spec = MonitorSpec.create(
+            interval_seconds=request.interval_seconds,
+            url=request.url,
+            urls=request.urls,
+            formats=tuple(request.formats) if request.formats else ("markdown",),
+            ignore_selectors=tuple(request.ignore_selectors or ()),
+            callback_url=callback,
+            min_interval_seconds=self.policy.min_interval_seconds,
+        )
+        return await self.store.create(
+            caller.owner, spec, now=self.clock(), redispatch_after=self.policy.redispatch_after
+        )
+
+    async def get(self, caller: Caller, monitor_id: UUID) -> Monitor:
+        monitor = await self.store.get(monitor_id, owner=caller.owner)
+        if monitor is None:
+            raise MonitorNotFound
+        return monitor
+
+    async def list_monitors(
+        self, caller: Caller, *, limit: int = 50, cursor: str | None = None
+    ) -> tuple[list[Monitor], str | None]:
+        try:
+            return await self.store.list_monitors(caller.owner, limit=limit, cursor=cursor)
+        except ValueError as exc:
+            raise InvalidCursor(str(exc)) from None
+
+    async def update(
+        self,
+        caller: Caller,
+        monitor_id: UUID,
+        *,
+        paused: bool | None = None,
+        interval_seconds: float | None = None,
+    ) -> Monitor:
+        interval = (
+            checked_interval(interval_seconds, self.policy.min_interval_seconds)
+            if interval_seconds is not None
+            else None
+        )
+        monitor = await self.store.update(
+            monitor_id,
+            owner=caller.owner,
+            now=self.clock(),
+            paused=paused,
+            interval_seconds=interval,
+        )
+        if monitor is None:
+            raise MonitorNotFound
+        return monitor
+
+    async def delete(self, caller: Caller, monitor_id: UUID) -> None:
+        if not await self.store.delete(monitor_id, owner=caller.owner):
+            raise MonitorNotFound
+
+    async def changes(
+        self, caller: Caller, monitor_id: UUID, *, limit: int = 50, cursor: str | None = None
+    ) -> tuple[list[Change], str | None]:
+        """A page of the monitor's changes, newest first."""
+        await self.get(caller, monitor_id)
+        try:
+            return await self.store.changes(
+                monitor_id, owner=caller.owner, limit=limit, cursor=cursor
+            )
+        except ValueError as exc:
+            raise InvalidCursor(str(exc)) from None
+
+    async def run(self, caller: Caller, job_id: UUID, run: int) -> RunView:
+        """An old run of a watched page and what it read."""
+        found = await self.store.run(job_id, run, owner=caller.owner)
+        if found is None:
+            raise RunNotFound(run)
+        return RunView(*found)
+
+    async def diff(self, caller: Caller, job_id: UUID, old: int, new: int) -> PageDiff:
+        """The unified diff of two runs' Markdown, and their metadata that changed."""
+        before = await self.run(caller, job_id, old)
+        after = await self.run(caller, job_id, new)
+        # Bounded in work (domain.diffs), but a big page still costs milliseconds of CPU.
+        return await asyncio.to_thread(
+            _diff, before, after, from_label=f"run {old}", to_label=f"run {new}"
+        )
+
+
+def _snapshot(view: RunView) -> Snapshot:
+    return Snapshot(
+        view.content.markdown,
+        view.content.text,
+        view.record.metadata,
+        view.record.fingerprint or "",
+    )
+
+
+def _diff(before: RunView, after: RunView, *, from_label: str, to_label: str) -> PageDiff:
+    return _snapshot(after).diff(_snapshot(before), from_label=from_label, to_label=to_label)

@@ -1,0 +1,237 @@
+"""The monitor scheduler, in every worker: fire due slots, then read the runs they caused.
+
+Each tick does two things, both safe with any number of workers on one database:
+
+1. **Read finished runs** of watched pages (change detection): a batch of them is claimed for
+   this worker alone; the page each run fetched is read again through its monitor's ignore
+   selectors and compared with the page's baseline run; the runs' history rows, their content,
+   and the changes with their webhooks are recorded in one transaction. A run's history row has
+   a unique key, so a run is recorded (and a change reported) once.
+2. **Fire due slots**: the storage fires each due slot once (see :mod:`taskcrawler.storage.
+   monitors`) and runs the monitor's pages again as ordinary jobs, which are published here.
+   A page whose last run was not read yet is left out of the round: its run goes on.
+
+Reading runs before firing means a round's runs are compared before the next round restarts
+their jobs. The clock is a parameter, so tests move time instead of waiting for it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from uuid import UUID
+
+from taskcrawler.domain import ServiceUnavailable, backoff_delay
+from taskcrawler.domain.monitors import FiredSlot, PageRun, RunReading, Snapshot, read_run
+from taskcrawler.domain.runs import RetentionPolicy
+from taskcrawler.queue import JobQueue
+from taskcrawler.storage.ports import MonitorRepository
+from taskcrawler.worker.parsing import PageParser, ParseTimeout
+
+log = logging.getLogger(__name__)
+
+#: Pages held in memory at once while a batch of runs is read (one page may go over).
+READ_GROUP_BYTES = 32 * 1024 * 1024
+#: What change detection reads of a page, whatever the monitor's formats.
+_READ_FORMATS = ("markdown", "text")
+
+
+def _utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+@dataclass(frozen=True, slots=True)
+class MonitorConfig:
+    #: How often a worker looks for due slots and unread runs.
+    poll_seconds: float = 1.0
+    #: As for jobs: a published job not claimed within this long is published again.
+    redispatch_seconds: float = 30.0
+    #: Monitors fired, and runs read, per statement.
+    batch: int = 100
+    retention: RetentionPolicy = field(default_factory=RetentionPolicy)
+
+
+@dataclass(slots=True)
+class MonitorStats:
+    fired: int = 0
+    missed: int = 0
+    published: int = 0
+    read: int = 0
+    changes: int = 0
+
+
+class MonitorScheduler:
+    def __init__(
+        self,
+        config: MonitorConfig,
+        store: MonitorRepository,
+        queue: JobQueue,
+        parser: PageParser,
+        *,
+        clock: Callable[[], datetime] = _utcnow,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.config = config
+        self.store = store
+        self.queue = queue
+        self.parser = parser
+        self.clock = clock
+        self.rng = rng or random.Random()
+        self.stats = MonitorStats()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Tick every ``poll_seconds`` until ``stop`` is set; an outage is waited out."""
+        failures = 0
+        while not stop.is_set():
+            try:
+                await self.tick()
+                failures = 0
+                delay = self.config.poll_seconds
+            except ServiceUnavailable as exc:
+                failures += 1
+                delay = backoff_delay(failures, base=0.5, cap=10.0, rng=self.rng)
+                log.warning("monitors: %s unavailable, again in %.1fs", exc.dependency, delay)
+            except Exception:
+                # A bug must not stop the scheduling of every monitor in this worker for good.
+                failures += 1
+                delay = backoff_delay(failures, base=0.5, cap=10.0, rng=self.rng)
+                log.exception("monitors: unexpected error; again in %.1fs", delay)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), timeout=delay)
+
+    async def tick(self) -> list[FiredSlot]:
+        """Read every finished run, then fire every due slot; the slots fired."""
+        await self.read_runs()
+        return await self.fire_due()
+
+    async def fire_due(self) -> list[FiredSlot]:
+        fired: list[FiredSlot] = []
+        while True:
+            batch = await self.store.fire_due(
+                now=self.clock(),
+                redispatch_after=self.config.redispatch_seconds,
+                limit=self.config.batch,
+            )
+            fired.extend(batch)
+            await self._publish(batch)
+            if len(batch) < self.config.batch:
+                break
+        self.stats.fired += len(fired)
+        self.stats.missed += sum(slot.missed for slot in fired)
+        return fired
+
+    async def _publish(self, fired: list[FiredSlot]) -> None:
+        await self._publish_jobs([job_id for slot in fired for job_id in slot.job_ids])
+
+    async def _publish_jobs(self, job_ids: list[UUID]) -> None:
+        if not job_ids:
+            return
+        try:
+            await self.queue.publish(job_ids)
+            self.stats.published += len(job_ids)
+        except ServiceUnavailable as exc:
+            # The jobs stay PENDING; the sweeper publishes them once the queue is back.
+            log.warning("monitors: could not publish %d jobs: %s", len(job_ids), exc)
+            await self.store.mark_dispatch_due(job_ids)
+
+    async def read_runs(self) -> int:
+        """Change detection for every finished run not read yet; how many were recorded."""
+        recorded = 0
+        while True:
+            runs = await self.store.claim_unread_runs(limit=self.config.batch)
+            taken = await self._read(runs)
+            recorded += taken
+            if len(runs) < self.config.batch:
+                break
+        self.stats.read += recorded
+        return recorded
+
+    async def _read(self, runs: list[PageRun]) -> int:
+        if not runs:
+            return 0
+        snapshots = await self._snapshots(runs)
+        baselines = await self.store.baselines(
+            [(p.job_id, p.baseline_run) for p in runs if p.baseline_run is not None]
+        )
+        now = self.clock()
+
+        def decide() -> list[RunReading]:
+            return [
+                read_run(
+                    page,
+                    current,
+                    baselines.get((page.job_id, page.baseline_run))
+                    if page.baseline_run is not None
+                    else None,
+                    now=now,
+                    change_id=uuid.uuid4(),
+                )
+                for page, current in zip(runs, snapshots, strict=True)
+            ]
+
+        # Diffs are bounded in work (domain.diffs), but a batch of big pages costs real CPU.
+        readings = await asyncio.to_thread(decide)
+        due = await self.store.record_readings(
+            readings,
+            retention=self.config.retention,
+            redispatch_after=self.config.redispatch_seconds,
+        )
+        await self._publish_jobs(due)
+        for reading in readings:
+            if reading.change is not None:
+                self.stats.changes += 1
+                page = reading.page
+                log.info("monitor %s: %s changed (run %d)", page.monitor_id, page.url, page.run)
+        return len(readings)
+
+    async def _snapshots(self, runs: list[PageRun]) -> list[Snapshot | None]:
+        """Each run's page read through its selectors (None when the run read nothing). Pages
+        are loaded a group at a time, at most ``READ_GROUP_BYTES`` of them (and one page over),
+        so a batch of big pages never sits in memory at once."""
+        snapshots: dict[UUID, Snapshot | None] = {}
+        group: list[PageRun] = []
+        size = 0
+        for page in runs:
+            if page.body_size is None:
+                continue
+            group.append(page)
+            size += page.body_size
+            if size >= READ_GROUP_BYTES:
+                snapshots |= await self._read_group(group)
+                group, size = [], 0
+        snapshots |= await self._read_group(group)
+        return [snapshots.get(page.job_id) for page in runs]
+
+    async def _read_group(self, group: list[PageRun]) -> dict[UUID, Snapshot | None]:
+        if not group:
+            return {}
+        bodies = await self.store.archived_bodies([page.job_id for page in group])
+        read: dict[UUID, Snapshot | None] = {}
+        for page in group:
+            body = bodies.pop(page.job_id, None)
+            read[page.job_id] = await self._snapshot(page, body) if body is not None else None
+        return read
+
+    async def _snapshot(self, page: PageRun, body: bytes) -> Snapshot | None:
+        try:
+            extraction = await self.parser.extract(
+                body,
+                url=page.final_url or page.url,
+                charset=page.charset,
+                formats=_READ_FORMATS,
+                ignore=page.ignore_selectors,
+            )
+        except ParseTimeout as exc:
+            log.warning("monitors: %s could not be read: %s", page.url, exc)
+            return None
+        return Snapshot.of(
+            markdown=extraction.markdown or "",
+            text=extraction.text or "",
+            metadata=extraction.metadata,
+        )
