@@ -2,7 +2,7 @@
 
 They talk to a running API (``--api``, default http://127.0.0.1:8000) with the key in
 ``TASKCRAWLER_API_KEY``. This module only builds their parsers, so ``taskcrawler --help`` stays
-fast; the work (aiohttp, rich) is imported when a command runs.
+fast; the work (httpx, rich) is imported when a command runs.
 
 Exit codes: 0 success; 1 some submitted jobs failed, were cancelled or did not finish in time;
 2 bad input or the API refused or could not be reached (one line on stderr says why).
@@ -18,7 +18,7 @@ from taskcrawler.domain.jobs import JobStatus
 if TYPE_CHECKING:
     from taskcrawler.settings import Settings
 
-# Here, not in client.py, so that building the parser imports neither aiohttp nor rich.
+# Here, not in client.py, so that building the parser imports neither httpx nor rich.
 API_KEY_ENV = "TASKCRAWLER_API_KEY"
 DEFAULT_API = "http://127.0.0.1:8000"
 MAX_BATCH = 1000  # the batch endpoint's limit
