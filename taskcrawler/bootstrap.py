@@ -15,10 +15,12 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from taskcrawler import __version__
 from taskcrawler.queue import JobQueue, MemoryQueue
 from taskcrawler.service import Services
 from taskcrawler.service.content import ContentService
 from taskcrawler.service.deliveries import DeliveryService
+from taskcrawler.service.exports import ExportService
 from taskcrawler.service.health import HealthService
 from taskcrawler.service.idempotency import IdempotencyService
 from taskcrawler.service.jobs import JobPolicy, JobService
@@ -143,6 +145,15 @@ def api_services(
         idempotency=IdempotencyService(storage.idempotency),
         health=HealthService(storage.db.ping, runtime.queue.ping),
         mapper=MapService(page_fetcher, runtime.settings),
+        exports=export_service(storage, runtime.settings),
+    )
+
+
+def export_service(storage: Storage, settings: Settings) -> ExportService:
+    return ExportService(
+        storage.exports,
+        request_headers={"user-agent": settings.user_agent},
+        software=f"TaskCrawler {__version__}",
     )
 
 

@@ -16,6 +16,7 @@ from taskcrawler.api.limits import BodySizeLimit
 from taskcrawler.api.routes import content, health, jobs
 from taskcrawler.api.routes import dashboard as dashboard_routes
 from taskcrawler.api.routes import deliveries as deliveries_routes
+from taskcrawler.api.routes import export as export_routes
 from taskcrawler.api.routes import keys as keys_routes
 from taskcrawler.api.routes import map as map_routes
 from taskcrawler.bootstrap import Runtime
@@ -84,6 +85,7 @@ def create_app(
     app.include_router(deliveries_routes.router)
     app.include_router(content.router)
     app.include_router(map_routes.router)
+    app.include_router(export_routes.router)
     app.include_router(keys_routes.router)
     app.include_router(health.router)
     app.include_router(dashboard_routes.router)

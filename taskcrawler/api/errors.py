@@ -61,11 +61,12 @@ async def _limit_exceeded(_: Request, exc: Exception) -> Response:
 
 async def _invalid_cursor(request: Request, exc: Exception) -> Response:
     # The shape of every other 422 (and of the schema): a list of errors with their location.
+    parameter = exc.parameter if isinstance(exc, InvalidCursor) else "cursor"
     error = {
         "type": "value_error",
-        "loc": ("query", "cursor"),
+        "loc": ("query", parameter),
         "msg": str(exc),
-        "input": request.query_params.get("cursor"),
+        "input": request.query_params.get(parameter),
     }
     return await _invalid_request(request, RequestValidationError([error]))
 

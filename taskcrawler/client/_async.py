@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, BinaryIO, Self, TypeVar
 from uuid import UUID
 
 import httpx
 
 from taskcrawler.client import _base, _calls
-from taskcrawler.client._calls import Call, ContentFormat, ExportFormat, Sitemap
+from taskcrawler.client._calls import NEXT_SINCE, Call, ContentFormat, ExportFormat, Sitemap
 from taskcrawler.client.models import (
     Batch,
     ExportRecord,
@@ -180,39 +181,44 @@ class AsyncTaskCrawler:
 
     # --- export ---------------------------------------------------------------------------
 
-    async def export_chunks(
-        self, format: ExportFormat = "jsonl", *, since: str | None = None, limit: int | None = None
-    ) -> AsyncIterator[bytes]:
-        """The export's bytes as they arrive (JSONL, or gzipped WARC records)."""
-        params = _calls.export_params(format, since, limit)
-        try:
-            async with self._http.stream(
-                "GET",
-                "/api/v1/export",
-                params=tuple(params),
-                timeout=httpx.Timeout(self.timeout, read=None),
-            ) as response:
-                if response.status_code >= 400:
-                    _base.check(response, await response.aread())
-                async for chunk in response.aiter_bytes():
-                    yield chunk
-        except httpx.TransportError as exc:
-            raise _base.unreachable(self.base_url, exc, self.timeout) from None
+    async def export_to(
+        self,
+        out: BinaryIO,
+        format: ExportFormat = "jsonl",
+        *,
+        since: str | None = None,
+        limit: int | None = None,
+    ) -> str:
+        """Write the export of what finished after ``since`` to ``out`` as it arrives (JSON
+        Lines, or gzipped WARC records); return the cursor to pass as ``since`` next time."""
+        async with self._export(format, since, limit) as response:
+            next_since = response.headers.get(NEXT_SINCE, since or "")
+            async for chunk in response.aiter_bytes():
+                out.write(chunk)
+        return str(next_since)
 
     async def export(
         self, *, since: str | None = None, limit: int | None = None
     ) -> AsyncIterator[ExportRecord]:
-        """Finished jobs not exported after ``since``, oldest finish first. Keep the last
-        record's ``cursor`` and pass it as ``since`` next time: every result comes once."""
-        buffer = b""
-        async for chunk in self.export_chunks("jsonl", since=since, limit=limit):
-            buffer += chunk
-            *lines, buffer = buffer.split(b"\n")
-            for line in lines:
+        """The finished jobs not exported after ``since``, in the order they finished, each
+        with the ``cursor`` that resumes after it: every result comes once."""
+        async with self._export("jsonl", since, limit) as response:
+            async for line in response.aiter_lines():
                 if line:
                     yield ExportRecord.model_validate_json(line)
-        if buffer.strip():
-            yield ExportRecord.model_validate_json(buffer)
+
+    @contextlib.asynccontextmanager
+    async def _export(
+        self, format: ExportFormat, since: str | None, limit: int | None
+    ) -> AsyncIterator[httpx.Response]:
+        params = tuple(_calls.export_params(format, since, limit))
+        try:
+            async with self._http.stream("GET", "/api/v1/export", params=params) as response:
+                if response.status_code >= 400:
+                    _base.check(response, await response.aread())
+                yield response
+        except httpx.TransportError as exc:
+            raise _base.unreachable(self.base_url, exc, self.timeout) from None
 
     # --- plumbing -------------------------------------------------------------------------
 

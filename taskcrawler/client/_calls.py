@@ -25,6 +25,8 @@ T = TypeVar("T")
 JOBS = "/api/v1/jobs"
 MAX_BATCH = 1000  # the batch endpoint's limit
 MAX_PAGE = 500  # the list endpoint's largest page
+#: The export's header with the cursor of what finishes after it.
+NEXT_SINCE = "X-TaskCrawler-Next-Since"
 
 ContentFormat = Literal["markdown", "text", "html"]
 ExportFormat = Literal["jsonl", "warc"]

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 from taskcrawler.service.content import ContentService
 from taskcrawler.service.deliveries import DeliveryService
+from taskcrawler.service.exports import ExportService
 from taskcrawler.service.health import HealthService
 from taskcrawler.service.idempotency import IdempotencyService
 from taskcrawler.service.jobs import JobService
@@ -24,6 +25,7 @@ class Services:
     idempotency: IdempotencyService
     health: HealthService
     mapper: MapService
+    exports: ExportService
 
 
 __all__ = ["Services"]

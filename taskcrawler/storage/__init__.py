@@ -11,12 +11,14 @@ from dataclasses import dataclass
 from taskcrawler.domain.jobs import Created, NewJob
 from taskcrawler.storage.content import ContentStore
 from taskcrawler.storage.database import Database
+from taskcrawler.storage.exports import ExportStore
 from taskcrawler.storage.idempotency import IdempotencyStore
 from taskcrawler.storage.jobs import JobStore
 from taskcrawler.storage.keys import KeyStore
 from taskcrawler.storage.migrate import upgrade_database
 from taskcrawler.storage.ports import (
     ContentRepository,
+    ExportRepository,
     IdempotencyRepository,
     JobRepository,
     KeyRepository,
@@ -38,6 +40,7 @@ class Storage:
     keys: KeyRepository
     idempotency: IdempotencyRepository
     webhooks: WebhookRepository
+    exports: ExportRepository
 
     @classmethod
     def on(cls, db: Database) -> Storage:
@@ -49,6 +52,7 @@ class Storage:
             keys=KeyStore(db),
             idempotency=IdempotencyStore(db),
             webhooks=WebhookStore(db),
+            exports=ExportStore(db),
         )
 
     async def close(self) -> None:

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Protocol, Self
 from uuid import UUID
 
+from taskcrawler.domain.exports import ArchivedResponse, ExportPosition
 from taskcrawler.domain.jobs import ClaimedJob, Created, Job, JobQuery, JobRun, NewJob
 from taskcrawler.domain.keys import ApiKey, NewKey
 from taskcrawler.domain.pages import StoredLink
@@ -162,3 +163,23 @@ class WebhookRepository(Protocol):
         ...
 
     async def list_for_job(self, job_id: UUID, *, owner: str) -> list[Delivery]: ...
+
+
+class ExportRepository(Protocol):
+    """Finished jobs in export order: by ``export_seq``, which the database gives in commit
+    order, so that no finish can appear behind a position a reader has passed."""
+
+    async def end(
+        self, owner: str, after: ExportPosition, limit: int | None
+    ) -> ExportPosition | None:
+        """Where an export after ``after`` stops: the ``limit``-th position after it, or the
+        last one that is final now. None when there is none."""
+        ...
+
+    async def jobs_between(
+        self, owner: str, after: ExportPosition, end: ExportPosition, *, limit: int
+    ) -> list[tuple[ExportPosition, Job]]: ...
+
+    async def texts(self, job_ids: Sequence[UUID]) -> dict[UUID, dict[str, str]]: ...
+
+    async def archives(self, job_ids: Sequence[UUID]) -> dict[UUID, ArchivedResponse]: ...

@@ -76,6 +76,9 @@ jobs = sa.Table(
     sa.Column("last_modified", sa.Text()),
     sa.Column("run_count", sa.Integer(), nullable=False, server_default="0"),
     sa.Column("unchanged", sa.Boolean()),  # the last run got 304 Not Modified
+    # Position of the job's latest finish (COMPLETED or FAILED) in its owner's export stream, set
+    # by a trigger in the finishing transaction (migration 0008 says why and how).
+    sa.Column("export_seq", sa.BigInteger()),
     sa.UniqueConstraint("owner", "url_key"),
     sa.Index("ix_jobs_owner_created", "owner", "created_at", "id"),
     sa.Index("ix_jobs_owner_status_created", "owner", "status", "created_at", "id"),
@@ -83,6 +86,14 @@ jobs = sa.Table(
     # key column's IS NOT NULL keeps them to the sweeper's range queries: a claim or an outcome
     # write that could use them would scan every PENDING or PROCESSING row when statistics
     # misjudge how many there are (migration 0003).
+    sa.Index(
+        "ix_jobs_export",
+        "owner",
+        "export_seq",
+        "id",
+        postgresql_where=sa.text("export_seq IS NOT NULL"),
+        sqlite_where=sa.text("export_seq IS NOT NULL"),
+    ),
     sa.Index(
         "ix_jobs_dispatch",
         "dispatch_at",

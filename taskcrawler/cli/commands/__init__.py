@@ -11,6 +11,7 @@ Exit codes: 0 success; 1 some submitted jobs failed, were cancelled or did not f
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from taskcrawler.domain.jobs import JobStatus
@@ -70,8 +71,14 @@ def cmd_jobs(settings: Settings, args: argparse.Namespace) -> int:
     return run(args)
 
 
+def cmd_export(settings: Settings, args: argparse.Namespace) -> int:
+    from taskcrawler.cli.commands.export import run
+
+    return run(args)
+
+
 def add_client_commands(sub: Subparsers) -> None:
-    """Add ``submit`` and ``jobs`` to the ``taskcrawler`` parser's subcommands."""
+    """Add ``submit``, ``jobs`` and ``export`` to the ``taskcrawler`` parser's subcommands."""
     submit = sub.add_parser(
         "submit",
         help="submit URLs to a running API; --wait shows progress until they finish",
@@ -156,3 +163,38 @@ def add_client_commands(sub: Subparsers) -> None:
     _add_api_options(cancel)
 
     jobs.set_defaults(func=cmd_jobs)
+
+    export = sub.add_parser(
+        "export",
+        help="write the finished jobs of a running API as JSON Lines or WARC, resumably",
+        description="Stream every finished (COMPLETED or FAILED) job of your key that was not "
+        "exported after --since: JSON Lines (the job and its texts, one a line) or WARC 1.1 "
+        "(the raw responses kept by TASKCRAWLER_ARCHIVE_PAGES, one gzip member per record). "
+        "The cursor to pass next time is printed on stderr, and kept in --cursor-file if given: "
+        "run it again with the same file to get exactly what finished since, each job once.",
+    )
+    export.add_argument(
+        "--format", choices=("jsonl", "warc"), default="jsonl", help="default jsonl"
+    )
+    export.add_argument("--since", metavar="CURSOR", help="resume after this cursor")
+    export.add_argument(
+        "--cursor-file",
+        type=Path,
+        metavar="FILE",
+        help="read --since from FILE if it exists, and write the next cursor to it once the "
+        "export is complete",
+    )
+    export.add_argument(
+        "--limit", type=_count, help="at most this many jobs (the rest come next time)"
+    )
+    export.add_argument(
+        "-o", "--output", type=Path, metavar="FILE", help="write to FILE, not standard output"
+    )
+    export.add_argument(
+        "--api",
+        default=DEFAULT_API,
+        metavar="URL",
+        help=f"address of a running TaskCrawler API (default {DEFAULT_API}); "
+        f"the key, if it needs one, is read from {API_KEY_ENV}",
+    )
+    export.set_defaults(func=cmd_export)

@@ -131,3 +131,8 @@ def guarded_outcome_update(keys: tuple[str, ...]) -> tuple[str, ArrayColumns]:
         f" AND {_status_is('jobs.status', PROCESSING)} RETURNING jobs.id"
     )
     return sql, columns
+
+
+#: The oldest transaction still running: every export position (a finishing transaction's id,
+#: migration 0008) below it belongs to a transaction that has ended.
+EXPORT_HORIZON = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint"
