@@ -27,7 +27,9 @@ NEXT_SINCE = "X-TaskCrawler-Next-Since"
             "description": f"The stream; the {NEXT_SINCE} header is the cursor to pass as "
             "`since` next time.",
         },
-        422: {"model": ErrorOut, "description": "An unknown format, or a bad cursor."},
+        401: {"model": ErrorOut, "description": "Missing or unknown API key."},
+        429: {"model": ErrorOut, "description": "Rate limit; see Retry-After."},
+        503: {"model": ErrorOut, "description": "The database is unavailable."},
     },
     summary="Export finished jobs (JSONL) or their raw responses (WARC 1.1), resumably",
 )
