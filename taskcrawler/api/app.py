@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
+from starlette.routing import Route
 
 from taskcrawler import __version__, bootstrap
 from taskcrawler.api.errors import install_error_handlers
@@ -63,7 +64,8 @@ def create_app(
         stop = asyncio.Event()
         worker_task = _start_worker(settings, shared, stop, registry) if run_worker else None
         try:
-            yield
+            async with mcp.running():
+                yield
         finally:
             stop.set()
             if worker_task is not None:
@@ -91,6 +93,12 @@ def create_app(
     app.include_router(dashboard_routes.router)
     app.state.metrics = MetricsEndpoint(registry, [queue_depth])
     app.include_router(metrics_router)
+    # Here, not at the top: the MCP tools read the request models of this package.
+    from taskcrawler.api.mcp import PATH as MCP_PATH
+    from taskcrawler.api.mcp import McpEndpoint
+
+    mcp = McpEndpoint(app, settings)
+    app.router.routes.append(Route(MCP_PATH, endpoint=mcp, methods=["GET", "POST", "DELETE"]))
     return app
 
 

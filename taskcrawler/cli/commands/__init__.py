@@ -77,6 +77,15 @@ def cmd_export(settings: Settings, args: argparse.Namespace) -> int:
     return run(args)
 
 
+def cmd_mcp(settings: Settings, args: argparse.Namespace) -> int:
+    from taskcrawler.cli.client import api_key_from_env
+    from taskcrawler.cli.main import run_async
+    from taskcrawler.mcp_server.stdio import serve_stdio
+
+    run_async(serve_stdio(args.api, api_key_from_env()))
+    return EXIT_OK
+
+
 def add_client_commands(sub: Subparsers) -> None:
     """Add ``submit``, ``jobs`` and ``export`` to the ``taskcrawler`` parser's subcommands."""
     submit = sub.add_parser(
@@ -198,3 +207,19 @@ def add_client_commands(sub: Subparsers) -> None:
         f"the key, if it needs one, is read from {API_KEY_ENV}",
     )
     export.set_defaults(func=cmd_export)
+
+    mcp = sub.add_parser(
+        "mcp",
+        help="a Model Context Protocol server on stdin/stdout, with tools for AI agents",
+        description="Serve the tools scrape, map and get_job over MCP on standard input and "
+        "output, for an agent that starts it (Claude Desktop, Cursor, …). The tools call a "
+        f"running TaskCrawler API (--api) with the key in {API_KEY_ENV}. The API serves the "
+        "same tools over streamable HTTP at /mcp.",
+    )
+    mcp.add_argument(
+        "--api",
+        default=DEFAULT_API,
+        metavar="URL",
+        help=f"address of a running TaskCrawler API (default {DEFAULT_API})",
+    )
+    mcp.set_defaults(func=cmd_mcp)
