@@ -127,6 +127,7 @@ def api_services(
     *,
     on_created: Callable[[int], object] = lambda count: None,
 ) -> Services:
+    from taskcrawler.service.firecrawl import FirecrawlService
     from taskcrawler.service.mapping import MapService
 
     storage = runtime.storage
@@ -137,15 +138,18 @@ def api_services(
         rate_limiter(runtime),
         on_created=on_created,
     )
+    content = ContentService(jobs, storage.content)
+    mapper = MapService(page_fetcher, runtime.settings)
     return Services(
         jobs=jobs,
-        content=ContentService(jobs, storage.content),
+        content=content,
         deliveries=DeliveryService(jobs, storage.webhooks),
         keys=key_service(storage, runtime.settings),
         idempotency=IdempotencyService(storage.idempotency),
         health=HealthService(storage.db.ping, runtime.queue.ping),
-        mapper=MapService(page_fetcher, runtime.settings),
+        mapper=mapper,
         exports=export_service(storage, runtime.settings),
+        firecrawl=FirecrawlService(jobs, content, mapper),
     )
 
 

@@ -12,12 +12,14 @@ from starlette.routing import Route
 
 from taskcrawler import __version__, bootstrap
 from taskcrawler.api.errors import install_error_handlers
+from taskcrawler.api.firecrawl import FirecrawlErrors
 from taskcrawler.api.inputs import EdgeGuard
 from taskcrawler.api.limits import BodySizeLimit
 from taskcrawler.api.routes import content, health, jobs
 from taskcrawler.api.routes import dashboard as dashboard_routes
 from taskcrawler.api.routes import deliveries as deliveries_routes
 from taskcrawler.api.routes import export as export_routes
+from taskcrawler.api.routes import firecrawl as firecrawl_routes
 from taskcrawler.api.routes import keys as keys_routes
 from taskcrawler.api.routes import map as map_routes
 from taskcrawler.bootstrap import Runtime
@@ -82,12 +84,14 @@ def create_app(
     )
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
+    app.add_middleware(FirecrawlErrors)  # Firecrawl's error bodies on /v1 and /v2
     app.add_middleware(EdgeGuard)  # added last: the outermost, it runs first
     app.include_router(jobs.router)
     app.include_router(deliveries_routes.router)
     app.include_router(content.router)
     app.include_router(map_routes.router)
     app.include_router(export_routes.router)
+    app.include_router(firecrawl_routes.router)
     app.include_router(keys_routes.router)
     app.include_router(health.router)
     app.include_router(dashboard_routes.router)

@@ -24,6 +24,7 @@ from taskcrawler.domain.errors import (
     NotFound,
     Unauthenticated,
 )
+from taskcrawler.service.firecrawl import ScrapeFailed, ScrapeTimedOut, Unsupported
 from taskcrawler.service.mapping import MapRefused
 
 
@@ -149,6 +150,9 @@ def install_error_handlers(app: FastAPI) -> None:
         Conflict: _detail(409),
         Unauthenticated: _detail(401, {"WWW-Authenticate": "Bearer"}),
         Forbidden: _detail(403),
+        Unsupported: _detail(400),
+        ScrapeTimedOut: _detail(408),
+        ScrapeFailed: _detail(500),
     }
     for error, handler in handlers.items():
         app.add_exception_handler(error, handler)

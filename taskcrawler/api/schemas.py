@@ -5,7 +5,7 @@ on them."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -291,3 +291,43 @@ class MapOut(BaseModel):
         description="What could not be read (the start page, a sitemap) or a cap that was "
         "reached; the links are what was found anyway.",
     )
+
+
+# --- Firecrawl-compatible answers (/v1, /v2) ---------------------------------------------------
+
+
+class FirecrawlDocument(BaseModel):
+    """A scraped page as Firecrawl shows it: the formats asked for, and its metadata."""
+
+    model_config = ConfigDict(extra="allow")
+
+    markdown: str | None = None
+    html: str | None = None
+    rawHtml: str | None = None
+    links: list[str] | None = None
+    metadata: dict[str, Any]
+
+
+class FirecrawlScrapeOut(BaseModel):
+    success: bool = True
+    data: FirecrawlDocument
+
+
+class FirecrawlLink(BaseModel):
+    url: str
+
+
+class FirecrawlMapOutV1(BaseModel):
+    success: bool = True
+    links: list[str]
+
+
+class FirecrawlMapOutV2(BaseModel):
+    success: bool = True
+    links: list[FirecrawlLink]
+
+
+class FirecrawlErrorOut(BaseModel):
+    success: Literal[False] = False
+    error: str = Field(description="What was refused, naming the field when one was.")
+    details: list[Any] | None = Field(None, description="Validation errors, when any.")

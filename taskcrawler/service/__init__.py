@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from taskcrawler.service.content import ContentService
 from taskcrawler.service.deliveries import DeliveryService
 from taskcrawler.service.exports import ExportService
+from taskcrawler.service.firecrawl import FirecrawlService
 from taskcrawler.service.health import HealthService
 from taskcrawler.service.idempotency import IdempotencyService
 from taskcrawler.service.jobs import JobService
@@ -26,6 +27,7 @@ class Services:
     health: HealthService
     mapper: MapService
     exports: ExportService
+    firecrawl: FirecrawlService
 
 
 __all__ = ["Services"]
