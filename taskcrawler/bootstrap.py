@@ -149,7 +149,7 @@ def api_services(
         health=HealthService(storage.db.ping, runtime.queue.ping),
         mapper=mapper,
         exports=export_service(storage, runtime.settings),
-        firecrawl=FirecrawlService(jobs, content, mapper),
+        firecrawl=FirecrawlService(jobs, content, mapper, storage.batches),
     )
 
 

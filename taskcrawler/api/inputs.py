@@ -21,7 +21,15 @@ from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 from urllib.parse import parse_qsl
 
-from pydantic import AfterValidator, AwareDatetime, BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    AfterValidator,
+    AwareDatetime,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import PydanticCustomError
 from pydantic_core.core_schema import ValidationInfo
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -199,8 +207,11 @@ class FirecrawlScrapeIn(FirecrawlScrapeOptions):
 
 
 class FirecrawlBatchIn(FirecrawlScrapeOptions):
-    urls: list[Annotated[str, AfterValidator(_scrapable)]] = Field(min_length=1, max_length=1000)
+    urls: list[Annotated[str, Field(max_length=MAX_URL_LENGTH)]] = Field(
+        min_length=1, max_length=1000
+    )
     ignoreInvalidURLs: bool | None = None
+    maxConcurrency: int | None = Field(None, ge=1)
     webhook: Any = None
 
     @field_validator("webhook")
@@ -209,6 +220,26 @@ class FirecrawlBatchIn(FirecrawlScrapeOptions):
         if value is not None:
             raise ValueError("webhook is not supported by TaskCrawler: poll the status")
         return value
+
+    @model_validator(mode="after")
+    def _urls_scrapable(self) -> FirecrawlBatchIn:
+        if not self.ignoreInvalidURLs and (invalid := self.invalid_urls()):
+            index, problem = invalid[0]
+            raise ValueError(f"urls[{index}]: {problem}")
+        return self
+
+    def invalid_urls(self) -> list[tuple[int, str]]:
+        problems = []
+        for index, url in enumerate(self.urls):
+            try:
+                validate_url(url)
+            except InvalidURL as exc:
+                problems.append((index, str(exc)))
+        return problems
+
+    def valid_urls(self) -> list[str]:
+        refused = {index for index, _ in self.invalid_urls()}
+        return [url for index, url in enumerate(self.urls) if index not in refused]
 
 
 class FirecrawlMapIn(RequestModel):

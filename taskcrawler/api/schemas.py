@@ -331,3 +331,21 @@ class FirecrawlErrorOut(BaseModel):
     success: Literal[False] = False
     error: str = Field(description="What was refused, naming the field when one was.")
     details: list[Any] | None = Field(None, description="Validation errors, when any.")
+
+
+class FirecrawlBatchStarted(BaseModel):
+    success: bool = True
+    id: str
+    url: str = Field(description="Where to read the batch's status.")
+    invalidURLs: list[str] | None = None
+
+
+class FirecrawlBatchStatus(BaseModel):
+    success: bool = True
+    status: Literal["scraping", "completed"]
+    total: int
+    completed: int
+    creditsUsed: int
+    expiresAt: datetime
+    next: str | None = Field(None, description="The next page of documents, if any.")
+    data: list[FirecrawlDocument]

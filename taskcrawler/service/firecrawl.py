@@ -12,13 +12,16 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+from uuid import UUID
 
 from taskcrawler.domain import JobStatus
+from taskcrawler.domain.errors import NotFound
 from taskcrawler.domain.jobs import Job
 from taskcrawler.domain.keys import Caller
 from taskcrawler.service.content import ContentService
 from taskcrawler.service.jobs import JobOptions, JobService
 from taskcrawler.service.mapping import MapService
+from taskcrawler.storage.ports import BatchRepository
 
 #: Firecrawl's formats and the TaskCrawler formats that make them.
 FORMATS: Mapping[str, str] = {
@@ -36,6 +39,8 @@ DEFAULT_TIMEOUT_MS = 30_000
 MAX_TIMEOUT_MS = 300_000
 POLL_SECONDS = 0.1
 MAX_LINKS = 5_000
+#: Documents per page of a batch's status (Firecrawl pages them with ``next``).
+BATCH_PAGE = 100
 
 
 class Unsupported(ValueError):
@@ -73,16 +78,59 @@ def formats_of(requested: list[Any]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(names)) or ("markdown",)
 
 
+@dataclass(frozen=True, slots=True)
+class BatchStatus:
+    status: str  # scraping | completed
+    total: int
+    completed: int
+    #: The documents of the finished jobs from ``skip`` on, at most :data:`BATCH_PAGE`.
+    documents: list[dict[str, Any]]
+    #: Where the next page starts, if there is one.
+    next_skip: int | None
+
+
 class FirecrawlService:
-    def __init__(self, jobs: JobService, content: ContentService, mapper: MapService) -> None:
+    def __init__(
+        self,
+        jobs: JobService,
+        content: ContentService,
+        mapper: MapService,
+        batches: BatchRepository,
+    ) -> None:
         self.jobs = jobs
         self.content = content
         self.mapper = mapper
+        self.batches = batches
+
+    async def start_batch(
+        self, caller: Caller, urls: list[str], formats: tuple[str, ...], max_age_ms: int | None
+    ) -> UUID:
+        """Submit every URL (one job each, deduplicated as ever) and keep them as a batch."""
+        ours = _our_formats(formats)
+        max_age = None if max_age_ms is None else max_age_ms / 1000
+        created = await self.jobs.submit_batch(caller, urls, JobOptions(ours, None, max_age))
+        return await self.batches.create(caller.owner, [c.job.id for c in created])
+
+    async def batch_status(self, caller: Caller, batch_id: UUID, *, skip: int) -> BatchStatus:
+        jobs = await self.batches.jobs_of(caller.owner, batch_id)
+        if jobs is None:
+            raise NotFound("no batch scrape with this id")
+        finished = [job for job in jobs if job.status.is_final]
+        page = finished[skip : skip + BATCH_PAGE]
+        documents = [await self.document(caller, job, _their_formats(job)) for job in page]
+        more = skip + BATCH_PAGE < len(finished)
+        return BatchStatus(
+            status="completed" if len(finished) == len(jobs) else "scraping",
+            total=len(jobs),
+            completed=len(finished),
+            documents=documents,
+            next_skip=skip + BATCH_PAGE if more else None,
+        )
 
     async def scrape(self, caller: Caller, spec: ScrapeSpec) -> dict[str, Any]:
         """Scrape ``spec.url`` (or reuse a result younger than ``maxAge``) and answer the
         Firecrawl document, once the job has finished."""
-        ours = tuple(dict.fromkeys(["metadata", *(FORMATS[f] for f in spec.formats)]))
+        ours = _our_formats(spec.formats)
         max_age = None if spec.max_age_ms is None else spec.max_age_ms / 1000
         created = await self.jobs.submit(caller, spec.url, JobOptions(ours, None, max_age))
         job = await self._finished(caller, created.job, spec.timeout_ms / 1000)
@@ -131,6 +179,16 @@ class FirecrawlService:
         request = self.mapper.request(url, **options)
         result = await self.mapper.map(request)
         return result.links
+
+
+def _our_formats(formats: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(["metadata", *(FORMATS[f] for f in formats)]))
+
+
+def _their_formats(job: Job) -> tuple[str, ...]:
+    """The Firecrawl formats a job's own formats give."""
+    theirs = {"markdown": ("markdown",), "html": ("html", "rawHtml"), "links": ("links",)}
+    return tuple(name for ours in job.formats for name in theirs.get(ours, ()))
 
 
 def _metadata(job: Job) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from taskcrawler.domain.jobs import Created, NewJob
+from taskcrawler.storage.batches import BatchStore
 from taskcrawler.storage.content import ContentStore
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.exports import ExportStore
@@ -17,6 +18,7 @@ from taskcrawler.storage.jobs import JobStore
 from taskcrawler.storage.keys import KeyStore
 from taskcrawler.storage.migrate import upgrade_database
 from taskcrawler.storage.ports import (
+    BatchRepository,
     ContentRepository,
     ExportRepository,
     IdempotencyRepository,
@@ -41,6 +43,7 @@ class Storage:
     idempotency: IdempotencyRepository
     webhooks: WebhookRepository
     exports: ExportRepository
+    batches: BatchRepository
 
     @classmethod
     def on(cls, db: Database) -> Storage:
@@ -53,6 +56,7 @@ class Storage:
             idempotency=IdempotencyStore(db),
             webhooks=WebhookStore(db),
             exports=ExportStore(db),
+            batches=BatchStore(db),
         )
 
     async def close(self) -> None:

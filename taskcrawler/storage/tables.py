@@ -166,6 +166,16 @@ job_runs = sa.Table(
     sa.Column("finished_at", UTCDateTime()),
 )
 
+job_batches = sa.Table(
+    "job_batches",
+    metadata,
+    # A batch of jobs submitted together (Firecrawl's batch scrape): its status is theirs.
+    sa.Column("id", sa.Uuid(), primary_key=True),
+    sa.Column("owner", sa.String(64), nullable=False, server_default=""),
+    sa.Column("job_ids", JSONType, nullable=False),  # in the order the URLs were given
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+)
+
 # --- tenancy (API keys, idempotent requests, webhooks) ----------------------------------------
 
 api_keys = sa.Table(

@@ -62,6 +62,44 @@ async def test_the_v1_sdk_scrapes_and_maps(served: Served, target: TargetServer)
     assert target.url("/page/2") in mapped.links
 
 
+@pytest.mark.filterwarnings("ignore:The `dict` method is deprecated:DeprecationWarning")
+async def test_the_sdks_batch_scrape_and_read_the_status(
+    served: Served, target: TargetServer
+) -> None:
+    key = await served.new_key("batch")
+    urls = [target.url(f"/title/Batch{n}") for n in range(3)]
+    fc = Firecrawl(api_key=key, api_url=served.base_url)
+    job = await asyncio.to_thread(fc.batch_scrape, urls, formats=["markdown"], poll_interval=1)
+    assert job.status == "completed" and (job.completed, job.total) == (3, 3)
+    titles = sorted(doc.metadata.title for doc in job.data)
+    assert titles == ["Batch0", "Batch1", "Batch2"]
+    assert all(f"{doc.metadata.title}" in doc.markdown for doc in job.data)
+
+    with_invalid = await asyncio.to_thread(
+        fc.start_batch_scrape, [urls[0], "http://example.com:0/"], ignore_invalid_urls=True
+    )
+    assert with_invalid.invalid_urls == ["http://example.com:0/"]
+
+    app = V1FirecrawlApp(api_key=key, api_url=served.base_url)
+    v1 = await asyncio.to_thread(
+        app.batch_scrape_urls, urls[:2], formats=["markdown"], poll_interval=1
+    )
+    assert v1.status == "completed" and len(v1.data) == 2
+
+    async with httpx.AsyncClient(base_url=served.base_url, timeout=30) as http:
+        other = await served.new_key("other")
+        hidden = await http.get(
+            f"/v2/batch/scrape/{with_invalid.id}", headers={"Authorization": f"Bearer {other}"}
+        )
+        assert hidden.status_code == 404 and hidden.json()["success"] is False
+        refused = await http.post(
+            "/v2/batch/scrape",
+            json={"urls": [urls[0], "http://example.com:0/"]},
+            headers={"Authorization": f"Bearer {key}"},
+        )
+        assert refused.status_code == 400 and "urls[1]" in refused.json()["error"]
+
+
 async def test_unsupported_fields_and_bad_keys_are_firecrawl_errors(
     served: Served, target: TargetServer
 ) -> None:

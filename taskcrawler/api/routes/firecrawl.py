@@ -3,13 +3,17 @@ shapes, so its SDKs work with a change of base URL (docs/reference/firecrawl.md)
 
 from __future__ import annotations
 
-from typing import Any
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any
+from uuid import UUID
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query, Request
 
 from taskcrawler.api.deps import CallerDep, ServicesDep
-from taskcrawler.api.inputs import FirecrawlMapIn, FirecrawlScrapeIn
+from taskcrawler.api.inputs import FirecrawlBatchIn, FirecrawlMapIn, FirecrawlScrapeIn
 from taskcrawler.api.schemas import (
+    FirecrawlBatchStarted,
+    FirecrawlBatchStatus,
     FirecrawlDocument,
     FirecrawlErrorOut,
     FirecrawlLink,
@@ -17,7 +21,12 @@ from taskcrawler.api.schemas import (
     FirecrawlMapOutV2,
     FirecrawlScrapeOut,
 )
-from taskcrawler.service.firecrawl import DEFAULT_TIMEOUT_MS, ScrapeSpec, formats_of
+from taskcrawler.service.firecrawl import (
+    DEFAULT_TIMEOUT_MS,
+    ScrapeSpec,
+    Unsupported,
+    formats_of,
+)
 
 router = APIRouter(tags=["firecrawl"])
 
@@ -104,6 +113,96 @@ async def map_v2(
 ) -> FirecrawlMapOutV2:
     links = await _map(body, services, caller)
     return FirecrawlMapOutV2(links=[FirecrawlLink(url=link) for link in links])
+
+
+async def _start_batch(
+    body: FirecrawlBatchIn, request: Request, services: ServicesDep, caller: CallerDep, version: str
+) -> FirecrawlBatchStarted:
+    valid = body.valid_urls()
+    invalid = [url for url in body.urls if url not in set(valid)]
+    if not valid:
+        raise Unsupported("urls: none of them can be scraped")
+    batch_id = await services.firecrawl.start_batch(
+        caller, valid, formats_of(body.formats or ["markdown"]), body.maxAge
+    )
+    return FirecrawlBatchStarted(
+        id=str(batch_id),
+        url=f"{request.base_url}{version}/batch/scrape/{batch_id}",
+        invalidURLs=invalid if body.ignoreInvalidURLs else None,
+    )
+
+
+async def _batch_status(
+    batch_id: UUID, skip: int, request: Request, services: ServicesDep, caller: CallerDep
+) -> FirecrawlBatchStatus:
+    found = await services.firecrawl.batch_status(caller, batch_id, skip=skip)
+    following = None
+    if found.next_skip is not None:
+        following = str(request.url.include_query_params(skip=found.next_skip))
+    return FirecrawlBatchStatus(
+        status="completed" if found.status == "completed" else "scraping",
+        total=found.total,
+        completed=found.completed,
+        creditsUsed=found.completed,
+        expiresAt=datetime.now(UTC) + timedelta(days=1),
+        next=following,
+        data=[FirecrawlDocument.model_validate(doc) for doc in found.documents],
+    )
+
+
+Skip = Annotated[int, Query(ge=0, le=1000)]
+
+
+@router.post(
+    "/v1/batch/scrape",
+    response_model=FirecrawlBatchStarted,
+    response_model_exclude_none=True,
+    responses=ERRORS,
+    summary="Firecrawl v1: start a batch scrape",
+)
+async def start_batch_v1(
+    body: FirecrawlBatchIn, request: Request, services: ServicesDep, caller: CallerDep
+) -> FirecrawlBatchStarted:
+    return await _start_batch(body, request, services, caller, "v1")
+
+
+@router.post(
+    "/v2/batch/scrape",
+    response_model=FirecrawlBatchStarted,
+    response_model_exclude_none=True,
+    responses=ERRORS,
+    summary="Firecrawl v2: start a batch scrape",
+)
+async def start_batch_v2(
+    body: FirecrawlBatchIn, request: Request, services: ServicesDep, caller: CallerDep
+) -> FirecrawlBatchStarted:
+    return await _start_batch(body, request, services, caller, "v2")
+
+
+@router.get(
+    "/v1/batch/scrape/{batch_id}",
+    response_model=FirecrawlBatchStatus,
+    response_model_exclude_none=True,
+    responses={404: {"model": FirecrawlErrorOut}, **ERRORS},
+    summary="Firecrawl v1: a batch scrape's status and documents",
+)
+async def batch_status_v1(
+    batch_id: UUID, request: Request, services: ServicesDep, caller: CallerDep, skip: Skip = 0
+) -> FirecrawlBatchStatus:
+    return await _batch_status(batch_id, skip, request, services, caller)
+
+
+@router.get(
+    "/v2/batch/scrape/{batch_id}",
+    response_model=FirecrawlBatchStatus,
+    response_model_exclude_none=True,
+    responses={404: {"model": FirecrawlErrorOut}, **ERRORS},
+    summary="Firecrawl v2: a batch scrape's status and documents",
+)
+async def batch_status_v2(
+    batch_id: UUID, request: Request, services: ServicesDep, caller: CallerDep, skip: Skip = 0
+) -> FirecrawlBatchStatus:
+    return await _batch_status(batch_id, skip, request, services, caller)
 
 
 __all__ = ["router"]

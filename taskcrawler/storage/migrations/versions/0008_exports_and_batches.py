@@ -1,4 +1,7 @@
-"""jobs.export_seq: the position of a job's latest finish in the export stream
+"""jobs.export_seq: the position of a job's latest finish in the export stream; job_batches
+
+job_batches keeps the jobs of a batch submitted together (Firecrawl's batch scrape), so that
+the batch's status can be read back by its id.
 
 An export must hand a consumer every finished result exactly once across calls while jobs keep
 finishing. Ordering by ``finished_at`` cannot: two transactions that finish jobs commit in any
@@ -21,6 +24,8 @@ from collections.abc import Sequence
 
 import sqlalchemy as sa
 from alembic import op
+
+from taskcrawler.storage.tables import JSONType, UTCDateTime
 
 revision: str = "0008"
 down_revision: str | None = "0003"
@@ -56,6 +61,13 @@ END
 
 
 def upgrade() -> None:
+    op.create_table(
+        "job_batches",
+        sa.Column("id", sa.Uuid(), primary_key=True),
+        sa.Column("owner", sa.String(64), nullable=False, server_default=""),
+        sa.Column("job_ids", JSONType, nullable=False),
+        sa.Column("created_at", UTCDateTime(), nullable=False),
+    )
     op.add_column("jobs", sa.Column("export_seq", sa.BigInteger()))
     postgres = _postgres()
     # The jobs finished before this revision come first, in the order they finished.
@@ -91,6 +103,7 @@ def downgrade() -> None:
     op.drop_index("ix_jobs_export", table_name="jobs")
     with op.batch_alter_table("jobs") as batch:
         batch.drop_column("export_seq")
+    op.drop_table("job_batches")
 
 
 def _postgres() -> bool:
