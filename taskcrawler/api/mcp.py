@@ -58,30 +58,40 @@ class McpEndpoint:
             security_settings=_security(settings),
             max_request_body_size=settings.max_request_bytes,
         )
+        self._holder: asyncio.Task[None] | None = None
+        self._starting = asyncio.Lock()
+        self._stop = asyncio.Event()
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
-        """The session manager, run by a task of its own: its task group must be left by the
-        task that entered it, and whoever runs the lifespan may enter and leave it from two
-        (a test's fixture does)."""
-        started, stop = asyncio.Event(), asyncio.Event()
-
-        async def hold() -> None:
-            async with self.manager.run():
-                started.set()
-                await stop.wait()
-
-        holder = asyncio.create_task(hold(), name="mcp-sessions")
-        waiting = asyncio.create_task(started.wait())
-        await asyncio.wait({holder, waiting}, return_when=asyncio.FIRST_COMPLETED)
-        waiting.cancel()
-        if holder.done():
-            holder.result()  # it failed to start: raise why
+        """Stops the session manager, if a request started it, when the API stops."""
         try:
             yield
         finally:
-            stop.set()
-            await holder
+            if self._holder is not None:
+                self._stop.set()
+                await self._holder
+
+    async def _started(self) -> None:
+        """The session manager, started by the first request: an API nobody asks for MCP
+        runs none of it. It runs in a task of its own, as its task group must be left by
+        the task that entered it."""
+        async with self._starting:
+            if self._holder is not None:
+                return
+            started = asyncio.Event()
+
+            async def hold() -> None:
+                async with self.manager.run():
+                    started.set()
+                    await self._stop.wait()
+
+            self._holder = asyncio.create_task(hold(), name="mcp-sessions")
+            waiting = asyncio.create_task(started.wait())
+            await asyncio.wait({self._holder, waiting}, return_when=asyncio.FIRST_COMPLETED)
+            waiting.cancel()
+            if self._holder.done():
+                self._holder.result()  # it failed to start: raise why
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         services: Services = self.app.state.services
@@ -97,6 +107,7 @@ class McpEndpoint:
         except ServiceUnavailable as exc:
             await JSONResponse({"detail": str(exc)}, status_code=503)(scope, receive, send)
             return
+        await self._started()
         await self.manager.handle_request(scope, receive, send)
 
     @asynccontextmanager
