@@ -15,10 +15,12 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from taskcrawler import __version__
 from taskcrawler.queue import JobQueue, MemoryQueue
 from taskcrawler.service import Services
 from taskcrawler.service.content import ContentService
 from taskcrawler.service.deliveries import DeliveryService
+from taskcrawler.service.exports import ExportService
 from taskcrawler.service.health import HealthService
 from taskcrawler.service.idempotency import IdempotencyService
 from taskcrawler.service.jobs import JobPolicy, JobService
@@ -136,6 +138,7 @@ def api_services(
     on_created: Callable[[int], object] = lambda count: None,
 ) -> Services:
     from taskcrawler.service.crawls import CrawlPolicy, CrawlService
+    from taskcrawler.service.firecrawl import FirecrawlService
     from taskcrawler.service.mapping import MapService
     from taskcrawler.service.search import SearchService
 
@@ -148,14 +151,16 @@ def api_services(
         on_created=on_created,
     )
     search = SearchService(jobs, storage.chunks, query_embedder)
+    content = ContentService(jobs, storage.content)
+    mapper = MapService(page_fetcher, runtime.settings)
     return Services(
         jobs=jobs,
-        content=ContentService(jobs, storage.content),
+        content=content,
         deliveries=DeliveryService(jobs, storage.webhooks),
         keys=key_service(storage, runtime.settings),
         idempotency=IdempotencyService(storage.idempotency),
         health=HealthService(storage.db.ping, runtime.queue.ping, vectors=search.vectors),
-        mapper=MapService(page_fetcher, runtime.settings),
+        mapper=mapper,
         search=search,
         crawls=CrawlService(
             CrawlPolicy(
@@ -168,6 +173,16 @@ def api_services(
             runtime.queue,
         ),
         monitors=monitor_service(runtime),
+        exports=export_service(storage, runtime.settings),
+        firecrawl=FirecrawlService(jobs, content, mapper, storage.batches),
+    )
+
+
+def export_service(storage: Storage, settings: Settings) -> ExportService:
+    return ExportService(
+        storage.exports,
+        request_headers={"user-agent": settings.user_agent},
+        software=f"TaskCrawler {__version__}",
     )
 
 

@@ -8,15 +8,19 @@ from typing import TYPE_CHECKING
 
 from fastapi import FastAPI
 from prometheus_client import CollectorRegistry
+from starlette.routing import Route
 
 from taskcrawler import __version__, bootstrap
 from taskcrawler.api.errors import install_error_handlers
+from taskcrawler.api.firecrawl import FirecrawlErrors
 from taskcrawler.api.inputs import EdgeGuard
 from taskcrawler.api.limits import BodySizeLimit
 from taskcrawler.api.routes import content, health, jobs
 from taskcrawler.api.routes import crawls as crawls_routes
 from taskcrawler.api.routes import dashboard as dashboard_routes
 from taskcrawler.api.routes import deliveries as deliveries_routes
+from taskcrawler.api.routes import export as export_routes
+from taskcrawler.api.routes import firecrawl as firecrawl_routes
 from taskcrawler.api.routes import keys as keys_routes
 from taskcrawler.api.routes import map as map_routes
 from taskcrawler.api.routes import monitors as monitor_routes
@@ -80,7 +84,8 @@ def create_app(
         try:
             if supervisor is not None:
                 await supervisor.start()
-            yield
+            async with mcp.running():
+                yield
         finally:
             stop.set()
             if worker_task is not None:
@@ -100,6 +105,7 @@ def create_app(
     )
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
+    app.add_middleware(FirecrawlErrors)  # Firecrawl's error bodies on /v1 and /v2
     app.add_middleware(EdgeGuard)  # added last: the outermost, it runs first
     app.include_router(jobs.router)
     app.include_router(deliveries_routes.router)
@@ -109,11 +115,19 @@ def create_app(
     app.include_router(crawls_routes.router)
     app.include_router(monitor_routes.router)
     app.include_router(monitor_routes.runs_router)
+    app.include_router(export_routes.router)
+    app.include_router(firecrawl_routes.router)
     app.include_router(keys_routes.router)
     app.include_router(health.router)
     app.include_router(dashboard_routes.router)
     app.state.metrics = MetricsEndpoint(registry, [queue_depth])
     app.include_router(metrics_router)
+    # Here, not at the top: the MCP tools read the request models of this package.
+    from taskcrawler.api.mcp import PATH as MCP_PATH
+    from taskcrawler.api.mcp import McpEndpoint
+
+    mcp = McpEndpoint(app, settings)
+    app.router.routes.append(Route(MCP_PATH, endpoint=mcp, methods=["GET", "POST", "DELETE"]))
     return app
 
 

@@ -24,6 +24,7 @@ from taskcrawler.domain.errors import (
     NotFound,
     Unauthenticated,
 )
+from taskcrawler.service.firecrawl import ScrapeFailed, ScrapeTimedOut, Unsupported
 from taskcrawler.service.mapping import MapRefused
 
 
@@ -61,11 +62,12 @@ async def _limit_exceeded(_: Request, exc: Exception) -> Response:
 
 async def _invalid_cursor(request: Request, exc: Exception) -> Response:
     # The shape of every other 422 (and of the schema): a list of errors with their location.
+    parameter = exc.parameter if isinstance(exc, InvalidCursor) else "cursor"
     error = {
         "type": "value_error",
-        "loc": ("query", "cursor"),
+        "loc": ("query", parameter),
         "msg": str(exc),
-        "input": request.query_params.get("cursor"),
+        "input": request.query_params.get(parameter),
     }
     return await _invalid_request(request, RequestValidationError([error]))
 
@@ -148,6 +150,9 @@ def install_error_handlers(app: FastAPI) -> None:
         Conflict: _detail(409),
         Unauthenticated: _detail(401, {"WWW-Authenticate": "Bearer"}),
         Forbidden: _detail(403),
+        Unsupported: _detail(400),
+        ScrapeTimedOut: _detail(408),
+        ScrapeFailed: _detail(500),
     }
     for error, handler in handlers.items():
         app.add_exception_handler(error, handler)

@@ -28,12 +28,15 @@ from pydantic import (
     ConfigDict,
     Field,
     field_validator,
+    model_validator,
 )
 from pydantic_core import PydanticCustomError
 from pydantic_core.core_schema import ValidationInfo
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from taskcrawler.api.errors import send_json
+from taskcrawler.domain import InvalidURL, validate_url
+from taskcrawler.domain.urls import MAX_URL_LENGTH
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
 #: The ``type`` of the 422 error item, wherever the text was.
@@ -175,3 +178,142 @@ class MonitorPatch(RequestModel):
     interval_seconds: float | None = Field(
         None, description="A new interval; the next run comes one new interval from now."
     )
+
+
+# --- Firecrawl-compatible requests (/v1, /v2): Firecrawl's field names -----------------------
+
+#: Firecrawl's largest wait for one scrape, in milliseconds.
+FIRECRAWL_MAX_TIMEOUT_MS = 300_000
+
+
+#: Firecrawl options TaskCrawler accepts at their default only (which asks for nothing), and
+#: what another value would ask for.
+_DEFAULT_ONLY: dict[str, tuple[Any, str]] = {
+    "onlyMainContent": (True, "onlyMainContent: false (the whole page as Markdown)"),
+    "mobile": (False, "mobile: true"),
+    "waitFor": (0, "waitFor (no page is rendered yet)"),
+    "skipTlsVerification": (False, "skipTlsVerification: true"),
+    "zeroDataRetention": (False, "zeroDataRetention: true"),
+}
+
+
+class FirecrawlScrapeOptions(RequestModel):
+    """Firecrawl's scrape options: those TaskCrawler does, and the others at their default
+    (which ask for nothing). Any other field or value is refused, naming it."""
+
+    formats: list[str | dict[str, Any]] | None = Field(None, max_length=16)
+    onlyMainContent: bool | None = None
+    maxAge: int | None = Field(None, ge=0, le=100 * 365 * 24 * 3600 * 1000)
+    timeout: int | None = Field(None, ge=1, le=FIRECRAWL_MAX_TIMEOUT_MS)
+    # Accepted whatever their value: they change nothing TaskCrawler returns.
+    removeBase64Images: bool | None = None
+    blockAds: bool | None = None
+    storeInCache: bool | None = None
+    fastMode: bool | None = None
+    origin: str | None = Field(None, max_length=200)
+    integration: str | None = Field(None, max_length=200)
+    proxy: Literal["basic", "auto"] | None = None
+    # Accepted at their default only.
+    mobile: bool | None = None
+    waitFor: int | None = None
+    skipTlsVerification: bool | None = None
+    zeroDataRetention: bool | None = None
+    includeTags: list[str] | None = Field(None, max_length=100)
+    excludeTags: list[str] | None = Field(None, max_length=100)
+    headers: dict[str, str] | None = Field(None, max_length=100)
+    actions: list[Any] | None = Field(None, max_length=100)
+    location: dict[str, Any] | None = None
+
+    @field_validator("onlyMainContent", "mobile", "waitFor", "skipTlsVerification",
+                     "zeroDataRetention")  # fmt: skip
+    @classmethod
+    def _default_only(cls, value: Any, info: ValidationInfo) -> Any:
+        allowed, what = _DEFAULT_ONLY[info.field_name or ""]
+        if value is not None and value != allowed:
+            raise ValueError(f"{what} is not supported by TaskCrawler")
+        return value
+
+    @field_validator("includeTags", "excludeTags", "headers", "actions", "location")
+    @classmethod
+    def _empty(cls, value: Any, info: ValidationInfo) -> Any:
+        if value:
+            raise ValueError(f"{info.field_name} is not supported by TaskCrawler")
+        return value
+
+
+def _scrapable(url: str) -> str:
+    try:
+        return validate_url(url)
+    except InvalidURL as exc:
+        raise ValueError(str(exc)) from None
+
+
+class FirecrawlScrapeIn(FirecrawlScrapeOptions):
+    url: Annotated[str, AfterValidator(_scrapable)] = Field(max_length=MAX_URL_LENGTH)
+
+
+class FirecrawlBatchIn(FirecrawlScrapeOptions):
+    urls: list[Annotated[str, Field(max_length=MAX_URL_LENGTH)]] = Field(
+        min_length=1, max_length=1000
+    )
+    ignoreInvalidURLs: bool | None = None
+    maxConcurrency: int | None = Field(None, ge=1)
+    webhook: Any = None
+
+    @field_validator("webhook")
+    @classmethod
+    def _no_webhook(cls, value: Any) -> Any:
+        if value is not None:
+            raise ValueError("webhook is not supported by TaskCrawler: poll the status")
+        return value
+
+    @model_validator(mode="after")
+    def _urls_scrapable(self) -> FirecrawlBatchIn:
+        if not self.ignoreInvalidURLs and (invalid := self.invalid_urls()):
+            index, problem = invalid[0]
+            raise ValueError(f"urls[{index}]: {problem}")
+        return self
+
+    def invalid_urls(self) -> list[tuple[int, str]]:
+        problems = []
+        for index, url in enumerate(self.urls):
+            try:
+                validate_url(url)
+            except InvalidURL as exc:
+                problems.append((index, str(exc)))
+        return problems
+
+    def valid_urls(self) -> list[str]:
+        refused = {index for index, _ in self.invalid_urls()}
+        return [url for index, url in enumerate(self.urls) if index not in refused]
+
+
+class FirecrawlMapIn(RequestModel):
+    url: str = Field(max_length=MAX_URL_LENGTH)
+    search: str | None = Field(None, max_length=1000)
+    limit: int | None = Field(None, ge=1)
+    includeSubdomains: bool | None = None
+    timeout: int | None = Field(None, ge=1, le=FIRECRAWL_MAX_TIMEOUT_MS)
+    origin: str | None = Field(None, max_length=200)
+    integration: str | None = Field(None, max_length=200)
+    # v2
+    sitemap: Literal["include", "skip", "only"] | None = None
+    ignoreQueryParameters: bool | None = None
+    # v1
+    ignoreSitemap: bool | None = None
+    sitemapOnly: bool | None = None
+    location: dict[str, Any] | None = None
+
+    @field_validator("location")
+    @classmethod
+    def _no_location(cls, value: Any) -> Any:
+        if value:
+            raise ValueError("location is not supported by TaskCrawler")
+        return value
+
+    def sitemap_mode(self) -> Literal["include", "skip", "only"]:
+        if self.sitemap is not None:
+            return self.sitemap
+        if self.sitemapOnly:
+            return "only"
+        return "skip" if self.ignoreSitemap else "include"

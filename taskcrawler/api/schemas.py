@@ -616,3 +616,61 @@ class RunDiffOut(BaseModel):
     metadata: dict[str, dict[str, Any]]
 
     model_config = ConfigDict(populate_by_name=True)
+
+
+# --- Firecrawl-compatible answers (/v1, /v2) ---------------------------------------------------
+
+
+class FirecrawlDocument(BaseModel):
+    """A scraped page as Firecrawl shows it: the formats asked for, and its metadata."""
+
+    model_config = ConfigDict(extra="allow")
+
+    markdown: str | None = None
+    html: str | None = None
+    rawHtml: str | None = None
+    links: list[str] | None = None
+    metadata: dict[str, Any]
+
+
+class FirecrawlScrapeOut(BaseModel):
+    success: bool = True
+    data: FirecrawlDocument
+
+
+class FirecrawlLink(BaseModel):
+    url: str
+
+
+class FirecrawlMapOutV1(BaseModel):
+    success: bool = True
+    links: list[str]
+
+
+class FirecrawlMapOutV2(BaseModel):
+    success: bool = True
+    links: list[FirecrawlLink]
+
+
+class FirecrawlErrorOut(BaseModel):
+    success: Literal[False] = False
+    error: str = Field(description="What was refused, naming the field when one was.")
+    details: list[Any] | None = Field(None, description="Validation errors, when any.")
+
+
+class FirecrawlBatchStarted(BaseModel):
+    success: bool = True
+    id: str
+    url: str = Field(description="Where to read the batch's status.")
+    invalidURLs: list[str] | None = None
+
+
+class FirecrawlBatchStatus(BaseModel):
+    success: bool = True
+    status: Literal["scraping", "completed"]
+    total: int
+    completed: int
+    creditsUsed: int
+    expiresAt: datetime
+    next: str | None = Field(None, description="The next page of documents, if any.")
+    data: list[FirecrawlDocument]

@@ -41,3 +41,7 @@ def configure_logging(log_format: str = "auto", level: str = "INFO") -> None:
     root.setLevel(level.upper())
     # Alembic narrates every plugin it loads at INFO; the migration lines themselves stay.
     logging.getLogger("alembic.runtime.plugins").setLevel(logging.WARNING)
+    # httpx and httpcore log every request of the client commands at INFO and DEBUG: the
+    # commands print what happened themselves.
+    for chatty in ("httpx", "httpcore"):
+        logging.getLogger(chatty).setLevel(logging.WARNING)

@@ -137,7 +137,11 @@ class LimitExceeded(Exception):
 
 
 class InvalidCursor(ValueError):
-    """A page cursor this service did not make."""
+    """A page cursor this service did not make; ``parameter`` names the query parameter."""
+
+    def __init__(self, message: str, parameter: str = "cursor") -> None:
+        super().__init__(message)
+        self.parameter = parameter
 
 
 class Unauthenticated(Exception):

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 from taskcrawler.service.content import ContentService
 from taskcrawler.service.crawls import CrawlService
 from taskcrawler.service.deliveries import DeliveryService
+from taskcrawler.service.exports import ExportService
+from taskcrawler.service.firecrawl import FirecrawlService
 from taskcrawler.service.health import HealthService
 from taskcrawler.service.idempotency import IdempotencyService
 from taskcrawler.service.jobs import JobService
@@ -30,6 +32,8 @@ class Services:
     search: SearchService
     crawls: CrawlService
     monitors: MonitorService
+    exports: ExportService
+    firecrawl: FirecrawlService
 
 
 __all__ = ["Services"]

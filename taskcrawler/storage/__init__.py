@@ -9,18 +9,22 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from taskcrawler.domain.jobs import Created, NewJob
+from taskcrawler.storage.batches import BatchStore
 from taskcrawler.storage.content import ContentStore
 from taskcrawler.storage.crawls import CrawlStore
 from taskcrawler.storage.database import Database
+from taskcrawler.storage.exports import ExportStore
 from taskcrawler.storage.idempotency import IdempotencyStore
 from taskcrawler.storage.jobs import JobStore
 from taskcrawler.storage.keys import KeyStore
 from taskcrawler.storage.migrate import upgrade_database
 from taskcrawler.storage.monitors import MonitorStore
 from taskcrawler.storage.ports import (
+    BatchRepository,
     ChunkRepository,
     ContentRepository,
     CrawlRepository,
+    ExportRepository,
     IdempotencyRepository,
     JobRepository,
     KeyRepository,
@@ -46,6 +50,8 @@ class Storage:
     chunks: ChunkRepository
     crawls: CrawlRepository
     monitors: MonitorRepository
+    exports: ExportRepository
+    batches: BatchRepository
 
     @classmethod
     def on(cls, db: Database) -> Storage:
@@ -60,6 +66,8 @@ class Storage:
             chunks=db.backend.chunk_store(db),
             crawls=CrawlStore(db),
             monitors=MonitorStore(db),
+            exports=ExportStore(db),
+            batches=BatchStore(db),
         )
 
     async def close(self) -> None:

@@ -101,6 +101,11 @@ class Backend(Protocol):
         of those ``with_content`` at least."""
         ...
 
+    async def export_horizon(self, conn: AsyncConnection) -> int | None:
+        """Export positions below this are final: no transaction still running can add one.
+        None when every committed position is (one writer at a time)."""
+        ...
+
 
 def backend_for(url: str) -> Backend:
     """The backend of a SQLAlchemy URL: ``postgresql+asyncpg://…`` or ``sqlite+aiosqlite://…``.

@@ -14,6 +14,7 @@ from uuid import UUID
 
 from taskcrawler.domain.chunks import PageChunks, SearchHit, SearchQuery, StoredChunk
 from taskcrawler.domain.crawls import Crawl, CrawlSpec
+from taskcrawler.domain.exports import ArchivedResponse, ExportPosition
 from taskcrawler.domain.jobs import ClaimedJob, Created, Job, JobQuery, JobRun, NewJob
 from taskcrawler.domain.keys import ApiKey, NewKey
 from taskcrawler.domain.monitors import (
@@ -315,3 +316,31 @@ class MonitorRepository(Protocol):
         """The readings of claimed runs, with their changes and webhooks, in one transaction;
         the jobs of pages whose monitor fired meanwhile, run again: to publish."""
         ...
+
+
+class ExportRepository(Protocol):
+    """Finished jobs in export order: by ``export_seq``, which the database gives in commit
+    order, so that no finish can appear behind a position a reader has passed."""
+
+    async def end(
+        self, owner: str, after: ExportPosition, limit: int | None
+    ) -> ExportPosition | None:
+        """Where an export after ``after`` stops: the ``limit``-th position after it, or the
+        last one that is final now. None when there is none."""
+        ...
+
+    async def jobs_between(
+        self, owner: str, after: ExportPosition, end: ExportPosition, *, limit: int
+    ) -> list[tuple[ExportPosition, Job]]: ...
+
+    async def texts(self, job_ids: Sequence[UUID]) -> dict[UUID, dict[str, str]]: ...
+
+    async def archives(self, job_ids: Sequence[UUID]) -> dict[UUID, ArchivedResponse]: ...
+
+
+class BatchRepository(Protocol):
+    """Jobs submitted together, read back by the batch's id."""
+
+    async def create(self, owner: str, job_ids: Sequence[UUID]) -> UUID: ...
+
+    async def jobs_of(self, owner: str, batch_id: UUID) -> list[Job] | None: ...

@@ -81,6 +81,9 @@ jobs = sa.Table(
     # A crawl's page: its crawl, and its link hops from the crawl's start (migration 0004).
     sa.Column("crawl_id", sa.Uuid()),
     sa.Column("depth", sa.Integer()),
+    # Position of the job's latest finish (COMPLETED or FAILED) in its owner's export stream, set
+    # by a trigger in the finishing transaction (migration 0008 says why and how).
+    sa.Column("export_seq", sa.BigInteger()),
     sa.UniqueConstraint("owner", "url_key"),
     sa.Index("ix_jobs_owner_created", "owner", "created_at", "id"),
     sa.Index("ix_jobs_owner_status_created", "owner", "status", "created_at", "id"),
@@ -88,6 +91,14 @@ jobs = sa.Table(
     # key column's IS NOT NULL keeps them to the sweeper's range queries: a claim or an outcome
     # write that could use them would scan every PENDING or PROCESSING row when statistics
     # misjudge how many there are (migration 0003).
+    sa.Index(
+        "ix_jobs_export",
+        "owner",
+        "export_seq",
+        "id",
+        postgresql_where=sa.text("export_seq IS NOT NULL"),
+        sqlite_where=sa.text("export_seq IS NOT NULL"),
+    ),
     sa.Index(
         "ix_jobs_dispatch",
         "dispatch_at",
@@ -208,6 +219,16 @@ job_runs = sa.Table(
     sa.Column("content_hash", sa.String(80)),
     sa.Column("started_at", UTCDateTime()),
     sa.Column("finished_at", UTCDateTime()),
+)
+
+job_batches = sa.Table(
+    "job_batches",
+    metadata,
+    # A batch of jobs submitted together (Firecrawl's batch scrape): its status is theirs.
+    sa.Column("id", sa.Uuid(), primary_key=True),
+    sa.Column("owner", sa.String(64), nullable=False, server_default=""),
+    sa.Column("job_ids", JSONType, nullable=False),  # in the order the URLs were given
+    sa.Column("created_at", UTCDateTime(), nullable=False),
 )
 
 # --- tenancy (API keys, idempotent requests, webhooks) ----------------------------------------

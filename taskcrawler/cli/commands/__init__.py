@@ -3,7 +3,7 @@
 
 They talk to a running API (``--api``, default http://127.0.0.1:8000) with the key in
 ``TASKCRAWLER_API_KEY``. This module only builds their parsers, so ``taskcrawler --help`` stays
-fast; the work (aiohttp, rich) is imported when a command runs.
+fast; the work (httpx, rich) is imported when a command runs.
 
 Exit codes: 0 success; 1 some submitted jobs failed, were cancelled or did not finish in time;
 2 bad input or the API refused or could not be reached (one line on stderr says why).
@@ -12,6 +12,7 @@ Exit codes: 0 success; 1 some submitted jobs failed, were cancelled or did not f
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from taskcrawler.domain.jobs import JobStatus
@@ -19,7 +20,7 @@ from taskcrawler.domain.jobs import JobStatus
 if TYPE_CHECKING:
     from taskcrawler.settings import Settings
 
-# Here, not in client.py, so that building the parser imports neither aiohttp nor rich.
+# Here, not in client.py, so that building the parser imports neither httpx nor rich.
 API_KEY_ENV = "TASKCRAWLER_API_KEY"
 DEFAULT_API = "http://127.0.0.1:8000"
 MAX_BATCH = 1000  # the batch endpoint's limit
@@ -83,14 +84,29 @@ def cmd_search(settings: Settings, args: argparse.Namespace) -> int:
     return run(args)
 
 
+def cmd_export(settings: Settings, args: argparse.Namespace) -> int:
+    from taskcrawler.cli.commands.export import run
+
+    return run(args)
+
+
 def cmd_monitor(settings: Settings, args: argparse.Namespace) -> int:
     from taskcrawler.cli.commands.monitors import run
 
     return run(args)
 
 
+def cmd_mcp(settings: Settings, args: argparse.Namespace) -> int:
+    from taskcrawler.cli.client import api_key_from_env
+    from taskcrawler.cli.main import run_async
+    from taskcrawler.mcp_server.stdio import serve_stdio
+
+    run_async(serve_stdio(args.api, api_key_from_env()))
+    return EXIT_OK
+
+
 def add_client_commands(sub: Subparsers) -> None:
-    """Add ``submit`` and ``jobs`` to the ``taskcrawler`` parser's subcommands."""
+    """Add ``submit``, ``jobs`` and ``export`` to the ``taskcrawler`` parser's subcommands."""
     submit = sub.add_parser(
         "submit",
         help="submit URLs to a running API; --wait shows progress until they finish",
@@ -334,3 +350,53 @@ def _add_monitor_commands(sub: Subparsers) -> None:
         action.add_argument("monitor_id", metavar="ID", help="the monitor's id")
         _add_api_options(action)
     monitor.set_defaults(func=cmd_monitor)
+    export = sub.add_parser(
+        "export",
+        help="write the finished jobs of a running API as JSON Lines or WARC, resumably",
+        description="Stream every finished (COMPLETED or FAILED) job of your key that was not "
+        "exported after --since: JSON Lines (the job and its texts, one a line) or WARC 1.1 "
+        "(the raw responses kept by TASKCRAWLER_ARCHIVE_PAGES, one gzip member per record). "
+        "The cursor to pass next time is printed on stderr, and kept in --cursor-file if given: "
+        "run it again with the same file to get exactly what finished since, each job once.",
+    )
+    export.add_argument(
+        "--format", choices=("jsonl", "warc"), default="jsonl", help="default jsonl"
+    )
+    export.add_argument("--since", metavar="CURSOR", help="resume after this cursor")
+    export.add_argument(
+        "--cursor-file",
+        type=Path,
+        metavar="FILE",
+        help="read --since from FILE if it exists, and write the next cursor to it once the "
+        "export is complete",
+    )
+    export.add_argument(
+        "--limit", type=_count, help="at most this many jobs (the rest come next time)"
+    )
+    export.add_argument(
+        "-o", "--output", type=Path, metavar="FILE", help="write to FILE, not standard output"
+    )
+    export.add_argument(
+        "--api",
+        default=DEFAULT_API,
+        metavar="URL",
+        help=f"address of a running TaskCrawler API (default {DEFAULT_API}); "
+        f"the key, if it needs one, is read from {API_KEY_ENV}",
+    )
+    export.set_defaults(func=cmd_export)
+
+    mcp = sub.add_parser(
+        "mcp",
+        help="a Model Context Protocol server on stdin/stdout, with tools for AI agents",
+        description="Serve the tools scrape, map and get_job over MCP on standard input and "
+        "output, for an agent that starts it (Claude Desktop, Cursor, …). The tools call a "
+        f"running TaskCrawler API (--api) with the key in {API_KEY_ENV}. The API serves the "
+        "same tools over streamable HTTP at /mcp.",
+    )
+    mcp.add_argument(
+        "--api",
+        default=DEFAULT_API,
+        metavar="URL",
+        help=f"address of a running TaskCrawler API (default {DEFAULT_API})",
+    )
+    mcp.set_defaults(func=cmd_mcp)

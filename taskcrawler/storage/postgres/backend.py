@@ -102,6 +102,10 @@ class PostgresBackend:
         async with db.write_statement() as conn:
             return (await conn.exec_driver_sql(sql.CLAIM_JOBS, params)).all()
 
+    async def export_horizon(self, conn: AsyncConnection) -> int | None:
+        horizon = (await conn.exec_driver_sql(sql.EXPORT_HORIZON)).scalar_one()
+        return int(horizon)
+
     async def update_outcomes(
         self,
         conn: AsyncConnection,

@@ -217,3 +217,7 @@ KEYWORD_SEARCH = (
     f" WHERE c.search_vector @@ q AND {_SCOPE}"
     " ORDER BY score DESC, c.id LIMIT $5"
 )
+
+#: The oldest transaction still running: every export position (a finishing transaction's id,
+#: migration 0008) below it belongs to a transaction that has ended.
+EXPORT_HORIZON = "SELECT pg_snapshot_xmin(pg_current_snapshot())::text::bigint"

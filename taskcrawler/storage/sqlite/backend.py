@@ -134,6 +134,9 @@ class SqliteBackend:
         async with db.write() as conn:
             return (await conn.execute(stmt)).all()
 
+    async def export_horizon(self, conn: AsyncConnection) -> int | None:
+        return None  # one writer at a time: positions are given in commit order
+
     async def update_outcomes(
         self,
         conn: AsyncConnection,

@@ -1,0 +1,85 @@
+"""Firecrawl's error bodies on its paths (``/v1/…``, ``/v2/…``): ``{"success": false, "error":
+…}``, and 400 where the rest of the API answers 422, so Firecrawl's SDKs read every refusal,
+whoever raised it (the key check, a rate limit, validation, a route)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+PREFIXES = ("/v1/", "/v2/")
+#: An error body is small (a message, validation errors); a larger one is passed on as it is.
+MAX_ERROR_BYTES = 256 * 1024
+
+
+def firecrawl_error(body: Any) -> dict[str, Any]:
+    """Our ``{"detail": …}`` as Firecrawl's ``{"success": false, "error", "details"}``."""
+    detail = body.get("detail") if isinstance(body, dict) else None
+    if isinstance(detail, list):
+        messages = []
+        for item in detail:
+            where = ".".join(
+                str(p) for p in item.get("loc", ()) if p not in ("body", "query", "path")
+            )
+            messages.append(f"{where}: {item.get('msg')}" if where else str(item.get("msg")))
+        return {"success": False, "error": "; ".join(messages), "details": detail}
+    return {"success": False, "error": str(detail) if detail is not None else "error"}
+
+
+class FirecrawlErrors:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not scope["path"].startswith(PREFIXES):
+            await self.app(scope, receive, send)
+            return
+        start: Message | None = None
+        chunks: list[bytes] = []
+
+        async def rewriting(message: Message) -> None:
+            nonlocal start
+            if message["type"] == "http.response.start" and message["status"] >= 400:
+                start = message
+                return
+            if start is None:
+                await send(message)
+                return
+            chunks.append(message.get("body", b""))
+            if message.get("more_body") and sum(map(len, chunks)) <= MAX_ERROR_BYTES:
+                return
+            await self._answer(send, start, b"".join(chunks), bool(message.get("more_body")))
+
+        await self.app(scope, receive, rewriting)
+
+    @staticmethod
+    async def _answer(send: Send, start: Message, body: bytes, more: bool) -> None:
+        status = start["status"]
+        try:
+            document = orjson.loads(body) if not more else None
+        except orjson.JSONDecodeError:
+            document = None
+        if not isinstance(document, dict) or "detail" not in document:
+            await send(start)
+            await send({"type": "http.response.body", "body": body, "more_body": more})
+            return
+        rewritten = orjson.dumps(firecrawl_error(document))
+        headers = [
+            (name, value)
+            for name, value in start.get("headers", [])
+            if name.lower() not in (b"content-length", b"content-type")
+        ]
+        headers += [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(rewritten)).encode()),
+        ]
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 400 if status == 422 else status,
+                "headers": headers,
+            }
+        )
+        await send({"type": "http.response.body", "body": rewritten})

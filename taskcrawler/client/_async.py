@@ -1,0 +1,251 @@
+"""The asynchronous client."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator, Sequence
+from types import TracebackType
+from typing import Any, BinaryIO, Self, TypeVar
+from uuid import UUID
+
+import httpx
+
+from taskcrawler.client import _base, _calls
+from taskcrawler.client._calls import NEXT_SINCE, Call, ContentFormat, ExportFormat, Sitemap
+from taskcrawler.client.models import (
+    Batch,
+    ExportRecord,
+    Job,
+    JobPage,
+    LinkPage,
+    MapResult,
+    Run,
+    Submitted,
+)
+
+T = TypeVar("T")
+
+
+class AsyncTaskCrawler:
+    """The TaskCrawler API from asyncio code.
+
+    ::
+
+        async with AsyncTaskCrawler("http://127.0.0.1:8000", api_key="tc_...") as tc:
+            submitted = await tc.submit("https://example.com", formats=["markdown"])
+            job = await tc.wait(submitted.job.id)
+            print(job.status, await tc.content(job.id))
+
+    Every refusal raises :class:`~taskcrawler.client.TaskCrawlerError` with the HTTP status and
+    the API's detail; no answer at all raises it with ``status`` None. ``transport`` is passed
+    to httpx (``httpx.ASGITransport(app)`` calls an app in the same process).
+    """
+
+    def __init__(
+        self,
+        base_url: str = _base.DEFAULT_BASE_URL,
+        api_key: str | None = None,
+        *,
+        timeout: float | None = _base.DEFAULT_TIMEOUT,
+        transport: httpx.AsyncBaseTransport | None = None,
+        user_agent: str | None = None,
+    ) -> None:
+        self.base_url = base_url.rstrip("/")
+        self.timeout = timeout
+        self._http = httpx.AsyncClient(
+            base_url=self.base_url,
+            headers=_base.headers(api_key, user_agent),
+            timeout=_base.timeout(timeout),
+            transport=transport,
+        )
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    # --- jobs ----------------------------------------------------------------------------
+
+    async def submit(
+        self,
+        url: str,
+        *,
+        formats: Sequence[str] | None = None,
+        callback_url: str | None = None,
+        max_age: float | None = None,
+    ) -> Submitted:
+        """Submit one URL: its job, and whether this call created it."""
+        return await self._send(_calls.submit(url, formats, callback_url, max_age))
+
+    async def submit_batch(
+        self,
+        urls: Sequence[str],
+        *,
+        formats: Sequence[str] | None = None,
+        callback_url: str | None = None,
+        max_age: float | None = None,
+    ) -> Batch:
+        """Submit up to 1,000 URLs at once."""
+        return await self._send(_calls.submit_batch(urls, formats, callback_url, max_age))
+
+    async def list_jobs(
+        self,
+        *,
+        statuses: Sequence[str] = (),
+        host: str | None = None,
+        created_after: str | None = None,
+        created_before: str | None = None,
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> JobPage:
+        """One page of jobs, newest first; pass ``next_cursor`` back for the next."""
+        return await self._send(
+            _calls.list_jobs(statuses, host, created_after, created_before, limit, cursor)
+        )
+
+    async def iter_jobs(
+        self, *, statuses: Sequence[str] = (), host: str | None = None
+    ) -> AsyncIterator[Job]:
+        """Every job, newest first, page after page."""
+        cursor: str | None = None
+        while True:
+            page = await self.list_jobs(
+                statuses=statuses, host=host, limit=_calls.MAX_PAGE, cursor=cursor
+            )
+            for job in page.jobs:
+                yield job
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
+    async def get_job(self, job_id: UUID | str) -> Job:
+        return await self._send(_calls.get_job(job_id))
+
+    async def runs(self, job_id: UUID | str) -> list[Run]:
+        """The job's earlier runs (re-scrapes and retries of a finished job)."""
+        return await self._send(_calls.runs(job_id))
+
+    async def retry(self, job_id: UUID | str) -> Job:
+        return await self._send(_calls.retry(job_id))
+
+    async def cancel(self, job_id: UUID | str) -> Job:
+        return await self._send(_calls.cancel(job_id))
+
+    async def wait(self, job_id: UUID | str, *, interval: float = 0.5) -> Job:
+        """Poll the job until it is COMPLETED, FAILED or CANCELLED (bound it with
+        ``asyncio.timeout``)."""
+        while True:
+            job = await self.get_job(job_id)
+            if job.status.is_final:
+                return job
+            await asyncio.sleep(interval)
+
+    async def content(self, job_id: UUID | str, format: ContentFormat = "markdown") -> str:
+        """The page's main content as Markdown or text, or its HTML (asked for in formats)."""
+        return await self._send(_calls.content(job_id, format))
+
+    async def links(
+        self, job_id: UUID | str, *, after: int | None = None, limit: int = 100
+    ) -> LinkPage:
+        return await self._send(_calls.links(job_id, after, limit))
+
+    # --- sites ----------------------------------------------------------------------------
+
+    async def map(
+        self,
+        url: str,
+        *,
+        limit: int | None = None,
+        sitemap: Sitemap = "include",
+        search: str | None = None,
+        allow_subdomains: bool = False,
+        include_paths: Sequence[str] = (),
+        exclude_paths: Sequence[str] = (),
+    ) -> MapResult:
+        """A site's URLs from its sitemaps and its start page, without scraping them."""
+        return await self._send(
+            _calls.map_site(
+                url, limit, sitemap, search, allow_subdomains, include_paths, exclude_paths
+            )
+        )
+
+    # --- export ---------------------------------------------------------------------------
+
+    async def export_to(
+        self,
+        out: BinaryIO,
+        format: ExportFormat = "jsonl",
+        *,
+        since: str | None = None,
+        limit: int | None = None,
+    ) -> str:
+        """Write the export of what finished after ``since`` to ``out`` as it arrives (JSON
+        Lines, or gzipped WARC records); return the cursor to pass as ``since`` next time."""
+        async with self._export(format, since, limit) as response:
+            next_since = response.headers.get(NEXT_SINCE, since or "")
+            async for chunk in response.aiter_bytes():
+                out.write(chunk)
+        return str(next_since)
+
+    async def export(
+        self, *, since: str | None = None, limit: int | None = None
+    ) -> AsyncIterator[ExportRecord]:
+        """The finished jobs not exported after ``since``, in the order they finished, each
+        with the ``cursor`` that resumes after it: every result comes once."""
+        async with self._export("jsonl", since, limit) as response:
+            async for line in response.aiter_lines():
+                if line:
+                    yield ExportRecord.model_validate_json(line)
+
+    @contextlib.asynccontextmanager
+    async def _export(
+        self, format: ExportFormat, since: str | None, limit: int | None
+    ) -> AsyncIterator[httpx.Response]:
+        params = tuple(_calls.export_params(format, since, limit))
+        try:
+            async with self._http.stream("GET", "/api/v1/export", params=params) as response:
+                if response.status_code >= 400:
+                    _base.check(response, await response.aread())
+                yield response
+        except httpx.TransportError as exc:
+            raise _base.unreachable(self.base_url, exc, self.timeout) from None
+
+    # --- plumbing -------------------------------------------------------------------------
+
+    async def _send(self, call: Call[T]) -> T:
+        try:
+            response = await self._http.request(
+                call.method, call.path, **_base.request_kwargs(call)
+            )
+        except httpx.TransportError as exc:
+            raise _base.unreachable(self.base_url, exc, self.timeout) from None
+        return _base.read(call, response)
+
+    async def call_json(
+        self,
+        method: str,
+        path: str,
+        *,
+        json: Any = None,
+        params: Sequence[tuple[str, str]] | None = None,
+    ) -> tuple[int, Any]:
+        """Any endpoint this client has no method for: its status and JSON answer, refusals
+        raised as :class:`TaskCrawlerError` like every other call's."""
+        call: Call[tuple[int, Any]] = Call(
+            method, path, lambda status, body: (status, body), json=json, params=list(params or [])
+        )
+        return await self._send(call)
+
+    async def request(self, method: str, path: str, **kwargs: Any) -> httpx.Response:
+        """Any other call, as httpx sends it (the key and base URL applied); not checked."""
+        return await self._http.request(method, path, **kwargs)

@@ -1,0 +1,174 @@
+"""Each API call once: its method, path, body and how its answer is read. The sync and the async
+clients only send them, so the two can never disagree about a call."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, TypeVar
+from uuid import UUID
+
+from pydantic import TypeAdapter
+
+from taskcrawler.client.models import (
+    Batch,
+    Job,
+    JobPage,
+    LinkPage,
+    MapResult,
+    Run,
+    Submitted,
+)
+
+T = TypeVar("T")
+
+JOBS = "/api/v1/jobs"
+MAX_BATCH = 1000  # the batch endpoint's limit
+MAX_PAGE = 500  # the list endpoint's largest page
+#: The export's header with the cursor of what finishes after it.
+NEXT_SINCE = "X-TaskCrawler-Next-Since"
+
+ContentFormat = Literal["markdown", "text", "html"]
+ExportFormat = Literal["jsonl", "warc"]
+Sitemap = Literal["include", "skip", "only"]
+Params = list[tuple[str, str]]
+
+_RUNS = TypeAdapter(list[Run])
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Generic[T]):
+    method: str
+    path: str
+    read: Callable[[int, Any], T]
+    json: Any = None
+    params: Params = field(default_factory=list)
+    #: The answer is text (a page's content), not JSON.
+    text: bool = False
+
+
+def _model(model: Callable[[Any], T]) -> Callable[[int, Any], T]:
+    return lambda status, body: model(body)
+
+
+def _options(
+    formats: Sequence[str] | None, callback_url: str | None, max_age: float | None
+) -> dict[str, Any]:
+    options: dict[str, Any] = {}
+    if formats is not None:
+        options["formats"] = list(formats)
+    if callback_url is not None:
+        options["callback_url"] = callback_url
+    if max_age is not None:
+        options["max_age"] = max_age
+    return options
+
+
+def submit(
+    url: str,
+    formats: Sequence[str] | None = None,
+    callback_url: str | None = None,
+    max_age: float | None = None,
+) -> Call[Submitted]:
+    return Call(
+        "POST",
+        JOBS,
+        lambda status, body: Submitted(job=Job.model_validate(body), created=status == 201),
+        json={"url": url, **_options(formats, callback_url, max_age)},
+    )
+
+
+def submit_batch(
+    urls: Sequence[str],
+    formats: Sequence[str] | None = None,
+    callback_url: str | None = None,
+    max_age: float | None = None,
+) -> Call[Batch]:
+    if len(urls) > MAX_BATCH:
+        raise ValueError(f"at most {MAX_BATCH} URLs per batch")
+    body = {"urls": list(urls), **_options(formats, callback_url, max_age)}
+    return Call("POST", f"{JOBS}/batch", _model(Batch.model_validate), json=body)
+
+
+def list_jobs(
+    statuses: Sequence[str] = (),
+    host: str | None = None,
+    created_after: str | None = None,
+    created_before: str | None = None,
+    limit: int = 50,
+    cursor: str | None = None,
+) -> Call[JobPage]:
+    params: Params = [("status", str(s)) for s in statuses]
+    params.append(("limit", str(limit)))
+    for name, value in (
+        ("host", host),
+        ("created_after", created_after),
+        ("created_before", created_before),
+        ("cursor", cursor),
+    ):
+        if value:
+            params.append((name, value))
+    return Call("GET", JOBS, _model(JobPage.model_validate), params=params)
+
+
+def get_job(job_id: UUID | str) -> Call[Job]:
+    return Call("GET", f"{JOBS}/{job_id}", _model(Job.model_validate))
+
+
+def runs(job_id: UUID | str) -> Call[list[Run]]:
+    return Call("GET", f"{JOBS}/{job_id}/runs", _model(_RUNS.validate_python))
+
+
+def retry(job_id: UUID | str) -> Call[Job]:
+    return Call("POST", f"{JOBS}/{job_id}/retry", _model(Job.model_validate))
+
+
+def cancel(job_id: UUID | str) -> Call[Job]:
+    return Call("DELETE", f"{JOBS}/{job_id}", _model(Job.model_validate))
+
+
+def content(job_id: UUID | str, format: ContentFormat = "markdown") -> Call[str]:
+    return Call(
+        "GET",
+        f"{JOBS}/{job_id}/content",
+        lambda status, body: str(body),
+        params=[("format", format)],
+        text=True,
+    )
+
+
+def links(job_id: UUID | str, after: int | None = None, limit: int = 100) -> Call[LinkPage]:
+    params: Params = [("limit", str(limit))]
+    if after is not None:
+        params.append(("cursor", str(after)))
+    return Call("GET", f"{JOBS}/{job_id}/links", _model(LinkPage.model_validate), params=params)
+
+
+def map_site(
+    url: str,
+    limit: int | None = None,
+    sitemap: Sitemap = "include",
+    search: str | None = None,
+    allow_subdomains: bool = False,
+    include_paths: Sequence[str] = (),
+    exclude_paths: Sequence[str] = (),
+) -> Call[MapResult]:
+    body: dict[str, Any] = {"url": url, "sitemap": sitemap, "allow_subdomains": allow_subdomains}
+    if limit is not None:
+        body["limit"] = limit
+    if search is not None:
+        body["search"] = search
+    if include_paths:
+        body["include_paths"] = list(include_paths)
+    if exclude_paths:
+        body["exclude_paths"] = list(exclude_paths)
+    return Call("POST", "/api/v1/map", _model(MapResult.model_validate), json=body)
+
+
+def export_params(format: ExportFormat, since: str | None, limit: int | None) -> Params:
+    params: Params = [("format", format)]
+    if since:
+        params.append(("since", since))
+    if limit is not None:
+        params.append(("limit", str(limit)))
+    return params

@@ -1,0 +1,184 @@
+"""The tools, their input schemas (generated from the API's own request models, so an agent is
+refused exactly what a client is), and the MCP server that lists and runs them."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
+from dataclasses import dataclass
+from typing import Any, Literal
+from uuid import UUID
+
+import mcp_types as types
+import orjson
+from mcp.server import Server, ServerRequestContext
+from pydantic import BaseModel, Field, ValidationError
+
+from taskcrawler import __version__
+from taskcrawler.api.inputs import RequestModel
+from taskcrawler.api.schemas import Format, JobCreate, MapIn
+from taskcrawler.client import AsyncTaskCrawler, Job, JobStatus, TaskCrawlerError
+
+#: The longest a scrape tool call waits for its job: an agent's call should not hang.
+MAX_WAIT_SECONDS = 300
+TextFormat = Literal["markdown", "text", "html"]
+
+#: Gives the tools a client for a request: the stdio server's one client, or one with the
+#: HTTP caller's key.
+ClientFor = Callable[
+    [ServerRequestContext[Any, Any]], AbstractAsyncContextManager[AsyncTaskCrawler]
+]
+
+
+class ScrapeArgs(JobCreate):
+    formats: list[Format] | None = Field(
+        None,
+        description='What to extract; default ["metadata", "markdown"]. The Markdown of the '
+        "main content is returned when asked for.",
+    )
+    wait_seconds: float = Field(
+        60,
+        ge=0,
+        le=MAX_WAIT_SECONDS,
+        description="How long to wait for the page; past it the job is returned as it is "
+        "(PENDING or PROCESSING): ask get_job for it later.",
+    )
+
+
+class MapArgs(MapIn):
+    pass
+
+
+class GetJobArgs(RequestModel):
+    job_id: UUID = Field(description="The id a scrape returned.")
+    content: TextFormat | None = Field(
+        None, description="Also return this text of the page, if the job asked for it."
+    )
+
+
+def _job(job: Job) -> dict[str, Any]:
+    return job.model_dump(mode="json", exclude={"next_attempt_at"})
+
+
+async def _with_text(tc: AsyncTaskCrawler, job: Job, fmt: TextFormat | None) -> dict[str, Any]:
+    found: dict[str, Any] = {"job": _job(job)}
+    if fmt is not None and fmt in job.formats and job.status is JobStatus.COMPLETED:
+        found[fmt] = await tc.content(job.id, fmt)
+    return found
+
+
+async def scrape(tc: AsyncTaskCrawler, args: ScrapeArgs) -> dict[str, Any]:
+    formats = args.formats or ["metadata", "markdown"]
+    submitted = await tc.submit(
+        args.url, formats=formats, callback_url=args.callback_url, max_age=args.max_age
+    )
+    job = submitted.job
+    if not job.status.is_final and args.wait_seconds > 0:
+        try:
+            async with asyncio.timeout(args.wait_seconds):
+                job = await tc.wait(job.id, interval=0.2)
+        except TimeoutError:
+            job = await tc.get_job(job.id)
+    return await _with_text(tc, job, "markdown" if "markdown" in formats else None)
+
+
+async def map_site(tc: AsyncTaskCrawler, args: MapArgs) -> dict[str, Any]:
+    found = await tc.map(
+        args.url,
+        limit=args.limit,
+        sitemap=args.sitemap,
+        search=args.search,
+        allow_subdomains=args.allow_subdomains,
+        include_paths=args.include_paths,
+        exclude_paths=args.exclude_paths,
+    )
+    return found.model_dump(mode="json")
+
+
+async def get_job(tc: AsyncTaskCrawler, args: GetJobArgs) -> dict[str, Any]:
+    return await _with_text(tc, await tc.get_job(args.job_id), args.content)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSpec:
+    args: type[BaseModel]
+    description: str
+    run: Callable[[AsyncTaskCrawler, Any], Awaitable[dict[str, Any]]]
+
+    def tool(self, name: str) -> types.Tool:
+        return types.Tool(name=name, description=self.description, input_schema=self.schema())
+
+    def schema(self) -> dict[str, Any]:
+        return self.args.model_json_schema()
+
+
+TOOLS: dict[str, ToolSpec] = {
+    "scrape": ToolSpec(
+        ScrapeArgs,
+        "Fetch one web page and return its metadata (title, description, author, dates) and "
+        "its main content as Markdown. A URL scraped before returns its stored job unless "
+        "max_age (seconds) says it is too old.",
+        scrape,
+    ),
+    "map": ToolSpec(
+        MapArgs,
+        "List a site's URLs from its sitemaps and its start page's links, without scraping "
+        "them; filter with search (words every URL must contain) and path patterns.",
+        map_site,
+    ),
+    "get_job": ToolSpec(
+        GetJobArgs,
+        "A scrape job by its id: its status, result and error, and one of its texts.",
+        get_job,
+    ),
+}
+
+
+def _error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
+
+
+def _refusal(error: ValidationError) -> str:
+    parts = []
+    for item in error.errors(include_url=False):
+        where = ".".join(str(p) for p in item["loc"])
+        parts.append(f"{where}: {item['msg']}" if where else item["msg"])
+    return "invalid arguments: " + "; ".join(parts)
+
+
+def build_server(client_for: ClientFor) -> Server[Any]:
+    """An MCP server with the tools, each call run with ``client_for(context)``."""
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=[spec.tool(name) for name, spec in TOOLS.items()])
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        spec = TOOLS.get(params.name)
+        if spec is None:
+            return _error(f"no tool named {params.name!r}: use one of {', '.join(TOOLS)}")
+        try:
+            args = spec.args.model_validate(params.arguments or {})
+        except ValidationError as exc:
+            return _error(_refusal(exc))
+        try:
+            async with client_for(ctx) as tc:
+                found = await spec.run(tc, args)
+        except TaskCrawlerError as exc:
+            return _error(str(exc))
+        text = orjson.dumps(found, option=orjson.OPT_INDENT_2).decode()
+        return types.CallToolResult(
+            content=[types.TextContent(text=text)], structured_content=found
+        )
+
+    return Server(
+        "taskcrawler",
+        version=__version__,
+        instructions="Scrape web pages to Markdown, map a site's URLs, and look up scrape jobs.",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )

@@ -1,0 +1,109 @@
+"""The MCP tools through the official ``mcp`` client: over stdio (``taskcrawler mcp`` against a
+running server) and over streamable HTTP (``/mcp`` on the API, behind its keys)."""
+
+from __future__ import annotations
+
+import sys
+import uuid
+from pathlib import Path
+from typing import Any
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+
+from taskcrawler.mcp_server.tools import TOOLS, GetJobArgs, MapArgs, ScrapeArgs
+from tests.browser.conftest import Served, serve
+from tests.support.processes import ProcessManager, clean_env
+from tests.support.target import TargetServer
+
+
+def stdio(served: Served, key: str | None = None) -> Client:
+    env = clean_env({"TASKCRAWLER_API_KEY": key} if key else {})
+    command = [sys.executable, "-m", "taskcrawler", "mcp", "--api", served.base_url]
+    return Client(StdioServerParameters(command=command[0], args=command[1:], env=env))
+
+
+def http(served: Served, key: str | None) -> Client:
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    session = httpx2.AsyncClient(headers=headers, timeout=60)
+    return Client(streamable_http_client(f"{served.base_url}/mcp", http_client=session))
+
+
+async def exercise_every_tool(client: Client, target: TargetServer) -> None:
+    listed = await client.list_tools()
+    schemas = {tool.name: tool.input_schema for tool in listed.tools}
+    assert schemas == {
+        "scrape": ScrapeArgs.model_json_schema(),
+        "map": MapArgs.model_json_schema(),
+        "get_job": GetJobArgs.model_json_schema(),
+    }
+    assert set(TOOLS) == set(schemas)
+
+    scraped = await client.call_tool(
+        "scrape", {"url": target.url("/title/Agent"), "wait_seconds": 30}
+    )
+    assert not scraped.is_error, scraped.content
+    found: dict[str, Any] = scraped.structured_content
+    assert found["job"]["status"] == "COMPLETED" and found["job"]["scraped_title"] == "Agent"
+    assert "Agent" in found["markdown"]
+    assert "Agent" in scraped.content[0].text
+
+    job = await client.call_tool("get_job", {"job_id": found["job"]["id"], "content": "markdown"})
+    assert not job.is_error and job.structured_content["markdown"] == found["markdown"]
+
+    mapped = await client.call_tool("map", {"url": target.url("/page/1"), "sitemap": "skip"})
+    assert not mapped.is_error and target.url("/page/2") in mapped.structured_content["links"]
+
+    # Refusals are tool errors that say what is wrong, never a crash of the server.
+    bad = await client.call_tool("scrape", {"url": "ftp://example.com/"})
+    assert bad.is_error and "url" in bad.content[0].text
+    unknown = await client.call_tool("get_job", {"job_id": str(uuid.uuid4())})
+    assert unknown.is_error and unknown.content[0].text.startswith("404 Not Found")
+    extra = await client.call_tool("map", {"url": target.url("/"), "frobnicate": 1})
+    assert extra.is_error and "frobnicate" in extra.content[0].text
+    nothing = await client.call_tool("crawl", {})
+    assert nothing.is_error and "scrape" in nothing.content[0].text
+
+
+@pytest.fixture
+async def served(processes: ProcessManager, tmp_path: Path, sqlite_url: str) -> Served:
+    return await serve(processes, tmp_path, sqlite_url, TASKCRAWLER_MAX_RETRIES="0")
+
+
+async def test_stdio_lists_and_calls_every_tool(served: Served, target: TargetServer) -> None:
+    async with stdio(served) as client:
+        await exercise_every_tool(client, target)
+
+
+async def test_streamable_http_lists_and_calls_every_tool(
+    served: Served, target: TargetServer
+) -> None:
+    async with http(served, None) as client:
+        await exercise_every_tool(client, target)
+
+
+async def test_streamable_http_needs_a_key_when_the_api_does(
+    processes: ProcessManager, tmp_path: Path, sqlite_url: str, target: TargetServer
+) -> None:
+    served = await serve(processes, tmp_path, sqlite_url, TASKCRAWLER_AUTH_REQUIRED="true")
+    async with httpx2.AsyncClient() as plain:
+        refused = await plain.post(
+            f"{served.base_url}/mcp",
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            headers={"Accept": "application/json, text/event-stream"},
+        )
+    assert refused.status_code == 401 and "API key" in refused.json()["detail"]
+
+    key = await served.new_key("agent")
+    async with http(served, key) as client:
+        scraped = await client.call_tool("scrape", {"url": target.url("/title/Keyed")})
+        assert scraped.structured_content["job"]["scraped_title"] == "Keyed"
+    # The job is the key's own: another key does not see it.
+    other = await served.new_key("other")
+    async with http(served, other) as client:
+        job_id = scraped.structured_content["job"]["id"]
+        hidden = await client.call_tool("get_job", {"job_id": job_id})
+        assert hidden.is_error and "404" in hidden.content[0].text

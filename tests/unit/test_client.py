@@ -1,0 +1,148 @@
+"""The sync client over httpx's MockTransport, and the client's models against the API's."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import subprocess
+import sys
+import uuid
+from datetime import UTC, datetime
+
+import httpx
+import pytest
+
+from taskcrawler.client import AsyncTaskCrawler, JobStatus, TaskCrawler, TaskCrawlerError
+
+JOB = {
+    "id": str(uuid.uuid4()),
+    "url": "https://example.com/",
+    "status": "COMPLETED",
+    "retry_count": 0,
+    "scraped_title": "Example",
+    "error_log": None,
+    "error_code": None,
+    "http_status": 200,
+    "final_url": "https://example.com/",
+    "content_type": "text/html",
+    "created_at": datetime(2026, 12, 5, tzinfo=UTC).isoformat(),
+    "started_at": None,
+    "finished_at": None,
+    "next_attempt_at": None,
+    "formats": ["metadata"],
+    "run_count": 0,
+    "unchanged": False,
+    "result": {"title": "Example"},
+    "a_field_of_a_newer_server": 1,
+}
+
+
+def test_sync_calls_send_the_key_and_read_typed_answers() -> None:
+    seen: list[httpx.Request] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        if request.method == "POST":
+            return httpx.Response(201, json=JOB)
+        return httpx.Response(200, json={"jobs": [JOB], "next_cursor": None})
+
+    with TaskCrawler("http://api", "tc_a_b", transport=httpx.MockTransport(answer)) as tc:
+        submitted = tc.submit("https://example.com/", formats=["markdown"], max_age=60)
+        page = tc.list_jobs(statuses=["FAILED", "COMPLETED"], limit=5)
+    assert submitted.created and submitted.job.status is JobStatus.COMPLETED
+    assert page.jobs[0].id == uuid.UUID(JOB["id"])  # type: ignore[arg-type]
+    assert seen[0].headers["Authorization"] == "Bearer tc_a_b"
+    assert json.loads(seen[0].content) == {
+        "url": "https://example.com/",
+        "formats": ["markdown"],
+        "max_age": 60,
+    }
+    assert seen[1].url.params.get_list("status") == ["FAILED", "COMPLETED"]
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "headers", "message"),
+    [
+        (404, {"detail": "no job with this id"}, {}, "404 Not Found: no job with this id"),
+        (
+            422,
+            {"detail": [{"loc": ["body", "url"], "msg": "bad scheme"}]},
+            {},
+            "422 Unprocessable Entity: url: bad scheme",
+        ),
+        (
+            429,
+            {"detail": "slow down"},
+            {"Retry-After": "3"},
+            "429 Too Many Requests: slow down; try again in 3 s",
+        ),
+        (500, None, {}, "500 Internal Server Error: no details"),
+    ],
+)
+def test_refusals_carry_status_detail_and_retry_after(
+    status: int, body: object, headers: dict[str, str], message: str
+) -> None:
+    def answer(request: httpx.Request) -> httpx.Response:
+        if body is None:
+            return httpx.Response(status, text="oops", headers=headers)
+        return httpx.Response(status, json=body, headers=headers)
+
+    with (
+        TaskCrawler("http://api", transport=httpx.MockTransport(answer)) as tc,
+        pytest.raises(TaskCrawlerError) as refused,
+    ):
+        tc.get_job(uuid.uuid4())
+    assert str(refused.value) == message
+    assert refused.value.status == status
+    assert refused.value.retry_after == (3.0 if status == 429 else None)
+
+
+def test_an_answer_that_is_not_json_says_so() -> None:
+    answer = httpx.MockTransport(lambda request: httpx.Response(200, text="<html>"))
+    with (
+        TaskCrawler("http://api", transport=answer) as tc,
+        pytest.raises(TaskCrawlerError) as not_json,
+    ):
+        tc.get_job(uuid.uuid4())
+    assert "not JSON" in str(not_json.value)
+
+
+def test_sync_and_async_clients_have_the_same_methods() -> None:
+    def public(cls: type) -> dict[str, list[str]]:
+        return {
+            name: list(inspect.signature(member).parameters)
+            for name, member in vars(cls).items()
+            if callable(member) and not name.startswith("_") and name not in ("close", "aclose")
+        }
+
+    sync, not_sync = public(TaskCrawler), public(AsyncTaskCrawler)
+    # An async caller bounds a wait with asyncio.timeout; a blocking one has only the argument.
+    assert sync.pop("wait") == [*not_sync.pop("wait"), "timeout"]
+    assert sync == not_sync
+
+
+def test_the_client_models_are_the_apis() -> None:
+    from taskcrawler.api import schemas
+    from taskcrawler.client import models
+
+    pairs = [
+        (models.Job, schemas.JobOut),
+        (models.BatchJob, schemas.BatchItem),
+        (models.Batch, schemas.BatchOut),
+        (models.JobPage, schemas.JobPage),
+        (models.Run, schemas.RunOut),
+        (models.Link, schemas.LinkOut),
+        (models.LinkPage, schemas.LinkPage),
+        (models.MapResult, schemas.MapOut),
+    ]
+    for ours, theirs in pairs:
+        assert set(ours.model_fields) == set(theirs.model_fields), ours
+
+
+def test_importing_the_client_imports_no_server() -> None:
+    code = (
+        "import sys, taskcrawler.client; "
+        "print([m for m in ('fastapi', 'sqlalchemy', 'aiohttp') if m in sys.modules])"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"
