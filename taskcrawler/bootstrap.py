@@ -174,7 +174,13 @@ def api_services(
         ),
         monitors=monitor_service(runtime),
         exports=export_service(storage, runtime.settings),
-        firecrawl=FirecrawlService(jobs, content, mapper, storage.batches),
+        firecrawl=FirecrawlService(
+            jobs,
+            content,
+            mapper,
+            storage.batches,
+            max_wait_seconds=runtime.settings.scrape_max_wait_seconds,
+        ),
     )
 
 

@@ -131,6 +131,14 @@ class Settings(BaseSettings):
         "(a hostile robots.txt cannot stall the workers); 0 ignores Crawl-delay.",
     )
 
+    scrape_max_wait_seconds: float = Field(
+        300.0,
+        gt=0,
+        le=300,
+        description="Longest a synchronous scrape (Firecrawl-compatible /v1|v2/scrape) holds its "
+        "request open waiting for the page, whatever `timeout` the client asks for; past it the "
+        "answer is a 408 and the job goes on.",
+    )
     # crawls, sitemaps and map
     crawl_max_limit: int = Field(
         100_000, ge=1, description="The largest `limit` a crawl may ask for (default 10,000)."

@@ -96,8 +96,13 @@ class FirecrawlService:
         content: ContentService,
         mapper: MapService,
         batches: BatchRepository,
+        *,
+        max_wait_seconds: float = MAX_TIMEOUT_MS / 1000,
     ) -> None:
         self.jobs = jobs
+        # A scrape holds its request open until the page is done: the operator's bound on that,
+        # whatever ``timeout`` the client asks for.
+        self.max_wait_seconds = max_wait_seconds
         self.content = content
         self.mapper = mapper
         self.batches = batches
@@ -133,7 +138,9 @@ class FirecrawlService:
         ours = _our_formats(spec.formats)
         max_age = None if spec.max_age_ms is None else spec.max_age_ms / 1000
         created = await self.jobs.submit(caller, spec.url, JobOptions(ours, None, max_age))
-        job = await self._finished(caller, created.job, spec.timeout_ms / 1000)
+        job = await self._finished(
+            caller, created.job, min(spec.timeout_ms / 1000, self.max_wait_seconds)
+        )
         if job.status is JobStatus.FAILED and job.http_status is None:
             raise ScrapeFailed(job.error_log or "the page could not be fetched")
         if job.status is not JobStatus.COMPLETED and job.http_status is None:

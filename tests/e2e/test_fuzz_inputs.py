@@ -331,6 +331,8 @@ class Context:
     victim_key_id: str = ""
     job_id: str = ""
     monitor_id: str = ""
+    crawl_id: str = ""
+    batch_id: str = ""
 
 
 #: A valid value for each required input; optional ones are left out of the baseline.
@@ -347,6 +349,9 @@ BASELINES: dict[tuple[str, str], Callable[[Context], Any]] = {
     ("query", "from"): lambda ctx: "0",
     ("query", "to"): lambda ctx: "0",
     ("body", "interval_seconds"): lambda ctx: 3600,
+    ("query", "q"): lambda ctx: "fuzz",
+    ("path", "crawl_id"): lambda ctx: ctx.crawl_id,
+    ("path", "batch_id"): lambda ctx: ctx.batch_id,
 }
 
 
@@ -625,28 +630,32 @@ class _Seeded(BaseModel):
 def test_a_new_endpoint_without_baselines_is_named() -> None:
     app = FastAPI()
 
-    @app.post("/api/v1/crawls/{crawl_id}")
-    async def start(crawl_id: str, body: _Seeded, depth: int) -> None:
+    @app.post("/api/v1/widgets/{widget_id}")
+    async def start(widget_id: str, body: _Seeded, depth: int) -> None:
         """An endpoint this fuzzer has never seen: a required path, query and body field."""
 
     [operation] = [op for op in operations(app) if op.path.startswith("/api/")]
     assert missing_baselines(operation) == [
-        "POST /api/v1/crawls/{crawl_id}: no baseline for the required path 'crawl_id'",
-        "POST /api/v1/crawls/{crawl_id}: no baseline for the required query 'depth'",
-        "POST /api/v1/crawls/{crawl_id}: no baseline for the required body 'seed'",
+        "POST /api/v1/widgets/{widget_id}: no baseline for the required path 'widget_id'",
+        "POST /api/v1/widgets/{widget_id}: no baseline for the required query 'depth'",
+        "POST /api/v1/widgets/{widget_id}: no baseline for the required body 'seed'",
     ]
     assert [s.label for s in surfaces_of(operation)] == [
-        "POST /api/v1/crawls/{crawl_id} [path crawl_id]",
-        "POST /api/v1/crawls/{crawl_id} [query depth]",
-        "POST /api/v1/crawls/{crawl_id} [header Authorization]",
-        "POST /api/v1/crawls/{crawl_id} [body seed]",
-        "POST /api/v1/crawls/{crawl_id} [body-whole]",
-        "POST /api/v1/crawls/{crawl_id} [body-extra]",
+        "POST /api/v1/widgets/{widget_id} [path widget_id]",
+        "POST /api/v1/widgets/{widget_id} [query depth]",
+        "POST /api/v1/widgets/{widget_id} [header Authorization]",
+        "POST /api/v1/widgets/{widget_id} [body seed]",
+        "POST /api/v1/widgets/{widget_id} [body-whole]",
+        "POST /api/v1/widgets/{widget_id} [body-extra]",
     ]
 
 
+# ~10,000 requests per database: the suite's default watchdog is sized for ordinary tests.
+@pytest.mark.timeout(900)
 async def test_every_input_surface_survives_hostile_values(database_url: str) -> None:
-    async with running("api", fast_settings(database_url=database_url)) as service:
+    # No worker runs: a synchronous scrape would wait out its whole timeout for every case.
+    settings = fast_settings(database_url=database_url, scrape_max_wait_seconds=0.2)
+    async with running("api", settings) as service:
         admin, _ = await service.services.keys.create("fuzzer", is_admin=True)
         _, victim = await service.services.keys.create("victim")
         ctx = Context(admin=admin.token, victim_key_id=victim.id)
@@ -664,6 +673,20 @@ async def test_every_input_surface_survives_hostile_values(database_url: str) ->
         )
         assert monitor.status_code == 201, monitor.text
         ctx.monitor_id = monitor.json()["id"]
+        crawl = await service.client.post(
+            "/api/v1/crawls",
+            json={"url": "http://fuzz.example/site"},
+            headers={"Authorization": f"Bearer {ctx.admin}"},
+        )
+        assert crawl.status_code == 201, crawl.text
+        ctx.crawl_id = crawl.json()["id"]
+        batch = await service.client.post(
+            "/v1/batch/scrape",
+            json={"urls": ["http://fuzz.example/batched"]},
+            headers={"Authorization": f"Bearer {ctx.admin}"},
+        )
+        assert batch.status_code == 200, batch.text
+        ctx.batch_id = batch.json()["id"]
         found = [surface for op in operations(service.app) for surface in surfaces_of(op)]
         fuzzer = Fuzzer(service, asyncio.get_running_loop(), ctx)
         # Hypothesis runs synchronously: in a thread, sending each case to this loop.
