@@ -235,7 +235,7 @@ class Cleaner:
         """Step 2: nodes whose names say boilerplate, outermost first, in document order."""
         found: list[LexborNode] = []
         ids: set[int] = set()
-        most = _MAX_FLAGGED_SHARE * visible_chars(body)
+        most = -1.0  # measured when first needed: many pages have no flagged block
         for node in body.css(_NAMED_BLOCKS):
             attrs = node.attrs
             # A heading's id names the section for links to it ("nav_…" from a table of
@@ -244,6 +244,8 @@ class Cleaner:
             names = f"{attrs.get('class') or ''} {'' if anchor else attrs.get('id') or ''}"
             if not names_boilerplate(names) or node.mem_id in self.holds_main:
                 continue
+            if most < 0:
+                most = _MAX_FLAGGED_SHARE * visible_chars(body)
             parent = node.parent
             if (
                 (parent is not None and parent.mem_id in ids)  # no bigger than its parent

@@ -46,7 +46,6 @@ _LINE_START = re.compile(r"^([#>+=|-]|\d+[.)](?=\s|$))")
 # case (text that needs nothing) finds no match at all.
 _SPACES = re.compile(r"[\t\r\n\f\v\u00a0][ \t\r\n\f\v\u00a0]*| [ \t\r\n\f\v\u00a0]+")
 _SPECIAL = ("\\", "`", "*", "_", "]")
-_ODD_SPACES = ("\n", "\t", "\r", "\xa0", "\f", "\v", "  ")
 _BACKTICKS = re.compile(r"`+")
 _PIXEL_SIZES = frozenset({"0", "1", "2", "0px", "1px", "2px"})
 _LAZY_SOURCES = ("data-src", "data-lazy-src", "data-original")
@@ -368,8 +367,9 @@ def _escape_marker(match: re.Match[str]) -> str:
 
 
 def _collapse(text: str) -> str:
-    """Whitespace runs made one space; most text needs nothing, which a few scans tell."""
-    if any(space in text for space in _ODD_SPACES):
+    """Whitespace runs made one space. Most text needs nothing, which two scans tell: every
+    character ``_SPACES`` takes but the space is one ``isprintable()`` refuses."""
+    if "  " in text or not text.isprintable():
         return _SPACES.sub(" ", text)
     return text
 

@@ -53,6 +53,7 @@ class Resolver:
         "_base_internal",
         "_cache",
         "_dir",
+        "_netlocs",
         "_origin",
         "_path",
         "_scheme",
@@ -78,6 +79,7 @@ class Resolver:
         self._site = _site(host_of(page_netloc))
         self._base_internal = _site(host_of(parts.netloc)) == self._site
         self._cache: dict[str, tuple[str, bool] | None] = {}
+        self._netlocs: dict[str, bool | None] = {}  # netloc: internal, None if no host
 
     @property
     def base(self) -> str:
@@ -128,8 +130,14 @@ class Resolver:
         if url is None:
             return None
         url = url.partition("#")[0]
-        host = host_of(_netloc(url))
-        return (url, _site(host) == self._site) if host else None
+        netloc = _netloc(url)
+        netlocs = self._netlocs
+        if netloc in netlocs:  # a page's absolute links share a few hosts: each judged once
+            internal = netlocs[netloc]
+        else:
+            host = host_of(netloc)
+            internal = netlocs[netloc] = _site(host) == self._site if host else None
+        return (url, internal) if internal is not None else None
 
     def is_internal(self, url: str) -> bool:
         """Same site as the page: same host, ignoring a leading ``www.``."""
