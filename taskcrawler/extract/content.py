@@ -159,7 +159,7 @@ def _is_boilerplate_word(word: str) -> bool:
 
 
 def _names_any_boilerplate(names: str) -> bool:
-    return any(_is_boilerplate_word(word) for word in _WORD.findall(names))
+    return any(map(_is_boilerplate_word, _WORD.findall(names)))  # all in C: no frame a word
 
 
 @functools.lru_cache(maxsize=_NAMES_CACHED)

@@ -146,7 +146,13 @@ class Renderer:
 
     def _paragraph(self, parts: list[str] | str) -> str:
         joined = parts if isinstance(parts, str) else "".join(parts)
-        lines = [_collapse(line).strip() for line in joined.split(_BREAK)]
+        if _BREAK not in joined:  # most paragraphs: one line
+            line = _collapse(joined).strip()
+            if not self.markdown or not line:
+                return line
+            lines = [line]
+        else:
+            lines = [_collapse(line).strip() for line in joined.split(_BREAK)]
         if not self.markdown:
             return "\n".join(line for line in lines if line)
         # A hard line break as CommonMark has it from Markdown itself: two trailing spaces.
