@@ -240,8 +240,10 @@ class Cleaner:
             attrs = node.attrs
             # A heading's id names the section for links to it ("nav_…" from a table of
             # contents), not what the heading is.
-            anchor = node.tag in _HEADING_TAGS
-            names = f"{attrs.get('class') or ''} {'' if anchor else attrs.get('id') or ''}"
+            own_id = attrs.get("id") or ""
+            if own_id and node.tag in _HEADING_TAGS:
+                own_id = ""
+            names = f"{attrs.get('class') or ''} {own_id}"
             if not names_boilerplate(names) or node.mem_id in self.holds_main:
                 continue
             if most < 0:

@@ -14,6 +14,7 @@ from urllib.parse import urljoin, urlsplit
 _SCHEME = re.compile(r"[a-zA-Z][a-zA-Z0-9+.\-]*:")
 _NETLOC = re.compile(r"//([^/?#]*)")
 _WEB_SCHEMES = frozenset({"http", "https"})
+_WEB_PREFIXES = ("https://", "http://")
 _STRIP = "\x00\x01\x02\x03\x04\x05\x06\x07\x08\t\n\x0b\x0c\r\x0e\x0f \x7f"
 
 
@@ -109,6 +110,8 @@ class Resolver:
             # dot segments, backslashes, controls or tabs inside: rare, leave them to urljoin
             href = clean_href(href).replace("\\", "/")  # web URLs: "\\" means "/" (WHATWG)
             return self._absolute(_slow_join(self._base, href)) if href else None
+        if first == "h" and href.startswith(_WEB_PREFIXES):  # the commonest: nothing to join
+            return self._absolute(href)
         if first == "/":
             if href.startswith("//"):
                 return self._absolute(f"{self._scheme}:{href}")
