@@ -41,6 +41,9 @@ _SKIP = frozenset({"head", "title", "script", "style", "template", "noscript", "
 # definition, emphasis characters, backticks, backslashes. "[draft]" stays as it is written.
 _ESCAPE = re.compile(r"[\\`*]|\](?=[(\[:])|(?<!\w)_|_(?!\w)")
 _EMPTY_STRONG = re.compile(r"\*\*\*\*|\*\* \*\*")  # "**a****b**", "**a** **b**": one run
+# A "*" first on its line but for block markers ("- ", "> ", "1. "): unescaped, it could open
+# a list item.
+_STAR_OPENS_LINE = re.compile(r"^[\s>*+\-\d.)]*\\\*", re.MULTILINE)
 _LINE_START = re.compile(r"^([#>+=|-]|\d+[.)](?=\s|$))")
 # Whitespace that is not already a single space: a lone space is left alone, so the common
 # case (text that needs nothing) finds no match at all.
@@ -83,6 +86,8 @@ class Renderer:
                 blocks.extend(self.blocks(node, 0))
         if trim_tail:
             _trim_tail(blocks)
+        if self.markdown:
+            blocks = [_lone_star(block) if "\\*" in block else block for block in blocks]
         if title:
             blocks.insert(0, f"# {title}" if self.markdown else title)
         return "\n\n".join(blocks).strip()
@@ -364,6 +369,16 @@ def _trim_tail(blocks: list[str]) -> None:
         if len(last) > MAX_TAIL_CHARS or _SENTENCE_END.search(last) is not None:
             return
         blocks.pop()
+
+
+def _lone_star(block: str) -> str:
+    """A block's only "*" unescaped: alone it has nothing to pair with and cannot make
+    emphasis, and the backslash would split the word ("Kund*innen") for whoever reads the
+    text. Counted over the whole block (a list, a table), which holds one or more inline runs:
+    never fewer stars than any of them. Not near code, where a backslash is the code's own."""
+    if block.count("*") != 1 or "`" in block or _STAR_OPENS_LINE.search(block) is not None:
+        return block
+    return block.replace("\\*", "*")
 
 
 def _escape_marker(match: re.Match[str]) -> str:
