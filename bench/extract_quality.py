@@ -18,6 +18,12 @@ of the machine (caches, frequency) weighs on all of them alike.
 
 The corpus is split by a hash of each page's URL into a tuning part (80%) and a held-out part
 (20%), the same on every machine; rules are tuned on the first and checked on the second.
+
+``--markdown-visible`` adds, for information only, rows ``markdown-visible``: every
+extractor's Markdown (the same output, not run again) scored after a CommonMark parser
+(markdown-it-py, with GFM tables and strikethrough) has turned it into the text a reader sees
+(link labels kept, URLs, images and emphasis markers gone, escapes resolved). The corpus's
+README scores the output verbatim, so the ``markdown`` rows stay the figure to compare.
 """
 
 from __future__ import annotations
@@ -199,15 +205,52 @@ def trafilatura(fmt: str) -> Extractor:
 EXTRACTORS: dict[str, Callable[[str], Extractor]] = {"ours": ours, "trafilatura": trafilatura}
 
 
+_HTML_TAG = re.compile(r"<[^>]*>")
+
+
+def visible_text(markdown: str) -> str:
+    """What a reader sees of ``markdown`` once rendered: the text of every block on its own
+    line, link labels without their URLs, no images, no emphasis markers, escapes resolved,
+    raw HTML without its tags, code as written."""
+    lines: list[str] = []
+    for token in _markdown_parser().parse(markdown):
+        if token.type == "inline":
+            parts = []
+            for child in token.children or ():
+                if child.type in ("text", "code_inline"):
+                    parts.append(child.content)
+                elif child.type in ("softbreak", "hardbreak"):
+                    parts.append("\n")
+            lines.append("".join(parts))
+        elif token.type in ("fence", "code_block"):
+            lines.append(token.content)
+        elif token.type == "html_block":
+            lines.append(_HTML_TAG.sub(" ", token.content))
+    return "\n".join(lines)
+
+
+_PARSER: list[Any] = []
+
+
+def _markdown_parser() -> Any:
+    if not _PARSER:
+        from markdown_it import MarkdownIt
+
+        _PARSER.append(MarkdownIt("commonmark").enable(["table", "strikethrough"]))
+    return _PARSER[0]
+
+
 @dataclass(slots=True)
 class Run:
-    """One extractor in one format, scored per split."""
+    """One extractor in one format, scored per split (and, for Markdown when asked, scored
+    again on its visible text: ``visible``)."""
 
     name: str
     fmt: str
     extractor: Extractor
     scores: dict[str, Score] = field(default_factory=lambda: {s: Score() for s in SPLITS})
     misses: list[tuple[str, list[str], list[str]]] = field(default_factory=list)
+    visible: dict[str, Score] | None = None
 
     def score(self, page: Page) -> None:
         start = time.thread_time()
@@ -218,9 +261,12 @@ class Run:
             output = None
         seconds = time.thread_time() - start
         missed, kept = [], []
+        seen = visible_text(output) if self.visible is not None and output else output
         for split in SPLITS:
             if in_split(page.url, split):
                 missed, kept = self.scores[split].add(page, output, seconds)
+                if self.visible is not None:
+                    self.visible[split].add(page, seen, seconds)
         if missed or kept:
             self.misses.append((page.file, missed, kept))
 
@@ -248,6 +294,13 @@ def table(runs: list[Run], splits: Collection[str] | None = None) -> Iterator[st
                 f"| {run.name} | {run.fmt} | {split} | {s.pages} | {s.precision:.3f} "
                 f"| {s.recall:.3f} | {s.f1:.3f} | {s.pages_per_second:.0f} |"
             )
+        for run in runs:
+            if run.visible is not None:
+                s = run.visible[split]
+                yield (
+                    f"| {run.name} | {run.fmt}-visible | {split} | {s.pages} | {s.precision:.3f} "
+                    f"| {s.recall:.3f} | {s.f1:.3f} | (the {run.fmt} run's) |"
+                )
 
 
 _FIELDS = (("author", "author"), ("date", "published_date"), ("sitename", "site_name"))
@@ -290,6 +343,12 @@ def main() -> None:
     parser.add_argument(
         "--metadata", action="store_true", help="also check author, date, site name"
     )
+    parser.add_argument(
+        "--markdown-visible",
+        action="store_true",
+        help="also score each Markdown output's visible text (information, not the corpus's "
+        "own scoring)",
+    )
     args = parser.parse_args()
 
     corpus = args.corpus or find_corpus()
@@ -299,6 +358,10 @@ def main() -> None:
     runs = [
         Run(name, fmt, EXTRACTORS[name](fmt)) for fmt in args.formats for name in args.extractors
     ]
+    if args.markdown_visible:
+        for run in runs:
+            if run.fmt == "markdown":
+                run.visible = {split: Score() for split in SPLITS}
     pin_to_one_core()
     score_corpus(pages, runs)
     for run in runs:

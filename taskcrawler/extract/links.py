@@ -106,7 +106,8 @@ def _counts(targets: list[_Target], page_nofollow: bool, max_links: int) -> dict
     if page_nofollow:
         nofollow = len(targets)
     else:
-        nofollow = sum(1 for t in targets if "nofollow" in rel_tokens(t[3].get("rel")))
+        rels = (target[3].get("rel") for target in targets)
+        nofollow = sum(1 for rel in rels if rel and "nofollow" in rel.lower().split())
     return {
         "internal": internal,
         "external": len(targets) - internal,

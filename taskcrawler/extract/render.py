@@ -41,12 +41,14 @@ _SKIP = frozenset({"head", "title", "script", "style", "template", "noscript", "
 # definition, emphasis characters, backticks, backslashes. "[draft]" stays as it is written.
 _ESCAPE = re.compile(r"[\\`*]|\](?=[(\[:])|(?<!\w)_|_(?!\w)")
 _EMPTY_STRONG = re.compile(r"\*\*\*\*|\*\* \*\*")  # "**a****b**", "**a** **b**": one run
+# A "*" first on its line but for block markers ("- ", "> ", "1. "): unescaped, it could open
+# a list item.
+_STAR_OPENS_LINE = re.compile(r"^[\s>*+\-\d.)]*\\\*", re.MULTILINE)
 _LINE_START = re.compile(r"^([#>+=|-]|\d+[.)](?=\s|$))")
 # Whitespace that is not already a single space: a lone space is left alone, so the common
 # case (text that needs nothing) finds no match at all.
 _SPACES = re.compile(r"[\t\r\n\f\v\u00a0][ \t\r\n\f\v\u00a0]*| [ \t\r\n\f\v\u00a0]+")
 _SPECIAL = ("\\", "`", "*", "_", "]")
-_ODD_SPACES = ("\n", "\t", "\r", "\xa0", "\f", "\v", "  ")
 _BACKTICKS = re.compile(r"`+")
 _PIXEL_SIZES = frozenset({"0", "1", "2", "0px", "1px", "2px"})
 _LAZY_SOURCES = ("data-src", "data-lazy-src", "data-original")
@@ -84,6 +86,8 @@ class Renderer:
                 blocks.extend(self.blocks(node, 0))
         if trim_tail:
             _trim_tail(blocks)
+        if self.markdown:
+            blocks = [_lone_star(block) if "\\*" in block else block for block in blocks]
         if title:
             blocks.insert(0, f"# {title}" if self.markdown else title)
         return "\n\n".join(blocks).strip()
@@ -147,7 +151,13 @@ class Renderer:
 
     def _paragraph(self, parts: list[str] | str) -> str:
         joined = parts if isinstance(parts, str) else "".join(parts)
-        lines = [_collapse(line).strip() for line in joined.split(_BREAK)]
+        if _BREAK not in joined:  # most paragraphs: one line
+            line = _collapse(joined).strip()
+            if not self.markdown or not line:
+                return line
+            lines = [line]
+        else:
+            lines = [_collapse(line).strip() for line in joined.split(_BREAK)]
         if not self.markdown:
             return "\n".join(line for line in lines if line)
         # A hard line break as CommonMark has it from Markdown itself: two trailing spaces.
@@ -361,6 +371,16 @@ def _trim_tail(blocks: list[str]) -> None:
         blocks.pop()
 
 
+def _lone_star(block: str) -> str:
+    """A block's only "*" unescaped: alone it has nothing to pair with and cannot make
+    emphasis, and the backslash would split the word ("Kund*innen") for whoever reads the
+    text. Counted over the whole block (a list, a table), which holds one or more inline runs:
+    never fewer stars than any of them. Not near code, where a backslash is the code's own."""
+    if block.count("*") != 1 or "`" in block or _STAR_OPENS_LINE.search(block) is not None:
+        return block
+    return block.replace("\\*", "*")
+
+
 def _escape_marker(match: re.Match[str]) -> str:
     """``# x`` -> ``\\# x``; ``1. x`` -> ``1\\. x`` (what CommonMark needs to not see a block)."""
     marker = match.group()
@@ -368,8 +388,9 @@ def _escape_marker(match: re.Match[str]) -> str:
 
 
 def _collapse(text: str) -> str:
-    """Whitespace runs made one space; most text needs nothing, which a few scans tell."""
-    if any(space in text for space in _ODD_SPACES):
+    """Whitespace runs made one space. Most text needs nothing, which two scans tell: every
+    character ``_SPACES`` takes but the space is one ``isprintable()`` refuses."""
+    if "  " in text or not text.isprintable():
         return _SPACES.sub(" ", text)
     return text
 

@@ -154,7 +154,7 @@ def link_share(node: LexborNode) -> float:
 
 
 def _name_weight(node: LexborNode) -> int:
-    attrs = node.attrs
+    attrs = node.attributes  # one dict: cheaper than two lookups by name
     names = f"{attrs.get('class') or ''} {attrs.get('id') or ''}"
     return 0 if names == " " else _weight_of_names(names)
 

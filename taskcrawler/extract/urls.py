@@ -14,6 +14,7 @@ from urllib.parse import urljoin, urlsplit
 _SCHEME = re.compile(r"[a-zA-Z][a-zA-Z0-9+.\-]*:")
 _NETLOC = re.compile(r"//([^/?#]*)")
 _WEB_SCHEMES = frozenset({"http", "https"})
+_WEB_PREFIXES = ("https://", "http://")
 _STRIP = "\x00\x01\x02\x03\x04\x05\x06\x07\x08\t\n\x0b\x0c\r\x0e\x0f \x7f"
 
 
@@ -53,6 +54,7 @@ class Resolver:
         "_base_internal",
         "_cache",
         "_dir",
+        "_netlocs",
         "_origin",
         "_path",
         "_scheme",
@@ -78,6 +80,7 @@ class Resolver:
         self._site = _site(host_of(page_netloc))
         self._base_internal = _site(host_of(parts.netloc)) == self._site
         self._cache: dict[str, tuple[str, bool] | None] = {}
+        self._netlocs: dict[str, bool | None] = {}  # netloc: internal, None if no host
 
     @property
     def base(self) -> str:
@@ -107,6 +110,8 @@ class Resolver:
             # dot segments, backslashes, controls or tabs inside: rare, leave them to urljoin
             href = clean_href(href).replace("\\", "/")  # web URLs: "\\" means "/" (WHATWG)
             return self._absolute(_slow_join(self._base, href)) if href else None
+        if first == "h" and href.startswith(_WEB_PREFIXES):  # the commonest: nothing to join
+            return self._absolute(href)
         if first == "/":
             if href.startswith("//"):
                 return self._absolute(f"{self._scheme}:{href}")
@@ -128,8 +133,14 @@ class Resolver:
         if url is None:
             return None
         url = url.partition("#")[0]
-        host = host_of(_netloc(url))
-        return (url, _site(host) == self._site) if host else None
+        netloc = _netloc(url)
+        netlocs = self._netlocs
+        if netloc in netlocs:  # a page's absolute links share a few hosts: each judged once
+            internal = netlocs[netloc]
+        else:
+            host = host_of(netloc)
+            internal = netlocs[netloc] = _site(host) == self._site if host else None
+        return (url, internal) if internal is not None else None
 
     def is_internal(self, url: str) -> bool:
         """Same site as the page: same host, ignoring a leading ``www.``."""

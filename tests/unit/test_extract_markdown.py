@@ -110,10 +110,10 @@ def test_blockquote_and_rule() -> None:
 
 def test_markdown_special_characters_are_escaped() -> None:
     out = markdown(
-        "<p>2 * 3 [not a link] snake_case _under_</p><p># not a heading</p>"
+        "<p>2 * 3 * 4 [not a link] snake_case _under_</p><p># not a heading</p>"
         "<p>- not a list</p><p>1. not a list</p><p>[text](not-a-link) [ref]: x</p>"
     )
-    assert "2 \\* 3 [not a link] snake_case \\_under\\_" in out
+    assert "2 \\* 3 \\* 4 [not a link] snake_case \\_under\\_" in out
     assert "[text\\](not-a-link) [ref\\]: x" in out
     assert "\\# not a heading" in out
     assert "\\- not a list" in out
@@ -270,3 +270,20 @@ def test_the_standfirst_follows_the_headline_not_the_logo() -> None:
     out = text(page)
     assert f"{LEAD}\n\nParagraph 0" in out
     assert "paper of record" not in out
+
+
+def test_a_lone_star_is_not_escaped_where_it_cannot_make_emphasis() -> None:
+    # Alone in its block a "*" has nothing to pair with; two could, and are escaped.
+    assert markdown("<p>Die Kund*innen und inter* Personen.</p>") == (
+        "Die Kund\\*innen und inter\\* Personen."
+    )
+    assert markdown("<p>Die Kund*innen kommen.</p><p>Jede*r auch.</p>") == (
+        "Die Kund*innen kommen.\n\nJede*r auch."
+    )
+    # Bold markers are stars too; a star opening a line could open a list item; in a list
+    # the whole list is one block; code keeps its own backslashes.
+    assert markdown("<p><b>Kund</b>*innen</p>") == "**Kund**\\*innen"
+    assert markdown("<p>* not a list</p>") == "\\* not a list"
+    assert markdown("<ul><li>* x</li></ul>") == "- \\* x"
+    assert markdown("<ul><li>a*b</li><li>c*d</li></ul>") == "- a\\*b\n- c\\*d"
+    assert markdown("<p>a*b <code>x</code></p>") == "a\\*b `x`"
