@@ -64,6 +64,7 @@ async def crawl(service: Service, body: dict[str, Any]) -> set[str]:
     started = await service.client.post("/api/v1/crawls", json=body)
     assert started.status_code == 201, started.text
     crawl_id = started.json()["id"]
+    assert started.json()["render"] == body.get("render", "never")
     async with asyncio.timeout(PATIENCE_SECONDS):
         while True:
             shown = (await service.client.get(f"/api/v1/crawls/{crawl_id}")).json()

@@ -103,6 +103,7 @@ async def test_start_watch_and_cancel_a_crawl(page: Page, served: Served, chain:
     await expect(page.locator("#crawl-status")).to_have_text("RUNNING", timeout=WAIT_MS)
     await expect(page.locator('dd[data-field="limit"]')).to_have_text("200")
     await expect(page.locator('dd[data-field="max_depth"]')).to_have_text("100")
+    await expect(page.locator('dd[data-field="render"]')).to_have_text("never")
     await expect(page.locator("#crawl-progress-text")).to_contain_text("pages finished")
     first = page.locator("#crawl-jobs-body tr[data-job-id]").first
     await expect(first).to_be_visible(timeout=WAIT_MS)

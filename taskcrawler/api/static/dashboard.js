@@ -846,6 +846,8 @@
         ["Cancelled", String(crawl.cancelled)],
         ["Limit", String(crawl.limit)],
         ["Max depth", crawl.max_depth === null ? "—" : String(crawl.max_depth)],
+        ["Formats", (crawl.formats || []).join(", ") || "—"],
+        ["Render", crawl.render || "never"],
         ["Started", time(crawl.created_at)],
         ["Finished", time(crawl.finished_at)],
       ];
