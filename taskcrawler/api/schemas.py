@@ -491,6 +491,22 @@ class CrawlIn(RequestModel):
         description="Gets a signed POST (crawl.completed) when the crawl completes.",
     )
     max_age: float | None = Field(None, ge=0, le=MAX_AGE_SECONDS, description="Kept with the spec.")
+    render: RenderMode | None = Field(
+        None,
+        description="For every page, as for a job: never, auto or always. Default never, or "
+        "always when formats has screenshot.",
+    )
+    render_options: RenderOptionsIn | None = Field(
+        None, description="How to render every page, as for a job."
+    )
+
+    @model_validator(mode="after")
+    def _render_fits_formats(self) -> CrawlIn:
+        try:
+            self.render = effective_mode(self.render, self.formats)
+        except ValueError as exc:
+            raise ValueError(str(exc)) from None
+        return self
 
 
 class CrawlOut(CrawlView):

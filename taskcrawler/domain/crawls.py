@@ -22,6 +22,7 @@ from uuid import UUID
 import re2
 
 from taskcrawler.domain.errors import InvalidURL
+from taskcrawler.domain.rendering import RENDER_MODES, RenderRequest, effective_mode
 from taskcrawler.domain.urls import crawl_key, validate_url
 
 DEFAULT_LIMIT = 10_000
@@ -148,6 +149,16 @@ def _checked_formats(value: object, known: Collection[str] | None) -> tuple[str,
     return formats
 
 
+def _checked_render(mode: object, formats: Sequence[str]) -> str:
+    """The pages' render mode, as a job's: see :func:`effective_mode`."""
+    if mode is not None and not isinstance(mode, str):
+        raise InvalidCrawlSpec("render", f"must be one of {', '.join(RENDER_MODES)}")
+    try:
+        return effective_mode(mode, list(formats))
+    except ValueError as exc:
+        raise InvalidCrawlSpec("render", str(exc)) from None
+
+
 def _checked_max_age(value: object) -> float | None:
     if value is None:
         return None
@@ -179,6 +190,10 @@ class CrawlSpec:
     formats: tuple[str, ...] = ("metadata",)
     callback_url: str | None = None
     max_age: float | None = None
+    #: As for a job, for every page: never, auto or always (``create`` picks always for a
+    #: screenshot when not asked); ``render_options`` ``None`` is the defaults.
+    render: str = "never"
+    render_options: RenderRequest | None = None
 
     def __post_init__(self) -> None:
         _checked_url(self.url, "url")
@@ -196,6 +211,9 @@ class CrawlSpec:
         if self.callback_url is not None:
             _checked_url(self.callback_url, "callback_url")
         object.__setattr__(self, "max_age", _checked_max_age(self.max_age))
+        if self.render is None:
+            raise InvalidCrawlSpec("render", f"must be one of {', '.join(RENDER_MODES)}")
+        _checked_render(self.render, self.formats)
 
     @classmethod
     def create(
@@ -214,6 +232,8 @@ class CrawlSpec:
         formats: Sequence[str] = ("metadata",),
         callback_url: str | None = None,
         max_age: float | None = None,
+        render: str | None = None,
+        render_options: RenderRequest | None = None,
     ) -> CrawlSpec:
         """A validated spec; :class:`InvalidCrawlSpec` names the first bad field."""
         _checked_url(url, "url")
@@ -235,6 +255,8 @@ class CrawlSpec:
             formats=tuple(formats),
             callback_url=callback_url,
             max_age=max_age,
+            render=_checked_render(render, formats),
+            render_options=render_options,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -251,6 +273,11 @@ class CrawlSpec:
             "formats": list(self.formats),
             "callback_url": self.callback_url,
             "max_age": self.max_age,
+            # Copied onto every page as a job stores them (storage.crawls._page_row).
+            "render": self.render,
+            "render_options": None
+            if self.render_options is None
+            else self.render_options.to_json(),
         }
 
     @classmethod
@@ -269,6 +296,10 @@ class CrawlSpec:
             formats=tuple(data.get("formats", ("metadata",))),
             callback_url=data.get("callback_url"),
             max_age=data.get("max_age"),
+            render=data.get("render") or "never",
+            render_options=None
+            if data.get("render_options") is None
+            else RenderRequest.from_json(data["render_options"]),
         )
 
 

@@ -82,6 +82,8 @@ class CrawlView(BaseModel):
     max_depth: int | None
     limit: int
     sitemap: Literal["include", "skip", "only"]
+    formats: list[str] = Field(default_factory=list, description="Extracted of every page.")
+    render: str = Field("never", description="How every page is rendered: never, auto, always.")
 
     @classmethod
     def of(cls, crawl: Crawl) -> Self:
@@ -101,6 +103,8 @@ class CrawlView(BaseModel):
             max_depth=crawl.spec.max_depth,
             limit=crawl.spec.limit,
             sitemap=crawl.spec.sitemap.value,
+            formats=list(crawl.spec.formats),
+            render=crawl.spec.render,
         )
 
 

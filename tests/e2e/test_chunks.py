@@ -3,6 +3,7 @@ on SQLite, on PostgreSQL with pgvector, and on PostgreSQL without it (which says
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -162,3 +163,82 @@ async def test_an_embedder_that_cannot_be_reached_fails_the_job_after_its_retrie
     assert job["status"] == "FAILED"
     assert job["retry_count"] == 1  # transient: retried like a failed fetch
     assert job["error_log"].startswith("embedding_failed: http://127.0.0.1:9/v1/embeddings")
+
+
+# --- a crawl's chunks ---------------------------------------------------------------------------
+
+#: Two index pages of one site, each linking to its own pages of the corpus.
+SECTIONS = {"/a": (0, 8), "/b": (18, 33)}
+
+
+@pytest.fixture
+async def sections() -> AsyncIterator[str]:
+    app = corpus_app()
+
+    def index(numbers: tuple[int, ...]) -> Any:
+        links = "".join(f"<li><a href='/kb/{n}'>{TOPICS[n].title}</a></li>" for n in numbers)
+
+        async def handle(request: web.Request) -> web.Response:
+            body = f"<html><head><title>Index</title></head><body><ul>{links}</ul></body></html>"
+            return web.Response(text=body, content_type="text/html")
+
+        return handle
+
+    for path, numbers in SECTIONS.items():
+        app.router.add_get(path, index(numbers))
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+    yield f"http://127.0.0.1:{port}"
+    await runner.cleanup()
+
+
+async def _crawled(service: Service, url: str) -> dict[str, str]:
+    """The finished crawl's COMPLETED pages: URL to job id."""
+    started = await service.client.post(
+        "/api/v1/crawls",
+        json={"url": url, "max_depth": 1, "sitemap": "skip", "formats": ["chunks"]},
+    )
+    assert started.status_code == 201, started.text
+    crawl_id = started.json()["id"]
+    async with asyncio.timeout(120):  # a bound for a hang, not a speed claim
+        while True:
+            shown = (await service.client.get(f"/api/v1/crawls/{crawl_id}")).json()
+            if shown["status"] != "RUNNING" and shown["pending"] == 0:
+                break
+            await asyncio.sleep(0.1)
+    jobs = (await service.client.get(f"/api/v1/crawls/{crawl_id}/jobs")).json()["jobs"]
+    assert all(job["status"] == "COMPLETED" for job in jobs), jobs
+    return {"crawl_id": crawl_id} | {job["url"]: job["id"] for job in jobs}
+
+
+async def test_a_crawls_chunks_are_searched_within_the_crawl(
+    sqlite_url: str, sections: str
+) -> None:
+    async with running("embedded", fast_settings(database_url=sqlite_url)) as service:
+        first = await _crawled(service, sections + "/a")
+        second = await _crawled(service, sections + "/b")
+        assert set(first) - {"crawl_id"} == {
+            f"{sections}/a",
+            f"{sections}/kb/0",
+            f"{sections}/kb/8",
+        }
+        for crawl, other in ((first, second), (second, first)):
+            own = set(crawl.values()) - {crawl["crawl_id"]}
+            for n in (0, 8, 18, 33):
+                found = await service.client.get(
+                    "/api/v1/search",
+                    params={"q": TOPICS[n].question, "k": 10, "crawl_id": crawl["crawl_id"]},
+                )
+                assert found.status_code == 200, found.text
+                results = found.json()["results"]
+                assert results and {hit["job_id"] for hit in results} <= own
+                url = f"{sections}/kb/{n}"
+                if url in crawl:  # its own page comes first
+                    assert results[0]["job_id"] == crawl[url]
+                assert other.get(url) not in {hit["job_id"] for hit in results}
+        everywhere = await service.client.get("/api/v1/search", params={"q": "yeast", "k": 20})
+        ids = {hit["job_id"] for hit in everywhere.json()["results"]}
+        assert first[f"{sections}/kb/0"] in ids

@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import pytest
 
 from taskcrawler.domain.urls import crawl_key
@@ -65,6 +66,7 @@ async def test_a_crawl_through_the_api(
         started = response.json()
         assert started["status"] == "RUNNING" and started["discovered"] == 1
         assert started["limit"] == 10_000 and started["sitemap"] == "include"
+        assert started["formats"] == ["metadata"] and started["render"] == "never"
         crawl = await until_finished(service, started["id"])
         jobs = await all_jobs(service, started["id"])
         failed = await all_jobs(service, started["id"], status="FAILED")
@@ -143,7 +145,7 @@ async def test_the_command_line(
     served = await serve(processes, tmp_path, sqlite_url, TASKCRAWLER_RESPECT_ROBOTS="true")
     truth = site.expected_crawl(max_depth=1)
     result = await cli(
-        "crawl", site.start_url, "--max-depth", "1", "--wait", "--json",
+        "crawl", site.start_url, "--max-depth", "1", "--render", "auto", "--wait", "--json",
         api=served.base_url, cwd=tmp_path,
     )  # fmt: skip
     assert result.code == 0, result
@@ -151,6 +153,12 @@ async def test_the_command_line(
     assert crawl["status"] == "COMPLETED"
     assert crawl["discovered"] == len(truth.pages)
     assert "pages done" in result.err  # no terminal: plain progress lines
+    async with (
+        aiohttp.ClientSession() as http,
+        http.get(f"{served.base_url}/api/v1/crawls/{crawl['id']}/jobs") as listed,
+    ):
+        jobs = (await listed.json())["jobs"]
+    assert jobs and {job["render"] for job in jobs} == {"auto"}
 
     status = await cli("crawl", "status", crawl["id"], api=served.base_url, cwd=tmp_path)
     assert status.code == 0 and "COMPLETED" in status.out

@@ -78,13 +78,15 @@ async def test_render_options_are_stored_and_shown(
 async def test_bad_render_options_are_refused(
     service_factory: ServiceFactory, body: dict[str, Any]
 ) -> None:
+    """Refused alike for a job and for a crawl (whose pages render as it asks)."""
     async with service_factory(**no_browser()) as service:
-        response = await service.client.post(
-            "/api/v1/jobs", json={"url": "http://example.invalid/", **body}
-        )
-        assert response.status_code == 422, response.text
-        listed = (await service.client.get("/api/v1/jobs")).json()["jobs"]
-        assert listed == []
+        for path, items in (("/api/v1/jobs", "jobs"), ("/api/v1/crawls", "crawls")):
+            response = await service.client.post(
+                path, json={"url": "http://example.invalid/", **body}
+            )
+            assert response.status_code == 422, (path, response.text)
+            listed = (await service.client.get(path)).json()[items]
+            assert listed == []
 
 
 async def test_without_a_browser_always_fails_and_auto_falls_back(

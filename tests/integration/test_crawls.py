@@ -21,6 +21,7 @@ from taskcrawler.domain.crawls import Crawl, CrawlStatus, InvalidCrawlSpec
 from taskcrawler.domain.errors import CrawlNotFound
 from taskcrawler.domain.jobs import Job, JobQuery
 from taskcrawler.domain.keys import Caller
+from taskcrawler.domain.rendering import RenderRequest
 from taskcrawler.domain.urls import crawl_key
 from taskcrawler.fetch import Fetcher, MemoryHostLimiter
 from taskcrawler.fetch.sitemaps import SitemapLimits
@@ -275,6 +276,43 @@ async def test_the_spec_is_checked_with_the_field_named(rig: Rig) -> None:
     with pytest.raises(InvalidCrawlSpec) as refused:
         rig.service.spec("ftp://site.test/")
     assert refused.value.field == "url"
+
+
+# --- render --------------------------------------------------------------------------------------
+
+
+async def test_every_page_renders_as_the_crawl_asks(rig: Rig) -> None:
+    """render and render_options are copied onto the start page and every page found later
+    (this worker has no browser: auto falls back to the fetched HTML, and says so)."""
+    options = RenderRequest(wait_until="load", wait_for="main", block=("image",))
+    rig.worker()
+    crawl = await rig.start(max_depth=1, render="auto", render_options=options)
+    finished = await rig.finished(crawl.id)
+    assert (finished.spec.render, finished.spec.render_options) == ("auto", options)
+    pages = await rig.pages(crawl.id)
+    assert len(pages) == finished.counts.discovered > 1
+    assert {(job.render, job.render_options) for job in pages} == {("auto", options)}
+    completed = [job for job in pages if job.status is JobStatus.COMPLETED]
+    assert completed
+    assert all(job.result and job.result["render"]["mode"] == "auto" for job in completed)
+
+    plain = await rig.start(limit=5)
+    await rig.finished(plain.id)
+    plain_pages = await rig.pages(plain.id)
+    assert len(plain_pages) == 5
+    assert {(job.render, job.render_options) for job in plain_pages} == {("never", None)}
+
+
+async def test_a_screenshot_crawl_renders_always_and_never_is_refused(rig: Rig) -> None:
+    spec = rig.service.spec(rig.site.start_url, formats=["screenshot"])
+    assert spec.render == "always"
+    assert rig.service.spec(rig.site.start_url, formats=["screenshot"], render="auto").render == (
+        "auto"
+    )
+    for bad in ({"render": "never", "formats": ["screenshot"]}, {"render": "sometimes"}):
+        with pytest.raises(InvalidCrawlSpec) as refused:
+            rig.service.spec(rig.site.start_url, **bad)
+        assert refused.value.field == "render"
 
 
 # --- cancel, tenants ----------------------------------------------------------------------------

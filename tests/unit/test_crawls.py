@@ -19,6 +19,7 @@ from taskcrawler.domain.crawls import (
     discover,
     sitemap_candidates,
 )
+from taskcrawler.domain.rendering import RenderRequest
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,15 @@ def test_defaults() -> None:
     assert made.max_depth is None
     assert not made.allow_subdomains and not made.allow_external
     assert made.formats == ("metadata",)
+    assert (made.render, made.render_options) == ("never", None)
+
+
+def test_a_screenshot_renders_always_unless_asked_otherwise() -> None:
+    assert spec(formats=["screenshot"]).render == "always"
+    assert spec(formats=["screenshot"], render="auto").render == "auto"
+    assert spec(render="always").render == "always"
+    # A spec stored before crawls rendered reads as never.
+    assert CrawlSpec.from_dict({"url": START}).render == "never"
 
 
 def test_round_trip_through_a_dict() -> None:
@@ -57,8 +67,11 @@ def test_round_trip_through_a_dict() -> None:
         formats=["markdown", "links"],
         callback_url="https://hooks.example.net/x",
         max_age=60,
+        render="auto",
+        render_options=RenderRequest(wait_for="main", block=("image", "font"), viewport_width=900),
     )
     assert CrawlSpec.from_dict(made.to_dict()) == made
+    assert made.to_dict()["render_options"]["viewport"] == {"width": 900, "height": 800}
     assert made.sitemap is SitemapMode.ONLY and made.include_paths == ("^/docs/",)
 
 
@@ -66,6 +79,8 @@ def test_round_trip_through_a_dict() -> None:
     ("fields", "field", "message"),
     [
         ({"url": "ftp://example.com/"}, "url", "only http and https"),
+        ({"render": "sometimes"}, "render", "must be one of never, auto, always"),
+        ({"render": "never", "formats": ["screenshot"]}, "render", "needs a browser"),
         ({"url": "http://"}, "url", "no host"),
         ({"limit": 0}, "limit", "between 1 and 100,000"),
         ({"limit": 100_001}, "limit", "between 1 and 100,000"),

@@ -25,7 +25,9 @@ router = APIRouter(prefix="/api/v1/crawls", tags=["crawls"])
 )
 async def start_crawl(body: CrawlIn, services: ServicesDep, caller: CallerDep) -> CrawlOut:
     crawls = services.crawls
-    spec = crawls.spec(**body.model_dump())  # InvalidCrawlSpec: 422 naming the field
+    options = body.model_dump(exclude={"render_options"})
+    options["render_options"] = body.render_options.request() if body.render_options else None
+    spec = crawls.spec(**options)  # InvalidCrawlSpec: 422 naming the field
     return CrawlOut.of(await crawls.start(caller, spec))
 
 

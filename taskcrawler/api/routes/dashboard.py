@@ -46,7 +46,13 @@ def _template(name: str) -> str:
 def render(name: str, **values: str) -> str:
     """``{{name}}`` placeholders replaced by HTML-escaped values; the layout wraps the page."""
     page = _template(name)
-    values = {"version": __version__, "static": STATIC_PREFIX, "monitor_id": "", **values}
+    values = {
+        "version": __version__,
+        "static": STATIC_PREFIX,
+        "monitor_id": "",
+        "crawl_id": "",
+        **values,
+    }
     layout = _template("layout.html").replace("{{content}}", page)
     for key, value in values.items():
         layout = layout.replace("{{" + key + "}}", html.escape(value, quote=True))
@@ -106,6 +112,26 @@ async def monitor_page(monitor_id: str) -> HTMLResponse:
         page="monitor",
         job_id="",
         monitor_id=str(parsed),
+    )
+
+
+@router.get("/crawls", response_class=HTMLResponse)
+async def crawls_page() -> HTMLResponse:
+    """The crawls of the key in use, their live counts, and a form to start one."""
+    return _page("crawls.html", title="Crawls", page="crawls", job_id="")
+
+
+@router.get("/crawls/{crawl_id}", response_class=HTMLResponse)
+async def crawl_page(crawl_id: str) -> HTMLResponse:
+    """One crawl: its counts and progress, its pages (jobs), and a cancel button."""
+    try:
+        parsed = UUID(crawl_id)
+    except ValueError:
+        return _page(
+            "not_found.html", status.HTTP_404_NOT_FOUND, title="Not found", page="none", job_id=""
+        )
+    return _page(
+        "crawl.html", title=f"Crawl {parsed}", page="crawl", job_id="", crawl_id=str(parsed)
     )
 
 

@@ -760,6 +760,152 @@
     return now;
   }
 
+  // ------------------------------------------------------------------ crawls
+
+  const CRAWLS = "/api/v1/crawls";
+
+  function crawlsPage() {
+    let signature = "";
+    async function refresh() {
+      const page = await api("GET", CRAWLS + query({ limit: PAGE_SIZE }));
+      showAlert("");
+      $("updated").textContent = `Updated ${new Date().toLocaleTimeString()}`;
+      const now = JSON.stringify(page.crawls.map((c) => [c.id, c.status, c.discovered, c.pending, c.completed, c.failed]));
+      if (now === signature) return;
+      signature = now;
+      const body = $("crawls-body");
+      if (!page.crawls.length) {
+        body.replaceChildren(el("tr", {}, el("td", { colspan: 7, class: "muted", text: "No crawls yet: start one above." })));
+        return;
+      }
+      body.replaceChildren(...page.crawls.map((crawl) => el(
+        "tr",
+        { "data-crawl-id": crawl.id },
+        el("td", {}, badge(crawl.status)),
+        el("td", { class: "url" }, el("a", { href: `/crawls/${crawl.id}`, text: crawl.url })),
+        el("td", { class: "num", "data-count": "discovered", text: crawl.discovered }),
+        el("td", { class: "num", "data-count": "pending", text: crawl.pending }),
+        el("td", { class: "num", "data-count": "completed", text: crawl.completed }),
+        el("td", { class: "num", "data-count": "failed", text: crawl.failed }),
+        el("td", {}, time(crawl.created_at)),
+      )));
+    }
+    const now = poll(refresh, POLL_MS);
+
+    $("crawl-form").addEventListener("submit", async (event) => {
+      event.preventDefault();
+      const output = $("crawl-result");
+      output.classList.remove("error");
+      const url = $("crawl-url").value.trim();
+      if (!url) {
+        output.classList.add("error");
+        output.textContent = "Enter the start URL.";
+        $("crawl-url").focus();
+        return;
+      }
+      const body = { url };
+      for (const [id, name] of [["crawl-limit", "limit"], ["crawl-depth", "max_depth"]]) {
+        const value = $(id).value.trim();
+        if (value !== "") body[name] = Number(value);
+      }
+      const button = $("crawl-button");
+      button.disabled = true;
+      try {
+        const crawl = await api("POST", CRAWLS, body);
+        output.replaceChildren("Started: ", el("a", { href: `/crawls/${crawl.id}`, text: crawl.url }));
+        $("crawl-url").value = "";
+        signature = "";
+        now();
+      } catch (error) {
+        output.classList.add("error");
+        output.textContent = `Not started: ${error.message}`;
+      } finally {
+        button.disabled = false;
+      }
+    });
+    return now;
+  }
+
+  function crawlPage(id) {
+    let jobsSignature = "";
+    function renderCrawl(crawl) {
+      $("crawl-status").replaceWith(Object.assign(badge(crawl.status), { id: "crawl-status" }));
+      $("cancel-crawl").hidden = crawl.status !== "RUNNING";
+      const finished = crawl.completed + crawl.failed + crawl.cancelled;
+      const progress = $("crawl-progress");
+      progress.max = Math.max(crawl.discovered, 1);
+      progress.value = finished;
+      $("crawl-progress-text").textContent = `${finished} of ${crawl.discovered} pages finished`;
+      const pairs = [
+        ["Start URL", crawl.url],
+        ["Discovered", String(crawl.discovered)],
+        ["Pending", String(crawl.pending)],
+        ["Processing", String(crawl.processing)],
+        ["Completed", String(crawl.completed)],
+        ["Failed", String(crawl.failed)],
+        ["Cancelled", String(crawl.cancelled)],
+        ["Limit", String(crawl.limit)],
+        ["Max depth", crawl.max_depth === null ? "—" : String(crawl.max_depth)],
+        ["Formats", (crawl.formats || []).join(", ") || "—"],
+        ["Render", crawl.render || "never"],
+        ["Started", time(crawl.created_at)],
+        ["Finished", time(crawl.finished_at)],
+      ];
+      $("crawl-meta").replaceChildren(...pairs.flatMap(([name, value]) => [
+        el("dt", { text: name }),
+        el("dd", { "data-field": name.toLowerCase().replace(" ", "_") }, value),
+      ]));
+    }
+    function renderJobs(jobs) {
+      const body = $("crawl-jobs-body");
+      if (!jobs.length) {
+        body.replaceChildren(el("tr", {}, el("td", { colspan: 4, class: "muted", text: "No page yet." })));
+        return;
+      }
+      body.replaceChildren(...jobs.map((job) => el(
+        "tr",
+        { "data-job-id": job.id },
+        el("td", {}, badge(job.status)),
+        el("td", { class: "url" }, el("a", { href: `/jobs/${job.id}`, text: job.url })),
+        el("td", { class: "num", text: job.depth ?? "—" }),
+        el("td", {}, time(job.finished_at)),
+      )));
+    }
+    async function refresh() {
+      let crawl;
+      try {
+        crawl = await api("GET", `${CRAWLS}/${id}`);
+      } catch (error) {
+        if (error.status === 404) {
+          showAlert("No crawl with this id, or not one this API key may see.");
+          return;
+        }
+        throw error;
+      }
+      showAlert("");
+      $("updated").textContent = `Updated ${new Date().toLocaleTimeString()}`;
+      renderCrawl(crawl);
+      const page = await api("GET", `${CRAWLS}/${id}/jobs` + query({ limit: PAGE_SIZE }));
+      const signature = JSON.stringify(page.jobs.map((j) => [j.id, j.status]));
+      if (signature !== jobsSignature) {
+        jobsSignature = signature;
+        renderJobs(page.jobs);
+      }
+    }
+    const now = poll(refresh, POLL_MS);
+    $("cancel-crawl").addEventListener("click", async () => {
+      if (!window.confirm("Cancel this crawl? Its pending pages are cancelled.")) return;
+      try {
+        await api("DELETE", `${CRAWLS}/${id}`);
+        showAlert("");
+      } catch (error) {
+        showAlert(error.message);
+      }
+      now();
+    });
+    return now;
+  }
+
   // ------------------------------------------------------------------ start
 
   document.addEventListener("DOMContentLoaded", () => {
@@ -771,5 +917,7 @@
     else if (page === "search") refresh = searchPage();
     else if (page === "monitors") refresh = monitorsPage();
     else if (page === "monitor") refresh = monitorPage(document.body.dataset.monitorId);
+    else if (page === "crawls") refresh = crawlsPage();
+    else if (page === "crawl") refresh = crawlPage(document.body.dataset.crawlId);
   });
 })();

@@ -265,6 +265,12 @@ def _add_crawl_command(sub: Subparsers) -> None:
         help="what to extract of every page (may be repeated; default metadata)",
     )
     crawl.add_argument(
+        "--render",
+        choices=("never", "auto", "always"),
+        help="render every page in a headless browser: auto renders app shells only, whose "
+        "links built in JavaScript are then followed (default: never)",
+    )
+    crawl.add_argument(
         "-w", "--wait", action="store_true", help="wait for the crawl, with a progress bar"
     )
     crawl.add_argument(

@@ -60,6 +60,8 @@ def spec_of(args: argparse.Namespace, url: str) -> dict[str, Any]:
         spec["allow_subdomains"] = True
     if args.format:
         spec["formats"] = args.format
+    if args.render:
+        spec["render"] = args.render
     return spec
 
 

@@ -1,0 +1,123 @@
+"""The crawls pages of the dashboard in a real browser, against a real ``taskcrawler serve``:
+start a crawl with the form, watch its counts in the list and on its page, follow a page to its
+job, and cancel the crawl."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from aiohttp import web
+from playwright.async_api import Browser, Page, expect
+
+from tests.browser.conftest import Served, serve
+from tests.support.processes import ProcessManager
+from tests.support.services import free_port
+
+WAIT_MS = 30_000
+#: Each page is served this late, so the crawl is still running when it is cancelled.
+PAGE_DELAY_SECONDS = 0.3
+
+
+@pytest.fixture
+async def chain() -> AsyncIterator[str]:
+    """Pages /p/0, /p/1, …: a tree, each linking to three more, so pages wait to be fetched."""
+
+    async def handle(request: web.Request) -> web.Response:
+        n = int(request.match_info["n"])
+        await asyncio.sleep(PAGE_DELAY_SECONDS)
+        links = "".join(
+            f"<a href='/p/{m}'>Page {m}</a> " for m in (3 * n + 1, 3 * n + 2, 3 * n + 3)
+        )
+        body = f"<html><head><title>Page {n}</title></head><body><p>{links}</p></body></html>"
+        return web.Response(text=body, content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get(r"/p/{n:\d+}", handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    port = free_port()
+    await web.TCPSite(runner, "127.0.0.1", port).start()
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        await runner.cleanup()
+
+
+@pytest.fixture
+async def served(processes: ProcessManager, tmp_path: Path, sqlite_url: str) -> Served:
+    return await serve(processes, tmp_path, sqlite_url)
+
+
+@pytest.fixture
+async def page(browser: Browser, served: Served) -> AsyncIterator[Page]:
+    """A fresh page; closed before the server stops, so its polling never finds it gone."""
+    context = await browser.new_context(viewport={"width": 1280, "height": 900})
+    opened = await context.new_page()
+    problems: list[str] = []
+    opened.on("pageerror", lambda error: problems.append(f"page error: {error}"))
+    opened.on(
+        "console",
+        # The browser logs every answer that is not 2xx; the 422 below is asked for.
+        lambda message: (
+            problems.append(message.text)
+            if message.type == "error" and "status of 422" not in message.text
+            else None
+        ),
+    )
+    try:
+        yield opened
+    finally:
+        await context.close()
+    assert not problems, problems
+
+
+async def test_start_watch_and_cancel_a_crawl(page: Page, served: Served, chain: str) -> None:
+    start = chain + "/p/0"
+    await page.goto(served.base_url + "/crawls")
+    await expect(page).to_have_title("Crawls · TaskCrawler")
+    await expect(page.locator("#crawls-body")).to_contain_text("No crawls yet", timeout=WAIT_MS)
+
+    # A bad request is answered in the form, and nothing is started.
+    await page.fill("#crawl-url", "ftp://example.com/")
+    await page.click("#crawl-button")
+    await expect(page.locator("#crawl-result")).to_contain_text("Not started: 422")
+
+    await page.fill("#crawl-url", start)
+    await page.fill("#crawl-limit", "200")
+    await page.fill("#crawl-depth", "100")
+    await page.click("#crawl-button")
+    started = page.locator("#crawl-result a")
+    await expect(started).to_have_text(start, timeout=WAIT_MS)
+    row = page.locator("#crawls-body tr[data-crawl-id]")
+    await expect(row).to_have_count(1, timeout=WAIT_MS)
+    await expect(row.locator(".badge")).to_have_text("RUNNING")
+    # Live counts: pages are found and completed while the list is watched.
+    await expect(row.locator('[data-count="completed"]')).not_to_have_text("0", timeout=WAIT_MS)
+    crawl_id = await row.get_attribute("data-crawl-id")
+
+    await row.get_by_role("link", name=start).click()
+    await expect(page).to_have_url(f"{served.base_url}/crawls/{crawl_id}")
+    await expect(page.locator("#crawl-status")).to_have_text("RUNNING", timeout=WAIT_MS)
+    await expect(page.locator('dd[data-field="limit"]')).to_have_text("200")
+    await expect(page.locator('dd[data-field="max_depth"]')).to_have_text("100")
+    await expect(page.locator('dd[data-field="render"]')).to_have_text("never")
+    await expect(page.locator("#crawl-progress-text")).to_contain_text("pages finished")
+    first = page.locator("#crawl-jobs-body tr[data-job-id]").first
+    await expect(first).to_be_visible(timeout=WAIT_MS)
+
+    page.once("dialog", lambda dialog: asyncio.ensure_future(dialog.accept()))
+    await page.get_by_role("button", name="Cancel crawl").click()
+    await expect(page.locator("#crawl-status")).to_have_text("CANCELLED", timeout=WAIT_MS)
+    await expect(page.get_by_role("button", name="Cancel crawl")).to_be_hidden()
+    # The pages being fetched finish; nothing more is scheduled.
+    await expect(page.locator('dd[data-field="pending"]')).to_have_text("0", timeout=WAIT_MS)
+
+    job_id = await first.get_attribute("data-job-id")
+    await first.get_by_role("link").click()
+    await expect(page).to_have_url(f"{served.base_url}/jobs/{job_id}")
+
+    await page.goto(served.base_url + "/crawls")
+    await expect(row.locator(".badge")).to_have_text("CANCELLED", timeout=WAIT_MS)
