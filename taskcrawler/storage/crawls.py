@@ -268,6 +268,38 @@ async def _announce(
         await conn.execute(webhook_deliveries.insert(), deliveries)
 
 
+async def start_crawl(
+    conn: AsyncConnection,
+    owner: str,
+    spec: CrawlSpec,
+    *,
+    callback_url: str | None,
+    now: datetime,
+    redispatch_after: float,
+) -> tuple[UUID, UUID]:
+    """Insert a RUNNING crawl and its start page (depth 0) in the caller's transaction (a
+    crawl monitor starts one when its slot fires); the crawl's id and its start page's."""
+    crawl_id = uuid.uuid4()
+    stored = spec.to_dict()
+    start = _page_row(
+        crawl_id, owner, stored, Candidate(crawl_key(spec.url), 0), now, redispatch_after
+    )
+    await conn.execute(
+        crawls.insert().values(
+            id=crawl_id,
+            owner=owner,
+            url=spec.url,
+            spec=stored,
+            status=RUNNING,
+            discovered=1,
+            callback_url=callback_url,
+            created_at=now,
+        )
+    )
+    await conn.execute(jobs.insert().values(**start))
+    return crawl_id, start["id"]
+
+
 # --- reading ------------------------------------------------------------------------------------
 
 _CRAWL_COLUMNS = (
@@ -324,25 +356,15 @@ class CrawlStore:
         """A RUNNING crawl and its start page (depth 0), in one transaction; the start page's
         job id, to publish."""
         now = utcnow()
-        crawl_id = uuid.uuid4()
-        stored = spec.to_dict()
-        start = _page_row(
-            crawl_id, owner, stored, Candidate(crawl_key(spec.url), 0), now, redispatch_after
-        )
         async with self.db.write() as conn:
-            await conn.execute(
-                crawls.insert().values(
-                    id=crawl_id,
-                    owner=owner,
-                    url=spec.url,
-                    spec=stored,
-                    status=RUNNING,
-                    discovered=1,
-                    callback_url=callback_url,
-                    created_at=now,
-                )
+            crawl_id, start_id = await start_crawl(
+                conn,
+                owner,
+                spec,
+                callback_url=callback_url,
+                now=now,
+                redispatch_after=redispatch_after,
             )
-            await conn.execute(jobs.insert().values(**start))
         crawl = Crawl(
             id=crawl_id,
             owner=owner,
@@ -351,7 +373,7 @@ class CrawlStore:
             created_at=now,
             counts=CrawlCounts(pending=1),
         )
-        return crawl, start["id"]
+        return crawl, start_id
 
     @unavailable_on_connection_errors
     async def get(self, crawl_id: UUID, *, owner: str) -> Crawl | None:
@@ -449,4 +471,4 @@ class CrawlStore:
             return await complete_idle(conn, self.db.backend, ids, now=utcnow())
 
 
-__all__ = ["CrawlStore", "advance", "complete_idle", "frontier_key"]
+__all__ = ["CrawlStore", "advance", "complete_idle", "frontier_key", "start_crawl"]
