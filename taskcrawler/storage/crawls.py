@@ -300,6 +300,36 @@ async def start_crawl(
     return crawl_id, start["id"]
 
 
+async def cancel_running(
+    conn: AsyncConnection, crawl_ids: Sequence[UUID], *, now: datetime
+) -> None:
+    """Those of ``crawl_ids`` still RUNNING become CANCELLED, with their PENDING pages; the
+    caller holds the crawls' locks (a page finishing meanwhile then adds nothing)."""
+    if not crawl_ids:
+        return
+    cancelled = list(
+        (
+            await conn.execute(
+                crawls.update()
+                .where(crawls.c.id.in_(list(crawl_ids)), crawls.c.status == RUNNING)
+                .values(status=CrawlStatus.CANCELLED.value, finished_at=now)
+                .returning(crawls.c.id)
+            )
+        ).scalars()
+    )
+    if cancelled:
+        await conn.execute(
+            jobs.update()
+            .where(jobs.c.crawl_id.in_(cancelled), jobs.c.status == PENDING)
+            .values(
+                status=JobStatus.CANCELLED.value,
+                finished_at=now,
+                next_attempt_at=None,
+                dispatch_at=None,
+            )
+        )
+
+
 # --- reading ------------------------------------------------------------------------------------
 
 _CRAWL_COLUMNS = (
@@ -433,21 +463,7 @@ class CrawlStore:
             if status is None:
                 return None
             if status == RUNNING:
-                await conn.execute(
-                    crawls.update()
-                    .where(crawls.c.id == crawl_id)
-                    .values(status=CrawlStatus.CANCELLED.value, finished_at=now)
-                )
-                await conn.execute(
-                    jobs.update()
-                    .where(jobs.c.crawl_id == crawl_id, jobs.c.status == PENDING)
-                    .values(
-                        status=JobStatus.CANCELLED.value,
-                        finished_at=now,
-                        next_attempt_at=None,
-                        dispatch_at=None,
-                    )
-                )
+                await cancel_running(conn, [crawl_id], now=now)
         return await self.get(crawl_id, owner=owner)
 
     @unavailable_on_connection_errors
@@ -471,4 +487,11 @@ class CrawlStore:
             return await complete_idle(conn, self.db.backend, ids, now=utcnow())
 
 
-__all__ = ["CrawlStore", "advance", "complete_idle", "frontier_key", "start_crawl"]
+__all__ = [
+    "CrawlStore",
+    "advance",
+    "cancel_running",
+    "complete_idle",
+    "frontier_key",
+    "start_crawl",
+]

@@ -50,7 +50,7 @@ from taskcrawler.domain.monitors import (
 from taskcrawler.domain.runs import RetentionPolicy, RunContent, RunInfo, runs_to_drop
 from taskcrawler.domain.urls import crawl_key, normalize_url
 from taskcrawler.domain.webhooks import DeliveryStatus, change_webhook
-from taskcrawler.storage.crawls import start_crawl
+from taskcrawler.storage.crawls import cancel_running, start_crawl
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.rows import FINAL_STATUSES, PENDING, utcnow
@@ -251,7 +251,8 @@ class MonitorStore:
 
     @unavailable_on_connection_errors
     async def delete(self, monitor_id: UUID, *, owner: str) -> bool:
-        """The monitor, its jobs, their runs and its changes."""
+        """The monitor, its jobs, their runs and its changes; its crawl still running is
+        cancelled."""
         async with self.db.write() as conn:
             job_ids = list(
                 (
@@ -262,6 +263,25 @@ class MonitorStore:
                     )
                 ).scalars()
             )
+            # A crawl monitor's crawl still running stops with it (its pages stay, as the
+            # owner's crawl, like those of the monitor's earlier rounds).
+            running = list(
+                (
+                    await conn.execute(
+                        sa.select(crawls.c.id)
+                        .join(monitor_crawls, monitor_crawls.c.crawl_id == crawls.c.id)
+                        .join(monitors, monitors.c.id == monitor_crawls.c.monitor_id)
+                        .where(
+                            monitors.c.id == monitor_id,
+                            monitors.c.owner == owner,
+                            crawls.c.status == CrawlStatus.RUNNING.value,
+                        )
+                        .order_by(crawls.c.id)
+                        .with_for_update(of=crawls)
+                    )
+                ).scalars()
+            )
+            await cancel_running(conn, running, now=utcnow())
             deleted = await conn.execute(
                 monitors.delete().where(monitors.c.id == monitor_id, monitors.c.owner == owner)
             )

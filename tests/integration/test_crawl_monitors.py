@@ -28,7 +28,7 @@ from taskcrawler.fetch.sitemaps import SitemapLimits
 from taskcrawler.queue import MemoryQueue
 from taskcrawler.settings import Settings
 from taskcrawler.storage import Database, Storage
-from taskcrawler.storage.tables import crawls, monitor_crawls
+from taskcrawler.storage.tables import crawls, jobs, monitor_crawls
 from taskcrawler.worker.crawling import CrawlPages
 from taskcrawler.worker.monitoring import MonitorConfig, MonitorScheduler
 from taskcrawler.worker.parsing import PageParser
@@ -262,6 +262,14 @@ async def test_a_round_fires_and_starts_its_crawl_once_with_two_workers(
         assert [slot for slot, _ in await stores[1].monitors.rounds(monitor.id)] == [
             slot.slot_at for slot in fired
         ]
+        # Deleting the monitor stops its crawl still running.
+        assert await stores[1].monitors.delete(monitor.id, owner="o")
+        async with stores[0].db.read() as conn:
+            status = await conn.scalar(sa.select(crawls.c.status))
+            pending = await conn.scalar(
+                sa.select(sa.func.count()).select_from(jobs).where(jobs.c.status == "PENDING")
+            )
+        assert (status, pending) == ("CANCELLED", 0)
     finally:
         for store in stores:
             await store.close()
