@@ -1,5 +1,5 @@
 """Crawl throughput against single-URL jobs, in one run: ``python -m bench.crawl [--pages N]
-[--backend sqlite|postgresql] [--concurrency C]``.
+[--backend sqlite|postgresql] [--concurrency C] [--format F ...]``.
 
 Generates the local test site (tests/support/site.py) with ``--pages`` pages, then, in this
 process, with one worker built as the composition root builds one:
@@ -38,6 +38,7 @@ from taskcrawler.queue.memory import MemoryQueue
 from taskcrawler.service.crawls import CrawlPolicy, CrawlService
 from taskcrawler.settings import Settings
 from taskcrawler.storage import Storage, open_storage, upgrade_database
+from taskcrawler.worker.chunking import PageChunker
 from taskcrawler.worker.crawling import CrawlPages
 from taskcrawler.worker.worker import Worker
 from tests.support.site import SiteHosts, start_site
@@ -110,7 +111,9 @@ async def until(check: Any, interval: float = 0.05) -> None:
         await asyncio.sleep(interval)
 
 
-async def run(pages: int, backend: str, concurrency: int) -> dict[str, Any]:
+async def run(
+    pages: int, backend: str, concurrency: int, formats: tuple[str, ...] = ("metadata",)
+) -> dict[str, Any]:
     server = start_site(seed=2, pages=pages, hosts=SiteHosts.loopback())
     site = server.site
     assert site is not None
@@ -124,6 +127,17 @@ async def run(pages: int, backend: str, concurrency: int) -> dict[str, Any]:
             queue = MemoryQueue()
             fetcher = Fetcher(settings, limiter=MemoryHostLimiter(concurrency))
             parser = bootstrap.page_parser(settings)
+            embedder = bootstrap.embedder(settings) if "chunks" in formats else None
+            chunker = (
+                None
+                if embedder is None
+                else PageChunker(
+                    storage.chunks,
+                    embedder,
+                    bootstrap.chunking_config(settings),
+                    timeout_seconds=settings.embedder_timeout_seconds,
+                )
+            )
             worker = Worker(
                 bootstrap.worker_config(settings),
                 storage.work,
@@ -131,23 +145,27 @@ async def run(pages: int, backend: str, concurrency: int) -> dict[str, Any]:
                 fetcher,
                 parser,
                 crawls=CrawlPages(storage.crawls, fetcher, SitemapLimits()),
+                chunker=chunker,
             )
             stop = asyncio.Event()
             running = asyncio.create_task(worker.run(stop))
             try:
-                crawl_seconds, urls = await crawl(storage, queue, settings, site.start_url)
-                jobs_seconds = await single_jobs(storage, queue, urls)
+                crawl_seconds, urls = await crawl(storage, queue, settings, site.start_url, formats)
+                jobs_seconds = await single_jobs(storage, queue, urls, formats)
             finally:
                 stop.set()
                 await running
                 await fetcher.close()
                 await parser.aclose()
+                if embedder is not None:
+                    await embedder.close()
                 await storage.close()
     finally:
         sampler.cancel()
         server.close()
     return {
         "backend": backend,
+        "formats": list(formats),
         "pages": len(urls),
         "crawl_pages_per_s": len(urls) / crawl_seconds,
         "jobs_per_s": len(urls) / jobs_seconds,
@@ -157,7 +175,11 @@ async def run(pages: int, backend: str, concurrency: int) -> dict[str, Any]:
 
 
 async def crawl(
-    storage: Storage, queue: MemoryQueue, settings: Settings, start_url: str
+    storage: Storage,
+    queue: MemoryQueue,
+    settings: Settings,
+    start_url: str,
+    formats: tuple[str, ...],
 ) -> tuple[float, list[str]]:
     service = CrawlService(
         CrawlPolicy(max_limit=1_000_000, redispatch_after=settings.redispatch_seconds),
@@ -166,7 +188,7 @@ async def crawl(
         queue,
     )
     started = time.perf_counter()
-    crawl_ = await service.start(OWNER, service.spec(start_url, limit=1_000_000))
+    crawl_ = await service.start(OWNER, service.spec(start_url, limit=1_000_000, formats=formats))
 
     async def done() -> bool:
         return (await service.get(OWNER, crawl_.id)).status is not CrawlStatus.RUNNING
@@ -182,10 +204,12 @@ async def crawl(
             return seconds, urls
 
 
-async def single_jobs(storage: Storage, queue: MemoryQueue, urls: list[str]) -> float:
+async def single_jobs(
+    storage: Storage, queue: MemoryQueue, urls: list[str], formats: tuple[str, ...]
+) -> float:
     started = time.perf_counter()
     created = await storage.jobs.create_jobs(
-        [NewJob(url, owner="bench-jobs") for url in urls], redispatch_after=30
+        [NewJob(url, owner="bench-jobs", formats=formats) for url in urls], redispatch_after=30
     )
     ids: list[UUID] = [c.job.id for c in created]
     await queue.publish(ids)
@@ -204,10 +228,19 @@ def main() -> None:
     parser.add_argument(
         "--concurrency", type=int, default=100, help="worker concurrency (100, the default's)"
     )
+    parser.add_argument(
+        "--format",
+        dest="formats",
+        action="append",
+        help="what every page keeps (may be repeated; default metadata); `chunks` embeds them "
+        "with TASKCRAWLER_EMBEDDER, to compare a crawl with chunks against one without",
+    )
     args = parser.parse_args()
-    result = asyncio.run(run(args.pages, args.backend, args.concurrency))
+    formats = tuple(args.formats or ("metadata",))
+    result = asyncio.run(run(args.pages, args.backend, args.concurrency, formats))
     print(
-        f"{result['backend']}: {result['pages']} pages; crawl {result['crawl_pages_per_s']:.0f} "
+        f"{result['backend']} {','.join(formats)}: {result['pages']} pages; "
+        f"crawl {result['crawl_pages_per_s']:.0f} "
         f"pages/s, single jobs {result['jobs_per_s']:.0f} jobs/s, ratio {result['ratio']:.2f}; "
         f"RSS start/peak/end {result['rss_mb']} MB"
     )

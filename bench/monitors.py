@@ -197,6 +197,11 @@ async def rounds(
             f"{size / 1e6:.1f} MB (+{(size - before) / 1e6:.2f} MB)",
             flush=True,
         )
+    # A run can finish after its round's reading (a page whose slot fired while its last run was
+    # unread runs again once that run is recorded): read until nothing is left, then count.
+    while await scheduler.read_runs():
+        await wait_final(storage)
+    print(f"after the rounds: {scheduler.stats.changes:,} changes", flush=True)
     print(await table_sizes(storage), flush=True)
     # What every worker pays per poll when nothing is due and nothing is unread.
     clock.now = T0 + timedelta(seconds=(args.rounds - 1) * INTERVAL + 1)

@@ -14,7 +14,6 @@ change and the change's webhook commit together.
 
 from __future__ import annotations
 
-import base64
 import gzip
 import hashlib
 import uuid
@@ -53,6 +52,7 @@ from taskcrawler.domain.webhooks import DeliveryStatus, change_webhook
 from taskcrawler.storage.crawls import cancel_running, start_crawl
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
+from taskcrawler.storage.jobs import decode_cursor, make_cursor
 from taskcrawler.storage.rows import FINAL_STATUSES, PENDING, utcnow
 from taskcrawler.storage.tables import (
     UTCDateTime,
@@ -90,23 +90,6 @@ def monitor_job_key(monitor_id: UUID, url: str) -> str:
     """A monitor's job for ``url`` has a key of its own: it is not the owner's job for that URL
     (which a POST of it finds), nor another monitor's."""
     return hashlib.sha256(f"monitor:{monitor_id}:{normalize_url(url)}".encode()).hexdigest()
-
-
-def _cursor(moment: datetime, row_id: UUID) -> str:
-    raw = f"{moment.isoformat()}|{row_id}".encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: str) -> tuple[datetime, UUID]:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        moment, row_id = raw.split("|")
-        parsed = datetime.fromisoformat(moment)
-        if parsed.tzinfo is None:
-            raise ValueError("naive")
-        return parsed, UUID(row_id)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ValueError("invalid cursor") from exc
 
 
 class MonitorStore:
@@ -198,7 +181,7 @@ class MonitorStore:
         """A page of ``owner``'s monitors, newest first; ValueError for a foreign cursor."""
         stmt = sa.select(*_MONITOR_COLUMNS).where(monitors.c.owner == owner)
         if cursor is not None:
-            created_at, after = _decode_cursor(cursor)
+            created_at, after = decode_cursor(cursor)
             stmt = stmt.where(sa.tuple_(monitors.c.created_at, monitors.c.id) < (created_at, after))
         stmt = stmt.order_by(monitors.c.created_at.desc(), monitors.c.id.desc()).limit(limit + 1)
         async with self.db.read() as conn:
@@ -207,7 +190,7 @@ class MonitorStore:
             pages = await _pages(conn, [row.id for row in page])
         found = [_monitor(row, pages.get(row.id, ())) for row in page]
         more = len(rows) > limit
-        return found, _cursor(found[-1].created_at, found[-1].id) if more and found else None
+        return found, make_cursor(found[-1].created_at, found[-1].id) if more and found else None
 
     @unavailable_on_connection_errors
     async def update(
@@ -298,7 +281,7 @@ class MonitorStore:
             monitor_changes.c.monitor_id == monitor_id, monitor_changes.c.owner == owner
         )
         if cursor is not None:
-            detected_at, after = _decode_cursor(cursor)
+            detected_at, after = decode_cursor(cursor)
             stmt = stmt.where(
                 sa.tuple_(monitor_changes.c.detected_at, monitor_changes.c.id)
                 < (detected_at, after)
@@ -310,7 +293,7 @@ class MonitorStore:
             rows = (await conn.execute(stmt)).all()
         found = [_change(row) for row in rows[:limit]]
         more = len(rows) > limit
-        return found, _cursor(found[-1].detected_at, found[-1].id) if more and found else None
+        return found, make_cursor(found[-1].detected_at, found[-1].id) if more and found else None
 
     @unavailable_on_connection_errors
     async def rounds(self, monitor_id: UUID) -> list[tuple[datetime, int]]:

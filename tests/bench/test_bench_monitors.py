@@ -15,7 +15,7 @@ def test_monitors_benchmark_runs_on_sqlite() -> None:
     assert "20 monitors created" in out
     rounds = re.findall(r"^round (\d): fire (\d+) slots .* \((\d+) answered 304\)", out, re.M)
     assert rounds == [("0", "20", "0"), ("1", "20", "15"), ("2", "20", "15")], out
-    assert "changes so far 10;" in out  # 5 pages changed in each of two rounds
+    assert "after the rounds: 10 changes" in out  # 5 pages changed in each of two rounds
     assert "idle poll" in out
 
 
@@ -25,4 +25,4 @@ def test_monitors_benchmark_runs_on_postgresql(pg_admin_url: str) -> None:
         "--pg-url", pg_admin_url, timeout=240,
     )  # fmt: skip
     assert re.search(r"^round 1: fire 10 slots .* \(5 answered 304\)", out, re.M), out
-    assert "changes so far 5;" in out
+    assert "after the rounds: 5 changes" in out
