@@ -197,6 +197,7 @@ def monitor_service(runtime: Runtime) -> MonitorService:
     policy = MonitorPolicy(
         min_interval_seconds=settings.monitor_min_interval_seconds,
         redispatch_after=settings.redispatch_seconds,
+        max_crawl_limit=settings.crawl_max_limit,
     )
     return MonitorService(policy, runtime.storage.monitors)
 

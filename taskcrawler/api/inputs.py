@@ -150,7 +150,9 @@ class MonitorCreate(RequestModel):
         None, max_length=_MAX_MONITOR_URLS, description="Pages to watch (up to 1,000)."
     )
     crawl: dict[str, Any] | None = Field(
-        None, description="A site to watch (not available yet: crawls come first)."
+        None,
+        description="A site to watch: a crawl's fields (url, limit, max_depth, include_paths, "
+        "…). Each round crawls it; pages added and removed since the last round are reported.",
     )
     interval_seconds: float = Field(
         description="Seconds between runs; at least the deployment's minimum (default 60)."

@@ -530,6 +530,9 @@ class MonitorOut(BaseModel):
     id: UUID
     status: Literal["ACTIVE", "PAUSED"]
     urls: list[str]
+    crawl: dict[str, Any] | None = Field(
+        None, description="A crawl monitor's crawl, as each round runs it (null for pages)."
+    )
     interval_seconds: float
     formats: list[str]
     ignore_selectors: list[str]
@@ -548,6 +551,7 @@ class MonitorOut(BaseModel):
             id=monitor.id,
             status="PAUSED" if monitor.paused else "ACTIVE",
             urls=list(spec.urls),
+            crawl=spec.crawl.to_dict() if spec.crawl is not None else None,
             interval_seconds=spec.interval_seconds,
             formats=list(spec.formats),
             ignore_selectors=list(spec.selectors),

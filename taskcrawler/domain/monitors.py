@@ -25,7 +25,7 @@ import hashlib
 import math
 import re
 import unicodedata
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from enum import StrEnum
@@ -494,6 +494,57 @@ def change_document(change: Change) -> dict[str, Any]:
     return document
 
 
+@dataclass(frozen=True, slots=True)
+class CrawlRound:
+    """What a crawl monitor's round found, once its crawl stopped running: each page that
+    completed, as ``{url: job id}``; ``complete``: whether it saw the whole site (see
+    :func:`page_set_changes`). ``previous``: the pages the last read round left to compare
+    with (None for the first round: the baseline)."""
+
+    monitor_id: UUID
+    owner: str
+    slot_at: datetime
+    callback_url: str | None
+    pages: Mapping[str, UUID]
+    complete: bool
+    previous: Mapping[str, UUID] | None
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlRoundReading:
+    """The changes a round reports, and the pages the next round is compared with: this
+    round's, and for a round cut short, the last round's pages it did not reach too (they are
+    not known to be gone)."""
+
+    round: CrawlRound
+    changes: tuple[Change, ...]
+    kept: Mapping[str, UUID]
+
+
+def read_crawl_round(
+    found: CrawlRound, *, now: datetime, new_id: Callable[[], UUID]
+) -> CrawlRoundReading:
+    """Pages added and removed since the last round (nothing for the baseline round)."""
+    if found.previous is None:
+        return CrawlRoundReading(found, (), dict(found.pages))
+    previous = found.previous
+    diff = page_set_changes(previous, found.pages, complete=found.complete)
+    changes = [
+        Change(new_id(), found.monitor_id, ChangeKind.ADDED, url, found.pages[url], now)
+        for url in diff.added
+    ] + [
+        Change(new_id(), found.monitor_id, ChangeKind.REMOVED, url, previous[url], now)
+        for url in diff.removed
+    ]
+    kept = dict(found.pages)
+    if not found.complete:
+        seen = _keyed(found.pages)
+        for key, url in _keyed(previous).items():
+            if key not in seen:
+                kept[url] = previous[url]
+    return CrawlRoundReading(found, tuple(changes), kept)
+
+
 # --- monitors as stored, and what the scheduler and change detection work on -----------------
 
 
@@ -671,6 +722,8 @@ __all__ = [
     "Change",
     "ChangeKind",
     "Comparison",
+    "CrawlRound",
+    "CrawlRoundReading",
     "FiredSlot",
     "InvalidMonitorSpec",
     "Monitor",
@@ -690,5 +743,6 @@ __all__ = [
     "fingerprint",
     "normalize_text",
     "page_set_changes",
+    "read_crawl_round",
     "read_run",
 ]

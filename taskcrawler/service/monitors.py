@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from uuid import UUID
 
+from taskcrawler.domain.crawls import DEFAULT_MAX_LIMIT
 from taskcrawler.domain.errors import InvalidCursor, NotFound
 from taskcrawler.domain.keys import Caller
 from taskcrawler.domain.monitors import (
     DEFAULT_MIN_INTERVAL_SECONDS,
     Change,
-    InvalidMonitorSpec,
     Monitor,
     MonitorSpec,
     PageDiff,
@@ -42,6 +42,8 @@ class RunNotFound(NotFound):
 @dataclass(frozen=True, slots=True)
 class MonitorPolicy:
     min_interval_seconds: float = DEFAULT_MIN_INTERVAL_SECONDS
+    #: The most pages a crawl monitor's crawl may ask for (as for crawls).
+    max_crawl_limit: int = DEFAULT_MAX_LIMIT
     #: As for jobs: a job published but not claimed within this long is published again.
     redispatch_after: float = 30.0
 
@@ -83,17 +85,17 @@ class MonitorService:
 
     async def create(self, caller: Caller, request: MonitorRequest) -> Monitor:
         """A new monitor; its first run starts at once (the baseline, reported as no change)."""
-        if request.crawl is not None:
-            raise InvalidMonitorSpec("crawl", "crawl monitors are not available yet; give urls")
         callback = request.callback_url or (caller.key.callback_url if caller.key else None)
         spec = MonitorSpec.create(
             interval_seconds=request.interval_seconds,
             url=request.url,
             urls=request.urls,
+            crawl=request.crawl,
             formats=tuple(request.formats) if request.formats else ("markdown",),
             ignore_selectors=tuple(request.ignore_selectors or ()),
             callback_url=callback,
             min_interval_seconds=self.policy.min_interval_seconds,
+            max_crawl_limit=self.policy.max_crawl_limit,
         )
         return await self.store.create(
             caller.owner, spec, now=self.clock(), redispatch_after=self.policy.redispatch_after

@@ -268,6 +268,68 @@ async def _announce(
         await conn.execute(webhook_deliveries.insert(), deliveries)
 
 
+async def start_crawl(
+    conn: AsyncConnection,
+    owner: str,
+    spec: CrawlSpec,
+    *,
+    callback_url: str | None,
+    now: datetime,
+    redispatch_after: float,
+) -> tuple[UUID, UUID]:
+    """Insert a RUNNING crawl and its start page (depth 0) in the caller's transaction (a
+    crawl monitor starts one when its slot fires); the crawl's id and its start page's."""
+    crawl_id = uuid.uuid4()
+    stored = spec.to_dict()
+    start = _page_row(
+        crawl_id, owner, stored, Candidate(crawl_key(spec.url), 0), now, redispatch_after
+    )
+    await conn.execute(
+        crawls.insert().values(
+            id=crawl_id,
+            owner=owner,
+            url=spec.url,
+            spec=stored,
+            status=RUNNING,
+            discovered=1,
+            callback_url=callback_url,
+            created_at=now,
+        )
+    )
+    await conn.execute(jobs.insert().values(**start))
+    return crawl_id, start["id"]
+
+
+async def cancel_running(
+    conn: AsyncConnection, crawl_ids: Sequence[UUID], *, now: datetime
+) -> None:
+    """Those of ``crawl_ids`` still RUNNING become CANCELLED, with their PENDING pages; the
+    caller holds the crawls' locks (a page finishing meanwhile then adds nothing)."""
+    if not crawl_ids:
+        return
+    cancelled = list(
+        (
+            await conn.execute(
+                crawls.update()
+                .where(crawls.c.id.in_(list(crawl_ids)), crawls.c.status == RUNNING)
+                .values(status=CrawlStatus.CANCELLED.value, finished_at=now)
+                .returning(crawls.c.id)
+            )
+        ).scalars()
+    )
+    if cancelled:
+        await conn.execute(
+            jobs.update()
+            .where(jobs.c.crawl_id.in_(cancelled), jobs.c.status == PENDING)
+            .values(
+                status=JobStatus.CANCELLED.value,
+                finished_at=now,
+                next_attempt_at=None,
+                dispatch_at=None,
+            )
+        )
+
+
 # --- reading ------------------------------------------------------------------------------------
 
 _CRAWL_COLUMNS = (
@@ -324,25 +386,15 @@ class CrawlStore:
         """A RUNNING crawl and its start page (depth 0), in one transaction; the start page's
         job id, to publish."""
         now = utcnow()
-        crawl_id = uuid.uuid4()
-        stored = spec.to_dict()
-        start = _page_row(
-            crawl_id, owner, stored, Candidate(crawl_key(spec.url), 0), now, redispatch_after
-        )
         async with self.db.write() as conn:
-            await conn.execute(
-                crawls.insert().values(
-                    id=crawl_id,
-                    owner=owner,
-                    url=spec.url,
-                    spec=stored,
-                    status=RUNNING,
-                    discovered=1,
-                    callback_url=callback_url,
-                    created_at=now,
-                )
+            crawl_id, start_id = await start_crawl(
+                conn,
+                owner,
+                spec,
+                callback_url=callback_url,
+                now=now,
+                redispatch_after=redispatch_after,
             )
-            await conn.execute(jobs.insert().values(**start))
         crawl = Crawl(
             id=crawl_id,
             owner=owner,
@@ -351,7 +403,7 @@ class CrawlStore:
             created_at=now,
             counts=CrawlCounts(pending=1),
         )
-        return crawl, start["id"]
+        return crawl, start_id
 
     @unavailable_on_connection_errors
     async def get(self, crawl_id: UUID, *, owner: str) -> Crawl | None:
@@ -411,21 +463,7 @@ class CrawlStore:
             if status is None:
                 return None
             if status == RUNNING:
-                await conn.execute(
-                    crawls.update()
-                    .where(crawls.c.id == crawl_id)
-                    .values(status=CrawlStatus.CANCELLED.value, finished_at=now)
-                )
-                await conn.execute(
-                    jobs.update()
-                    .where(jobs.c.crawl_id == crawl_id, jobs.c.status == PENDING)
-                    .values(
-                        status=JobStatus.CANCELLED.value,
-                        finished_at=now,
-                        next_attempt_at=None,
-                        dispatch_at=None,
-                    )
-                )
+                await cancel_running(conn, [crawl_id], now=now)
         return await self.get(crawl_id, owner=owner)
 
     @unavailable_on_connection_errors
@@ -449,4 +487,11 @@ class CrawlStore:
             return await complete_idle(conn, self.db.backend, ids, now=utcnow())
 
 
-__all__ = ["CrawlStore", "advance", "complete_idle", "frontier_key"]
+__all__ = [
+    "CrawlStore",
+    "advance",
+    "cancel_running",
+    "complete_idle",
+    "frontier_key",
+    "start_crawl",
+]

@@ -17,7 +17,8 @@ from __future__ import annotations
 import gzip
 import hashlib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
@@ -26,11 +27,15 @@ from uuid import UUID
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from taskcrawler.domain.crawls import CrawlStatus
 from taskcrawler.domain.diffs import TextDiff
+from taskcrawler.domain.errors import InvalidURL
 from taskcrawler.domain.jobs import JobStatus
 from taskcrawler.domain.monitors import (
     Change,
     ChangeKind,
+    CrawlRound,
+    CrawlRoundReading,
     FiredSlot,
     Monitor,
     MonitorPage,
@@ -42,17 +47,20 @@ from taskcrawler.domain.monitors import (
     StoredRun,
 )
 from taskcrawler.domain.runs import RetentionPolicy, RunContent, RunInfo, runs_to_drop
-from taskcrawler.domain.urls import normalize_url
+from taskcrawler.domain.urls import crawl_key, normalize_url
 from taskcrawler.domain.webhooks import DeliveryStatus, change_webhook
+from taskcrawler.storage.crawls import cancel_running, start_crawl
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.jobs import decode_cursor, make_cursor
 from taskcrawler.storage.rows import FINAL_STATUSES, PENDING, utcnow
 from taskcrawler.storage.tables import (
     UTCDateTime,
+    crawls,
     job_runs,
     jobs,
     monitor_changes,
+    monitor_crawls,
     monitor_pages,
     monitor_rounds,
     monitors,
@@ -226,7 +234,8 @@ class MonitorStore:
 
     @unavailable_on_connection_errors
     async def delete(self, monitor_id: UUID, *, owner: str) -> bool:
-        """The monitor, its jobs, their runs and its changes."""
+        """The monitor, its jobs, their runs and its changes; its crawl still running is
+        cancelled."""
         async with self.db.write() as conn:
             job_ids = list(
                 (
@@ -237,6 +246,25 @@ class MonitorStore:
                     )
                 ).scalars()
             )
+            # A crawl monitor's crawl still running stops with it (its pages stay, as the
+            # owner's crawl, like those of the monitor's earlier rounds).
+            running = list(
+                (
+                    await conn.execute(
+                        sa.select(crawls.c.id)
+                        .join(monitor_crawls, monitor_crawls.c.crawl_id == crawls.c.id)
+                        .join(monitors, monitors.c.id == monitor_crawls.c.monitor_id)
+                        .where(
+                            monitors.c.id == monitor_id,
+                            monitors.c.owner == owner,
+                            crawls.c.status == CrawlStatus.RUNNING.value,
+                        )
+                        .order_by(crawls.c.id)
+                        .with_for_update(of=crawls)
+                    )
+                ).scalars()
+            )
+            await cancel_running(conn, running, now=utcnow())
             deleted = await conn.execute(
                 monitors.delete().where(monitors.c.id == monitor_id, monitors.c.owner == owner)
             )
@@ -338,6 +366,82 @@ class MonitorStore:
             ).all()
             fired = await _fire(conn, due, now, redispatch_after)
         return fired
+
+    @unavailable_on_connection_errors
+    async def read_crawl_rounds(
+        self,
+        decide: Callable[[CrawlRound], CrawlRoundReading],
+        *,
+        now: datetime,
+        limit: int = 20,
+    ) -> list[CrawlRoundReading]:
+        """Read the rounds of crawl monitors whose crawl stopped running, in one transaction:
+        each round's pages (its crawl's completed pages) and the last read round's go to
+        ``decide``; the changes it reports, their webhooks and the pages kept for the next
+        round are recorded with the round marked read. A round is read once: its row is
+        locked (SKIP LOCKED: another worker takes the next ones) and marked under a guard."""
+        unread = (monitor_crawls.c.read_at.is_(None), crawls.c.status != CrawlStatus.RUNNING.value)
+        joined = monitor_crawls.join(crawls, crawls.c.id == monitor_crawls.c.crawl_id)
+        async with self.db.read() as conn:
+            # A read first: most polls find nothing (SQLite's single writer is not queued for).
+            first = sa.select(monitor_crawls.c.crawl_id).select_from(joined).where(*unread)
+            if await conn.scalar(first.limit(1)) is None:
+                return []
+        readings: list[CrawlRoundReading] = []
+        async with self.db.write() as conn:
+            rows = (
+                await conn.execute(
+                    sa.select(
+                        monitor_crawls.c.monitor_id,
+                        monitor_crawls.c.slot_at,
+                        monitor_crawls.c.crawl_id,
+                        crawls.c.status,
+                        crawls.c.discovered,
+                        crawls.c.url,
+                        crawls.c.spec,
+                        monitors.c.owner,
+                        monitors.c.callback_url,
+                    )
+                    .select_from(
+                        joined.join(monitors, monitors.c.id == monitor_crawls.c.monitor_id)
+                    )
+                    .where(*unread)
+                    .order_by(monitor_crawls.c.slot_at, monitor_crawls.c.monitor_id)
+                    .limit(limit)
+                    .with_for_update(skip_locked=True, of=monitor_crawls)
+                )
+            ).all()
+            announced: list[tuple[Change, str, str | None]] = []
+            for row in rows:
+                marked = await conn.execute(
+                    monitor_crawls.update()
+                    .where(
+                        monitor_crawls.c.monitor_id == row.monitor_id,
+                        monitor_crawls.c.slot_at == row.slot_at,
+                        monitor_crawls.c.read_at.is_(None),
+                    )
+                    .values(read_at=now)
+                )
+                if not marked.rowcount:
+                    continue  # read by another worker meanwhile
+                found = await _crawl_round(conn, row)
+                reading = decide(found)
+                await conn.execute(
+                    monitor_crawls.update()
+                    .where(
+                        monitor_crawls.c.monitor_id == row.monitor_id,
+                        monitor_crawls.c.slot_at == row.slot_at,
+                    )
+                    .values(
+                        complete=found.complete,
+                        pages={url: str(job_id) for url, job_id in reading.kept.items()},
+                    )
+                )
+                announced.extend((c, row.owner, row.callback_url) for c in reading.changes)
+                readings.append(reading)
+            if announced:
+                await _insert_announced(conn, announced)
+        return readings
 
     @unavailable_on_connection_errors
     async def mark_dispatch_due(self, job_ids: Sequence[UUID]) -> None:
@@ -556,6 +660,16 @@ async def _fire(
     if not firing:
         return []
     ids = list(firing)
+    crawling = await _start_crawls(
+        conn,
+        [
+            replace(monitor, last_slot_at=plan.fire)
+            for monitor, plan in plans
+            if plan.fire is not None and monitor.spec.is_crawl
+        ],
+        now,
+        redispatch_after,
+    )
     # Each page runs again once its last run was read (a page still running, or not yet read,
     # sits this round out); a page that never ran is published again.
     # Locked, in one order for every writer (record_readings too), so that a reading recorded
@@ -605,6 +719,9 @@ async def _fire(
         monitor_id: sum(job_id in restarted for job_id in job_ids)
         for monitor_id, job_ids in by_monitor.items()
     }
+    for monitor_id, start_id in crawling.items():
+        by_monitor.setdefault(monitor_id, []).append(start_id)
+        started[monitor_id] = 1
     await conn.execute(
         monitor_rounds.insert(),
         [
@@ -699,6 +816,98 @@ async def _pages(
     for row in rows:
         found.setdefault(row.monitor_id, []).append(MonitorPage(row.url, row.job_id))
     return {key: tuple(value) for key, value in found.items()}
+
+
+async def _crawl_round(conn: AsyncConnection, row: Any) -> CrawlRound:
+    """A crawl monitor's round as change detection reads it: the pages its crawl completed,
+    whether it saw the whole site, and the pages the last read round kept."""
+    pages = {
+        url: job_id
+        for url, job_id in await conn.execute(
+            sa.select(jobs.c.url, jobs.c.id).where(
+                jobs.c.crawl_id == row.crawl_id, jobs.c.status == JobStatus.COMPLETED.value
+            )
+        )
+    }
+    previous = await conn.scalar(
+        sa.select(monitor_crawls.c.pages)
+        .where(
+            monitor_crawls.c.monitor_id == row.monitor_id,
+            monitor_crawls.c.slot_at < row.slot_at,
+            monitor_crawls.c.read_at.is_not(None),
+            monitor_crawls.c.pages.is_not(None),
+        )
+        .order_by(monitor_crawls.c.slot_at.desc())
+        .limit(1)
+    )
+    try:
+        start = crawl_key(row.url)
+    except InvalidURL:
+        start = None
+    # Cut short (its limit reached, cancelled, its start page failing): a page it did not
+    # reach is not known to be gone.
+    complete = (
+        row.status == CrawlStatus.COMPLETED.value
+        and row.discovered < int(row.spec.get("limit", 0))
+        and start in pages
+    )
+    return CrawlRound(
+        monitor_id=row.monitor_id,
+        owner=row.owner,
+        slot_at=row.slot_at,
+        callback_url=row.callback_url,
+        pages=pages,
+        complete=complete,
+        previous=(
+            {url: UUID(job_id) for url, job_id in previous.items()}
+            if previous is not None
+            else None
+        ),
+    )
+
+
+async def _start_crawls(
+    conn: AsyncConnection,
+    monitors_firing: Sequence[Monitor],
+    now: datetime,
+    redispatch_after: float,
+) -> dict[UUID, UUID]:
+    """Start a crawl for each crawl monitor firing whose last round's crawl was read (one
+    still running, or unread, makes this slot sit out: rounds compare whole crawls); the
+    start page of each crawl started, by monitor."""
+    if not monitors_firing:
+        return {}
+    busy = set(
+        (
+            await conn.execute(
+                sa.select(monitor_crawls.c.monitor_id).where(
+                    monitor_crawls.c.monitor_id.in_([m.id for m in monitors_firing]),
+                    monitor_crawls.c.read_at.is_(None),
+                )
+            )
+        ).scalars()
+    )
+    started: dict[UUID, UUID] = {}
+    links = []
+    for monitor in monitors_firing:
+        spec = monitor.spec.crawl
+        if spec is None or monitor.id in busy or monitor.last_slot_at is None:
+            continue
+        crawl_id, start_id = await start_crawl(
+            conn,
+            monitor.owner,
+            spec,
+            callback_url=None,  # a monitor announces changes, not its crawls
+            now=now,
+            redispatch_after=redispatch_after,
+        )
+        links.append(
+            {"monitor_id": monitor.id, "slot_at": monitor.last_slot_at, "crawl_id": crawl_id}
+        )
+        started[monitor.id] = start_id
+    if links:
+        await conn.execute(monitor_crawls.insert(), links)
+    return started
 
 
 def _monitor(row: Any, pages: tuple[MonitorPage, ...]) -> Monitor:
@@ -804,20 +1013,26 @@ async def _content(conn: AsyncConnection, job_id: UUID, content_run: int | None)
 
 
 async def _insert_changes(conn: AsyncConnection, readings: Sequence[RunReading]) -> None:
+    await _insert_announced(
+        conn,
+        [(r.change, r.page.owner, r.page.callback_url) for r in readings if r.change is not None],
+    )
+
+
+async def _insert_announced(
+    conn: AsyncConnection, announced: Sequence[tuple[Change, str, str | None]]
+) -> None:
+    """Changes, each with its owner and the URL its webhook goes to (None: no webhook)."""
     rows = []
     hooks = []
     now = utcnow()  # the outbox runs on the database's clock, as for jobs
-    for reading in readings:
-        change = reading.change
-        if change is None:
-            continue
-        page = reading.page
+    for change, owner, callback_url in announced:
         diff = change.diff
         rows.append(
             {
                 "id": change.id,
                 "monitor_id": change.monitor_id,
-                "owner": page.owner,
+                "owner": owner,
                 "job_id": change.job_id,
                 "url": change.url,
                 "kind": change.kind.value,
@@ -830,14 +1045,14 @@ async def _insert_changes(conn: AsyncConnection, readings: Sequence[RunReading])
                 "metadata": diff.metadata if diff is not None else None,
             }
         )
-        if page.callback_url:
+        if callback_url:
             event, payload = change_webhook(change)
             hooks.append(
                 {
                     "id": uuid.uuid4(),
                     "job_id": change.job_id,
-                    "owner": page.owner,
-                    "url": page.callback_url,
+                    "owner": owner,
+                    "url": callback_url,
                     "event": event.value,
                     "payload": payload,
                     "status": DeliveryStatus.PENDING.value,

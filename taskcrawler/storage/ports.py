@@ -7,7 +7,7 @@ raises :class:`~taskcrawler.domain.StorageUnavailable` when the database cannot 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import datetime
 from typing import Protocol, Self
 from uuid import UUID
@@ -19,6 +19,8 @@ from taskcrawler.domain.jobs import ClaimedJob, Created, Job, JobQuery, JobRun, 
 from taskcrawler.domain.keys import ApiKey, NewKey
 from taskcrawler.domain.monitors import (
     Change,
+    CrawlRound,
+    CrawlRoundReading,
     FiredSlot,
     Monitor,
     MonitorSpec,
@@ -297,6 +299,17 @@ class MonitorRepository(Protocol):
         ...
 
     async def mark_dispatch_due(self, job_ids: Sequence[UUID]) -> None: ...
+
+    async def read_crawl_rounds(
+        self,
+        decide: Callable[[CrawlRound], CrawlRoundReading],
+        *,
+        now: datetime,
+        limit: int = 20,
+    ) -> list[CrawlRoundReading]:
+        """Crawl monitors' rounds whose crawl stopped, each read once: ``decide`` says what
+        changed, and it is recorded with its webhooks in one transaction."""
+        ...
 
     async def claim_unread_runs(self, *, limit: int = 100) -> list[PageRun]:
         """Finished runs not read yet, taken for this caller alone."""

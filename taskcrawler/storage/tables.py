@@ -387,6 +387,30 @@ monitor_rounds = sa.Table(
     sa.Column("started", sa.Integer(), nullable=False, server_default="0"),  # jobs run again
 )
 
+# A crawl monitor's round: the crawl it started, and once read, the pages it found (migration
+# 0009): {crawl key: [url, job id]}, what the next round is compared with.
+monitor_crawls = sa.Table(
+    "monitor_crawls",
+    metadata,
+    sa.Column(
+        "monitor_id", sa.Uuid(), sa.ForeignKey("monitors.id", ondelete="CASCADE"), primary_key=True
+    ),
+    sa.Column("slot_at", UTCDateTime(), primary_key=True),
+    sa.Column(
+        "crawl_id", sa.Uuid(), sa.ForeignKey("crawls.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("read_at", UTCDateTime()),
+    sa.Column("complete", sa.Boolean()),
+    sa.Column("pages", JSONType),
+    sa.Index("ix_monitor_crawls_crawl", "crawl_id"),
+    sa.Index(
+        "ix_monitor_crawls_unread",
+        "monitor_id",
+        postgresql_where=sa.text("read_at IS NULL"),
+        sqlite_where=sa.text("read_at IS NULL"),
+    ),
+)
+
 monitor_changes = sa.Table(
     "monitor_changes",
     metadata,

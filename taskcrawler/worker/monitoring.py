@@ -7,6 +7,8 @@ Each tick does two things, both safe with any number of workers on one database:
    selectors and compared with the page's baseline run; the runs' history rows, their content,
    and the changes with their webhooks are recorded in one transaction. A run's history row has
    a unique key, so a run is recorded (and a change reported) once.
+   A crawl monitor's round is a crawl: once it stopped, its pages are compared with the last
+   round's, and the pages added and removed are recorded with their webhooks at once.
 2. **Fire due slots**: the storage fires each due slot once (see :mod:`taskcrawler.storage.
    monitors`) and runs the monitor's pages again as ordinary jobs, which are published here.
    A page whose last run was not read yet is left out of the round: its run goes on.
@@ -25,10 +27,18 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from functools import partial
 from uuid import UUID
 
 from taskcrawler.domain import ServiceUnavailable, backoff_delay
-from taskcrawler.domain.monitors import FiredSlot, PageRun, RunReading, Snapshot, read_run
+from taskcrawler.domain.monitors import (
+    FiredSlot,
+    PageRun,
+    RunReading,
+    Snapshot,
+    read_crawl_round,
+    read_run,
+)
 from taskcrawler.domain.runs import RetentionPolicy
 from taskcrawler.queue import JobQueue
 from taskcrawler.storage.ports import MonitorRepository
@@ -108,6 +118,7 @@ class MonitorScheduler:
     async def tick(self) -> list[FiredSlot]:
         """Read every finished run, then fire every due slot; the slots fired."""
         await self.read_runs()
+        await self.read_crawl_rounds()
         return await self.fire_due()
 
     async def fire_due(self) -> list[FiredSlot]:
@@ -151,6 +162,25 @@ class MonitorScheduler:
                 break
         self.stats.read += recorded
         return recorded
+
+    async def read_crawl_rounds(self) -> int:
+        """Pages added and removed for every crawl monitor's round whose crawl stopped."""
+        read = 0
+        while True:
+            now = self.clock()
+            readings = await self.store.read_crawl_rounds(
+                partial(read_crawl_round, now=now, new_id=uuid.uuid4),
+                now=now,
+                limit=self.config.batch,
+            )
+            read += len(readings)
+            for reading in readings:
+                self.stats.changes += len(reading.changes)
+                for change in reading.changes:
+                    log.info("monitor %s: %s %s", change.monitor_id, change.url, change.kind)
+            if len(readings) < self.config.batch:
+                break
+        return read
 
     async def _read(self, runs: list[PageRun]) -> int:
         if not runs:

@@ -85,3 +85,45 @@ async def test_an_interval_below_the_minimum_is_refused(served: Served, tmp_path
     )
     assert result.code == 2
     assert "interval_seconds" in result.err
+
+
+async def test_a_site_monitor_reports_pages_added_and_removed(
+    served: Served, site: ChangingSiteServer, tmp_path: Path
+) -> None:
+    api = served.base_url
+    refused = await cli("monitor", "create", "-i", "1", api=api, cwd=tmp_path)
+    assert refused.code == 2 and "--crawl" in refused.err
+    created = await cli(
+        "monitor",
+        "create",
+        "--crawl",
+        site.url("/"),
+        "--limit",
+        "50",
+        "-i",
+        "0.5",
+        "--json",
+        api=api,
+        cwd=tmp_path,
+    )
+    assert created.code == 0, created
+    monitor = json.loads(created.out)
+    assert monitor["crawl"]["url"] == site.url("/") and monitor["urls"] == []
+    gone = sorted(site.site.pages)[0]
+    # Once the baseline crawl fetched the page, the site changes: one page gone, one new.
+    for _ in range(400):
+        if site.served_for(gone):
+            break
+        await asyncio.sleep(0.05)
+    site.site.remove_page(gone)
+    site.site.add_page("/new/arrival")
+    found: list[tuple[str, str]] = []
+    for _ in range(400):
+        shown = await cli("monitor", "changes", monitor["id"], "--json", api=api, cwd=tmp_path)
+        assert shown.code == 0, shown
+        found = sorted((c["kind"], c["url"]) for c in json.loads(shown.out)["changes"])
+        if len(found) >= 2:
+            break
+        await asyncio.sleep(0.1)
+    assert found == [("added", site.url("/new/arrival")), ("removed", site.url(gone))]
+    assert (await cli("monitor", "delete", monitor["id"], api=api, cwd=tmp_path)).code == 0

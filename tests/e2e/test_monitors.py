@@ -130,7 +130,8 @@ async def test_a_monitor_reports_a_change_with_its_diff(
         ({"url": "ftp://a.test/", "interval_seconds": 60}, "url"),
         ({"url": "http://a.test/", "urls": ["http://b.test/"], "interval_seconds": 60}, "urls"),
         ({"url": "http://a.test/", "interval_seconds": 60, "ignore_selectors": ["p:has(a)"]}, None),
-        ({"crawl": {"url": "http://a.test/"}, "interval_seconds": 60}, "crawl"),
+        ({"crawl": {"url": "http://a.test/", "limit": 0}, "interval_seconds": 60}, "limit"),
+        ({"crawl": {"url": "http://a.test/", "depth": 2}, "interval_seconds": 60}, "depth"),
         ({"url": "http://a.test/", "interval_seconds": 60, "formats": ["pdf"]}, "formats"),
     ],
 )
@@ -142,3 +143,14 @@ async def test_bad_monitors_are_refused(
     if field is not None:
         assert field in str(response.json()["detail"])
     assert (await service.client.get("/api/v1/monitors")).json()["monitors"] == []
+
+
+async def test_a_crawl_monitor_is_created_with_its_crawl(service: Service) -> None:
+    body = {"crawl": {"url": "http://a.test/", "limit": 50}, "interval_seconds": 60}
+    created = await service.client.post("/api/v1/monitors", json=body)
+    assert created.status_code == 201, created.text
+    monitor = created.json()
+    assert monitor["urls"] == [] and monitor["pages"] == []
+    assert monitor["crawl"]["url"] == "http://a.test/" and monitor["crawl"]["limit"] == 50
+    again = await service.client.get(f"/api/v1/monitors/{monitor['id']}")
+    assert again.json()["crawl"] == monitor["crawl"]

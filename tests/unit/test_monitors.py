@@ -20,6 +20,7 @@ from taskcrawler.domain.monitors import (
     Change,
     ChangeKind,
     Comparison,
+    CrawlRound,
     InvalidMonitorSpec,
     MonitorSpec,
     Schedule,
@@ -29,6 +30,7 @@ from taskcrawler.domain.monitors import (
     fingerprint,
     normalize_text,
     page_set_changes,
+    read_crawl_round,
 )
 from taskcrawler.domain.webhooks import (
     WebhookEvent,
@@ -444,3 +446,49 @@ def test_change_webhooks_are_signed_like_the_others(kind: ChangeKind, event: Web
         now=1_700_000_001,
     )
     assert orjson.loads(body) == payload
+
+
+# --- crawl rounds -----------------------------------------------------------------------------
+
+
+def _round(
+    pages: dict[str, uuid.UUID], previous: dict[str, uuid.UUID] | None, *, complete: bool
+) -> CrawlRound:
+    return CrawlRound(
+        monitor_id=uuid.UUID(int=1),
+        owner="o",
+        slot_at=datetime(2030, 1, 1, tzinfo=UTC),
+        callback_url=None,
+        pages=pages,
+        complete=complete,
+        previous=previous,
+    )
+
+
+def test_a_crawl_round_reports_pages_added_and_removed() -> None:
+    a, b, c = (f"https://s.example/{name}" for name in "abc")
+    ids = iter(uuid.UUID(int=100 + n) for n in range(10))
+    now = datetime(2030, 1, 1, tzinfo=UTC)
+    first = read_crawl_round(
+        _round({a: uuid.UUID(int=2), b: uuid.UUID(int=3)}, None, complete=True),
+        now=now,
+        new_id=lambda: next(ids),
+    )
+    assert first.changes == () and dict(first.kept) == {a: uuid.UUID(int=2), b: uuid.UUID(int=3)}
+    second = read_crawl_round(
+        _round({a: uuid.UUID(int=4), c: uuid.UUID(int=5)}, dict(first.kept), complete=True),
+        now=now,
+        new_id=lambda: next(ids),
+    )
+    assert [(ch.kind, ch.url, ch.job_id) for ch in second.changes] == [
+        (ChangeKind.ADDED, c, uuid.UUID(int=5)),
+        (ChangeKind.REMOVED, b, uuid.UUID(int=3)),
+    ]
+    assert set(second.kept) == {a, c}
+    # Cut short: nothing is reported gone, and the pages it did not reach are kept.
+    short = read_crawl_round(
+        _round({a: uuid.UUID(int=6)}, dict(second.kept), complete=False),
+        now=now,
+        new_id=lambda: next(ids),
+    )
+    assert short.changes == () and set(short.kept) == {a, c}

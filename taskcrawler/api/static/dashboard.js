@@ -664,7 +664,7 @@
         "tr",
         { "data-monitor-id": monitor.id },
         el("td", {}, monitorBadge(monitor)),
-        el("td", { class: "url" }, el("a", { href: `/monitors/${monitor.id}`, text: monitor.urls.join(", ") })),
+        el("td", { class: "url" }, el("a", { href: `/monitors/${monitor.id}`, text: monitorTarget(monitor) })),
         el("td", { class: "num", text: `${monitor.interval_seconds} s` }),
         el("td", { class: "num", text: monitor.rounds }),
         el("td", {}, time(monitor.next_run_at)),
@@ -686,6 +686,11 @@
     }));
   }
 
+  /** What a monitor watches: its URLs, or the site its crawl starts from. */
+  function monitorTarget(monitor) {
+    return monitor.crawl ? `site: ${monitor.crawl.url}` : monitor.urls.join(", ");
+  }
+
   function monitorPage(id) {
     let changesSignature = "";
     function renderMonitor(monitor) {
@@ -695,6 +700,7 @@
       $("resume-button").hidden = monitor.status === "ACTIVE";
       const meta = $("monitor-meta");
       const pairs = [
+        ...(monitor.crawl ? [["Site", monitor.crawl.url]] : []),
         ["Every", `${monitor.interval_seconds} s`],
         ["Runs", String(monitor.rounds)],
         ["Last run", time(monitor.last_run_at)],
@@ -717,7 +723,8 @@
         "article",
         { class: "change", "data-change-id": change.id },
         el("h3", {}, time(change.detected_at), " ", el("span", { class: "url", text: change.url }),
-          el("span", { class: "muted small", text: ` run ${change.previous_run} → ${change.run}` })),
+          el("span", { class: "muted small", text: change.kind === "changed"
+            ? ` run ${change.previous_run} → ${change.run}` : ` ${change.kind}` })),
         ...Object.entries(change.metadata || {}).map(([name, values]) => el(
           "p", { class: "small" }, `${name}: `, el("del", { text: values.old ?? "—" }), " → ", el("ins", { text: values.new ?? "—" }),
         )),

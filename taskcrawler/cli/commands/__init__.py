@@ -300,9 +300,21 @@ def _add_monitor_commands(sub: Subparsers) -> None:
     )
     actions = monitor.add_subparsers(dest="action", required=True, metavar="ACTION")
     create = actions.add_parser(
-        "create", help="watch URLs", description="Watch URLs; the first run starts at once."
+        "create",
+        help="watch URLs, or a site (--crawl)",
+        description="Watch URLs, or a whole site with --crawl (then pages added and removed "
+        "between runs are reported too); the first run starts at once.",
     )
-    create.add_argument("urls", nargs="+", metavar="URL", help="http(s) URLs to watch")
+    create.add_argument("urls", nargs="*", metavar="URL", help="http(s) URLs to watch")
+    create.add_argument(
+        "--crawl", metavar="URL", help="watch the site crawled from this start URL instead"
+    )
+    create.add_argument(
+        "--limit", type=_count, metavar="N", help="with --crawl: at most N pages a run"
+    )
+    create.add_argument(
+        "--max-depth", type=int, metavar="N", help="with --crawl: link hops at most"
+    )
     create.add_argument(
         "-i",
         "--interval",
@@ -325,7 +337,11 @@ def _add_monitor_commands(sub: Subparsers) -> None:
         choices=("metadata", "markdown", "text", "html", "links"),
         help="what each run's job keeps (may be repeated; default markdown)",
     )
-    create.add_argument("--callback-url", metavar="URL", help="gets a page.changed webhook")
+    create.add_argument(
+        "--callback-url",
+        metavar="URL",
+        help="gets page.changed webhooks (and page.added / page.removed with --crawl)",
+    )
     _add_api_options(create)
 
     listing = actions.add_parser("list", help="monitors, newest first", description="Monitors.")

@@ -18,7 +18,21 @@ def run(args: argparse.Namespace) -> int:
     return run_async(_run(args))
 
 
+def _usage_error(args: argparse.Namespace) -> str | None:
+    if args.action != "create":
+        return None
+    if bool(args.urls) == bool(args.crawl):
+        return "give either URLs or --crawl URL"
+    if not args.crawl and (args.limit is not None or args.max_depth is not None):
+        return "--limit and --max-depth go with --crawl"
+    return None
+
+
 async def _run(args: argparse.Namespace) -> int:
+    usage = _usage_error(args)
+    if usage is not None:
+        fail(usage)
+        return EXIT_ERROR
     async with ApiClient(args.api, api_key_from_env()) as api:
         try:
             if args.action == "create":
@@ -45,7 +59,16 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 async def create(api: ApiClient, args: argparse.Namespace) -> None:
-    body: dict[str, Any] = {"urls": args.urls, "interval_seconds": args.interval}
+    body: dict[str, Any] = {"interval_seconds": args.interval}
+    if args.crawl:
+        crawl: dict[str, Any] = {"url": args.crawl}
+        if args.limit is not None:
+            crawl["limit"] = args.limit
+        if args.max_depth is not None:
+            crawl["max_depth"] = args.max_depth
+        body["crawl"] = crawl
+    else:
+        body["urls"] = args.urls
     if args.ignore:
         body["ignore_selectors"] = args.ignore
     if args.callback_url:
@@ -71,7 +94,7 @@ def monitors_table(monitors: list[dict[str, Any]]) -> Table:
             monitor["id"],
             monitor["status"],
             f"{monitor['interval_seconds']:g} s",
-            "\n".join(monitor["urls"]),
+            "\n".join(monitor["urls"]) or f"site: {(monitor.get('crawl') or {}).get('url', '')}",
             str(monitor["rounds"]),
             local_time(monitor.get("next_run_at")),
         )

@@ -1,0 +1,275 @@
+"""Crawl monitors on both backends: each round is an ordinary crawl of a site whose pages
+appear and disappear on command; the pages added and removed between rounds are reported once,
+with signed webhooks, and a round fires (and starts its crawl) once with two workers racing.
+
+Time is a clock the test moves; only the crawls' fetches run for real, and the test waits for
+them to end (a bound, not a timed assertion).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from urllib.parse import urlsplit
+
+import pytest
+import sqlalchemy as sa
+from aiohttp import web
+
+from taskcrawler import bootstrap
+from taskcrawler.domain.monitors import ChangeKind, MonitorSpec, change_document
+from taskcrawler.domain.runs import RetentionPolicy
+from taskcrawler.domain.webhooks import verify_signature
+from taskcrawler.fetch import Fetcher
+from taskcrawler.fetch.sitemaps import SitemapLimits
+from taskcrawler.queue import MemoryQueue
+from taskcrawler.settings import Settings
+from taskcrawler.storage import Database, Storage
+from taskcrawler.storage.tables import crawls, jobs, monitor_crawls
+from taskcrawler.worker.crawling import CrawlPages
+from taskcrawler.worker.monitoring import MonitorConfig, MonitorScheduler
+from taskcrawler.worker.parsing import PageParser
+from taskcrawler.worker.webhooks import WebhookDispatcher
+from taskcrawler.worker.worker import Worker
+from tests.support.changing_site import ChangingSiteServer, start_changing_site
+from tests.support.hostile import fetch_settings
+from tests.support.webhook_receiver import Receiver, webhook_receiver
+
+INTERVAL = 60.0
+T0 = datetime(2030, 1, 1, tzinfo=UTC)
+
+
+def crawl_spec(start: str, **options: object) -> MonitorSpec:
+    return MonitorSpec.create(
+        interval_seconds=INTERVAL,
+        crawl={"url": start, "limit": 200},
+        min_interval_seconds=1,
+        **options,
+    )
+
+
+@dataclass
+class Clock:
+    now: datetime
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+@dataclass
+class Rig:
+    storage: Storage
+    scheduler: MonitorScheduler
+    clock: Clock
+
+
+@pytest.fixture
+async def storage(database_url: str) -> AsyncIterator[Storage]:
+    store = Storage.on(Database.from_url(database_url, pool_size=10))
+    yield store
+    await store.close()
+
+
+@pytest.fixture
+def site() -> Iterator[ChangingSiteServer]:
+    server = start_changing_site(seed=21, per_kind=2)
+    try:
+        yield server
+    finally:
+        server.close()
+
+
+@pytest.fixture
+async def receiver() -> AsyncIterator[Receiver]:
+    async with webhook_receiver() as running:
+        yield running
+
+
+@pytest.fixture
+async def rig(storage: Storage) -> AsyncIterator[Rig]:
+    settings = fetch_settings(allow_private_networks=True, max_retries=0)
+    queue = MemoryQueue()
+    fetcher = Fetcher(settings)
+    parser = PageParser(processes=1)
+    worker = Worker(
+        bootstrap.worker_config(settings),
+        storage.work,
+        queue,
+        fetcher,
+        parser,
+        crawls=CrawlPages(storage.crawls, fetcher, SitemapLimits()),
+    )
+    clock = Clock(T0)
+    scheduler = MonitorScheduler(
+        MonitorConfig(retention=RetentionPolicy(keep_runs=None)),
+        storage.monitors,
+        queue,
+        parser,
+        clock=clock,
+    )
+    stop = asyncio.Event()
+    running = asyncio.create_task(worker.run(stop))
+    try:
+        yield Rig(storage, scheduler, clock)
+    finally:
+        stop.set()
+        await running
+        await fetcher.close()
+        await parser.aclose()
+
+
+async def wait_crawls_stopped(storage: Storage) -> None:
+    """Until no round's crawl is running: the fetches are real (a bound, not an assertion)."""
+    running = -1
+    for _ in range(3000):
+        async with storage.db.read() as conn:
+            running = await conn.scalar(
+                sa.select(sa.func.count())
+                .select_from(monitor_crawls.join(crawls, crawls.c.id == monitor_crawls.c.crawl_id))
+                .where(crawls.c.status == "RUNNING")
+            )
+        if running == 0:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"crawls still running: {running}")
+
+
+async def test_rounds_report_pages_added_and_removed_once_with_signed_webhooks(
+    rig: Rig, site: ChangingSiteServer, receiver: Receiver
+) -> None:
+    monitor = await rig.storage.monitors.create(
+        "o",
+        crawl_spec(site.url("/"), callback_url=receiver.url("site")),
+        now=T0,
+        redispatch_after=30,
+    )
+    [first] = await rig.scheduler.tick()
+    assert first.slot_at == T0 and len(first.job_ids) == 1  # the crawl's start page
+    await wait_crawls_stopped(rig.storage)
+    assert await rig.scheduler.read_crawl_rounds() == 1
+    assert (await rig.storage.monitors.changes(monitor.id, owner="o"))[0] == []  # baseline
+
+    gone = sorted(site.site.pages)[1]
+    site.site.remove_page(gone)
+    site.site.add_page("/new/arrival")
+    rig.clock.now = T0 + timedelta(seconds=INTERVAL)
+    [second] = await rig.scheduler.tick()
+    assert second.slot_at == rig.clock.now and len(second.job_ids) == 1
+    await wait_crawls_stopped(rig.storage)
+    assert await rig.scheduler.read_crawl_rounds() == 1
+    assert await rig.scheduler.read_crawl_rounds() == 0  # a round is read once
+
+    changes, _ = await rig.storage.monitors.changes(monitor.id, owner="o")
+    assert sorted((c.kind, urlsplit(c.url).path) for c in changes) == [
+        (ChangeKind.ADDED, "/new/arrival"),
+        (ChangeKind.REMOVED, gone),
+    ]
+
+    # A third round with the site as it is now reports nothing more.
+    rig.clock.now = T0 + timedelta(seconds=2 * INTERVAL)
+    assert len(await rig.scheduler.tick()) == 1
+    await wait_crawls_stopped(rig.storage)
+    assert await rig.scheduler.read_crawl_rounds() == 1
+    assert len((await rig.storage.monitors.changes(monitor.id, owner="o"))[0]) == 2
+
+    settings = Settings(allow_private_networks=True, webhook_secret="anon-secret")
+    dispatcher = WebhookDispatcher(settings, rig.storage.webhooks)
+    for _ in range(3):
+        await dispatcher.dispatch_due()
+    await dispatcher.close()
+    got = receiver.for_name("site")
+    assert sorted(h.headers["X-TaskCrawler-Event"] for h in got) == ["page.added", "page.removed"]
+    for hook in got:
+        assert verify_signature(
+            "anon-secret",
+            hook.body,
+            hook.headers["X-TaskCrawler-Timestamp"],
+            hook.headers["X-TaskCrawler-Signature"],
+        )
+    listed = {str(change.id): change_document(change) for change in changes}
+    assert {hook["id"]: hook for hook in (json.loads(h.body) for h in got)} == listed
+
+
+async def test_a_round_cut_short_reports_no_removal(
+    rig: Rig, site: ChangingSiteServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A round whose crawl could not see the whole site (its start page failing) reports
+    nothing gone, and the next whole round compares with the last pages known."""
+    monitor = await rig.storage.monitors.create(
+        "o", crawl_spec(site.url("/")), now=T0, redispatch_after=30
+    )
+    await rig.scheduler.tick()
+    await wait_crawls_stopped(rig.storage)
+    await rig.scheduler.read_crawl_rounds()
+    answer = site._answer
+
+    def start_page_down(request: web.Request) -> web.Response:
+        if request.path == "/":
+            return web.Response(status=503, text="down")
+        return answer(request)
+
+    monkeypatch.setattr(site, "_answer", start_page_down)
+    rig.clock.now = T0 + timedelta(seconds=INTERVAL)
+    await rig.scheduler.tick()
+    await wait_crawls_stopped(rig.storage)
+    await rig.scheduler.read_crawl_rounds()
+    assert (await rig.storage.monitors.changes(monitor.id, owner="o"))[0] == []
+    monkeypatch.undo()
+    removed = sorted(site.site.pages)[0]
+    site.site.remove_page(removed)
+    rig.clock.now = T0 + timedelta(seconds=2 * INTERVAL)
+    await rig.scheduler.tick()
+    await wait_crawls_stopped(rig.storage)
+    await rig.scheduler.read_crawl_rounds()
+    changes, _ = await rig.storage.monitors.changes(monitor.id, owner="o")
+    assert [(c.kind, urlsplit(c.url).path) for c in changes] == [(ChangeKind.REMOVED, removed)]
+
+
+async def test_a_round_fires_and_starts_its_crawl_once_with_two_workers(
+    database_url: str,
+) -> None:
+    stores = [Storage.on(Database.from_url(database_url, pool_size=5)) for _ in range(2)]
+    try:
+        monitor = await stores[0].monitors.create(
+            "o", crawl_spec("http://site.test/"), now=T0, redispatch_after=30
+        )
+        fired = []
+        for k in range(3):
+            now = T0 + timedelta(seconds=k * INTERVAL + 1)
+            for _ in range(2):
+                results = await asyncio.gather(
+                    *(s.monitors.fire_due(now=now, redispatch_after=30) for s in stores)
+                )
+                fired.extend(slot for batch in results for slot in batch)
+        assert [slot.slot_at for slot in fired] == [
+            T0 + timedelta(seconds=k * INTERVAL) for k in range(3)
+        ]
+        # The first round's crawl never ran here: the later slots fire, but sit it out.
+        assert [len(slot.job_ids) for slot in fired] == [1, 0, 0]
+        async with stores[0].db.read() as conn:
+            linked = (
+                await conn.execute(
+                    sa.select(monitor_crawls.c.slot_at).where(
+                        monitor_crawls.c.monitor_id == monitor.id
+                    )
+                )
+            ).all()
+            started = await conn.scalar(sa.select(sa.func.count()).select_from(crawls))
+        assert [row.slot_at for row in linked] == [T0] and started == 1
+        assert [slot for slot, _ in await stores[1].monitors.rounds(monitor.id)] == [
+            slot.slot_at for slot in fired
+        ]
+        # Deleting the monitor stops its crawl still running.
+        assert await stores[1].monitors.delete(monitor.id, owner="o")
+        async with stores[0].db.read() as conn:
+            status = await conn.scalar(sa.select(crawls.c.status))
+            pending = await conn.scalar(
+                sa.select(sa.func.count()).select_from(jobs).where(jobs.c.status == "PENDING")
+            )
+        assert (status, pending) == ("CANCELLED", 0)
+    finally:
+        for store in stores:
+            await store.close()
