@@ -62,7 +62,7 @@ async def test_a_child_gets_its_socket_and_the_environment_given(tmp_path: Path)
         sys.executable,
         "-c",
         "import os, socket, sys; s = socket.socket(fileno=int(sys.argv[-1])); "
-        f"open({str(out)!r}, 'w').write(os.environ['TASKCRAWLER_PROBE'] + ' ' + s.recv(16).hex())",
+        f"open({str(out)!r}, 'a').write(os.environ['TASKCRAWLER_PROBE'] + ' ' + s.recv(16).hex())",
     )
     sender = PipeSender()
     supervisor = WorkerProcess(
