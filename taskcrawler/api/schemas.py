@@ -674,3 +674,25 @@ class FirecrawlBatchStatus(BaseModel):
     expiresAt: datetime
     next: str | None = Field(None, description="The next page of documents, if any.")
     data: list[FirecrawlDocument]
+
+
+class FirecrawlCrawlStarted(BaseModel):
+    success: bool = True
+    id: str
+    url: str = Field(description="Where to read the crawl's status.")
+
+
+class FirecrawlCrawlStatus(BaseModel):
+    success: bool = True
+    status: Literal["scraping", "completed", "cancelled"]
+    total: int = Field(description="Pages discovered so far.")
+    completed: int = Field(description="Pages fetched (whatever their HTTP status).")
+    creditsUsed: int
+    expiresAt: datetime
+    next: str | None = Field(None, description="The next page of documents, if any.")
+    data: list[FirecrawlDocument]
+
+
+class FirecrawlCrawlCancelled(BaseModel):
+    success: bool = True
+    status: Literal["cancelled"] = "cancelled"
