@@ -243,8 +243,15 @@ def search(
     return Call("GET", "/api/v1/search", _model(SearchResults.model_validate), params=params)
 
 
-def export_params(format: ExportFormat, since: str | None, limit: int | None) -> Params:
+def export_params(
+    format: ExportFormat,
+    since: str | None,
+    limit: int | None,
+    crawl_id: UUID | str | None = None,
+) -> Params:
     params: Params = [("format", format)]
+    if crawl_id is not None:
+        params.append(("crawl_id", str(crawl_id)))
     if since:
         params.append(("since", since))
     if limit is not None:

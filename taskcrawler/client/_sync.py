@@ -271,30 +271,40 @@ class TaskCrawler:
         *,
         since: str | None = None,
         limit: int | None = None,
+        crawl_id: UUID | str | None = None,
     ) -> str:
         """Write the export of what finished after ``since`` to ``out`` as it arrives (JSON
-        Lines, or gzipped WARC records); return the cursor to pass as ``since`` next time."""
-        with self._export(format, since, limit) as response:
+        Lines, or gzipped WARC records), of one crawl's pages if ``crawl_id`` is given; return
+        the cursor to pass as ``since`` next time."""
+        with self._export(format, since, limit, crawl_id) as response:
             next_since = response.headers.get(NEXT_SINCE, since or "")
             for chunk in response.iter_bytes():
                 out.write(chunk)
         return str(next_since)
 
     def export(
-        self, *, since: str | None = None, limit: int | None = None
+        self,
+        *,
+        since: str | None = None,
+        limit: int | None = None,
+        crawl_id: UUID | str | None = None,
     ) -> Iterator[ExportRecord]:
         """The finished jobs not exported after ``since``, in the order they finished, each
         with the ``cursor`` that resumes after it: every result comes once."""
-        with self._export("jsonl", since, limit) as response:
+        with self._export("jsonl", since, limit, crawl_id) as response:
             for line in response.iter_lines():
                 if line:
                     yield ExportRecord.model_validate_json(line)
 
     @contextlib.contextmanager
     def _export(
-        self, format: ExportFormat, since: str | None, limit: int | None
+        self,
+        format: ExportFormat,
+        since: str | None,
+        limit: int | None,
+        crawl_id: UUID | str | None = None,
     ) -> Iterator[httpx.Response]:
-        params = tuple(_calls.export_params(format, since, limit))
+        params = tuple(_calls.export_params(format, since, limit, crawl_id))
         try:
             with self._http.stream("GET", "/api/v1/export", params=params) as response:
                 if response.status_code >= 400:

@@ -373,6 +373,7 @@ def _add_monitor_commands(sub: Subparsers) -> None:
     export.add_argument(
         "--limit", type=_count, help="at most this many jobs (the rest come next time)"
     )
+    export.add_argument("--crawl", metavar="ID", help="only this crawl's pages")
     export.add_argument(
         "-o", "--output", type=Path, metavar="FILE", help="write to FILE, not standard output"
     )
