@@ -153,6 +153,16 @@ def api_services(
     search = SearchService(jobs, storage.chunks, query_embedder)
     content = ContentService(jobs, storage.content)
     mapper = MapService(page_fetcher, runtime.settings)
+    crawls = CrawlService(
+        CrawlPolicy(
+            max_limit=runtime.settings.crawl_max_limit,
+            redispatch_after=runtime.settings.redispatch_seconds,
+            max_pending_jobs=runtime.settings.max_pending_jobs,
+        ),
+        storage.crawls,
+        storage.jobs,
+        runtime.queue,
+    )
     return Services(
         jobs=jobs,
         content=content,
@@ -162,16 +172,7 @@ def api_services(
         health=HealthService(storage.db.ping, runtime.queue.ping, vectors=search.vectors),
         mapper=mapper,
         search=search,
-        crawls=CrawlService(
-            CrawlPolicy(
-                max_limit=runtime.settings.crawl_max_limit,
-                redispatch_after=runtime.settings.redispatch_seconds,
-                max_pending_jobs=runtime.settings.max_pending_jobs,
-            ),
-            storage.crawls,
-            storage.jobs,
-            runtime.queue,
-        ),
+        crawls=crawls,
         monitors=monitor_service(runtime),
         exports=export_service(storage, runtime.settings),
         firecrawl=FirecrawlService(
@@ -179,6 +180,7 @@ def api_services(
             content,
             mapper,
             storage.batches,
+            crawls,
             max_wait_seconds=runtime.settings.scrape_max_wait_seconds,
         ),
     )

@@ -36,6 +36,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from taskcrawler.api.errors import send_json
 from taskcrawler.domain import InvalidURL, validate_url
+from taskcrawler.domain.crawls import MAX_DEPTH, MAX_PATTERNS
 from taskcrawler.domain.urls import MAX_URL_LENGTH
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -288,6 +289,82 @@ class FirecrawlBatchIn(FirecrawlScrapeOptions):
     def valid_urls(self) -> list[str]:
         refused = {index for index, _ in self.invalid_urls()}
         return [url for index, url in enumerate(self.urls) if index not in refused]
+
+
+#: Crawl options accepted at their default only, and what another value would ask for.
+_CRAWL_DEFAULT_ONLY: dict[str, tuple[Any, str]] = {
+    "ignoreRobotsTxt": (False, "ignoreRobotsTxt: true (robots.txt is always obeyed)"),
+    "ignoreQueryParameters": (False, "ignoreQueryParameters: true"),
+    "regexOnFullURL": (False, "regexOnFullURL: true (patterns match the path)"),
+    "zeroDataRetention": (False, "zeroDataRetention: true"),
+}
+
+
+class FirecrawlCrawlIn(RequestModel):
+    """Firecrawl's crawl request, v2 names and v1's (``maxDepth``, ``ignoreSitemap``); what
+    TaskCrawler cannot do is refused, naming the field."""
+
+    url: Annotated[str, AfterValidator(_scrapable)] = Field(max_length=MAX_URL_LENGTH)
+    includePaths: list[str] | None = Field(None, max_length=MAX_PATTERNS)
+    excludePaths: list[str] | None = Field(None, max_length=MAX_PATTERNS)
+    limit: int | None = Field(None, ge=1, le=2**31 - 1)
+    maxDiscoveryDepth: int | None = Field(None, ge=0, le=MAX_DEPTH)
+    sitemap: Literal["include", "skip", "only"] | None = None
+    allowSubdomains: bool | None = None
+    allowExternalLinks: bool | None = None
+    scrapeOptions: FirecrawlScrapeOptions | None = None
+    # Accepted whatever their value: TaskCrawler deduplicates every crawl's URLs, crawls the
+    # whole site (as crawlEntireDomain: true) and bounds its own concurrency per host.
+    crawlEntireDomain: bool | None = None
+    deduplicateSimilarURLs: bool | None = None
+    maxConcurrency: int | None = Field(None, ge=1)
+    origin: str | None = Field(None, max_length=200)
+    integration: str | None = Field(None, max_length=200)
+    # Accepted at their default only.
+    ignoreRobotsTxt: bool | None = None
+    ignoreQueryParameters: bool | None = None
+    regexOnFullURL: bool | None = None
+    zeroDataRetention: bool | None = None
+    # Refused when set.
+    prompt: str | None = Field(None, max_length=10_000)
+    robotsUserAgent: str | None = Field(None, max_length=1000)
+    delay: float | None = None
+    webhook: Any = None
+    # v1
+    maxDepth: int | None = Field(None, ge=0, le=MAX_DEPTH)
+    ignoreSitemap: bool | None = None
+    allowBackwardLinks: bool | None = None
+
+    @field_validator("ignoreRobotsTxt", "ignoreQueryParameters", "regexOnFullURL",
+                     "zeroDataRetention")  # fmt: skip
+    @classmethod
+    def _default_only(cls, value: Any, info: ValidationInfo) -> Any:
+        allowed, what = _CRAWL_DEFAULT_ONLY[info.field_name or ""]
+        if value is not None and value != allowed:
+            raise ValueError(f"{what} is not supported by TaskCrawler")
+        return value
+
+    @field_validator("prompt", "robotsUserAgent", "delay", "webhook")
+    @classmethod
+    def _unset(cls, value: Any, info: ValidationInfo) -> Any:
+        if value is not None:
+            raise ValueError(f"{info.field_name} is not supported by TaskCrawler")
+        return value
+
+    def max_depth(self) -> int | None:
+        return self.maxDiscoveryDepth if self.maxDiscoveryDepth is not None else self.maxDepth
+
+    def sitemap_mode(self) -> Literal["include", "skip", "only"]:
+        if self.sitemap is not None:
+            return self.sitemap
+        return "skip" if self.ignoreSitemap else "include"
+
+    def formats(self) -> list[str | dict[str, Any]]:
+        return (self.scrapeOptions.formats if self.scrapeOptions else None) or ["markdown"]
+
+    def max_age_seconds(self) -> float | None:
+        max_age = self.scrapeOptions.maxAge if self.scrapeOptions else None
+        return None if max_age is None else max_age / 1000
 
 
 class FirecrawlMapIn(RequestModel):

@@ -436,6 +436,24 @@ class SearchResults(BaseModel):
     results: list[SearchResult]
 
 
+#: The most chunks one search returns, and the longest query.
+MAX_K = 100
+MAX_QUERY_CHARS = 1000
+
+
+class SearchIn(RequestModel):
+    """What ``GET /api/v1/search`` takes (as query parameters)."""
+
+    q: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What to look for.")
+    k: int = Field(10, ge=1, le=MAX_K, description="How many chunks, the best first.")
+    mode: Literal["hybrid", "semantic", "keyword"] = Field(
+        "hybrid",
+        description="semantic (embeddings), keyword (full text) or hybrid (both, rank-fused).",
+    )
+    crawl_id: UUID | None = Field(None, description="Only the pages of this crawl.")
+    job_id: UUID | None = Field(None, description="Only this page.")
+
+
 # --- crawls ---------------------------------------------------------------------------------
 
 
@@ -694,3 +712,25 @@ class FirecrawlBatchStatus(BaseModel):
     expiresAt: datetime
     next: str | None = Field(None, description="The next page of documents, if any.")
     data: list[FirecrawlDocument]
+
+
+class FirecrawlCrawlStarted(BaseModel):
+    success: bool = True
+    id: str
+    url: str = Field(description="Where to read the crawl's status.")
+
+
+class FirecrawlCrawlStatus(BaseModel):
+    success: bool = True
+    status: Literal["scraping", "completed", "cancelled"]
+    total: int = Field(description="Pages discovered so far.")
+    completed: int = Field(description="Pages fetched (whatever their HTTP status).")
+    creditsUsed: int
+    expiresAt: datetime
+    next: str | None = Field(None, description="The next page of documents, if any.")
+    data: list[FirecrawlDocument]
+
+
+class FirecrawlCrawlCancelled(BaseModel):
+    success: bool = True
+    status: Literal["cancelled"] = "cancelled"

@@ -15,14 +15,19 @@ from typing import Any, Self
 from pydantic import BaseModel
 
 from taskcrawler.cli.commands import API_KEY_ENV, DEFAULT_API
-from taskcrawler.client import MAX_BATCH, MAX_PAGE, AsyncTaskCrawler, TaskCrawlerError
+from taskcrawler.client import (
+    MAX_BATCH,
+    MAX_PAGE,
+    AsyncTaskCrawler,
+    SearchMode,
+    TaskCrawlerError,
+)
 from taskcrawler.domain.jobs import FINAL_STATUSES
 
 __all__ = ["FINISHED", "MAX_PAGE", "ApiClient", "ApiError", "Job", "api_key_from_env"]
 
 FINISHED = frozenset(status.value for status in FINAL_STATUSES)
 JOBS = "/api/v1/jobs"
-CRAWLS = "/api/v1/crawls"
 MONITORS = "/api/v1/monitors"
 
 Job = dict[str, Any]
@@ -152,21 +157,33 @@ class ApiClient:
         except TaskCrawlerError as exc:
             raise ApiError.of(exc) from None
 
-    async def search(self, params: Params) -> list[dict[str, Any]]:
-        _, body = await self._call("GET", "/api/v1/search", params=params)
-        return list(body["results"])
+    async def search(
+        self, q: str, *, k: int, mode: SearchMode, crawl_id: str | None
+    ) -> list[dict[str, Any]]:
+        try:
+            found = await self.client.search(q, k=k, mode=mode, crawl_id=crawl_id)
+        except TaskCrawlerError as exc:
+            raise ApiError.of(exc) from None
+        return [_json(result) for result in found.results]
 
     async def start_crawl(self, spec: dict[str, Any]) -> dict[str, Any]:
-        _, body = await self._call("POST", CRAWLS, json=spec)
-        return dict(body)
+        """``spec``: ``url`` and :meth:`AsyncTaskCrawler.start_crawl`'s options."""
+        try:
+            return _json(await self.client.start_crawl(**spec))
+        except TaskCrawlerError as exc:
+            raise ApiError.of(exc) from None
 
     async def get_crawl(self, crawl_id: str) -> dict[str, Any]:
-        _, body = await self._call("GET", f"{CRAWLS}/{crawl_id}")
-        return dict(body)
+        try:
+            return _json(await self.client.get_crawl(crawl_id))
+        except TaskCrawlerError as exc:
+            raise ApiError.of(exc) from None
 
     async def cancel_crawl(self, crawl_id: str) -> dict[str, Any]:
-        _, body = await self._call("DELETE", f"{CRAWLS}/{crawl_id}")
-        return dict(body)
+        try:
+            return _json(await self.client.cancel_crawl(crawl_id))
+        except TaskCrawlerError as exc:
+            raise ApiError.of(exc) from None
 
     # ------------------------------------------------------------------ monitors
 

@@ -16,12 +16,14 @@ neither the server nor its database drivers: only httpx and pydantic.
 
 from taskcrawler.client._async import AsyncTaskCrawler
 from taskcrawler.client._base import DEFAULT_BASE_URL
-from taskcrawler.client._calls import MAX_BATCH, MAX_PAGE
+from taskcrawler.client._calls import MAX_BATCH, MAX_PAGE, SearchMode
 from taskcrawler.client._errors import TaskCrawlerError
 from taskcrawler.client._sync import TaskCrawler
 from taskcrawler.client.models import (
     Batch,
     BatchJob,
+    Crawl,
+    CrawlPage,
     ExportRecord,
     Job,
     JobPage,
@@ -30,6 +32,8 @@ from taskcrawler.client.models import (
     LinkPage,
     MapResult,
     Run,
+    SearchResult,
+    SearchResults,
     Submitted,
 )
 
@@ -40,6 +44,8 @@ __all__ = [
     "AsyncTaskCrawler",
     "Batch",
     "BatchJob",
+    "Crawl",
+    "CrawlPage",
     "ExportRecord",
     "Job",
     "JobPage",
@@ -48,6 +54,9 @@ __all__ = [
     "LinkPage",
     "MapResult",
     "Run",
+    "SearchMode",
+    "SearchResult",
+    "SearchResults",
     "Submitted",
     "TaskCrawler",
     "TaskCrawlerError",

@@ -12,17 +12,21 @@ from pydantic import TypeAdapter
 
 from taskcrawler.client.models import (
     Batch,
+    Crawl,
+    CrawlPage,
     Job,
     JobPage,
     LinkPage,
     MapResult,
     Run,
+    SearchResults,
     Submitted,
 )
 
 T = TypeVar("T")
 
 JOBS = "/api/v1/jobs"
+CRAWLS = "/api/v1/crawls"
 MAX_BATCH = 1000  # the batch endpoint's limit
 MAX_PAGE = 500  # the list endpoint's largest page
 #: The export's header with the cursor of what finishes after it.
@@ -31,6 +35,7 @@ NEXT_SINCE = "X-TaskCrawler-Next-Since"
 ContentFormat = Literal["markdown", "text", "html"]
 ExportFormat = Literal["jsonl", "warc"]
 Sitemap = Literal["include", "skip", "only"]
+SearchMode = Literal["semantic", "keyword", "hybrid"]
 Params = list[tuple[str, str]]
 
 _RUNS = TypeAdapter(list[Run])
@@ -165,8 +170,88 @@ def map_site(
     return Call("POST", "/api/v1/map", _model(MapResult.model_validate), json=body)
 
 
-def export_params(format: ExportFormat, since: str | None, limit: int | None) -> Params:
+def start_crawl(
+    url: str,
+    *,
+    max_depth: int | None = None,
+    limit: int | None = None,
+    include_paths: Sequence[str] = (),
+    exclude_paths: Sequence[str] = (),
+    allow_subdomains: bool = False,
+    allow_external: bool = False,
+    sitemap: Sitemap = "include",
+    formats: Sequence[str] | None = None,
+    callback_url: str | None = None,
+    max_age: float | None = None,
+) -> Call[Crawl]:
+    body: dict[str, Any] = {
+        "url": url,
+        "allow_subdomains": allow_subdomains,
+        "allow_external": allow_external,
+        "sitemap": sitemap,
+        **_options(formats, callback_url, max_age),
+    }
+    if max_depth is not None:
+        body["max_depth"] = max_depth
+    if limit is not None:
+        body["limit"] = limit
+    if include_paths:
+        body["include_paths"] = list(include_paths)
+    if exclude_paths:
+        body["exclude_paths"] = list(exclude_paths)
+    return Call("POST", CRAWLS, _model(Crawl.model_validate), json=body)
+
+
+def get_crawl(crawl_id: UUID | str) -> Call[Crawl]:
+    return Call("GET", f"{CRAWLS}/{crawl_id}", _model(Crawl.model_validate))
+
+
+def list_crawls(limit: int = 50, cursor: str | None = None) -> Call[CrawlPage]:
+    params: Params = [("limit", str(limit))] + ([("cursor", cursor)] if cursor else [])
+    return Call("GET", CRAWLS, _model(CrawlPage.model_validate), params=params)
+
+
+def crawl_jobs(
+    crawl_id: UUID | str,
+    statuses: Sequence[str] = (),
+    limit: int = 50,
+    cursor: str | None = None,
+) -> Call[JobPage]:
+    params: Params = [("status", str(s)) for s in statuses]
+    params.append(("limit", str(limit)))
+    if cursor:
+        params.append(("cursor", cursor))
+    return Call("GET", f"{CRAWLS}/{crawl_id}/jobs", _model(JobPage.model_validate), params=params)
+
+
+def cancel_crawl(crawl_id: UUID | str) -> Call[Crawl]:
+    return Call("DELETE", f"{CRAWLS}/{crawl_id}", _model(Crawl.model_validate))
+
+
+def search(
+    q: str,
+    k: int = 10,
+    mode: SearchMode = "hybrid",
+    crawl_id: UUID | str | None = None,
+    job_id: UUID | str | None = None,
+) -> Call[SearchResults]:
+    params: Params = [("q", q), ("k", str(k)), ("mode", mode)]
+    if crawl_id is not None:
+        params.append(("crawl_id", str(crawl_id)))
+    if job_id is not None:
+        params.append(("job_id", str(job_id)))
+    return Call("GET", "/api/v1/search", _model(SearchResults.model_validate), params=params)
+
+
+def export_params(
+    format: ExportFormat,
+    since: str | None,
+    limit: int | None,
+    crawl_id: UUID | str | None = None,
+) -> Params:
     params: Params = [("format", format)]
+    if crawl_id is not None:
+        params.append(("crawl_id", str(crawl_id)))
     if since:
         params.append(("since", since))
     if limit is not None:

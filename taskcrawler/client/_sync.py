@@ -11,15 +11,25 @@ from uuid import UUID
 import httpx
 
 from taskcrawler.client import _base, _calls
-from taskcrawler.client._calls import NEXT_SINCE, Call, ContentFormat, ExportFormat, Sitemap
+from taskcrawler.client._calls import (
+    NEXT_SINCE,
+    Call,
+    ContentFormat,
+    ExportFormat,
+    SearchMode,
+    Sitemap,
+)
 from taskcrawler.client.models import (
     Batch,
+    Crawl,
+    CrawlPage,
     ExportRecord,
     Job,
     JobPage,
     LinkPage,
     MapResult,
     Run,
+    SearchResults,
     Submitted,
 )
 
@@ -180,6 +190,78 @@ class TaskCrawler:
             )
         )
 
+    # --- crawls ---------------------------------------------------------------------------
+
+    def start_crawl(
+        self,
+        url: str,
+        *,
+        max_depth: int | None = None,
+        limit: int | None = None,
+        include_paths: Sequence[str] = (),
+        exclude_paths: Sequence[str] = (),
+        allow_subdomains: bool = False,
+        allow_external: bool = False,
+        sitemap: Sitemap = "include",
+        formats: Sequence[str] | None = None,
+        callback_url: str | None = None,
+        max_age: float | None = None,
+    ) -> Crawl:
+        """Start a crawl of ``url``'s site: a RUNNING crawl whose pages are jobs."""
+        return self._send(
+            _calls.start_crawl(
+                url,
+                max_depth=max_depth,
+                limit=limit,
+                include_paths=include_paths,
+                exclude_paths=exclude_paths,
+                allow_subdomains=allow_subdomains,
+                allow_external=allow_external,
+                sitemap=sitemap,
+                formats=formats,
+                callback_url=callback_url,
+                max_age=max_age,
+            )
+        )
+
+    def get_crawl(self, crawl_id: UUID | str) -> Crawl:
+        """The crawl with its pages' live counts."""
+        return self._send(_calls.get_crawl(crawl_id))
+
+    def list_crawls(self, *, limit: int = 50, cursor: str | None = None) -> CrawlPage:
+        """One page of crawls, newest first; pass ``next_cursor`` back for the next."""
+        return self._send(_calls.list_crawls(limit, cursor))
+
+    def crawl_jobs(
+        self,
+        crawl_id: UUID | str,
+        *,
+        statuses: Sequence[str] = (),
+        limit: int = 50,
+        cursor: str | None = None,
+    ) -> JobPage:
+        """One page of the crawl's pages (jobs), newest first."""
+        return self._send(_calls.crawl_jobs(crawl_id, statuses, limit, cursor))
+
+    def cancel_crawl(self, crawl_id: UUID | str) -> Crawl:
+        """Cancel the crawl: its pending pages are cancelled, nothing new is scheduled."""
+        return self._send(_calls.cancel_crawl(crawl_id))
+
+    # --- search ---------------------------------------------------------------------------
+
+    def search(
+        self,
+        q: str,
+        *,
+        k: int = 10,
+        mode: SearchMode = "hybrid",
+        crawl_id: UUID | str | None = None,
+        job_id: UUID | str | None = None,
+    ) -> SearchResults:
+        """The ``k`` chunks of your pages that best match ``q`` (semantic, keyword or hybrid),
+        within one crawl or one job if given."""
+        return self._send(_calls.search(q, k, mode, crawl_id, job_id))
+
     # --- export ---------------------------------------------------------------------------
 
     def export_to(
@@ -189,30 +271,40 @@ class TaskCrawler:
         *,
         since: str | None = None,
         limit: int | None = None,
+        crawl_id: UUID | str | None = None,
     ) -> str:
         """Write the export of what finished after ``since`` to ``out`` as it arrives (JSON
-        Lines, or gzipped WARC records); return the cursor to pass as ``since`` next time."""
-        with self._export(format, since, limit) as response:
+        Lines, or gzipped WARC records), of one crawl's pages if ``crawl_id`` is given; return
+        the cursor to pass as ``since`` next time."""
+        with self._export(format, since, limit, crawl_id) as response:
             next_since = response.headers.get(NEXT_SINCE, since or "")
             for chunk in response.iter_bytes():
                 out.write(chunk)
         return str(next_since)
 
     def export(
-        self, *, since: str | None = None, limit: int | None = None
+        self,
+        *,
+        since: str | None = None,
+        limit: int | None = None,
+        crawl_id: UUID | str | None = None,
     ) -> Iterator[ExportRecord]:
         """The finished jobs not exported after ``since``, in the order they finished, each
         with the ``cursor`` that resumes after it: every result comes once."""
-        with self._export("jsonl", since, limit) as response:
+        with self._export("jsonl", since, limit, crawl_id) as response:
             for line in response.iter_lines():
                 if line:
                     yield ExportRecord.model_validate_json(line)
 
     @contextlib.contextmanager
     def _export(
-        self, format: ExportFormat, since: str | None, limit: int | None
+        self,
+        format: ExportFormat,
+        since: str | None,
+        limit: int | None,
+        crawl_id: UUID | str | None = None,
     ) -> Iterator[httpx.Response]:
-        params = tuple(_calls.export_params(format, since, limit))
+        params = tuple(_calls.export_params(format, since, limit, crawl_id))
         try:
             with self._http.stream("GET", "/api/v1/export", params=params) as response:
                 if response.status_code >= 400:

@@ -14,11 +14,13 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field
 
 from taskcrawler.domain.jobs import JobStatus
-from taskcrawler.domain.views import JobView
+from taskcrawler.domain.views import CrawlView, JobView
 
 __all__ = [
     "Batch",
     "BatchJob",
+    "Crawl",
+    "CrawlPage",
     "ExportRecord",
     "Job",
     "JobPage",
@@ -27,6 +29,8 @@ __all__ = [
     "LinkPage",
     "MapResult",
     "Run",
+    "SearchResult",
+    "SearchResults",
     "Submitted",
 ]
 
@@ -107,3 +111,31 @@ class ExportRecord(_Answer):
     job: Job
     content: dict[str, str] = Field(default_factory=dict)
     extra: dict[str, Any] = Field(default_factory=dict)
+
+
+class Crawl(CrawlView):
+    """A crawl and its pages' counts: ``GET /api/v1/crawls/{id}``."""
+
+    model_config = ConfigDict(extra="ignore")
+
+
+class CrawlPage(_Answer):
+    """``GET /api/v1/crawls``: a page of crawls, newest first."""
+
+    crawls: list[Crawl]
+    next_cursor: str | None
+
+
+class SearchResult(_Answer):
+    job_id: UUID
+    url: str
+    title: str | None
+    chunk_index: int
+    text: str
+    score: float
+
+
+class SearchResults(_Answer):
+    """``GET /api/v1/search``: the best chunks first."""
+
+    results: list[SearchResult]

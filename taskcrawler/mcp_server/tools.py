@@ -17,12 +17,14 @@ from pydantic import BaseModel, Field, ValidationError
 
 from taskcrawler import __version__
 from taskcrawler.api.inputs import RequestModel
-from taskcrawler.api.schemas import Format, JobCreate, MapIn
+from taskcrawler.api.schemas import CrawlIn, Format, JobCreate, MapIn, SearchIn
 from taskcrawler.client import AsyncTaskCrawler, Job, JobStatus, TaskCrawlerError
 
 #: The longest a scrape tool call waits for its job: an agent's call should not hang.
 MAX_WAIT_SECONDS = 300
 TextFormat = Literal["markdown", "text", "html"]
+#: The most pages one crawl_status call lists.
+MAX_PAGES = 100
 
 #: Gives the tools a client for a request: the stdio server's one client, or one with the
 #: HTTP caller's key.
@@ -55,6 +57,24 @@ class GetJobArgs(RequestModel):
     content: TextFormat | None = Field(
         None, description="Also return this text of the page, if the job asked for it."
     )
+
+
+class CrawlArgs(CrawlIn):
+    pass
+
+
+class CrawlStatusArgs(RequestModel):
+    crawl_id: UUID = Field(description="The id the crawl tool returned.")
+    pages: int = Field(
+        20, ge=0, le=MAX_PAGES, description="Also list up to this many of its finished pages."
+    )
+    cursor: str | None = Field(
+        None, max_length=200, description="next_cursor of an earlier call: the following pages."
+    )
+
+
+class SearchArgs(SearchIn):
+    pass
 
 
 def _job(job: Job) -> dict[str, Any]:
@@ -96,6 +116,48 @@ async def map_site(tc: AsyncTaskCrawler, args: MapArgs) -> dict[str, Any]:
     return found.model_dump(mode="json")
 
 
+async def crawl(tc: AsyncTaskCrawler, args: CrawlArgs) -> dict[str, Any]:
+    started = await tc.start_crawl(
+        args.url,
+        max_depth=args.max_depth,
+        limit=args.limit,
+        include_paths=args.include_paths,
+        exclude_paths=args.exclude_paths,
+        allow_subdomains=args.allow_subdomains,
+        allow_external=args.allow_external,
+        sitemap=args.sitemap,
+        formats=args.formats,
+        callback_url=args.callback_url,
+        max_age=args.max_age,
+    )
+    return {"crawl": started.model_dump(mode="json")}
+
+
+async def crawl_status(tc: AsyncTaskCrawler, args: CrawlStatusArgs) -> dict[str, Any]:
+    found: dict[str, Any] = {"crawl": (await tc.get_crawl(args.crawl_id)).model_dump(mode="json")}
+    if args.pages:
+        page = await tc.crawl_jobs(
+            args.crawl_id,
+            statuses=["COMPLETED", "FAILED"],
+            limit=args.pages,
+            cursor=args.cursor,
+        )
+        found["pages"] = [
+            {"job_id": str(job.id), "url": job.url, "status": job.status.value,
+             "http_status": job.http_status, "title": job.scraped_title}
+            for job in page.jobs
+        ]  # fmt: skip
+        found["next_cursor"] = page.next_cursor
+    return found
+
+
+async def search(tc: AsyncTaskCrawler, args: SearchArgs) -> dict[str, Any]:
+    found = await tc.search(
+        args.q, k=args.k, mode=args.mode, crawl_id=args.crawl_id, job_id=args.job_id
+    )
+    return found.model_dump(mode="json")
+
+
 async def get_job(tc: AsyncTaskCrawler, args: GetJobArgs) -> dict[str, Any]:
     return await _with_text(tc, await tc.get_job(args.job_id), args.content)
 
@@ -126,6 +188,26 @@ TOOLS: dict[str, ToolSpec] = {
         "List a site's URLs from its sitemaps and its start page's links, without scraping "
         "them; filter with search (words every URL must contain) and path patterns.",
         map_site,
+    ),
+    "crawl": ToolSpec(
+        CrawlArgs,
+        "Start crawling a site from url: every page in scope (same host unless allowed, "
+        "include_paths/exclude_paths, max_depth link hops, at most limit pages) is scraped "
+        "in the background. Returns the crawl; follow it with crawl_status.",
+        crawl,
+    ),
+    "crawl_status": ToolSpec(
+        CrawlStatusArgs,
+        "A crawl by its id: its status (RUNNING, COMPLETED, CANCELLED), its pages' counts, "
+        "and its finished pages (newest first; get_job reads one page's text).",
+        crawl_status,
+    ),
+    "search": ToolSpec(
+        SearchArgs,
+        "Search the text of the pages already scraped (those asked for with the chunks "
+        "format): the k best passages for q, with their page's url and job_id; crawl_id "
+        "keeps one crawl's pages.",
+        search,
     ),
     "get_job": ToolSpec(
         GetJobArgs,
@@ -178,7 +260,8 @@ def build_server(client_for: ClientFor) -> Server[Any]:
     return Server(
         "taskcrawler",
         version=__version__,
-        instructions="Scrape web pages to Markdown, map a site's URLs, and look up scrape jobs.",
+        instructions="Scrape web pages to Markdown, map and crawl sites, search what was "
+        "scraped, and look up scrape jobs.",
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )

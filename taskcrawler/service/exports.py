@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from uuid import UUID
 
 from taskcrawler.domain.exports import START, ExportedJob, ExportFormat, ExportPosition
 from taskcrawler.domain.keys import Caller
@@ -52,26 +53,39 @@ class ExportService:
         *,
         since: str | None = None,
         limit: int | None = None,
+        crawl_id: UUID | None = None,
     ) -> Export:
-        """The export after ``since`` (InvalidCursor if it is not one of ours)."""
+        """The export after ``since`` (InvalidCursor if it is not one of ours), of one crawl's
+        pages if ``crawl_id`` is given (a cursor is a position among all of the caller's jobs,
+        so it resumes either export)."""
         after = decode_cursor(since) if since else START
-        end = await self.exports.end(caller.owner, after, limit)
-        chunks = self._stream(caller.owner, fmt, after, end)
+        end = await self.exports.end(caller.owner, after, limit, crawl_id=crawl_id)
+        chunks = self._stream(caller.owner, crawl_id, fmt, after, end)
         return Export(encode_cursor(end or after), None, chunks, MEDIA_TYPES[fmt])
 
     async def _stream(
-        self, owner: str, fmt: ExportFormat, after: ExportPosition, end: ExportPosition | None
+        self,
+        owner: str,
+        crawl_id: UUID | None,
+        fmt: ExportFormat,
+        after: ExportPosition,
+        end: ExportPosition | None,
     ) -> AsyncIterator[bytes]:
         if fmt == "warc":
             yield self.warc.warcinfo(datetime.now(UTC))
-        async for exported in self._jobs(owner, fmt, after, end):
+        async for exported in self._jobs(owner, crawl_id, fmt, after, end):
             yield jsonl_record(exported) if fmt == "jsonl" else self.warc.records(exported)
 
     async def _jobs(
-        self, owner: str, fmt: ExportFormat, after: ExportPosition, end: ExportPosition | None
+        self,
+        owner: str,
+        crawl_id: UUID | None,
+        fmt: ExportFormat,
+        after: ExportPosition,
+        end: ExportPosition | None,
     ) -> AsyncIterator[ExportedJob]:
         while end is not None and after < end:
-            page = await self.exports.jobs_between(owner, after, end, limit=PAGE)
+            page = await self.exports.jobs_between(owner, after, end, limit=PAGE, crawl_id=crawl_id)
             if not page:
                 return
             if fmt == "jsonl":

@@ -11,14 +11,16 @@ import asyncio
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID
 
 from taskcrawler.domain import JobStatus
-from taskcrawler.domain.errors import NotFound
-from taskcrawler.domain.jobs import Job
+from taskcrawler.domain.crawls import CrawlStatus, InvalidCrawlSpec
+from taskcrawler.domain.errors import Conflict, NotFound
+from taskcrawler.domain.jobs import Job, JobQuery
 from taskcrawler.domain.keys import Caller
 from taskcrawler.service.content import ContentService
+from taskcrawler.service.crawls import CrawlService
 from taskcrawler.service.jobs import JobOptions, JobService
 from taskcrawler.service.mapping import MapService
 from taskcrawler.storage.ports import BatchRepository
@@ -41,6 +43,24 @@ POLL_SECONDS = 0.1
 MAX_LINKS = 5_000
 #: Documents per page of a batch's status (Firecrawl pages them with ``next``).
 BATCH_PAGE = 100
+#: Documents per page of a crawl's status.
+CRAWL_PAGE = 100
+#: A crawl's pages that have a document: fetched, whatever the HTTP status (cancelled ones not).
+_FETCHED = (JobStatus.COMPLETED, JobStatus.FAILED)
+#: Our crawl fields, as Firecrawl names them in errors.
+_CRAWL_FIELDS = {
+    "include_paths": "includePaths",
+    "exclude_paths": "excludePaths",
+    "max_depth": "maxDiscoveryDepth",
+    "allow_subdomains": "allowSubdomains",
+    "allow_external": "allowExternalLinks",
+    "formats": "scrapeOptions.formats",
+}
+_CRAWL_STATUS: Mapping[CrawlStatus, Literal["scraping", "completed", "cancelled"]] = {
+    CrawlStatus.RUNNING: "scraping",
+    CrawlStatus.COMPLETED: "completed",
+    CrawlStatus.CANCELLED: "cancelled",
+}
 
 
 class Unsupported(ValueError):
@@ -89,6 +109,17 @@ class BatchStatus:
     next_skip: int | None
 
 
+@dataclass(frozen=True, slots=True)
+class CrawlStatusPage:
+    status: Literal["scraping", "completed", "cancelled"]
+    total: int
+    completed: int
+    #: The documents of fetched pages, newest first, at most ``limit``.
+    documents: list[dict[str, Any]]
+    #: The cursor of the next page, if there is one.
+    next_cursor: str | None
+
+
 class FirecrawlService:
     def __init__(
         self,
@@ -96,6 +127,7 @@ class FirecrawlService:
         content: ContentService,
         mapper: MapService,
         batches: BatchRepository,
+        crawls: CrawlService,
         *,
         max_wait_seconds: float = MAX_TIMEOUT_MS / 1000,
     ) -> None:
@@ -106,6 +138,47 @@ class FirecrawlService:
         self.content = content
         self.mapper = mapper
         self.batches = batches
+        self.crawls = crawls
+
+    async def start_crawl(
+        self, caller: Caller, url: str, formats: tuple[str, ...], **options: Any
+    ) -> UUID:
+        """Start a crawl whose pages give ``formats`` (Firecrawl's names); ``options`` are
+        :meth:`CrawlService.spec`'s. A bad option is refused naming Firecrawl's field."""
+        try:
+            spec = self.crawls.spec(url, formats=_our_formats(formats), **options)
+        except InvalidCrawlSpec as exc:
+            field = exc.field
+            for ours, theirs in _CRAWL_FIELDS.items():
+                field = field.replace(ours, theirs, 1) if field.startswith(ours) else field
+            raise Unsupported(f"{field}: {exc.message}") from None
+        crawl = await self.crawls.start(caller, spec)
+        return crawl.id
+
+    async def cancel_crawl(self, caller: Caller, crawl_id: UUID) -> None:
+        """Cancel a running crawl; :class:`Conflict` (Firecrawl's 409) for a completed one."""
+        crawl = await self.crawls.get(caller, crawl_id)
+        if crawl.status is CrawlStatus.COMPLETED:
+            raise Conflict("the crawl has already completed")
+        await self.crawls.cancel(caller, crawl_id)
+
+    async def crawl_status(
+        self, caller: Caller, crawl_id: UUID, *, cursor: str | None, limit: int = CRAWL_PAGE
+    ) -> CrawlStatusPage:
+        """A crawl as Firecrawl shows it: counts, and a page of its fetched pages' documents
+        (:class:`~taskcrawler.domain.errors.CrawlNotFound` for another tenant's)."""
+        crawl = await self.crawls.get(caller, crawl_id)
+        query = JobQuery(statuses=_FETCHED, limit=min(limit, CRAWL_PAGE), cursor=cursor)
+        jobs, next_cursor = await self.crawls.pages(caller, crawl_id, query)
+        documents = [await self.document(caller, job, _their_formats(job)) for job in jobs]
+        counts = crawl.counts
+        return CrawlStatusPage(
+            status=_CRAWL_STATUS[crawl.status],
+            total=counts.discovered,
+            completed=counts.completed + counts.failed,
+            documents=documents,
+            next_cursor=next_cursor,
+        )
 
     async def start_batch(
         self, caller: Caller, urls: list[str], formats: tuple[str, ...], max_age_ms: int | None
@@ -186,6 +259,11 @@ class FirecrawlService:
         request = self.mapper.request(url, **options)
         result = await self.mapper.map(request)
         return result.links
+
+
+def crawl_formats(formats: tuple[str, ...]) -> tuple[str, ...]:
+    """TaskCrawler's formats for a crawl whose pages give these Firecrawl formats."""
+    return _our_formats(formats)
 
 
 def _our_formats(formats: tuple[str, ...]) -> tuple[str, ...]:

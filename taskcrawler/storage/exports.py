@@ -32,12 +32,15 @@ def _after(position: ExportPosition) -> sa.ColumnElement[bool]:
     return after
 
 
-def _exported(owner: str) -> list[sa.ColumnElement[bool]]:
-    return [
+def _exported(owner: str, crawl_id: UUID | None) -> list[sa.ColumnElement[bool]]:
+    where = [
         jobs.c.owner == owner,
         jobs.c.export_seq.is_not(None),  # matches ix_jobs_export
         jobs.c.status.in_(EXPORTED_STATUSES),
     ]
+    if crawl_id is not None:
+        where.append(jobs.c.crawl_id == crawl_id)
+    return where
 
 
 class ExportStore:
@@ -46,14 +49,19 @@ class ExportStore:
 
     @unavailable_on_connection_errors
     async def end(
-        self, owner: str, after: ExportPosition, limit: int | None
+        self,
+        owner: str,
+        after: ExportPosition,
+        limit: int | None,
+        *,
+        crawl_id: UUID | None = None,
     ) -> ExportPosition | None:
         """The last position an export after ``after`` reaches now: the ``limit``-th, or the
         last one no transaction still running can precede. None when there is nothing."""
         async with self.db.read() as conn:
             # First, then the positions: a transaction that ends in between is below it anyway.
             horizon = await self.db.backend.export_horizon(conn)
-            where = [*_exported(owner), _after(after)]
+            where = [*_exported(owner, crawl_id), _after(after)]
             if horizon is not None:
                 where.append(jobs.c.export_seq < horizon)
             base = sa.select(jobs.c.export_seq, jobs.c.id).where(*where)
@@ -68,13 +76,20 @@ class ExportStore:
 
     @unavailable_on_connection_errors
     async def jobs_between(
-        self, owner: str, after: ExportPosition, end: ExportPosition, *, limit: int
+        self,
+        owner: str,
+        after: ExportPosition,
+        end: ExportPosition,
+        *,
+        limit: int,
+        crawl_id: UUID | None = None,
     ) -> list[tuple[ExportPosition, Job]]:
-        """Up to ``limit`` finished jobs after ``after`` up to ``end``, in export order."""
+        """Up to ``limit`` finished jobs after ``after`` up to ``end``, in export order (of
+        one crawl only, if ``crawl_id`` is given)."""
         upto = _position() <= sa.tuple_(sa.literal(end.seq), sa.literal(end.job_id))
         stmt = (
             sa.select(*JOB_COLUMNS, jobs.c.export_seq)
-            .where(*_exported(owner), _after(after), upto)
+            .where(*_exported(owner, crawl_id), _after(after), upto)
             .order_by(jobs.c.export_seq, jobs.c.id)
             .limit(limit)
         )

@@ -336,14 +336,26 @@ class ExportRepository(Protocol):
     order, so that no finish can appear behind a position a reader has passed."""
 
     async def end(
-        self, owner: str, after: ExportPosition, limit: int | None
+        self,
+        owner: str,
+        after: ExportPosition,
+        limit: int | None,
+        *,
+        crawl_id: UUID | None = None,
     ) -> ExportPosition | None:
         """Where an export after ``after`` stops: the ``limit``-th position after it, or the
-        last one that is final now. None when there is none."""
+        last one that is final now (of one crawl's jobs, if ``crawl_id`` is given). None when
+        there is none."""
         ...
 
     async def jobs_between(
-        self, owner: str, after: ExportPosition, end: ExportPosition, *, limit: int
+        self,
+        owner: str,
+        after: ExportPosition,
+        end: ExportPosition,
+        *,
+        limit: int,
+        crawl_id: UUID | None = None,
     ) -> list[tuple[ExportPosition, Job]]: ...
 
     async def texts(self, job_ids: Sequence[UUID]) -> dict[UUID, dict[str, str]]: ...

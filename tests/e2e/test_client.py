@@ -99,3 +99,47 @@ async def test_no_server_is_an_error_without_status() -> None:
             await tc.list_jobs()
     assert unreachable.value.status is None and unreachable.value.transient
     assert "cannot connect to the API at http://127.0.0.1:9" in str(unreachable.value)
+
+
+async def test_crawls_and_search(service: Service, target: TargetServer) -> None:
+    vectors = service.mode == "embedded"
+    async with client_of(service) as tc:
+        crawl = await tc.start_crawl(
+            target.url("/page/0"),
+            max_depth=2,
+            sitemap="skip",
+            # PostgreSQL here has no pgvector, so chunks (which search reads) on SQLite only.
+            formats=["metadata", "markdown", *(["chunks"] if vectors else [])],
+        )
+        assert crawl.status == "RUNNING" and crawl.max_depth == 2
+        async with asyncio.timeout(60):
+            while True:
+                crawl = await tc.get_crawl(crawl.id)
+                if crawl.status != "RUNNING":
+                    break
+                await asyncio.sleep(0.2)
+        assert crawl.status == "COMPLETED" and (crawl.discovered, crawl.completed) == (3, 3)
+        pages = await tc.crawl_jobs(crawl.id, statuses=["COMPLETED"], limit=2)
+        assert len(pages.jobs) == 2 and pages.next_cursor
+        rest = await tc.crawl_jobs(crawl.id, statuses=["COMPLETED"], cursor=pages.next_cursor)
+        urls = {job.url for job in pages.jobs + rest.jobs}
+        assert urls == {target.url(f"/page/{n}") for n in range(3)}
+        assert crawl.id in {c.id for c in (await tc.list_crawls()).crawls}
+
+        found = await tc.search("page 2 of the test target", k=3, mode="keyword", crawl_id=crawl.id)
+        if vectors:
+            assert found.results and found.results[0].url == target.url("/page/2")
+        else:
+            assert found.results == []
+        elsewhere = await tc.search("page", mode="keyword", crawl_id=uuid.uuid4())
+        assert elsewhere.results == []
+        with pytest.raises(TaskCrawlerError) as refused:
+            await tc.search("page", k=0)
+        assert refused.value.status == 422
+
+        endless = await tc.start_crawl(target.url("/page/0"), sitemap="skip", limit=10_000)
+        cancelled = await tc.cancel_crawl(endless.id)
+        assert cancelled.status == "CANCELLED"
+        with pytest.raises(TaskCrawlerError) as unknown:
+            await tc.get_crawl(uuid.uuid4())
+        assert unknown.value.status == 404

@@ -248,3 +248,25 @@ async def test_the_command_and_the_clients_resume_with_a_cursor_file(
     bad = await asyncio.to_thread(cli, "--since", "nonsense", *api, cwd=tmp_path)
     assert bad.returncode == 2 and bad.stderr.startswith("error: 422 Unprocessable Entity: since:")
     assert uuid.UUID(str(first.id))
+
+
+async def test_the_command_exports_one_crawl(
+    served: Served, target: TargetServer, tmp_path: Path
+) -> None:
+    async with AsyncTaskCrawler(served.base_url) as tc:
+        alone = (await tc.submit(target.url("/title/Alone"))).job
+        crawl = await tc.start_crawl(target.url("/page/0"), max_depth=1, sitemap="skip")
+        async with asyncio.timeout(60):
+            await tc.wait(alone.id, interval=0.05)
+            while (await tc.get_crawl(crawl.id)).status == "RUNNING":  # noqa: ASYNC110
+                await asyncio.sleep(0.1)
+        records = [record async for record in tc.export(crawl_id=crawl.id)]
+    assert sorted(r.job.url for r in records) == [target.url("/page/0"), target.url("/page/1")]
+
+    api = ("--api", served.base_url)
+    done = await asyncio.to_thread(cli, "--crawl", str(crawl.id), *api, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    exported = sorted(json.loads(line)["job"]["url"] for line in done.stdout.splitlines())
+    assert exported == [target.url("/page/0"), target.url("/page/1")]
+    bad = await asyncio.to_thread(cli, "--crawl", "nonsense", *api, cwd=tmp_path)
+    assert bad.returncode == 2 and "crawl_id" in bad.stderr

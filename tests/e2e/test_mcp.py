@@ -8,13 +8,22 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx2
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from taskcrawler.mcp_server.tools import TOOLS, GetJobArgs, MapArgs, ScrapeArgs
+from taskcrawler.mcp_server.tools import (
+    TOOLS,
+    CrawlArgs,
+    CrawlStatusArgs,
+    GetJobArgs,
+    MapArgs,
+    ScrapeArgs,
+    SearchArgs,
+)
 from tests.browser.conftest import Served, serve
 from tests.support.processes import ProcessManager, clean_env
 from tests.support.target import TargetServer
@@ -39,6 +48,9 @@ async def exercise_every_tool(client: Client, target: TargetServer) -> None:
         "scrape": ScrapeArgs.model_json_schema(),
         "map": MapArgs.model_json_schema(),
         "get_job": GetJobArgs.model_json_schema(),
+        "crawl": CrawlArgs.model_json_schema(),
+        "crawl_status": CrawlStatusArgs.model_json_schema(),
+        "search": SearchArgs.model_json_schema(),
     }
     assert set(TOOLS) == set(schemas)
 
@@ -64,8 +76,49 @@ async def exercise_every_tool(client: Client, target: TargetServer) -> None:
     assert unknown.is_error and unknown.content[0].text.startswith("404 Not Found")
     extra = await client.call_tool("map", {"url": target.url("/"), "frobnicate": 1})
     assert extra.is_error and "frobnicate" in extra.content[0].text
-    nothing = await client.call_tool("crawl", {})
+    nothing = await client.call_tool("frobnicate", {})
     assert nothing.is_error and "scrape" in nothing.content[0].text
+    no_url = await client.call_tool("crawl", {})
+    assert no_url.is_error and "url" in no_url.content[0].text
+
+    started = await client.call_tool(
+        "crawl", {"url": target.url("/page/0"), "max_depth": 2, "sitemap": "skip"}
+    )
+    assert not started.is_error, started.content
+    crawl_id = started.structured_content["crawl"]["id"]
+    assert started.structured_content["crawl"]["status"] == "RUNNING"
+    with anyio.fail_after(60):
+        while True:
+            status = await client.call_tool("crawl_status", {"crawl_id": crawl_id, "pages": 2})
+            assert not status.is_error, status.content
+            if status.structured_content["crawl"]["status"] != "RUNNING":
+                break
+            await anyio.sleep(0.2)
+    assert status.structured_content["crawl"]["status"] == "COMPLETED"
+    assert len(status.structured_content["pages"]) == 2
+    rest = await client.call_tool(
+        "crawl_status",
+        {"crawl_id": crawl_id, "cursor": status.structured_content["next_cursor"]},
+    )
+    urls = {p["url"] for p in status.structured_content["pages"] + rest.structured_content["pages"]}
+    assert urls == {target.url(f"/page/{n}") for n in range(3)}
+    hidden = await client.call_tool("crawl_status", {"crawl_id": str(uuid.uuid4())})
+    assert hidden.is_error and "404" in hidden.content[0].text
+
+    chunked = await client.call_tool(
+        "scrape",
+        {"url": target.url("/page/7"), "formats": ["markdown", "chunks"], "wait_seconds": 60},
+    )
+    assert chunked.structured_content["job"]["status"] == "COMPLETED", chunked.content
+    searched = await client.call_tool("search", {"q": "page 7", "k": 1, "mode": "keyword"})
+    assert not searched.is_error, searched.content
+    [hit] = searched.structured_content["results"]
+    assert hit["url"] == target.url("/page/7") and "page 7" in hit["text"]
+    # The crawl's pages asked for no chunks: nothing of them to find.
+    within = await client.call_tool("search", {"q": "page", "crawl_id": crawl_id})
+    assert not within.is_error and within.structured_content == {"results": []}
+    bad_k = await client.call_tool("search", {"q": "Agent", "k": 0})
+    assert bad_k.is_error and "k" in bad_k.content[0].text
 
 
 @pytest.fixture

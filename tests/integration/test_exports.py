@@ -190,3 +190,40 @@ async def test_the_start_position_precedes_every_finish(db: Database) -> None:
     end = await ExportStore(db).end(OWNER, START, None)
     assert end is not None and end > START and end.job_id == job_id
     assert (await JobStore(db).get_job(job_id, owner=OWNER)).status is JobStatus.COMPLETED  # type: ignore[union-attr]
+
+
+async def test_one_crawls_export_resumes_with_its_cursor(db: Database) -> None:
+    crawl_id = uuid.uuid4()
+    crawled = await new_jobs(db, 5)
+    others = await new_jobs(db, 3)
+    async with db.write() as conn:
+        await conn.execute(jobs.update().where(jobs.c.id.in_(crawled)).values(crawl_id=crawl_id))
+    await finish(db, crawled[:3] + others)
+    await exported_ids(db, expect=6)  # every finish is final
+
+    async def of_crawl(since: str | None, limit: int | None = None) -> tuple[list[uuid.UUID], str]:
+        export = await service(db).export(
+            CALLER, "jsonl", since=since, limit=limit, crawl_id=crawl_id
+        )
+        ids = [
+            uuid.UUID(orjson.loads(line)["job"]["id"])
+            async for chunk in export.chunks
+            for line in chunk.splitlines()
+        ]
+        return ids, export.next_since
+
+    first, cursor = await of_crawl(None, limit=2)
+    rest, cursor = await of_crawl(cursor)
+    assert len(first) == 2 and sorted(first + rest) == sorted(crawled[:3])
+    assert (await of_crawl(cursor))[0] == []
+    await finish(db, crawled[3:])
+    for _ in range(200):  # final once the transactions running at its commit have ended
+        later, _ = await of_crawl(cursor)
+        if len(later) == 2:
+            break
+        await asyncio.sleep(0.05)
+    assert sorted(later) == sorted(crawled[3:])
+    everything, _ = await of_crawl(None)
+    assert sorted(everything) == sorted(crawled)
+    unknown = await service(db).export(CALLER, "jsonl", crawl_id=uuid.uuid4())
+    assert [chunk async for chunk in unknown.chunks] == []

@@ -134,6 +134,10 @@ def test_the_client_models_are_the_apis() -> None:
         (models.Link, schemas.LinkOut),
         (models.LinkPage, schemas.LinkPage),
         (models.MapResult, schemas.MapOut),
+        (models.Crawl, schemas.CrawlOut),
+        (models.CrawlPage, schemas.CrawlList),
+        (models.SearchResult, schemas.SearchResult),
+        (models.SearchResults, schemas.SearchResults),
     ]
     for ours, theirs in pairs:
         assert set(ours.model_fields) == set(theirs.model_fields), ours

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Annotated
+from uuid import UUID
 
 from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
@@ -39,8 +40,11 @@ async def export(
     format: ExportFormat = "jsonl",
     since: Annotated[str | None, Query(max_length=MAX_CURSOR_CHARS)] = None,
     limit: Annotated[int | None, Query(ge=1, le=10_000_000)] = None,
+    crawl_id: Annotated[UUID | None, Query(description="Only this crawl's pages.")] = None,
 ) -> StreamingResponse:
-    found = await services.exports.export(caller, format, since=since, limit=limit)
+    found = await services.exports.export(
+        caller, format, since=since, limit=limit, crawl_id=crawl_id
+    )
     return StreamingResponse(
         found.chunks, media_type=found.media_type, headers={NEXT_SINCE: found.next_since}
     )

@@ -1,5 +1,6 @@
-"""Firecrawl-compatible ``/v1`` and ``/v2``: scrape and map in Firecrawl's request and response
-shapes, so its SDKs work with a change of base URL (docs/reference/firecrawl.md)."""
+"""Firecrawl-compatible ``/v1`` and ``/v2``: scrape, batch scrape, crawl and map in Firecrawl's
+request and response shapes, so its SDKs work with a change of base URL
+(docs/reference/firecrawl.md)."""
 
 from __future__ import annotations
 
@@ -10,10 +11,18 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Request
 
 from taskcrawler.api.deps import CallerDep, ServicesDep
-from taskcrawler.api.inputs import FirecrawlBatchIn, FirecrawlMapIn, FirecrawlScrapeIn
+from taskcrawler.api.inputs import (
+    FirecrawlBatchIn,
+    FirecrawlCrawlIn,
+    FirecrawlMapIn,
+    FirecrawlScrapeIn,
+)
 from taskcrawler.api.schemas import (
     FirecrawlBatchStarted,
     FirecrawlBatchStatus,
+    FirecrawlCrawlCancelled,
+    FirecrawlCrawlStarted,
+    FirecrawlCrawlStatus,
     FirecrawlDocument,
     FirecrawlErrorOut,
     FirecrawlLink,
@@ -22,6 +31,7 @@ from taskcrawler.api.schemas import (
     FirecrawlScrapeOut,
 )
 from taskcrawler.service.firecrawl import (
+    CRAWL_PAGE,
     DEFAULT_TIMEOUT_MS,
     ScrapeSpec,
     Unsupported,
@@ -203,6 +213,144 @@ async def batch_status_v2(
     batch_id: UUID, request: Request, services: ServicesDep, caller: CallerDep, skip: Skip = 0
 ) -> FirecrawlBatchStatus:
     return await _batch_status(batch_id, skip, request, services, caller)
+
+
+# --- crawl ------------------------------------------------------------------------------------
+
+
+async def _start_crawl(
+    body: FirecrawlCrawlIn, request: Request, services: ServicesDep, caller: CallerDep, version: str
+) -> FirecrawlCrawlStarted:
+    crawl_id = await services.firecrawl.start_crawl(
+        caller,
+        body.url,
+        formats_of(body.formats()),
+        limit=body.limit,
+        max_depth=body.max_depth(),
+        include_paths=body.includePaths,
+        exclude_paths=body.excludePaths,
+        allow_subdomains=body.allowSubdomains,
+        allow_external=body.allowExternalLinks,
+        sitemap=body.sitemap_mode(),
+        max_age=body.max_age_seconds(),
+    )
+    return FirecrawlCrawlStarted(
+        id=str(crawl_id), url=f"{request.base_url}{version}/crawl/{crawl_id}"
+    )
+
+
+async def _crawl_status(
+    crawl_id: UUID,
+    cursor: str | None,
+    limit: int,
+    request: Request,
+    services: ServicesDep,
+    caller: CallerDep,
+) -> FirecrawlCrawlStatus:
+    found = await services.firecrawl.crawl_status(caller, crawl_id, cursor=cursor, limit=limit)
+    following = None
+    if found.next_cursor is not None:
+        following = str(request.url.include_query_params(cursor=found.next_cursor))
+    return FirecrawlCrawlStatus(
+        status=found.status,
+        total=found.total,
+        completed=found.completed,
+        creditsUsed=found.completed,
+        expiresAt=datetime.now(UTC) + timedelta(days=1),
+        next=following,
+        data=[FirecrawlDocument.model_validate(doc) for doc in found.documents],
+    )
+
+
+Cursor = Annotated[str | None, Query(max_length=200)]
+PageSize = Annotated[int, Query(ge=1, le=CRAWL_PAGE, description="Documents per page.")]
+CRAWL_ERRORS = {404: {"model": FirecrawlErrorOut}, **ERRORS}
+
+
+@router.post(
+    "/v1/crawl",
+    response_model=FirecrawlCrawlStarted,
+    responses=ERRORS,
+    summary="Firecrawl v1: start a crawl",
+)
+async def start_crawl_v1(
+    body: FirecrawlCrawlIn, request: Request, services: ServicesDep, caller: CallerDep
+) -> FirecrawlCrawlStarted:
+    return await _start_crawl(body, request, services, caller, "v1")
+
+
+@router.post(
+    "/v2/crawl",
+    response_model=FirecrawlCrawlStarted,
+    responses=ERRORS,
+    summary="Firecrawl v2: start a crawl",
+)
+async def start_crawl_v2(
+    body: FirecrawlCrawlIn, request: Request, services: ServicesDep, caller: CallerDep
+) -> FirecrawlCrawlStarted:
+    return await _start_crawl(body, request, services, caller, "v2")
+
+
+@router.get(
+    "/v1/crawl/{crawl_id}",
+    response_model=FirecrawlCrawlStatus,
+    response_model_exclude_none=True,
+    responses=CRAWL_ERRORS,
+    summary="Firecrawl v1: a crawl's status and documents",
+)
+async def crawl_status_v1(
+    crawl_id: UUID,
+    request: Request,
+    services: ServicesDep,
+    caller: CallerDep,
+    cursor: Cursor = None,
+    limit: PageSize = CRAWL_PAGE,
+) -> FirecrawlCrawlStatus:
+    return await _crawl_status(crawl_id, cursor, limit, request, services, caller)
+
+
+@router.get(
+    "/v2/crawl/{crawl_id}",
+    response_model=FirecrawlCrawlStatus,
+    response_model_exclude_none=True,
+    responses=CRAWL_ERRORS,
+    summary="Firecrawl v2: a crawl's status and documents",
+)
+async def crawl_status_v2(
+    crawl_id: UUID,
+    request: Request,
+    services: ServicesDep,
+    caller: CallerDep,
+    cursor: Cursor = None,
+    limit: PageSize = CRAWL_PAGE,
+) -> FirecrawlCrawlStatus:
+    return await _crawl_status(crawl_id, cursor, limit, request, services, caller)
+
+
+@router.delete(
+    "/v1/crawl/{crawl_id}",
+    response_model=FirecrawlCrawlCancelled,
+    responses=CRAWL_ERRORS,
+    summary="Firecrawl v1: cancel a crawl",
+)
+async def cancel_crawl_v1(
+    crawl_id: UUID, services: ServicesDep, caller: CallerDep
+) -> FirecrawlCrawlCancelled:
+    await services.firecrawl.cancel_crawl(caller, crawl_id)
+    return FirecrawlCrawlCancelled()
+
+
+@router.delete(
+    "/v2/crawl/{crawl_id}",
+    response_model=FirecrawlCrawlCancelled,
+    responses=CRAWL_ERRORS,
+    summary="Firecrawl v2: cancel a crawl",
+)
+async def cancel_crawl_v2(
+    crawl_id: UUID, services: ServicesDep, caller: CallerDep
+) -> FirecrawlCrawlCancelled:
+    await services.firecrawl.cancel_crawl(caller, crawl_id)
+    return FirecrawlCrawlCancelled()
 
 
 __all__ = ["router"]

@@ -8,13 +8,19 @@ from uuid import UUID
 from fastapi import APIRouter, Query
 
 from taskcrawler.api.deps import CallerDep, ServicesDep
-from taskcrawler.api.schemas import ChunkList, ChunkOut, ErrorOut, SearchResult, SearchResults
+from taskcrawler.api.schemas import (
+    MAX_K,
+    MAX_QUERY_CHARS,
+    ChunkList,
+    ChunkOut,
+    ErrorOut,
+    SearchResult,
+    SearchResults,
+)
 from taskcrawler.domain.chunks import SearchMode, SearchQuery
 
 router = APIRouter(tags=["search"])
 
-MAX_K = 100
-MAX_QUERY_CHARS = 1000
 ERRORS: dict[int | str, dict[str, Any]] = {
     404: {"model": ErrorOut, "description": "Unknown job (or another key's)."},
     409: {"model": ErrorOut, "description": "Not asked for in `formats`, or not completed."},

@@ -395,6 +395,7 @@ def _add_monitor_commands(sub: Subparsers) -> None:
     export.add_argument(
         "--limit", type=_count, help="at most this many jobs (the rest come next time)"
     )
+    export.add_argument("--crawl", metavar="ID", help="only this crawl's pages")
     export.add_argument(
         "-o", "--output", type=Path, metavar="FILE", help="write to FILE, not standard output"
     )
@@ -410,8 +411,9 @@ def _add_monitor_commands(sub: Subparsers) -> None:
     mcp = sub.add_parser(
         "mcp",
         help="a Model Context Protocol server on stdin/stdout, with tools for AI agents",
-        description="Serve the tools scrape, map and get_job over MCP on standard input and "
-        "output, for an agent that starts it (Claude Desktop, Cursor, …). The tools call a "
+        description="Serve the tools scrape, map, crawl, crawl_status, search and get_job over "
+        "MCP on standard input and output, for an agent that starts it (Claude Desktop, "
+        "Cursor, …). The tools call a "
         f"running TaskCrawler API (--api) with the key in {API_KEY_ENV}. The API serves the "
         "same tools over streamable HTTP at /mcp.",
     )

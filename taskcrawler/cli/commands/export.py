@@ -24,7 +24,9 @@ def run(args: argparse.Namespace) -> int:
                 stack.enter_context(args.output.open("wb")) if args.output else sys.stdout.buffer
             )
             tc = stack.enter_context(TaskCrawler(args.api, api_key_from_env()))
-            next_since = tc.export_to(out, args.format, since=since, limit=args.limit)
+            next_since = tc.export_to(
+                out, args.format, since=since, limit=args.limit, crawl_id=args.crawl
+            )
     except TaskCrawlerError as exc:
         sys.stderr.write(f"error: {ApiError.of(exc)}\n")
         return EXIT_ERROR

@@ -21,12 +21,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 async def _run(args: argparse.Namespace) -> int:
-    params = [("q", args.query), ("k", str(args.k)), ("mode", args.mode)]
-    if args.crawl_id:
-        params.append(("crawl_id", args.crawl_id))
     async with ApiClient(args.api, api_key_from_env()) as api:
         try:
-            results = await api.search(params)
+            results = await api.search(
+                args.query, k=args.k, mode=args.mode, crawl_id=args.crawl_id or None
+            )
         except ApiError as exc:
             fail(str(exc))
             return EXIT_ERROR
