@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, BinaryIO, Self, TypeVar
 from uuid import UUID
@@ -17,6 +17,7 @@ from taskcrawler.client._calls import (
     Call,
     ContentFormat,
     ExportFormat,
+    Render,
     SearchMode,
     Sitemap,
 )
@@ -205,6 +206,8 @@ class AsyncTaskCrawler:
         formats: Sequence[str] | None = None,
         callback_url: str | None = None,
         max_age: float | None = None,
+        render: Render | None = None,
+        render_options: Mapping[str, Any] | None = None,
     ) -> Crawl:
         """Start a crawl of ``url``'s site: a RUNNING crawl whose pages are jobs."""
         return await self._send(
@@ -220,6 +223,8 @@ class AsyncTaskCrawler:
                 formats=formats,
                 callback_url=callback_url,
                 max_age=max_age,
+                render=render,
+                render_options=render_options,
             )
         )
 

@@ -3,7 +3,7 @@ clients only send them, so the two can never disagree about a call."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar
 from uuid import UUID
@@ -35,6 +35,7 @@ NEXT_SINCE = "X-TaskCrawler-Next-Since"
 ContentFormat = Literal["markdown", "text", "html"]
 ExportFormat = Literal["jsonl", "warc"]
 Sitemap = Literal["include", "skip", "only"]
+Render = Literal["never", "auto", "always"]
 SearchMode = Literal["semantic", "keyword", "hybrid"]
 Params = list[tuple[str, str]]
 
@@ -183,6 +184,8 @@ def start_crawl(
     formats: Sequence[str] | None = None,
     callback_url: str | None = None,
     max_age: float | None = None,
+    render: Render | None = None,
+    render_options: Mapping[str, Any] | None = None,
 ) -> Call[Crawl]:
     body: dict[str, Any] = {
         "url": url,
@@ -199,6 +202,10 @@ def start_crawl(
         body["include_paths"] = list(include_paths)
     if exclude_paths:
         body["exclude_paths"] = list(exclude_paths)
+    if render is not None:
+        body["render"] = render
+    if render_options is not None:
+        body["render_options"] = dict(render_options)
     return Call("POST", CRAWLS, _model(Crawl.model_validate), json=body)
 
 

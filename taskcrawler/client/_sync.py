@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from types import TracebackType
 from typing import Any, BinaryIO, Self, TypeVar
 from uuid import UUID
@@ -16,6 +16,7 @@ from taskcrawler.client._calls import (
     Call,
     ContentFormat,
     ExportFormat,
+    Render,
     SearchMode,
     Sitemap,
 )
@@ -206,6 +207,8 @@ class TaskCrawler:
         formats: Sequence[str] | None = None,
         callback_url: str | None = None,
         max_age: float | None = None,
+        render: Render | None = None,
+        render_options: Mapping[str, Any] | None = None,
     ) -> Crawl:
         """Start a crawl of ``url``'s site: a RUNNING crawl whose pages are jobs."""
         return self._send(
@@ -221,6 +224,8 @@ class TaskCrawler:
                 formats=formats,
                 callback_url=callback_url,
                 max_age=max_age,
+                render=render,
+                render_options=render_options,
             )
         )
 
