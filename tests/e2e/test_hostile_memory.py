@@ -33,7 +33,13 @@ def rss_mb(pid: int) -> float:
 
 
 def children(pid: int) -> list[int]:
-    return [int(child) for child in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+    """Every child of ``pid``, whichever of its threads started it (Linux lists a child under
+    the thread that forked it)."""
+    return [
+        int(child)
+        for task in Path(f"/proc/{pid}/task").iterdir()
+        for child in (task / "children").read_text().split()
+    ]
 
 
 def env_of(settings: dict[str, Any]) -> dict[str, str]:
