@@ -26,8 +26,9 @@ def test_monitors_benchmark_runs_on_postgresql(pg_admin_url: str) -> None:
     )  # fmt: skip
     assert re.search(r"^round 1: fire 10 slots .* \(5 answered 304\)", out, re.M), out
     # Exact counts are held by tests/integration/test_monitors.py on both databases. On a loaded
-    # host this single-process bench at times reads one of the five changes on PostgreSQL only
-    # after its rounds end; it must never report a change that was not made.
+    # host this single-process bench at times reports four of the five changes on PostgreSQL (a
+    # changed page's round-1 run is not read; not yet explained); it must never report a change
+    # that was not made.
     found = re.search(r"^after the rounds: (\d+) changes", out, re.M)
     assert found is not None, out
     assert 4 <= int(found.group(1)) <= 5, out
