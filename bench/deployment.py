@@ -244,7 +244,12 @@ async def deployment(
     benchmark's); stop its processes and drop its database and Redis keys on the way out."""
     port = free_port()
     # PYTHONPATH puts ``repo``'s taskcrawler first, so another checkout runs its own code.
-    env = BENCH_SETTINGS | {"TASKCRAWLER_PORT": str(port), "PYTHONPATH": str(repo)}
+    metrics_port = free_port()
+    env = BENCH_SETTINGS | {
+        "TASKCRAWLER_PORT": str(port),
+        "TASKCRAWLER_WORKER_METRICS_PORT": str(metrics_port),
+        "PYTHONPATH": str(repo),
+    }
     logs = workdir / f"{mode}-{secrets.token_hex(4)}"
     async with contextlib.AsyncExitStack() as stack:
         if mode == "embedded":
@@ -265,6 +270,7 @@ async def deployment(
         if mode == "embedded":
             server = processes.start(["serve"], env, name="embedded-serve")
             pids = {"serve": server.pid}
+            worker_host = server
         else:
             migrate = processes.start(["migrate"], env, name="migrate")
             if await migrate.wait(within=120) != 0:
@@ -272,11 +278,17 @@ async def deployment(
             server = processes.start(["api"], env, name="production-api")
             worker = processes.start(["worker"], env, name="production-worker")
             pids = {"api": server.pid, "worker": worker.pid}
+            worker_host = worker
         await server.wait_for_port(port, within=60)
         # Spawned before the API listens; a version whose worker shares the API's process
         # (``bench.ab`` against an older ref) has none.
         if mode == "embedded" and (child := await child_pid(server.pid, "embedded_worker", 5)):
             pids["worker"] = child
+        if "worker" in pids:
+            # A worker process serves /metrics once it is built, just before it consumes. The
+            # API answers before that: measured from there, a phase would time the worker's
+            # start-up (imports, parser processes) as if it were its throughput.
+            await worker_host.wait_for_port(metrics_port, within=60)
         worker_pid = pids.get("worker", server.pid)
         yield Deployment(
             mode, f"http://127.0.0.1:{port}", env, pids, worker_pid, counter, processes, helpers
