@@ -12,6 +12,8 @@ Exit codes: 0 success; 1 some submitted jobs failed, were cancelled or did not f
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
+from importlib import import_module
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -60,40 +62,17 @@ def _add_api_options(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def cmd_submit(settings: Settings, args: argparse.Namespace) -> int:
-    from taskcrawler.cli.commands.submit import run
+def _runs(module: str) -> Callable[[Settings, argparse.Namespace], int]:
+    """A command whose work is ``taskcrawler.cli.commands.<module>.run(args)``, imported only
+    when the command runs."""
 
-    return run(args)
+    def command(settings: Settings, args: argparse.Namespace) -> int:
+        run: Callable[[argparse.Namespace], int] = import_module(
+            f"taskcrawler.cli.commands.{module}"
+        ).run
+        return run(args)
 
-
-def cmd_crawl(settings: Settings, args: argparse.Namespace) -> int:
-    from taskcrawler.cli.commands.crawl import run
-
-    return run(args)
-
-
-def cmd_jobs(settings: Settings, args: argparse.Namespace) -> int:
-    from taskcrawler.cli.commands.jobs import run
-
-    return run(args)
-
-
-def cmd_search(settings: Settings, args: argparse.Namespace) -> int:
-    from taskcrawler.cli.commands.search import run
-
-    return run(args)
-
-
-def cmd_export(settings: Settings, args: argparse.Namespace) -> int:
-    from taskcrawler.cli.commands.export import run
-
-    return run(args)
-
-
-def cmd_monitor(settings: Settings, args: argparse.Namespace) -> int:
-    from taskcrawler.cli.commands.monitors import run
-
-    return run(args)
+    return command
 
 
 def cmd_mcp(settings: Settings, args: argparse.Namespace) -> int:
@@ -148,7 +127,7 @@ def add_client_commands(sub: Subparsers) -> None:
         help="with --wait: how often to ask the API (default 0.5)",
     )
     _add_api_options(submit)
-    submit.set_defaults(func=cmd_submit)
+    submit.set_defaults(func=_runs("submit"))
 
     jobs = sub.add_parser(
         "jobs",
@@ -196,7 +175,7 @@ def add_client_commands(sub: Subparsers) -> None:
     cancel.add_argument("job_id", metavar="ID", help="the job's id")
     _add_api_options(cancel)
 
-    jobs.set_defaults(func=cmd_jobs)
+    jobs.set_defaults(func=_runs("jobs"))
 
     search = sub.add_parser(
         "search",
@@ -212,7 +191,7 @@ def add_client_commands(sub: Subparsers) -> None:
     )
     search.add_argument("--crawl", dest="crawl_id", metavar="ID", help="only this crawl's pages")
     _add_api_options(search)
-    search.set_defaults(func=cmd_search)
+    search.set_defaults(func=_runs("search"))
     _add_crawl_command(sub)
 
 
@@ -287,7 +266,7 @@ def _add_crawl_command(sub: Subparsers) -> None:
         help="with --wait: how often to ask the API (default 1)",
     )
     _add_api_options(crawl)
-    crawl.set_defaults(func=cmd_crawl)
+    crawl.set_defaults(func=_runs("crawl"))
     _add_monitor_commands(sub)
 
 
@@ -371,7 +350,7 @@ def _add_monitor_commands(sub: Subparsers) -> None:
         action = actions.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
         action.add_argument("monitor_id", metavar="ID", help="the monitor's id")
         _add_api_options(action)
-    monitor.set_defaults(func=cmd_monitor)
+    monitor.set_defaults(func=_runs("monitors"))
     export = sub.add_parser(
         "export",
         help="write the finished jobs of a running API as JSON Lines or WARC, resumably",
@@ -406,7 +385,7 @@ def _add_monitor_commands(sub: Subparsers) -> None:
         help=f"address of a running TaskCrawler API (default {DEFAULT_API}); "
         f"the key, if it needs one, is read from {API_KEY_ENV}",
     )
-    export.set_defaults(func=cmd_export)
+    export.set_defaults(func=_runs("export"))
 
     mcp = sub.add_parser(
         "mcp",
