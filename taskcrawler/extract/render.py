@@ -18,6 +18,13 @@ from taskcrawler.extract.urls import Resolver
 
 MAX_DEPTH = 80
 _BREAK = "\x00br\x00"
+# Around every emphasis run, until the paragraph is joined: whether a marker can open or
+# close depends on the characters beside it, which only the joined paragraph has.
+_OPENS = "\x01"
+_CLOSES = "\x02"
+# An emphasis run with no other run inside: its marker and its text.
+_LINK_END = re.compile(r"\]\([^()\s]*\)$")
+_RUN = re.compile(r"\x01(\*+|~~)([^\x01\x02]+?)\1\x02")
 _EDGE_BREAKS = re.compile(r"^(?:\s|\x00br\x00)+|(?:\s|\x00br\x00)+$")
 _CONTAINERS = frozenset(
     {"address", "article", "aside", "body", "center", "dd", "details", "dialog", "div", "dt"}
@@ -193,6 +200,8 @@ class Renderer:
                 lines[0] = _BLOCK_START.sub(_escape_marker, lines[0])
             lines[1:] = [_LINE_CONTINUES.sub(_escape_marker, line) for line in lines[1:]]
         text = "  \n".join(lines)
+        if _OPENS in text:
+            text = _flank(text)
         return _EMPTY_STRONG.sub(_merge_strong, text) if "**" in text else text
 
     def _heading(self, node: LexborNode, level: int, depth: int) -> list[str]:
@@ -510,7 +519,65 @@ def _wrap(inner: str, mark: str) -> str:
         lead = " " if lead else ""
     if _BREAK not in trail:
         trail = " " if trail else ""
-    return f"{lead}{mark}{core}{mark}{trail}"
+    return f"{lead}{_OPENS}{mark}{core}{mark}{_CLOSES}{trail}"
+
+
+def _flank(text: str) -> str:
+    """Emphasis markers where CommonMark can read them, ``_OPENS``/``_CLOSES`` removed. A
+    closing marker after punctuation and right before a letter cannot close (``**33%**of``,
+    ``**Zweck:**Vermeidung``), an opening one after a letter and right before punctuation
+    cannot open (``verhelfen**, den**``): the punctuation at that edge goes outside the
+    markers (``**33**%of``), the text stays as it was. Runs with emphasis inside are left
+    as they are."""
+    pieces: list[str] = []
+    done = 0
+    for match in _RUN.finditer(text):
+        start, end = match.span()
+        mark, core = match.group(1), match.group(2)
+        head, tail = "", ""
+        if start and _is_word(text[start - 1]):
+            head, core = _split_edge(core, leading=True)
+        if end < len(text) and _is_word(text[end]):
+            core, tail = _split_edge(core, leading=False)
+        if (head or tail) and core:
+            pieces.append(f"{text[done:start]}{head}{mark}{core}{mark}{tail}")
+            done = end
+    pieces.append(text[done:])
+    return "".join(pieces).replace(_OPENS, "").replace(_CLOSES, "")
+
+
+def _split_edge(core: str, *, leading: bool) -> tuple[str, str]:
+    """``core`` split into its punctuation and spaces at one edge and the rest: ("", core)
+    when that edge has no punctuation."""
+    if leading:
+        if core.startswith(("[", "![")):  # a link's or image's own bracket
+            return "", core
+        at = 0
+        while at < len(core) and (_is_edge(core[at]) or core[at] == "\\"):
+            at += 1
+        rest = core[at:].lstrip()
+        edge = core[: len(core) - len(rest)]
+        return (edge, rest) if edge.strip() else ("", core)
+    if core.endswith(")") and _LINK_END.search(core):  # a link's own parenthesis
+        return core, ""
+    at = len(core)
+    while at and _is_edge(core[at - 1]):
+        at -= 1
+    if at and core[at - 1] == "\\" and (at < 2 or core[at - 2] != "\\"):
+        at -= 1  # the escape goes with the character it escapes
+    rest = core[:at].rstrip()
+    edge = core[len(rest) :]
+    return (rest, edge) if edge.strip() else (core, "")
+
+
+def _is_word(char: str) -> bool:
+    return char.isalnum()
+
+
+def _is_edge(char: str) -> bool:
+    """What may move past a marker: punctuation and spaces, not another marker nor an
+    escape's backslash (which stays with what it escapes)."""
+    return char not in "*~\\\x01\x02" and (char.isspace() or _is_punctuation(char))
 
 
 def _url(url: str) -> str:

@@ -367,3 +367,31 @@ def test_emphasis_leaves_line_breaks_and_lone_punctuation_outside_its_markers() 
     assert markdown("<p><em><br>lead</em> on</p>") == "*lead* on"
     # Stressing a full stop alone is nothing a reader would see.
     assert markdown("<p>Montauk<b>.</b> And <i>?!</i></p>") == "Montauk. And ?!"
+
+
+def test_punctuation_at_an_emphasis_edge_next_to_a_letter_goes_outside_its_markers() -> None:
+    # "**33%**of": a closing marker after punctuation and before a letter cannot close.
+    assert markdown("<p><b>33%</b>of those</p>") == "**33**%of those"
+    assert markdown("<p><b>Zweck:</b>Vermeidung</p>") == "**Zweck**:Vermeidung"
+    assert markdown("<p>verhelfen<b>, den Punkt</b> zu</p>") == "verhelfen, **den Punkt** zu"
+    # Where the markers can be read as they are, they stay as they are.
+    assert markdown("<p><b>Zweck:</b> Vermeidung</p>") == "**Zweck:** Vermeidung"
+    assert markdown('<p>x <b>"quoted"</b> y</p>') == 'x **"quoted"** y'
+    # A link's own brackets and parenthesis never move.
+    assert markdown('<p>a <b><a href="/x">link</a></b>Text</p>') == (
+        "a **[link](https://example.com/x)**Text"
+    )
+
+
+def test_emphasis_markers_render_as_emphasis() -> None:
+    from bench.extract_quality import visible_text
+
+    page = (
+        "<p><b>33%</b>of <i>London (CNN)</i>It verhelfen<b>, den</b> zu <b>Q?<br></b>A "
+        "Montauk<b>.</b></p>"
+    )
+    out = markdown(page)
+    assert "*" not in visible_text(out)
+    assert " ".join(visible_text(out).split()) == (
+        "33%of London (CNN)It verhelfen, den zu Q? A Montauk."
+    )
