@@ -23,6 +23,7 @@ _BREAK = "\x00br\x00"
 _OPENS = "\x01"
 _CLOSES = "\x02"
 # An emphasis run with no other run inside: its marker and its text.
+_STUCK = re.compile(r"[^\W_]\x01|\x02[^\W_]")  # a run with a letter right beside it
 _LINK_END = re.compile(r"\]\([^()\s]*\)$")
 _RUN = re.compile(r"\x01(\*+|~~)([^\x01\x02]+?)\1\x02")
 _EDGE_BREAKS = re.compile(r"^(?:\s|\x00br\x00)+|(?:\s|\x00br\x00)+$")
@@ -77,7 +78,7 @@ _CLOSING_HASHES = re.compile(r"(?<= )#+$")
 # Whitespace that is not already a single space: a lone space is left alone, so the common
 # case (text that needs nothing) finds no match at all.
 _SPACES = re.compile(r"[\t\r\n\f\v\u00a0][ \t\r\n\f\v\u00a0]*| [ \t\r\n\f\v\u00a0]+")
-_SPECIAL = ("\\", "`", "*", "_", "]", "<")
+_SPECIAL = re.compile(r"[\\`*_\]<]")  # one scan tells that most text needs no escape
 _BACKTICKS = re.compile(r"`+")
 _PIXEL_SIZES = frozenset({"0", "1", "2", "0px", "1px", "2px"})
 _LAZY_SOURCES = ("data-src", "data-lazy-src", "data-original")
@@ -387,7 +388,7 @@ class Renderer:
         return self._escape(_collapse(text))
 
     def _escape(self, text: str) -> str:
-        if not self.markdown or not any(char in text for char in _SPECIAL):
+        if not self.markdown or _SPECIAL.search(text) is None:
             return text
         return _ESCAPE.sub(_backslashed, text)
 
@@ -435,6 +436,8 @@ def _free_stars(block: str) -> str:
     inside = 0  # open emphasis runs of our own
     free: list[tuple[int, bool]] = []  # escaped stars outside every run: backslash, active
     active = 0
+    lines: dict[int, tuple[int, bool]] = {}  # a line's start: where its markers end, all stars
+    line_start = scanned = 0  # the lines are found as the scan goes: linear in the block
     for match in _STAR_TOKENS.finditer(block):
         token, start, end = match.group(), match.start(), match.end()
         if token[0] == "*":
@@ -445,15 +448,14 @@ def _free_stars(block: str) -> str:
                 inside += 1
         elif token == "\\*" and not inside:
             before, after = block[start - 1 : start] or " ", block[end : end + 1] or " "
-            line_start = block.rfind("\n", 0, start) + 1
-            line_end = block.find("\n", end)
-            line = block[line_start : line_end if line_end >= 0 else len(block)]
-            if (
-                "*" in (before, after)
-                or block.startswith("\\*", end)
-                or _BLOCK_MARKERS.fullmatch(block, line_start, start)
-                or not line.translate(_STARS_AND_SPACES)
-            ):
+            if "*" in (before, after) or block.startswith("\\*", end):
+                continue
+            newline = block.rfind("\n", scanned, start)
+            if newline >= 0:
+                line_start = newline + 1
+            scanned = start
+            markers_end, only_stars = _line_of(block, line_start, lines)
+            if markers_end == start or only_stars:
                 continue
             opens, closes = _flanking(before, after)
             active += opens or closes
@@ -463,6 +465,21 @@ def _free_stars(block: str) -> str:
     for at, _ in reversed(free):
         block = block[:at] + block[at + 1 :]
     return block
+
+
+def _line_of(block: str, start: int, lines: dict[int, tuple[int, bool]]) -> tuple[int, bool]:
+    """For the line of ``block`` that begins at ``start``: where its block markers end ("- ",
+    "> ", "1. "), and whether it holds only stars and spaces. Each line is read once however
+    many stars it has (``lines`` remembers), so a hostile block of stars stays linear."""
+    if start not in lines:
+        end = block.find("\n", start)
+        line = block[start : end if end >= 0 else len(block)]
+        markers = _BLOCK_MARKERS.match(block, start)
+        lines[start] = (
+            markers.end() if markers else start,
+            not line.translate(_STARS_AND_SPACES),
+        )
+    return lines[start]
 
 
 def _flanking(before: str, after: str) -> tuple[bool, bool]:
@@ -529,6 +546,8 @@ def _flank(text: str) -> str:
     cannot open (``verhelfen**, den**``): the punctuation at that edge goes outside the
     markers (``**33**%of``), the text stays as it was. Runs with emphasis inside are left
     as they are."""
+    if _STUCK.search(text) is None:  # most runs have a space or punctuation beside them
+        return text.replace(_OPENS, "").replace(_CLOSES, "")
     pieces: list[str] = []
     done = 0
     for match in _RUN.finditer(text):

@@ -395,3 +395,12 @@ def test_emphasis_markers_render_as_emphasis() -> None:
     assert " ".join(visible_text(out).split()) == (
         "33%of London (CNN)It verhelfen, den zu Q? A Montauk."
     )
+
+
+def test_many_stars_and_emphasis_runs_in_one_paragraph_render_whole() -> None:
+    # Each line is read once however many stars it holds: a hostile paragraph stays linear
+    # (the suite's timeout is the bound; a quadratic pass took seconds at this size).
+    out = markdown("<p>" + "a*b " * 30_000 + "</p><p>" + "<b>x.</b>y " * 20_000 + "</p>")
+    stars, runs = out.split("\n\n")
+    assert stars.count("\\*") == 30_000
+    assert runs.count("**x**.y") == 20_000
