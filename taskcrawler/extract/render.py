@@ -9,6 +9,7 @@ than ``MAX_DEPTH`` are flattened to text so that hostile nesting cannot exhaust 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterator
 
 from selectolax.lexbor import LexborNode
@@ -17,6 +18,15 @@ from taskcrawler.extract.urls import Resolver
 
 MAX_DEPTH = 80
 _BREAK = "\x00br\x00"
+# Around every emphasis run, until the paragraph is joined: whether a marker can open or
+# close depends on the characters beside it, which only the joined paragraph has.
+_OPENS = "\x01"
+_CLOSES = "\x02"
+# An emphasis run with no other run inside: its marker and its text.
+_STUCK = re.compile(r"[^\W_]\x01|\x02[^\W_]")  # a run with a letter right beside it
+_LINK_END = re.compile(r"\]\([^()\s]*\)$")
+_RUN = re.compile(r"\x01(\*+|~~)([^\x01\x02]+?)\1\x02")
+_EDGE_BREAKS = re.compile(r"^(?:\s|\x00br\x00)+|(?:\s|\x00br\x00)+$")
 _CONTAINERS = frozenset(
     {"address", "article", "aside", "body", "center", "dd", "details", "dialog", "div", "dt"}
     | {"fieldset", "figcaption", "figure", "footer", "form", "header", "hgroup", "legend", "li"}
@@ -38,22 +48,41 @@ _ATOMIC = _CODE | frozenset({"img"})
 _SKIP = frozenset({"head", "title", "script", "style", "template", "noscript", "-comment"})
 
 # Only what would otherwise be read as syntax: a "]" that would close a link or a reference
-# definition, emphasis characters, backticks, backslashes. "[draft]" stays as it is written.
-_ESCAPE = re.compile(r"[\\`*]|\](?=[(\[:])|(?<!\w)_|_(?!\w)")
+# definition, emphasis characters, backticks, a backslash before punctuation (which it would
+# escape) or at the end of a run of text (markup may follow), a "<" that would open an HTML
+# tag or an autolink. "[draft]", "C:\\Users", "a < b" and "<3" stay as they are written.
+_ESCAPE = re.compile(r"[`*]|\\(?=[!-/:-@\[-`{-~]|$)|\](?=[(\[:])|(?<!\w)_|_(?!\w)|<(?=[A-Za-z/!?])")
 _EMPTY_STRONG = re.compile(r"\*\*\*\*|\*\* \*\*")  # "**a****b**", "**a** **b**": one run
-# A "*" first on its line but for block markers ("- ", "> ", "1. "): unescaped, it could open
+# What may stand before a "*" first on its line ("- ", "> ", "1. "): unescaped, it could open
 # a list item.
-_STAR_OPENS_LINE = re.compile(r"^[\s>*+\-\d.)]*\\\*", re.MULTILINE)
-_LINE_START = re.compile(r"^([#>+=|-]|\d+[.)](?=\s|$))")
+_BLOCK_MARKERS = re.compile(r"(?:[ \t]*(?:[>*+-]|\d{1,9}[.)]))*[ \t]*")
+# Escape pairs (read as one, so "\\\\*" is a backslash then a star), runs of our emphasis
+# stars, link destinations (a "*" in a URL is neither).
+_STARS_AND_SPACES = str.maketrans("", "", "\\* \t")
+_STAR_TOKENS = re.compile(r"\\.|\*+|\]\([^)]*\)")
+# What would start a block at the start of a paragraph: an ATX heading ("#" then a space), a
+# quote, a bullet ("-", "+" then a space), a thematic break ("---", "- - -"), a table's pipe,
+# an ordered item ("12." or "12)" then a space). "#hashtag", "-5 °C", "+49 30" and "2019.12"
+# are text to CommonMark and stay as written.
+_BLOCK_START = re.compile(
+    r"^(?:#{1,6}(?=[ \t]|$)|>|[+-](?=[ \t]|$)|-[- \t]*$|\||\d{1,9}[.)](?=[ \t]|$))"
+)
+# After a hard line break, inside the paragraph: the same, but an ordered list can only
+# interrupt a paragraph when it starts at 1 ("99. Kevin" is text there), and a line of only
+# "=" would underline the lines before it into a heading.
+_LINE_CONTINUES = re.compile(
+    r"^(?:#{1,6}(?=[ \t]|$)|>|[+-](?=[ \t]|$)|-[- \t]*$|=+[ \t]*$|\||0*1[.)](?=[ \t]|$))"
+)
+# A heading's closing sequence: "## Vote #" would lose its "#".
+_CLOSING_HASHES = re.compile(r"(?<= )#+$")
 # Whitespace that is not already a single space: a lone space is left alone, so the common
 # case (text that needs nothing) finds no match at all.
 _SPACES = re.compile(r"[\t\r\n\f\v\u00a0][ \t\r\n\f\v\u00a0]*| [ \t\r\n\f\v\u00a0]+")
-_SPECIAL = ("\\", "`", "*", "_", "]")
+_SPECIAL = re.compile(r"[\\`*_\]<]")  # one scan tells that most text needs no escape
 _BACKTICKS = re.compile(r"`+")
 _PIXEL_SIZES = frozenset({"0", "1", "2", "0px", "1px", "2px"})
 _LAZY_SOURCES = ("data-src", "data-lazy-src", "data-original")
 _PLACEHOLDER = re.compile(r"spacer|pixel|blank\.|transparent\.|loader|1x1", re.IGNORECASE)
-_HEADING_MARK = re.compile(r"^#{1,6} ")
 _LINK_TARGET = re.compile(r"\]\([^)]*\)")
 _MARKUP = str.maketrans("", "", "*_[]\\`#>|")
 _SENTENCE_END = re.compile(r"[.!?:;\"\u201d\u00bb)\u3002\uff01\uff1f]\s*$")
@@ -72,6 +101,8 @@ class Renderer:
     def __init__(self, resolver: Resolver, *, markdown: bool) -> None:
         self.resolver = resolver
         self.markdown = markdown
+        # Inside a table cell: GFM reads a cell as inline text, nothing in it starts a block.
+        self._in_cell = 0
 
     def render(
         self, nodes: list[LexborNode], *, title: str | None = None, trim_tail: bool = False
@@ -87,7 +118,7 @@ class Renderer:
         if trim_tail:
             _trim_tail(blocks)
         if self.markdown:
-            blocks = [_lone_star(block) if "\\*" in block else block for block in blocks]
+            blocks = [_free_stars(block) if "\\*" in block else block for block in blocks]
         if title:
             blocks.insert(0, f"# {title}" if self.markdown else title)
         return "\n\n".join(blocks).strip()
@@ -139,7 +170,7 @@ class Renderer:
         if tag == "hr":
             return ["---"] if self.markdown else []
         if tag == "dt" and self.markdown:
-            text = self._paragraph(self._inline_children(node, depth))
+            text = self._paragraph(self._inline_children(node, depth), block_start=False)
             return [f"**{text}**"] if text else []
         return self.blocks(node, depth)
 
@@ -149,7 +180,10 @@ class Renderer:
         if text:
             blocks.append(text)
 
-    def _paragraph(self, parts: list[str] | str) -> str:
+    def _paragraph(self, parts: list[str] | str, *, block_start: bool = True) -> str:
+        """One paragraph's inline parts as one block. ``block_start=False`` for text that
+        CommonMark reads as inline only (a heading's, a table cell's): its start needs no
+        escape to not open a block."""
         joined = parts if isinstance(parts, str) else "".join(parts)
         if _BREAK not in joined:  # most paragraphs: one line
             line = _collapse(joined).strip()
@@ -161,14 +195,24 @@ class Renderer:
         if not self.markdown:
             return "\n".join(line for line in lines if line)
         # A hard line break as CommonMark has it from Markdown itself: two trailing spaces.
-        text = "  \n".join(_LINE_START.sub(_escape_marker, line) for line in lines if line)
+        lines = [line for line in lines if line]
+        if not self._in_cell:
+            if block_start and lines:
+                lines[0] = _BLOCK_START.sub(_escape_marker, lines[0])
+            lines[1:] = [_LINE_CONTINUES.sub(_escape_marker, line) for line in lines[1:]]
+        text = "  \n".join(lines)
+        if _OPENS in text:
+            text = _flank(text)
         return _EMPTY_STRONG.sub(_merge_strong, text) if "**" in text else text
 
     def _heading(self, node: LexborNode, level: int, depth: int) -> list[str]:
-        text = self._paragraph(self._inline_children(node, depth).replace(_BREAK, " "))
+        inner = self._inline_children(node, depth).replace(_BREAK, " ")
+        text = self._paragraph(inner, block_start=False)
         if not text:
             return []
-        return [f"{'#' * level} {text}" if self.markdown else text]
+        if not self.markdown or self._in_cell:  # a cell holds one line: the heading's text
+            return [text]
+        return [f"{'#' * level} {_CLOSING_HASHES.sub(_escape_hashes, text)}"]
 
     def _list(self, node: LexborNode, *, ordered: bool, depth: int) -> list[str]:
         try:
@@ -258,8 +302,12 @@ class Renderer:
         return [*out, "\n".join(lines)]
 
     def _cell(self, cell: LexborNode, depth: int) -> str:
-        # A cell holds one line: a heading inside it keeps its text, not its "###".
-        text = " ".join(_HEADING_MARK.sub("", block) for block in self.blocks(cell, depth + 1))
+        self._in_cell += 1
+        try:
+            blocks = self.blocks(cell, depth + 1)
+        finally:
+            self._in_cell -= 1
+        text = " ".join(blocks)
         text = " ".join(text.split())
         return text.replace("|", "\\|") if self.markdown else text
 
@@ -340,7 +388,7 @@ class Renderer:
         return self._escape(_collapse(text))
 
     def _escape(self, text: str) -> str:
-        if not self.markdown or not any(char in text for char in _SPECIAL):
+        if not self.markdown or _SPECIAL.search(text) is None:
             return text
         return _ESCAPE.sub(_backslashed, text)
 
@@ -371,20 +419,91 @@ def _trim_tail(blocks: list[str]) -> None:
         blocks.pop()
 
 
-def _lone_star(block: str) -> str:
-    """A block's only "*" unescaped: alone it has nothing to pair with and cannot make
-    emphasis, and the backslash would split the word ("Kund*innen") for whoever reads the
-    text. Counted over the whole block (a list, a table), which holds one or more inline runs:
-    never fewer stars than any of them. Not near code, where a backslash is the code's own."""
-    if block.count("*") != 1 or "`" in block or _STAR_OPENS_LINE.search(block) is not None:
+def _free_stars(block: str) -> str:
+    """The escapes of the block's literal stars that no reader needs, removed: the backslash
+    splits the word ("Kund\\*innen") for whoever reads the Markdown as text.
+
+    A star is syntax only if it can open or close emphasis (CommonMark's flanking rules) and
+    finds a partner. A star with space on both sides ("2 * 3") can do neither. A literal star
+    outside every emphasis run of the block, and the only one there that could open or close,
+    has no partner: our own runs pair among themselves before it is reached. Counted over the
+    whole block (a list, a table: several inline runs), which only ever counts more stars than
+    one run has. Left escaped: a star first on its line (a list item), one touching another
+    star (it would join that run), a line of stars ("* * *", a separator, not a rule), and
+    every star near code, whose backslashes are its own."""
+    if "`" in block:
         return block
-    return block.replace("\\*", "*")
+    inside = 0  # open emphasis runs of our own
+    free: list[tuple[int, bool]] = []  # escaped stars outside every run: backslash, active
+    active = 0
+    lines: dict[int, tuple[int, bool]] = {}  # a line's start: where its markers end, all stars
+    line_start = scanned = 0  # the lines are found as the scan goes: linear in the block
+    for match in _STAR_TOKENS.finditer(block):
+        token, start, end = match.group(), match.start(), match.end()
+        if token[0] == "*":
+            opens, closes = _flanking(block[start - 1 : start] or " ", block[end : end + 1] or " ")
+            if closes and inside:
+                inside -= 1
+            elif opens:
+                inside += 1
+        elif token == "\\*" and not inside:
+            before, after = block[start - 1 : start] or " ", block[end : end + 1] or " "
+            if "*" in (before, after) or block.startswith("\\*", end):
+                continue
+            newline = block.rfind("\n", scanned, start)
+            if newline >= 0:
+                line_start = newline + 1
+            scanned = start
+            markers_end, only_stars = _line_of(block, line_start, lines)
+            if markers_end == start or only_stars:
+                continue
+            opens, closes = _flanking(before, after)
+            active += opens or closes
+            free.append((start, opens or closes))
+    if active > 1:  # they could pair: only the ones that can do neither go free
+        free = [(at, can) for at, can in free if not can]
+    for at, _ in reversed(free):
+        block = block[:at] + block[at + 1 :]
+    return block
+
+
+def _line_of(block: str, start: int, lines: dict[int, tuple[int, bool]]) -> tuple[int, bool]:
+    """For the line of ``block`` that begins at ``start``: where its block markers end ("- ",
+    "> ", "1. "), and whether it holds only stars and spaces. Each line is read once however
+    many stars it has (``lines`` remembers), so a hostile block of stars stays linear."""
+    if start not in lines:
+        end = block.find("\n", start)
+        line = block[start : end if end >= 0 else len(block)]
+        markers = _BLOCK_MARKERS.match(block, start)
+        lines[start] = (
+            markers.end() if markers else start,
+            not line.translate(_STARS_AND_SPACES),
+        )
+    return lines[start]
+
+
+def _flanking(before: str, after: str) -> tuple[bool, bool]:
+    """Whether a star run between ``before`` and ``after`` is left- and right-flanking (for
+    ``*``: can open, can close); a line's start and end count as a space."""
+    space_before, space_after = before.isspace(), after.isspace()
+    punct_before, punct_after = _is_punctuation(before), _is_punctuation(after)
+    left = not space_after and (not punct_after or space_before or punct_before)
+    right = not space_before and (not punct_before or space_after or punct_after)
+    return left, right
+
+
+def _is_punctuation(char: str) -> bool:
+    return unicodedata.category(char)[0] in "PS"
 
 
 def _escape_marker(match: re.Match[str]) -> str:
     """``# x`` -> ``\\# x``; ``1. x`` -> ``1\\. x`` (what CommonMark needs to not see a block)."""
     marker = match.group()
     return f"{marker[:-1]}\\{marker[-1]}" if marker[0].isdigit() else f"\\{marker}"
+
+
+def _escape_hashes(match: re.Match[str]) -> str:
+    return "\\" + match.group()
 
 
 def _collapse(text: str) -> str:
@@ -404,12 +523,80 @@ def _merge_strong(match: re.Match[str]) -> str:
 
 
 def _wrap(inner: str, mark: str) -> str:
+    """``mark`` around ``inner``'s text; the spaces and line breaks at its edges go outside,
+    where a marker next to them could neither open nor close (``**Question?  \n**Answer``)."""
     core = inner.strip()
-    if not core or core == _BREAK:
+    if _BREAK in core:
+        core = _EDGE_BREAKS.sub("", core)
+    if not core or all(map(_is_punctuation, core)):  # "**.**": nothing a reader would stress
         return inner
-    lead = " " if inner[:1].isspace() else ""
-    trail = " " if inner[-1:].isspace() else ""
-    return f"{lead}{mark}{core}{mark}{trail}"
+    start = inner.find(core)
+    lead, trail = inner[:start], inner[start + len(core) :]
+    if _BREAK not in lead:
+        lead = " " if lead else ""
+    if _BREAK not in trail:
+        trail = " " if trail else ""
+    return f"{lead}{_OPENS}{mark}{core}{mark}{_CLOSES}{trail}"
+
+
+def _flank(text: str) -> str:
+    """Emphasis markers where CommonMark can read them, ``_OPENS``/``_CLOSES`` removed. A
+    closing marker after punctuation and right before a letter cannot close (``**33%**of``,
+    ``**Zweck:**Vermeidung``), an opening one after a letter and right before punctuation
+    cannot open (``verhelfen**, den**``): the punctuation at that edge goes outside the
+    markers (``**33**%of``), the text stays as it was. Runs with emphasis inside are left
+    as they are."""
+    if _STUCK.search(text) is None:  # most runs have a space or punctuation beside them
+        return text.replace(_OPENS, "").replace(_CLOSES, "")
+    pieces: list[str] = []
+    done = 0
+    for match in _RUN.finditer(text):
+        start, end = match.span()
+        mark, core = match.group(1), match.group(2)
+        head, tail = "", ""
+        if start and _is_word(text[start - 1]):
+            head, core = _split_edge(core, leading=True)
+        if end < len(text) and _is_word(text[end]):
+            core, tail = _split_edge(core, leading=False)
+        if (head or tail) and core:
+            pieces.append(f"{text[done:start]}{head}{mark}{core}{mark}{tail}")
+            done = end
+    pieces.append(text[done:])
+    return "".join(pieces).replace(_OPENS, "").replace(_CLOSES, "")
+
+
+def _split_edge(core: str, *, leading: bool) -> tuple[str, str]:
+    """``core`` split into its punctuation and spaces at one edge and the rest: ("", core)
+    when that edge has no punctuation."""
+    if leading:
+        if core.startswith(("[", "![")):  # a link's or image's own bracket
+            return "", core
+        at = 0
+        while at < len(core) and (_is_edge(core[at]) or core[at] == "\\"):
+            at += 1
+        rest = core[at:].lstrip()
+        edge = core[: len(core) - len(rest)]
+        return (edge, rest) if edge.strip() else ("", core)
+    if core.endswith(")") and _LINK_END.search(core):  # a link's own parenthesis
+        return core, ""
+    at = len(core)
+    while at and _is_edge(core[at - 1]):
+        at -= 1
+    if at and core[at - 1] == "\\" and (at < 2 or core[at - 2] != "\\"):
+        at -= 1  # the escape goes with the character it escapes
+    rest = core[:at].rstrip()
+    edge = core[len(rest) :]
+    return (rest, edge) if edge.strip() else (core, "")
+
+
+def _is_word(char: str) -> bool:
+    return char.isalnum()
+
+
+def _is_edge(char: str) -> bool:
+    """What may move past a marker: punctuation and spaces, not another marker nor an
+    escape's backslash (which stays with what it escapes)."""
+    return char not in "*~\\\x01\x02" and (char.isspace() or _is_punctuation(char))
 
 
 def _url(url: str) -> str:

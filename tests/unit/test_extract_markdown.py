@@ -110,10 +110,10 @@ def test_blockquote_and_rule() -> None:
 
 def test_markdown_special_characters_are_escaped() -> None:
     out = markdown(
-        "<p>2 * 3 * 4 [not a link] snake_case _under_</p><p># not a heading</p>"
+        "<p>2 * 3 * a*b*c [not a link] snake_case _under_</p><p># not a heading</p>"
         "<p>- not a list</p><p>1. not a list</p><p>[text](not-a-link) [ref]: x</p>"
     )
-    assert "2 \\* 3 \\* 4 [not a link] snake_case \\_under\\_" in out
+    assert "2 * 3 * a\\*b\\*c [not a link] snake_case \\_under\\_" in out
     assert "[text\\](not-a-link) [ref\\]: x" in out
     assert "\\# not a heading" in out
     assert "\\- not a list" in out
@@ -287,3 +287,120 @@ def test_a_lone_star_is_not_escaped_where_it_cannot_make_emphasis() -> None:
     assert markdown("<ul><li>* x</li></ul>") == "- \\* x"
     assert markdown("<ul><li>a*b</li><li>c*d</li></ul>") == "- a\\*b\n- c\\*d"
     assert markdown("<p>a*b <code>x</code></p>") == "a\\*b `x`"
+
+
+def test_line_starts_are_escaped_only_where_commonmark_would_see_a_block() -> None:
+    # The first line of a paragraph: a heading, a bullet, a rule, an ordered item would start
+    # there; "#hashtag", "-5", "+49" and "2019.12" would not.
+    out = markdown(
+        "<p>#hashtag</p><p>-5 °C</p><p>+49 30 1234</p><p>2019.12 was</p><p>---</p>"
+        "<p>- - -</p><p>+ x</p><p>2019. A year</p><p>=)</p>"
+    )
+    assert out.split("\n\n") == [
+        "#hashtag",
+        "-5 °C",
+        "+49 30 1234",
+        "2019.12 was",
+        "\\---",
+        "\\- - -",
+        "\\+ x",
+        "2019\\. A year",
+        "=)",
+    ]
+    # After a hard line break only "1." starts a list inside a paragraph; "=" alone would
+    # underline the line before it into a heading.
+    out = markdown("<p>1. one<br>2. two<br>99. ninety-nine<br>1. again<br>===<br># h</p>")
+    assert out == "1\\. one  \n2. two  \n99. ninety-nine  \n1\\. again  \n\\===  \n\\# h"
+
+
+def test_headings_and_cells_hold_inline_text_that_needs_no_block_escapes() -> None:
+    assert markdown("<h2>1. Zuckerlösung</h2><h3>#1 Comment</h3>") == (
+        "## 1. Zuckerlösung\n\n### #1 Comment"
+    )
+    # ...but a heading's closing "#" would be taken for the closing sequence.
+    assert markdown("<h2>Vote #</h2>") == "## Vote \\#"
+    out = markdown(
+        "<table><tr><td>1. a</td><td>- b</td></tr><tr><td># c</td><td>d</td></tr></table>"
+    )
+    assert out == "| 1. a | - b |\n| --- | --- |\n| # c | d |"
+    assert markdown("<dl><dt>1. Term</dt><dd>x</dd></dl>") == "**1. Term**\n\nx"
+
+
+def test_stars_that_cannot_make_emphasis_are_not_escaped() -> None:
+    # Space on both sides: never emphasis, however many.
+    assert markdown("<p>2 * 3 * 4 and a * b</p>") == "2 * 3 * 4 and a * b"
+    # One star that could open or close, outside our own emphasis: nothing to pair with.
+    assert markdown("<p><b>05.12.</b> Pflicht*. Mehr <b>dazu</b></p>") == (
+        "**05.12.** Pflicht*. Mehr **dazu**"
+    )
+    # Inside our own emphasis, or touching it, or next to another escaped star: escaped.
+    assert markdown("<p><b>a*b</b> c</p>") == "**a\\*b** c"
+    assert markdown("<p>Sch**ße</p>") == "Sch\\*\\*ße"
+    # A line of stars is a separator, not a rule: it stays as written.
+    assert markdown("<p>* * *</p>") == "\\* \\* \\*"
+
+
+def test_escapes_render_as_the_text_they_stand_for() -> None:
+    from bench.extract_quality import visible_text
+
+    page = (
+        "<p>C:\\Users\\me and a\\*b, 2 * 3 * a*b*c, inter* und Kund*innen</p>"
+        "<p>&lt;your name&gt; and a &lt; b &lt;3</p><p>99. Kevin<br>100. Ray<br>1. one</p>"
+        "<h2>1. Step #</h2><p><b>x</b>y* z</p>"
+    )
+    assert visible_text(markdown(page)).split("\n") == [
+        "C:\\Users\\me and a\\*b, 2 * 3 * a*b*c, inter* und Kund*innen",
+        "<your name> and a < b <3",
+        "99. Kevin",
+        "100. Ray",
+        "1. one",
+        "1. Step #",
+        "xy* z",
+    ]
+    assert markdown("<p>C:\\Users\\me</p>") == "C:\\Users\\me"
+    assert markdown("<p>&lt;your name&gt;</p>") == "\\<your name>"
+
+
+def test_emphasis_leaves_line_breaks_and_lone_punctuation_outside_its_markers() -> None:
+    # A marker after the break would open the next line, not close the emphasis.
+    assert markdown("<p><strong>Question?<br></strong>Answer.</p>") == "**Question?**  \nAnswer."
+    assert markdown("<p><em><br>lead</em> on</p>") == "*lead* on"
+    # Stressing a full stop alone is nothing a reader would see.
+    assert markdown("<p>Montauk<b>.</b> And <i>?!</i></p>") == "Montauk. And ?!"
+
+
+def test_punctuation_at_an_emphasis_edge_next_to_a_letter_goes_outside_its_markers() -> None:
+    # "**33%**of": a closing marker after punctuation and before a letter cannot close.
+    assert markdown("<p><b>33%</b>of those</p>") == "**33**%of those"
+    assert markdown("<p><b>Zweck:</b>Vermeidung</p>") == "**Zweck**:Vermeidung"
+    assert markdown("<p>verhelfen<b>, den Punkt</b> zu</p>") == "verhelfen, **den Punkt** zu"
+    # Where the markers can be read as they are, they stay as they are.
+    assert markdown("<p><b>Zweck:</b> Vermeidung</p>") == "**Zweck:** Vermeidung"
+    assert markdown('<p>x <b>"quoted"</b> y</p>') == 'x **"quoted"** y'
+    # A link's own brackets and parenthesis never move.
+    assert markdown('<p>a <b><a href="/x">link</a></b>Text</p>') == (
+        "a **[link](https://example.com/x)**Text"
+    )
+
+
+def test_emphasis_markers_render_as_emphasis() -> None:
+    from bench.extract_quality import visible_text
+
+    page = (
+        "<p><b>33%</b>of <i>London (CNN)</i>It verhelfen<b>, den</b> zu <b>Q?<br></b>A "
+        "Montauk<b>.</b></p>"
+    )
+    out = markdown(page)
+    assert "*" not in visible_text(out)
+    assert " ".join(visible_text(out).split()) == (
+        "33%of London (CNN)It verhelfen, den zu Q? A Montauk."
+    )
+
+
+def test_many_stars_and_emphasis_runs_in_one_paragraph_render_whole() -> None:
+    # Each line is read once however many stars it holds: a hostile paragraph stays linear
+    # (the suite's timeout is the bound; a quadratic pass took seconds at this size).
+    out = markdown("<p>" + "a*b " * 30_000 + "</p><p>" + "<b>x.</b>y " * 20_000 + "</p>")
+    stars, runs = out.split("\n\n")
+    assert stars.count("\\*") == 30_000
+    assert runs.count("**x**.y") == 20_000
