@@ -374,10 +374,11 @@ class FirecrawlService:
             raise ScrapeFailed(f"the job is {job.status.value}")
         missing = set(options.formats or ()) - set(job.formats)
         if missing and job.status is JobStatus.COMPLETED:
-            # The URL's stored job asked for less: scrape it again for these formats.
+            # A URL has one job per key, which keeps the formats it was first submitted with,
+            # even when maxAge has it scraped again.
             raise Unsupported(
-                f"formats: this URL was scraped without {', '.join(sorted(missing))}; "
-                "pass maxAge: 0 to scrape it again"
+                f"formats: this URL's job was made without {', '.join(sorted(missing))}, and "
+                "TaskCrawler keeps one job per URL and key, with its first formats"
             )
         return await self.document(caller, job, spec.page.formats, screenshot_url)
 

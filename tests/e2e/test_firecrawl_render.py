@@ -182,3 +182,20 @@ async def test_a_crawls_errors_and_robots_refusals(
         for crawl_id in (broken, str(uuid.uuid4())):
             hidden = await http.get(f"/v2/crawl/{crawl_id}/errors", headers=other)
             assert hidden.status_code == 404 and hidden.json()["success"] is False
+
+
+async def test_a_screenshot_of_a_page_scraped_without_one_is_refused(
+    service_factory: ServiceFactory, target: TargetServer
+) -> None:
+    async with service_factory(**NO_BROWSER) as service:
+        url = target.url("/title/Once")
+        first = await service.client.post("/v2/scrape", json={"url": url})
+        assert first.status_code == 200, first.text
+        for max_age in (None, 0):
+            body: dict[str, Any] = {"url": url, "formats": ["screenshot"]}
+            if max_age is not None:
+                body["maxAge"] = max_age
+            again = await service.client.post("/v2/scrape", json=body)
+            assert again.status_code == 400, again.text
+            error = again.json()["error"]
+            assert "without screenshot" in error and "one job per URL" in error
