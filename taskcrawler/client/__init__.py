@@ -11,14 +11,21 @@
 
 :class:`AsyncTaskCrawler` has the same methods, to ``await``. A job's options
 (:class:`JobOptions`: formats, callback_url, max_age, render, render_options) and a crawl's
-(:class:`CrawlOptions`) are keyword arguments. Both raise
+(:class:`CrawlOptions`) and a map's (:class:`MapOptions`) are keyword arguments. Both raise
 :class:`TaskCrawlerError` (``status``, ``detail``, ``retry_after``) for every refusal. It imports
 neither the server nor its database drivers: only httpx and pydantic.
 """
 
 from taskcrawler.client._async import AsyncTaskCrawler
 from taskcrawler.client._base import DEFAULT_BASE_URL
-from taskcrawler.client._calls import MAX_BATCH, MAX_PAGE, CrawlOptions, JobOptions, SearchMode
+from taskcrawler.client._calls import (
+    MAX_BATCH,
+    MAX_PAGE,
+    CrawlOptions,
+    JobOptions,
+    MapOptions,
+    SearchMode,
+)
 from taskcrawler.client._errors import TaskCrawlerError
 from taskcrawler.client._sync import TaskCrawler
 from taskcrawler.client.models import (
@@ -56,6 +63,7 @@ __all__ = [
     "JobStatus",
     "Link",
     "LinkPage",
+    "MapOptions",
     "MapResult",
     "Run",
     "SearchMode",

@@ -19,8 +19,8 @@ from taskcrawler.client._calls import (
     CrawlOptions,
     ExportFormat,
     JobOptions,
+    MapOptions,
     SearchMode,
-    Sitemap,
 )
 from taskcrawler.client.models import (
     Batch,
@@ -159,23 +159,9 @@ class AsyncTaskCrawler:
 
     # --- sites ----------------------------------------------------------------------------
 
-    async def map(
-        self,
-        url: str,
-        *,
-        limit: int | None = None,
-        sitemap: Sitemap = "include",
-        search: str | None = None,
-        allow_subdomains: bool = False,
-        include_paths: Sequence[str] = (),
-        exclude_paths: Sequence[str] = (),
-    ) -> MapResult:
+    async def map(self, url: str, **options: Unpack[MapOptions]) -> MapResult:
         """A site's URLs from its sitemaps and its start page, without scraping them."""
-        return await self._send(
-            _calls.map_site(
-                url, limit, sitemap, search, allow_subdomains, include_paths, exclude_paths
-            )
-        )
+        return await self._send(_calls.map_site(url, **options))
 
     # --- crawls ---------------------------------------------------------------------------
 

@@ -73,8 +73,25 @@ class JobOptions(TypedDict, total=False):
     render_options: Mapping[str, Any] | None
 
 
+class MapOptions(TypedDict, total=False):
+    """A map's options (keyword arguments of ``map``); each left out, or None, is the server's
+    default."""
+
+    #: URLs at most.
+    limit: int | None
+    #: include: sitemaps and the start page's links; skip: links only; only: sitemaps only.
+    sitemap: Sitemap
+    #: Keeps the URLs containing every word of it.
+    search: str | None
+    allow_subdomains: bool
+    #: Regular expressions (RE2) searched in the URL's path.
+    include_paths: Sequence[str]
+    exclude_paths: Sequence[str]
+
+
 class CrawlOptions(JobOptions, total=False):
-    """A crawl's options (keyword arguments of ``start_crawl``); its pages' job options too."""
+    """A crawl's options (keyword arguments of ``start_crawl``): its scope, and its pages' job
+    options."""
 
     max_depth: int | None
     limit: int | None
@@ -169,24 +186,8 @@ def links(job_id: UUID | str, after: int | None = None, limit: int = 100) -> Cal
     return Call("GET", f"{JOBS}/{job_id}/links", _model(LinkPage.model_validate), params=params)
 
 
-def map_site(
-    url: str,
-    limit: int | None = None,
-    sitemap: Sitemap = "include",
-    search: str | None = None,
-    allow_subdomains: bool = False,
-    include_paths: Sequence[str] = (),
-    exclude_paths: Sequence[str] = (),
-) -> Call[MapResult]:
-    body: dict[str, Any] = {"url": url, "sitemap": sitemap, "allow_subdomains": allow_subdomains}
-    if limit is not None:
-        body["limit"] = limit
-    if search is not None:
-        body["search"] = search
-    if include_paths:
-        body["include_paths"] = list(include_paths)
-    if exclude_paths:
-        body["exclude_paths"] = list(exclude_paths)
+def map_site(url: str, **options: Unpack[MapOptions]) -> Call[MapResult]:
+    body = _body(url=url, **options)
     return Call("POST", "/api/v1/map", _model(MapResult.model_validate), json=body)
 
 
