@@ -87,7 +87,8 @@ class ScrapeTimedOut(Exception):
 
 
 class ScrapeFailed(Exception):
-    """The page could not be fetched at all (no HTTP answer): a 500 with the reason."""
+    """The page could not be fetched at all (no HTTP answer), or not rendered when a render
+    was needed (``render_unavailable``): a 500 with the reason."""
 
 
 #: The absolute URL of a job's screenshot (the API knows where it serves them).

@@ -32,6 +32,7 @@ async def served(processes: ProcessManager, tmp_path: Path, sqlite_url: str) -> 
 
 #: A screenshot in JPEG quality: TaskCrawler's are PNG.
 SHOT_Q = {"type": "screenshot", "quality": 1}
+SHOT_AT = "scrapeOptions.formats[0]"
 
 
 def _pages(target: TargetServer, depth: int) -> set[str]:
@@ -134,7 +135,10 @@ async def test_crawl_refusals_name_the_field(served: Served, target: TargetServe
                 ({"url": url, "webhook": "http://example.com/hook"}, "webhook"),
                 ({"url": url, "delay": 2}, "delay"),
                 ({"url": url, "scrapeOptions": {"formats": ["summary"]}}, "summary"),
-                ({"url": url, "scrapeOptions": {"formats": [SHOT_Q]}}, "formats[0].quality"),
+                (
+                    {"url": url, "scrapeOptions": {"formats": [SHOT_Q]}},
+                    "scrapeOptions.formats[0].quality",
+                ),
                 ({"url": url, "scrapeOptions": {"waitFor": 90_000}}, "waitFor"),
                 ({"url": url, "scrapeOptions": {"onlyMainContent": False}}, "onlyMainContent"),
                 ({"url": url, "includePaths": ["(?=lookahead)"]}, "includePaths[0]"),

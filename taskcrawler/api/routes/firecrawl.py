@@ -78,10 +78,14 @@ Cursor = Annotated[str | None, Query(max_length=200)]
 PageSize = Annotated[int, Query(ge=1, le=CRAWL_PAGE, description="Documents per page.")]
 
 
-def _page(options: FirecrawlScrapeOptions | None) -> PageOptions:
+def _page(options: FirecrawlScrapeOptions | None, where: str = "") -> PageOptions:
+    """The formats and ``waitFor`` of ``options``; a refusal names the field from ``where``."""
     if options is None:
         return page_options(["markdown"])
-    return page_options(options.formats or ["markdown"], options.waitFor)
+    try:
+        return page_options(options.formats or ["markdown"], options.waitFor)
+    except Unsupported as exc:
+        raise Unsupported(f"{where}{exc}") from None
 
 
 def _screenshot_url(request: Request) -> ScreenshotURL:
@@ -195,7 +199,7 @@ def _register(version: str) -> None:
         crawl_id = await services.firecrawl.start_crawl(
             caller,
             body.url,
-            _page(body.scrapeOptions),
+            _page(body.scrapeOptions, "scrapeOptions."),
             limit=body.limit,
             max_depth=body.max_depth(),
             include_paths=body.includePaths,
