@@ -68,6 +68,17 @@ async def test_the_v2_sdk_gets_a_viewport_screenshot_and_waits(
     )
     assert "Brake pads" in spa.markdown and spa.screenshot is None
 
+    # A batch's documents link their pictures the same way (the default viewport here).
+    batch = await asyncio.to_thread(
+        fc.batch_scrape,
+        [site.url("/tall?h=900", host="127.0.0.1")],
+        formats=["screenshot"],
+        poll_interval=1,
+    )
+    [shown] = batch.data
+    assert shown.screenshot is not None
+    assert png_size((await _picture(served, shown.screenshot, key)).content) == (1280, 800)
+
 
 # The v1 SDK still calls pydantic's v1-style .dict().
 @pytest.mark.filterwarnings("ignore:The `dict` method is deprecated:DeprecationWarning")
