@@ -1,14 +1,23 @@
 """Firecrawl's formats and ``waitFor`` read into a job's formats and render: what each screenshot
-format asks of the browser, and the refusals that name the field."""
+format asks of the browser, the refusals that name the field, and a document's screenshot."""
 
 from __future__ import annotations
 
-from typing import Any
+import uuid
+from datetime import UTC, datetime
+from typing import Any, cast
 
 import pytest
 
+from taskcrawler.domain import JobStatus
+from taskcrawler.domain.jobs import Job
 from taskcrawler.domain.rendering import RenderRequest
-from taskcrawler.service.firecrawl import ScreenshotSpec, Unsupported, page_options
+from taskcrawler.service.firecrawl import (
+    FirecrawlService,
+    ScreenshotSpec,
+    Unsupported,
+    page_options,
+)
 
 
 @pytest.mark.parametrize(
@@ -69,3 +78,41 @@ def test_wait_for_renders_and_bounds_the_wait() -> None:
 def test_refusals_name_the_field(formats: list[Any], named: str) -> None:
     with pytest.raises(Unsupported, match=named.replace("[", r"\[").replace("]", r"\]")):
         page_options(formats)
+
+
+@pytest.mark.parametrize(
+    ("status", "render", "shown"),
+    [
+        (JobStatus.COMPLETED, {"rendered": True}, {"screenshot": "http://api/shots/{id}"}),
+        (
+            JobStatus.COMPLETED,
+            {"rendered": True, "screenshot": "over the size limit: none kept"},
+            {"warning": "no screenshot: over the size limit: none kept"},
+        ),
+        (
+            JobStatus.COMPLETED,
+            {"rendered": False, "reason": "not an HTML page (application/pdf)"},
+            {"warning": "no screenshot: not an HTML page (application/pdf)"},
+        ),
+        (JobStatus.FAILED, None, {}),
+    ],
+)
+async def test_a_documents_screenshot_is_a_link_or_says_why_there_is_none(
+    status: JobStatus, render: dict[str, Any] | None, shown: dict[str, str]
+) -> None:
+    job = Job(
+        uuid.uuid4(),
+        "http://site.test/",
+        status,
+        0,
+        datetime.now(UTC),
+        result=None if render is None else {"render": render},
+        formats=("metadata", "screenshot"),
+    )
+    nothing = cast(Any, None)  # a screenshot's document reads no stored content
+    service = FirecrawlService(nothing, nothing, nothing, nothing, nothing)
+    document = await service.document(
+        nothing, job, ("screenshot",), lambda job_id: f"http://api/shots/{job_id}"
+    )
+    expected = {k: v.replace("{id}", str(job.id)) for k, v in shown.items()}
+    assert {k: v for k, v in document.items() if k != "metadata"} == expected
