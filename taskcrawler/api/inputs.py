@@ -37,6 +37,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from taskcrawler.api.errors import send_json
 from taskcrawler.domain import InvalidURL, validate_url
 from taskcrawler.domain.crawls import MAX_DEPTH, MAX_PATTERNS
+from taskcrawler.domain.rendering import MAX_WAIT_SECONDS
 from taskcrawler.domain.urls import MAX_URL_LENGTH
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -194,7 +195,6 @@ FIRECRAWL_MAX_TIMEOUT_MS = 300_000
 _DEFAULT_ONLY: dict[str, tuple[Any, str]] = {
     "onlyMainContent": (True, "onlyMainContent: false (the whole page as Markdown)"),
     "mobile": (False, "mobile: true"),
-    "waitFor": (0, "waitFor (no page is rendered yet)"),
     "skipTlsVerification": (False, "skipTlsVerification: true"),
     "zeroDataRetention": (False, "zeroDataRetention: true"),
 }
@@ -216,9 +216,10 @@ class FirecrawlScrapeOptions(RequestModel):
     origin: str | None = Field(None, max_length=200)
     integration: str | None = Field(None, max_length=200)
     proxy: Literal["basic", "auto"] | None = None
+    # Milliseconds: the page is rendered, and taken once its network is quiet or then.
+    waitFor: int | None = Field(None, ge=0, le=int(MAX_WAIT_SECONDS * 1000))
     # Accepted at their default only.
     mobile: bool | None = None
-    waitFor: int | None = None
     skipTlsVerification: bool | None = None
     zeroDataRetention: bool | None = None
     includeTags: list[str] | None = Field(None, max_length=100)
@@ -227,8 +228,7 @@ class FirecrawlScrapeOptions(RequestModel):
     actions: list[Any] | None = Field(None, max_length=100)
     location: dict[str, Any] | None = None
 
-    @field_validator("onlyMainContent", "mobile", "waitFor", "skipTlsVerification",
-                     "zeroDataRetention")  # fmt: skip
+    @field_validator("onlyMainContent", "mobile", "skipTlsVerification", "zeroDataRetention")
     @classmethod
     def _default_only(cls, value: Any, info: ValidationInfo) -> Any:
         allowed, what = _DEFAULT_ONLY[info.field_name or ""]

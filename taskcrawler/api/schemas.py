@@ -87,6 +87,11 @@ class RenderOptionsIn(RequestModel):
         description="Resource types not downloaded: image, font, media.",
     )
     viewport: ViewportIn = Field(default_factory=ViewportIn)
+    full_page: bool = Field(
+        True,
+        description="A screenshot of the whole page (cut at the deployment's "
+        "render_screenshot_max_height), or false: of the viewport only.",
+    )
 
     @field_validator("wait_for")
     @classmethod
@@ -103,6 +108,7 @@ class RenderOptionsIn(RequestModel):
             block=tuple(dict.fromkeys(self.block)),
             viewport_width=self.viewport.width,
             viewport_height=self.viewport.height,
+            full_page=self.full_page,
         )
 
 
@@ -668,6 +674,12 @@ class FirecrawlDocument(BaseModel):
     html: str | None = None
     rawHtml: str | None = None
     links: list[str] | None = None
+    screenshot: str | None = Field(
+        None,
+        description="Where the PNG is served (GET /api/v1/jobs/{id}/screenshot, with the "
+        "same API key).",
+    )
+    warning: str | None = Field(None, description="What the document lacks, and why.")
     metadata: dict[str, Any]
 
 
@@ -729,6 +741,21 @@ class FirecrawlCrawlStatus(BaseModel):
     expiresAt: datetime
     next: str | None = Field(None, description="The next page of documents, if any.")
     data: list[FirecrawlDocument]
+
+
+class FirecrawlCrawlError(BaseModel):
+    id: str = Field(description="The failed page's job.")
+    timestamp: datetime | None = Field(description="When it failed.")
+    url: str
+    code: str | None = Field(description="The job's error code.")
+    error: str
+
+
+class FirecrawlCrawlErrors(BaseModel):
+    errors: list[FirecrawlCrawlError] = Field(
+        description="The crawl's failed pages, newest first (1,000 at most)."
+    )
+    robotsBlocked: list[str] = Field(description="Pages robots.txt kept the crawl from.")
 
 
 class FirecrawlCrawlCancelled(BaseModel):

@@ -10,15 +10,15 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from types import TracebackType
-from typing import Any, Self
+from typing import Any, Self, Unpack
 
 from pydantic import BaseModel
 
 from taskcrawler.cli.commands import API_KEY_ENV, DEFAULT_API
 from taskcrawler.client import (
-    MAX_BATCH,
     MAX_PAGE,
     AsyncTaskCrawler,
+    JobOptions,
     SearchMode,
     TaskCrawlerError,
 )
@@ -87,28 +87,20 @@ class ApiClient:
     ) -> None:
         await self.client.aclose()
 
-    async def submit(self, url: str, **options: Any) -> tuple[Job, bool]:
-        """One URL: the job, and whether it is new (201) or the URL's existing job (200).
-        ``options``: job options of the API the typed client does not name (``render``)."""
-        if options:
-            status, body = await self._call("POST", JOBS, json={"url": url, **options})
-            return dict(body), status == 201
+    async def submit(self, url: str, **options: Unpack[JobOptions]) -> tuple[Job, bool]:
+        """One URL: the job, and whether it is new (201) or the URL's existing job (200)."""
         try:
-            submitted = await self.client.submit(url)
+            submitted = await self.client.submit(url, **options)
         except TaskCrawlerError as exc:
             raise ApiError.of(exc) from None
         return _json(submitted.job), submitted.created
 
-    async def submit_batch(self, urls: Sequence[str], **options: Any) -> dict[str, Any]:
+    async def submit_batch(
+        self, urls: Sequence[str], **options: Unpack[JobOptions]
+    ) -> dict[str, Any]:
         """Up to 1,000 URLs: ``{"jobs": [...each with "created"...], "created", "existing"}``."""
-        if options:
-            if len(urls) > MAX_BATCH:
-                raise ValueError(f"at most {MAX_BATCH} URLs per batch")
-            body_in = {"urls": list(urls), **options}
-            _, body = await self._call("POST", f"{JOBS}/batch", json=body_in)
-            return dict(body)
         try:
-            return _json(await self.client.submit_batch(urls))
+            return _json(await self.client.submit_batch(urls, **options))
         except TaskCrawlerError as exc:
             raise ApiError.of(exc) from None
 

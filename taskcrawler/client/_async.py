@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
-from typing import Any, BinaryIO, Self, TypeVar
+from typing import Any, BinaryIO, Self, TypeVar, Unpack
 from uuid import UUID
 
 import httpx
@@ -16,10 +16,11 @@ from taskcrawler.client._calls import (
     NEXT_SINCE,
     Call,
     ContentFormat,
+    CrawlOptions,
     ExportFormat,
-    Render,
+    JobOptions,
+    MapOptions,
     SearchMode,
-    Sitemap,
 )
 from taskcrawler.client.models import (
     Batch,
@@ -87,27 +88,13 @@ class AsyncTaskCrawler:
 
     # --- jobs ----------------------------------------------------------------------------
 
-    async def submit(
-        self,
-        url: str,
-        *,
-        formats: Sequence[str] | None = None,
-        callback_url: str | None = None,
-        max_age: float | None = None,
-    ) -> Submitted:
+    async def submit(self, url: str, **options: Unpack[JobOptions]) -> Submitted:
         """Submit one URL: its job, and whether this call created it."""
-        return await self._send(_calls.submit(url, formats, callback_url, max_age))
+        return await self._send(_calls.submit(url, **options))
 
-    async def submit_batch(
-        self,
-        urls: Sequence[str],
-        *,
-        formats: Sequence[str] | None = None,
-        callback_url: str | None = None,
-        max_age: float | None = None,
-    ) -> Batch:
-        """Submit up to 1,000 URLs at once."""
-        return await self._send(_calls.submit_batch(urls, formats, callback_url, max_age))
+    async def submit_batch(self, urls: Sequence[str], **options: Unpack[JobOptions]) -> Batch:
+        """Submit up to 1,000 URLs at once, each with the same options."""
+        return await self._send(_calls.submit_batch(urls, **options))
 
     async def list_jobs(
         self,
@@ -172,61 +159,15 @@ class AsyncTaskCrawler:
 
     # --- sites ----------------------------------------------------------------------------
 
-    async def map(
-        self,
-        url: str,
-        *,
-        limit: int | None = None,
-        sitemap: Sitemap = "include",
-        search: str | None = None,
-        allow_subdomains: bool = False,
-        include_paths: Sequence[str] = (),
-        exclude_paths: Sequence[str] = (),
-    ) -> MapResult:
+    async def map(self, url: str, **options: Unpack[MapOptions]) -> MapResult:
         """A site's URLs from its sitemaps and its start page, without scraping them."""
-        return await self._send(
-            _calls.map_site(
-                url, limit, sitemap, search, allow_subdomains, include_paths, exclude_paths
-            )
-        )
+        return await self._send(_calls.map_site(url, **options))
 
     # --- crawls ---------------------------------------------------------------------------
 
-    async def start_crawl(
-        self,
-        url: str,
-        *,
-        max_depth: int | None = None,
-        limit: int | None = None,
-        include_paths: Sequence[str] = (),
-        exclude_paths: Sequence[str] = (),
-        allow_subdomains: bool = False,
-        allow_external: bool = False,
-        sitemap: Sitemap = "include",
-        formats: Sequence[str] | None = None,
-        callback_url: str | None = None,
-        max_age: float | None = None,
-        render: Render | None = None,
-        render_options: Mapping[str, Any] | None = None,
-    ) -> Crawl:
+    async def start_crawl(self, url: str, **options: Unpack[CrawlOptions]) -> Crawl:
         """Start a crawl of ``url``'s site: a RUNNING crawl whose pages are jobs."""
-        return await self._send(
-            _calls.start_crawl(
-                url,
-                max_depth=max_depth,
-                limit=limit,
-                include_paths=include_paths,
-                exclude_paths=exclude_paths,
-                allow_subdomains=allow_subdomains,
-                allow_external=allow_external,
-                sitemap=sitemap,
-                formats=formats,
-                callback_url=callback_url,
-                max_age=max_age,
-                render=render,
-                render_options=render_options,
-            )
-        )
+        return await self._send(_calls.start_crawl(url, **options))
 
     async def get_crawl(self, crawl_id: UUID | str) -> Crawl:
         """The crawl with its pages' live counts."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypedDict, TypeVar, Unpack
 from uuid import UUID
 
 from pydantic import TypeAdapter
@@ -57,42 +57,78 @@ def _model(model: Callable[[Any], T]) -> Callable[[int, Any], T]:
     return lambda status, body: model(body)
 
 
-def _options(
-    formats: Sequence[str] | None, callback_url: str | None, max_age: float | None
-) -> dict[str, Any]:
-    options: dict[str, Any] = {}
-    if formats is not None:
-        options["formats"] = list(formats)
-    if callback_url is not None:
-        options["callback_url"] = callback_url
-    if max_age is not None:
-        options["max_age"] = max_age
-    return options
+class JobOptions(TypedDict, total=False):
+    """A job's options (keyword arguments of ``submit`` and ``submit_batch``); each left out,
+    or None, is the server's default."""
+
+    #: What to extract (metadata, markdown, text, html, links, screenshot, chunks).
+    formats: Sequence[str] | None
+    #: Gets a signed POST when the job completes or fails.
+    callback_url: str | None
+    #: Seconds: a URL whose finished job is older than this is scraped again.
+    max_age: float | None
+    #: never, auto (only app shells) or always: render the page in a headless browser.
+    render: Render | None
+    #: How to render: wait_until, wait_for, wait_seconds, block, viewport, full_page.
+    render_options: Mapping[str, Any] | None
 
 
-def submit(
-    url: str,
-    formats: Sequence[str] | None = None,
-    callback_url: str | None = None,
-    max_age: float | None = None,
-) -> Call[Submitted]:
+class MapOptions(TypedDict, total=False):
+    """A map's options (keyword arguments of ``map``); each left out, or None, is the server's
+    default."""
+
+    #: URLs at most.
+    limit: int | None
+    #: include: sitemaps and the start page's links; skip: links only; only: sitemaps only.
+    sitemap: Sitemap
+    #: Keeps the URLs containing every word of it.
+    search: str | None
+    allow_subdomains: bool
+    #: Regular expressions (RE2) searched in the URL's path.
+    include_paths: Sequence[str]
+    exclude_paths: Sequence[str]
+
+
+class CrawlOptions(JobOptions, total=False):
+    """A crawl's options (keyword arguments of ``start_crawl``): its scope, and its pages' job
+    options."""
+
+    max_depth: int | None
+    limit: int | None
+    include_paths: Sequence[str]
+    exclude_paths: Sequence[str]
+    allow_subdomains: bool
+    allow_external: bool
+    sitemap: Sitemap
+
+
+def _body(**fields: Any) -> dict[str, Any]:
+    """A request body of the fields given, None left out (the server's default)."""
+    body: dict[str, Any] = {}
+    for name, value in fields.items():
+        if value is None:
+            continue
+        if isinstance(value, Mapping):
+            value = dict(value)
+        elif isinstance(value, Sequence) and not isinstance(value, str):
+            value = list(value)
+        body[name] = value
+    return body
+
+
+def submit(url: str, **options: Unpack[JobOptions]) -> Call[Submitted]:
     return Call(
         "POST",
         JOBS,
         lambda status, body: Submitted(job=Job.model_validate(body), created=status == 201),
-        json={"url": url, **_options(formats, callback_url, max_age)},
+        json=_body(url=url, **options),
     )
 
 
-def submit_batch(
-    urls: Sequence[str],
-    formats: Sequence[str] | None = None,
-    callback_url: str | None = None,
-    max_age: float | None = None,
-) -> Call[Batch]:
+def submit_batch(urls: Sequence[str], **options: Unpack[JobOptions]) -> Call[Batch]:
     if len(urls) > MAX_BATCH:
         raise ValueError(f"at most {MAX_BATCH} URLs per batch")
-    body = {"urls": list(urls), **_options(formats, callback_url, max_age)}
+    body = _body(urls=urls, **options)
     return Call("POST", f"{JOBS}/batch", _model(Batch.model_validate), json=body)
 
 
@@ -150,63 +186,13 @@ def links(job_id: UUID | str, after: int | None = None, limit: int = 100) -> Cal
     return Call("GET", f"{JOBS}/{job_id}/links", _model(LinkPage.model_validate), params=params)
 
 
-def map_site(
-    url: str,
-    limit: int | None = None,
-    sitemap: Sitemap = "include",
-    search: str | None = None,
-    allow_subdomains: bool = False,
-    include_paths: Sequence[str] = (),
-    exclude_paths: Sequence[str] = (),
-) -> Call[MapResult]:
-    body: dict[str, Any] = {"url": url, "sitemap": sitemap, "allow_subdomains": allow_subdomains}
-    if limit is not None:
-        body["limit"] = limit
-    if search is not None:
-        body["search"] = search
-    if include_paths:
-        body["include_paths"] = list(include_paths)
-    if exclude_paths:
-        body["exclude_paths"] = list(exclude_paths)
+def map_site(url: str, **options: Unpack[MapOptions]) -> Call[MapResult]:
+    body = _body(url=url, **options)
     return Call("POST", "/api/v1/map", _model(MapResult.model_validate), json=body)
 
 
-def start_crawl(
-    url: str,
-    *,
-    max_depth: int | None = None,
-    limit: int | None = None,
-    include_paths: Sequence[str] = (),
-    exclude_paths: Sequence[str] = (),
-    allow_subdomains: bool = False,
-    allow_external: bool = False,
-    sitemap: Sitemap = "include",
-    formats: Sequence[str] | None = None,
-    callback_url: str | None = None,
-    max_age: float | None = None,
-    render: Render | None = None,
-    render_options: Mapping[str, Any] | None = None,
-) -> Call[Crawl]:
-    body: dict[str, Any] = {
-        "url": url,
-        "allow_subdomains": allow_subdomains,
-        "allow_external": allow_external,
-        "sitemap": sitemap,
-        **_options(formats, callback_url, max_age),
-    }
-    if max_depth is not None:
-        body["max_depth"] = max_depth
-    if limit is not None:
-        body["limit"] = limit
-    if include_paths:
-        body["include_paths"] = list(include_paths)
-    if exclude_paths:
-        body["exclude_paths"] = list(exclude_paths)
-    if render is not None:
-        body["render"] = render
-    if render_options is not None:
-        body["render_options"] = dict(render_options)
-    return Call("POST", CRAWLS, _model(Crawl.model_validate), json=body)
+def start_crawl(url: str, **options: Unpack[CrawlOptions]) -> Call[Crawl]:
+    return Call("POST", CRAWLS, _model(Crawl.model_validate), json=_body(url=url, **options))
 
 
 def get_crawl(crawl_id: UUID | str) -> Call[Crawl]:

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Sequence
 from types import TracebackType
-from typing import Any, BinaryIO, Self, TypeVar
+from typing import Any, BinaryIO, Self, TypeVar, Unpack
 from uuid import UUID
 
 import httpx
@@ -15,10 +15,11 @@ from taskcrawler.client._calls import (
     NEXT_SINCE,
     Call,
     ContentFormat,
+    CrawlOptions,
     ExportFormat,
-    Render,
+    JobOptions,
+    MapOptions,
     SearchMode,
-    Sitemap,
 )
 from taskcrawler.client.models import (
     Batch,
@@ -86,27 +87,13 @@ class TaskCrawler:
 
     # --- jobs ----------------------------------------------------------------------------
 
-    def submit(
-        self,
-        url: str,
-        *,
-        formats: Sequence[str] | None = None,
-        callback_url: str | None = None,
-        max_age: float | None = None,
-    ) -> Submitted:
+    def submit(self, url: str, **options: Unpack[JobOptions]) -> Submitted:
         """Submit one URL: its job, and whether this call created it."""
-        return self._send(_calls.submit(url, formats, callback_url, max_age))
+        return self._send(_calls.submit(url, **options))
 
-    def submit_batch(
-        self,
-        urls: Sequence[str],
-        *,
-        formats: Sequence[str] | None = None,
-        callback_url: str | None = None,
-        max_age: float | None = None,
-    ) -> Batch:
-        """Submit up to 1,000 URLs at once."""
-        return self._send(_calls.submit_batch(urls, formats, callback_url, max_age))
+    def submit_batch(self, urls: Sequence[str], **options: Unpack[JobOptions]) -> Batch:
+        """Submit up to 1,000 URLs at once, each with the same options."""
+        return self._send(_calls.submit_batch(urls, **options))
 
     def list_jobs(
         self,
@@ -173,61 +160,15 @@ class TaskCrawler:
 
     # --- sites ----------------------------------------------------------------------------
 
-    def map(
-        self,
-        url: str,
-        *,
-        limit: int | None = None,
-        sitemap: Sitemap = "include",
-        search: str | None = None,
-        allow_subdomains: bool = False,
-        include_paths: Sequence[str] = (),
-        exclude_paths: Sequence[str] = (),
-    ) -> MapResult:
+    def map(self, url: str, **options: Unpack[MapOptions]) -> MapResult:
         """A site's URLs from its sitemaps and its start page, without scraping them."""
-        return self._send(
-            _calls.map_site(
-                url, limit, sitemap, search, allow_subdomains, include_paths, exclude_paths
-            )
-        )
+        return self._send(_calls.map_site(url, **options))
 
     # --- crawls ---------------------------------------------------------------------------
 
-    def start_crawl(
-        self,
-        url: str,
-        *,
-        max_depth: int | None = None,
-        limit: int | None = None,
-        include_paths: Sequence[str] = (),
-        exclude_paths: Sequence[str] = (),
-        allow_subdomains: bool = False,
-        allow_external: bool = False,
-        sitemap: Sitemap = "include",
-        formats: Sequence[str] | None = None,
-        callback_url: str | None = None,
-        max_age: float | None = None,
-        render: Render | None = None,
-        render_options: Mapping[str, Any] | None = None,
-    ) -> Crawl:
+    def start_crawl(self, url: str, **options: Unpack[CrawlOptions]) -> Crawl:
         """Start a crawl of ``url``'s site: a RUNNING crawl whose pages are jobs."""
-        return self._send(
-            _calls.start_crawl(
-                url,
-                max_depth=max_depth,
-                limit=limit,
-                include_paths=include_paths,
-                exclude_paths=exclude_paths,
-                allow_subdomains=allow_subdomains,
-                allow_external=allow_external,
-                sitemap=sitemap,
-                formats=formats,
-                callback_url=callback_url,
-                max_age=max_age,
-                render=render,
-                render_options=render_options,
-            )
-        )
+        return self._send(_calls.start_crawl(url, **options))
 
     def get_crawl(self, crawl_id: UUID | str) -> Crawl:
         """The crawl with its pages' live counts."""

@@ -36,6 +36,9 @@ class RenderRequest:
     block: tuple[str, ...] = ()
     viewport_width: int = 1280
     viewport_height: int = 800
+    #: A screenshot of the whole page (cut at ``render_screenshot_max_height``), or of the
+    #: viewport only.
+    full_page: bool = True
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -44,6 +47,7 @@ class RenderRequest:
             "wait_seconds": self.wait_seconds,
             "block": list(self.block),
             "viewport": {"width": self.viewport_width, "height": self.viewport_height},
+            "full_page": self.full_page,
         }
 
     @classmethod
@@ -59,6 +63,7 @@ class RenderRequest:
             block=tuple(value.get("block") or ()),
             viewport_width=int(viewport.get("width", DEFAULT_RENDER.viewport_width)),
             viewport_height=int(viewport.get("height", DEFAULT_RENDER.viewport_height)),
+            full_page=bool(value.get("full_page", DEFAULT_RENDER.full_page)),
         )
 
 

@@ -9,16 +9,24 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
 
 from taskcrawler.domain import JobStatus
 from taskcrawler.domain.crawls import CrawlStatus, InvalidCrawlSpec
-from taskcrawler.domain.errors import Conflict, NotFound
+from taskcrawler.domain.errors import Conflict, ErrorCode, NotFound
 from taskcrawler.domain.jobs import Job, JobQuery
 from taskcrawler.domain.keys import Caller
+from taskcrawler.domain.rendering import (
+    DEFAULT_RENDER,
+    MAX_VIEWPORT,
+    MIN_VIEWPORT,
+    SCREENSHOT,
+    RenderRequest,
+)
 from taskcrawler.service.content import ContentService
 from taskcrawler.service.crawls import CrawlService
 from taskcrawler.service.jobs import JobOptions, JobService
@@ -31,10 +39,15 @@ FORMATS: Mapping[str, str] = {
     "html": "html",
     "rawHtml": "html",
     "links": "links",
+    "screenshot": SCREENSHOT,
 }
+#: Firecrawl's screenshot formats: of the viewport, and (v1's name) of the whole page.
+SCREENSHOTS = frozenset({"screenshot", "screenshot@fullPage"})
+#: The options of v2's ``{"type": "screenshot", …}`` format that TaskCrawler takes.
+_SCREENSHOT_FIELDS = frozenset({"type", "fullPage", "viewport", "quality"})
 UNSUPPORTED_FORMATS = frozenset(
-    {"screenshot", "screenshot@fullPage", "json", "extract", "summary", "changeTracking",
-     "images", "branding", "attributes", "content"}
+    {"json", "extract", "summary", "changeTracking", "images", "branding", "attributes",
+     "content"}
 )  # fmt: skip
 #: Firecrawl's default wait for a scrape (its ``timeout``), in milliseconds.
 DEFAULT_TIMEOUT_MS = 30_000
@@ -45,6 +58,8 @@ MAX_LINKS = 5_000
 BATCH_PAGE = 100
 #: Documents per page of a crawl's status.
 CRAWL_PAGE = 100
+#: A crawl's errors are its newest failed pages, this many at most.
+MAX_CRAWL_ERRORS = 1000
 #: A crawl's pages that have a document: fetched, whatever the HTTP status (cancelled ones not).
 _FETCHED = (JobStatus.COMPLETED, JobStatus.FAILED)
 #: Our crawl fields, as Firecrawl names them in errors.
@@ -72,30 +87,124 @@ class ScrapeTimedOut(Exception):
 
 
 class ScrapeFailed(Exception):
-    """The page could not be fetched at all (no HTTP answer): a 500 with the reason."""
+    """The page could not be fetched at all (no HTTP answer), or not rendered when a render
+    was needed (``render_unavailable``): a 500 with the reason."""
+
+
+#: The absolute URL of a job's screenshot (the API knows where it serves them).
+ScreenshotURL = Callable[[UUID], str]
+
+
+@dataclass(frozen=True, slots=True)
+class ScreenshotSpec:
+    """What a Firecrawl screenshot format asks for."""
+
+    full_page: bool = False
+    viewport: tuple[int, int] | None = None  # width, height
+
+
+@dataclass(frozen=True, slots=True)
+class PageOptions:
+    """What Firecrawl's scrape options ask of each page: its formats (Firecrawl's names, a
+    screenshot as ``screenshot``), the screenshot's shape, and ``waitFor``."""
+
+    formats: tuple[str, ...] = ("markdown",)
+    screenshot: ScreenshotSpec | None = None
+    wait_for_ms: int | None = None
+
+    def render(self) -> tuple[str, RenderRequest | None]:
+        """The render mode and options of the pages' jobs. A screenshot or a wait needs the
+        browser: ``always``. ``waitFor`` bounds the wait for network idle (Firecrawl waits that
+        long after the load; a page is taken here once its network is quiet, or then)."""
+        shot, wait_ms = self.screenshot, self.wait_for_ms
+        if shot is None and not wait_ms:
+            return "never", None
+        width, height = (shot and shot.viewport) or (
+            DEFAULT_RENDER.viewport_width,
+            DEFAULT_RENDER.viewport_height,
+        )
+        request = RenderRequest(
+            wait_seconds=wait_ms / 1000 if wait_ms else DEFAULT_RENDER.wait_seconds,
+            viewport_width=width,
+            viewport_height=height,
+            full_page=shot.full_page if shot else DEFAULT_RENDER.full_page,
+        )
+        return "always", request
+
+    def job_options(self, max_age_ms: int | None) -> JobOptions:
+        render, render_options = self.render()
+        return JobOptions(
+            _our_formats(self.formats),
+            None,
+            None if max_age_ms is None else max_age_ms / 1000,
+            render=render,
+            render_options=render_options,
+        )
 
 
 @dataclass(frozen=True, slots=True)
 class ScrapeSpec:
     url: str
-    formats: tuple[str, ...]  # Firecrawl's names
+    page: PageOptions
     max_age_ms: int | None
     timeout_ms: int
 
 
-def formats_of(requested: list[Any]) -> tuple[str, ...]:
-    """Firecrawl's ``formats`` (strings, or ``{"type": …}`` objects in v2), checked."""
+def page_options(requested: list[Any], wait_for_ms: int | None = None) -> PageOptions:
+    """Firecrawl's ``formats`` (strings, or ``{"type": …}`` objects in v2) and ``waitFor``,
+    checked."""
     names: list[str] = []
+    screenshot: ScreenshotSpec | None = None
     for index, item in enumerate(requested):
         name = item.get("type") if isinstance(item, Mapping) else item
         if not isinstance(name, str):
             raise Unsupported(f"formats[{index}]: not a format")
-        if name in UNSUPPORTED_FORMATS:
+        if name in SCREENSHOTS:
+            if screenshot is not None:
+                raise Unsupported(f"formats[{index}]: one screenshot per request")
+            screenshot = _screenshot_of(index, name, item)
+            name = "screenshot"
+        elif name in UNSUPPORTED_FORMATS:
             raise Unsupported(f"formats[{index}]: {name!r} is not supported by TaskCrawler yet")
-        if name not in FORMATS:
+        elif name not in FORMATS:
             raise Unsupported(f"formats[{index}]: unknown format {name!r}")
         names.append(name)
-    return tuple(dict.fromkeys(names)) or ("markdown",)
+    formats = tuple(dict.fromkeys(names)) or ("markdown",)
+    return PageOptions(formats, screenshot, wait_for_ms or None)
+
+
+def _screenshot_of(index: int, name: str, item: Any) -> ScreenshotSpec:
+    """``screenshot`` (the viewport), ``screenshot@fullPage``, or v2's object with
+    ``fullPage`` and ``viewport``; ``quality`` (a JPEG's) is refused: screenshots are PNG."""
+    where = f"formats[{index}]"
+    if not isinstance(item, Mapping):
+        return ScreenshotSpec(full_page=name == "screenshot@fullPage")
+    if unknown := sorted(set(item) - _SCREENSHOT_FIELDS):
+        raise Unsupported(f"{where}.{unknown[0]}: not an option of the screenshot format")
+    if item.get("quality") is not None:
+        raise Unsupported(f"{where}.quality: TaskCrawler's screenshots are PNG (no quality)")
+    full_page = item.get("fullPage")
+    if full_page is not None and not isinstance(full_page, bool):
+        raise Unsupported(f"{where}.fullPage: must be true or false")
+    return ScreenshotSpec(
+        full_page=bool(full_page) or name == "screenshot@fullPage",
+        viewport=_viewport_of(f"{where}.viewport", item.get("viewport")),
+    )
+
+
+def _viewport_of(where: str, value: Any) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or set(value) != {"width", "height"}:
+        raise Unsupported(f"{where}: must be {{width, height}}")
+    sides = (value["width"], value["height"])
+    for side in sides:
+        if isinstance(side, bool) or not isinstance(side, int):
+            raise Unsupported(f"{where}: width and height must be whole numbers of pixels")
+        if not MIN_VIEWPORT <= side <= MAX_VIEWPORT:
+            bounds = f"between {MIN_VIEWPORT} and {MAX_VIEWPORT}"
+            raise Unsupported(f"{where}: width and height must be {bounds} pixels")
+    return sides
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,6 +216,24 @@ class BatchStatus:
     documents: list[dict[str, Any]]
     #: Where the next page starts, if there is one.
     next_skip: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlError:
+    job_id: UUID
+    url: str
+    code: str | None
+    error: str
+    finished_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlErrors:
+    """A crawl's failed pages: the newest :data:`MAX_CRAWL_ERRORS`, those refused by robots.txt
+    apart, as Firecrawl lists them."""
+
+    errors: list[CrawlError]
+    robots_blocked: list[str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,12 +268,19 @@ class FirecrawlService:
         self.crawls = crawls
 
     async def start_crawl(
-        self, caller: Caller, url: str, formats: tuple[str, ...], **options: Any
+        self, caller: Caller, url: str, page: PageOptions, **options: Any
     ) -> UUID:
-        """Start a crawl whose pages give ``formats`` (Firecrawl's names); ``options`` are
-        :meth:`CrawlService.spec`'s. A bad option is refused naming Firecrawl's field."""
+        """Start a crawl whose pages give ``page``'s formats, rendered as it asks; ``options``
+        are :meth:`CrawlService.spec`'s. A bad option is refused naming Firecrawl's field."""
+        render, render_options = page.render()
         try:
-            spec = self.crawls.spec(url, formats=_our_formats(formats), **options)
+            spec = self.crawls.spec(
+                url,
+                formats=_our_formats(page.formats),
+                render=render,
+                render_options=render_options,
+                **options,
+            )
         except InvalidCrawlSpec as exc:
             field = exc.field
             for ours, theirs in _CRAWL_FIELDS.items():
@@ -163,14 +297,20 @@ class FirecrawlService:
         await self.crawls.cancel(caller, crawl_id)
 
     async def crawl_status(
-        self, caller: Caller, crawl_id: UUID, *, cursor: str | None, limit: int = CRAWL_PAGE
+        self,
+        caller: Caller,
+        crawl_id: UUID,
+        screenshot_url: ScreenshotURL,
+        *,
+        cursor: str | None,
+        limit: int = CRAWL_PAGE,
     ) -> CrawlStatusPage:
         """A crawl as Firecrawl shows it: counts, and a page of its fetched pages' documents
         (:class:`~taskcrawler.domain.errors.CrawlNotFound` for another tenant's)."""
         crawl = await self.crawls.get(caller, crawl_id)
         query = JobQuery(statuses=_FETCHED, limit=min(limit, CRAWL_PAGE), cursor=cursor)
         jobs, next_cursor = await self.crawls.pages(caller, crawl_id, query)
-        documents = [await self.document(caller, job, _their_formats(job)) for job in jobs]
+        documents = [await self._document_of(caller, job, screenshot_url) for job in jobs]
         counts = crawl.counts
         return CrawlStatusPage(
             status=_CRAWL_STATUS[crawl.status],
@@ -180,22 +320,34 @@ class FirecrawlService:
             next_cursor=next_cursor,
         )
 
+    async def crawl_errors(self, caller: Caller, crawl_id: UUID) -> CrawlErrors:
+        """The crawl's failed pages, newest first (robots.txt refusals apart)."""
+        query = JobQuery(statuses=(JobStatus.FAILED,), limit=MAX_CRAWL_ERRORS)
+        jobs, _ = await self.crawls.pages(caller, crawl_id, query)
+        errors = [
+            CrawlError(job.id, job.url, job.error_code, job.error_log or "failed", job.finished_at)
+            for job in jobs
+            if job.error_code != ErrorCode.ROBOTS_DISALLOWED
+        ]
+        blocked = [job.url for job in jobs if job.error_code == ErrorCode.ROBOTS_DISALLOWED]
+        return CrawlErrors(errors, blocked)
+
     async def start_batch(
-        self, caller: Caller, urls: list[str], formats: tuple[str, ...], max_age_ms: int | None
+        self, caller: Caller, urls: list[str], page: PageOptions, max_age_ms: int | None
     ) -> UUID:
         """Submit every URL (one job each, deduplicated as ever) and keep them as a batch."""
-        ours = _our_formats(formats)
-        max_age = None if max_age_ms is None else max_age_ms / 1000
-        created = await self.jobs.submit_batch(caller, urls, JobOptions(ours, None, max_age))
+        created = await self.jobs.submit_batch(caller, urls, page.job_options(max_age_ms))
         return await self.batches.create(caller.owner, [c.job.id for c in created])
 
-    async def batch_status(self, caller: Caller, batch_id: UUID, *, skip: int) -> BatchStatus:
+    async def batch_status(
+        self, caller: Caller, batch_id: UUID, screenshot_url: ScreenshotURL, *, skip: int
+    ) -> BatchStatus:
         jobs = await self.batches.jobs_of(caller.owner, batch_id)
         if jobs is None:
             raise NotFound("no batch scrape with this id")
         finished = [job for job in jobs if job.status.is_final]
         page = finished[skip : skip + BATCH_PAGE]
-        documents = [await self.document(caller, job, _their_formats(job)) for job in page]
+        documents = [await self._document_of(caller, job, screenshot_url) for job in page]
         more = skip + BATCH_PAGE < len(finished)
         return BatchStatus(
             status="completed" if len(finished) == len(jobs) else "scraping",
@@ -205,27 +357,31 @@ class FirecrawlService:
             next_skip=skip + BATCH_PAGE if more else None,
         )
 
-    async def scrape(self, caller: Caller, spec: ScrapeSpec) -> dict[str, Any]:
+    async def scrape(
+        self, caller: Caller, spec: ScrapeSpec, screenshot_url: ScreenshotURL
+    ) -> dict[str, Any]:
         """Scrape ``spec.url`` (or reuse a result younger than ``maxAge``) and answer the
         Firecrawl document, once the job has finished."""
-        ours = _our_formats(spec.formats)
-        max_age = None if spec.max_age_ms is None else spec.max_age_ms / 1000
-        created = await self.jobs.submit(caller, spec.url, JobOptions(ours, None, max_age))
+        options = spec.page.job_options(spec.max_age_ms)
+        created = await self.jobs.submit(caller, spec.url, options)
         job = await self._finished(
             caller, created.job, min(spec.timeout_ms / 1000, self.max_wait_seconds)
         )
-        if job.status is JobStatus.FAILED and job.http_status is None:
+        if job.status is JobStatus.FAILED and (
+            job.http_status is None or job.error_code == ErrorCode.RENDER_UNAVAILABLE
+        ):
             raise ScrapeFailed(job.error_log or "the page could not be fetched")
         if job.status is not JobStatus.COMPLETED and job.http_status is None:
             raise ScrapeFailed(f"the job is {job.status.value}")
-        missing = set(ours) - set(job.formats)
+        missing = set(options.formats or ()) - set(job.formats)
         if missing and job.status is JobStatus.COMPLETED:
-            # The URL's stored job asked for less: scrape it again for these formats.
+            # A URL has one job per key, which keeps the formats it was first submitted with,
+            # even when maxAge has it scraped again.
             raise Unsupported(
-                f"formats: this URL was scraped without {', '.join(sorted(missing))}; "
-                "pass maxAge: 0 to scrape it again"
+                f"formats: this URL's job was made without {', '.join(sorted(missing))}, and "
+                "TaskCrawler keeps one job per URL and key, with its first formats"
             )
-        return await self.document(caller, job, spec.formats)
+        return await self.document(caller, job, spec.page.formats, screenshot_url)
 
     async def _finished(self, caller: Caller, job: Job, within: float) -> Job:
         deadline = time.monotonic() + within
@@ -236,12 +392,21 @@ class FirecrawlService:
             job = await self.jobs.get(caller, job.id)
         return job
 
-    async def document(self, caller: Caller, job: Job, formats: tuple[str, ...]) -> dict[str, Any]:
+    async def _document_of(
+        self, caller: Caller, job: Job, screenshot_url: ScreenshotURL
+    ) -> dict[str, Any]:
+        return await self.document(caller, job, _their_formats(job), screenshot_url)
+
+    async def document(
+        self, caller: Caller, job: Job, formats: tuple[str, ...], screenshot_url: ScreenshotURL
+    ) -> dict[str, Any]:
         """The Firecrawl document of a finished job."""
         doc: dict[str, Any] = {}
         completed = job.status is JobStatus.COMPLETED
         for name in formats:
-            if name == "links":
+            if name == "screenshot":
+                doc |= _screenshot(job, screenshot_url) if completed else {}
+            elif name == "links":
                 links = (
                     await self.content.links_of(caller, job.id, after=0, limit=MAX_LINKS)
                     if completed
@@ -272,8 +437,23 @@ def _our_formats(formats: tuple[str, ...]) -> tuple[str, ...]:
 
 def _their_formats(job: Job) -> tuple[str, ...]:
     """The Firecrawl formats a job's own formats give."""
-    theirs = {"markdown": ("markdown",), "html": ("html", "rawHtml"), "links": ("links",)}
+    theirs = {
+        "markdown": ("markdown",),
+        "html": ("html", "rawHtml"),
+        "links": ("links",),
+        SCREENSHOT: ("screenshot",),
+    }
     return tuple(name for ours in job.formats for name in theirs.get(ours, ()))
+
+
+def _screenshot(job: Job, screenshot_url: ScreenshotURL) -> dict[str, Any]:
+    """``screenshot``: where the picture is served; or, when the render kept none, a
+    ``warning`` saying why (Firecrawl's field for what a document lacks)."""
+    render = (job.result or {}).get("render") or {}
+    if render.get("rendered") and "screenshot" not in render:
+        return {"screenshot": screenshot_url(job.id)}
+    why = render.get("screenshot") or render.get("reason") or "the page was not rendered"
+    return {"warning": f"no screenshot: {why}"}
 
 
 def _metadata(job: Job) -> dict[str, Any]:

@@ -82,7 +82,7 @@ def browser_options(request: RenderRequest, *, screenshot: bool) -> RenderOption
         viewport_width=request.viewport_width,
         viewport_height=request.viewport_height,
         screenshot=screenshot,
-        full_page=True,
+        full_page=request.full_page,
     )
 
 

@@ -54,6 +54,31 @@ async def test_submit_wait_read_list_retry_and_map(service: Service, target: Tar
         assert target.url("/page/2") in site.links
 
 
+async def test_jobs_take_render_and_render_options(
+    service_factory: ServiceFactory, target: TargetServer
+) -> None:
+    """Sent as given, stored with the jobs, refused alike; no browser is needed to see them."""
+    options = {"wait_until": "load", "viewport": {"width": 640, "height": 480}, "full_page": False}
+    async with (
+        service_factory(browser="/nonexistent/chromium") as service,
+        client_of(service) as tc,
+    ):
+        one = await tc.submit(target.url("/page/60"), render="auto", render_options=options)
+        assert one.job.render == "auto" and one.job.render_options is not None
+        assert one.job.render_options["viewport"] == options["viewport"]
+        assert one.job.render_options["full_page"] is False
+        many = await tc.submit_batch(
+            [target.url("/page/61"), target.url("/page/62")],
+            formats=["screenshot"],
+            render_options={"block": ["image"]},
+        )
+        shown = [(job.render, (job.render_options or {}).get("block")) for job in many.jobs]
+        assert shown == [("always", ["image"]), ("always", ["image"])]
+        with pytest.raises(TaskCrawlerError) as refused:
+            await tc.submit(target.url("/page/63"), render="never", formats=["screenshot"])
+        assert refused.value.status == 422 and "needs a browser" in str(refused.value)
+
+
 async def test_refusals_are_errors_with_status_and_detail(
     service: Service, target: TargetServer
 ) -> None:

@@ -109,11 +109,31 @@ async def test_unsupported_fields_and_bad_keys_are_firecrawl_errors(
     async with httpx.AsyncClient(base_url=served.base_url, headers=headers, timeout=30) as http:
         for version in ("v1", "v2"):
             for body, named in [
-                ({"url": url, "formats": [{"type": "screenshot"}]}, "screenshot"),
-                ({"url": url, "formats": ["screenshot"]}, "screenshot"),
                 ({"url": url, "formats": ["pdfText"]}, "pdfText"),
+                ({"url": url, "formats": ["json"]}, "'json' is not supported"),
                 ({"url": url, "onlyMainContent": False}, "onlyMainContent"),
                 ({"url": url, "actions": [{"type": "click"}]}, "actions"),
+                ({"url": url, "mobile": True}, "mobile"),
+                ({"url": url, "waitFor": 60_001}, "waitFor"),
+                ({"url": url, "waitFor": -1}, "waitFor"),
+                ({"url": url, "formats": ["screenshot", "screenshot@fullPage"]}, "one screenshot"),
+                ({"url": url, "formats": [{"type": "screenshot", "quality": 80}]}, "quality"),
+                ({"url": url, "formats": [{"type": "screenshot", "fullPage": 1}]}, "fullPage"),
+                ({"url": url, "formats": [{"type": "screenshot", "zoom": 2}]}, "zoom"),
+                (
+                    {"url": url, "formats": [{"type": "screenshot", "viewport": {"width": 10}}]},
+                    "formats[0].viewport",
+                ),
+                (
+                    {
+                        "url": url,
+                        "formats": [
+                            "markdown",
+                            {"type": "screenshot", "viewport": {"width": 99, "height": 800}},
+                        ],
+                    },
+                    "formats[1].viewport: width and height must be between 200",
+                ),
                 ({"url": url, "frobnicate": 1}, "frobnicate"),
                 ({"url": "ftp://example.com/"}, "url"),
             ]:

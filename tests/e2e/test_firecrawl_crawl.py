@@ -30,6 +30,11 @@ async def served(processes: ProcessManager, tmp_path: Path, sqlite_url: str) -> 
     )
 
 
+#: A screenshot in JPEG quality: TaskCrawler's are PNG.
+SHOT_Q = {"type": "screenshot", "quality": 1}
+SHOT_AT = "scrapeOptions.formats[0]"
+
+
 def _pages(target: TargetServer, depth: int) -> set[str]:
     return {target.url(f"/page/{n}") for n in range(depth + 1)}
 
@@ -129,7 +134,12 @@ async def test_crawl_refusals_name_the_field(served: Served, target: TargetServe
                 ({"url": url, "ignoreRobotsTxt": True}, "ignoreRobotsTxt"),
                 ({"url": url, "webhook": "http://example.com/hook"}, "webhook"),
                 ({"url": url, "delay": 2}, "delay"),
-                ({"url": url, "scrapeOptions": {"formats": ["screenshot"]}}, "screenshot"),
+                ({"url": url, "scrapeOptions": {"formats": ["summary"]}}, "summary"),
+                (
+                    {"url": url, "scrapeOptions": {"formats": [SHOT_Q]}},
+                    "scrapeOptions.formats[0].quality",
+                ),
+                ({"url": url, "scrapeOptions": {"waitFor": 90_000}}, "waitFor"),
                 ({"url": url, "scrapeOptions": {"onlyMainContent": False}}, "onlyMainContent"),
                 ({"url": url, "includePaths": ["(?=lookahead)"]}, "includePaths[0]"),
                 ({"url": url, "limit": 0}, "limit"),
@@ -151,3 +161,38 @@ async def test_crawl_refusals_name_the_field(served: Served, target: TargetServe
             assert hidden.status_code == 404 and hidden.json()["success"] is False
         bad_cursor = await http.get(f"/v2/crawl/{crawl_id}", params={"cursor": "nonsense"})
         assert bad_cursor.status_code == 400 and bad_cursor.json()["success"] is False
+
+
+@pytest.mark.filterwarnings("ignore:The `dict` method is deprecated:DeprecationWarning")
+async def test_the_sdks_read_a_crawls_errors(
+    processes: ProcessManager, tmp_path: Path, sqlite_url: str, target: TargetServer
+) -> None:
+    target.robots_txt = "User-agent: *\nDisallow: /page/2\n"
+    served = await serve(
+        processes,
+        tmp_path,
+        sqlite_url,
+        TASKCRAWLER_AUTH_REQUIRED="true",
+        TASKCRAWLER_MAX_RETRIES="0",
+        TASKCRAWLER_RESPECT_ROBOTS="true",
+    )
+    key = await served.new_key("errors")
+    fc = Firecrawl(api_key=key, api_url=served.base_url)
+    done = await asyncio.to_thread(
+        fc.crawl, target.url("/page/0"), max_discovery_depth=3, sitemap="skip", poll_interval=1
+    )
+    assert {doc.metadata.source_url for doc in done.data} >= _pages(target, 1)
+    found = await asyncio.to_thread(fc.get_crawl_errors, done.id)
+    assert found.errors == [] and found.robots_blocked == [target.url("/page/2")]
+
+    broken = await asyncio.to_thread(
+        fc.crawl, target.url("/status/503"), sitemap="skip", poll_interval=1
+    )
+    found = await asyncio.to_thread(fc.get_crawl_errors, broken.id)
+    [error] = found.errors
+    assert error.url == target.url("/status/503") and error.code == "http_5xx"
+    assert "503" in error.error and error.timestamp is not None
+
+    app = V1FirecrawlApp(api_key=key, api_url=served.base_url)
+    v1 = await asyncio.to_thread(app.check_crawl_errors, broken.id)
+    assert [e.url for e in v1.errors] == [target.url("/status/503")] and v1.robotsBlocked == []

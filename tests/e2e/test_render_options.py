@@ -18,6 +18,7 @@ OPTIONS = {
     "wait_seconds": 5,
     "block": ["image", "font", "image"],
     "viewport": {"width": 1024, "height": 700},
+    "full_page": False,
 }
 
 

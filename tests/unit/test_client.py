@@ -60,6 +60,28 @@ def test_sync_calls_send_the_key_and_read_typed_answers() -> None:
     assert seen[1].url.params.get_list("status") == ["FAILED", "COMPLETED"]
 
 
+async def test_options_are_sent_as_given_and_none_is_left_out() -> None:
+    seen: list[dict[str, object]] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(json.loads(request.content))
+        if request.url.path.endswith("/batch"):
+            return httpx.Response(200, json={"jobs": [], "created": 0, "existing": 0})
+        return httpx.Response(201, json=JOB)
+
+    render_options = {"wait_for": "#app", "full_page": False}
+    async with AsyncTaskCrawler("http://api", transport=httpx.MockTransport(answer)) as tc:
+        await tc.submit("https://a.test/", render="always", render_options=render_options)
+        await tc.submit_batch(("https://b.test/",), formats=("text",), render="auto", max_age=None)
+    with TaskCrawler("http://api", transport=httpx.MockTransport(answer)) as sync:
+        sync.submit("https://c.test/", callback_url=None)
+    assert seen == [
+        {"url": "https://a.test/", "render": "always", "render_options": render_options},
+        {"urls": ["https://b.test/"], "formats": ["text"], "render": "auto"},
+        {"url": "https://c.test/"},
+    ]
+
+
 @pytest.mark.parametrize(
     ("status", "body", "headers", "message"),
     [

@@ -96,9 +96,17 @@ async def test_never_renders_nothing_and_auto_renders_only_shells(parser: PagePa
 async def test_a_screenshot_makes_auto_render_and_lands_in_the_content(
     parser: PageParser,
 ) -> None:
-    step = RenderStep(StandIn(), AVAILABLE, parser)
+    renderer = StandIn()
+    step = RenderStep(renderer, AVAILABLE, parser)
     rendered = await step.prepare(job("auto", ("metadata", "screenshot")), page(STATIC))
     assert rendered is not None and rendered.screenshot == PICTURE
+    viewport_only = await step.prepare(
+        job("always", ("screenshot",), full_page=False), page(STATIC)
+    )
+    assert viewport_only is not None
+    [whole, viewport] = [options for _, options, _ in renderer.calls]
+    assert whole.screenshot and whole.full_page
+    assert viewport.screenshot and not viewport.full_page
     outcome = Outcome(job=job("auto"), result={"metadata": {}}, content=PageContent())
     annotated = rendered.annotate(outcome)
     assert annotated.content is not None and annotated.content.screenshot == PICTURE
@@ -143,6 +151,6 @@ def test_the_render_mode_follows_the_formats() -> None:
         effective_mode("never", ["screenshot"])
     with pytest.raises(ValueError, match="render must be one of"):
         effective_mode("sometimes", None)
-    request = RenderRequest(wait_until="load", wait_for="#x", block=("font",))
+    request = RenderRequest(wait_until="load", wait_for="#x", block=("font",), full_page=False)
     assert RenderRequest.from_json(request.to_json()) == request
     assert RenderRequest.from_json(None) == RenderRequest()

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Unpack
 
 from rich.console import Console
 from rich.progress import (
@@ -51,6 +51,7 @@ from taskcrawler.cli.commands.render import (
     status_text,
 )
 from taskcrawler.cli.main import run_async
+from taskcrawler.client import JobOptions
 from taskcrawler.domain import InvalidURL, validate_url
 
 #: Up to this many unfinished jobs are polled one by one; more are found by listing finished jobs.
@@ -125,7 +126,7 @@ async def submit(urls: Sequence[str], args: argparse.Namespace) -> int:
     console = err()
     async with ApiClient(args.api, api_key_from_env()) as api:
         try:
-            options = {"render": args.render} if args.render else {}
+            options: JobOptions = {"render": args.render} if args.render else {}
             jobs, created = await send(api, urls, console, **options)
         except ApiError as exc:
             fail(str(exc))
@@ -165,7 +166,7 @@ async def submit(urls: Sequence[str], args: argparse.Namespace) -> int:
 
 
 async def send(
-    api: ApiClient, urls: Sequence[str], console: Console, **options: Any
+    api: ApiClient, urls: Sequence[str], console: Console, **options: Unpack[JobOptions]
 ) -> tuple[dict[str, Job], int]:
     """Submit in batches, with the job ``options``; the jobs by id in the order of the URLs, and
     how many are new."""

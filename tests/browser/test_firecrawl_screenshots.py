@@ -1,0 +1,95 @@
+"""Firecrawl's screenshots and ``waitFor`` through the official ``firecrawl-py`` SDK (v2 and v1),
+against ``taskcrawler serve`` whose worker renders with Debian's chromium: the document's
+``screenshot`` is a URL that serves the PNG, of the viewport or of the whole page as asked."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import httpx
+import pytest
+from firecrawl import Firecrawl
+from firecrawl.v1 import V1FirecrawlApp
+
+from taskcrawler.browser.renderer import png_size
+from tests.browser.conftest import Served, chromium_path, serve
+from tests.support.processes import ProcessManager
+from tests.support.render_site import RenderSite
+
+
+@pytest.fixture
+async def site() -> AsyncIterator[RenderSite]:
+    server = await RenderSite("127.0.0.1").start()
+    yield server
+    await server.stop()
+
+
+@pytest.fixture
+async def served(processes: ProcessManager, tmp_path: Path, sqlite_url: str) -> Served:
+    return await serve(
+        processes,
+        tmp_path,
+        sqlite_url,
+        TASKCRAWLER_AUTH_REQUIRED="true",
+        TASKCRAWLER_MAX_RETRIES="0",
+        TASKCRAWLER_BROWSER=chromium_path(),
+        TASKCRAWLER_RENDER_TIMEOUT_SECONDS="30",
+    )
+
+
+async def _picture(served: Served, url: str, key: str | None) -> httpx.Response:
+    assert url.startswith(f"{served.base_url}/api/v1/jobs/"), url
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    async with httpx.AsyncClient(timeout=30) as http:
+        return await http.get(url, headers=headers)
+
+
+async def test_the_v2_sdk_gets_a_viewport_screenshot_and_waits(
+    served: Served, site: RenderSite
+) -> None:
+    key = await served.new_key("pictures")
+    fc = Firecrawl(api_key=key, api_url=served.base_url)
+    shot = {"type": "screenshot", "viewport": {"width": 800, "height": 600}}
+    doc = await asyncio.to_thread(
+        fc.scrape, site.url("/tall?h=1500", host="127.0.0.1"), formats=["markdown", shot]
+    )
+    assert doc.screenshot and doc.metadata.status_code == 200
+    picture = await _picture(served, doc.screenshot, key)
+    assert picture.status_code == 200 and picture.headers["content-type"] == "image/png"
+    assert png_size(picture.content) == (800, 600)  # the viewport, not the 1,500 px page
+    # The URL is the jobs API's: it takes the key the SDK holds, as every call does.
+    assert (await _picture(served, doc.screenshot, None)).status_code == 401
+
+    # waitFor renders the page: what its script builds from its API is in the Markdown.
+    spa = await asyncio.to_thread(
+        fc.scrape, site.url("/spa", host="127.0.0.1"), formats=["markdown"], wait_for=5000
+    )
+    assert "Brake pads" in spa.markdown and spa.screenshot is None
+
+    # A batch's documents link their pictures the same way (the default viewport here).
+    batch = await asyncio.to_thread(
+        fc.batch_scrape,
+        [site.url("/tall?h=900", host="127.0.0.1")],
+        formats=["screenshot"],
+        poll_interval=1,
+    )
+    [shown] = batch.data
+    assert shown.screenshot is not None
+    assert png_size((await _picture(served, shown.screenshot, key)).content) == (1280, 800)
+
+
+# The v1 SDK still calls pydantic's v1-style .dict().
+@pytest.mark.filterwarnings("ignore:The `dict` method is deprecated:DeprecationWarning")
+async def test_the_v1_sdk_gets_a_full_page_screenshot(served: Served, site: RenderSite) -> None:
+    key = await served.new_key("pictures-v1")
+    app = V1FirecrawlApp(api_key=key, api_url=served.base_url)
+    doc = await asyncio.to_thread(
+        app.scrape_url,
+        site.url("/tall?h=1400", host="127.0.0.1"),
+        formats=["screenshot@fullPage"],
+    )
+    assert doc.screenshot
+    picture = await _picture(served, doc.screenshot, key)
+    assert png_size(picture.content) == (1280, 1400)  # the default viewport's width, all of it
