@@ -16,6 +16,7 @@ from taskcrawler.client._calls import (
     NEXT_SINCE,
     Call,
     ContentFormat,
+    CrawlEvent,
     ExportFormat,
     Render,
     SearchMode,
@@ -208,6 +209,7 @@ class AsyncTaskCrawler:
         max_age: float | None = None,
         render: Render | None = None,
         render_options: Mapping[str, Any] | None = None,
+        webhook_events: Sequence[CrawlEvent] | None = None,
     ) -> Crawl:
         """Start a crawl of ``url``'s site: a RUNNING crawl whose pages are jobs."""
         return await self._send(
@@ -225,6 +227,7 @@ class AsyncTaskCrawler:
                 max_age=max_age,
                 render=render,
                 render_options=render_options,
+                webhook_events=webhook_events,
             )
         )
 

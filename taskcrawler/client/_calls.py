@@ -36,6 +36,7 @@ ContentFormat = Literal["markdown", "text", "html"]
 ExportFormat = Literal["jsonl", "warc"]
 Sitemap = Literal["include", "skip", "only"]
 Render = Literal["never", "auto", "always"]
+CrawlEvent = Literal["crawl.page", "crawl.completed"]
 SearchMode = Literal["semantic", "keyword", "hybrid"]
 Params = list[tuple[str, str]]
 
@@ -186,6 +187,7 @@ def start_crawl(
     max_age: float | None = None,
     render: Render | None = None,
     render_options: Mapping[str, Any] | None = None,
+    webhook_events: Sequence[CrawlEvent] | None = None,
 ) -> Call[Crawl]:
     body: dict[str, Any] = {
         "url": url,
@@ -206,6 +208,8 @@ def start_crawl(
         body["render"] = render
     if render_options is not None:
         body["render_options"] = dict(render_options)
+    if webhook_events is not None:
+        body["webhook_events"] = list(webhook_events)
     return Call("POST", CRAWLS, _model(Crawl.model_validate), json=body)
 
 
