@@ -2,10 +2,10 @@
 tenant scraped recently, as a job or as a page of another of its crawls.
 
 A page is found by its jobs' unique ``(owner, url_key)`` index, never by scanning: the key a
-plain job of the URL would have, and the key the page has in each of the tenant's crawls that
-ran within ``max_age`` (a crawl page's key is per crawl: see
-:func:`taskcrawler.storage.crawls.frontier_key`). The copy is the page's raw archive, so the
-reusing crawl extracts it as if just fetched: its own formats, and its links for the frontier.
+plain job of the URL would have, and the key the page has in each of the tenant's newest crawls
+(a crawl page's key is per crawl: see :func:`taskcrawler.storage.rows.frontier_key`). The copy
+is the page's raw archive, so the reusing crawl extracts it as if just fetched: its own formats,
+and its links for the frontier.
 """
 
 from __future__ import annotations
@@ -44,13 +44,11 @@ async def reusable_page(
     """The newest copy of ``url`` (a page's crawl key) that ``owner`` scraped within
     ``max_age`` seconds with the same render mode, or None."""
     since = utcnow() - timedelta(seconds=max_age)
+    # The newest crawls, whatever their state: a bounded walk of ix_crawls_owner_created (a
+    # filter on when they finished could walk every crawl the tenant ever ran).
     sources = await conn.execute(
         sa.select(crawls.c.id)
-        .where(
-            crawls.c.owner == owner,
-            crawls.c.id != crawl_id,
-            sa.or_(crawls.c.finished_at.is_(None), crawls.c.finished_at >= since),
-        )
+        .where(crawls.c.owner == owner, crawls.c.id != crawl_id)
         .order_by(crawls.c.created_at.desc())
         .limit(MAX_SOURCE_CRAWLS)
     )

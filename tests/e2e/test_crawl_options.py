@@ -242,3 +242,17 @@ async def test_max_age_reuses_the_tenants_recent_pages(
     titles = {path_of(j["url"], site): j["scraped_title"] for j in reused_jobs}
     assert titles == {path: f"Page {path}" for path in ANSWERED} | {"/missing": None}
     assert markdown.status_code == 200 and "# Page /c" in markdown.text
+
+
+async def test_max_age_reuses_a_plain_jobs_page(
+    service_factory: ServiceFactory, site: Site
+) -> None:
+    async with service_factory() as service:
+        job = await service.scrape(site.base_url + "/b")
+        assert job["status"] == "COMPLETED"
+        site.hits.clear()
+        crawl_id = await start_crawl(service, {"url": site.start, "max_age": 3600})
+        crawl = await until_finished(service, crawl_id)
+    # /b was scraped as a job: the crawl reads its copy and follows its link to /a.
+    assert site.hits == {path: 1 for path in PAGES if path != "/b"}
+    assert (crawl["discovered"], crawl["completed"], crawl["failed"]) == (5, 4, 1)
