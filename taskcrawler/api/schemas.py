@@ -14,7 +14,7 @@ from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 from taskcrawler.api.inputs import Instant, RequestModel
 from taskcrawler.domain import InvalidURL, validate_url
 from taskcrawler.domain.chunks import SearchHit, StoredChunk
-from taskcrawler.domain.crawls import DEFAULT_LIMIT, MAX_DEPTH, MAX_PATTERNS
+from taskcrawler.domain.crawls import DEFAULT_LIMIT, MAX_DEPTH, MAX_PATTERNS, WEBHOOK_EVENTS
 from taskcrawler.domain.jobs import Created
 from taskcrawler.domain.monitors import Change, Monitor, change_document
 from taskcrawler.domain.pages import StoredLink
@@ -467,6 +467,13 @@ def _default_formats() -> list[Format]:
     return ["metadata"]
 
 
+CrawlEvent = Literal["crawl.page", "crawl.completed"]
+
+
+def _default_events() -> list[CrawlEvent]:
+    return ["crawl.completed"]
+
+
 class CrawlIn(RequestModel):
     url: str = Field(
         max_length=MAX_URL_LENGTH,
@@ -512,9 +519,24 @@ class CrawlIn(RequestModel):
     callback_url: str | None = Field(
         None,
         max_length=MAX_URL_LENGTH,
-        description="Gets a signed POST (crawl.completed) when the crawl completes.",
+        description="Gets a signed POST of each event of webhook_events; default: the API "
+        "key's callback URL.",
     )
-    max_age: float | None = Field(None, ge=0, le=MAX_AGE_SECONDS, description="Kept with the spec.")
+    webhook_events: list[CrawlEvent] = Field(
+        default_factory=_default_events,
+        max_length=len(WEBHOOK_EVENTS),
+        description="crawl.page: every page of the crawl once it is completed or failed (its "
+        "job); crawl.completed: the crawl once nothing of it is left. Default: "
+        "crawl.completed only.",
+    )
+    max_age: float | None = Field(
+        None,
+        ge=0,
+        le=MAX_AGE_SECONDS,
+        description="Seconds. A page this API key scraped (as a job or in a crawl) more "
+        "recently than this is reused, read again from its stored copy instead of fetched; "
+        "default: every page is fetched.",
+    )
     render: RenderMode | None = Field(
         None,
         description="For every page, as for a job: never, auto or always. Default never, or "

@@ -36,6 +36,7 @@ ContentFormat = Literal["markdown", "text", "html"]
 ExportFormat = Literal["jsonl", "warc"]
 Sitemap = Literal["include", "skip", "only"]
 Render = Literal["never", "auto", "always"]
+CrawlEvent = Literal["crawl.page", "crawl.completed"]
 SearchMode = Literal["semantic", "keyword", "hybrid"]
 Params = list[tuple[str, str]]
 
@@ -100,6 +101,7 @@ class CrawlOptions(JobOptions, total=False):
     allow_subdomains: bool
     allow_external: bool
     sitemap: Sitemap
+    webhook_events: Sequence[CrawlEvent]
 
 
 def _body(**fields: Any) -> dict[str, Any]:

@@ -35,6 +35,11 @@ MAX_PATTERN_LENGTH = 1_000
 PATTERN_MAX_MEMORY = 1 << 20
 #: A century, as for jobs: older than any page can be.
 MAX_AGE_SECONDS = 100 * 365 * 24 * 3600
+#: The webhook events a crawl can announce to its callback URL: each finished page, and the end.
+CRAWL_PAGE_EVENT = "crawl.page"
+CRAWL_COMPLETED_EVENT = "crawl.completed"
+WEBHOOK_EVENTS = (CRAWL_PAGE_EVENT, CRAWL_COMPLETED_EVENT)
+DEFAULT_WEBHOOK_EVENTS = (CRAWL_COMPLETED_EVENT,)
 
 
 class CrawlStatus(StrEnum):
@@ -159,6 +164,19 @@ def _checked_render(mode: object, formats: Sequence[str]) -> str:
         raise InvalidCrawlSpec("render", str(exc)) from None
 
 
+def _checked_events(value: object) -> tuple[str, ...]:
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise InvalidCrawlSpec("webhook_events", "must be a list of event names")
+    events = tuple(dict.fromkeys(value))
+    for index, name in enumerate(events):
+        if name not in WEBHOOK_EVENTS:
+            raise InvalidCrawlSpec(
+                f"webhook_events[{index}]",
+                f"unknown event {name!r}; known: {', '.join(WEBHOOK_EVENTS)}",
+            )
+    return events
+
+
 def _checked_max_age(value: object) -> float | None:
     if value is None:
         return None
@@ -176,7 +194,9 @@ class CrawlSpec:
 
     ``max_depth``: link hops from the start URL (``None``: no limit but ``limit``; sitemap URLs
     count as one hop). ``include_paths`` / ``exclude_paths``: RE2 patterns searched in a URL's
-    path (anchor them with ``^`` and ``$`` as needed); exclusion wins.
+    path (anchor them with ``^`` and ``$`` as needed); exclusion wins. ``max_age``: seconds; a
+    page this tenant scraped more recently is reused instead of fetched. ``webhook_events``:
+    what the callback URL is told of (:data:`WEBHOOK_EVENTS`).
     """
 
     url: str
@@ -194,6 +214,7 @@ class CrawlSpec:
     #: screenshot when not asked); ``render_options`` ``None`` is the defaults.
     render: str = "never"
     render_options: RenderRequest | None = None
+    webhook_events: tuple[str, ...] = DEFAULT_WEBHOOK_EVENTS
 
     def __post_init__(self) -> None:
         _checked_url(self.url, "url")
@@ -214,6 +235,12 @@ class CrawlSpec:
         if self.render is None:
             raise InvalidCrawlSpec("render", f"must be one of {', '.join(RENDER_MODES)}")
         _checked_render(self.render, self.formats)
+        object.__setattr__(self, "webhook_events", _checked_events(self.webhook_events))
+
+    @property
+    def page_webhooks(self) -> bool:
+        """Whether every finished page is announced (``crawl.page``)."""
+        return CRAWL_PAGE_EVENT in self.webhook_events
 
     @classmethod
     def create(
@@ -234,6 +261,7 @@ class CrawlSpec:
         max_age: float | None = None,
         render: str | None = None,
         render_options: RenderRequest | None = None,
+        webhook_events: Sequence[str] = DEFAULT_WEBHOOK_EVENTS,
     ) -> CrawlSpec:
         """A validated spec; :class:`InvalidCrawlSpec` names the first bad field."""
         _checked_url(url, "url")
@@ -257,6 +285,7 @@ class CrawlSpec:
             max_age=max_age,
             render=_checked_render(render, formats),
             render_options=render_options,
+            webhook_events=_checked_events(webhook_events),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -278,6 +307,8 @@ class CrawlSpec:
             "render_options": None
             if self.render_options is None
             else self.render_options.to_json(),
+            # Read on every page row too (storage.crawls.page_callback).
+            "webhook_events": list(self.webhook_events),
         }
 
     @classmethod
@@ -300,6 +331,7 @@ class CrawlSpec:
             render_options=None
             if data.get("render_options") is None
             else RenderRequest.from_json(data["render_options"]),
+            webhook_events=tuple(data.get("webhook_events", DEFAULT_WEBHOOK_EVENTS)),
         )
 
 
@@ -584,6 +616,8 @@ def _key_or_none(url: str) -> str | None:
 __all__ = [
     "DEFAULT_LIMIT",
     "DEFAULT_MAX_LIMIT",
+    "DEFAULT_WEBHOOK_EVENTS",
+    "WEBHOOK_EVENTS",
     "Candidate",
     "Crawl",
     "CrawlCounts",

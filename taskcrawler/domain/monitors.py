@@ -57,7 +57,7 @@ MAX_MONITOR_URLS = 1000
 DEFAULT_FORMATS = ("markdown",)
 #: Crawl fields a monitor sets itself: a crawl monitor's pages are always fetched afresh, with
 #: the monitor's formats, and its webhooks are the monitor's.
-_MONITOR_OWNED_CRAWL_FIELDS = ("formats", "callback_url", "max_age")
+_MONITOR_OWNED_CRAWL_FIELDS = ("formats", "callback_url", "max_age", "webhook_events")
 
 
 class InvalidMonitorSpec(InvalidCrawlSpec):

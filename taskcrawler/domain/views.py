@@ -84,6 +84,12 @@ class CrawlView(BaseModel):
     sitemap: Literal["include", "skip", "only"]
     formats: list[str] = Field(default_factory=list, description="Extracted of every page.")
     render: str = Field("never", description="How every page is rendered: never, auto, always.")
+    max_age: float | None = Field(
+        None, description="Seconds: a page scraped more recently than this is reused."
+    )
+    webhook_events: list[str] = Field(
+        default_factory=list, description="What the callback URL is told of."
+    )
 
     @classmethod
     def of(cls, crawl: Crawl) -> Self:
@@ -105,6 +111,8 @@ class CrawlView(BaseModel):
             sitemap=crawl.spec.sitemap.value,
             formats=list(crawl.spec.formats),
             render=crawl.spec.render,
+            max_age=crawl.spec.max_age,
+            webhook_events=list(crawl.spec.webhook_events),
         )
 
 

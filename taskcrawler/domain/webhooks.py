@@ -3,7 +3,9 @@
 A delivery is a POST of the job's JSON (:func:`~taskcrawler.domain.views.job_document`, exactly as
 ``GET /api/v1/jobs/{id}`` shows it) with:
 
-* ``X-TaskCrawler-Event``: ``job.completed`` or ``job.failed``; for a monitor's change,
+* ``X-TaskCrawler-Event``: ``job.completed`` or ``job.failed``; ``crawl.page`` for a page of a
+  crawl that asked for them, completed or failed (the body is the page's job, its ``status``
+  says which); ``crawl.completed``, whose body is the crawl; for a monitor's change,
   ``page.changed``, ``page.added`` or ``page.removed``, whose body is the change as
   ``GET /api/v1/monitors/{id}/changes`` lists it (:func:`change_webhook`)
 * ``X-TaskCrawler-Delivery``: the delivery's id (the same on every retry of it: deduplicate on it)
@@ -30,6 +32,7 @@ from uuid import UUID
 import orjson
 
 from taskcrawler.domain.backoff import backoff_delay
+from taskcrawler.domain.crawls import CRAWL_COMPLETED_EVENT, CRAWL_PAGE_EVENT
 from taskcrawler.domain.jobs import JobStatus
 from taskcrawler.domain.monitors import Change, ChangeKind, change_document
 
@@ -48,7 +51,8 @@ class WebhookEvent(StrEnum):
     PAGE_CHANGED = "page.changed"
     PAGE_ADDED = "page.added"
     PAGE_REMOVED = "page.removed"
-    CRAWL_COMPLETED = "crawl.completed"
+    CRAWL_COMPLETED = CRAWL_COMPLETED_EVENT
+    CRAWL_PAGE = CRAWL_PAGE_EVENT
 
 
 class DeliveryStatus(StrEnum):
@@ -60,8 +64,12 @@ class DeliveryStatus(StrEnum):
     BLOCKED = "BLOCKED"
 
 
-def event_for(status: JobStatus) -> WebhookEvent | None:
-    """The event a job in ``status`` announces; None for states that announce nothing."""
+def event_for(status: JobStatus, *, crawl_page: bool = False) -> WebhookEvent | None:
+    """The event a job in ``status`` announces; None for states that announce nothing. A
+    crawl's page announces ``crawl.page`` for either outcome (it has a callback URL only when
+    its crawl asked for them)."""
+    if crawl_page and status in (JobStatus.COMPLETED, JobStatus.FAILED):
+        return WebhookEvent.CRAWL_PAGE
     if status is JobStatus.COMPLETED:
         return WebhookEvent.JOB_COMPLETED
     if status is JobStatus.FAILED:

@@ -15,7 +15,13 @@ from typing import Any
 from uuid import UUID
 
 from taskcrawler.domain import Job, QueueUnavailable
-from taskcrawler.domain.crawls import DEFAULT_LIMIT, DEFAULT_MAX_LIMIT, Crawl, CrawlSpec
+from taskcrawler.domain.crawls import (
+    DEFAULT_LIMIT,
+    DEFAULT_MAX_LIMIT,
+    Crawl,
+    CrawlSpec,
+    InvalidCrawlSpec,
+)
 from taskcrawler.domain.errors import CrawlNotFound, InvalidCursor, LimitExceeded
 from taskcrawler.domain.jobs import JobQuery
 from taskcrawler.domain.keys import Caller
@@ -60,8 +66,16 @@ class CrawlService:
         """A RUNNING crawl, its start page published. Refused (:class:`LimitExceeded`) while
         the caller has its maximum of unfinished jobs: a crawl's pages are jobs; those it adds
         later are bounded by its ``limit`` instead."""
-        await self._check_pending(caller)
         callback = spec.callback_url or (caller.key.callback_url if caller.key else None)
+        if spec.page_webhooks:
+            if callback is None:
+                raise InvalidCrawlSpec(
+                    "webhook_events",
+                    "crawl.page needs a callback_url, on the crawl or on its API key",
+                )
+            # Every page row copies it from the stored spec (storage.crawls.page_callback).
+            spec = dataclasses.replace(spec, callback_url=callback)
+        await self._check_pending(caller)
         crawl, start_id = await self.crawls.create(
             caller.owner,
             spec,

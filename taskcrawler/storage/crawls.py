@@ -14,7 +14,6 @@ that nothing of the crawl is left (then it is COMPLETED) sees every other page's
 
 from __future__ import annotations
 
-import hashlib
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
@@ -27,6 +26,9 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from taskcrawler.domain.crawls import (
+    CRAWL_COMPLETED_EVENT,
+    CRAWL_PAGE_EVENT,
+    DEFAULT_WEBHOOK_EVENTS,
     Candidate,
     Crawl,
     CrawlCounts,
@@ -34,15 +36,17 @@ from taskcrawler.domain.crawls import (
     CrawlStatus,
 )
 from taskcrawler.domain.jobs import JobStatus
+from taskcrawler.domain.pages import FetchedPage
 from taskcrawler.domain.transitions import Transition
 from taskcrawler.domain.urls import crawl_key
 from taskcrawler.domain.views import crawl_document
 from taskcrawler.domain.webhooks import WebhookEvent
+from taskcrawler.storage import reuse
 from taskcrawler.storage.backend import Backend
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.jobs import decode_cursor, make_cursor
-from taskcrawler.storage.rows import PENDING, PROCESSING, utcnow
+from taskcrawler.storage.rows import PENDING, PROCESSING, frontier_key, utcnow
 from taskcrawler.storage.tables import crawls, jobs, webhook_deliveries
 
 RUNNING = CrawlStatus.RUNNING.value
@@ -51,10 +55,14 @@ INSERT_CHUNK = 1000
 _BUSY = (PENDING, PROCESSING)
 
 
-def frontier_key(crawl_id: UUID, key: str) -> str:
-    """The ``url_key`` of a crawl's page: per crawl, so each crawl fetches its own pages, and
-    never equal to a plain job's (whose key hashes the bare normalized URL)."""
-    return hashlib.sha256(f"crawl:{crawl_id}:{key}".encode()).hexdigest()
+def page_callback(spec: Mapping[str, Any]) -> str | None:
+    """Where a page of a crawl with this stored spec announces its outcome: the crawl's
+    callback URL when it asked for ``crawl.page``. The page's job then carries it, so its
+    delivery is queued with its outcome, in the outcome's transaction, as any job's is."""
+    if CRAWL_PAGE_EVENT not in spec.get("webhook_events", ()):
+        return None
+    callback = spec.get("callback_url")
+    return callback if isinstance(callback, str) else None
 
 
 def _page_row(
@@ -78,7 +86,7 @@ def _page_row(
         # Published after the commit; if that publish is lost, the sweeper publishes it then.
         "dispatch_at": now + timedelta(seconds=redispatch_after),
         "formats": list(formats) if formats else None,
-        "callback_url": None,
+        "callback_url": page_callback(spec),
         # As a job stores them: NULL for never and for the default options.
         "render": spec.get("render") if spec.get("render") != "never" else None,
         "render_options": spec.get("render_options"),
@@ -227,15 +235,19 @@ async def complete_idle(
 async def _announce(
     conn: AsyncConnection, backend: Backend, crawl_ids: Sequence[UUID], now: datetime
 ) -> None:
-    """A ``crawl.completed`` delivery for each crawl with a callback URL, in the webhook outbox
-    (its ``job_id`` is the crawl's start page: deliveries belong to a job)."""
-    rows = (
-        await conn.execute(
-            sa.select(*_CRAWL_COLUMNS).where(
-                backend.any_of(crawls.c.id, list(crawl_ids)), crawls.c.callback_url.is_not(None)
-            )
+    """A ``crawl.completed`` delivery for each crawl with a callback URL that did not leave that
+    event out, in the webhook outbox (its ``job_id`` is the crawl's start page: deliveries
+    belong to a job)."""
+    found = await conn.execute(
+        sa.select(*_CRAWL_COLUMNS).where(
+            backend.any_of(crawls.c.id, list(crawl_ids)), crawls.c.callback_url.is_not(None)
         )
-    ).all()
+    )
+    rows = [
+        row
+        for row in found
+        if CRAWL_COMPLETED_EVENT in row.spec.get("webhook_events", DEFAULT_WEBHOOK_EVENTS)
+    ]
     if not rows:
         return
     counts = await _counts(conn, backend, [row.id for row in rows])
@@ -429,6 +441,22 @@ class CrawlStore:
         return None if spec is None else CrawlSpec.from_dict(spec)
 
     @unavailable_on_connection_errors
+    async def reusable_page(
+        self, crawl_id: UUID, *, owner: str, url: str, max_age: float, render: str
+    ) -> FetchedPage | None:
+        """The stored copy of a page the crawl may read instead of fetching (its max_age)."""
+        async with self.db.read() as conn:
+            return await reuse.reusable_page(
+                conn,
+                self.db.backend,
+                crawl_id=crawl_id,
+                owner=owner,
+                url=url,
+                max_age=max_age,
+                render=render,
+            )
+
+    @unavailable_on_connection_errors
     async def list_crawls(
         self, owner: str, *, limit: int = 50, cursor: str | None = None
     ) -> tuple[list[Crawl], str | None]:
@@ -493,5 +521,6 @@ __all__ = [
     "cancel_running",
     "complete_idle",
     "frontier_key",
+    "page_callback",
     "start_crawl",
 ]

@@ -29,7 +29,7 @@ from taskcrawler.domain.monitors import (
     Snapshot,
     StoredRun,
 )
-from taskcrawler.domain.pages import Screenshot, StoredLink
+from taskcrawler.domain.pages import FetchedPage, Screenshot, StoredLink
 from taskcrawler.domain.runs import RetentionPolicy, RunContent
 from taskcrawler.domain.transitions import Transition
 from taskcrawler.domain.webhooks import ClaimedDelivery, Delivery, DeliveryStatus
@@ -132,6 +132,13 @@ class CrawlRepository(Protocol):
     async def get(self, crawl_id: UUID, *, owner: str) -> Crawl | None: ...
 
     async def spec_of(self, crawl_id: UUID) -> CrawlSpec | None: ...
+
+    async def reusable_page(
+        self, crawl_id: UUID, *, owner: str, url: str, max_age: float, render: str
+    ) -> FetchedPage | None:
+        """The newest stored copy of ``url`` that ``owner`` scraped within ``max_age`` seconds
+        (as a job, or a page of another crawl) with the same render mode, or None."""
+        ...
 
     async def list_crawls(
         self, owner: str, *, limit: int = 50, cursor: str | None = None

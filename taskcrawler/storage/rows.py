@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from datetime import UTC, datetime
 from typing import Any
+from uuid import UUID
 
 from taskcrawler.domain.jobs import FINAL_STATUSES as domain_final_statuses
 from taskcrawler.domain.jobs import Job, JobStatus
@@ -66,6 +67,12 @@ def utcnow() -> datetime:
 
 def url_key(url: str) -> str:
     return hashlib.sha256(normalize_url(url).encode()).hexdigest()
+
+
+def frontier_key(crawl_id: UUID, key: str) -> str:
+    """The ``url_key`` of a crawl's page: per crawl, so each crawl fetches its own pages, and
+    never equal to a plain job's (whose key hashes the bare normalized URL)."""
+    return hashlib.sha256(f"crawl:{crawl_id}:{key}".encode()).hexdigest()
 
 
 def row_to_job(row: Any) -> Job:

@@ -87,7 +87,8 @@ async def _insert(conn: AsyncConnection, rows: Iterable[Any]) -> int:
     values: list[dict[str, Any]] = []
     for row in rows:
         job = row_to_job(row)
-        event = event_for(job.status)
+        # A crawl's page has a callback URL only when its crawl asked for crawl.page.
+        event = event_for(job.status, crawl_page=job.crawl_id is not None)
         if event is None or not job.callback_url:
             continue
         values.append(

@@ -16,7 +16,13 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from uuid import UUID
 
-from taskcrawler.domain import ErrorCode, Outcome, QueueUnavailable, ServiceUnavailable
+from taskcrawler.domain import (
+    ClaimedJob,
+    ErrorCode,
+    Outcome,
+    QueueUnavailable,
+    ServiceUnavailable,
+)
 from taskcrawler.domain.crawls import (
     Candidate,
     CrawlSpec,
@@ -25,6 +31,7 @@ from taskcrawler.domain.crawls import (
     discover,
     sitemap_candidates,
 )
+from taskcrawler.domain.pages import FetchedPage
 from taskcrawler.domain.urls import crawl_key
 from taskcrawler.fetch import Fetcher
 from taskcrawler.fetch.sitemaps import SitemapLimits, read_sitemaps
@@ -58,6 +65,30 @@ class CrawlPages:
         while len(self._specs) > SPEC_CACHE_SIZE:
             self._specs.popitem(last=False)
         return found
+
+    async def reusable(self, job: ClaimedJob) -> FetchedPage | None:
+        """The stored copy of a page to read instead of fetching it: when its crawl has a
+        ``max_age`` and the tenant scraped the page more recently. A screenshot needs a
+        browser, so a page that wants one is always fetched; so is any page whose copy cannot
+        be looked up right now (fetching is what would happen without ``max_age``)."""
+        if job.crawl_id is None or "screenshot" in job.formats:
+            return None
+        try:
+            found = await self._spec(job.crawl_id)
+            if found is None or found[0].max_age is None:
+                return None
+            return await self.crawls.reusable_page(
+                job.crawl_id,
+                owner=job.owner,
+                url=job.url,
+                max_age=found[0].max_age,
+                render=job.render,
+            )
+        except ServiceUnavailable as exc:
+            log.warning("crawl %s: no stored copy of %s looked up: %s", job.crawl_id, job.url, exc)
+        except Exception:
+            log.exception("crawl %s: no stored copy of %s read", job.crawl_id, job.url)
+        return None
 
     async def with_frontier(self, outcome: Outcome) -> Outcome:
         """``outcome`` with the candidates its page adds to its crawl (and without the links

@@ -244,7 +244,7 @@ class Worker:
         bind_job(job.id)  # every log line of this task carries the job's id
         try:
             # Made storable here, once, whatever produced it: a page, a header, an error.
-            outcome = await self._attempt(job)
+            outcome = await self._reuse_or_attempt(job)
             if job.crawl_id is not None and self.crawls is not None:
                 outcome = await self.crawls.with_frontier(outcome)
             outcome = storable_outcome(outcome)
@@ -263,6 +263,15 @@ class Worker:
             raise
         finally:
             self._release_lease(job)
+
+    async def _reuse_or_attempt(self, job: ClaimedJob) -> Outcome:
+        """A crawl's page read again from the stored copy its crawl's ``max_age`` allows
+        (extracted as if just fetched: its formats, its links), else fetched."""
+        if job.crawl_id is not None and self.crawls is not None:
+            stored = await self.crawls.reusable(job)
+            if stored is not None:
+                return await self._extract(job, stored)
+        return await self._attempt(job)
 
     async def _attempt(self, job: ClaimedJob) -> Outcome:
         rendered = None

@@ -5,9 +5,11 @@ job, and cancel the crawl."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import aiohttp
 import pytest
 from aiohttp import web
 from playwright.async_api import Browser, Page, expect
@@ -19,15 +21,17 @@ from tests.support.services import free_port
 WAIT_MS = 30_000
 #: Each page is served this late, so the crawl is still running when it is cancelled.
 PAGE_DELAY_SECONDS = 0.3
+#: More than two screens of the crawl page's jobs (50 each).
+CRAWL_PAGES = 120
 
 
-@pytest.fixture
-async def chain() -> AsyncIterator[str]:
-    """Pages /p/0, /p/1, …: a tree, each linking to three more, so pages wait to be fetched."""
+@contextlib.asynccontextmanager
+async def tree_site(delay: float) -> AsyncIterator[str]:
+    """Pages /p/0, /p/1, …: a tree, each linking to three more, each served ``delay`` late."""
 
     async def handle(request: web.Request) -> web.Response:
         n = int(request.match_info["n"])
-        await asyncio.sleep(PAGE_DELAY_SECONDS)
+        await asyncio.sleep(delay)
         links = "".join(
             f"<a href='/p/{m}'>Page {m}</a> " for m in (3 * n + 1, 3 * n + 2, 3 * n + 3)
         )
@@ -44,6 +48,13 @@ async def chain() -> AsyncIterator[str]:
         yield f"http://127.0.0.1:{port}"
     finally:
         await runner.cleanup()
+
+
+@pytest.fixture
+async def chain() -> AsyncIterator[str]:
+    """A tree whose pages wait to be fetched, so a crawl of it is still running when watched."""
+    async with tree_site(PAGE_DELAY_SECONDS) as base_url:
+        yield base_url
 
 
 @pytest.fixture
@@ -121,3 +132,48 @@ async def test_start_watch_and_cancel_a_crawl(page: Page, served: Served, chain:
 
     await page.goto(served.base_url + "/crawls")
     await expect(row.locator(".badge")).to_have_text("CANCELLED", timeout=WAIT_MS)
+
+
+async def test_a_crawls_pages_are_paged_through(page: Page, served: Served) -> None:
+    """More pages than one screen shows: Older, Newer and Newest walk the crawl's jobs with the
+    API's cursor, and every page of the crawl is on exactly one screen."""
+    async with tree_site(0.0) as base_url, aiohttp.ClientSession(served.base_url) as http:
+        started = await http.post(
+            "/api/v1/crawls",
+            json={"url": base_url + "/p/0", "limit": CRAWL_PAGES, "sitemap": "skip"},
+        )
+        assert started.status == 201, await started.text()
+        crawl_id = (await started.json())["id"]
+        async with asyncio.timeout(WAIT_MS / 1000):
+            while True:
+                crawl = await (await http.get(f"/api/v1/crawls/{crawl_id}")).json()
+                if crawl["status"] == "COMPLETED":
+                    break
+                await asyncio.sleep(0.2)
+
+    await page.goto(f"{served.base_url}/crawls/{crawl_id}")
+    rows = page.locator("#crawl-jobs-body tr[data-job-id]")
+    shown = page.locator("#crawl-jobs-range")
+    older, newer, newest = (page.locator(f"#crawl-{name}") for name in ("older", "newer", "newest"))
+
+    async def screen(first: int, last: int) -> list[str]:
+        text = f"{first}\N{EN DASH}{last} of {CRAWL_PAGES}"
+        await expect(shown).to_have_text(text, timeout=WAIT_MS)
+        await expect(rows).to_have_count(last - first + 1, timeout=WAIT_MS)
+        return [str(await row.get_attribute("data-job-id")) for row in await rows.all()]
+
+    newest_screen = await screen(1, 50)
+    await expect(newer).to_be_disabled()
+    await expect(newest).to_be_disabled()
+    await older.click()
+    second = await screen(51, 100)
+    await expect(newer).to_be_enabled()
+    await older.click()
+    last = await screen(101, CRAWL_PAGES)
+    await expect(older).to_be_disabled()
+    await newer.click()
+    assert await screen(51, 100) == second
+    await newest.click()
+    assert await screen(1, 50) == newest_screen
+    # Every page of the crawl once, on exactly one screen.
+    assert len(set(newest_screen + second + last)) == CRAWL_PAGES

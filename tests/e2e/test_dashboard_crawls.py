@@ -24,6 +24,9 @@ async def test_the_crawls_pages_are_served_filled_in(api: Service) -> None:
     one = await api.client.get(f"/crawls/{crawl_id}")
     assert one.status_code == 200
     assert f'data-crawl-id="{crawl_id}"' in one.text and 'id="cancel-crawl"' in one.text
+    # The crawl's jobs are paged through, not cut at the newest screenful.
+    for control in ("crawl-newest", "crawl-newer", "crawl-older", "crawl-jobs-range"):
+        assert f'id="{control}"' in one.text
     for page in (listing, one):
         assert "{{" not in page.text
         assert "<script>" not in page.text  # no inline script: the CSP allows none

@@ -16,7 +16,9 @@ from redis import asyncio as aioredis
 
 from taskcrawler.domain.urls import crawl_key
 from tests.faults.kit import Deployment
-from tests.support.site import Site, SiteHosts, SiteServer
+from tests.support.processes import ManagedProcess
+from tests.support.site import CrawlTruth, Site, SiteHosts, SiteServer
+from tests.support.webhook_receiver import webhook_receiver
 
 SITE_OPTIONS = {"seed": 3, "pages": 400, "hosts": SiteHosts.loopback()}
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
@@ -44,8 +46,27 @@ async def wait_crawl(d: Deployment, crawl_id: str, done: Any, *, within: float) 
         await asyncio.sleep(0.1)
 
 
+async def page_ids(d: Deployment, crawl_id: str, *statuses: str) -> list[str]:
+    return await page_column(d, crawl_id, "id", *statuses)
+
+
 async def page_urls(d: Deployment, crawl_id: str, *statuses: str) -> list[str]:
-    query = "SELECT url FROM jobs WHERE crawl_id = :crawl"
+    return await page_column(d, crawl_id, "url", *statuses)
+
+
+async def page_deliveries(d: Deployment, crawl_id: str) -> dict[str, str]:
+    """The crawl.page deliveries of a crawl's pages: delivery id -> job id."""
+    statement = sa.text(
+        "SELECT d.id, d.job_id FROM webhook_deliveries d JOIN jobs j ON j.id = d.job_id "
+        "WHERE j.crawl_id = :crawl AND d.event = 'crawl.page'"
+    )
+    async with d._engine.connect() as conn:
+        rows = await conn.execute(statement, {"crawl": crawl_id})
+        return {str(row.id): str(row.job_id) for row in rows}
+
+
+async def page_column(d: Deployment, crawl_id: str, column: str, *statuses: str) -> list[str]:
+    query = f"SELECT {column} AS value FROM jobs WHERE crawl_id = :crawl"
     if statuses:
         query += " AND status IN :statuses"
     statement = sa.text(query)
@@ -55,7 +76,7 @@ async def page_urls(d: Deployment, crawl_id: str, *statuses: str) -> list[str]:
         params["statuses"] = list(statuses)
     async with d._engine.connect() as conn:
         rows = await conn.execute(statement, params)
-        return [str(row.url) for row in rows]
+        return [str(row.value) for row in rows]
 
 
 def fetched_pages(site_server: SiteServer) -> Counter[str]:
@@ -66,8 +87,10 @@ def fetched_pages(site_server: SiteServer) -> Counter[str]:
     )
 
 
-async def start_crawl(d: Deployment, site: Site) -> str:
-    status, body = await d.request("POST", "/api/v1/crawls", json={"url": site.start_url})
+async def start_crawl(d: Deployment, site: Site, **options: Any) -> str:
+    status, body = await d.request(
+        "POST", "/api/v1/crawls", json={"url": site.start_url, **options}
+    )
     assert status == 201 and body is not None, (status, body)
     return str(body["id"])
 
@@ -80,7 +103,35 @@ async def test_kill9_worker_mid_crawl(
     truth = site.expected_crawl()
     await d.api()
     first = await d.started_worker("worker-a")
-    crawl_id = await start_crawl(d, site)
+    async with webhook_receiver() as receiver:
+        crawl_id = await start_crawl(
+            d, site, callback_url=receiver.url("pages"), webhook_events=["crawl.page"]
+        )
+        await killed_mid_crawl(d, crawl_id, first, site_server, truth)
+        # Every finished page has exactly one crawl.page delivery, queued with its outcome:
+        # none lost with the dead worker, none added by the page fetched again.
+        finished = set(await page_ids(d, crawl_id, "COMPLETED", "FAILED"))
+        outbox = await page_deliveries(d, crawl_id)
+        assert len(set(outbox.values())) == len(outbox)  # no page twice
+        assert set(outbox.values()) == finished
+        # Delivered at least once each (a dispatcher killed mid-POST may send one twice, with
+        # the same delivery id).
+        async with asyncio.timeout(60):
+            while True:
+                delivered = {r.headers["X-TaskCrawler-Delivery"] for r in receiver.received}
+                if delivered == set(outbox):
+                    break
+                await asyncio.sleep(0.1)
+
+
+async def killed_mid_crawl(
+    d: Deployment,
+    crawl_id: str,
+    first: ManagedProcess,
+    site_server: SiteServer,
+    truth: CrawlTruth,
+) -> None:
+    """Kill ``first`` mid-crawl, finish the crawl with another worker, and check its pages."""
     await wait_crawl(d, crawl_id, lambda c: c["completed"] >= 40, within=60)
     first.kill()
     in_flight = set(await page_urls(d, crawl_id, "PROCESSING"))

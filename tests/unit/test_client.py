@@ -12,6 +12,8 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
+from taskcrawler.cli.commands.crawl import spec_of
+from taskcrawler.cli.main import build_parser
 from taskcrawler.client import AsyncTaskCrawler, JobStatus, TaskCrawler, TaskCrawlerError
 
 JOB = {
@@ -172,3 +174,46 @@ def test_importing_the_client_imports_no_server() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_a_crawl_asks_for_its_webhook_events_and_max_age() -> None:
+    seen: list[httpx.Request] = []
+    crawl = {
+        "id": str(uuid.uuid4()),
+        "url": "https://example.com/",
+        "status": "RUNNING",
+        **dict.fromkeys(("discovered", "pending"), 1),
+        **dict.fromkeys(("processing", "completed", "failed", "cancelled"), 0),
+        "created_at": datetime(2026, 12, 5, tzinfo=UTC).isoformat(),
+        "finished_at": None,
+        "max_depth": None,
+        "limit": 10_000,
+        "sitemap": "include",
+        "max_age": 600,
+        "webhook_events": ["crawl.page"],
+    }
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request)
+        return httpx.Response(201, json=crawl)
+
+    with TaskCrawler("http://api", transport=httpx.MockTransport(answer)) as tc:
+        started = tc.start_crawl(
+            "https://example.com/",
+            callback_url="https://hooks.example.net/",
+            webhook_events=["crawl.page"],
+            max_age=600,
+        )
+    sent = json.loads(seen[0].content)
+    assert sent["webhook_events"] == ["crawl.page"] and sent["max_age"] == 600
+    assert started.webhook_events == ["crawl.page"] and started.max_age == 600
+
+
+def test_the_crawl_command_passes_max_age() -> None:
+    parser = build_parser()
+    args = parser.parse_args(["crawl", "https://example.com/", "--max-age", "0"])
+    assert spec_of(args, "https://example.com/")["max_age"] == 0
+    unset = parser.parse_args(["crawl", "https://example.com/"])
+    assert "max_age" not in spec_of(unset, "https://example.com/")
+    with pytest.raises(SystemExit):
+        parser.parse_args(["crawl", "https://example.com/", "--max-age", "-1"])

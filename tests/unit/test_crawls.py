@@ -20,6 +20,7 @@ from taskcrawler.domain.crawls import (
     sitemap_candidates,
 )
 from taskcrawler.domain.rendering import RenderRequest
+from taskcrawler.storage.crawls import page_callback
 
 
 @dataclass(frozen=True)
@@ -46,6 +47,9 @@ def test_defaults() -> None:
     assert not made.allow_subdomains and not made.allow_external
     assert made.formats == ("metadata",)
     assert (made.render, made.render_options) == ("never", None)
+    assert made.webhook_events == ("crawl.completed",) and not made.page_webhooks
+    # A spec stored before crawls had webhook_events announces its end only.
+    assert CrawlSpec.from_dict({"url": START}).webhook_events == ("crawl.completed",)
 
 
 def test_a_screenshot_renders_always_unless_asked_otherwise() -> None:
@@ -69,8 +73,10 @@ def test_round_trip_through_a_dict() -> None:
         max_age=60,
         render="auto",
         render_options=RenderRequest(wait_for="main", block=("image", "font"), viewport_width=900),
+        webhook_events=["crawl.page", "crawl.page"],
     )
     assert CrawlSpec.from_dict(made.to_dict()) == made
+    assert made.webhook_events == ("crawl.page",) and made.page_webhooks
     assert made.to_dict()["render_options"]["viewport"] == {"width": 900, "height": 800}
     assert made.sitemap is SitemapMode.ONLY and made.include_paths == ("^/docs/",)
 
@@ -102,6 +108,8 @@ def test_round_trip_through_a_dict() -> None:
         ({"formats": ["pdf"], "known_formats": {"metadata"}}, "formats[0]", "unknown"),
         ({"callback_url": "javascript:alert(1)"}, "callback_url", "only http"),
         ({"max_age": -1}, "max_age", "between 0"),
+        ({"webhook_events": "crawl.page"}, "webhook_events", "list of event names"),
+        ({"webhook_events": ["crawl.page", "job.failed"]}, "webhook_events[1]", "unknown event"),
     ],
 )
 def test_bad_input_names_the_field(fields: dict[str, Any], field: str, message: str) -> None:
@@ -259,3 +267,21 @@ def test_sitemap_candidates_are_one_hop() -> None:
     start_only = spec(max_depth=0)
     none, too_deep = sitemap_candidates(urls[:1], start_only, Scope.of(start_only))
     assert none == [] and too_deep == {Verdict.TOO_DEEP: 1}
+
+
+@pytest.mark.parametrize(
+    ("events", "callback", "expected"),
+    [
+        (["crawl.page"], "https://hooks.example.net/p", "https://hooks.example.net/p"),
+        (["crawl.page", "crawl.completed"], "https://h.example.net/", "https://h.example.net/"),
+        (["crawl.completed"], "https://hooks.example.net/p", None),  # the crawl's end only
+        (["crawl.page"], None, None),
+    ],
+)
+def test_a_page_carries_the_callback_only_for_crawl_page(
+    events: list[str], callback: str | None, expected: str | None
+) -> None:
+    stored = spec(webhook_events=events, callback_url=callback).to_dict()
+    assert page_callback(stored) == expected
+    # A spec stored before crawls had webhook_events: no page announces itself.
+    assert page_callback({"url": START, "callback_url": "https://h.example.net/"}) is None

@@ -66,6 +66,13 @@ def test_events_are_sent_for_completed_and_failed_only() -> None:
     assert event_for(JobStatus.FAILED) is WebhookEvent.JOB_FAILED
     for status in (JobStatus.PENDING, JobStatus.PROCESSING, JobStatus.CANCELLED):
         assert event_for(status) is None
+        assert event_for(status, crawl_page=True) is None
+
+
+def test_a_crawl_page_announces_either_outcome_as_crawl_page() -> None:
+    assert event_for(JobStatus.COMPLETED, crawl_page=True) is WebhookEvent.CRAWL_PAGE
+    assert event_for(JobStatus.FAILED, crawl_page=True) is WebhookEvent.CRAWL_PAGE
+    assert WebhookEvent.CRAWL_PAGE.value == "crawl.page"
 
 
 def test_signature_is_hmac_sha256_over_timestamp_dot_body() -> None:

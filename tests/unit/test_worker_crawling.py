@@ -11,7 +11,7 @@ import pytest
 
 from taskcrawler.domain import ClaimedJob, ErrorCode, Outcome, StorageUnavailable
 from taskcrawler.domain.crawls import CrawlSpec, SitemapMode
-from taskcrawler.domain.pages import Link
+from taskcrawler.domain.pages import FetchedPage, Link
 from taskcrawler.fetch.sitemaps import SitemapLimits
 from taskcrawler.worker.crawling import CrawlPages
 
@@ -91,3 +91,46 @@ async def test_a_bug_keeps_the_page_without_a_frontier(bad: Exception) -> None:
     outcome = page(1, f"{START}b")
     found = await crawler.with_frontier(outcome)
     assert found.succeeded and found.frontier == () and found.links is None
+
+
+class Copies(Specs):
+    """Specs, and one stored copy of every page (or a failure to read it)."""
+
+    def __init__(self, spec: CrawlSpec, copy_error: Exception | None = None) -> None:
+        super().__init__(spec)
+        self.copy_error = copy_error
+        self.asked: list[dict[str, Any]] = []
+
+    async def reusable_page(self, crawl_id: UUID, **asked: Any) -> FetchedPage | None:
+        self.asked.append(asked)
+        if self.copy_error is not None:
+            raise self.copy_error
+        return FetchedPage(asked["url"], asked["url"], 200, {}, "text/html", "utf-8", b"<p>x</p>")
+
+
+def claimed(**fields: Any) -> ClaimedJob:
+    return ClaimedJob(
+        uuid.uuid4(), f"{START}a", 0, uuid.uuid4(), crawl_id=uuid.uuid4(), owner="k", **fields
+    )
+
+
+async def test_a_copy_is_looked_up_only_with_max_age() -> None:
+    without = Copies(CrawlSpec(START, sitemap=SKIP))
+    assert await pages(without).reusable(claimed()) is None
+    assert without.asked == []
+    within = Copies(CrawlSpec(START, sitemap=SKIP, max_age=60))
+    job = claimed(render="auto")
+    copy = await pages(within).reusable(job)
+    assert copy is not None and copy.body == b"<p>x</p>"
+    assert within.asked == [{"owner": "k", "url": job.url, "max_age": 60.0, "render": "auto"}]
+
+
+async def test_a_screenshot_or_a_failed_lookup_means_a_fetch() -> None:
+    spec = CrawlSpec(START, sitemap=SKIP, max_age=60, formats=("screenshot",), render="always")
+    shots = Copies(spec)
+    assert await pages(shots).reusable(claimed(formats=("screenshot",))) is None
+    assert shots.asked == []
+    for error in (StorageUnavailable("down"), ValueError("a bug")):
+        failing = Copies(CrawlSpec(START, sitemap=SKIP, max_age=60), error)
+        assert await pages(failing).reusable(claimed()) is None
+        assert len(failing.asked) == 1

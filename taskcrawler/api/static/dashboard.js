@@ -835,6 +835,9 @@
 
   function crawlPage(id) {
     let jobsSignature = "";
+    // The crawl's jobs are paged with the API's cursor, as the jobs list is: a page stays put
+    // while new pages of the crawl are found (they sort before the first one).
+    const pages = { cursor: null, previous: [], next: null };
     function renderCrawl(crawl) {
       $("crawl-status").replaceWith(Object.assign(badge(crawl.status), { id: "crawl-status" }));
       $("cancel-crawl").hidden = crawl.status !== "RUNNING";
@@ -892,7 +895,15 @@
       showAlert("");
       $("updated").textContent = `Updated ${new Date().toLocaleTimeString()}`;
       renderCrawl(crawl);
-      const page = await api("GET", `${CRAWLS}/${id}/jobs` + query({ limit: PAGE_SIZE }));
+      const page = await api("GET", `${CRAWLS}/${id}/jobs` + query({ limit: PAGE_SIZE, cursor: pages.cursor }));
+      pages.next = page.next_cursor;
+      $("crawl-older").disabled = !pages.next;
+      $("crawl-newer").disabled = pages.cursor === null;
+      $("crawl-newest").disabled = pages.cursor === null;
+      const first = pages.previous.length * PAGE_SIZE + 1;
+      $("crawl-jobs-range").textContent = page.jobs.length
+        ? `${first}–${first + page.jobs.length - 1} of ${crawl.discovered}`
+        : "";
       const signature = JSON.stringify(page.jobs.map((j) => [j.id, j.status]));
       if (signature !== jobsSignature) {
         jobsSignature = signature;
@@ -900,6 +911,20 @@
       }
     }
     const now = poll(refresh, POLL_MS);
+    function turn(cursor, previous) {
+      pages.cursor = cursor;
+      pages.previous = previous;
+      jobsSignature = "";
+      now();
+    }
+    $("crawl-older").addEventListener("click", () => {
+      if (pages.next) turn(pages.next, [...pages.previous, pages.cursor]);
+    });
+    $("crawl-newer").addEventListener("click", () => {
+      const previous = pages.previous.slice(0, -1);
+      turn(pages.previous.length ? pages.previous[pages.previous.length - 1] : null, previous);
+    });
+    $("crawl-newest").addEventListener("click", () => turn(null, []));
     $("cancel-crawl").addEventListener("click", async () => {
       if (!window.confirm("Cancel this crawl? Its pending pages are cancelled.")) return;
       try {

@@ -42,6 +42,13 @@ def _positive(text: str) -> float:
     return value
 
 
+def _seconds(text: str) -> float:
+    value = float(text)
+    if not value >= 0:  # NaN too
+        raise argparse.ArgumentTypeError(f"must be >= 0, not {text}")
+    return value
+
+
 def _count(text: str) -> int:
     value = int(text)
     if value < 1:
@@ -248,6 +255,13 @@ def _add_crawl_command(sub: Subparsers) -> None:
         choices=("never", "auto", "always"),
         help="render every page in a headless browser: auto renders app shells only, whose "
         "links built in JavaScript are then followed (default: never)",
+    )
+    crawl.add_argument(
+        "--max-age",
+        type=_seconds,
+        metavar="SECONDS",
+        help="reuse the pages this key scraped more recently than this instead of fetching "
+        "them (default: fetch every page)",
     )
     crawl.add_argument(
         "-w", "--wait", action="store_true", help="wait for the crawl, with a progress bar"

@@ -62,6 +62,8 @@ def spec_of(args: argparse.Namespace, url: str) -> dict[str, Any]:
         spec["formats"] = args.format
     if args.render:
         spec["render"] = args.render
+    if args.max_age is not None:
+        spec["max_age"] = args.max_age
     return spec
 
 
