@@ -402,7 +402,10 @@ def strip_orphan_headings(choice: Choice) -> None:
 
 _LEAD_MIN_CHARS = 80
 _LEAD_MAX_CHARS = 1500
-_LEAD_STEPS = 12
+# Siblings are counted with the whitespace between them, and a headline is often followed by a
+# date, a byline, share buttons and a picture before its standfirst: room for about a dozen
+# such elements, still a bounded walk.
+_LEAD_STEPS = 30
 _LEAD_HEADLINES = 3
 _LEAD_LINK_SHARE = 0.2
 _LEAD_END = re.compile(r"[.!?:;\"\u201c\u201d\u00bb)\u2026\u3002\uff01\uff1f]$")

@@ -222,6 +222,24 @@ def test_the_standfirst_between_headline_and_content_is_kept() -> None:
     assert "Share this" not in out
 
 
+def test_the_standfirst_after_a_byline_share_bar_and_picture_is_kept() -> None:
+    furniture = "\n".join(
+        [
+            "<time>5 May 2026</time>",
+            "<span>By</span> <span>Anna Berg</span>",
+            "<ul><li><a href='/f'>f</a></li><li><a href='/t'>t</a></li><li><a href='/m'>m</a></li>"
+            "<li><a href='/p'>p</a></li></ul>",
+            "<img src='/a.jpg' alt=''>",
+            "<span>4 min read</span>",
+        ]
+    )
+    page = (
+        f'<div class="head">\n<h1>She wins at home</h1>\n{furniture}\n<p>{LEAD}</p>\n</div>'
+        f'<div class="body">{ARTICLE_BODY}</div>'
+    )
+    assert f"{LEAD}\n\nParagraph 0" in text(page)
+
+
 def test_links_or_a_fragment_after_the_headline_are_no_standfirst() -> None:
     page = (
         "<div><h1>She wins at home</h1>"
