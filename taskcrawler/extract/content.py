@@ -2,10 +2,11 @@
 
 Four steps, with the heavy lifting in lexbor (CSS queries, ``strip_tags``, ``decompose``):
 
-1. Drop what is never content (scripts, styles, form controls, embedded objects, image captions)
-   and the page furniture that says what it is: ``nav``, ``aside``, ``footer``, ``dialog``, hidden
-   nodes, navigation/banner/search landmarks, and site headers and forms that do not hold the
-   content. Nothing that holds a ``main`` or the article is removed.
+1. Drop what is never content (scripts, styles, form controls, embedded objects), the captions
+   of pictures unless they are most of the page's text (a gallery), and the page furniture
+   that says what it is: ``nav``, ``aside``, ``footer``, ``dialog``, hidden nodes,
+   navigation/banner/search landmarks, and site headers and forms that do not hold the content.
+   Nothing that holds a ``main`` or the article is removed.
 2. Flag the blocks whose class or id names boilerplate (comments, sharing, related posts, widgets,
    newsletters, cookie notices, …) unless another of their names says content
    (``entry-content``). Flagged blocks are not removed yet: their paragraphs stop counting.
@@ -51,10 +52,13 @@ _NEVER_CONTENT = [
     "textarea",
     "input",
     "label",
-    "figcaption",  # a caption without its picture is a stray line
     "rt",  # ruby annotations: the reading of the text above them, said a second time
     "rp",
 ]
+# A caption is about its picture, which the text leaves out: a stray line (a credit, a photo
+# description) unless the captions are most of what the page says (a gallery, a slideshow).
+_CAPTION = "figcaption"
+_GALLERY_SHARE = 0.5
 _FURNITURE_TAGS = ("nav", "aside", "footer", "dialog")
 _GUARDED_TAGS = ("header", "form")
 _FURNITURE_ATTRS = "[hidden], [aria-hidden=true i], [role]"
@@ -223,6 +227,7 @@ class Cleaner:
         body = tree.body
         if body is None:
             return
+        _strip_captions(tree, body)
         for tag in _FURNITURE_TAGS:
             self.remove(tree.tags(tag), guarded=False)
         max_chars = _MAX_REMOVED_SHARE * _text_len(body)
@@ -245,7 +250,11 @@ class Cleaner:
             if own_id and node.tag in _HEADING_TAGS:
                 own_id = ""
             names = f"{attrs.get('class') or ''} {own_id}"
-            if not names_boilerplate(names) or node.mem_id in self.holds_main:
+            if (
+                not names_boilerplate(names)
+                or node.mem_id in self.holds_main
+                or node.tag == _CAPTION  # still here on a gallery page: its "…-caption" is text
+            ):
                 continue
             if most < 0:
                 most = _MAX_FLAGGED_SHARE * visible_chars(body)
@@ -280,6 +289,17 @@ def _unwrap_noscript_pages(tree: LexborHTMLParser) -> None:
             node.unwrap()
         else:
             node.decompose()
+
+
+def _strip_captions(tree: LexborHTMLParser, body: LexborNode) -> None:
+    """Remove the picture captions, unless they hold most of the page's text."""
+    captions = tree.tags(_CAPTION)
+    if not captions:
+        return
+    caption_chars = sum(visible_chars(caption) for caption in captions)
+    if caption_chars < _GALLERY_SHARE * visible_chars(body):
+        for caption in reversed(captions):  # inner ones first
+            caption.decompose()
 
 
 def _is_furniture(node: LexborNode) -> bool:

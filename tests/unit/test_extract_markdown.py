@@ -422,3 +422,34 @@ def test_many_stars_and_emphasis_runs_in_one_paragraph_render_whole() -> None:
     stars, runs = out.split("\n\n")
     assert stars.count("\\*") == 30_000
     assert runs.count("**x**.y") == 20_000
+
+
+def _slide(n: int) -> str:
+    return (
+        f'<figure class="slide"><img src="/costume-{n}.jpg" alt="">'
+        f'<figcaption class="slide-caption"><p>Costume {n}: a red jumper, a white collar and'
+        f" a black headband, and you are the witch from the series.</p></figcaption></figure>"
+    )
+
+
+def test_a_gallery_keeps_its_captions_an_article_does_not() -> None:
+    gallery = (
+        "<article><h1>Costumes to make at home</h1>"
+        "<p>Cheap and easy costumes, all made from what is in the wardrobe.</p>"
+        f'<div class="slides">{"".join(_slide(n) for n in range(8))}</div></article>'
+    )
+    out = text(gallery)
+    assert "Costume 0: a red jumper" in out
+    assert "Costume 7: a red jumper" in out
+    # The same pictures in an article: their captions are credits and photo descriptions,
+    # beside the text, not part of it.
+    article = (
+        f"<article><h1>She wins at home</h1>{ARTICLE_BODY}"
+        "<figure><img src='/a.jpg' alt=''><figcaption>The winner at the finish."
+        " Photo: Anna Berg / Agency</figcaption></figure>"
+        f"{ARTICLE_BODY}</article>"
+    )
+    out = text(article)
+    assert "Paragraph 5 of the report" in out
+    assert "Photo: Anna Berg" not in out
+    assert "winner at the finish" not in out
