@@ -453,3 +453,11 @@ def test_a_gallery_keeps_its_captions_an_article_does_not() -> None:
     assert "Paragraph 5 of the report" in out
     assert "Photo: Anna Berg" not in out
     assert "winner at the finish" not in out
+
+
+def test_characters_come_out_composed_as_a_search_types_them() -> None:
+    decomposed = "<p>Gepru\u0308ft wird, ob die Gurtla\u0308nge reicht: Jane\u0301 Koos.</p>"
+    assert text(decomposed) == "Geprüft wird, ob die Gurtlänge reicht: Jané Koos."
+    assert markdown(decomposed) == "Geprüft wird, ob die Gurtlänge reicht: Jané Koos."
+    # Soft hyphens are the page's own hints and stay where it put them.
+    assert text("<p>Klima\u00adwandel</p>") == "Klima\u00adwandel"
