@@ -327,6 +327,9 @@ def fallback_root(tree: LexborHTMLParser) -> LexborNode | None:
 
 _LINK_LIKE_BLOCKS = "ul, ol, dl, div, section, table, p, li"
 _MAX_LINK_SHARE = 0.5
+# A table is data whose cells often link to what they list (a product, a download, a
+# platform): only one that is nearly all link text is a menu laid out as a grid.
+_MAX_TABLE_LINK_SHARE = 0.8
 
 
 def strip_link_blocks(choice: Choice) -> None:
@@ -344,7 +347,8 @@ def strip_link_blocks(choice: Choice) -> None:
             linked = links.totals.get(key, 0)
             if not linked or key == root.mem_id or _under_doomed(key, links.parents, under):
                 continue
-            if linked > _MAX_LINK_SHARE * visible_chars(block):
+            most = _MAX_TABLE_LINK_SHARE if block.tag == "table" else _MAX_LINK_SHARE
+            if linked > most * visible_chars(block):
                 doomed.append(block)
                 under[key] = True
         for block in reversed(doomed):

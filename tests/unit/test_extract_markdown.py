@@ -461,3 +461,20 @@ def test_characters_come_out_composed_as_a_search_types_them() -> None:
     assert markdown(decomposed) == "Geprüft wird, ob die Gurtlänge reicht: Jané Koos."
     # Soft hyphens are the page's own hints and stay where it put them.
     assert text("<p>Klima\u00adwandel</p>") == "Klima\u00adwandel"
+
+
+def test_a_table_linking_what_it_lists_stays_a_grid_of_links_goes() -> None:
+    data = (
+        "<table><tr><th>Platform</th><th>x86_64</th><th>arm64</th></tr>"
+        "<tr><td><a href='/mac'>Desktop for Mac</a></td><td>yes</td><td>yes</td></tr>"
+        "<tr><td><a href='/win'>Desktop for Windows</a></td><td>yes</td><td>no</td></tr>"
+        "<tr><td><a href='/linux'>Desktop for Linux</a></td><td>yes</td><td>yes</td></tr>"
+        "</table>"
+    )
+    menu = (
+        "<table><tr><td><a href='/a'>Home page</a></td><td><a href='/b'>Our shop</a></td>"
+        "<td><a href='/c'>Contact us</a></td></tr></table>"
+    )
+    out = text(f"<article><h1>Install</h1>{ARTICLE_BODY}{data}{menu}{ARTICLE_BODY}</article>")
+    assert "Desktop for Windows" in out
+    assert "Our shop" not in out
