@@ -371,6 +371,7 @@ def _under_doomed(key: int, parents: dict[int, int], under: dict[int, bool]) -> 
 
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _HEADING_SELECTOR = "h2, h3, h4, h5, h6"
+_SUBHEADING_TAGS = frozenset({"h2", "h3", "h4", "h5", "h6"})
 _MAX_TITLE_CHARS = 80
 
 
@@ -435,11 +436,18 @@ _LEAD_LINK_SHARE = 0.2
 _LEAD_END = re.compile(r"[.!?:;\"\u201c\u201d\u00bb)\u2026\u3002\uff01\uff1f]$")
 
 
+def _is_subheadline(node: LexborNode, text: str) -> bool:
+    """A standfirst set as a heading (or wrapped around one, alone): a heading ends without a
+    full stop, sentence or not."""
+    heading = node if node.tag in _SUBHEADING_TAGS else node.css_first(_HEADING_SELECTOR)
+    return heading is not None and heading.text_lexbor().strip() == text
+
+
 def _is_lead(node: LexborNode) -> bool:
     text = node.text_lexbor().strip()
     return (
         _LEAD_MIN_CHARS <= len(text) <= _LEAD_MAX_CHARS
-        and _LEAD_END.search(text) is not None
+        and (_LEAD_END.search(text) is not None or _is_subheadline(node, text))
         and FLAG_ATTRIBUTE not in node.attributes
         and node.css_first(f"[{FLAG_ATTRIBUTE}], h1") is None
         and link_share(node) < _LEAD_LINK_SHARE

@@ -478,3 +478,16 @@ def test_a_table_linking_what_it_lists_stays_a_grid_of_links_goes() -> None:
     out = text(f"<article><h1>Install</h1>{ARTICLE_BODY}{data}{menu}{ARTICLE_BODY}</article>")
     assert "Desktop for Windows" in out
     assert "Our shop" not in out
+
+
+def test_a_standfirst_set_as_a_heading_needs_no_full_stop() -> None:
+    subheadline = (
+        "In the United States activists drum for a rent freeze and call on tenants to stop paying"
+    )
+    page = (
+        f'<div class="head"><h1>Rent strike</h1><h2>{subheadline}</h2></div>'
+        f'<div class="body">{ARTICLE_BODY}</div>'
+    )
+    assert f"{subheadline}\n\nParagraph 0" in text(page)
+    # The same line as a paragraph is a fragment: a byline, a teaser's first words.
+    assert subheadline not in text(page.replace("h2>", "p>"))
