@@ -37,6 +37,7 @@ from taskcrawler.extract.scoring import (
     choose_content,
     link_share,
     visible_chars,
+    visible_length,
 )
 
 _NEVER_CONTENT = [
@@ -227,10 +228,11 @@ class Cleaner:
         body = tree.body
         if body is None:
             return
-        _strip_captions(tree, body)
         for tag in _FURNITURE_TAGS:
             self.remove(tree.tags(tag), guarded=False)
-        max_chars = _MAX_REMOVED_SHARE * _text_len(body)
+        text = body.text_lexbor()  # read once for both measures
+        removed = _strip_captions(tree, text)
+        max_chars = _MAX_REMOVED_SHARE * max(0, len(text) - removed)
         for tag in _GUARDED_TAGS:
             self.remove(tree.tags(tag), guarded=True, max_chars=max_chars)
         flagged = [node for node in body.css(_FURNITURE_ATTRS) if _is_furniture(node)]
@@ -291,15 +293,18 @@ def _unwrap_noscript_pages(tree: LexborHTMLParser) -> None:
             node.decompose()
 
 
-def _strip_captions(tree: LexborHTMLParser, body: LexborNode) -> None:
-    """Remove the picture captions, unless they hold most of the page's text."""
+def _strip_captions(tree: LexborHTMLParser, body_text: str) -> int:
+    """Remove the picture captions, unless they hold most of the page's text (``body_text``);
+    returns how many characters of text went with them."""
     captions = tree.tags(_CAPTION)
     if not captions:
-        return
-    caption_chars = sum(visible_chars(caption) for caption in captions)
-    if caption_chars < _GALLERY_SHARE * visible_chars(body):
-        for caption in reversed(captions):  # inner ones first
-            caption.decompose()
+        return 0
+    texts = [caption.text_lexbor() for caption in captions]
+    if sum(map(visible_length, texts)) >= _GALLERY_SHARE * visible_length(body_text):
+        return 0
+    for caption in reversed(captions):  # inner ones first
+        caption.decompose()
+    return sum(map(len, texts))
 
 
 def _is_furniture(node: LexborNode) -> bool:
