@@ -2,10 +2,11 @@
 
 Four steps, with the heavy lifting in lexbor (CSS queries, ``strip_tags``, ``decompose``):
 
-1. Drop what is never content (scripts, styles, form controls, embedded objects, image captions)
-   and the page furniture that says what it is: ``nav``, ``aside``, ``footer``, ``dialog``, hidden
-   nodes, navigation/banner/search landmarks, and site headers and forms that do not hold the
-   content. Nothing that holds a ``main`` or the article is removed.
+1. Drop what is never content (scripts, styles, form controls, embedded objects), the captions
+   of pictures unless they are most of the page's text (a gallery), and the page furniture
+   that says what it is: ``nav``, ``aside``, ``footer``, ``dialog``, hidden nodes,
+   navigation/banner/search landmarks, and site headers and forms that do not hold the content.
+   Nothing that holds a ``main`` or the article is removed.
 2. Flag the blocks whose class or id names boilerplate (comments, sharing, related posts, widgets,
    newsletters, cookie notices, …) unless another of their names says content
    (``entry-content``). Flagged blocks are not removed yet: their paragraphs stop counting.
@@ -36,6 +37,7 @@ from taskcrawler.extract.scoring import (
     choose_content,
     link_share,
     visible_chars,
+    visible_length,
 )
 
 _NEVER_CONTENT = [
@@ -51,10 +53,13 @@ _NEVER_CONTENT = [
     "textarea",
     "input",
     "label",
-    "figcaption",  # a caption without its picture is a stray line
     "rt",  # ruby annotations: the reading of the text above them, said a second time
     "rp",
 ]
+# A caption is about its picture, which the text leaves out: a stray line (a credit, a photo
+# description) unless the captions are most of what the page says (a gallery, a slideshow).
+_CAPTION = "figcaption"
+_GALLERY_SHARE = 0.5
 _FURNITURE_TAGS = ("nav", "aside", "footer", "dialog")
 _GUARDED_TAGS = ("header", "form")
 _FURNITURE_ATTRS = "[hidden], [aria-hidden=true i], [role]"
@@ -225,7 +230,9 @@ class Cleaner:
             return
         for tag in _FURNITURE_TAGS:
             self.remove(tree.tags(tag), guarded=False)
-        max_chars = _MAX_REMOVED_SHARE * _text_len(body)
+        text = body.text_lexbor()  # read once for both measures
+        removed = _strip_captions(tree, text)
+        max_chars = _MAX_REMOVED_SHARE * max(0, len(text) - removed)
         for tag in _GUARDED_TAGS:
             self.remove(tree.tags(tag), guarded=True, max_chars=max_chars)
         flagged = [node for node in body.css(_FURNITURE_ATTRS) if _is_furniture(node)]
@@ -245,7 +252,11 @@ class Cleaner:
             if own_id and node.tag in _HEADING_TAGS:
                 own_id = ""
             names = f"{attrs.get('class') or ''} {own_id}"
-            if not names_boilerplate(names) or node.mem_id in self.holds_main:
+            if (
+                not names_boilerplate(names)
+                or node.mem_id in self.holds_main
+                or node.tag == _CAPTION  # still here on a gallery page: its "…-caption" is text
+            ):
                 continue
             if most < 0:
                 most = _MAX_FLAGGED_SHARE * visible_chars(body)
@@ -282,6 +293,20 @@ def _unwrap_noscript_pages(tree: LexborHTMLParser) -> None:
             node.decompose()
 
 
+def _strip_captions(tree: LexborHTMLParser, body_text: str) -> int:
+    """Remove the picture captions, unless they hold most of the page's text (``body_text``);
+    returns how many characters of text went with them."""
+    captions = tree.tags(_CAPTION)
+    if not captions:
+        return 0
+    texts = [caption.text_lexbor() for caption in captions]
+    if sum(map(visible_length, texts)) >= _GALLERY_SHARE * visible_length(body_text):
+        return 0
+    for caption in reversed(captions):  # inner ones first
+        caption.decompose()
+    return sum(map(len, texts))
+
+
 def _is_furniture(node: LexborNode) -> bool:
     attrs = node.attributes
     if "hidden" in attrs or (attrs.get("aria-hidden") or "").lower() == "true":
@@ -307,6 +332,9 @@ def fallback_root(tree: LexborHTMLParser) -> LexborNode | None:
 
 _LINK_LIKE_BLOCKS = "ul, ol, dl, div, section, table, p, li"
 _MAX_LINK_SHARE = 0.5
+# A table is data whose cells often link to what they list (a product, a download, a
+# platform): only one that is nearly all link text is a menu laid out as a grid.
+_MAX_TABLE_LINK_SHARE = 0.8
 
 
 def strip_link_blocks(choice: Choice) -> None:
@@ -324,7 +352,8 @@ def strip_link_blocks(choice: Choice) -> None:
             linked = links.totals.get(key, 0)
             if not linked or key == root.mem_id or _under_doomed(key, links.parents, under):
                 continue
-            if linked > _MAX_LINK_SHARE * visible_chars(block):
+            most = _MAX_TABLE_LINK_SHARE if block.tag == "table" else _MAX_LINK_SHARE
+            if linked > most * visible_chars(block):
                 doomed.append(block)
                 under[key] = True
         for block in reversed(doomed):
@@ -347,6 +376,7 @@ def _under_doomed(key: int, parents: dict[int, int], under: dict[int, bool]) -> 
 
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _HEADING_SELECTOR = "h2, h3, h4, h5, h6"
+_SUBHEADING_TAGS = frozenset({"h2", "h3", "h4", "h5", "h6"})
 _MAX_TITLE_CHARS = 80
 
 
@@ -402,17 +432,27 @@ def strip_orphan_headings(choice: Choice) -> None:
 
 _LEAD_MIN_CHARS = 80
 _LEAD_MAX_CHARS = 1500
-_LEAD_STEPS = 12
+# Siblings are counted with the whitespace between them, and a headline is often followed by a
+# date, a byline, share buttons and a picture before its standfirst: room for about a dozen
+# such elements, still a bounded walk.
+_LEAD_STEPS = 30
 _LEAD_HEADLINES = 3
 _LEAD_LINK_SHARE = 0.2
 _LEAD_END = re.compile(r"[.!?:;\"\u201c\u201d\u00bb)\u2026\u3002\uff01\uff1f]$")
+
+
+def _is_subheadline(node: LexborNode, text: str) -> bool:
+    """A standfirst set as a heading (or wrapped around one, alone): a heading ends without a
+    full stop, sentence or not."""
+    heading = node if node.tag in _SUBHEADING_TAGS else node.css_first(_HEADING_SELECTOR)
+    return heading is not None and heading.text_lexbor().strip() == text
 
 
 def _is_lead(node: LexborNode) -> bool:
     text = node.text_lexbor().strip()
     return (
         _LEAD_MIN_CHARS <= len(text) <= _LEAD_MAX_CHARS
-        and _LEAD_END.search(text) is not None
+        and (_LEAD_END.search(text) is not None or _is_subheadline(node, text))
         and FLAG_ATTRIBUTE not in node.attributes
         and node.css_first(f"[{FLAG_ATTRIBUTE}], h1") is None
         and link_share(node) < _LEAD_LINK_SHARE

@@ -121,7 +121,7 @@ class Renderer:
             blocks = [_free_stars(block) if "\\*" in block else block for block in blocks]
         if title:
             blocks.insert(0, f"# {title}" if self.markdown else title)
-        return "\n\n".join(blocks).strip()
+        return _canonical("\n\n".join(blocks).strip())
 
     # -- blocks ---------------------------------------------------------------------------
 
@@ -391,6 +391,13 @@ class Renderer:
         if not self.markdown or _SPECIAL.search(text) is None:
             return text
         return _ESCAPE.sub(_backslashed, text)
+
+
+def _canonical(text: str) -> str:
+    """The text in one spelling of each character (NFC): ``ü`` written as ``u`` and a combining
+    diaeresis is the same ``ü`` a search for it types. Soft hyphens stay, as the page wrote
+    them."""
+    return text if text.isascii() else unicodedata.normalize("NFC", text)
 
 
 def _has_elements(node: LexborNode) -> bool:

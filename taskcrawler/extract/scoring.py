@@ -83,7 +83,7 @@ _SENTENCE_END = re.compile(r"[.!?\u3002\uff01\uff1f]\s*$|[.!?]\s")
 
 def visible_chars(node: LexborNode) -> int:
     """Characters of text under ``node``, without the indentation of the markup."""
-    return _visible(node.text_lexbor())
+    return visible_length(node.text_lexbor())
 
 
 def link_chars(root: LexborNode) -> dict[int, int]:
@@ -138,7 +138,8 @@ class LinkTotals:
         return cls(totals, parents)
 
 
-def _visible(text: str) -> int:
+def visible_length(text: str) -> int:
+    """Characters of ``text`` without spaces, tabs and line breaks."""
     return len(text) - text.count(" ") - text.count("\n") - text.count("\t")
 
 
@@ -149,7 +150,7 @@ def link_share(node: LexborNode) -> float:
     anchors = node.css("a")
     if not anchors:
         return 0.0
-    linked = _visible("".join(anchor.text_lexbor() for anchor in anchors))
+    linked = visible_length("".join(anchor.text_lexbor() for anchor in anchors))
     return min(1.0, linked / total)
 
 

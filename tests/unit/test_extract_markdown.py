@@ -222,6 +222,24 @@ def test_the_standfirst_between_headline_and_content_is_kept() -> None:
     assert "Share this" not in out
 
 
+def test_the_standfirst_after_a_byline_share_bar_and_picture_is_kept() -> None:
+    furniture = "\n".join(
+        [
+            "<time>5 May 2026</time>",
+            "<span>By</span> <span>Anna Berg</span>",
+            "<ul><li><a href='/f'>f</a></li><li><a href='/t'>t</a></li><li><a href='/m'>m</a></li>"
+            "<li><a href='/p'>p</a></li></ul>",
+            "<img src='/a.jpg' alt=''>",
+            "<span>4 min read</span>",
+        ]
+    )
+    page = (
+        f'<div class="head">\n<h1>She wins at home</h1>\n{furniture}\n<p>{LEAD}</p>\n</div>'
+        f'<div class="body">{ARTICLE_BODY}</div>'
+    )
+    assert f"{LEAD}\n\nParagraph 0" in text(page)
+
+
 def test_links_or_a_fragment_after_the_headline_are_no_standfirst() -> None:
     page = (
         "<div><h1>She wins at home</h1>"
@@ -404,3 +422,72 @@ def test_many_stars_and_emphasis_runs_in_one_paragraph_render_whole() -> None:
     stars, runs = out.split("\n\n")
     assert stars.count("\\*") == 30_000
     assert runs.count("**x**.y") == 20_000
+
+
+def _slide(n: int) -> str:
+    return (
+        f'<figure class="slide"><img src="/costume-{n}.jpg" alt="">'
+        f'<figcaption class="slide-caption"><p>Costume {n}: a red jumper, a white collar and'
+        f" a black headband, and you are the witch from the series.</p></figcaption></figure>"
+    )
+
+
+def test_a_gallery_keeps_its_captions_an_article_does_not() -> None:
+    gallery = (
+        "<article><h1>Costumes to make at home</h1>"
+        "<p>Cheap and easy costumes, all made from what is in the wardrobe.</p>"
+        f'<div class="slides">{"".join(_slide(n) for n in range(8))}</div></article>'
+    )
+    out = text(gallery)
+    assert "Costume 0: a red jumper" in out
+    assert "Costume 7: a red jumper" in out
+    # The same pictures in an article: their captions are credits and photo descriptions,
+    # beside the text, not part of it.
+    article = (
+        f"<article><h1>She wins at home</h1>{ARTICLE_BODY}"
+        "<figure><img src='/a.jpg' alt=''><figcaption>The winner at the finish."
+        " Photo: Anna Berg / Agency</figcaption></figure>"
+        f"{ARTICLE_BODY}</article>"
+    )
+    out = text(article)
+    assert "Paragraph 5 of the report" in out
+    assert "Photo: Anna Berg" not in out
+    assert "winner at the finish" not in out
+
+
+def test_characters_come_out_composed_as_a_search_types_them() -> None:
+    decomposed = "<p>Gepru\u0308ft wird, ob die Gurtla\u0308nge reicht: Jane\u0301 Koos.</p>"
+    assert text(decomposed) == "Geprüft wird, ob die Gurtlänge reicht: Jané Koos."
+    assert markdown(decomposed) == "Geprüft wird, ob die Gurtlänge reicht: Jané Koos."
+    # Soft hyphens are the page's own hints and stay where it put them.
+    assert text("<p>Klima\u00adwandel</p>") == "Klima\u00adwandel"
+
+
+def test_a_table_linking_what_it_lists_stays_a_grid_of_links_goes() -> None:
+    data = (
+        "<table><tr><th>Platform</th><th>x86_64</th><th>arm64</th></tr>"
+        "<tr><td><a href='/mac'>Desktop for Mac</a></td><td>yes</td><td>yes</td></tr>"
+        "<tr><td><a href='/win'>Desktop for Windows</a></td><td>yes</td><td>no</td></tr>"
+        "<tr><td><a href='/linux'>Desktop for Linux</a></td><td>yes</td><td>yes</td></tr>"
+        "</table>"
+    )
+    menu = (
+        "<table><tr><td><a href='/a'>Home page</a></td><td><a href='/b'>Our shop</a></td>"
+        "<td><a href='/c'>Contact us</a></td></tr></table>"
+    )
+    out = text(f"<article><h1>Install</h1>{ARTICLE_BODY}{data}{menu}{ARTICLE_BODY}</article>")
+    assert "Desktop for Windows" in out
+    assert "Our shop" not in out
+
+
+def test_a_standfirst_set_as_a_heading_needs_no_full_stop() -> None:
+    subheadline = (
+        "In the United States activists drum for a rent freeze and call on tenants to stop paying"
+    )
+    page = (
+        f'<div class="head"><h1>Rent strike</h1><h2>{subheadline}</h2></div>'
+        f'<div class="body">{ARTICLE_BODY}</div>'
+    )
+    assert f"{subheadline}\n\nParagraph 0" in text(page)
+    # The same line as a paragraph is a fragment: a byline, a teaser's first words.
+    assert subheadline not in text(page.replace("h2>", "p>"))
