@@ -103,16 +103,27 @@ class WorkStore:
 
     @unavailable_on_connection_errors
     async def renew_leases(self, tokens: Sequence[UUID], *, lease_seconds: float) -> int:
+        """Extend the leases of the jobs held under ``tokens``; how many were extended.
+
+        Rows locked right now are skipped, not waited for: the lock is an outcome being written
+        (its lease ends with it), and an UPDATE that waited would lock the rest in an order of
+        its own, against an outcome batch locking the same jobs in its order: a deadlock. A row
+        skipped by mistake is renewed by the next beat, well before its lease runs out."""
         if not tokens:
             return 0
+        held = (
+            sa.select(jobs.c.id)
+            .where(
+                jobs.c.lease_token.in_(tokens),
+                jobs.c.status == PROCESSING,
+                jobs.c.lease_expires_at.is_not(None),  # always, and it matches ix_jobs_lease
+            )
+            .with_for_update(skip_locked=True)
+        )
         async with self.db.write() as conn:
             result = await conn.execute(
                 jobs.update()
-                .where(
-                    jobs.c.lease_token.in_(tokens),
-                    jobs.c.status == PROCESSING,
-                    jobs.c.lease_expires_at.is_not(None),  # always, and it matches ix_jobs_lease
-                )
+                .where(jobs.c.id.in_(held.scalar_subquery()), jobs.c.status == PROCESSING)
                 .values(lease_expires_at=utcnow() + timedelta(seconds=lease_seconds))
             )
         return result.rowcount
