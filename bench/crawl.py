@@ -1,5 +1,6 @@
 """Crawl throughput against single-URL jobs, in one run: ``python -m bench.crawl [--pages N]
-[--backend sqlite|postgresql] [--concurrency C] [--format F ...]``.
+[--backend sqlite|postgresql] [--queue memory|redis] [--concurrency C] [--format F ...]``; and a
+crawl's memory with a big frontier: ``python -m bench.crawl --frontier N [--seconds S]``.
 
 Generates the local test site (tests/support/site.py) with ``--pages`` pages, then, in this
 process, with one worker built as the composition root builds one:
@@ -11,8 +12,19 @@ process, with one worker built as the composition root builds one:
 
 The ratio (crawl pages/s over jobs/s) is the cost of the frontier: link discovery, the per-crawl
 lock and the inserts in each outcome's transaction. RSS is read from /proc at the start, the peak
-while running, and the end. SQLite uses a temporary file and the in-process queue; PostgreSQL a
-database of its own (created and dropped, found as the tests find it) and the in-process queue.
+while running, and the end. SQLite uses a temporary file; PostgreSQL a database of its own
+(created and dropped, found as the tests find it). ``--queue memory`` (the default) is the
+in-process queue and politeness; ``--queue redis`` is the production shape: the Redis queue,
+politeness and robots.txt cache shared through Redis (found as the tests find it, under a prefix
+of its own, removed at the end). Either way the site is served from a thread of this process,
+so the RSS includes its model of the site.
+
+``--frontier N``: a site served from a child process (so this process's RSS is the worker's)
+whose pages each link to ``FANOUT`` new pages, crawled with ``limit`` N: the frontier fills to
+N pages long before they are fetched. The worker runs until the crawl is COMPLETED or for
+``--seconds``, then the crawl is cancelled; its RSS at the start, once the frontier is full, at
+its peak and at the end says whether memory follows the frontier.
+
 Not a test: run it once, briefly, and note the figure with its command.
 """
 
@@ -21,12 +33,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import multiprocessing
 import tempfile
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from uuid import UUID
+
+import sqlalchemy as sa
 
 from taskcrawler import bootstrap
 from taskcrawler.domain.crawls import CrawlStatus
@@ -34,16 +50,20 @@ from taskcrawler.domain.jobs import JobQuery, NewJob
 from taskcrawler.domain.keys import Caller
 from taskcrawler.fetch import Fetcher, MemoryHostLimiter
 from taskcrawler.fetch.sitemaps import SitemapLimits
+from taskcrawler.queue import JobQueue
 from taskcrawler.queue.memory import MemoryQueue
 from taskcrawler.service.crawls import CrawlPolicy, CrawlService
 from taskcrawler.settings import Settings
 from taskcrawler.storage import Storage, open_storage, upgrade_database
+from taskcrawler.storage.tables import crawls as crawls_table
 from taskcrawler.worker.chunking import PageChunker
 from taskcrawler.worker.crawling import CrawlPages
 from taskcrawler.worker.worker import Worker
 from tests.support.site import SiteHosts, start_site
 
 OWNER = Caller(owner="bench")
+#: New links on each page of the ``--frontier`` site: 100,000 URLs are known after 500 pages.
+FANOUT = 200
 
 
 def rss_mb() -> float:
@@ -91,13 +111,39 @@ async def database(backend: str) -> AsyncIterator[str]:
         server.close()
 
 
-def settings_for(url: str, concurrency: int) -> Settings:
+@contextlib.asynccontextmanager
+async def redis_server(queue: str) -> AsyncIterator[tuple[str | None, str]]:
+    """The Redis URL (None for the in-process queue) and a key prefix of this run's own."""
+    from tests.support.services import unique_name
+
+    prefix = unique_name("tc_bench_crawl_")
+    if queue == "memory":
+        yield None, prefix
+        return
+    from tests.support.redis import delete_prefix
+    from tests.support.services import resolve_redis
+
+    server = await resolve_redis()
+    try:
+        yield server.url, prefix
+    finally:
+        await delete_prefix(server.url, prefix)
+        server.close()
+
+
+def settings_for(
+    url: str, concurrency: int, redis_url: str | None = None, prefix: str = "taskcrawler"
+) -> Settings:
     return Settings(
         _env_file=None,
         database_url=url,
+        redis_url=redis_url,
+        redis_prefix=prefix,
         allow_private_networks=True,
         respect_robots=True,
         worker_concurrency=concurrency,
+        # One host: politeness must not be what sets the pace.
+        host_concurrency=concurrency,
         archive_pages=False,
         sweep_interval_seconds=0.5,
         shutdown_grace_seconds=1.0,
@@ -111,8 +157,78 @@ async def until(check: Any, interval: float = 0.05) -> None:
         await asyncio.sleep(interval)
 
 
+@dataclass
+class Rig:
+    """One worker, built as the composition root builds one, and what it runs on."""
+
+    settings: Settings
+    storage: Storage
+    queue: JobQueue
+    worker: Worker
+
+
+@contextlib.asynccontextmanager
+async def rig(
+    backend: str, queue_kind: str, concurrency: int, formats: tuple[str, ...]
+) -> AsyncIterator[Rig]:
+    async with database(backend) as url, redis_server(queue_kind) as (redis_url, prefix):
+        settings = settings_for(url, concurrency, redis_url, prefix)
+        storage = open_storage(url, pool_size=20)
+        redis = None
+        queue: JobQueue
+        if redis_url is None:
+            queue = MemoryQueue()
+            fetcher = Fetcher(settings, limiter=MemoryHostLimiter(concurrency))
+        else:
+            from taskcrawler.queue.redis import RedisQueue, redis_client
+
+            redis = redis_client(redis_url)
+            queue = RedisQueue(redis, prefix=prefix)
+            fetcher = bootstrap.fetcher(settings, redis)
+        parser = bootstrap.page_parser(settings)
+        embedder = bootstrap.embedder(settings) if "chunks" in formats else None
+        chunker = (
+            None
+            if embedder is None
+            else PageChunker(
+                storage.chunks,
+                embedder,
+                bootstrap.chunking_config(settings),
+                timeout_seconds=settings.embedder_timeout_seconds,
+            )
+        )
+        worker = Worker(
+            bootstrap.worker_config(settings),
+            storage.work,
+            queue,
+            fetcher,
+            parser,
+            crawls=CrawlPages(storage.crawls, fetcher, SitemapLimits()),
+            chunker=chunker,
+        )
+        stop = asyncio.Event()
+        running = asyncio.create_task(worker.run(stop))
+        try:
+            yield Rig(settings, storage, queue, worker)
+        finally:
+            stop.set()
+            await running
+            await fetcher.close()
+            await parser.aclose()
+            if embedder is not None:
+                await embedder.close()
+            await queue.close()
+            if redis is not None:
+                await redis.aclose()
+            await storage.close()
+
+
 async def run(
-    pages: int, backend: str, concurrency: int, formats: tuple[str, ...] = ("metadata",)
+    pages: int,
+    backend: str,
+    concurrency: int,
+    formats: tuple[str, ...] = ("metadata",),
+    queue_kind: str = "memory",
 ) -> dict[str, Any]:
     server = start_site(seed=2, pages=pages, hosts=SiteHosts.loopback())
     site = server.site
@@ -121,50 +237,15 @@ async def run(
     peak = Peak()
     sampler = asyncio.create_task(peak.run())
     try:
-        async with database(backend) as url:
-            settings = settings_for(url, concurrency)
-            storage = open_storage(url, pool_size=20)
-            queue = MemoryQueue()
-            fetcher = Fetcher(settings, limiter=MemoryHostLimiter(concurrency))
-            parser = bootstrap.page_parser(settings)
-            embedder = bootstrap.embedder(settings) if "chunks" in formats else None
-            chunker = (
-                None
-                if embedder is None
-                else PageChunker(
-                    storage.chunks,
-                    embedder,
-                    bootstrap.chunking_config(settings),
-                    timeout_seconds=settings.embedder_timeout_seconds,
-                )
-            )
-            worker = Worker(
-                bootstrap.worker_config(settings),
-                storage.work,
-                queue,
-                fetcher,
-                parser,
-                crawls=CrawlPages(storage.crawls, fetcher, SitemapLimits()),
-                chunker=chunker,
-            )
-            stop = asyncio.Event()
-            running = asyncio.create_task(worker.run(stop))
-            try:
-                crawl_seconds, urls = await crawl(storage, queue, settings, site.start_url, formats)
-                jobs_seconds = await single_jobs(storage, queue, urls, formats)
-            finally:
-                stop.set()
-                await running
-                await fetcher.close()
-                await parser.aclose()
-                if embedder is not None:
-                    await embedder.close()
-                await storage.close()
+        async with rig(backend, queue_kind, concurrency, formats) as r:
+            crawl_seconds, urls = await crawl(r, site.start_url, formats)
+            jobs_seconds = await single_jobs(r, urls, formats)
     finally:
         sampler.cancel()
         server.close()
     return {
         "backend": backend,
+        "queue": queue_kind,
         "formats": list(formats),
         "pages": len(urls),
         "crawl_pages_per_s": len(urls) / crawl_seconds,
@@ -174,24 +255,37 @@ async def run(
     }
 
 
-async def crawl(
-    storage: Storage,
-    queue: MemoryQueue,
-    settings: Settings,
-    start_url: str,
-    formats: tuple[str, ...],
-) -> tuple[float, list[str]]:
-    service = CrawlService(
-        CrawlPolicy(max_limit=1_000_000, redispatch_after=settings.redispatch_seconds),
-        storage.crawls,
-        storage.jobs,
-        queue,
+def crawl_service(r: Rig) -> CrawlService:
+    return CrawlService(
+        CrawlPolicy(max_limit=1_000_000, redispatch_after=r.settings.redispatch_seconds),
+        r.storage.crawls,
+        r.storage.jobs,
+        r.queue,
     )
+
+
+async def crawl_state(storage: Storage, crawl_id: UUID) -> tuple[str, int]:
+    """The crawl's status and discovered pages, read from its row alone: polling the live
+    counts (a GROUP BY over its pages) 20 times a second would cost the worker's database time
+    of its own as the frontier grows."""
+    async with storage.db.read() as conn:
+        row = (
+            await conn.execute(
+                sa.select(crawls_table.c.status, crawls_table.c.discovered).where(
+                    crawls_table.c.id == crawl_id
+                )
+            )
+        ).one()
+    return str(row.status), int(row.discovered)
+
+
+async def crawl(r: Rig, start_url: str, formats: tuple[str, ...]) -> tuple[float, list[str]]:
+    service = crawl_service(r)
     started = time.perf_counter()
     crawl_ = await service.start(OWNER, service.spec(start_url, limit=1_000_000, formats=formats))
 
     async def done() -> bool:
-        return (await service.get(OWNER, crawl_.id)).status is not CrawlStatus.RUNNING
+        return (await crawl_state(r.storage, crawl_.id))[0] != CrawlStatus.RUNNING.value
 
     await until(done)
     seconds = time.perf_counter() - started
@@ -204,27 +298,115 @@ async def crawl(
             return seconds, urls
 
 
-async def single_jobs(
-    storage: Storage, queue: MemoryQueue, urls: list[str], formats: tuple[str, ...]
-) -> float:
+async def single_jobs(r: Rig, urls: list[str], formats: tuple[str, ...]) -> float:
     started = time.perf_counter()
-    created = await storage.jobs.create_jobs(
+    created = await r.storage.jobs.create_jobs(
         [NewJob(url, owner="bench-jobs", formats=formats) for url in urls], redispatch_after=30
     )
     ids: list[UUID] = [c.job.id for c in created]
-    await queue.publish(ids)
+    await r.queue.publish(ids)
 
     async def done() -> bool:
-        return await storage.jobs.count_unfinished("bench-jobs") == 0
+        return await r.storage.jobs.count_unfinished("bench-jobs") == 0
 
     await until(done)
     return time.perf_counter() - started
+
+
+# --- a big frontier ---------------------------------------------------------------------------
+
+
+def serve_wide_site(port: Any, ready: Any) -> None:
+    """A site where page ``n`` links to pages ``n*FANOUT+1 … n*FANOUT+FANOUT``, made on the fly
+    (it keeps nothing per page): run in a child process."""
+    from aiohttp import web
+
+    async def page(request: web.Request) -> web.Response:
+        n = int(request.match_info["n"])
+        links = "".join(f'<a href="/w/{n * FANOUT + i}">{i}</a> ' for i in range(1, FANOUT + 1))
+        body = f"<html><head><title>Page {n}</title></head><body><p>{links}</p></body></html>"
+        return web.Response(text=body, content_type="text/html")
+
+    async def main() -> None:
+        app = web.Application()
+        app.add_routes([web.get("/w/{n:[0-9]+}", page)])
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        port.value = runner.addresses[0][1]
+        ready.set()
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
+async def frontier(
+    size: int, backend: str, concurrency: int, queue_kind: str, seconds: float
+) -> dict[str, Any]:
+    context = multiprocessing.get_context("spawn")
+    port, ready = context.Value("i", 0), context.Event()
+    child = context.Process(target=serve_wide_site, args=(port, ready), daemon=True)
+    child.start()
+    try:
+        if not ready.wait(30):
+            raise RuntimeError("the wide site did not start")
+        return await _frontier(
+            f"http://127.0.0.1:{port.value}/w/0", size, backend, concurrency, queue_kind, seconds
+        )
+    finally:
+        child.terminate()
+        child.join(10)
+
+
+async def _frontier(
+    start_url: str, size: int, backend: str, concurrency: int, queue_kind: str, seconds: float
+) -> dict[str, Any]:
+    start_rss = rss_mb()
+    peak = Peak()
+    sampler = asyncio.create_task(peak.run())
+    full_at: tuple[float, float] | None = None  # (seconds, RSS) when the frontier was full
+    try:
+        async with rig(backend, queue_kind, concurrency, ("metadata",)) as r:
+            service = crawl_service(r)
+            started = time.perf_counter()
+            spec = service.spec(start_url, limit=size, sitemap="skip")
+            crawl_ = await service.start(OWNER, spec)
+            while time.perf_counter() - started < seconds:
+                status, discovered = await crawl_state(r.storage, crawl_.id)
+                if full_at is None and discovered >= size:
+                    full_at = (time.perf_counter() - started, rss_mb())
+                if status != CrawlStatus.RUNNING.value:
+                    break
+                await asyncio.sleep(0.5)
+            elapsed = time.perf_counter() - started
+            final = await service.cancel(OWNER, crawl_.id)
+    finally:
+        sampler.cancel()
+    counts = final.counts
+    return {
+        "backend": backend,
+        "queue": queue_kind,
+        "limit": size,
+        "status": final.status.value,
+        "discovered": counts.discovered,
+        "fetched": counts.completed + counts.failed,
+        "seconds": elapsed,
+        "full_at": None if full_at is None else (round(full_at[0], 1), round(full_at[1])),
+        "rss_mb": (round(start_rss), round(peak.value), round(rss_mb())),
+    }
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.crawl", description=__doc__)
     parser.add_argument("--pages", type=int, default=3000, help="pages of the site (3000)")
     parser.add_argument("--backend", choices=("sqlite", "postgresql"), default="sqlite")
+    parser.add_argument(
+        "--queue",
+        choices=("memory", "redis"),
+        default="memory",
+        help="the in-process queue and politeness (memory), or Redis's (the production shape)",
+    )
     parser.add_argument(
         "--concurrency", type=int, default=100, help="worker concurrency (100, the default's)"
     )
@@ -235,12 +417,31 @@ def main() -> None:
         help="what every page keeps (may be repeated; default metadata); `chunks` embeds them "
         "with TASKCRAWLER_EMBEDDER, to compare a crawl with chunks against one without",
     )
+    parser.add_argument(
+        "--frontier",
+        type=int,
+        help="instead: crawl a site of endless pages with this limit, and report the RSS",
+    )
+    parser.add_argument(
+        "--seconds", type=float, default=120.0, help="--frontier: run at most this long (120)"
+    )
     args = parser.parse_args()
+    if args.frontier:
+        found = asyncio.run(
+            frontier(args.frontier, args.backend, args.concurrency, args.queue, args.seconds)
+        )
+        print(
+            f"{found['backend']}, {found['queue']} queue, limit {found['limit']}: "
+            f"{found['discovered']} discovered, {found['fetched']} fetched in "
+            f"{found['seconds']:.0f} s ({found['status']}); frontier full at (s, RSS MB) "
+            f"{found['full_at']}; RSS start/peak/end {found['rss_mb']} MB"
+        )
+        return
     formats = tuple(args.formats or ("metadata",))
-    result = asyncio.run(run(args.pages, args.backend, args.concurrency, formats))
+    result = asyncio.run(run(args.pages, args.backend, args.concurrency, formats, args.queue))
     print(
-        f"{result['backend']} {','.join(formats)}: {result['pages']} pages; "
-        f"crawl {result['crawl_pages_per_s']:.0f} "
+        f"{result['backend']}, {result['queue']} queue, {','.join(formats)}: "
+        f"{result['pages']} pages; crawl {result['crawl_pages_per_s']:.0f} "
         f"pages/s, single jobs {result['jobs_per_s']:.0f} jobs/s, ratio {result['ratio']:.2f}; "
         f"RSS start/peak/end {result['rss_mb']} MB"
     )
