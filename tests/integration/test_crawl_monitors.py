@@ -37,6 +37,7 @@ from taskcrawler.worker.worker import Worker
 from tests.support.changing_site import ChangingSiteServer, start_changing_site
 from tests.support.hostile import fetch_settings
 from tests.support.webhook_receiver import Receiver, webhook_receiver
+from tests.support.workers import running_worker
 
 INTERVAL = 60.0
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
@@ -110,13 +111,10 @@ async def rig(storage: Storage) -> AsyncIterator[Rig]:
         parser,
         clock=clock,
     )
-    stop = asyncio.Event()
-    running = asyncio.create_task(worker.run(stop))
     try:
-        yield Rig(storage, scheduler, clock)
+        async with running_worker(worker):
+            yield Rig(storage, scheduler, clock)
     finally:
-        stop.set()
-        await running
         await fetcher.close()
         await parser.aclose()
 
