@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -22,7 +23,7 @@ import sqlalchemy as sa
 from aiohttp import web
 
 from taskcrawler import bootstrap
-from taskcrawler.domain.monitors import ChangeKind, MonitorSpec, change_document
+from taskcrawler.domain.monitors import ChangeKind, MonitorSpec, change_document, read_crawl_round
 from taskcrawler.domain.runs import RetentionPolicy
 from taskcrawler.domain.webhooks import verify_signature
 from taskcrawler.fetch import Fetcher
@@ -281,6 +282,37 @@ async def test_rounds_report_each_content_change_once_with_an_exact_diff(
     assert events == sorted(f"page.{kind.value}" for kind, _, _ in found)
     listed = {str(change.id): change_document(change) for change in changes}
     assert {hook["id"]: hook for hook in (json.loads(h.body) for h in got)} == listed
+
+
+async def test_a_round_is_recorded_once_when_its_lease_is_taken_over(
+    rig: Rig, site: ChangingSiteServer
+) -> None:
+    """A reader whose lease expired (a worker too slow, or gone) is overtaken: the round is
+    recorded by the one that took it over, and the first one's record writes nothing."""
+    monitor = await rig.storage.monitors.create(
+        "o",
+        crawl_spec(site.url("/"), ignore_selectors=NOISE_SELECTORS),
+        now=T0,
+        redispatch_after=30,
+    )
+    await rig.scheduler.tick()
+    await wait_crawls_stopped(rig.storage)
+    assert await rig.scheduler.read_crawl_rounds() == 1
+    edit = site.site.change(site.site.changing_paths[0])
+    rig.clock.now = T0 + timedelta(seconds=INTERVAL)
+    await rig.scheduler.tick()
+    await wait_crawls_stopped(rig.storage)
+    slow = await rig.storage.monitors.claim_crawl_rounds()
+    assert len(slow) == 1 and await rig.storage.monitors.claim_crawl_rounds() == []  # leased
+    async with rig.storage.db.write() as conn:  # the slow reader's lease runs out
+        await conn.execute(
+            monitor_crawls.update().values(reading_until=datetime.now(UTC) - timedelta(seconds=1))
+        )
+    assert await rig.scheduler.read_crawl_rounds() == 1  # taken over, and recorded
+    stale = read_crawl_round(slow[0], now=rig.clock.now, new_id=uuid.uuid4)
+    assert await rig.storage.monitors.record_crawl_round(stale, []) is False
+    changes, _ = await rig.storage.monitors.changes(monitor.id, owner="o")
+    assert [(c.kind, urlsplit(c.url).path) for c in changes] == [(ChangeKind.CHANGED, edit.path)]
 
 
 async def test_a_round_cut_short_reports_no_removal(
