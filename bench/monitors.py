@@ -47,6 +47,7 @@ from taskcrawler.worker.parsing import PageParser
 from taskcrawler.worker.worker import Worker
 from tests.support.changing_site import ChangingSiteServer, PageKind
 from tests.support.databases import temporary_database
+from tests.support.workers import running_worker
 
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
 INTERVAL = 60.0
@@ -129,13 +130,12 @@ async def measure(args: argparse.Namespace) -> None:
             scheduler = MonitorScheduler(
                 MonitorConfig(batch=500), storage.monitors, queue, parser, clock=clock
             )
-            stop = asyncio.Event()
-            running = asyncio.create_task(worker.run(stop))
             try:
-                await rounds(args, site, storage, url, scheduler, clock, rng)
+                # Monitors are created once the worker's restart sweep is over: that sweep
+                # publishes every PENDING job, and would run pages ahead of their first slot.
+                async with running_worker(worker):
+                    await rounds(args, site, storage, url, scheduler, clock, rng)
             finally:
-                stop.set()
-                await running
                 await fetcher.close()
                 await parser.aclose()
                 await storage.close()
@@ -198,7 +198,9 @@ async def rounds(
             flush=True,
         )
     # A run can finish after its round's reading (a page whose slot fired while its last run was
-    # unread runs again once that run is recorded): read until nothing is left, then count.
+    # unread runs again once that run is recorded): read until nothing is left, then count. Its
+    # run was started by the reading just done, so it is waited for before the next.
+    await wait_final(storage)
     while await scheduler.read_runs():
         await wait_final(storage)
     print(f"after the rounds: {scheduler.stats.changes:,} changes", flush=True)

@@ -625,6 +625,10 @@ class ChangeOut(BaseModel):
     detected_at: datetime
     run: int | None = Field(description="The job's run that found the change.")
     previous_run: int | None = Field(description="The run it was compared with.")
+    previous_job_id: UUID | None = Field(
+        description="The job of previous_run: job_id for a URL monitor's page, the last "
+        "round's job for a crawl monitor's page; null for pages added and removed."
+    )
     diff: str | None = Field(description="Unified diff of the two runs' Markdown.")
     diff_complete: bool | None = Field(description="False when the diff was cut at its limit.")
     metadata: dict[str, dict[str, Any]] = Field(

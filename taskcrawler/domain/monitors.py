@@ -14,7 +14,9 @@ How the pieces fit (the storage, the scheduler and the routes use them):
   :class:`Snapshot`. Its fingerprint is a hash of the normalized text (whitespace collapsed,
   invisible characters dropped, Unicode NFC), so only a change of what a reader sees counts;
   metadata (title, description, …) is diffed alongside a change but never decides one.
-* A crawl monitor also compares the set of pages of two rounds: pages added and removed.
+* A crawl monitor also compares the set of pages of two rounds: pages added and removed. Its
+  rounds' pages are jobs of their own, so a page both rounds found is compared with the last
+  round's job for it (:func:`read_crawl_page`), as a URL monitor's run is with its job's last.
 * A fired slot is one run of the monitor's pages as ordinary jobs; a fetch that fails is retried
   as any job is, and the slot stays fired.
 """
@@ -459,7 +461,9 @@ class ChangeKind(StrEnum):
 class Change:
     """A change a monitor detected. ``run`` / ``previous_run``: the job runs compared (a
     ``changed`` page has both, an ``added`` one only ``run``, a ``removed`` one only
-    ``previous_run``); ``diff`` is set for ``changed`` only."""
+    ``previous_run``); ``diff`` is set for ``changed`` only. ``previous_job_id``: the job of
+    ``previous_run`` for a ``changed`` page: ``job_id`` itself for a URL monitor's page, the
+    last round's job for a crawl monitor's."""
 
     id: UUID
     monitor_id: UUID
@@ -470,6 +474,7 @@ class Change:
     run: int | None = None
     previous_run: int | None = None
     diff: PageDiff | None = None
+    previous_job_id: UUID | None = None
 
 
 def change_document(change: Change) -> dict[str, Any]:
@@ -486,6 +491,7 @@ def change_document(change: Change) -> dict[str, Any]:
             "detected_at": change.detected_at,
             "run": change.run,
             "previous_run": change.previous_run,
+            "previous_job_id": change.previous_job_id,
             "diff": diff.markdown.text if diff is not None else None,
             "diff_complete": diff.markdown.complete if diff is not None else None,
             "metadata": diff.metadata if diff is not None else {},
@@ -499,7 +505,8 @@ class CrawlRound:
     """What a crawl monitor's round found, once its crawl stopped running: each page that
     completed, as ``{url: job id}``; ``complete``: whether it saw the whole site (see
     :func:`page_set_changes`). ``previous``: the pages the last read round left to compare
-    with (None for the first round: the baseline)."""
+    with (None for the first round: the baseline). ``runs``: each completed page's run, to
+    read through the monitor's ignore selectors (see :func:`read_crawl_page`)."""
 
     monitor_id: UUID
     owner: str
@@ -508,6 +515,19 @@ class CrawlRound:
     pages: Mapping[str, UUID]
     complete: bool
     previous: Mapping[str, UUID] | None
+    runs: tuple[PageRun, ...] = ()
+
+    def previous_jobs(self) -> dict[str, UUID]:
+        """For each page of this round the last round found too (compared by
+        :func:`crawl_key`): the last round's job for it."""
+        if self.previous is None:
+            return {}
+        before = _keyed(self.previous)
+        return {
+            url: self.previous[before[key]]
+            for key, url in _keyed(self.pages).items()
+            if key in before
+        }
 
 
 @dataclass(frozen=True, slots=True)
@@ -543,6 +563,39 @@ def read_crawl_round(
             if key not in seen:
                 kept[url] = previous[url]
     return CrawlRoundReading(found, tuple(changes), kept)
+
+
+def read_crawl_page(
+    page: PageRun,
+    current: Snapshot | None,
+    baseline: tuple[StoredRun, Snapshot] | None,
+    *,
+    now: datetime,
+    change_id: UUID,
+) -> RunReading:
+    """A page of a crawl monitor's round: its history record, its content (stored whole: the
+    next round compares with it from a job of its own), and the change when the last round's
+    page (``baseline``, a run of another job) read other normalized text.
+
+    ``current``: the page read through the monitor's ignore selectors (None when it could not
+    be read: nothing is recorded of it, and the next round has nothing to compare with).
+    """
+    if current is None:
+        return RunReading(page, _read_nothing(page, now))
+    content = RunContent(current.markdown, current.text)
+    record = _record(page, current, content.digest, page.run, now)
+    change = _change(
+        page,
+        current,
+        baseline,
+        now=now,
+        change_id=change_id,
+        labels=lambda before: (
+            f"job {before.job_id} run {before.run}",
+            f"job {page.job_id} run {page.run}",
+        ),
+    )
+    return RunReading(page, record, content.encode(), change)
 
 
 # --- monitors as stored, and what the scheduler and change detection work on -----------------
@@ -675,16 +728,35 @@ def read_run(
                 kept.metadata,
             )
             return RunReading(page, record, baseline_run=page.run)
-        record = StoredRun(
-            page.job_id, page.run, now, page.status, page.http_status, None, None, None, {}
-        )
-        return RunReading(page, record, baseline_run=page.baseline_run)
+        return RunReading(page, _read_nothing(page, now), baseline_run=page.baseline_run)
     content = RunContent(current.markdown, current.text)
     digest = content.digest
     previous = baseline[0] if baseline is not None else None
     same = previous is not None and previous.digest == digest and previous.content_run is not None
     content_run = previous.content_run if same and previous is not None else page.run
-    record = StoredRun(
+    record = _record(page, current, digest, content_run, now)
+    blob = None if same else content.encode()
+    change = _change(
+        page,
+        current,
+        baseline,
+        now=now,
+        change_id=change_id,
+        labels=lambda before: (f"run {before.run}", f"run {page.run}"),
+    )
+    return RunReading(page, record, blob, change, baseline_run=page.run)
+
+
+def _read_nothing(page: PageRun, now: datetime) -> StoredRun:
+    return StoredRun(
+        page.job_id, page.run, now, page.status, page.http_status, None, None, None, {}
+    )
+
+
+def _record(
+    page: PageRun, current: Snapshot, digest: str, content_run: int | None, now: datetime
+) -> StoredRun:
+    return StoredRun(
         page.job_id,
         page.run,
         now,
@@ -695,22 +767,35 @@ def read_run(
         content_run,
         dict(current.metadata),
     )
-    blob = None if same else content.encode()
-    change = None
-    if baseline is not None and current.compare(baseline[1]) is Comparison.CHANGED:
-        before = baseline[0].run
-        change = Change(
-            id=change_id,
-            monitor_id=page.monitor_id,
-            kind=ChangeKind.CHANGED,
-            url=page.url,
-            job_id=page.job_id,
-            detected_at=now,
-            run=page.run,
-            previous_run=before,
-            diff=current.diff(baseline[1], from_label=f"run {before}", to_label=f"run {page.run}"),
-        )
-    return RunReading(page, record, blob, change, baseline_run=page.run)
+
+
+def _change(
+    page: PageRun,
+    current: Snapshot,
+    baseline: tuple[StoredRun, Snapshot] | None,
+    *,
+    now: datetime,
+    change_id: UUID,
+    labels: Callable[[StoredRun], tuple[str, str]],
+) -> Change | None:
+    """The change ``page`` reports against ``baseline`` (None unless its normalized text
+    changed); ``labels``: the diff's from and to labels, given the baseline's run."""
+    if baseline is None or current.compare(baseline[1]) is not Comparison.CHANGED:
+        return None
+    before, previous = baseline
+    from_label, to_label = labels(before)
+    return Change(
+        id=change_id,
+        monitor_id=page.monitor_id,
+        kind=ChangeKind.CHANGED,
+        url=page.url,
+        job_id=page.job_id,
+        detected_at=now,
+        run=page.run,
+        previous_run=before.run,
+        diff=current.diff(previous, from_label=from_label, to_label=to_label),
+        previous_job_id=before.job_id,
+    )
 
 
 __all__ = [
@@ -743,6 +828,7 @@ __all__ = [
     "fingerprint",
     "normalize_text",
     "page_set_changes",
+    "read_crawl_page",
     "read_crawl_round",
     "read_run",
 ]

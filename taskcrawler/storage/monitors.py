@@ -17,7 +17,7 @@ from __future__ import annotations
 import gzip
 import hashlib
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
 from typing import Any
@@ -368,26 +368,24 @@ class MonitorStore:
         return fired
 
     @unavailable_on_connection_errors
-    async def read_crawl_rounds(
-        self,
-        decide: Callable[[CrawlRound], CrawlRoundReading],
-        *,
-        now: datetime,
-        limit: int = 20,
-    ) -> list[CrawlRoundReading]:
-        """Read the rounds of crawl monitors whose crawl stopped running, in one transaction:
-        each round's pages (its crawl's completed pages) and the last read round's go to
-        ``decide``; the changes it reports, their webhooks and the pages kept for the next
-        round are recorded with the round marked read. A round is read once: its row is
-        locked (SKIP LOCKED: another worker takes the next ones) and marked under a guard."""
-        unread = (monitor_crawls.c.read_at.is_(None), crawls.c.status != CrawlStatus.RUNNING.value)
+    async def claim_crawl_rounds(self, *, limit: int = 20) -> list[CrawlRound]:
+        """Rounds of crawl monitors whose crawl stopped and that nobody read, taken for this
+        caller alone under a lease (as :meth:`claim_unread_runs` takes runs): each with its
+        pages, the last read round's, and each page's run to read. A round taken and never
+        recorded (the worker died) is taken again once its lease has expired."""
+        now = utcnow()
+        unread = (
+            monitor_crawls.c.read_at.is_(None),
+            crawls.c.status != CrawlStatus.RUNNING.value,
+            sa.or_(monitor_crawls.c.reading_until.is_(None), monitor_crawls.c.reading_until < now),
+        )
         joined = monitor_crawls.join(crawls, crawls.c.id == monitor_crawls.c.crawl_id)
         async with self.db.read() as conn:
             # A read first: most polls find nothing (SQLite's single writer is not queued for).
             first = sa.select(monitor_crawls.c.crawl_id).select_from(joined).where(*unread)
             if await conn.scalar(first.limit(1)) is None:
                 return []
-        readings: list[CrawlRoundReading] = []
+        found: list[CrawlRound] = []
         async with self.db.write() as conn:
             rows = (
                 await conn.execute(
@@ -401,6 +399,7 @@ class MonitorStore:
                         crawls.c.spec,
                         monitors.c.owner,
                         monitors.c.callback_url,
+                        monitors.c.spec.label("monitor_spec"),
                     )
                     .select_from(
                         joined.join(monitors, monitors.c.id == monitor_crawls.c.monitor_id)
@@ -411,37 +410,85 @@ class MonitorStore:
                     .with_for_update(skip_locked=True, of=monitor_crawls)
                 )
             ).all()
-            announced: list[tuple[Change, str, str | None]] = []
             for row in rows:
-                marked = await conn.execute(
+                taken = await conn.execute(
                     monitor_crawls.update()
-                    .where(
-                        monitor_crawls.c.monitor_id == row.monitor_id,
-                        monitor_crawls.c.slot_at == row.slot_at,
-                        monitor_crawls.c.read_at.is_(None),
-                    )
-                    .values(read_at=now)
+                    .where(_round_key(row.monitor_id, row.slot_at), *unread[::2])
+                    .values(reading_until=now + timedelta(seconds=READ_LEASE_SECONDS))
                 )
-                if not marked.rowcount:
-                    continue  # read by another worker meanwhile
-                found = await _crawl_round(conn, row)
-                reading = decide(found)
+                if taken.rowcount:  # else taken by another worker meanwhile
+                    found.append(await _crawl_round(conn, row))
+        return found
+
+    @unavailable_on_connection_errors
+    async def crawl_baselines(
+        self, job_ids: Sequence[UUID]
+    ) -> dict[UUID, tuple[StoredRun, Snapshot]]:
+        """For each job: its newest recorded run and what it read, when it read something (the
+        pages of a crawl monitor's last round, to compare this round's with)."""
+        if not job_ids:
+            return {}
+        async with self.db.read() as conn:
+            rows = (
                 await conn.execute(
-                    monitor_crawls.update()
+                    sa.select(*_RUN_COLUMNS)
                     .where(
-                        monitor_crawls.c.monitor_id == row.monitor_id,
-                        monitor_crawls.c.slot_at == row.slot_at,
+                        self.db.backend.any_of(run_contents.c.job_id, list(job_ids)),
+                        run_contents.c.content_run.is_not(None),
+                        run_contents.c.fingerprint.is_not(None),
                     )
-                    .values(
-                        complete=found.complete,
-                        pages={url: str(job_id) for url, job_id in reading.kept.items()},
-                    )
+                    .order_by(run_contents.c.job_id, run_contents.c.run)
                 )
-                announced.extend((c, row.owner, row.callback_url) for c in reading.changes)
-                readings.append(reading)
-            if announced:
-                await _insert_announced(conn, announced)
-        return readings
+            ).all()
+            newest = {row.job_id: row for row in rows}  # ordered: the last row is the newest
+            blobs = await _blobs(conn, {(row.job_id, row.content_run) for row in newest.values()})
+        found = {}
+        for job_id, row in newest.items():
+            blob = blobs.get((job_id, row.content_run))
+            if blob is None:
+                continue
+            content = RunContent.decode(blob)
+            stored = _stored_run(row)
+            found[job_id] = (stored, Snapshot(content.markdown, content.text, stored.metadata,
+                                              row.fingerprint))  # fmt: skip
+        return found
+
+    @unavailable_on_connection_errors
+    async def record_crawl_round(
+        self, reading: CrawlRoundReading, pages: Sequence[RunReading]
+    ) -> bool:
+        """Record a claimed round in one transaction: its pages' history rows and content, the
+        changes (pages added, removed and changed) with their webhooks, the pages the next
+        round is compared with, the round marked read. False, and nothing written, when the
+        round was read meanwhile (its lease taken over by another worker, who recorded it)."""
+        found = reading.round
+        async with self.db.write() as conn:
+            marked = await conn.execute(
+                monitor_crawls.update()
+                .where(
+                    _round_key(found.monitor_id, found.slot_at),
+                    monitor_crawls.c.read_at.is_(None),
+                )
+                .values(
+                    read_at=utcnow(),
+                    reading_until=None,
+                    complete=found.complete,
+                    pages={url: str(job_id) for url, job_id in reading.kept.items()},
+                )
+            )
+            if not marked.rowcount:
+                return False
+            if pages:
+                await conn.execute(run_contents.insert(), [_run_row(r) for r in pages])
+            changed = [r.change for r in pages if r.change is not None]
+            await _insert_announced(
+                conn,
+                [
+                    (change, found.owner, found.callback_url)
+                    for change in (*reading.changes, *changed)
+                ],
+            )
+        return True
 
     @unavailable_on_connection_errors
     async def mark_dispatch_due(self, job_ids: Sequence[UUID]) -> None:
@@ -819,16 +866,48 @@ async def _pages(
 
 
 async def _crawl_round(conn: AsyncConnection, row: Any) -> CrawlRound:
-    """A crawl monitor's round as change detection reads it: the pages its crawl completed,
-    whether it saw the whole site, and the pages the last read round kept."""
-    pages = {
-        url: job_id
-        for url, job_id in await conn.execute(
-            sa.select(jobs.c.url, jobs.c.id).where(
-                jobs.c.crawl_id == row.crawl_id, jobs.c.status == JobStatus.COMPLETED.value
+    """A crawl monitor's round as change detection reads it: the pages its crawl completed
+    (each with its run, to read), whether it saw the whole site, and the pages the last read
+    round kept."""
+    completed = (
+        await conn.execute(
+            sa.select(
+                jobs.c.url,
+                jobs.c.id,
+                jobs.c.run_count,
+                jobs.c.status,
+                jobs.c.http_status,
+                page_archive.c.final_url,
+                page_archive.c.charset,
+                page_archive.c.size,
             )
+            .outerjoin(page_archive, page_archive.c.job_id == jobs.c.id)
+            .where(jobs.c.crawl_id == row.crawl_id, jobs.c.status == JobStatus.COMPLETED.value)
+            .order_by(jobs.c.url)
         )
-    }
+    ).all()
+    pages = {page.url: page.id for page in completed}
+    selectors = MonitorSpec.from_dict(row.monitor_spec).ignore_selectors
+    runs = tuple(
+        PageRun(
+            monitor_id=row.monitor_id,
+            owner=row.owner,
+            job_id=page.id,
+            url=page.url,
+            run=page.run_count,
+            status=page.status,
+            http_status=page.http_status,
+            unchanged=False,  # a round's crawl fetches its pages afresh
+            evaluated_run=None,
+            baseline_run=None,
+            ignore_selectors=selectors,
+            callback_url=row.callback_url,
+            final_url=page.final_url,
+            charset=page.charset,
+            body_size=page.size,
+        )
+        for page in completed
+    )
     previous = await conn.scalar(
         sa.select(monitor_crawls.c.pages)
         .where(
@@ -863,6 +942,7 @@ async def _crawl_round(conn: AsyncConnection, row: Any) -> CrawlRound:
             if previous is not None
             else None
         ),
+        runs=runs,
     )
 
 
@@ -908,6 +988,10 @@ async def _start_crawls(
     if links:
         await conn.execute(monitor_crawls.insert(), links)
     return started
+
+
+def _round_key(monitor_id: UUID, slot_at: datetime) -> sa.ColumnElement[bool]:
+    return sa.and_(monitor_crawls.c.monitor_id == monitor_id, monitor_crawls.c.slot_at == slot_at)
 
 
 def _monitor(row: Any, pages: tuple[MonitorPage, ...]) -> Monitor:
@@ -1038,6 +1122,7 @@ async def _insert_announced(
                 "kind": change.kind.value,
                 "run": change.run,
                 "previous_run": change.previous_run,
+                "previous_job_id": change.previous_job_id,
                 "detected_at": change.detected_at,
                 "diff": diff.markdown.text if diff is not None else None,
                 "diff_complete": diff.markdown.complete if diff is not None else None,
@@ -1086,6 +1171,9 @@ def _change(row: Any) -> Change:
         run=row.run,
         previous_run=row.previous_run,
         diff=diff,
+        # A changed page's row without one was compared with its own job's run.
+        previous_job_id=row.previous_job_id
+        or (row.job_id if row.kind == ChangeKind.CHANGED.value else None),
     )
 
 

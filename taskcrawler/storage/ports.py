@@ -7,7 +7,7 @@ raises :class:`~taskcrawler.domain.StorageUnavailable` when the database cannot 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Sequence
 from datetime import datetime
 from typing import Protocol, Self
 from uuid import UUID
@@ -307,15 +307,19 @@ class MonitorRepository(Protocol):
 
     async def mark_dispatch_due(self, job_ids: Sequence[UUID]) -> None: ...
 
-    async def read_crawl_rounds(
-        self,
-        decide: Callable[[CrawlRound], CrawlRoundReading],
-        *,
-        now: datetime,
-        limit: int = 20,
-    ) -> list[CrawlRoundReading]:
-        """Crawl monitors' rounds whose crawl stopped, each read once: ``decide`` says what
-        changed, and it is recorded with its webhooks in one transaction."""
+    async def claim_crawl_rounds(self, *, limit: int = 20) -> list[CrawlRound]:
+        """Crawl monitors' rounds whose crawl stopped, taken under a lease for this caller."""
+        ...
+
+    async def crawl_baselines(
+        self, job_ids: Sequence[UUID]
+    ) -> dict[UUID, tuple[StoredRun, Snapshot]]: ...
+
+    async def record_crawl_round(
+        self, reading: CrawlRoundReading, pages: Sequence[RunReading]
+    ) -> bool:
+        """A claimed round's changes, page contents and kept pages, once; False when another
+        worker recorded it."""
         ...
 
     async def claim_unread_runs(self, *, limit: int = 100) -> list[PageRun]:

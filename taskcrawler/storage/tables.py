@@ -402,6 +402,7 @@ monitor_crawls = sa.Table(
     sa.Column("read_at", UTCDateTime()),
     sa.Column("complete", sa.Boolean()),
     sa.Column("pages", JSONType),
+    sa.Column("reading_until", UTCDateTime()),  # the lease of the worker reading the round
     sa.Index("ix_monitor_crawls_crawl", "crawl_id"),
     sa.Index(
         "ix_monitor_crawls_unread",
@@ -424,6 +425,8 @@ monitor_changes = sa.Table(
     sa.Column("kind", sa.String(16), nullable=False),  # changed | added | removed
     sa.Column("run", sa.Integer()),
     sa.Column("previous_run", sa.Integer()),
+    # The job of ``previous_run``: a crawl monitor's rounds each have jobs of their own.
+    sa.Column("previous_job_id", sa.Uuid()),
     sa.Column("detected_at", UTCDateTime(), nullable=False),
     sa.Column("diff", sa.Text()),
     sa.Column("diff_complete", sa.Boolean()),

@@ -7,8 +7,10 @@ Each tick does two things, both safe with any number of workers on one database:
    selectors and compared with the page's baseline run; the runs' history rows, their content,
    and the changes with their webhooks are recorded in one transaction. A run's history row has
    a unique key, so a run is recorded (and a change reported) once.
-   A crawl monitor's round is a crawl: once it stopped, its pages are compared with the last
-   round's, and the pages added and removed are recorded with their webhooks at once.
+   A crawl monitor's round is a crawl: once it stopped, the round is claimed as runs are, its
+   pages are compared with the last round's, and the pages added, removed and changed (each
+   page both rounds found is read through the ignore selectors and compared with the last
+   round's job for it) are recorded with their webhooks at once.
 2. **Fire due slots**: the storage fires each due slot once (see :mod:`taskcrawler.storage.
    monitors`) and runs the monitor's pages again as ordinary jobs, which are published here.
    A page whose last run was not read yet is left out of the round: its run goes on.
@@ -24,18 +26,20 @@ import contextlib
 import logging
 import random
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from functools import partial
 from uuid import UUID
 
 from taskcrawler.domain import ServiceUnavailable, backoff_delay
 from taskcrawler.domain.monitors import (
+    CrawlRound,
     FiredSlot,
     PageRun,
     RunReading,
     Snapshot,
+    StoredRun,
+    read_crawl_page,
     read_crawl_round,
     read_run,
 )
@@ -164,23 +168,41 @@ class MonitorScheduler:
         return recorded
 
     async def read_crawl_rounds(self) -> int:
-        """Pages added and removed for every crawl monitor's round whose crawl stopped."""
+        """Pages added, removed and changed for every crawl monitor's round whose crawl
+        stopped; how many rounds were recorded."""
         read = 0
         while True:
-            now = self.clock()
-            readings = await self.store.read_crawl_rounds(
-                partial(read_crawl_round, now=now, new_id=uuid.uuid4),
-                now=now,
-                limit=self.config.batch,
-            )
-            read += len(readings)
-            for reading in readings:
-                self.stats.changes += len(reading.changes)
-                for change in reading.changes:
-                    log.info("monitor %s: %s %s", change.monitor_id, change.url, change.kind)
-            if len(readings) < self.config.batch:
+            rounds = await self.store.claim_crawl_rounds(limit=self.config.batch)
+            for found in rounds:
+                read += await self._read_crawl_round(found)
+            if len(rounds) < self.config.batch:
                 break
         return read
+
+    async def _read_crawl_round(self, found: CrawlRound) -> int:
+        now = self.clock()
+        previous_jobs = found.previous_jobs()
+        pages: list[RunReading] = []
+        # A group of pages at a time: their snapshots, and the last round's they are compared
+        # with, are dropped once decided (a round may hold thousands of pages).
+        for group in self._groups(list(found.runs)):
+            current = await self._read_group(group)
+            baselines = await self.store.crawl_baselines(
+                [previous_jobs[page.url] for page in group if page.url in previous_jobs]
+            )
+            pages.extend(
+                await asyncio.to_thread(
+                    _read_crawl_pages, group, current, baselines, previous_jobs, now
+                )
+            )
+        reading = read_crawl_round(found, now=now, new_id=uuid.uuid4)
+        if not await self.store.record_crawl_round(reading, pages):
+            return 0
+        changes = [*reading.changes, *(r.change for r in pages if r.change is not None)]
+        self.stats.changes += len(changes)
+        for change in changes:
+            log.info("monitor %s: %s %s", change.monitor_id, change.url, change.kind)
+        return 1
 
     async def _read(self, runs: list[PageRun]) -> int:
         if not runs:
@@ -221,10 +243,16 @@ class MonitorScheduler:
         return len(readings)
 
     async def _snapshots(self, runs: list[PageRun]) -> list[Snapshot | None]:
-        """Each run's page read through its selectors (None when the run read nothing). Pages
-        are loaded a group at a time, at most ``READ_GROUP_BYTES`` of them (and one page over),
-        so a batch of big pages never sits in memory at once."""
+        """Each run's page read through its selectors (None when the run read nothing)."""
         snapshots: dict[UUID, Snapshot | None] = {}
+        for group in self._groups(runs):
+            snapshots |= await self._read_group(group)
+        return [snapshots.get(page.job_id) for page in runs]
+
+    @staticmethod
+    def _groups(runs: list[PageRun]) -> Iterator[list[PageRun]]:
+        """The runs that fetched a page, a group at a time: at most ``READ_GROUP_BYTES`` of
+        pages (and one page over), so a batch of big pages never sits in memory at once."""
         group: list[PageRun] = []
         size = 0
         for page in runs:
@@ -233,10 +261,10 @@ class MonitorScheduler:
             group.append(page)
             size += page.body_size
             if size >= READ_GROUP_BYTES:
-                snapshots |= await self._read_group(group)
+                yield group
                 group, size = [], 0
-        snapshots |= await self._read_group(group)
-        return [snapshots.get(page.job_id) for page in runs]
+        if group:
+            yield group
 
     async def _read_group(self, group: list[PageRun]) -> dict[UUID, Snapshot | None]:
         if not group:
@@ -265,3 +293,27 @@ class MonitorScheduler:
             text=extraction.text or "",
             metadata=extraction.metadata,
         )
+
+
+def _read_crawl_pages(
+    group: list[PageRun],
+    current: Mapping[UUID, Snapshot | None],
+    baselines: Mapping[UUID, tuple[StoredRun, Snapshot]],
+    previous_jobs: Mapping[str, UUID],
+    now: datetime,
+) -> list[RunReading]:
+    """Each page of a crawl monitor's round against the last round's job for it (the diffs
+    are bounded in work, but a group of big pages costs real CPU: run off the event loop)."""
+    readings = []
+    for page in group:
+        previous = previous_jobs.get(page.url)
+        readings.append(
+            read_crawl_page(
+                page,
+                current.get(page.job_id),
+                baselines.get(previous) if previous is not None else None,
+                now=now,
+                change_id=uuid.uuid4(),
+            )
+        )
+    return readings

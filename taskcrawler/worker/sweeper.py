@@ -39,6 +39,9 @@ class Sweeper:
         self.queue = queue
         self.recovered = 0
         self.redispatched = 0
+        #: Set once the first sweep, the one after a (re)start, has run: with an in-process
+        #: queue it publishes every PENDING job, whatever its dispatch time.
+        self.restart_swept = asyncio.Event()
 
     async def run(self, stop: asyncio.Event) -> None:
         first = True
@@ -46,6 +49,7 @@ class Sweeper:
             try:
                 await self.sweep(after_restart=first)
                 first = False
+                self.restart_swept.set()
             except ServiceUnavailable as exc:
                 log.warning("sweep skipped, %s unavailable: %s", exc.dependency, exc)
             except Exception:

@@ -39,7 +39,9 @@ async def served(processes: ProcessManager, tmp_path: Path, sqlite_url: str) -> 
 
 
 @pytest.fixture
-async def page(browser: Browser) -> AsyncIterator[Page]:
+async def page(browser: Browser, served: Served) -> AsyncIterator[Page]:
+    # Closed before the server stops (it depends on it): the dashboard polls until then, and a
+    # poll to a stopped server is a console error.
     context = await browser.new_context(viewport={"width": 1280, "height": 900})
     opened = await context.new_page()
     problems: list[str] = []

@@ -12,7 +12,7 @@ import pytest
 
 from tests.browser.conftest import Served, serve
 from tests.e2e.test_cli_client import cli
-from tests.support.changing_site import ChangingSiteServer, start_changing_site
+from tests.support.changing_site import NOISE_SELECTORS, ChangingSiteServer, start_changing_site
 from tests.support.processes import ProcessManager
 
 
@@ -102,6 +102,7 @@ async def test_a_site_monitor_reports_pages_added_and_removed(
         "50",
         "-i",
         "0.5",
+        *(arg for selector in NOISE_SELECTORS for arg in ("--ignore", selector)),
         "--json",
         api=api,
         cwd=tmp_path,
@@ -121,9 +122,12 @@ async def test_a_site_monitor_reports_pages_added_and_removed(
     for _ in range(400):
         shown = await cli("monitor", "changes", monitor["id"], "--json", api=api, cwd=tmp_path)
         assert shown.code == 0, shown
-        found = sorted((c["kind"], c["url"]) for c in json.loads(shown.out)["changes"])
+        changes = json.loads(shown.out)["changes"]
+        found = sorted((c["kind"], c["url"]) for c in changes if c["kind"] != "changed")
         if len(found) >= 2:
             break
         await asyncio.sleep(0.1)
     assert found == [("added", site.url("/new/arrival")), ("removed", site.url(gone))]
+    # Only the start page, whose list of pages changed, changed in content: noise is ignored.
+    assert {c["url"] for c in changes if c["kind"] == "changed"} <= {site.url("/")}
     assert (await cli("monitor", "delete", monitor["id"], api=api, cwd=tmp_path)).code == 0

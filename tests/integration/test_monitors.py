@@ -43,6 +43,7 @@ from tests.support.changing_site import (
 from tests.support.hostile import fetch_settings
 from tests.support.patch import apply_patch
 from tests.support.webhook_receiver import Receiver, webhook_receiver
+from tests.support.workers import running_worker
 
 INTERVAL = 60.0
 T0 = datetime(2030, 1, 1, tzinfo=UTC)
@@ -213,13 +214,10 @@ async def rig(storage: Storage) -> AsyncIterator[Rig]:
         parser,
         clock=clock,
     )
-    stop = asyncio.Event()
-    running = asyncio.create_task(worker.run(stop))
     try:
-        yield Rig(storage, queue, worker, scheduler, clock)
+        async with running_worker(worker):
+            yield Rig(storage, queue, worker, scheduler, clock)
     finally:
-        stop.set()
-        await running
         await fetcher.close()
         await parser.aclose()
 

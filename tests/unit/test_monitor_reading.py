@@ -1,4 +1,5 @@
-"""read_run: what one finished run of a watched page means for its history and its changes."""
+"""read_run and read_crawl_page: what one finished run of a watched page (or one page of a crawl
+monitor's round) means for its history and its changes."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from taskcrawler.domain.monitors import (
     PageRun,
     Snapshot,
     StoredRun,
+    read_crawl_page,
     read_run,
 )
 from taskcrawler.domain.runs import RunContent
@@ -95,3 +97,48 @@ def test_a_304_reads_the_baseline_and_a_failure_keeps_it() -> None:
     failed = read_run(page(4, status="FAILED"), None, baseline, now=NOW, change_id=uuid.uuid4())
     assert failed.change is None and failed.record.content_run is None
     assert failed.baseline_run == 3  # the next run is compared with the last good one
+
+
+# --- a page of a crawl monitor's round, against the last round's job for it --------------------
+
+LAST_ROUND_JOB = uuid.uuid4()
+
+
+def last_round(snapshot: Snapshot) -> tuple[StoredRun, Snapshot]:
+    digest = RunContent(snapshot.markdown, snapshot.text).digest
+    record = StoredRun(
+        LAST_ROUND_JOB, 0, NOW, "COMPLETED", 200, snapshot.fingerprint, digest, 0,
+        dict(snapshot.metadata),
+    )  # fmt: skip
+    return record, snapshot
+
+
+def test_a_crawl_page_changed_since_the_last_round_names_that_rounds_job() -> None:
+    reading = read_crawl_page(
+        page(0), snap("a\nc\n"), last_round(snap("a\nb\n")), now=NOW, change_id=uuid.uuid4()
+    )
+    change = reading.change
+    assert change is not None and change.kind is ChangeKind.CHANGED
+    assert (change.job_id, change.run) == (JOB, 0)
+    assert (change.previous_job_id, change.previous_run) == (LAST_ROUND_JOB, 0)
+    assert change.diff is not None and "-b\n+c" in change.diff.markdown.text
+    # Its content is stored whole: the next round reads it from this job.
+    assert reading.blob is not None and RunContent.decode(reading.blob).markdown == "a\nc\n"
+    assert reading.record.content_run == 0
+
+
+def test_a_crawl_page_differing_only_in_spacing_is_no_change() -> None:
+    reading = read_crawl_page(
+        page(0), snap("a  \u200bb\n"), last_round(snap("a b\n")), now=NOW, change_id=uuid.uuid4()
+    )
+    assert reading.change is None and reading.blob is not None
+
+
+def test_a_crawl_page_new_or_unreadable_reports_nothing() -> None:
+    new = read_crawl_page(page(0), snap("a\n"), None, now=NOW, change_id=uuid.uuid4())
+    assert new.change is None and new.blob is not None
+    unreadable = read_crawl_page(
+        page(0), None, last_round(snap("a\n")), now=NOW, change_id=uuid.uuid4()
+    )
+    assert unreadable.change is None and unreadable.blob is None
+    assert unreadable.record.fingerprint is None

@@ -403,6 +403,7 @@ def test_a_change_document() -> None:
         run=4,
         previous_run=3,
         diff=after.diff(before, from_label="run 3", to_label="run 4"),
+        previous_job_id=uuid.UUID(int=3),
     )
     assert change_document(change) == {
         "id": "00000000-0000-0000-0000-000000000001",
@@ -413,6 +414,7 @@ def test_a_change_document() -> None:
         "detected_at": "2026-12-04T12:00:01.000500Z",
         "run": 4,
         "previous_run": 3,
+        "previous_job_id": "00000000-0000-0000-0000-000000000003",
         "diff": "--- run 3\n+++ run 4\n@@ -1 +1 @@\n-$19.99\n+$21.99\n",
         "diff_complete": True,
         "metadata": {"title": {"old": "A", "new": "B"}},
@@ -492,3 +494,14 @@ def test_a_crawl_round_reports_pages_added_and_removed() -> None:
         new_id=lambda: next(ids),
     )
     assert short.changes == () and set(short.kept) == {a, c}
+
+
+def test_a_crawl_round_pairs_each_page_with_the_last_rounds_job_for_it() -> None:
+    a, b = "https://s.example/a", "https://s.example/b"
+    found = _round(
+        {"https://S.example/a#top": uuid.UUID(int=4), b: uuid.UUID(int=5)},
+        {a: uuid.UUID(int=2)},
+        complete=True,
+    )
+    assert found.previous_jobs() == {"https://S.example/a#top": uuid.UUID(int=2)}
+    assert _round({a: uuid.UUID(int=4)}, None, complete=True).previous_jobs() == {}

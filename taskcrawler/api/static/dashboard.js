@@ -713,6 +713,12 @@
         "li", {}, el("a", { href: `/jobs/${page.job_id}`, text: page.url }),
       )));
     }
+    function changeLabel(change) {
+      if (change.kind !== "changed") return ` ${change.kind}`;
+      // A site's pages are jobs of each crawl: its change is between two crawls, not two runs.
+      if (change.previous_job_id && change.previous_job_id !== change.job_id) return " changed since the last crawl";
+      return ` run ${change.previous_run} → ${change.run}`;
+    }
     function renderChanges(changes) {
       const box = $("changes");
       if (!changes.length) {
@@ -723,8 +729,7 @@
         "article",
         { class: "change", "data-change-id": change.id },
         el("h3", {}, time(change.detected_at), " ", el("span", { class: "url", text: change.url }),
-          el("span", { class: "muted small", text: change.kind === "changed"
-            ? ` run ${change.previous_run} → ${change.run}` : ` ${change.kind}` })),
+          el("span", { class: "muted small", text: changeLabel(change) })),
         ...Object.entries(change.metadata || {}).map(([name, values]) => el(
           "p", { class: "small" }, `${name}: `, el("del", { text: values.old ?? "—" }), " → ", el("ins", { text: values.new ?? "—" }),
         )),
