@@ -456,12 +456,19 @@ async def test_released_job_is_not_claimable_before_it_is_published(store: Store
     assert len(await store.work.claim([claimed.id], lease_seconds=30, redispatch_after=30)) == 1
 
 
-async def test_a_renewal_skips_a_job_whose_outcome_is_being_written(store: Stores) -> None:
+async def test_a_renewal_skips_a_job_whose_outcome_is_being_written(pg_url: str) -> None:
     """An outcome batch locks its jobs in an order of its own: a renewal waiting for one of
     them while holding others would deadlock with it. It renews the rest and leaves that one
-    (its lease ends with the outcome)."""
-    if store.db.engine.dialect.name != "postgresql":
-        pytest.skip("SQLite has one writer at a time: there are no row locks to skip")
+    (its lease ends with the outcome). PostgreSQL only: SQLite has one writer at a time and no
+    row locks."""
+    db = Database.from_url(pg_url, pool_size=5)
+    try:
+        await _renewal_skips_the_locked_job(Stores(db, JobStore(db), WorkStore(db)))
+    finally:
+        await db.close()
+
+
+async def _renewal_skips_the_locked_job(store: Stores) -> None:
     created = await store.jobs.create_jobs(
         [NewJob("http://a.test/"), NewJob("http://b.test/")], redispatch_after=30
     )
