@@ -42,6 +42,12 @@ WEBHOOK_EVENTS = (CRAWL_PAGE_EVENT, CRAWL_COMPLETED_EVENT)
 DEFAULT_WEBHOOK_EVENTS = (CRAWL_COMPLETED_EVENT,)
 
 
+def stored_webhook_events(spec: Mapping[str, Any]) -> tuple[str, ...]:
+    """The webhook events of a crawl's stored spec (:meth:`CrawlSpec.to_dict`); a spec stored
+    without them asked for the default."""
+    return tuple(spec.get("webhook_events", DEFAULT_WEBHOOK_EVENTS))
+
+
 class CrawlStatus(StrEnum):
     RUNNING = "RUNNING"
     COMPLETED = "COMPLETED"
@@ -331,7 +337,7 @@ class CrawlSpec:
             render_options=None
             if data.get("render_options") is None
             else RenderRequest.from_json(data["render_options"]),
-            webhook_events=tuple(data.get("webhook_events", DEFAULT_WEBHOOK_EVENTS)),
+            webhook_events=stored_webhook_events(data),
         )
 
 
@@ -633,4 +639,5 @@ __all__ = [
     "discover",
     "site_of",
     "sitemap_candidates",
+    "stored_webhook_events",
 ]

@@ -28,12 +28,12 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from taskcrawler.domain.crawls import (
     CRAWL_COMPLETED_EVENT,
     CRAWL_PAGE_EVENT,
-    DEFAULT_WEBHOOK_EVENTS,
     Candidate,
     Crawl,
     CrawlCounts,
     CrawlSpec,
     CrawlStatus,
+    stored_webhook_events,
 )
 from taskcrawler.domain.jobs import JobStatus
 from taskcrawler.domain.pages import FetchedPage
@@ -59,7 +59,7 @@ def page_callback(spec: Mapping[str, Any]) -> str | None:
     """Where a page of a crawl with this stored spec announces its outcome: the crawl's
     callback URL when it asked for ``crawl.page``. The page's job then carries it, so its
     delivery is queued with its outcome, in the outcome's transaction, as any job's is."""
-    if CRAWL_PAGE_EVENT not in spec.get("webhook_events", ()):
+    if CRAWL_PAGE_EVENT not in stored_webhook_events(spec):
         return None
     callback = spec.get("callback_url")
     return callback if isinstance(callback, str) else None
@@ -243,11 +243,7 @@ async def _announce(
             backend.any_of(crawls.c.id, list(crawl_ids)), crawls.c.callback_url.is_not(None)
         )
     )
-    rows = [
-        row
-        for row in found
-        if CRAWL_COMPLETED_EVENT in row.spec.get("webhook_events", DEFAULT_WEBHOOK_EVENTS)
-    ]
+    rows = [row for row in found if CRAWL_COMPLETED_EVENT in stored_webhook_events(row.spec)]
     if not rows:
         return
     counts = await _counts(conn, backend, [row.id for row in rows])
