@@ -238,8 +238,11 @@ async def run(
     sampler = asyncio.create_task(peak.run())
     try:
         async with rig(backend, queue_kind, concurrency, formats) as r:
+            cpu = time.process_time()
             crawl_seconds, urls = await crawl(r, site.start_url, formats)
+            crawl_cpu, cpu = time.process_time() - cpu, time.process_time()
             jobs_seconds = await single_jobs(r, urls, formats)
+            jobs_cpu = time.process_time() - cpu
     finally:
         sampler.cancel()
         server.close()
@@ -251,6 +254,9 @@ async def run(
         "crawl_pages_per_s": len(urls) / crawl_seconds,
         "jobs_per_s": len(urls) / jobs_seconds,
         "ratio": jobs_seconds / crawl_seconds,
+        # This process's CPU (worker and the site's thread) per page: a crawl's extra work in
+        # Python, told apart from time spent waiting (for the database, for the crawl's lock).
+        "cpu_ms_per_page": (1000 * crawl_cpu / len(urls), 1000 * jobs_cpu / len(urls)),
         "rss_mb": (round(start_rss), round(peak.value), round(rss_mb())),
     }
 
@@ -443,7 +449,8 @@ def main() -> None:
         f"{result['backend']}, {result['queue']} queue, {','.join(formats)}: "
         f"{result['pages']} pages; crawl {result['crawl_pages_per_s']:.0f} "
         f"pages/s, single jobs {result['jobs_per_s']:.0f} jobs/s, ratio {result['ratio']:.2f}; "
-        f"RSS start/peak/end {result['rss_mb']} MB"
+        f"RSS start/peak/end {result['rss_mb']} MB; CPU ms/page of this process, crawl/jobs "
+        f"{result['cpu_ms_per_page'][0]:.2f}/{result['cpu_ms_per_page'][1]:.2f}"
     )
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 from urllib.parse import urlsplit
@@ -65,21 +66,14 @@ def page_callback(spec: Mapping[str, Any]) -> str | None:
     return callback if isinstance(callback, str) else None
 
 
-def _page_row(
-    crawl_id: UUID,
-    owner: str,
-    spec: Mapping[str, Any],
-    candidate: Candidate,
-    now: datetime,
-    redispatch_after: float,
+def _page_template(
+    crawl_id: UUID, owner: str, spec: Mapping[str, Any], now: datetime, redispatch_after: float
 ) -> dict[str, Any]:
+    """What every page a crawl admits at ``now`` has in common (worked out once per batch,
+    not once per link: a page's links are mostly ones its crawl already has)."""
     formats = spec.get("formats")
     return {
-        "id": uuid.uuid4(),
         "owner": owner,
-        "url": candidate.key,
-        "url_key": frontier_key(crawl_id, candidate.key),
-        "host": (urlsplit(candidate.key).hostname or "").lower(),
         "status": PENDING,
         "retry_count": 0,
         "created_at": now,
@@ -91,8 +85,60 @@ def _page_row(
         "render": spec.get("render") if spec.get("render") != "never" else None,
         "render_options": spec.get("render_options"),
         "crawl_id": crawl_id,
+    }
+
+
+def _page_row(template: Mapping[str, Any], candidate: Candidate, url_key: str) -> dict[str, Any]:
+    return {
+        **template,
+        "id": uuid.uuid4(),
+        "url": candidate.key,
+        "url_key": url_key,
+        "host": (urlsplit(candidate.key).hostname or "").lower(),
         "depth": candidate.depth,
     }
+
+
+class KnownPages:
+    """Pages of crawls this process saw committed, by ``url_key``, with their depth.
+
+    A page never leaves its crawl's frontier, so a key seen committed stays known: a batch
+    leaves out the links its crawl already has at that depth or less before asking the
+    database. Most links of a site are its navigation, repeated on every page; without this,
+    every page's outcome would look each of them up again, under its crawl's lock. Only an
+    optimisation: what is not known here is looked up, and the unique key still deduplicates.
+    Bounded: past ``capacity`` keys the oldest are forgotten (and looked up again if met).
+    """
+
+    def __init__(self, capacity: int = 50_000) -> None:
+        self.capacity = capacity
+        self._depths: dict[str, int] = {}
+
+    def __len__(self) -> int:
+        return len(self._depths)
+
+    def has(self, url_key: str, depth: int) -> bool:
+        """Whether the page is known at ``depth`` or less (a shorter path must still be
+        looked up: the page then takes that depth)."""
+        known = self._depths.get(url_key)
+        return known is not None and known <= depth
+
+    def learn(self, depths: Mapping[str, int]) -> None:
+        """Remember pages, once the transaction that read or added them has committed."""
+        for url_key, depth in depths.items():
+            known = self._depths.pop(url_key, None)
+            self._depths[url_key] = depth if known is None else min(known, depth)
+        while len(self._depths) > self.capacity:
+            del self._depths[next(iter(self._depths))]
+
+
+@dataclass(slots=True)
+class Advance:
+    """What a batch's write did to its crawls: the pages it added (to publish after the
+    commit) and the pages it found committed or added (for :class:`KnownPages`, after it)."""
+
+    new_ids: list[UUID] = field(default_factory=list)
+    seen: dict[str, int] = field(default_factory=dict)
 
 
 # --- the frontier, inside the transaction that records outcomes --------------------------------
@@ -105,14 +151,16 @@ async def advance(
     held: set[UUID],
     *,
     redispatch_after: float,
-) -> list[UUID]:
+    known: KnownPages | None = None,
+) -> Advance:
     """Add what the crawl pages of a batch found to their crawls' frontiers, and complete the
     crawls that have nothing left. ``pages``: the batch's transitions of crawl pages; ``held``:
     the jobs whose outcome this transaction wrote (a page whose lease was lost adds nothing: its
-    new holder will). Returns the ids of the new pages, to publish after the commit."""
+    new holder will); ``known``: pages to leave out without a lookup."""
+    result = Advance()
     written = [t for t in pages if t.job.id in held and t.job.crawl_id is not None]
     if not written:
-        return []
+        return result
     by_crawl: dict[UUID, list[Transition]] = defaultdict(list)
     for transition in written:
         assert transition.job.crawl_id is not None
@@ -125,7 +173,6 @@ async def advance(
         .with_for_update()
     )
     now = utcnow()
-    new_ids: list[UUID] = []
     maybe_idle: list[UUID] = []
     for row in locked.all():
         if row.status != RUNNING:
@@ -133,10 +180,15 @@ async def advance(
         room = int(row.spec.get("limit", 0)) - row.discovered
         candidates = [c for t in by_crawl[row.id] for c in t.outcome.frontier]
         added = await _admit(
-            conn, backend, row.id, row.owner, row.spec, candidates, room, now, redispatch_after
+            conn,
+            backend,
+            _Admission(row.id, row.owner, row.spec, now, redispatch_after),
+            _unknown(row.id, candidates, known),
+            room,
+            result.seen,
         )
         if added:
-            new_ids.extend(added)
+            result.new_ids.extend(added)
             await conn.execute(
                 crawls.update()
                 .where(crawls.c.id == row.id)
@@ -146,21 +198,43 @@ async def advance(
             maybe_idle.append(row.id)  # a crawl that just gained pages has some left
     if maybe_idle:
         await complete_idle(conn, backend, maybe_idle, now=now)
-    return new_ids
+    return result
+
+
+def _unknown(
+    crawl_id: UUID, candidates: Sequence[Candidate], known: KnownPages | None
+) -> dict[str, Candidate]:
+    """The candidates by ``url_key``, first spelling first (links come in the order the page
+    shows them), without those ``known`` has at their depth or less."""
+    by_key: dict[str, Candidate] = {}
+    for candidate in candidates:
+        key = frontier_key(crawl_id, candidate.key)
+        if key not in by_key and (known is None or not known.has(key, candidate.depth)):
+            by_key[key] = candidate
+    return by_key
+
+
+@dataclass(frozen=True, slots=True)
+class _Admission:
+    """The crawl a batch admits pages to, and when."""
+
+    crawl_id: UUID
+    owner: str
+    spec: Mapping[str, Any]
+    now: datetime
+    redispatch_after: float
 
 
 async def _admit(
     conn: AsyncConnection,
     backend: Backend,
-    crawl_id: UUID,
-    owner: str,
-    spec: Mapping[str, Any],
-    candidates: Sequence[Candidate],
+    admission: _Admission,
+    by_key: Mapping[str, Candidate],
     room: int,
-    now: datetime,
-    redispatch_after: float,
+    seen: dict[str, int],
 ) -> list[UUID]:
-    """Insert the new candidates, in order, until ``room`` pages were admitted.
+    """Insert the new candidates, in order, until ``room`` pages were admitted; record in
+    ``seen`` the depth of every page found or added.
 
     Those the crawl has are left out first, by a read: under the crawl's lock every page of it
     is committed and visible, so the INSERT then meets no conflict. Without that read, an
@@ -168,15 +242,12 @@ async def _admit(
     wait for that transaction, which may itself be waiting for this crawl's lock. The INSERT
     stays ON CONFLICT DO NOTHING all the same: the unique key is what deduplicates.
     """
-    rows: dict[str, dict[str, Any]] = {}
-    for candidate in candidates:
-        row = _page_row(crawl_id, owner, spec, candidate, now, redispatch_after)
-        rows.setdefault(row["url_key"], row)
-    if not rows or room <= 0:
+    if room <= 0 or not by_key:
         return []
+    owner = admission.owner
     known: set[str] = set()
     shorter: dict[int, list[UUID]] = defaultdict(list)
-    keys = list(rows)
+    keys = list(by_key)
     for start in range(0, len(keys), INSERT_CHUNK):
         found = await conn.execute(
             sa.select(jobs.c.url_key, jobs.c.id, jobs.c.depth, jobs.c.status).where(
@@ -186,8 +257,12 @@ async def _admit(
         )
         for key, job_id, depth, status in found:
             known.add(key)
-            if status == PENDING and depth is not None and rows[key]["depth"] < depth:
-                shorter[rows[key]["depth"]].append(job_id)
+            if status == PENDING and depth is not None and by_key[key].depth < depth:
+                shorter[by_key[key].depth].append(job_id)
+            else:
+                # A finished page is known at any depth: a shorter path changes nothing. One
+                # taking a shorter path is not remembered (the update below may skip it).
+                seen[key] = 0 if JobStatus(status).is_final else (depth or 0)
     # A page still waiting, found again by a shorter path, takes that path's depth: its links
     # are then followed as far as max_depth allows from there.
     # Rows being claimed right now are skipped, not waited for: a claim locks its rows in an
@@ -203,13 +278,23 @@ async def _admit(
             .where(jobs.c.id.in_(waiting.scalar_subquery()), jobs.c.status == PENDING)
             .values(depth=depth)
         )
-    new = [row for key, row in rows.items() if key not in known]
+    template = _page_template(
+        admission.crawl_id, owner, admission.spec, admission.now, admission.redispatch_after
+    )
+    new = [(key, candidate) for key, candidate in by_key.items() if key not in known]
     added: list[UUID] = []
     start = 0
     # Each chunk no bigger than the room left: the limit holds exactly whatever happens.
     while start < len(new) and len(added) < room:
         size = min(room - len(added), INSERT_CHUNK)
-        added.extend(await backend.insert_frontier(conn, new[start : start + size]))
+        chunk = [
+            _page_row(template, candidate, key) for key, candidate in new[start : start + size]
+        ]
+        inserted = set(await backend.insert_frontier(conn, chunk))
+        for row in chunk:
+            if row["id"] in inserted:
+                added.append(row["id"])
+                seen[row["url_key"]] = row["depth"]
         start += size
     return added
 
@@ -289,8 +374,11 @@ async def start_crawl(
     crawl monitor starts one when its slot fires); the crawl's id and its start page's."""
     crawl_id = uuid.uuid4()
     stored = spec.to_dict()
+    start_key = crawl_key(spec.url)
     start = _page_row(
-        crawl_id, owner, stored, Candidate(crawl_key(spec.url), 0), now, redispatch_after
+        _page_template(crawl_id, owner, stored, now, redispatch_after),
+        Candidate(start_key, 0),
+        frontier_key(crawl_id, start_key),
     )
     await conn.execute(
         crawls.insert().values(
@@ -512,7 +600,9 @@ class CrawlStore:
 
 
 __all__ = [
+    "Advance",
     "CrawlStore",
+    "KnownPages",
     "advance",
     "cancel_running",
     "complete_idle",

@@ -28,6 +28,7 @@ from taskcrawler.storage.tables import jobs
 class WorkStore:
     def __init__(self, db: Database) -> None:
         self.db = db
+        self._known = crawls.KnownPages()
 
     @property
     def concurrent_writes(self) -> int:
@@ -169,9 +170,11 @@ class WorkStore:
             await write_content(conn, backend, content.only(held))
             if not pages:
                 return []
-            return await crawls.advance(
-                conn, backend, pages, held, redispatch_after=redispatch_after
+            advanced = await crawls.advance(
+                conn, backend, pages, held, redispatch_after=redispatch_after, known=self._known
             )
+        self._known.learn(advanced.seen)  # committed: they are the crawls' pages now
+        return advanced.new_ids
 
     # --- sweeper --------------------------------------------------------------------------
 
