@@ -15,6 +15,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
+from functools import lru_cache
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 from uuid import UUID
@@ -412,6 +413,14 @@ def site_of(host: str) -> str:
     return host[4:] if host.startswith("www.") else host
 
 
+@lru_cache(maxsize=16384)
+def _site_and_path(key: str) -> tuple[str, str]:
+    """A key's site (:func:`site_of`) and path. Cached as :func:`crawl_key` is: a site's pages
+    link to the same few URLs (its navigation) on every page."""
+    parts = urlsplit(key)
+    return site_of(parts.hostname or ""), parts.path
+
+
 class Scope:
     """Decides whether a URL belongs to a crawl.
 
@@ -465,11 +474,11 @@ class Scope:
 
     def check_key(self, key: str) -> Verdict:
         """The verdict on a URL already made a key by :func:`crawl_key`."""
-        parts = urlsplit(key)
-        verdict = self._host_verdict(site_of(parts.hostname or ""))
+        site, path = _site_and_path(key)
+        verdict = self._host_verdict(site)
         if verdict is not Verdict.IN_SCOPE:
             return verdict
-        return self._path_verdict(parts.path)
+        return self._path_verdict(path)
 
     def allows(self, url: str) -> bool:
         return self.check(url) is Verdict.IN_SCOPE

@@ -166,6 +166,9 @@ _UNRESERVED = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 _HEX = frozenset("0123456789abcdefABCDEF")
 # Characters a URL may not carry literally (RFC 3986): browsers send them percent-encoded.
 _MUST_ESCAPE = frozenset(' "<>\\^`{|}')
+#: A component that needs none of the work of :func:`normalize_escapes` matches none of this:
+#: an escape, a character outside printable ASCII, or one of ``_MUST_ESCAPE``.
+_NEEDS_NORMALIZING = re.compile(r'[%\x00-\x20"<>\\^`{|}\x7f-\U0010ffff]')
 
 
 def _escape_char(char: str) -> str:
@@ -177,11 +180,7 @@ def normalize_escapes(component: str) -> str:
     characters decoded, other escapes in upper case, non-ASCII and forbidden characters
     percent-encoded as UTF-8, a stray ``%`` escaped. Reserved characters stay as they are:
     ``/a%2Fb`` and ``/a/b`` may well be different resources."""
-    if (
-        "%" not in component
-        and component.isascii()
-        and not any(ch in _MUST_ESCAPE or ch < " " or ch == "\x7f" for ch in component)
-    ):
+    if _NEEDS_NORMALIZING.search(component) is None:
         return component
     out: list[str] = []
     i, size = 0, len(component)
