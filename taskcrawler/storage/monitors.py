@@ -52,7 +52,7 @@ from taskcrawler.domain.webhooks import DeliveryStatus, change_webhook
 from taskcrawler.storage.crawls import cancel_running, start_crawl
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
-from taskcrawler.storage.jobs import decode_cursor, make_cursor
+from taskcrawler.storage.jobs import decode_cursor, make_cursor, start_new_runs
 from taskcrawler.storage.rows import FINAL_STATUSES, PENDING, utcnow
 from taskcrawler.storage.tables import (
     UTCDateTime,
@@ -798,53 +798,8 @@ async def _run_again(
     if not job_ids:
         return set()
     finished = (jobs.c.id.in_(job_ids), jobs.c.status.in_(FINAL_STATUSES))
-    history = sa.select(
-        jobs.c.id,
-        jobs.c.run_count,
-        jobs.c.status,
-        jobs.c.retry_count,
-        jobs.c.http_status,
-        jobs.c.scraped_title,
-        jobs.c.error_code,
-        jobs.c.error_log,
-        jobs.c.result["metadata"]["content_hash"].as_string(),
-        jobs.c.started_at,
-        jobs.c.finished_at,
-    ).where(*finished)
-    await conn.execute(
-        job_runs.insert().from_select(
-            [
-                "job_id",
-                "run",
-                "status",
-                "retry_count",
-                "http_status",
-                "scraped_title",
-                "error_code",
-                "error_log",
-                "content_hash",
-                "started_at",
-                "finished_at",
-            ],
-            history,
-        )
-    )
-    restarted = await conn.execute(
-        jobs.update()
-        .where(*finished)
-        .values(
-            status=PENDING,
-            retry_count=0,
-            run_count=jobs.c.run_count + 1,
-            error_code=None,
-            error_log=None,
-            http_status=None,
-            started_at=None,
-            finished_at=None,
-            next_attempt_at=None,
-            dispatch_at=now + timedelta(seconds=redispatch_after),
-        )
-        .returning(jobs.c.id)
+    restarted = await start_new_runs(
+        conn, finished, now=now, redispatch_after=redispatch_after, returning=(jobs.c.id,)
     )
     return set(restarted.scalars())
 
