@@ -128,8 +128,9 @@ class MonitorStore:
                 "status": PENDING,
                 "retry_count": 0,
                 "created_at": now,
-                # Published by the first slot; the sweeper publishes it if that fails.
-                "dispatch_at": now + timedelta(seconds=redispatch_after),
+                # No dispatch time until its first slot: the sweeper takes only jobs with one
+                # (a restart's sweep would publish it, and the slot run it again).
+                "dispatch_at": None,
                 "formats": list(spec.formats),
                 "callback_url": None,  # a monitor announces changes, not every run
             }
@@ -745,6 +746,13 @@ async def _fire(
     ready = [p.id for p in finished if p.evaluated_run == p.run_count and not p.awaiting_read]
     unread = [p.id for p in finished if p.id not in set(ready)]
     waiting = {p.id for p in pages if p.status == PENDING and p.run_count == 0}
+    if waiting:
+        # Published by this slot; the sweeper publishes it again should that be lost.
+        await conn.execute(
+            jobs.update()
+            .where(jobs.c.id.in_(waiting), jobs.c.dispatch_at.is_(None))
+            .values(dispatch_at=now + timedelta(seconds=redispatch_after))
+        )
     restarted = await _run_again(conn, ready, now=now, redispatch_after=redispatch_after)
     if restarted:
         await conn.execute(
