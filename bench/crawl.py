@@ -43,21 +43,17 @@ from typing import Any
 from uuid import UUID
 
 import sqlalchemy as sa
+from prometheus_client import CollectorRegistry
 
 from taskcrawler import bootstrap
 from taskcrawler.domain.crawls import CrawlStatus
 from taskcrawler.domain.jobs import JobQuery, NewJob
 from taskcrawler.domain.keys import Caller
-from taskcrawler.fetch import Fetcher, MemoryHostLimiter
-from taskcrawler.fetch.sitemaps import SitemapLimits
-from taskcrawler.queue import JobQueue
-from taskcrawler.queue.memory import MemoryQueue
+from taskcrawler.observability import WorkerMetrics
 from taskcrawler.service.crawls import CrawlPolicy, CrawlService
 from taskcrawler.settings import Settings
-from taskcrawler.storage import Storage, open_storage, upgrade_database
+from taskcrawler.storage import Storage, upgrade_database
 from taskcrawler.storage.tables import crawls as crawls_table
-from taskcrawler.worker.chunking import PageChunker
-from taskcrawler.worker.crawling import CrawlPages
 from taskcrawler.worker.worker import Worker
 from tests.support.site import SiteHosts, start_site
 
@@ -147,6 +143,7 @@ def settings_for(
         archive_pages=False,
         sweep_interval_seconds=0.5,
         shutdown_grace_seconds=1.0,
+        db_pool_size=20,
     )
 
 
@@ -159,11 +156,9 @@ async def until(check: Any, interval: float = 0.05) -> None:
 
 @dataclass
 class Rig:
-    """One worker, built as the composition root builds one, and what it runs on."""
+    """One worker, built by the composition root, and the runtime it runs on."""
 
-    settings: Settings
-    storage: Storage
-    queue: JobQueue
+    runtime: bootstrap.Runtime
     worker: Worker
 
 
@@ -173,43 +168,16 @@ async def rig(
 ) -> AsyncIterator[Rig]:
     async with database(backend) as url, redis_server(queue_kind) as (redis_url, prefix):
         settings = settings_for(url, concurrency, redis_url, prefix)
-        storage = open_storage(url, pool_size=20)
-        redis = None
-        queue: JobQueue
-        if redis_url is None:
-            queue = MemoryQueue()
-            fetcher = Fetcher(settings, limiter=MemoryHostLimiter(concurrency))
-        else:
-            from taskcrawler.queue.redis import RedisQueue, redis_client
-
-            redis = redis_client(redis_url)
-            queue = RedisQueue(redis, prefix=prefix)
-            fetcher = bootstrap.fetcher(settings, redis)
+        runtime = bootstrap.Runtime.open(settings)
+        fetcher = bootstrap.fetcher(settings, runtime.redis)
         parser = bootstrap.page_parser(settings)
         embedder = bootstrap.embedder(settings) if "chunks" in formats else None
-        chunker = (
-            None
-            if embedder is None
-            else PageChunker(
-                storage.chunks,
-                embedder,
-                bootstrap.chunking_config(settings),
-                timeout_seconds=settings.embedder_timeout_seconds,
-            )
-        )
-        worker = Worker(
-            bootstrap.worker_config(settings),
-            storage.work,
-            queue,
-            fetcher,
-            parser,
-            crawls=CrawlPages(storage.crawls, fetcher, SitemapLimits()),
-            chunker=chunker,
-        )
+        metrics = WorkerMetrics(CollectorRegistry())
+        worker = bootstrap.worker(runtime, fetcher, parser, metrics, page_embedder=embedder)
         stop = asyncio.Event()
         running = asyncio.create_task(worker.run(stop))
         try:
-            yield Rig(settings, storage, queue, worker)
+            yield Rig(runtime, worker)
         finally:
             stop.set()
             await running
@@ -217,10 +185,7 @@ async def rig(
             await parser.aclose()
             if embedder is not None:
                 await embedder.close()
-            await queue.close()
-            if redis is not None:
-                await redis.aclose()
-            await storage.close()
+            await runtime.close()
 
 
 async def run(
@@ -263,10 +228,10 @@ async def run(
 
 def crawl_service(r: Rig) -> CrawlService:
     return CrawlService(
-        CrawlPolicy(max_limit=1_000_000, redispatch_after=r.settings.redispatch_seconds),
-        r.storage.crawls,
-        r.storage.jobs,
-        r.queue,
+        CrawlPolicy(max_limit=1_000_000, redispatch_after=r.runtime.settings.redispatch_seconds),
+        r.runtime.storage.crawls,
+        r.runtime.storage.jobs,
+        r.runtime.queue,
     )
 
 
@@ -291,7 +256,7 @@ async def crawl(r: Rig, start_url: str, formats: tuple[str, ...]) -> tuple[float
     crawl_ = await service.start(OWNER, service.spec(start_url, limit=1_000_000, formats=formats))
 
     async def done() -> bool:
-        return (await crawl_state(r.storage, crawl_.id))[0] != CrawlStatus.RUNNING.value
+        return (await crawl_state(r.runtime.storage, crawl_.id))[0] != CrawlStatus.RUNNING.value
 
     await until(done)
     seconds = time.perf_counter() - started
@@ -306,14 +271,14 @@ async def crawl(r: Rig, start_url: str, formats: tuple[str, ...]) -> tuple[float
 
 async def single_jobs(r: Rig, urls: list[str], formats: tuple[str, ...]) -> float:
     started = time.perf_counter()
-    created = await r.storage.jobs.create_jobs(
+    created = await r.runtime.storage.jobs.create_jobs(
         [NewJob(url, owner="bench-jobs", formats=formats) for url in urls], redispatch_after=30
     )
     ids: list[UUID] = [c.job.id for c in created]
-    await r.queue.publish(ids)
+    await r.runtime.queue.publish(ids)
 
     async def done() -> bool:
-        return await r.storage.jobs.count_unfinished("bench-jobs") == 0
+        return await r.runtime.storage.jobs.count_unfinished("bench-jobs") == 0
 
     await until(done)
     return time.perf_counter() - started
@@ -379,7 +344,7 @@ async def _frontier(
             spec = service.spec(start_url, limit=size, sitemap="skip")
             crawl_ = await service.start(OWNER, spec)
             while time.perf_counter() - started < seconds:
-                status, discovered = await crawl_state(r.storage, crawl_.id)
+                status, discovered = await crawl_state(r.runtime.storage, crawl_.id)
                 if full_at is None and discovered >= size:
                     full_at = (time.perf_counter() - started, rss_mb())
                 if status != CrawlStatus.RUNNING.value:

@@ -8,16 +8,12 @@ from typing import Literal
 from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
 from taskcrawler.domain.pages import Screenshot
+from taskcrawler.domain.rendering import MAX_VIEWPORT, MAX_WAIT_SECONDS, MIN_VIEWPORT
 
 #: Resource types a render can be told not to download (Playwright's names).
 BLOCKABLE_RESOURCES = frozenset({"image", "font", "media"})
 #: The usual choice for text extraction: no images, fonts, audio or video.
 TEXT_ONLY = BLOCKABLE_RESOURCES
-
-MIN_VIEWPORT, MAX_VIEWPORT = 200, 4096
-#: The longest a caller may ask to wait for a selector or for network idle; the render's own
-#: deadline (``render_timeout_seconds``) bounds it further.
-MAX_WAIT_SECONDS = 60.0
 
 WaitUntil = Literal["load", "networkidle"]
 

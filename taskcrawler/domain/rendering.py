@@ -21,6 +21,14 @@ MAX_WAIT_SECONDS = 60.0
 MAX_SELECTOR_CHARS = 1000
 
 
+def check_viewport(width: int, height: int) -> None:
+    """A viewport a browser is asked for: each side within :data:`MIN_VIEWPORT` and
+    :data:`MAX_VIEWPORT` pixels (ValueError otherwise)."""
+    if not (MIN_VIEWPORT <= width <= MAX_VIEWPORT and MIN_VIEWPORT <= height <= MAX_VIEWPORT):
+        bounds = f"between {MIN_VIEWPORT} and {MAX_VIEWPORT}"
+        raise ValueError(f"width and height must be {bounds} pixels")
+
+
 @dataclass(frozen=True, slots=True)
 class RenderRequest:
     """How to render a job's page. Waits that do not happen in time are not errors: the page
@@ -39,6 +47,9 @@ class RenderRequest:
     #: A screenshot of the whole page (cut at ``render_screenshot_max_height``), or of the
     #: viewport only.
     full_page: bool = True
+
+    def __post_init__(self) -> None:
+        check_viewport(self.viewport_width, self.viewport_height)
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -22,10 +22,9 @@ from taskcrawler.domain.jobs import Job, JobQuery
 from taskcrawler.domain.keys import Caller
 from taskcrawler.domain.rendering import (
     DEFAULT_RENDER,
-    MAX_VIEWPORT,
-    MIN_VIEWPORT,
     SCREENSHOT,
     RenderRequest,
+    check_viewport,
 )
 from taskcrawler.service.content import ContentService
 from taskcrawler.service.crawls import CrawlService
@@ -197,14 +196,15 @@ def _viewport_of(where: str, value: Any) -> tuple[int, int] | None:
         return None
     if not isinstance(value, Mapping) or set(value) != {"width", "height"}:
         raise Unsupported(f"{where}: must be {{width, height}}")
-    sides = (value["width"], value["height"])
-    for side in sides:
+    width, height = value["width"], value["height"]
+    for side in (width, height):
         if isinstance(side, bool) or not isinstance(side, int):
             raise Unsupported(f"{where}: width and height must be whole numbers of pixels")
-        if not MIN_VIEWPORT <= side <= MAX_VIEWPORT:
-            bounds = f"between {MIN_VIEWPORT} and {MAX_VIEWPORT}"
-            raise Unsupported(f"{where}: width and height must be {bounds} pixels")
-    return sides
+    try:
+        check_viewport(width, height)
+    except ValueError as error:
+        raise Unsupported(f"{where}: {error}") from None
+    return width, height
 
 
 @dataclass(frozen=True, slots=True)

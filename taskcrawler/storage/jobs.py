@@ -329,20 +329,51 @@ async def _restart(
     """Move the current run of each finished job to ``job_runs`` and make the job PENDING."""
     if not job_ids:
         return []
-    finished = (
-        await conn.execute(
-            sa.select(*JOB_COLUMNS)
-            .where(jobs.c.id.in_(job_ids), jobs.c.status.in_(FINAL_STATUSES))
-            .with_for_update()
-        )
-    ).all()
-    if not finished:
+    finished = (jobs.c.id.in_(job_ids), jobs.c.status.in_(FINAL_STATUSES))
+    locked = (await conn.execute(sa.select(jobs.c.id).where(*finished).with_for_update())).all()
+    if not locked:
         return []
-    history = [_run_record(row_to_job(row)) for row in finished]
-    await conn.execute(job_runs.insert(), history)
-    restarted = await conn.execute(
+    restarted = await start_new_runs(
+        conn, finished, now=now, redispatch_after=redispatch_after, returning=JOB_COLUMNS
+    )
+    return [row_to_job(row) for row in restarted]
+
+
+#: A job's run as ``job_runs`` keeps it: its columns there, from those of ``jobs``.
+RUN_HISTORY: dict[str, sa.ColumnElement[Any]] = {
+    "job_id": jobs.c.id,
+    "run": jobs.c.run_count,
+    "status": jobs.c.status,
+    "retry_count": jobs.c.retry_count,
+    "http_status": jobs.c.http_status,
+    "scraped_title": jobs.c.scraped_title,
+    "error_code": jobs.c.error_code,
+    "error_log": jobs.c.error_log,
+    "content_hash": jobs.c.result["metadata"]["content_hash"].as_string(),
+    "started_at": jobs.c.started_at,
+    "finished_at": jobs.c.finished_at,
+}
+
+
+async def start_new_runs(
+    conn: AsyncConnection,
+    finished: Sequence[sa.ColumnElement[bool]],
+    *,
+    now: datetime,
+    redispatch_after: float,
+    returning: Sequence[sa.ColumnElement[Any]],
+) -> sa.CursorResult[Any]:
+    """The finished jobs that ``finished`` selects run again: each one's run is copied to
+    ``job_runs`` inside the database, and the job is PENDING with one more run. ``returning``
+    of each job restarted."""
+    await conn.execute(
+        job_runs.insert().from_select(
+            list(RUN_HISTORY), sa.select(*RUN_HISTORY.values()).where(*finished)
+        )
+    )
+    return await conn.execute(
         jobs.update()
-        .where(jobs.c.id.in_([r["job_id"] for r in history]), jobs.c.status.in_(FINAL_STATUSES))
+        .where(*finished)
         .values(
             status=PENDING,
             retry_count=0,
@@ -356,23 +387,5 @@ async def _restart(
             next_attempt_at=None,
             dispatch_at=now + timedelta(seconds=redispatch_after),
         )
-        .returning(*JOB_COLUMNS)
+        .returning(*returning)
     )
-    return [row_to_job(row) for row in restarted]
-
-
-def _run_record(job: Job) -> dict[str, Any]:
-    metadata = (job.result or {}).get("metadata") or {}
-    return {
-        "job_id": job.id,
-        "run": job.run_count,
-        "status": job.status.value,
-        "retry_count": job.retry_count,
-        "http_status": job.http_status,
-        "scraped_title": job.scraped_title,
-        "error_code": job.error_code,
-        "error_log": job.error_log,
-        "content_hash": metadata.get("content_hash"),
-        "started_at": job.started_at,
-        "finished_at": job.finished_at,
-    }

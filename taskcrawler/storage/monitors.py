@@ -52,7 +52,7 @@ from taskcrawler.domain.webhooks import DeliveryStatus, change_webhook
 from taskcrawler.storage.crawls import cancel_running, start_crawl
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
-from taskcrawler.storage.jobs import decode_cursor, make_cursor
+from taskcrawler.storage.jobs import decode_cursor, make_cursor, start_new_runs
 from taskcrawler.storage.rows import FINAL_STATUSES, PENDING, utcnow
 from taskcrawler.storage.tables import (
     UTCDateTime,
@@ -128,8 +128,9 @@ class MonitorStore:
                 "status": PENDING,
                 "retry_count": 0,
                 "created_at": now,
-                # Published by the first slot; the sweeper publishes it if that fails.
-                "dispatch_at": now + timedelta(seconds=redispatch_after),
+                # No dispatch time until its first slot: the sweeper takes only jobs with one
+                # (a restart's sweep would publish it, and the slot run it again).
+                "dispatch_at": None,
                 "formats": list(spec.formats),
                 "callback_url": None,  # a monitor announces changes, not every run
             }
@@ -745,6 +746,13 @@ async def _fire(
     ready = [p.id for p in finished if p.evaluated_run == p.run_count and not p.awaiting_read]
     unread = [p.id for p in finished if p.id not in set(ready)]
     waiting = {p.id for p in pages if p.status == PENDING and p.run_count == 0}
+    if waiting:
+        # Published by this slot; the sweeper publishes it again should that be lost.
+        await conn.execute(
+            jobs.update()
+            .where(jobs.c.id.in_(waiting), jobs.c.dispatch_at.is_(None))
+            .values(dispatch_at=now + timedelta(seconds=redispatch_after))
+        )
     restarted = await _run_again(conn, ready, now=now, redispatch_after=redispatch_after)
     if restarted:
         await conn.execute(
@@ -798,53 +806,8 @@ async def _run_again(
     if not job_ids:
         return set()
     finished = (jobs.c.id.in_(job_ids), jobs.c.status.in_(FINAL_STATUSES))
-    history = sa.select(
-        jobs.c.id,
-        jobs.c.run_count,
-        jobs.c.status,
-        jobs.c.retry_count,
-        jobs.c.http_status,
-        jobs.c.scraped_title,
-        jobs.c.error_code,
-        jobs.c.error_log,
-        jobs.c.result["metadata"]["content_hash"].as_string(),
-        jobs.c.started_at,
-        jobs.c.finished_at,
-    ).where(*finished)
-    await conn.execute(
-        job_runs.insert().from_select(
-            [
-                "job_id",
-                "run",
-                "status",
-                "retry_count",
-                "http_status",
-                "scraped_title",
-                "error_code",
-                "error_log",
-                "content_hash",
-                "started_at",
-                "finished_at",
-            ],
-            history,
-        )
-    )
-    restarted = await conn.execute(
-        jobs.update()
-        .where(*finished)
-        .values(
-            status=PENDING,
-            retry_count=0,
-            run_count=jobs.c.run_count + 1,
-            error_code=None,
-            error_log=None,
-            http_status=None,
-            started_at=None,
-            finished_at=None,
-            next_attempt_at=None,
-            dispatch_at=now + timedelta(seconds=redispatch_after),
-        )
-        .returning(jobs.c.id)
+    restarted = await start_new_runs(
+        conn, finished, now=now, redispatch_after=redispatch_after, returning=(jobs.c.id,)
     )
     return set(restarted.scalars())
 

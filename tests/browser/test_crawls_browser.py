@@ -14,8 +14,8 @@ import pytest
 from aiohttp import web
 from playwright.async_api import Browser, Page, expect
 
-from tests.browser.conftest import Served, serve
 from tests.support.processes import ProcessManager
+from tests.support.served import Served, serve
 from tests.support.services import free_port
 
 WAIT_MS = 30_000

@@ -11,8 +11,8 @@ import aiohttp
 import pytest
 from playwright.async_api import Browser, Page, expect
 
-from tests.browser.conftest import Served, serve
 from tests.support.processes import ProcessManager
+from tests.support.served import Served, serve
 from tests.support.target import TargetServer
 
 WAIT_MS = 30_000

@@ -14,9 +14,10 @@ from firecrawl import Firecrawl
 from firecrawl.v1 import V1FirecrawlApp
 
 from taskcrawler.browser.renderer import png_size
-from tests.browser.conftest import Served, chromium_path, serve
+from tests.browser.conftest import chromium_path
 from tests.support.processes import ProcessManager
 from tests.support.render_site import RenderSite
+from tests.support.served import FIRECRAWL_ENV, Served, serve
 
 
 @pytest.fixture
@@ -32,8 +33,7 @@ async def served(processes: ProcessManager, tmp_path: Path, sqlite_url: str) -> 
         processes,
         tmp_path,
         sqlite_url,
-        TASKCRAWLER_AUTH_REQUIRED="true",
-        TASKCRAWLER_MAX_RETRIES="0",
+        **FIRECRAWL_ENV,
         TASKCRAWLER_BROWSER=chromium_path(),
         TASKCRAWLER_RENDER_TIMEOUT_SECONDS="30",
     )

@@ -11,9 +11,9 @@ import aiohttp
 import pytest
 from playwright.async_api import Browser, Page, expect
 
-from tests.browser.conftest import Served, serve
 from tests.support.changing_site import ChangingSiteServer, start_changing_site
 from tests.support.processes import ProcessManager
+from tests.support.served import Served, serve
 
 WAIT_MS = 30_000
 

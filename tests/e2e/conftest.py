@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.e2e.harness import Service, ServiceFactory, fast_settings, running
+from tests.support.processes import ProcessManager
+from tests.support.served import FIRECRAWL_ENV, Served, serve
 
 
 @pytest.fixture(params=["embedded", "production"])
@@ -34,3 +37,9 @@ def service_factory(request: pytest.FixtureRequest) -> ServiceFactory:
 async def service(service_factory: ServiceFactory) -> AsyncIterator[Service]:
     async with service_factory() as running_service:
         yield running_service
+
+
+@pytest.fixture
+async def firecrawl_served(processes: ProcessManager, tmp_path: Path, sqlite_url: str) -> Served:
+    """``taskcrawler serve`` as the Firecrawl SDKs meet it: keys required, no retries."""
+    return await serve(processes, tmp_path, sqlite_url, **FIRECRAWL_ENV)

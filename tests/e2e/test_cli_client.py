@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from aiohttp import web
 
-from tests.browser.conftest import Served, serve
 from tests.support.processes import ProcessManager, clean_env
+from tests.support.served import Served, serve
 from tests.support.services import free_port
 from tests.support.target import TargetServer
 

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser.conftest import Served, serve
 from tests.e2e.test_cli_client import cli
 from tests.support.changing_site import NOISE_SELECTORS, ChangingSiteServer, start_changing_site
 from tests.support.processes import ProcessManager
+from tests.support.served import Served, serve
 
 
 @pytest.fixture

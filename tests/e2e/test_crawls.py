@@ -13,11 +13,11 @@ import pytest
 
 from taskcrawler.domain.urls import crawl_key
 from taskcrawler.domain.webhooks import verify_signature
-from tests.browser.conftest import serve
 from tests.e2e.harness import Service, ServiceFactory, fast_settings, running
 from tests.e2e.test_cli_client import cli
 from tests.e2e.test_webhooks import FAST_HOOKS
 from tests.support.processes import ProcessManager
+from tests.support.served import serve
 from tests.support.site import Site, SiteHosts, SiteServer
 from tests.support.webhook_receiver import webhook_receiver
 

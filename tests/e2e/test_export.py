@@ -23,9 +23,9 @@ from taskcrawler.client._calls import NEXT_SINCE as CLIENT_NEXT_SINCE
 from taskcrawler.domain.keys import Caller
 from taskcrawler.storage import Database, NewJob
 from taskcrawler.storage.tables import job_contents, jobs
-from tests.browser.conftest import Served, serve
 from tests.e2e.harness import Service
 from tests.support.processes import ProcessManager, clean_env
+from tests.support.served import Served, serve
 from tests.support.target import TargetServer
 
 

@@ -4,32 +4,19 @@ Firecrawl's shapes, statuses and error bodies, TaskCrawler keys as Firecrawl key
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import httpx
 import pytest
 from firecrawl import Firecrawl
 from firecrawl.v1 import V1FirecrawlApp
 
-from tests.browser.conftest import Served, serve
-from tests.support.processes import ProcessManager
+from tests.support.served import Served
 from tests.support.target import TargetServer
 
 
-@pytest.fixture
-async def served(processes: ProcessManager, tmp_path: Path, sqlite_url: str) -> Served:
-    return await serve(
-        processes,
-        tmp_path,
-        sqlite_url,
-        TASKCRAWLER_AUTH_REQUIRED="true",
-        TASKCRAWLER_MAX_RETRIES="0",
-    )
-
-
-async def test_the_v2_sdk_scrapes_and_maps(served: Served, target: TargetServer) -> None:
-    key = await served.new_key("firecrawl")
-    fc = Firecrawl(api_key=key, api_url=served.base_url)
+async def test_the_v2_sdk_scrapes_and_maps(firecrawl_served: Served, target: TargetServer) -> None:
+    key = await firecrawl_served.new_key("firecrawl")
+    fc = Firecrawl(api_key=key, api_url=firecrawl_served.base_url)
     url = target.url("/title/Firecrawled")
 
     doc = await asyncio.to_thread(fc.scrape, url, formats=["markdown", "html", "rawHtml", "links"])
@@ -52,9 +39,9 @@ async def test_the_v2_sdk_scrapes_and_maps(served: Served, target: TargetServer)
 
 # The v1 SDK still calls pydantic's v1-style .dict().
 @pytest.mark.filterwarnings("ignore:The `dict` method is deprecated:DeprecationWarning")
-async def test_the_v1_sdk_scrapes_and_maps(served: Served, target: TargetServer) -> None:
-    key = await served.new_key("firecrawl-v1")
-    app = V1FirecrawlApp(api_key=key, api_url=served.base_url)
+async def test_the_v1_sdk_scrapes_and_maps(firecrawl_served: Served, target: TargetServer) -> None:
+    key = await firecrawl_served.new_key("firecrawl-v1")
+    app = V1FirecrawlApp(api_key=key, api_url=firecrawl_served.base_url)
     url = target.url("/title/Version1")
     doc = await asyncio.to_thread(app.scrape_url, url, formats=["markdown", "links"])
     assert "Version1" in doc.markdown and doc.metadata["title"] == "Version1"
@@ -64,11 +51,11 @@ async def test_the_v1_sdk_scrapes_and_maps(served: Served, target: TargetServer)
 
 @pytest.mark.filterwarnings("ignore:The `dict` method is deprecated:DeprecationWarning")
 async def test_the_sdks_batch_scrape_and_read_the_status(
-    served: Served, target: TargetServer
+    firecrawl_served: Served, target: TargetServer
 ) -> None:
-    key = await served.new_key("batch")
+    key = await firecrawl_served.new_key("batch")
     urls = [target.url(f"/title/Batch{n}") for n in range(3)]
-    fc = Firecrawl(api_key=key, api_url=served.base_url)
+    fc = Firecrawl(api_key=key, api_url=firecrawl_served.base_url)
     job = await asyncio.to_thread(fc.batch_scrape, urls, formats=["markdown"], poll_interval=1)
     assert job.status == "completed" and (job.completed, job.total) == (3, 3)
     titles = sorted(doc.metadata.title for doc in job.data)
@@ -80,14 +67,14 @@ async def test_the_sdks_batch_scrape_and_read_the_status(
     )
     assert with_invalid.invalid_urls == ["http://example.com:0/"]
 
-    app = V1FirecrawlApp(api_key=key, api_url=served.base_url)
+    app = V1FirecrawlApp(api_key=key, api_url=firecrawl_served.base_url)
     v1 = await asyncio.to_thread(
         app.batch_scrape_urls, urls[:2], formats=["markdown"], poll_interval=1
     )
     assert v1.status == "completed" and len(v1.data) == 2
 
-    async with httpx.AsyncClient(base_url=served.base_url, timeout=30) as http:
-        other = await served.new_key("other")
+    async with httpx.AsyncClient(base_url=firecrawl_served.base_url, timeout=30) as http:
+        other = await firecrawl_served.new_key("other")
         hidden = await http.get(
             f"/v2/batch/scrape/{with_invalid.id}", headers={"Authorization": f"Bearer {other}"}
         )
@@ -101,12 +88,14 @@ async def test_the_sdks_batch_scrape_and_read_the_status(
 
 
 async def test_unsupported_fields_and_bad_keys_are_firecrawl_errors(
-    served: Served, target: TargetServer
+    firecrawl_served: Served, target: TargetServer
 ) -> None:
-    key = await served.new_key("firecrawl-errors")
+    key = await firecrawl_served.new_key("firecrawl-errors")
     headers = {"Authorization": f"Bearer {key}"}
     url = target.url("/page/3")
-    async with httpx.AsyncClient(base_url=served.base_url, headers=headers, timeout=30) as http:
+    async with httpx.AsyncClient(
+        base_url=firecrawl_served.base_url, headers=headers, timeout=30
+    ) as http:
         for version in ("v1", "v2"):
             for body, named in [
                 ({"url": url, "formats": ["pdfText"]}, "pdfText"),
@@ -141,7 +130,7 @@ async def test_unsupported_fields_and_bad_keys_are_firecrawl_errors(
                 assert refused.status_code == 400, (version, body, refused.text)
                 answer = refused.json()
                 assert answer["success"] is False and named in answer["error"], answer
-        fc = Firecrawl(api_key=key, api_url=served.base_url)
+        fc = Firecrawl(api_key=key, api_url=firecrawl_served.base_url)
         with pytest.raises(Exception, match="onlyMainContent"):
             await asyncio.to_thread(fc.scrape, url, only_main_content=False)
 

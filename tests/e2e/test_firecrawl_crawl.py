@@ -14,21 +14,9 @@ import pytest
 from firecrawl import Firecrawl
 from firecrawl.v1 import V1FirecrawlApp
 
-from tests.browser.conftest import Served, serve
 from tests.support.processes import ProcessManager
+from tests.support.served import FIRECRAWL_ENV, Served, serve
 from tests.support.target import TargetServer
-
-
-@pytest.fixture
-async def served(processes: ProcessManager, tmp_path: Path, sqlite_url: str) -> Served:
-    return await serve(
-        processes,
-        tmp_path,
-        sqlite_url,
-        TASKCRAWLER_AUTH_REQUIRED="true",
-        TASKCRAWLER_MAX_RETRIES="0",
-    )
-
 
 #: A screenshot in JPEG quality: TaskCrawler's are PNG.
 SHOT_Q = {"type": "screenshot", "quality": 1}
@@ -39,9 +27,11 @@ def _pages(target: TargetServer, depth: int) -> set[str]:
     return {target.url(f"/page/{n}") for n in range(depth + 1)}
 
 
-async def test_the_v2_sdk_crawls_pages_and_cancels(served: Served, target: TargetServer) -> None:
-    key = await served.new_key("crawler")
-    fc = Firecrawl(api_key=key, api_url=served.base_url)
+async def test_the_v2_sdk_crawls_pages_and_cancels(
+    firecrawl_served: Served, target: TargetServer
+) -> None:
+    key = await firecrawl_served.new_key("crawler")
+    fc = Firecrawl(api_key=key, api_url=firecrawl_served.base_url)
     start = target.url("/page/0")
 
     job = await asyncio.to_thread(
@@ -78,16 +68,18 @@ async def test_the_v2_sdk_crawls_pages_and_cancels(served: Served, target: Targe
     assert status.completed < 10_000
 
 
-async def test_the_status_pages_with_next(served: Served, target: TargetServer) -> None:
-    key = await served.new_key("pager")
-    fc = Firecrawl(api_key=key, api_url=served.base_url)
+async def test_the_status_pages_with_next(firecrawl_served: Served, target: TargetServer) -> None:
+    key = await firecrawl_served.new_key("pager")
+    fc = Firecrawl(api_key=key, api_url=firecrawl_served.base_url)
     done = await asyncio.to_thread(
         fc.crawl, target.url("/page/0"), max_discovery_depth=4, sitemap="skip", poll_interval=1
     )
     assert done.status == "completed" and len(done.data) == 5
 
     headers = {"Authorization": f"Bearer {key}"}
-    async with httpx.AsyncClient(base_url=served.base_url, headers=headers, timeout=30) as http:
+    async with httpx.AsyncClient(
+        base_url=firecrawl_served.base_url, headers=headers, timeout=30
+    ) as http:
         first = (await http.get(f"/v2/crawl/{done.id}", params={"limit": 2})).json()
     assert len(first["data"]) == 2 and first["next"]
     seen = [doc["metadata"]["sourceURL"] for doc in first["data"]]
@@ -105,9 +97,11 @@ async def test_the_status_pages_with_next(served: Served, target: TargetServer) 
 
 # The v1 SDK still calls pydantic's v1-style .dict().
 @pytest.mark.filterwarnings("ignore:The `dict` method is deprecated:DeprecationWarning")
-async def test_the_v1_sdk_crawls_and_cancels(served: Served, target: TargetServer) -> None:
-    key = await served.new_key("crawler-v1")
-    app = V1FirecrawlApp(api_key=key, api_url=served.base_url)
+async def test_the_v1_sdk_crawls_and_cancels(
+    firecrawl_served: Served, target: TargetServer
+) -> None:
+    key = await firecrawl_served.new_key("crawler-v1")
+    app = V1FirecrawlApp(api_key=key, api_url=firecrawl_served.base_url)
     done = await asyncio.to_thread(
         app.crawl_url, target.url("/page/0"), max_depth=2, ignore_sitemap=True, poll_interval=1
     )
@@ -122,11 +116,13 @@ async def test_the_v1_sdk_crawls_and_cancels(served: Served, target: TargetServe
     assert (await asyncio.to_thread(app.check_crawl_status, started.id)).status == "cancelled"
 
 
-async def test_crawl_refusals_name_the_field(served: Served, target: TargetServer) -> None:
-    key = await served.new_key("refused")
+async def test_crawl_refusals_name_the_field(
+    firecrawl_served: Served, target: TargetServer
+) -> None:
+    key = await firecrawl_served.new_key("refused")
     url = target.url("/page/0")
     async with httpx.AsyncClient(
-        base_url=served.base_url, headers={"Authorization": f"Bearer {key}"}, timeout=30
+        base_url=firecrawl_served.base_url, headers={"Authorization": f"Bearer {key}"}, timeout=30
     ) as http:
         for version in ("v1", "v2"):
             for body, named in [
@@ -155,7 +151,7 @@ async def test_crawl_refusals_name_the_field(served: Served, target: TargetServe
         started = await http.post("/v2/crawl", json={"url": url, "maxDiscoveryDepth": 0})
         assert started.status_code == 200, started.text
         crawl_id = started.json()["id"]
-        other = {"Authorization": f"Bearer {await served.new_key('other')}"}
+        other = {"Authorization": f"Bearer {await firecrawl_served.new_key('other')}"}
         for method in ("GET", "DELETE"):
             hidden = await http.request(method, f"/v2/crawl/{crawl_id}", headers=other)
             assert hidden.status_code == 404 and hidden.json()["success"] is False
@@ -169,12 +165,7 @@ async def test_the_sdks_read_a_crawls_errors(
 ) -> None:
     target.robots_txt = "User-agent: *\nDisallow: /page/2\n"
     served = await serve(
-        processes,
-        tmp_path,
-        sqlite_url,
-        TASKCRAWLER_AUTH_REQUIRED="true",
-        TASKCRAWLER_MAX_RETRIES="0",
-        TASKCRAWLER_RESPECT_ROBOTS="true",
+        processes, tmp_path, sqlite_url, **FIRECRAWL_ENV, TASKCRAWLER_RESPECT_ROBOTS="true"
     )
     key = await served.new_key("errors")
     fc = Firecrawl(api_key=key, api_url=served.base_url)

@@ -24,8 +24,8 @@ from taskcrawler.mcp_server.tools import (
     ScrapeArgs,
     SearchArgs,
 )
-from tests.browser.conftest import Served, serve
 from tests.support.processes import ProcessManager, clean_env
+from tests.support.served import Served, serve
 from tests.support.target import TargetServer
 
 

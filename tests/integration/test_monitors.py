@@ -32,6 +32,7 @@ from taskcrawler.storage.tables import job_runs, jobs, monitor_pages, page_archi
 from taskcrawler.worker import monitoring
 from taskcrawler.worker.monitoring import MonitorConfig, MonitorScheduler
 from taskcrawler.worker.parsing import PageParser
+from taskcrawler.worker.sweeper import SweepConfig, Sweeper
 from taskcrawler.worker.webhooks import WebhookDispatcher
 from taskcrawler.worker.worker import Worker
 from tests.support.changing_site import (
@@ -101,6 +102,26 @@ async def test_each_due_slot_fires_once_across_workers_and_restarts(database_url
     assert [slot for slot, _ in rounds] == expected
     assert current is not None and current.rounds == len(expected)
     assert current.next_due_at == T0 + timedelta(minutes=11)
+
+
+async def test_a_restarted_worker_leaves_a_monitors_pages_to_their_first_slot(
+    storage: Storage,
+) -> None:
+    """A worker's restart sweep on an in-process queue publishes every PENDING job; a monitor's
+    pages are not published before their first slot (a page run then is run again by it, one
+    fetch more); once the slot fired, a publish lost after it is the sweeper's again."""
+    queue = MemoryQueue()
+    sweeper = Sweeper(SweepConfig(), storage.work, queue)
+    now = datetime.now(UTC)
+    monitor = await storage.monitors.create(
+        "o", spec(["http://a.test/", "http://b.test/"]), now=now, redispatch_after=30
+    )
+    await sweeper.sweep(after_restart=True)
+    assert await queue.depth() == 0
+    [slot] = await storage.monitors.fire_due(now=now, redispatch_after=0)  # its publish lost
+    assert set(slot.job_ids) == {page.job_id for page in monitor.pages}
+    await sweeper.sweep()
+    assert sorted(await queue.consume(10, 0)) == sorted(slot.job_ids)
 
 
 async def test_pause_resume_and_a_new_interval(storage: Storage) -> None:

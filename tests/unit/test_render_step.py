@@ -154,3 +154,14 @@ def test_the_render_mode_follows_the_formats() -> None:
     request = RenderRequest(wait_until="load", wait_for="#x", block=("font",), full_page=False)
     assert RenderRequest.from_json(request.to_json()) == request
     assert RenderRequest.from_json(None) == RenderRequest()
+
+
+@pytest.mark.parametrize(("width", "height"), [(199, 800), (1280, 4097), (0, 0)])
+def test_a_render_request_refuses_a_viewport_out_of_bounds(width: int, height: int) -> None:
+    with pytest.raises(ValueError, match="width and height must be between 200 and 4096 pixels"):
+        RenderRequest(viewport_width=width, viewport_height=height)
+
+
+def test_a_render_request_takes_a_viewport_at_its_bounds() -> None:
+    request = RenderRequest(viewport_width=200, viewport_height=4096)
+    assert (request.viewport_width, request.viewport_height) == (200, 4096)

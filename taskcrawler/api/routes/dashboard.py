@@ -59,7 +59,7 @@ def render(name: str, **values: str) -> str:
     return layout
 
 
-def _page(name: str, status_code: int = 200, **values: str) -> HTMLResponse:
+def _page(name: str, status_code: int = 200, /, **values: str) -> HTMLResponse:
     return HTMLResponse(
         render(name, **values),
         status_code=status_code,
@@ -79,16 +79,23 @@ async def search_page() -> HTMLResponse:
     return _page("search.html", title="Search", page="search", job_id="")
 
 
-@router.get("/jobs/{job_id}", response_class=HTMLResponse)
-async def job_page(job_id: str) -> HTMLResponse:
-    """One job: metadata, error, timings and its runs. Its data comes from the JSON API."""
+def _page_of_one(page: str, raw_id: str) -> HTMLResponse:
+    """The page of one job, monitor or crawl (``page``), for its id; the not-found page when
+    ``raw_id`` is not a UUID. The id goes in as ``{page}_id``."""
     try:
-        parsed = UUID(job_id)
+        parsed = UUID(raw_id)
     except ValueError:
         return _page(
             "not_found.html", status.HTTP_404_NOT_FOUND, title="Not found", page="none", job_id=""
         )
-    return _page("job.html", title=f"Job {parsed}", page="job", job_id=str(parsed))
+    ids = {"job_id": "", f"{page}_id": str(parsed)}
+    return _page(f"{page}.html", title=f"{page.capitalize()} {parsed}", page=page, **ids)
+
+
+@router.get("/jobs/{job_id}", response_class=HTMLResponse)
+async def job_page(job_id: str) -> HTMLResponse:
+    """One job: metadata, error, timings and its runs. Its data comes from the JSON API."""
+    return _page_of_one("job", job_id)
 
 
 @router.get("/monitors", response_class=HTMLResponse)
@@ -100,19 +107,7 @@ async def monitors_page() -> HTMLResponse:
 @router.get("/monitors/{monitor_id}", response_class=HTMLResponse)
 async def monitor_page(monitor_id: str) -> HTMLResponse:
     """One monitor: its pages and its changes, each with its diff."""
-    try:
-        parsed = UUID(monitor_id)
-    except ValueError:
-        return _page(
-            "not_found.html", status.HTTP_404_NOT_FOUND, title="Not found", page="none", job_id=""
-        )
-    return _page(
-        "monitor.html",
-        title=f"Monitor {parsed}",
-        page="monitor",
-        job_id="",
-        monitor_id=str(parsed),
-    )
+    return _page_of_one("monitor", monitor_id)
 
 
 @router.get("/crawls", response_class=HTMLResponse)
@@ -124,15 +119,7 @@ async def crawls_page() -> HTMLResponse:
 @router.get("/crawls/{crawl_id}", response_class=HTMLResponse)
 async def crawl_page(crawl_id: str) -> HTMLResponse:
     """One crawl: its counts and progress, its pages (jobs), and a cancel button."""
-    try:
-        parsed = UUID(crawl_id)
-    except ValueError:
-        return _page(
-            "not_found.html", status.HTTP_404_NOT_FOUND, title="Not found", page="none", job_id=""
-        )
-    return _page(
-        "crawl.html", title=f"Crawl {parsed}", page="crawl", job_id="", crawl_id=str(parsed)
-    )
+    return _page_of_one("crawl", crawl_id)
 
 
 @router.get(STATIC_PREFIX + "/{path:path}")
