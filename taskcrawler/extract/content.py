@@ -279,6 +279,7 @@ class Cleaner:
         keep = self.holds_content | _with_ancestors(choice.nodes)
         for node in reversed(flagged):
             if node.mem_id not in keep:
+                forget_caption_copies(node)
                 node.decompose()
 
 
@@ -302,9 +303,34 @@ def _strip_captions(tree: LexborHTMLParser, body_text: str) -> int:
     texts = [caption.text_lexbor() for caption in captions]
     if sum(map(visible_length, texts)) >= _GALLERY_SHARE * visible_length(body_text):
         return 0
-    for caption in reversed(captions):  # inner ones first
+    for caption, text in zip(reversed(captions), reversed(texts), strict=True):  # inner first
+        forget_caption_copies(caption, text)
         caption.decompose()
     return sum(map(len, texts))
+
+
+# Pictures whose caption is looked for: those of the caption's own box (a figure, a wrapper
+# holding the picture and its legend) and of the box around it.
+_CAPTION_BOX_LEVELS = 2
+_MIN_CAPTION_COPY_CHARS = 20
+
+
+def forget_caption_copies(caption: LexborNode, text: str | None = None) -> None:
+    """A caption removed as picture furniture is often written a second time into its
+    picture's ``alt``: that copy goes too (the picture stays, described as decorative), or
+    the Markdown would keep, as alt text, the very caption the content left out."""
+    said = " ".join((caption.text_lexbor() if text is None else text).split())
+    if len(said) < _MIN_CAPTION_COPY_CHARS:
+        return
+    box = caption.parent
+    for _ in range(_CAPTION_BOX_LEVELS):
+        if box is None or box.tag == "body":
+            return
+        for image in box.css("img[alt]"):
+            alt = " ".join((image.attributes.get("alt") or "").split())
+            if len(alt) >= _MIN_CAPTION_COPY_CHARS and (alt in said or said in alt):
+                image.attrs["alt"] = ""
+        box = box.parent
 
 
 def _is_furniture(node: LexborNode) -> bool:

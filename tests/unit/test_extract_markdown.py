@@ -491,3 +491,23 @@ def test_a_standfirst_set_as_a_heading_needs_no_full_stop() -> None:
     assert f"{subheadline}\n\nParagraph 0" in text(page)
     # The same line as a paragraph is a fragment: a byline, a teaser's first words.
     assert subheadline not in text(page.replace("h2>", "p>"))
+
+
+def test_a_caption_left_out_takes_its_copy_in_the_pictures_alt_text_along() -> None:
+    caption = "The winner at the finish line in Oslo. Photo: Anna Berg / Agency"
+    figure = (
+        f"<figure><img src='/a.jpg' alt='{caption}'><figcaption>{caption}</figcaption></figure>"
+    )
+    legend = (
+        f"<div class='picture'><img src='/b.jpg' alt='{caption}'>"
+        f"<div class='legend'>{caption}</div></div>"
+    )
+    other = "<figure><img src='/c.jpg' alt='A red bicycle against a wall'></figure>"
+    pictures = f"{figure}{legend}{other}"
+    page = f"<article><h1>She wins</h1>{ARTICLE_BODY}{pictures}{ARTICLE_BODY}</article>"
+    out = markdown(page)
+    assert "![](https://example.com/a.jpg)" in out
+    assert "![](https://example.com/b.jpg)" in out
+    assert "Photo: Anna Berg" not in out
+    # An alt text that says something of its own stays.
+    assert "![A red bicycle against a wall](https://example.com/c.jpg)" in out
