@@ -192,6 +192,10 @@ class Cleaner:
     holds_root: set[int]  # ids of main/article nodes and their ancestors
     holds_content: set[int]  # the same, and of h1 nodes and their ancestors
     holds_main: set[int]  # ids of main, the article body or a single article, and ancestors
+    # The body's visible characters once the furniture is gone, kept up to date as the guarded
+    # removals go: each of them measures the node it removes anyway, and reading the whole
+    # body's text once more cost 5% of an extraction.
+    body_chars: int | None = None
 
     @classmethod
     def for_tree(cls, tree: LexborHTMLParser) -> Cleaner:
@@ -216,8 +220,12 @@ class Cleaner:
         for node in reversed(nodes):
             if node.tag in _PROTECTED_TAGS or node.mem_id in keep:
                 continue
-            if guarded and _text_len(node) > max_chars:
-                continue
+            if guarded:
+                text = node.text_lexbor()
+                if len(text) > max_chars:
+                    continue
+                if self.body_chars is not None:
+                    self.body_chars -= visible_length(text)
             node.decompose()
 
     def strip_boilerplate(self) -> None:
@@ -230,8 +238,9 @@ class Cleaner:
             return
         for tag in _FURNITURE_TAGS:
             self.remove(tree.tags(tag), guarded=False)
-        text = body.text_lexbor()  # read once for both measures
-        removed = _strip_captions(tree, text)
+        text = body.text_lexbor()  # read once for all three measures
+        removed, removed_visible = _strip_captions(tree, text)
+        self.body_chars = visible_length(text) - removed_visible
         max_chars = _MAX_REMOVED_SHARE * max(0, len(text) - removed)
         for tag in _GUARDED_TAGS:
             self.remove(tree.tags(tag), guarded=True, max_chars=max_chars)
@@ -259,7 +268,8 @@ class Cleaner:
             ):
                 continue
             if most < 0:
-                most = _MAX_FLAGGED_SHARE * visible_chars(body)
+                chars = self.body_chars if self.body_chars is not None else visible_chars(body)
+                most = _MAX_FLAGGED_SHARE * chars
             parent = node.parent
             if (
                 (parent is not None and parent.mem_id in ids)  # no bigger than its parent
@@ -294,19 +304,22 @@ def _unwrap_noscript_pages(tree: LexborHTMLParser) -> None:
             node.decompose()
 
 
-def _strip_captions(tree: LexborHTMLParser, body_text: str) -> int:
+def _strip_captions(tree: LexborHTMLParser, body_text: str) -> tuple[int, int]:
     """Remove the picture captions, unless they hold most of the page's text (``body_text``);
-    returns how many characters of text went with them."""
+    returns how many characters of text went with them, and how many visible ones."""
     captions = tree.tags(_CAPTION)
     if not captions:
-        return 0
+        return 0, 0
     texts = [caption.text_lexbor() for caption in captions]
     if sum(map(visible_length, texts)) >= _GALLERY_SHARE * visible_length(body_text):
-        return 0
+        return 0, 0
+    visible = 0
     for caption, text in zip(reversed(captions), reversed(texts), strict=True):  # inner first
         forget_caption_copies(caption, text)
+        # measured again as it goes: a caption inside a caption went before its parent
+        visible += visible_chars(caption)
         caption.decompose()
-    return sum(map(len, texts))
+    return sum(map(len, texts)), visible
 
 
 # Pictures whose caption is looked for: those of the caption's own box (a figure, a wrapper
