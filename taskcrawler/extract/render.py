@@ -88,6 +88,17 @@ _MARKUP = str.maketrans("", "", "*_[]\\`#>|")
 _SENTENCE_END = re.compile(r"[.!?:;\"\u201d\u00bb)\u3002\uff01\uff1f]\s*$")
 MAX_TAIL_LINES = 2
 MAX_TAIL_CHARS = 60
+# A picture's credit, alone on its line or closing a caption: "Foto: dpa", "Photograph by
+# Ann Lee", "(Bild: Getty)", "Chloe Kim will es wissen. © AFP / K. Kudryavtsev". Captions are
+# about the pictures beside the text, not part of it (a figcaption is left out the same way).
+_CREDIT_LINE_CHARS = 250
+_CREDIT = r"(?:photos?|fotos?|bild(?:er)?|images?|credits?|photo credits?|crédits? photos?)"
+_CREDIT_LINE = re.compile(
+    rf"^\W*(?:{_CREDIT}\s?:|photograph(?:ed)? by\b|©)"
+    r"|(?:\(|\b)(?:photos?|fotos?|bild|image|credits?|crédito|copyright)\s?:\s?[^.!?:]{1,60}\)?$"
+    r"|©\s?[^.!?]{1,60}$",
+    re.IGNORECASE,
+)
 _LANG = re.compile(r"(?:^|\s)(?:language|lang)-([\w+#.-]+)")
 
 
@@ -117,11 +128,27 @@ class Renderer:
                 blocks.extend(self.blocks(node, 0))
         if trim_tail:
             _trim_tail(blocks)
+        blocks = [block for block in blocks if not self._is_credit(block)]
         if self.markdown:
             blocks = [_free_stars(block) if "\\*" in block else block for block in blocks]
         if title:
             blocks.insert(0, f"# {title}" if self.markdown else title)
         return _canonical("\n\n".join(blocks).strip())
+
+    def _is_credit(self, block: str) -> bool:
+        """A paragraph of one short line that is a picture's credit or ends with one. Not a
+        heading, list, table or quote, nor (in Markdown) one holding the picture itself."""
+        if len(block) > (4 * _CREDIT_LINE_CHARS if self.markdown else _CREDIT_LINE_CHARS):
+            return False  # Markdown's link targets count for nothing: measured below
+        if "\n" in block or "\t" in block:
+            return False
+        if self.markdown:
+            if "![" in block or block[:1] in "#-|>" or block[:1].isdigit():
+                return False
+            block = _plain(block)
+            if len(block) > _CREDIT_LINE_CHARS:
+                return False
+        return _CREDIT_LINE.search(block.strip()) is not None
 
     # -- blocks ---------------------------------------------------------------------------
 

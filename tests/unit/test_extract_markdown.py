@@ -511,3 +511,30 @@ def test_a_caption_left_out_takes_its_copy_in_the_pictures_alt_text_along() -> N
     assert "Photo: Anna Berg" not in out
     # An alt text that says something of its own stays.
     assert "![A red bicycle against a wall](https://example.com/c.jpg)" in out
+
+
+def test_a_pictures_credit_line_is_not_text() -> None:
+    credits = (
+        "<p>Foto: Anna Berg / Agency</p>"
+        "<p>Photograph by Ed Marshall, Restoration Programme</p>"
+        "<p>The finish line in Oslo at dawn. (Bild: Getty)</p>"
+        "<p>Chloe Kim will es wissen. © AFP / Kirill Kudryavtsev</p>"
+    )
+    sentences = (
+        "<p>Photos of the finish went round the world within the hour.</p>"
+        "<p>Image quality: what the jury looked at first.</p>"
+    )
+    page = f"<article><h1>She wins</h1>{ARTICLE_BODY}{credits}{sentences}{ARTICLE_BODY}</article>"
+    out: str
+    for out in (text(page), markdown(page)):
+        assert "Paragraph 5 of the report" in out
+        assert "Anna Berg" not in out
+        assert "Ed Marshall" not in out
+        assert "Getty" not in out
+        assert "AFP" not in out
+        # a sentence about pictures is text
+        assert "Photos of the finish went round the world" in out
+    # a credit in a list is one of the list's items
+    listed = "<ul><li>Foto: Anna Berg</li><li>Text: Ed Marshall</li></ul>"
+    out = markdown(f"<article>{ARTICLE_BODY}{listed}{ARTICLE_BODY}</article>")
+    assert "- Foto: Anna Berg" in out
