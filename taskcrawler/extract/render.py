@@ -228,6 +228,8 @@ class Renderer:
                 lines[0] = _BLOCK_START.sub(_escape_marker, lines[0])
             lines[1:] = [_LINE_CONTINUES.sub(_escape_marker, line) for line in lines[1:]]
         text = "  \n".join(lines)
+        if "](" in text:
+            text = _whole_word_links(text)
         if _OPENS in text:
             text = _flank(text)
         return _EMPTY_STRONG.sub(_merge_strong, text) if "**" in text else text
@@ -546,6 +548,29 @@ def _collapse(text: str) -> str:
     if "  " in text or not text.isprintable():
         return _SPACES.sub(" ", text)
     return text
+
+
+# A link that starts or ends inside a word ("s[elbst gemachten](…)", "[Kund](…)innen"): the
+# markup's boundary, not the author's; a reader clicks the whole word. Only letters that go on
+# in lower case: "ElaVegan[CLICK HERE](…)" and "[Quelle](…)Abbildung" are two words missing a
+# space, "[hoch](…)1" a footnote's number. Labels with brackets or escapes are left alone.
+_WORD_THEN_LINK = re.compile(r"(?<![\w\\\]])([^\W\d_]+)\[(?=[^\W\d_])([^\[\]\\]*\]\()")
+_LINK_THEN_WORD = re.compile(r"((?<!!)\[[^\[\]\\]*[^\W\d_])(\]\([^()\s]*\))([^\W\d_]+)")
+
+
+def _join_word_before(match: re.Match[str]) -> str:
+    before, rest = match.group(1), match.group(2)
+    return f"[{before}{rest}" if rest[0].islower() else match.group()
+
+
+def _join_word_after(match: re.Match[str]) -> str:
+    label, target, after = match.groups()
+    return f"{label}{after}{target}" if after[0].islower() else match.group()
+
+
+def _whole_word_links(text: str) -> str:
+    text = _WORD_THEN_LINK.sub(_join_word_before, text)
+    return _LINK_THEN_WORD.sub(_join_word_after, text)
 
 
 def _backslashed(match: re.Match[str]) -> str:

@@ -538,3 +538,18 @@ def test_a_pictures_credit_line_is_not_text() -> None:
     listed = "<ul><li>Foto: Anna Berg</li><li>Text: Ed Marshall</li></ul>"
     out = markdown(f"<article>{ARTICLE_BODY}{listed}{ARTICLE_BODY}</article>")
     assert "- Foto: Anna Berg" in out
+
+
+def test_a_link_that_starts_or_ends_inside_a_word_takes_the_whole_word() -> None:
+    out = markdown(
+        "<p>Dazu gab es s<a href='/brei'>elbst gemachten Brei</a>, mit <a href='/k'>Kund</a>innen"
+        " und der <a href='/r'>Radon</a>-Karte.</p>"
+        "<p>Zwei Wörter ohne Abstand: Ela<a href='/c'>CLICK HERE</a>, eine Fußnote"
+        " <a href='/q'>hoch</a>1 und ein Bild <img src='/a.jpg' alt='Brot'>e.</p>"
+    )
+    assert "Dazu gab es [selbst gemachten Brei](https://example.com/brei)" in out
+    assert "mit [Kundinnen](https://example.com/k) und" in out
+    assert "der [Radon](https://example.com/r)-Karte" in out
+    assert "Ela[CLICK HERE](https://example.com/c)" in out
+    assert "[hoch](https://example.com/q)1" in out
+    assert "![Brot](https://example.com/a.jpg)e" in out
