@@ -91,14 +91,14 @@ _BOILERPLATE_WORDS = frozenset(
     {"ad", "ads", "nav", "menu", "meta", "tags", "tag", "bio", "caption", "credit", "credits"}
     | {"footer", "banner", "rating", "toolbar", "tools", "pager", "signup", "login"}
     | {"reply", "replies", "respond", "skiplink", "gdpr", "modal", "popup", "promo", "promos"}
-    | {"teasers", "ratings", "legend"}
+    | {"teasers", "ratings", "legend", "cta", "date"}
 )
 _BOILERPLATE_BEGINNINGS = (
     "comment", "share", "sharing", "social", "related", "recent", "newsletter", "subscri",
     "cookie", "consent", "copyright", "colophon", "sidebar", "breadcrumb", "paginat", "disqus",
     "akismet", "jetpack", "nocontent", "sponsor", "advert", "masthead", "navbar", "navigation",
     "byline", "newsticker", "authorbio", "authorbox", "authorinfo", "widget", "disclos",
-    "disclaim",
+    "disclaim", "author", "embed", "published", "updated", "timestamp", "categor", "recommend",
 )  # fmt: skip
 _BOILERPLATE_ENDINGS = ("widget", "comments", "sidebar", "menu", "navigation", "footer", "share")
 # A word that looks like one of those but is not: Blogger's main column is "widget Blog", and

@@ -553,3 +553,19 @@ def test_a_link_that_starts_or_ends_inside_a_word_takes_the_whole_word() -> None
     assert "Ela[CLICK HERE](https://example.com/c)" in out
     assert "[hoch](https://example.com/q)1" in out
     assert "![Brot](https://example.com/a.jpg)e" in out
+
+
+def test_the_articles_furniture_named_as_such_is_left_out() -> None:
+    page = (
+        "<article><h1>She wins</h1><div class='post-date'>11 Jan 2019</div>"
+        f"{ARTICLE_BODY}<div class='cta'><p>Support our work and subscribe to the magazine,"
+        " from 19.90 a year, in print or online.</p></div>"
+        "<div class='author-box'><p>Anna Berg has written about sport for twenty years,"
+        " for papers in Oslo, Bergen and Trondheim.</p></div>"
+        f"{ARTICLE_BODY}</article>"
+    )
+    out = text(page)
+    assert "Paragraph 5 of the report" in out
+    assert "11 Jan 2019" not in out
+    assert "Support our work" not in out
+    assert "Anna Berg has written" not in out
