@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
@@ -196,6 +196,8 @@ class Cleaner:
     # removals go: each of them measures the node it removes anyway, and reading the whole
     # body's text once more cost 5% of an extraction.
     body_chars: int | None = None
+    # Flagged blocks named as a picture's caption or credit ("figure__caption", "legend").
+    flagged_captions: list[LexborNode] = field(default_factory=list)
 
     @classmethod
     def for_tree(cls, tree: LexborHTMLParser) -> Cleaner:
@@ -255,12 +257,12 @@ class Cleaner:
         for node in body.css(_NAMED_BLOCKS):
             # One dict of the node's attributes: a third cheaper than two lookups by name.
             attrs = node.attributes
+            names = attrs.get("class") or ""
+            own_id = attrs.get("id")
             # A heading's id names the section for links to it ("nav_…" from a table of
             # contents), not what the heading is.
-            own_id = attrs.get("id") or ""
-            if own_id and node.tag in _HEADING_TAGS:
-                own_id = ""
-            names = f"{attrs.get('class') or ''} {own_id}"
+            if own_id and node.tag not in _HEADING_TAGS:
+                names = f"{names} {own_id}"
             if (
                 not names_boilerplate(names)
                 or node.mem_id in self.holds_main
@@ -281,16 +283,20 @@ class Cleaner:
                 node.attrs[FLAG_ATTRIBUTE] = ""
                 found.append(node)
                 ids.add(node.mem_id)
+                if _CAPTION_NAMES.search(names) is not None:
+                    self.flagged_captions.append(node)
         return found
 
     def strip_flagged(self, flagged: list[LexborNode], choice: Choice) -> None:
         """Step 4, first half: the flagged nodes, but those holding the chosen content or an
         ``h1``."""
         keep = self.holds_content | _with_ancestors(choice.nodes)
-        for node in reversed(flagged):
-            if node.mem_id not in keep:
-                forget_caption_copies(node)
-                node.decompose()
+        doomed = [node for node in reversed(flagged) if node.mem_id not in keep]
+        captions = [node for node in self.flagged_captions if node.mem_id not in keep]
+        if captions and self.tree.body is not None:
+            forget_caption_copies(self.tree.body, captions)
+        for node in doomed:
+            node.decompose()
 
 
 def _unwrap_noscript_pages(tree: LexborHTMLParser) -> None:
@@ -311,39 +317,51 @@ def _strip_captions(tree: LexborHTMLParser, body_text: str) -> tuple[int, int]:
     if not captions:
         return 0, 0
     texts = [caption.text_lexbor() for caption in captions]
-    if sum(map(visible_length, texts)) >= _GALLERY_SHARE * visible_length(body_text):
+    visible = sum(map(visible_length, texts))  # a caption inside a caption counts twice
+    if visible >= _GALLERY_SHARE * visible_length(body_text):
         return 0, 0
-    visible = 0
-    for caption, text in zip(reversed(captions), reversed(texts), strict=True):  # inner first
-        forget_caption_copies(caption, text)
-        # measured again as it goes: a caption inside a caption went before its parent
-        visible += visible_chars(caption)
+    if tree.body is not None:
+        forget_caption_copies(tree.body, captions, texts)
+    for caption in reversed(captions):  # inner ones first
         caption.decompose()
     return sum(map(len, texts)), visible
 
 
-# Pictures whose caption is looked for: those of the caption's own box (a figure, a wrapper
-# holding the picture and its legend) and of the box around it.
-_CAPTION_BOX_LEVELS = 2
 _MIN_CAPTION_COPY_CHARS = 20
+_CAPTION_NAMES = re.compile("caption|legend|credit", re.IGNORECASE)
 
 
-def forget_caption_copies(caption: LexborNode, text: str | None = None) -> None:
+_COPY_SHARE = 0.6
+
+
+def forget_caption_copies(
+    body: LexborNode, captions: list[LexborNode], texts: list[str] | None = None
+) -> None:
     """A caption removed as picture furniture is often written a second time into its
     picture's ``alt``: that copy goes too (the picture stays, described as decorative), or
-    the Markdown would keep, as alt text, the very caption the content left out."""
-    said = " ".join((caption.text_lexbor() if text is None else text).split())
-    if len(said) < _MIN_CAPTION_COPY_CHARS:
+    the Markdown would keep, as alt text, the very caption the content left out. Called
+    before the captions (whose ``texts`` may be given) are removed; pages without a long
+    alt text, most of them, cost one query."""
+    alts = []
+    for image in body.css("img[alt]"):
+        alt = " ".join((image.attributes.get("alt") or "").split())
+        if len(alt) >= _MIN_CAPTION_COPY_CHARS:
+            alts.append((image, alt))
+    if not alts:
         return
-    box = caption.parent
-    for _ in range(_CAPTION_BOX_LEVELS):
-        if box is None or box.tag == "body":
-            return
-        for image in box.css("img[alt]"):
-            alt = " ".join((image.attributes.get("alt") or "").split())
-            if len(alt) >= _MIN_CAPTION_COPY_CHARS and (alt in said or said in alt):
-                image.attrs["alt"] = ""
-        box = box.parent
+    if texts is None:
+        texts = [caption.text_lexbor() for caption in captions]
+    said = [" ".join(text.split()) for text in texts]
+    said = [text for text in said if len(text) >= _MIN_CAPTION_COPY_CHARS]
+    for image, alt in alts:
+        if any(_is_copy(alt, text) for text in said):
+            image.attrs["alt"] = ""
+
+
+def _is_copy(alt: str, caption: str) -> bool:
+    """The same words, give or take a credit: one holds the other, and most of it."""
+    shorter, longer = (alt, caption) if len(alt) <= len(caption) else (caption, alt)
+    return len(shorter) >= _COPY_SHARE * len(longer) and shorter in longer
 
 
 def _is_furniture(node: LexborNode) -> bool:

@@ -93,12 +93,14 @@ MAX_TAIL_CHARS = 60
 # about the pictures beside the text, not part of it (a figcaption is left out the same way).
 _CREDIT_LINE_CHARS = 250
 _CREDIT = r"(?:photos?|fotos?|bild(?:er)?|images?|credits?|photo credits?|crédits? photos?)"
-_CREDIT_LINE = re.compile(
-    rf"^\W*(?:{_CREDIT}\s?:|photograph(?:ed)? by\b|©)"
-    r"|(?:\(|\b)(?:photos?|fotos?|bild|image|credits?|crédito|copyright)\s?:\s?[^.!?:]{1,60}\)?$"
-    r"|©\s?[^.!?]{1,60}$",
+_CREDIT_START = re.compile(rf"\W*(?:{_CREDIT}\s?:|photograph(?:ed)? by\b|©)", re.IGNORECASE)
+_CREDIT_END = re.compile(
+    r"(?:(?:\(|\b)(?:photos?|fotos?|bild|image|credits?|crédito|copyright)\s?:\s?[^.!?:]{1,60}"
+    r"\)?|©\s?[^.!?]{1,60})$",
     re.IGNORECASE,
 )
+_CREDIT_END_CHARS = 90  # the longest ending _CREDIT_END can match
+_CREDIT_BLOCK_CHARS = 4 * _CREDIT_LINE_CHARS  # Markdown's link targets: measured again later
 _LANG = re.compile(r"(?:^|\s)(?:language|lang)-([\w+#.-]+)")
 
 
@@ -128,7 +130,8 @@ class Renderer:
                 blocks.extend(self.blocks(node, 0))
         if trim_tail:
             _trim_tail(blocks)
-        blocks = [block for block in blocks if not self._is_credit(block)]
+        longest = _CREDIT_BLOCK_CHARS if self.markdown else _CREDIT_LINE_CHARS
+        blocks = [block for block in blocks if len(block) > longest or not self._is_credit(block)]
         if self.markdown:
             blocks = [_free_stars(block) if "\\*" in block else block for block in blocks]
         if title:
@@ -138,8 +141,6 @@ class Renderer:
     def _is_credit(self, block: str) -> bool:
         """A paragraph of one short line that is a picture's credit or ends with one. Not a
         heading, list, table or quote, nor (in Markdown) one holding the picture itself."""
-        if len(block) > (4 * _CREDIT_LINE_CHARS if self.markdown else _CREDIT_LINE_CHARS):
-            return False  # Markdown's link targets count for nothing: measured below
         if "\n" in block or "\t" in block:
             return False
         if self.markdown:
@@ -148,7 +149,14 @@ class Renderer:
             block = _plain(block)
             if len(block) > _CREDIT_LINE_CHARS:
                 return False
-        return _CREDIT_LINE.search(block.strip()) is not None
+        block = block.strip()
+        if _CREDIT_START.match(block) is not None:
+            return True
+        tail = max(0, len(block) - _CREDIT_END_CHARS)
+        # a credit at the end has its colon or its sign there: most lines have neither
+        if block.find(":", tail) < 0 and block.find("©", tail) < 0:
+            return False
+        return _CREDIT_END.search(block, tail) is not None
 
     # -- blocks ---------------------------------------------------------------------------
 
