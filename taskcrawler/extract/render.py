@@ -141,19 +141,27 @@ class Renderer:
     def _is_credit(self, block: str) -> bool:
         """A paragraph of one short line that is a picture's credit or ends with one. Not a
         heading, list, table or quote, nor (in Markdown) one holding the picture itself."""
+        # Every credit has a colon (not a URL's), a "©" or a "photograph by": a few scans in
+        # C reject nearly every block.
+        if "©" not in block and "hotograph" not in block:
+            colons = block.count(":")
+            if not colons or colons == block.count("://"):
+                return False
         if "\n" in block or "\t" in block:
             return False
         if self.markdown:
             if "![" in block or block[:1] in "#-|>" or block[:1].isdigit():
                 return False
-            block = _plain(block)
+            if "](" in block:  # the link's text, not its target
+                block = _LINK_TARGET.sub("]", block).replace("[", "").replace("]", "")
+            block = block.replace("\\", "").strip("*_ ")
             if len(block) > _CREDIT_LINE_CHARS:
                 return False
         block = block.strip()
         if _CREDIT_START.match(block) is not None:
             return True
         tail = max(0, len(block) - _CREDIT_END_CHARS)
-        # a credit at the end has its colon or its sign there: most lines have neither
+        # a credit at the end has its colon or its sign there
         if block.find(":", tail) < 0 and block.find("©", tail) < 0:
             return False
         return _CREDIT_END.search(block, tail) is not None
@@ -236,7 +244,7 @@ class Renderer:
                 lines[0] = _BLOCK_START.sub(_escape_marker, lines[0])
             lines[1:] = [_LINE_CONTINUES.sub(_escape_marker, line) for line in lines[1:]]
         text = "  \n".join(lines)
-        if "](" in text:
+        if "](" in text and _touches_a_word(text):
             text = _whole_word_links(text)
         if _OPENS in text:
             text = _flank(text)
@@ -574,6 +582,25 @@ def _join_word_before(match: re.Match[str]) -> str:
 def _join_word_after(match: re.Match[str]) -> str:
     label, target, after = match.groups()
     return f"{label}{after}{target}" if after[0].islower() else match.group()
+
+
+def _touches_a_word(text: str) -> bool:
+    """Whether a "[" follows a letter or a link's ")" is followed by one: a walk from
+    bracket to bracket, where the regexes below would try every position of the text."""
+    at = text.find("[")
+    while at >= 0:
+        if at and text[at - 1].isalpha():
+            return True
+        at = text.find("[", at + 1)
+    at = text.find("](")
+    while at >= 0:
+        end = text.find(")", at + 2)
+        if end < 0:
+            return False
+        if text[end + 1 : end + 2].isalpha():
+            return True
+        at = text.find("](", end)
+    return False
 
 
 def _whole_word_links(text: str) -> str:
