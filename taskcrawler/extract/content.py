@@ -26,7 +26,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
@@ -91,14 +91,14 @@ _BOILERPLATE_WORDS = frozenset(
     {"ad", "ads", "nav", "menu", "meta", "tags", "tag", "bio", "caption", "credit", "credits"}
     | {"footer", "banner", "rating", "toolbar", "tools", "pager", "signup", "login"}
     | {"reply", "replies", "respond", "skiplink", "gdpr", "modal", "popup", "promo", "promos"}
-    | {"teasers", "ratings", "legend"}
+    | {"teasers", "ratings", "legend", "cta", "date"}
 )
 _BOILERPLATE_BEGINNINGS = (
     "comment", "share", "sharing", "social", "related", "recent", "newsletter", "subscri",
     "cookie", "consent", "copyright", "colophon", "sidebar", "breadcrumb", "paginat", "disqus",
     "akismet", "jetpack", "nocontent", "sponsor", "advert", "masthead", "navbar", "navigation",
     "byline", "newsticker", "authorbio", "authorbox", "authorinfo", "widget", "disclos",
-    "disclaim",
+    "disclaim", "author", "embed", "published", "updated", "timestamp", "categor", "recommend",
 )  # fmt: skip
 _BOILERPLATE_ENDINGS = ("widget", "comments", "sidebar", "menu", "navigation", "footer", "share")
 # A word that looks like one of those but is not: Blogger's main column is "widget Blog", and
@@ -192,6 +192,12 @@ class Cleaner:
     holds_root: set[int]  # ids of main/article nodes and their ancestors
     holds_content: set[int]  # the same, and of h1 nodes and their ancestors
     holds_main: set[int]  # ids of main, the article body or a single article, and ancestors
+    # The body's visible characters once the furniture is gone, kept up to date as the guarded
+    # removals go: each of them measures the node it removes anyway, and reading the whole
+    # body's text once more cost 5% of an extraction.
+    body_chars: int | None = None
+    # Flagged blocks named as a picture's caption or credit ("figure__caption", "legend").
+    flagged_captions: list[LexborNode] = field(default_factory=list)
 
     @classmethod
     def for_tree(cls, tree: LexborHTMLParser) -> Cleaner:
@@ -216,8 +222,12 @@ class Cleaner:
         for node in reversed(nodes):
             if node.tag in _PROTECTED_TAGS or node.mem_id in keep:
                 continue
-            if guarded and _text_len(node) > max_chars:
-                continue
+            if guarded:
+                text = node.text_lexbor()
+                if len(text) > max_chars:
+                    continue
+                if self.body_chars is not None:
+                    self.body_chars -= visible_length(text)
             node.decompose()
 
     def strip_boilerplate(self) -> None:
@@ -230,8 +240,9 @@ class Cleaner:
             return
         for tag in _FURNITURE_TAGS:
             self.remove(tree.tags(tag), guarded=False)
-        text = body.text_lexbor()  # read once for both measures
-        removed = _strip_captions(tree, text)
+        text = body.text_lexbor()  # read once for all three measures
+        removed, removed_visible = _strip_captions(tree, text)
+        self.body_chars = visible_length(text) - removed_visible
         max_chars = _MAX_REMOVED_SHARE * max(0, len(text) - removed)
         for tag in _GUARDED_TAGS:
             self.remove(tree.tags(tag), guarded=True, max_chars=max_chars)
@@ -246,12 +257,12 @@ class Cleaner:
         for node in body.css(_NAMED_BLOCKS):
             # One dict of the node's attributes: a third cheaper than two lookups by name.
             attrs = node.attributes
+            names = attrs.get("class") or ""
+            own_id = attrs.get("id")
             # A heading's id names the section for links to it ("nav_…" from a table of
             # contents), not what the heading is.
-            own_id = attrs.get("id") or ""
-            if own_id and node.tag in _HEADING_TAGS:
-                own_id = ""
-            names = f"{attrs.get('class') or ''} {own_id}"
+            if own_id and node.tag not in _HEADING_TAGS:
+                names = f"{names} {own_id}"
             if (
                 not names_boilerplate(names)
                 or node.mem_id in self.holds_main
@@ -259,7 +270,8 @@ class Cleaner:
             ):
                 continue
             if most < 0:
-                most = _MAX_FLAGGED_SHARE * visible_chars(body)
+                chars = self.body_chars if self.body_chars is not None else visible_chars(body)
+                most = _MAX_FLAGGED_SHARE * chars
             parent = node.parent
             if (
                 (parent is not None and parent.mem_id in ids)  # no bigger than its parent
@@ -271,15 +283,20 @@ class Cleaner:
                 node.attrs[FLAG_ATTRIBUTE] = ""
                 found.append(node)
                 ids.add(node.mem_id)
+                if _CAPTION_NAMES.search(names) is not None:
+                    self.flagged_captions.append(node)
         return found
 
     def strip_flagged(self, flagged: list[LexborNode], choice: Choice) -> None:
         """Step 4, first half: the flagged nodes, but those holding the chosen content or an
         ``h1``."""
         keep = self.holds_content | _with_ancestors(choice.nodes)
-        for node in reversed(flagged):
-            if node.mem_id not in keep:
-                node.decompose()
+        doomed = [node for node in reversed(flagged) if node.mem_id not in keep]
+        captions = [node for node in self.flagged_captions if node.mem_id not in keep]
+        if captions and self.tree.body is not None:
+            forget_caption_copies(self.tree.body, captions)
+        for node in doomed:
+            node.decompose()
 
 
 def _unwrap_noscript_pages(tree: LexborHTMLParser) -> None:
@@ -293,18 +310,58 @@ def _unwrap_noscript_pages(tree: LexborHTMLParser) -> None:
             node.decompose()
 
 
-def _strip_captions(tree: LexborHTMLParser, body_text: str) -> int:
+def _strip_captions(tree: LexborHTMLParser, body_text: str) -> tuple[int, int]:
     """Remove the picture captions, unless they hold most of the page's text (``body_text``);
-    returns how many characters of text went with them."""
+    returns how many characters of text went with them, and how many visible ones."""
     captions = tree.tags(_CAPTION)
     if not captions:
-        return 0
+        return 0, 0
     texts = [caption.text_lexbor() for caption in captions]
-    if sum(map(visible_length, texts)) >= _GALLERY_SHARE * visible_length(body_text):
-        return 0
+    visible = sum(map(visible_length, texts))  # a caption inside a caption counts twice
+    if visible >= _GALLERY_SHARE * visible_length(body_text):
+        return 0, 0
+    if tree.body is not None:
+        forget_caption_copies(tree.body, captions, texts)
     for caption in reversed(captions):  # inner ones first
         caption.decompose()
-    return sum(map(len, texts))
+    return sum(map(len, texts)), visible
+
+
+_MIN_CAPTION_COPY_CHARS = 20
+_CAPTION_NAMES = re.compile("caption|legend|credit", re.IGNORECASE)
+
+
+_COPY_SHARE = 0.6
+
+
+def forget_caption_copies(
+    body: LexborNode, captions: list[LexborNode], texts: list[str] | None = None
+) -> None:
+    """A caption removed as picture furniture is often written a second time into its
+    picture's ``alt``: that copy goes too (the picture stays, described as decorative), or
+    the Markdown would keep, as alt text, the very caption the content left out. Called
+    before the captions (whose ``texts`` may be given) are removed; pages without a long
+    alt text, most of them, cost one query."""
+    alts = []
+    for image in body.css("img[alt]"):
+        alt = " ".join((image.attributes.get("alt") or "").split())
+        if len(alt) >= _MIN_CAPTION_COPY_CHARS:
+            alts.append((image, alt))
+    if not alts:
+        return
+    if texts is None:
+        texts = [caption.text_lexbor() for caption in captions]
+    said = [" ".join(text.split()) for text in texts]
+    said = [text for text in said if len(text) >= _MIN_CAPTION_COPY_CHARS]
+    for image, alt in alts:
+        if any(_is_copy(alt, text) for text in said):
+            image.attrs["alt"] = ""
+
+
+def _is_copy(alt: str, caption: str) -> bool:
+    """The same words, give or take a credit: one holds the other, and most of it."""
+    shorter, longer = (alt, caption) if len(alt) <= len(caption) else (caption, alt)
+    return len(shorter) >= _COPY_SHARE * len(longer) and shorter in longer
 
 
 def _is_furniture(node: LexborNode) -> bool:

@@ -88,6 +88,19 @@ _MARKUP = str.maketrans("", "", "*_[]\\`#>|")
 _SENTENCE_END = re.compile(r"[.!?:;\"\u201d\u00bb)\u3002\uff01\uff1f]\s*$")
 MAX_TAIL_LINES = 2
 MAX_TAIL_CHARS = 60
+# A picture's credit, alone on its line or closing a caption: "Foto: dpa", "Photograph by
+# Ann Lee", "(Bild: Getty)", "Chloe Kim will es wissen. © AFP / K. Kudryavtsev". Captions are
+# about the pictures beside the text, not part of it (a figcaption is left out the same way).
+_CREDIT_LINE_CHARS = 250
+_CREDIT = r"(?:photos?|fotos?|bild(?:er)?|images?|credits?|photo credits?|crédits? photos?)"
+_CREDIT_START = re.compile(rf"\W*(?:{_CREDIT}\s?:|photograph(?:ed)? by\b|©)", re.IGNORECASE)
+_CREDIT_END = re.compile(
+    r"(?:(?:\(|\b)(?:photos?|fotos?|bild|image|credits?|crédito|copyright)\s?:\s?[^.!?:]{1,60}"
+    r"\)?|©\s?[^.!?]{1,60})$",
+    re.IGNORECASE,
+)
+_CREDIT_END_CHARS = 90  # the longest ending _CREDIT_END can match
+_CREDIT_BLOCK_CHARS = 4 * _CREDIT_LINE_CHARS  # Markdown's link targets: measured again later
 _LANG = re.compile(r"(?:^|\s)(?:language|lang)-([\w+#.-]+)")
 
 
@@ -117,11 +130,41 @@ class Renderer:
                 blocks.extend(self.blocks(node, 0))
         if trim_tail:
             _trim_tail(blocks)
+        longest = _CREDIT_BLOCK_CHARS if self.markdown else _CREDIT_LINE_CHARS
+        blocks = [block for block in blocks if len(block) > longest or not self._is_credit(block)]
         if self.markdown:
             blocks = [_free_stars(block) if "\\*" in block else block for block in blocks]
         if title:
             blocks.insert(0, f"# {title}" if self.markdown else title)
         return _canonical("\n\n".join(blocks).strip())
+
+    def _is_credit(self, block: str) -> bool:
+        """A paragraph of one short line that is a picture's credit or ends with one. Not a
+        heading, list, table or quote, nor (in Markdown) one holding the picture itself."""
+        # Every credit has a colon (not a URL's), a "©" or a "photograph by": a few scans in
+        # C reject nearly every block.
+        if "©" not in block and "hotograph" not in block:
+            colons = block.count(":")
+            if not colons or colons == block.count("://"):
+                return False
+        if "\n" in block or "\t" in block:
+            return False
+        if self.markdown:
+            if "![" in block or block[:1] in "#-|>" or block[:1].isdigit():
+                return False
+            if "](" in block:  # the link's text, not its target
+                block = _LINK_TARGET.sub("]", block).replace("[", "").replace("]", "")
+            block = block.replace("\\", "").strip("*_ ")
+            if len(block) > _CREDIT_LINE_CHARS:
+                return False
+        block = block.strip()
+        if _CREDIT_START.match(block) is not None:
+            return True
+        tail = max(0, len(block) - _CREDIT_END_CHARS)
+        # a credit at the end has its colon or its sign there
+        if block.find(":", tail) < 0 and block.find("©", tail) < 0:
+            return False
+        return _CREDIT_END.search(block, tail) is not None
 
     # -- blocks ---------------------------------------------------------------------------
 
@@ -201,6 +244,8 @@ class Renderer:
                 lines[0] = _BLOCK_START.sub(_escape_marker, lines[0])
             lines[1:] = [_LINE_CONTINUES.sub(_escape_marker, line) for line in lines[1:]]
         text = "  \n".join(lines)
+        if "](" in text and _touches_a_word(text):
+            text = _whole_word_links(text)
         if _OPENS in text:
             text = _flank(text)
         return _EMPTY_STRONG.sub(_merge_strong, text) if "**" in text else text
@@ -519,6 +564,48 @@ def _collapse(text: str) -> str:
     if "  " in text or not text.isprintable():
         return _SPACES.sub(" ", text)
     return text
+
+
+# A link that starts or ends inside a word ("s[elbst gemachten](…)", "[Kund](…)innen"): the
+# markup's boundary, not the author's; a reader clicks the whole word. Only letters that go on
+# in lower case: "ElaVegan[CLICK HERE](…)" and "[Quelle](…)Abbildung" are two words missing a
+# space, "[hoch](…)1" a footnote's number. Labels with brackets or escapes are left alone.
+_WORD_THEN_LINK = re.compile(r"(?<![\w\\\]])([^\W\d_]+)\[(?=[^\W\d_])([^\[\]\\]*\]\()")
+_LINK_THEN_WORD = re.compile(r"((?<!!)\[[^\[\]\\]*[^\W\d_])(\]\([^()\s]*\))([^\W\d_]+)")
+
+
+def _join_word_before(match: re.Match[str]) -> str:
+    before, rest = match.group(1), match.group(2)
+    return f"[{before}{rest}" if rest[0].islower() else match.group()
+
+
+def _join_word_after(match: re.Match[str]) -> str:
+    label, target, after = match.groups()
+    return f"{label}{after}{target}" if after[0].islower() else match.group()
+
+
+def _touches_a_word(text: str) -> bool:
+    """Whether a "[" follows a letter or a link's ")" is followed by one: a walk from
+    bracket to bracket, where the regexes below would try every position of the text."""
+    at = text.find("[")
+    while at >= 0:
+        if at and text[at - 1].isalpha():
+            return True
+        at = text.find("[", at + 1)
+    at = text.find("](")
+    while at >= 0:
+        end = text.find(")", at + 2)
+        if end < 0:
+            return False
+        if text[end + 1 : end + 2].isalpha():
+            return True
+        at = text.find("](", end)
+    return False
+
+
+def _whole_word_links(text: str) -> str:
+    text = _WORD_THEN_LINK.sub(_join_word_before, text)
+    return _LINK_THEN_WORD.sub(_join_word_after, text)
 
 
 def _backslashed(match: re.Match[str]) -> str:

@@ -163,6 +163,15 @@ def test_class_names_judged() -> None:
         assert not names_boilerplate(names), names
     # one teaser is often the article's own lead; a row of them is a list of other pages
     assert not names_boilerplate("article-teaser")
+    # the article's furniture: the author's box, the date line, a call to action, embeds,
+    # the categories it is filed under, recommendations of other pages
+    for names in ("author-box", "post-date", "published-on", "cta", "embed-container"):
+        assert names_boilerplate(names), names
+    for names in ("entry-categories", "recommended-posts", "updated-time", "timestamp"):
+        assert names_boilerplate(names), names
+    # words that only look like them
+    for names in ("validated", "candidate", "dated-list", "subcategory"):
+        assert not names_boilerplate(names), names
 
 
 def test_remembered_class_names_stay_bounded() -> None:

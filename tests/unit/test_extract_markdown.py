@@ -491,3 +491,81 @@ def test_a_standfirst_set_as_a_heading_needs_no_full_stop() -> None:
     assert f"{subheadline}\n\nParagraph 0" in text(page)
     # The same line as a paragraph is a fragment: a byline, a teaser's first words.
     assert subheadline not in text(page.replace("h2>", "p>"))
+
+
+def test_a_caption_left_out_takes_its_copy_in_the_pictures_alt_text_along() -> None:
+    caption = "The winner at the finish line in Oslo. Photo: Anna Berg / Agency"
+    figure = (
+        f"<figure><img src='/a.jpg' alt='{caption}'><figcaption>{caption}</figcaption></figure>"
+    )
+    legend = (
+        f"<div class='picture'><img src='/b.jpg' alt='{caption}'>"
+        f"<div class='legend'>{caption}</div></div>"
+    )
+    other = "<figure><img src='/c.jpg' alt='A red bicycle against a wall'></figure>"
+    pictures = f"{figure}{legend}{other}"
+    page = f"<article><h1>She wins</h1>{ARTICLE_BODY}{pictures}{ARTICLE_BODY}</article>"
+    out = markdown(page)
+    assert "![](https://example.com/a.jpg)" in out
+    assert "![](https://example.com/b.jpg)" in out
+    assert "Photo: Anna Berg" not in out
+    # An alt text that says something of its own stays.
+    assert "![A red bicycle against a wall](https://example.com/c.jpg)" in out
+
+
+def test_a_pictures_credit_line_is_not_text() -> None:
+    credits = (
+        "<p>Foto: Anna Berg / Agency</p>"
+        "<p>Photograph by Ed Marshall, Restoration Programme</p>"
+        "<p>The finish line in Oslo at dawn. (Bild: Getty)</p>"
+        "<p>Chloe Kim will es wissen. © AFP / Kirill Kudryavtsev</p>"
+    )
+    sentences = (
+        "<p>Photos of the finish went round the world within the hour.</p>"
+        "<p>Image quality: what the jury looked at first.</p>"
+    )
+    page = f"<article><h1>She wins</h1>{ARTICLE_BODY}{credits}{sentences}{ARTICLE_BODY}</article>"
+    out: str
+    for out in (text(page), markdown(page)):
+        assert "Paragraph 5 of the report" in out
+        assert "Anna Berg" not in out
+        assert "Ed Marshall" not in out
+        assert "Getty" not in out
+        assert "AFP" not in out
+        # a sentence about pictures is text
+        assert "Photos of the finish went round the world" in out
+    # a credit in a list is one of the list's items
+    listed = "<ul><li>Foto: Anna Berg</li><li>Text: Ed Marshall</li></ul>"
+    out = markdown(f"<article>{ARTICLE_BODY}{listed}{ARTICLE_BODY}</article>")
+    assert "- Foto: Anna Berg" in out
+
+
+def test_a_link_that_starts_or_ends_inside_a_word_takes_the_whole_word() -> None:
+    out = markdown(
+        "<p>Dazu gab es s<a href='/brei'>elbst gemachten Brei</a>, mit <a href='/k'>Kund</a>innen"
+        " und der <a href='/r'>Radon</a>-Karte.</p>"
+        "<p>Zwei Wörter ohne Abstand: Ela<a href='/c'>CLICK HERE</a>, eine Fußnote"
+        " <a href='/q'>hoch</a>1 und ein Bild <img src='/a.jpg' alt='Brot'>e.</p>"
+    )
+    assert "Dazu gab es [selbst gemachten Brei](https://example.com/brei)" in out
+    assert "mit [Kundinnen](https://example.com/k) und" in out
+    assert "der [Radon](https://example.com/r)-Karte" in out
+    assert "Ela[CLICK HERE](https://example.com/c)" in out
+    assert "[hoch](https://example.com/q)1" in out
+    assert "![Brot](https://example.com/a.jpg)e" in out
+
+
+def test_the_articles_furniture_named_as_such_is_left_out() -> None:
+    page = (
+        "<article><h1>She wins</h1><div class='post-date'>11 Jan 2019</div>"
+        f"{ARTICLE_BODY}<div class='cta'><p>Support our work and subscribe to the magazine,"
+        " from 19.90 a year, in print or online.</p></div>"
+        "<div class='author-box'><p>Anna Berg has written about sport for twenty years,"
+        " for papers in Oslo, Bergen and Trondheim.</p></div>"
+        f"{ARTICLE_BODY}</article>"
+    )
+    out = text(page)
+    assert "Paragraph 5 of the report" in out
+    assert "11 Jan 2019" not in out
+    assert "Support our work" not in out
+    assert "Anna Berg has written" not in out
