@@ -322,13 +322,13 @@ class _Facts:
 
 def _byline_name(node: LexborNode) -> str | None:
     inner = node.css_first("[itemprop~=name]")
-    text = node.attrs.get("content") or (inner or node).text(deep=True, separator=" ")
+    text = node.attributes.get("content") or (inner or node).text(deep=True, separator=" ")
     name = _clean_name(text)
     return name if name is not None and len(name.split()) <= 6 else None
 
 
 def _shown_date(node: LexborNode) -> str | None:
-    attrs = node.attrs
+    attrs = node.attributes  # one dict: a missing name costs .attrs.get() an exception
     stated = attrs.get("datetime") or attrs.get("content")
     return iso_date(stated or node.text(deep=True, separator=" ")[:_MAX_DATE_TEXT])
 

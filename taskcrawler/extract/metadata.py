@@ -204,7 +204,7 @@ def _json_ld_scripts(tree: LexborHTMLParser) -> list[LexborNode]:
     return [
         node
         for node in tree.tags("script")
-        if (node.attrs.get("type") or "").lower() == _JSON_LD_TYPE
+        if (node.attributes.get("type") or "").lower() == _JSON_LD_TYPE
     ]
 
 
