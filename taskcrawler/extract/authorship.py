@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import html
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import date, datetime
 from typing import Any
 
-from selectolax.lexbor import LexborHTMLParser
+from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from taskcrawler.extract.metadata import HeadInfo, collapse
 
@@ -80,6 +80,7 @@ _TIME_SELECTOR = (
     " [class~=meta i], [class*=entry-meta i], [class*=post-meta i], [id*=date i]"
 )
 _MAX_DATE_TEXT = 200
+_MAX_CANDIDATES = 20  # bylines and dates looked at in the markup
 _BY_PREFIX = re.compile(
     r"^\W*(?:(?:view all posts|all posts|posted|written|published|veröffentlicht|geschrieben"
     r"|verfasst|publié|écrit|escrito|publicado|scritto|pubblicato)\s+)?"
@@ -314,22 +315,44 @@ class _Facts:
         if body is None:
             return
         if self.author is None:
-            for node in body.css(_BYLINE_SELECTOR)[:20]:
-                inner = node.css_first("[itemprop~=name]")
-                attrs = node.attrs
-                text = attrs.get("content") or (inner or node).text(deep=True, separator=" ")
-                name = _clean_name(text)
-                if name is not None and len(name.split()) <= 6:
-                    self.author = name
-                    break
+            self.author = _first_read(body, _BYLINE_SELECTOR, _byline_name)
         if self.published is None:
-            for node in body.css(_TIME_SELECTOR)[:20]:
-                attrs = node.attrs
-                stated = attrs.get("datetime") or attrs.get("content")
-                found = iso_date(stated or node.text(deep=True, separator=" ")[:_MAX_DATE_TEXT])
-                if found is not None:
-                    self.published = found
-                    break
+            self.published = _first_read(body, _TIME_SELECTOR, _shown_date)
+
+
+def _byline_name(node: LexborNode) -> str | None:
+    inner = node.css_first("[itemprop~=name]")
+    text = node.attributes.get("content") or (inner or node).text(deep=True, separator=" ")
+    name = _clean_name(text)
+    return name if name is not None and len(name.split()) <= 6 else None
+
+
+def _shown_date(node: LexborNode) -> str | None:
+    attrs = node.attributes  # one dict: a missing name costs .attrs.get() an exception
+    stated = attrs.get("datetime") or attrs.get("content")
+    return iso_date(stated or node.text(deep=True, separator=" ")[:_MAX_DATE_TEXT])
+
+
+def _first_read(
+    body: LexborNode, selector: str, read: Callable[[LexborNode], str | None]
+) -> str | None:
+    """What ``read`` finds in the first of the first :data:`_MAX_CANDIDATES` elements
+    ``selector`` matches that says something.
+
+    The first match is fetched alone before all of them: the query stops there, which saves
+    most of its cost on a long page, and on most pages that match is the one that says it.
+    """
+    first = body.css_first(selector)
+    if first is None:
+        return None
+    found = read(first)
+    if found is not None:
+        return found
+    for node in body.css(selector)[1:_MAX_CANDIDATES]:  # the first is that same element
+        found = read(node)
+        if found is not None:
+            return found
+    return None
 
 
 def _first_name(meta: dict[str, str], keys: tuple[str, ...]) -> str | None:

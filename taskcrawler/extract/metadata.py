@@ -29,6 +29,8 @@ _ICON_RANKS = {"icon": 0, "apple-touch-icon": 1, "apple-touch-icon-precomposed":
 _JSON_LD_WRAPPERS = re.compile(
     r"^\s*(?:<!--|//\s*<!\[CDATA\[|<!\[CDATA\[)|(?:-->|//\s*\]\]>|\]\]>)\s*$"
 )
+#: What each alternative of the pattern above contains: without any, it matches nothing.
+_JSON_LD_MARKERS = ("<!--", "<![CDATA[", "-->", "]]>")
 _MAX_INT = 2**63 - 1
 # What one page may put in its metadata: a hostile page gets its first few of each, and a row
 # of bounded size, instead of megabytes stored and served with every read of its job.
@@ -202,8 +204,17 @@ def _json_ld_scripts(tree: LexborHTMLParser) -> list[LexborNode]:
     return [
         node
         for node in tree.tags("script")
-        if (node.attrs.get("type") or "").lower() == _JSON_LD_TYPE
+        if (node.attributes.get("type") or "").lower() == _JSON_LD_TYPE
     ]
+
+
+def _unwrapped(text: str) -> str:
+    """``text`` without the comment or CDATA markers old pages wrap scripts in. The regular
+    expression tries its end alternatives at every position of a long block, so it runs only
+    when a marker is there at all."""
+    if any(marker in text for marker in _JSON_LD_MARKERS):
+        return _JSON_LD_WRAPPERS.sub("", text)
+    return text
 
 
 def read_json_ld(tree: LexborHTMLParser) -> tuple[list[JSON], list[dict[str, JSON]]]:
@@ -217,7 +228,7 @@ def read_json_ld(tree: LexborHTMLParser) -> tuple[list[JSON], list[dict[str, JSO
     errors: list[dict[str, JSON]] = []
     budget = MAX_JSON_LD_CHARS
     for index, node in enumerate(_json_ld_scripts(tree)):
-        raw = _JSON_LD_WRAPPERS.sub("", node.text()).strip().rstrip(";")
+        raw = _unwrapped(node.text()).strip().rstrip(";")
         if not raw:
             continue
         if len(raw) > budget or len(items) >= MAX_JSON_LD_ITEMS:

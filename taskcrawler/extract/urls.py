@@ -106,12 +106,18 @@ class Resolver:
         if not href:
             return None
         first = href[0]
+        if (
+            first == "h"
+            and href.startswith(_WEB_PREFIXES)
+            and "/." not in href
+            and "\\" not in href
+            and href.isprintable()
+        ):
+            return self._web_url(href)  # the commonest: nothing to join
         if first == "." or "/." in href or "\\" in href or not href.isprintable():
             # dot segments, backslashes, controls or tabs inside: rare, leave them to urljoin
             href = clean_href(href).replace("\\", "/")  # web URLs: "\\" means "/" (WHATWG)
             return self._absolute(_slow_join(self._base, href)) if href else None
-        if first == "h" and href.startswith(_WEB_PREFIXES):  # the commonest: nothing to join
-            return self._absolute(href)
         if first == "/":
             if href.startswith("//"):
                 return self._absolute(f"{self._scheme}:{href}")
@@ -129,11 +135,25 @@ class Resolver:
             return self._absolute(_slow_join(self._base, href))
         return self._absolute(match.group().lower() + href[match.end() :])
 
+    def _web_url(self, href: str) -> tuple[str, bool] | None:
+        """:meth:`_absolute` for an ``href`` known to start with ``http://`` or ``https://``:
+        its netloc is found by position, not by a regular expression."""
+        url = href.partition("#")[0]
+        start = 8 if url[4] == "s" else 7
+        end = url.find("/", start)
+        if end < 0:
+            end = len(url)
+        query = url.find("?", start, end)
+        return self._judged(url, url[start : end if query < 0 else query])
+
     def _absolute(self, url: str | None) -> tuple[str, bool] | None:
         if url is None:
             return None
         url = url.partition("#")[0]
-        netloc = _netloc(url)
+        return self._judged(url, _netloc(url))
+
+    def _judged(self, url: str, netloc: str) -> tuple[str, bool] | None:
+        """``(url, internal?)``, or None when its ``netloc`` has no host."""
         netlocs = self._netlocs
         if netloc in netlocs:  # a page's absolute links share a few hosts: each judged once
             internal = netlocs[netloc]

@@ -77,6 +77,29 @@ def test_visible_byline_and_time_element() -> None:
     assert found["published_date"] == "2018-10-26"
 
 
+def test_a_byline_and_a_date_after_first_matches_that_say_nothing() -> None:
+    found = meta(
+        "",
+        '<span class="author">https://example.com/authors</span>'
+        '<div class="post-meta">Filed under News</div>'
+        '<p class="byline">By Jane Doe</p>'
+        '<time datetime="2019-05-06">May 6</time>',
+        url="https://example.com/post",
+    )
+    assert found["author"] == "Jane Doe"
+    assert found["published_date"] == "2019-05-06"
+
+
+def test_only_the_first_twenty_candidates_are_read() -> None:
+    silent = '<span class="date">soon</span>' * 20
+    found = meta("", f'{silent}<time datetime="2019-05-06"></time>', url="https://example.com/x")
+    assert found["published_date"] is None
+    found = meta(
+        "", f'{silent[:-30]}<time datetime="2019-05-06"></time>', url="https://example.com/x"
+    )
+    assert found["published_date"] == "2019-05-06"
+
+
 def test_date_from_the_url_last_and_nothing_invented() -> None:
     assert meta("")["published_date"] == "2021-03-04"
     found = meta("", url="https://example.com/about")
