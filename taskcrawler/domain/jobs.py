@@ -90,11 +90,11 @@ class ClaimedJob:
 
     @property
     def parse_formats(self) -> tuple[str, ...]:
-        """What the page is parsed for: a crawl's page always for its links too (they are
-        kept only when ``formats`` asks for them)."""
+        """What the page is parsed for: a crawl's page always for its links too, but for their
+        texts only when ``formats`` asks for the links (then they are kept)."""
         if self.crawl_id is None or "links" in self.formats:
             return self.formats
-        return (*self.formats, "links")
+        return (*self.formats, "link_targets")
 
 
 @dataclass(frozen=True, slots=True)

@@ -72,9 +72,11 @@ def collect_links(
     *,
     page_nofollow: bool,
     max_links: int = MAX_LINKS_PER_PAGE,
+    with_text: bool = True,
 ) -> tuple[list[Link], dict[str, int]]:
     """The page's links, one per distinct URL (the first anchor wins), in document order: the
-    first ``max_links`` of them, and the counts of all (:func:`count_links`)."""
+    first ``max_links`` of them, and the counts of all (:func:`count_links`). Without
+    ``with_text``, their texts are left empty."""
     targets = _targets(tree, resolver)
     links = []
     for url, internal, node, attrs in targets[:max_links]:
@@ -82,7 +84,7 @@ def collect_links(
         links.append(
             Link(
                 url=url,
-                text=_anchor_text(node),
+                text=_anchor_text(node) if with_text else "",
                 rel=rel,
                 internal=internal,
                 nofollow=page_nofollow or "nofollow" in rel,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,6 +20,7 @@ from taskcrawler.domain.crawls import (
     discover,
     sitemap_candidates,
 )
+from taskcrawler.domain.jobs import ClaimedJob
 from taskcrawler.domain.rendering import RenderRequest
 from taskcrawler.storage.crawls import page_callback
 
@@ -285,3 +287,25 @@ def test_a_page_carries_the_callback_only_for_crawl_page(
     assert page_callback(stored) == expected
     # A spec stored before crawls had webhook_events: no page announces itself.
     assert page_callback({"url": START, "callback_url": "https://h.example.net/"}) is None
+
+
+@pytest.mark.parametrize(
+    ("crawl", "formats", "parsed"),
+    [
+        (False, ("markdown",), ("markdown",)),
+        (True, ("markdown",), ("markdown", "link_targets")),  # followed: no anchor texts
+        (True, ("markdown", "links"), ("markdown", "links")),  # kept: with their texts
+    ],
+)
+def test_a_crawl_page_is_parsed_for_its_links_texts_only_when_kept(
+    crawl: bool, formats: tuple[str, ...], parsed: tuple[str, ...]
+) -> None:
+    job = ClaimedJob(
+        uuid.uuid4(),
+        START,
+        0,
+        uuid.uuid4(),
+        formats,
+        crawl_id=uuid.uuid4() if crawl else None,
+    )
+    assert job.parse_formats == parsed

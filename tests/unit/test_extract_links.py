@@ -139,3 +139,17 @@ def test_image_map_areas_keep_their_place_in_document_order() -> None:
         "https://example.com/second",
     ]
     assert result.metadata["links"]["internal"] == 2
+
+
+def test_link_targets_are_the_links_without_their_texts() -> None:
+    body = b"""<meta name="robots" content="index"><a href="/a">Alpha</a>
+    <a rel="nofollow sponsored" href="https://x.org/y"><img alt="Y"></a>
+    <a href="/b" title="B"></a>"""
+    full = extract(body, url="https://example.com/", formats=["links"])
+    bare = extract(body, url="https://example.com/", formats=["link_targets"])
+    assert [link.text for link in full.links] == ["Alpha", "Y", "B"]
+    assert [link.text for link in bare.links] == ["", "", ""]
+    assert [(link.url, link.rel, link.internal, link.nofollow) for link in bare.links] == [
+        (link.url, link.rel, link.internal, link.nofollow) for link in full.links
+    ]
+    assert bare.metadata["links"] == full.metadata["links"]
