@@ -144,14 +144,15 @@ def visible_length(text: str) -> int:
 
 
 def link_share(node: LexborNode) -> float:
-    total = visible_chars(node)
-    if not total:
-        return 0.0
+    # The links first: a node without link text needs no reading of its own, often long, text.
     anchors = node.css("a")
     if not anchors:
         return 0.0
     linked = visible_length("".join(anchor.text_lexbor() for anchor in anchors))
-    return min(1.0, linked / total)
+    if not linked:
+        return 0.0
+    total = visible_chars(node)
+    return min(1.0, linked / total) if total else 0.0
 
 
 def _name_weight(node: LexborNode) -> int:
@@ -241,6 +242,7 @@ def _list_holders(paragraphs: list[LexborNode]) -> set[int]:
 
 def _score(paragraphs: list[LexborNode]) -> tuple[dict[int, Candidate], int]:
     candidates: dict[int, Candidate] = {}
+    chains: dict[int, list[tuple[Candidate, float]]] = {}
     total_chars = 0
     holders = _list_holders(paragraphs)
     for paragraph in paragraphs:
@@ -257,18 +259,35 @@ def _score(paragraphs: list[LexborNode]) -> tuple[dict[int, Candidate], int]:
         if not text.isascii():
             commas += sum(text.count(comma) for comma in _WIDE_COMMAS)
         points = 1.0 + min(commas, _MAX_COMMAS) + min(chars / 100, 3.0)
-        node = paragraph.parent
-        for divider in _DIVIDERS:
-            while node is not None and node.tag in _TABLE_PARTS:
-                node = node.parent  # rows are not containers of their own: the table is
-            if node is None or node.tag == "html":
-                break
-            candidate = candidates.get(node.mem_id)
-            if candidate is None:
-                candidate = candidates[node.mem_id] = Candidate.of(node)
+        parent = paragraph.parent
+        if parent is None:
+            continue
+        # Paragraphs share their parents: each parent's few ancestors are found once.
+        chain = chains.get(parent.mem_id)
+        if chain is None:
+            chain = chains[parent.mem_id] = _chain(parent, candidates)
+        for candidate, divider in chain:
             candidate.points += points / divider
-            node = node.parent
     return candidates, total_chars
+
+
+def _chain(
+    node: LexborNode | None, candidates: dict[int, Candidate]
+) -> list[tuple[Candidate, float]]:
+    """The candidates a paragraph under ``node`` gives points to (``node`` and the next two up),
+    each with the divider of those points."""
+    chain: list[tuple[Candidate, float]] = []
+    for divider in _DIVIDERS:
+        while node is not None and node.tag in _TABLE_PARTS:
+            node = node.parent  # rows are not containers of their own: the table is
+        if node is None or node.tag == "html":
+            break
+        candidate = candidates.get(node.mem_id)
+        if candidate is None:
+            candidate = candidates[node.mem_id] = Candidate.of(node)
+        chain.append((candidate, divider))
+        node = node.parent
+    return chain
 
 
 def _is_prose(node: LexborNode) -> bool:
