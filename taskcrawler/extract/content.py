@@ -35,6 +35,7 @@ from taskcrawler.extract.scoring import (
     Choice,
     LinkTotals,
     choose_content,
+    first_tagged,
     link_share,
     visible_chars,
     visible_length,
@@ -456,10 +457,14 @@ def _next_text(node: LexborNode, root: LexborNode) -> LexborNode | None:
     return None
 
 
+_FIRST_BLOCK_TAGS = frozenset(_HEADINGS) | {"p", "li", "td", "pre", "blockquote"}
+_FIRST_BLOCK_CSS = ", ".join(sorted(_FIRST_BLOCK_TAGS))
+
+
 def _first_heading_level(node: LexborNode) -> int | None:
     if node.tag in _HEADINGS:
         return _HEADINGS[node.tag or ""]
-    first = node.css_first("h1, h2, h3, h4, h5, h6, p, li, td, pre, blockquote")
+    first = first_tagged(node, _FIRST_BLOCK_TAGS, _FIRST_BLOCK_CSS)
     if first is None or first.tag not in _HEADINGS:
         return None
     # the heading must open the block: no text before it

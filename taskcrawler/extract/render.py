@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 from selectolax.lexbor import LexborNode
 
+from taskcrawler.extract.scoring import first_tagged
 from taskcrawler.extract.urls import Resolver
 
 MAX_DEPTH = 80
@@ -185,7 +186,11 @@ class Renderer:
                 inline.append(_BREAK)
             elif tag in _SKIP:
                 continue
-            elif tag not in _ATOMIC and _has_elements(child) and child.css_first(_BLOCK_CSS):
+            elif (
+                tag not in _ATOMIC
+                and _has_elements(child)
+                and first_tagged(child, _BLOCKS, _BLOCK_CSS) is not None
+            ):
                 # An inline element around blocks (the parser's adoption agency makes these
                 # out of unclosed <a>/<b>): Markdown cannot nest blocks in it, keep the blocks.
                 self._flush(inline, blocks)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Set
 from dataclasses import dataclass
 
 from selectolax.lexbor import LexborNode
@@ -28,6 +29,7 @@ from selectolax.lexbor import LexborNode
 MIN_PARAGRAPH_CHARS = 25
 MIN_CONTENT_CHARS = 200  # less prose than this is no evidence of where the content is
 _PARAGRAPH_TAGS = ("p", "pre", "td", "blockquote", "li", "dd", "br")
+_LINK_TAGS = frozenset({"a"})
 _HOLD_BREAKS = frozenset({"p", "td", "li", "dd", "pre", "blockquote"})  # scored themselves
 # Set on the blocks whose names say boilerplate, so one CSS query can leave them out.
 FLAG_ATTRIBUTE = "data-taskcrawler-boilerplate"
@@ -84,6 +86,25 @@ _SENTENCE_END = re.compile(r"[.!?\u3002\uff01\uff1f]\s*$|[.!?]\s")
 def visible_chars(node: LexborNode) -> int:
     """Characters of text under ``node``, without the indentation of the markup."""
     return visible_length(node.text_lexbor())
+
+
+# Nodes looked at in Python before a query is left to lexbor (see first_tagged).
+_SCAN_NODES = 32
+
+
+def first_tagged(node: LexborNode, tags: Set[str], selector: str) -> LexborNode | None:
+    """``node.css_first(selector)`` for ``selector`` the list of ``tags``: the first element
+    of ``node`` (itself included) in document order whose tag is one of them.
+
+    lexbor parses a selector at each query, which costs more than a walk in Python of the few
+    nodes most such questions are about (a paragraph, a link): those are looked at first, and
+    only a bigger subtree is left to lexbor."""
+    for count, inner in enumerate(node.traverse()):
+        if inner.tag in tags:
+            return inner
+        if count == _SCAN_NODES:
+            return node.css_first(selector)
+    return None
 
 
 def link_chars(root: LexborNode) -> dict[int, int]:
@@ -294,7 +315,11 @@ def _is_prose(node: LexborNode) -> bool:
     text = node.text_lexbor().strip()
     if len(text) > _MIN_LIST_ITEM_CHARS:
         return link_share(node) < 0.25
-    return bool(text) and not node.css_first("a") and _SENTENCE_END.search(text) is not None
+    return (
+        bool(text)
+        and first_tagged(node, _LINK_TAGS, "a") is None
+        and _SENTENCE_END.search(text) is not None
+    )
 
 
 def _with_siblings(best: Candidate, candidates: dict[int, Candidate]) -> list[LexborNode]:
