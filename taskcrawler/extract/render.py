@@ -564,9 +564,18 @@ def _escape_hashes(match: re.Match[str]) -> str:
 
 
 def _collapse(text: str) -> str:
-    """Whitespace runs made one space. Most text needs nothing, which two scans tell: every
-    character ``_SPACES`` takes but the space is one ``isprintable()`` refuses."""
-    if "  " in text or not text.isprintable():
+    """Whitespace runs made one space. Most text needs nothing, which a few scans for the
+    characters ``_SPACES`` takes tell (each a search in C, where ``isprintable()`` looks every
+    character up in Unicode's tables)."""
+    if (
+        "\n" in text
+        or "  " in text
+        or "\t" in text
+        or "\xa0" in text
+        or "\r" in text
+        or "\x0c" in text
+        or "\x0b" in text
+    ):
         return _SPACES.sub(" ", text)
     return text
 
