@@ -276,7 +276,7 @@ class Cleaner:
             parent = node.parent
             if (
                 (parent is not None and parent.mem_id in ids)  # no bigger than its parent
-                or visible_chars(node) <= most
+                or _fits(node.text_lexbor(), most)
                 or _COMMENTS in names.lower()
             ):
                 # else a wrapper of the page, whatever its name; but comments can outgrow
@@ -298,6 +298,12 @@ class Cleaner:
             forget_caption_copies(self.tree.body, captions)
         for node in doomed:
             node.decompose()
+
+
+def _fits(text: str, most: float) -> bool:
+    """Whether ``text`` has at most ``most`` visible characters; a text no longer than that
+    needs no counting of its spaces."""
+    return len(text) <= most or visible_length(text) <= most
 
 
 def _unwrap_noscript_pages(tree: LexborHTMLParser) -> None:
