@@ -438,6 +438,8 @@ def _with_other_parts(
         return nodes
     chosen = {node.mem_id for node in nodes}
     holding = _with_ancestors_of(nodes)
+    # What holds the content or is part of it would be passed over: its links are not measured.
+    others = [c for c in others if c.node.mem_id not in holding and c.node.mem_id not in chosen]
     added = False
     for other in sorted(others, key=Candidate.settle, reverse=True):
         node = other.node
