@@ -35,6 +35,7 @@ from taskcrawler.extract.scoring import (
     Choice,
     LinkTotals,
     choose_content,
+    first_tagged,
     link_share,
     visible_chars,
     visible_length,
@@ -275,7 +276,7 @@ class Cleaner:
             parent = node.parent
             if (
                 (parent is not None and parent.mem_id in ids)  # no bigger than its parent
-                or visible_chars(node) <= most
+                or _fits(node.text_lexbor(), most)
                 or _COMMENTS in names.lower()
             ):
                 # else a wrapper of the page, whatever its name; but comments can outgrow
@@ -297,6 +298,12 @@ class Cleaner:
             forget_caption_copies(self.tree.body, captions)
         for node in doomed:
             node.decompose()
+
+
+def _fits(text: str, most: float) -> bool:
+    """Whether ``text`` has at most ``most`` visible characters; a text no longer than that
+    needs no counting of its spaces."""
+    return len(text) <= most or visible_length(text) <= most
 
 
 def _unwrap_noscript_pages(tree: LexborHTMLParser) -> None:
@@ -456,10 +463,14 @@ def _next_text(node: LexborNode, root: LexborNode) -> LexborNode | None:
     return None
 
 
+_FIRST_BLOCK_TAGS = frozenset(_HEADINGS) | {"p", "li", "td", "pre", "blockquote"}
+_FIRST_BLOCK_CSS = ", ".join(sorted(_FIRST_BLOCK_TAGS))
+
+
 def _first_heading_level(node: LexborNode) -> int | None:
     if node.tag in _HEADINGS:
         return _HEADINGS[node.tag or ""]
-    first = node.css_first("h1, h2, h3, h4, h5, h6, p, li, td, pre, blockquote")
+    first = first_tagged(node, _FIRST_BLOCK_TAGS, _FIRST_BLOCK_CSS)
     if first is None or first.tag not in _HEADINGS:
         return None
     # the heading must open the block: no text before it

@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 from selectolax.lexbor import LexborNode
 
+from taskcrawler.extract.scoring import first_tagged
 from taskcrawler.extract.urls import Resolver
 
 MAX_DEPTH = 80
@@ -185,7 +186,11 @@ class Renderer:
                 inline.append(_BREAK)
             elif tag in _SKIP:
                 continue
-            elif tag not in _ATOMIC and _has_elements(child) and child.css_first(_BLOCK_CSS):
+            elif (
+                tag not in _ATOMIC
+                and _has_elements(child)
+                and first_tagged(child, _BLOCKS, _BLOCK_CSS) is not None
+            ):
                 # An inline element around blocks (the parser's adoption agency makes these
                 # out of unclosed <a>/<b>): Markdown cannot nest blocks in it, keep the blocks.
                 self._flush(inline, blocks)
@@ -559,9 +564,18 @@ def _escape_hashes(match: re.Match[str]) -> str:
 
 
 def _collapse(text: str) -> str:
-    """Whitespace runs made one space. Most text needs nothing, which two scans tell: every
-    character ``_SPACES`` takes but the space is one ``isprintable()`` refuses."""
-    if "  " in text or not text.isprintable():
+    """Whitespace runs made one space. Most text needs nothing, which a few scans for the
+    characters ``_SPACES`` takes tell (each a search in C, where ``isprintable()`` looks every
+    character up in Unicode's tables)."""
+    if (
+        "\n" in text
+        or "  " in text
+        or "\t" in text
+        or "\xa0" in text
+        or "\r" in text
+        or "\x0c" in text
+        or "\x0b" in text
+    ):
         return _SPACES.sub(" ", text)
     return text
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Set
 from dataclasses import dataclass
 
 from selectolax.lexbor import LexborNode
@@ -28,6 +29,7 @@ from selectolax.lexbor import LexborNode
 MIN_PARAGRAPH_CHARS = 25
 MIN_CONTENT_CHARS = 200  # less prose than this is no evidence of where the content is
 _PARAGRAPH_TAGS = ("p", "pre", "td", "blockquote", "li", "dd", "br")
+_LINK_TAGS = frozenset({"a"})
 _HOLD_BREAKS = frozenset({"p", "td", "li", "dd", "pre", "blockquote"})  # scored themselves
 # Set on the blocks whose names say boilerplate, so one CSS query can leave them out.
 FLAG_ATTRIBUTE = "data-taskcrawler-boilerplate"
@@ -84,6 +86,25 @@ _SENTENCE_END = re.compile(r"[.!?\u3002\uff01\uff1f]\s*$|[.!?]\s")
 def visible_chars(node: LexborNode) -> int:
     """Characters of text under ``node``, without the indentation of the markup."""
     return visible_length(node.text_lexbor())
+
+
+# Nodes looked at in Python before a query is left to lexbor (see first_tagged).
+_SCAN_NODES = 32
+
+
+def first_tagged(node: LexborNode, tags: Set[str], selector: str) -> LexborNode | None:
+    """``node.css_first(selector)`` for ``selector`` the list of ``tags``: the first element
+    of ``node`` (itself included) in document order whose tag is one of them.
+
+    lexbor parses a selector at each query, which costs more than a walk in Python of the few
+    nodes most such questions are about (a paragraph, a link): those are looked at first, and
+    only a bigger subtree is left to lexbor."""
+    for count, inner in enumerate(node.traverse()):
+        if inner.tag in tags:
+            return inner
+        if count == _SCAN_NODES:
+            return node.css_first(selector)
+    return None
 
 
 def link_chars(root: LexborNode) -> dict[int, int]:
@@ -144,14 +165,15 @@ def visible_length(text: str) -> int:
 
 
 def link_share(node: LexborNode) -> float:
-    total = visible_chars(node)
-    if not total:
-        return 0.0
+    # The links first: a node without link text needs no reading of its own, often long, text.
     anchors = node.css("a")
     if not anchors:
         return 0.0
     linked = visible_length("".join(anchor.text_lexbor() for anchor in anchors))
-    return min(1.0, linked / total)
+    if not linked:
+        return 0.0
+    total = visible_chars(node)
+    return min(1.0, linked / total) if total else 0.0
 
 
 def _name_weight(node: LexborNode) -> int:
@@ -241,6 +263,7 @@ def _list_holders(paragraphs: list[LexborNode]) -> set[int]:
 
 def _score(paragraphs: list[LexborNode]) -> tuple[dict[int, Candidate], int]:
     candidates: dict[int, Candidate] = {}
+    chains: dict[int, list[tuple[Candidate, float]]] = {}
     total_chars = 0
     holders = _list_holders(paragraphs)
     for paragraph in paragraphs:
@@ -257,25 +280,46 @@ def _score(paragraphs: list[LexborNode]) -> tuple[dict[int, Candidate], int]:
         if not text.isascii():
             commas += sum(text.count(comma) for comma in _WIDE_COMMAS)
         points = 1.0 + min(commas, _MAX_COMMAS) + min(chars / 100, 3.0)
-        node = paragraph.parent
-        for divider in _DIVIDERS:
-            while node is not None and node.tag in _TABLE_PARTS:
-                node = node.parent  # rows are not containers of their own: the table is
-            if node is None or node.tag == "html":
-                break
-            candidate = candidates.get(node.mem_id)
-            if candidate is None:
-                candidate = candidates[node.mem_id] = Candidate.of(node)
+        parent = paragraph.parent
+        if parent is None:
+            continue
+        # Paragraphs share their parents: each parent's few ancestors are found once.
+        chain = chains.get(parent.mem_id)
+        if chain is None:
+            chain = chains[parent.mem_id] = _chain(parent, candidates)
+        for candidate, divider in chain:
             candidate.points += points / divider
-            node = node.parent
     return candidates, total_chars
+
+
+def _chain(
+    node: LexborNode | None, candidates: dict[int, Candidate]
+) -> list[tuple[Candidate, float]]:
+    """The candidates a paragraph under ``node`` gives points to (``node`` and the next two up),
+    each with the divider of those points."""
+    chain: list[tuple[Candidate, float]] = []
+    for divider in _DIVIDERS:
+        while node is not None and node.tag in _TABLE_PARTS:
+            node = node.parent  # rows are not containers of their own: the table is
+        if node is None or node.tag == "html":
+            break
+        candidate = candidates.get(node.mem_id)
+        if candidate is None:
+            candidate = candidates[node.mem_id] = Candidate.of(node)
+        chain.append((candidate, divider))
+        node = node.parent
+    return chain
 
 
 def _is_prose(node: LexborNode) -> bool:
     text = node.text_lexbor().strip()
     if len(text) > _MIN_LIST_ITEM_CHARS:
         return link_share(node) < 0.25
-    return bool(text) and not node.css_first("a") and _SENTENCE_END.search(text) is not None
+    return (
+        bool(text)
+        and first_tagged(node, _LINK_TAGS, "a") is None
+        and _SENTENCE_END.search(text) is not None
+    )
 
 
 def _with_siblings(best: Candidate, candidates: dict[int, Candidate]) -> list[LexborNode]:
@@ -394,6 +438,8 @@ def _with_other_parts(
         return nodes
     chosen = {node.mem_id for node in nodes}
     holding = _with_ancestors_of(nodes)
+    # What holds the content or is part of it would be passed over: its links are not measured.
+    others = [c for c in others if c.node.mem_id not in holding and c.node.mem_id not in chosen]
     added = False
     for other in sorted(others, key=Candidate.settle, reverse=True):
         node = other.node
