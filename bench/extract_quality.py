@@ -14,7 +14,10 @@ Precision, recall and F1 are over all snippets of all pages together. Pages/s is
 counts the CPU time of the extraction call alone (the thread's CPU clock, so that other work on a
 shared machine does not count); ours includes the metadata (``formats=("metadata", fmt)``).
 Pages are visited once, and every extractor runs on a page before the next page, so a busy moment
-of the machine (caches, frequency) weighs on all of them alike.
+of the machine (caches, frequency) weighs on all of them alike. That also lets each run meet the
+CPU's caches as the run before it left them, and our second format meet the page's class names
+already judged by our first: ``--isolated`` times each extractor and format in a fresh process
+of its own instead, one after the other, as a worker runs one extractor (the scores are the same).
 
 The corpus is split by a hash of each page's URL into a tuning part (80%) and a held-out part
 (20%), the same on every machine; rules are tuned on the first and checked on the second.
@@ -31,12 +34,14 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import multiprocessing
 import os
 import re
 import sys
 import tarfile
 import time
 from collections.abc import Callable, Collection, Iterator
+from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -253,14 +258,11 @@ class Run:
     visible: dict[str, Score] | None = None
 
     def score(self, page: Page) -> None:
-        start = time.thread_time()
-        try:
-            output = self.extractor(page)
-        except Exception as exc:  # a crash is a full miss, as it would be in production
-            print(f"{self.name} {self.fmt} failed on {page.file}: {exc!r}", file=sys.stderr)
-            output = None
-        seconds = time.thread_time() - start
-        missed, kept = [], []
+        self.record(page, *timed(self.extractor, page, f"{self.name} {self.fmt}"))
+
+    def record(self, page: Page, output: str | None, seconds: float) -> None:
+        missed: list[str] = []
+        kept: list[str] = []
         seen = visible_text(output) if self.visible is not None and output else output
         for split in SPLITS:
             if in_split(page.url, split):
@@ -269,6 +271,38 @@ class Run:
                     self.visible[split].add(page, seen, seconds)
         if missed or kept:
             self.misses.append((page.file, missed, kept))
+
+
+def timed(extractor: Extractor, page: Page, label: str) -> tuple[str | None, float]:
+    """The extractor's output on ``page`` and the CPU seconds of the call."""
+    start = time.thread_time()
+    try:
+        output = extractor(page)
+    except Exception as exc:  # a crash is a full miss, as it would be in production
+        print(f"{label} failed on {page.file}: {exc!r}", file=sys.stderr)
+        output = None
+    return output, time.thread_time() - start
+
+
+def isolated_pass(corpus: Path, split: str, name: str, fmt: str) -> list[tuple[str | None, float]]:
+    """In a process of its own: one extractor in one format over the pages, each output with
+    its CPU seconds (the first page once more beforehand, untimed: imports and set-up)."""
+    pin_to_one_core()
+    pages = [page for page in load_pages(corpus) if in_split(page.url, split)]
+    extractor = EXTRACTORS[name](fmt)
+    extractor(pages[0])
+    return [timed(extractor, page, f"{name} {fmt}") for page in pages]
+
+
+def score_isolated(corpus: Path, split: str, pages: list[Page], runs: list[Run]) -> None:
+    """Each run in a fresh process, one after the other: no extractor's caches (its own from
+    another format on the same page, the CPU's from another extractor) help or hinder another."""
+    context = multiprocessing.get_context("spawn")
+    for run in runs:
+        with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+            results = pool.submit(isolated_pass, corpus, split, run.name, run.fmt).result()
+        for page, (output, seconds) in zip(pages, results, strict=True):
+            run.record(page, output, seconds)
 
 
 def pin_to_one_core() -> None:
@@ -349,6 +383,12 @@ def main() -> None:
         help="also score each Markdown output's visible text (information, not the corpus's "
         "own scoring)",
     )
+    parser.add_argument(
+        "--isolated",
+        action="store_true",
+        help="time each extractor and format in a process of its own, one after the other, "
+        "instead of all of them page by page in this one",
+    )
     args = parser.parse_args()
 
     corpus = args.corpus or find_corpus()
@@ -362,8 +402,11 @@ def main() -> None:
         for run in runs:
             if run.fmt == "markdown":
                 run.visible = {split: Score() for split in SPLITS}
-    pin_to_one_core()
-    score_corpus(pages, runs)
+    if args.isolated:
+        score_isolated(corpus, args.split, pages, runs)
+    else:
+        pin_to_one_core()
+        score_corpus(pages, runs)
     for run in runs:
         for file, missed, kept in run.misses[: args.misses]:
             print(f"{run.name} {run.fmt} {file}: missed {missed} kept {kept}")
