@@ -151,7 +151,7 @@ async def advance(
     held: set[UUID],
     *,
     redispatch_after: float,
-    known: KnownPages | None = None,
+    known: KnownPages,
 ) -> Advance:
     """Add what the crawl pages of a batch found to their crawls' frontiers, and complete the
     crawls that have nothing left. ``pages``: the batch's transitions of crawl pages; ``held``:
@@ -182,7 +182,7 @@ async def advance(
         added = await _admit(
             conn,
             backend,
-            _Admission(row.id, row.owner, row.spec, now, redispatch_after),
+            _page_template(row.id, row.owner, row.spec, now, redispatch_after),
             _unknown(row.id, candidates, known),
             room,
             result.seen,
@@ -202,39 +202,29 @@ async def advance(
 
 
 def _unknown(
-    crawl_id: UUID, candidates: Sequence[Candidate], known: KnownPages | None
+    crawl_id: UUID, candidates: Sequence[Candidate], known: KnownPages
 ) -> dict[str, Candidate]:
     """The candidates by ``url_key``, first spelling first (links come in the order the page
     shows them), without those ``known`` has at their depth or less."""
     by_key: dict[str, Candidate] = {}
     for candidate in candidates:
         key = frontier_key(crawl_id, candidate.key)
-        if key not in by_key and (known is None or not known.has(key, candidate.depth)):
+        if key not in by_key and not known.has(key, candidate.depth):
             by_key[key] = candidate
     return by_key
-
-
-@dataclass(frozen=True, slots=True)
-class _Admission:
-    """The crawl a batch admits pages to, and when."""
-
-    crawl_id: UUID
-    owner: str
-    spec: Mapping[str, Any]
-    now: datetime
-    redispatch_after: float
 
 
 async def _admit(
     conn: AsyncConnection,
     backend: Backend,
-    admission: _Admission,
+    template: Mapping[str, Any],
     by_key: Mapping[str, Candidate],
     room: int,
     seen: dict[str, int],
 ) -> list[UUID]:
-    """Insert the new candidates, in order, until ``room`` pages were admitted; record in
-    ``seen`` the depth of every page found or added.
+    """Insert the new candidates as pages made from ``template`` (:func:`_page_template`), in
+    order, until ``room`` pages were admitted; record in ``seen`` the depth of every page found
+    or added.
 
     Those the crawl has are left out first, by a read: under the crawl's lock every page of it
     is committed and visible, so the INSERT then meets no conflict. Without that read, an
@@ -244,7 +234,7 @@ async def _admit(
     """
     if room <= 0 or not by_key:
         return []
-    owner = admission.owner
+    owner = template["owner"]
     known: set[str] = set()
     shorter: dict[int, list[UUID]] = defaultdict(list)
     keys = list(by_key)
@@ -278,9 +268,6 @@ async def _admit(
             .where(jobs.c.id.in_(waiting.scalar_subquery()), jobs.c.status == PENDING)
             .values(depth=depth)
         )
-    template = _page_template(
-        admission.crawl_id, owner, admission.spec, admission.now, admission.redispatch_after
-    )
     new = [(key, candidate) for key, candidate in by_key.items() if key not in known]
     added: list[UUID] = []
     start = 0
