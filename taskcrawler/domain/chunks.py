@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 from typing import TypeVar
 from uuid import UUID
@@ -21,7 +22,10 @@ class Chunk:
     """One piece of a page's Markdown, with the headings it sits under.
 
     ``overlap`` characters at the start of ``text`` repeat the end of the previous chunk of the
-    same section, so a sentence cut at a boundary is whole in one of the two.
+    same section, so a sentence cut at a boundary is whole in one of the two. ``start`` and
+    ``end`` are the characters of the page's Markdown the chunk spans (its overlap included),
+    for a reader to cite; ``context`` is what it is about beyond its own words (see
+    :func:`chunk_context`), embedded and indexed with it but not part of its text.
     """
 
     index: int
@@ -29,6 +33,9 @@ class Chunk:
     heading_path: tuple[str, ...]
     token_count: int
     overlap: int = 0
+    start: int | None = None
+    end: int | None = None
+    context: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +66,49 @@ class StoredChunk:
     token_count: int
     model: str
     dim: int
+    start: int | None = None
+    end: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StaleChunk:
+    """A stored chunk a re-index embeds again: another model embedded it, or it was made before
+    chunks carried their context. ``title`` is its page's."""
+
+    id: int
+    text: str
+    heading_path: tuple[str, ...]
+    title: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class Reembedded:
+    """A stored chunk's new context and vector."""
+
+    id: int
+    context: str
+    vector: Sequence[float]
+
+
+#: The longest context a chunk carries, in characters: a title and six headings, bounded.
+MAX_CONTEXT_CHARS = 1000
+CONTEXT_SEPARATOR = " > "
+
+
+def chunk_context(title: str | None, heading_path: Sequence[str]) -> str:
+    """What a chunk is about beyond its own words: its page's title, then the headings it sits
+    under ("Title > Section > Subsection"); the title once when the first heading repeats it."""
+    parts = [" ".join(part.split()) for part in heading_path]
+    name = " ".join((title or "").split())
+    if name and not (parts and parts[0].casefold() == name.casefold()):
+        parts.insert(0, name)
+    return CONTEXT_SEPARATOR.join(part for part in parts if part)[:MAX_CONTEXT_CHARS]
+
+
+def embedded_text(context: str, text: str) -> str:
+    """What is embedded and indexed for a chunk: its context first, which says what it is about
+    when its own words do not."""
+    return f"{context}\n{text}" if context else text
 
 
 class SearchMode(StrEnum):
@@ -69,22 +119,57 @@ class SearchMode(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class SearchQuery:
+    """A search of ``owner``'s chunks; each filter set narrows it to the pages that match it
+    (a crawl's, a page's, a host's, those under a URL prefix, a monitor's, those fetched in a
+    time range)."""
+
     owner: str
     text: str
     k: int = 10
     crawl_id: UUID | None = None
     job_id: UUID | None = None
     mode: SearchMode = SearchMode.HYBRID
+    host: str | None = None
+    url_prefix: str | None = None
+    monitor_id: UUID | None = None
+    fetched_after: datetime | None = None
+    fetched_before: datetime | None = None
+    #: Whether the rerank stage (when one is configured) re-scores the results.
+    rerank: bool = True
+
+    @property
+    def filtered(self) -> bool:
+        """Whether anything beyond the owner narrows the search."""
+        return any(
+            value is not None
+            for value in (
+                self.crawl_id,
+                self.job_id,
+                self.host,
+                self.url_prefix,
+                self.monitor_id,
+                self.fetched_after,
+                self.fetched_before,
+            )
+        )
 
 
 @dataclass(frozen=True, slots=True)
 class SearchHit:
+    """One chunk found, with what a reader needs to cite it: its page's URL and title, the
+    headings it sits under, the characters of the page's Markdown it spans, and when the page
+    was fetched."""
+
     job_id: UUID
     url: str
     title: str | None
     chunk_index: int
     text: str
     score: float
+    heading_path: tuple[str, ...] = ()
+    start: int | None = None
+    end: int | None = None
+    fetched_at: datetime | None = None
 
 
 #: Words of a query that keyword search looks for, at most: a question, not a document.

@@ -15,6 +15,7 @@ from taskcrawler.domain.chunks import (
     Chunk,
     EmbeddedChunk,
     PageChunks,
+    Reembedded,
     SearchMode,
     SearchQuery,
 )
@@ -166,9 +167,9 @@ async def test_reindex_finds_and_rewrites_chunks_of_another_model(storage: Stora
         _page(job, [("one", _unit(1, 0, 0, 0)), ("two", _unit(0, 1, 0, 0))]), "h"
     )
     stale = await storage.chunks.stale("new/3")
-    assert [text for _, text in stale] == ["one", "two"]
+    assert [c.text for c in stale] == ["one", "two"]
     await storage.chunks.set_embeddings(
-        "new/3", [(chunk_id, _unit(0, 0, 1)) for chunk_id, _ in stale]
+        "new/3", [Reembedded(c.id, "Context", _unit(0, 0, 1)) for c in stale]
     )
     assert await storage.chunks.stale("new/3") == []
     hits = await storage.chunks.semantic(

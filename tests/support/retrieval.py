@@ -14,11 +14,12 @@ from taskcrawler.domain.chunks import EmbeddedChunk, PageChunks, SearchMode, Sea
 from taskcrawler.domain.jobs import NewJob
 from taskcrawler.embed import Embedder
 from taskcrawler.extract import extract
-from taskcrawler.extract.chunking import ChunkingConfig, chunk_markdown
+from taskcrawler.domain.chunks import embedded_text
+from taskcrawler.extract.chunking import ChunkingConfig
 from taskcrawler.service.search import SearchService
 from taskcrawler.storage import Storage
 from taskcrawler.storage.tables import jobs
-from taskcrawler.worker.chunking import embedded_text
+from taskcrawler.worker.chunking import chunk_page
 from tests.support.rag_corpus import TOPICS, page
 
 BASE = "http://kb.test/kb/"
@@ -71,8 +72,8 @@ async def index_pages(
                 .values(scraped_title=sa.bindparam("b_title")),
                 titled,
             )
-        chunked = [chunk_markdown(e.markdown or "", config) for e in extracted]
-        vectors = await embedder.embed([embedded_text(c) for cs in chunked for c in cs])
+        chunked = [chunk_page(e.markdown or "", e.title, config) for e in extracted]
+        vectors = await embedder.embed([embedded_text(c.context, c.text) for cs in chunked for c in cs])
         at = 0
         for n, chunks in enumerate(chunked):
             mine, at = vectors[at : at + len(chunks)], at + len(chunks)

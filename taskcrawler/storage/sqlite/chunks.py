@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from taskcrawler.domain.chunks import SearchHit, SearchQuery, query_terms
+from taskcrawler.domain.chunks import Reembedded, SearchHit, SearchQuery, query_terms
 from taskcrawler.storage.chunks import HIT_COLUMNS, ChunkStoreBase, hit, scope
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.sqlite import sql
@@ -53,22 +53,32 @@ class SqliteChunkStore(ChunkStoreBase):
         await conn.execute(chunks.insert(), values)
 
     @unavailable_on_connection_errors
-    async def set_embeddings(
-        self, model: str, vectors: Sequence[tuple[int, Sequence[float]]]
-    ) -> None:
-        if not vectors:
+    async def set_embeddings(self, model: str, chunks_: Sequence[Reembedded]) -> None:
+        if not chunks_:
             return
         stmt = (
             chunks.update()
             .where(chunks.c.id == sa.bindparam("b_id"))
-            .values(model=model, dim=sa.bindparam("b_dim"), embedding=sa.bindparam("b_vector"))
+            .values(
+                model=model,
+                dim=sa.bindparam("b_dim"),
+                embedding=sa.bindparam("b_vector"),
+                context=sa.bindparam("b_context"),
+            )
         )
         params = [
-            {"b_id": chunk_id, "b_dim": len(vector), "b_vector": float32(vector)}
-            for chunk_id, vector in vectors
+            {
+                "b_id": c.id,
+                "b_dim": len(c.vector),
+                "b_vector": float32(c.vector),
+                "b_context": c.context,
+            }
+            for c in chunks_
         ]
         async with self.db.write() as conn:
             await conn.execute(stmt, params)
+        # Vectors changed in place (their ids did not): no cached matrix holds them now.
+        self._matrices.clear()
 
     @unavailable_on_connection_errors
     async def semantic(
@@ -81,7 +91,7 @@ class SqliteChunkStore(ChunkStoreBase):
         of_model = [*scope(query), chunks.c.model == model]
         conditions = [*of_model, chunks.c.dim == len(vector)]
         async with self.db.read() as conn:
-            if query.crawl_id is None and query.job_id is None:
+            if not query.filtered:
                 ids, matrix = await self._matrix(
                     conn, of_model, conditions, (query.owner, model, len(vector))
                 )
@@ -146,7 +156,13 @@ class SqliteChunkStore(ChunkStoreBase):
 async def _load(conn: AsyncConnection, conditions: list[Any], dim: int) -> tuple[Any, Any]:
     import numpy as np
 
-    rows = (await conn.execute(sa.select(chunks.c.id, chunks.c.embedding).where(*conditions))).all()
+    rows = (
+        await conn.execute(
+            sa.select(chunks.c.id, chunks.c.embedding)
+            .select_from(chunks.join(jobs, jobs.c.id == chunks.c.job_id))
+            .where(*conditions)
+        )
+    ).all()
     ids = np.fromiter((row.id for row in rows), dtype=np.int64, count=len(rows))
     matrix = np.frombuffer(b"".join(row.embedding for row in rows), dtype=np.float32)
     return ids, matrix.reshape(len(rows), dim)
