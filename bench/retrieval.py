@@ -96,6 +96,10 @@ def documents(hits: Sequence[SearchHit]) -> list[str]:
     return list(dict.fromkeys(hit.url.removeprefix(BASE) for hit in hits))
 
 
+def write_json(path: Path, value: Any) -> None:
+    path.write_text(json.dumps(value))
+
+
 async def quality(
     search: SearchService, data: Dataset, dump: dict[str, Any] | None
 ) -> dict[str, tuple[float, float]]:
@@ -141,7 +145,10 @@ async def latency(search: SearchService, queries: Sequence[str]) -> dict[str, tu
             await search.search(SearchQuery("", text, k=10, mode=mode))
             times.append((time.perf_counter() - started) * 1000)
         times.sort()
-        found[mode.value] = (times[len(times) // 2], times[min(len(times) - 1, len(times) * 99 // 100)])
+        found[mode.value] = (
+            times[len(times) // 2],
+            times[min(len(times) - 1, len(times) * 99 // 100)],
+        )
     return found
 
 
@@ -181,7 +188,7 @@ async def run_backend(
                 for mode, (ndcg, recall) in (await quality(search, data, dump)).items():
                     print(f"  {mode:8} nDCG@10 {ndcg:.3f}  Recall@100 {recall:.3f}")
                 if dump is not None:
-                    Path(f"{args.dump}.{backend}.json").write_text(json.dumps(dump))
+                    write_json(Path(f"{args.dump}.{backend}.json"), dump)
             if args.latency_chunks:
                 await scale(storage, search, embedder, data, args.latency_chunks, backend)
         finally:
@@ -196,7 +203,10 @@ async def scale(
     count: int,
     backend: str,
 ) -> None:
-    pages = [page_of(f"s{n}", title, text) for n, (title, text) in enumerate(shuffled_chunks(data, count))]
+    pages = [
+        page_of(f"s{n}", title, text)
+        for n, (title, text) in enumerate(shuffled_chunks(data, count))
+    ]
     started = time.perf_counter()
     await index_pages(storage, embedder, pages, batch=500)
     print(f"{backend}: stored {count:,} more chunks in {time.perf_counter() - started:.0f} s")

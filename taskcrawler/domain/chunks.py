@@ -5,6 +5,7 @@ No I/O here: what a chunk is, what a search returns, and how two rankings are fu
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
@@ -248,6 +249,25 @@ def query_terms(text: str) -> list[str]:
     return [word for word in words if word not in STOPWORDS][:MAX_QUERY_TERMS]
 
 
+#: Okapi BM25's constants, as SQLite's FTS5 has them: how fast a word's repetitions stop
+#: counting (k1), and how much a chunk's length discounts them (b).
+BM25_K1 = 1.2
+BM25_B = 0.75
+
+
+def bm25_idf(chunks: int, holding: int) -> float:
+    """How rare a term is among ``chunks`` chunks when ``holding`` of them hold it, as FTS5
+    computes it (never below a millionth, so that a common word still counts a little)."""
+    return max(math.log((chunks - holding + 0.5) / (holding + 0.5)), 1e-6)
+
+
+def query_weight(idfs: Iterable[float]) -> float:
+    """What a chunk would score by BM25 if it held every term of the query over and over: what
+    a keyword score is divided by, so that it says how much of the query a chunk matches (0 to
+    1), whatever the size of the corpus."""
+    return sum(idfs) * (BM25_K1 + 1)
+
+
 #: Reciprocal rank fusion's constant (Cormack et al.): how little the top ranks dominate.
 RRF_K = 60
 
@@ -265,3 +285,52 @@ def reciprocal_rank_fusion(
         for rank, item in enumerate(ranking, 1):
             scores[item] = scores.get(item, 0.0) + weight / (k + rank)
     return sorted(scores.items(), key=lambda pair: -pair[1])
+
+
+#: Where a hybrid search reads each ranking's spread: its best against the one at this rank
+#: (or its last, when it is shorter).
+FUSION_DEPTH = 30
+#: How much the semantic ranking's confidence counts against the keyword ranking's: measured
+#: on the train claims of BEIR SciFact and on the paraphrased questions of the retrieval test
+#: (bench/RESULTS.md), where each ranking in turn is the stronger one.
+SEMANTIC_CONFIDENCE_WEIGHT = 2.0
+
+
+def _scaled(scores: Sequence[float], depth: int) -> tuple[float, list[float]]:
+    """The spread of ``scores`` (best first) at rank ``depth``, and each score scaled to it:
+    1 for the best, 0 for the one at ``depth`` (below 0 past it)."""
+    best, anchor = scores[0], scores[min(depth, len(scores)) - 1]
+    spread = best - anchor
+    if spread <= 0:
+        return 0.0, [1.0 for _ in scores]
+    return spread, [(score - anchor) / spread for score in scores]
+
+
+def confidence_fusion(
+    semantic: Sequence[tuple[K, float]],
+    keyword: Sequence[tuple[K, float]],
+    *,
+    depth: int = FUSION_DEPTH,
+) -> list[tuple[K, float]]:
+    """Fuse a semantic and a keyword ranking (best first, with their scores), each weighed by
+    how much it knows of this query, squared so that the one that knows more leads:
+
+    - the semantic ranking by how far its best cosine stands out from the one at ``depth`` (a
+      clear winner against a flat field);
+    - the keyword ranking by how much of the query its best chunk matches (its score: BM25
+      divided by :func:`query_weight`).
+
+    Within a ranking, scores are scaled from its best (1) to the one at ``depth`` (0); a chunk
+    that one ranking lacks gets nothing from it. Ties keep the semantic ranking's order."""
+    fused: dict[K, float] = {}
+    if semantic:
+        spread, scaled = _scaled([score for _, score in semantic], depth)
+        weight = SEMANTIC_CONFIDENCE_WEIGHT * spread**2
+        for (item, _), value in zip(semantic, scaled, strict=True):
+            fused[item] = fused.get(item, 0.0) + weight * value
+    if keyword:
+        weight = min(1.0, max(0.0, keyword[0][1])) ** 2
+        _, scaled = _scaled([score for _, score in keyword], depth)
+        for (item, _), value in zip(keyword, scaled, strict=True):
+            fused[item] = fused.get(item, 0.0) + weight * value
+    return sorted(fused.items(), key=lambda pair: -pair[1])

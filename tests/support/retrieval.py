@@ -10,11 +10,16 @@ from uuid import UUID
 
 import sqlalchemy as sa
 
-from taskcrawler.domain.chunks import EmbeddedChunk, PageChunks, SearchMode, SearchQuery
+from taskcrawler.domain.chunks import (
+    EmbeddedChunk,
+    PageChunks,
+    SearchMode,
+    SearchQuery,
+    embedded_text,
+)
 from taskcrawler.domain.jobs import NewJob
 from taskcrawler.embed import Embedder
 from taskcrawler.extract import extract
-from taskcrawler.domain.chunks import embedded_text
 from taskcrawler.extract.chunking import ChunkingConfig
 from taskcrawler.service.search import SearchService
 from taskcrawler.storage import Storage
@@ -73,7 +78,9 @@ async def index_pages(
                 titled,
             )
         chunked = [chunk_page(e.markdown or "", e.title, config) for e in extracted]
-        vectors = await embedder.embed([embedded_text(c.context, c.text) for cs in chunked for c in cs])
+        vectors = await embedder.embed(
+            [embedded_text(c.context, c.text) for cs in chunked for c in cs]
+        )
         at = 0
         for n, chunks in enumerate(chunked):
             mine, at = vectors[at : at + len(chunks)], at + len(chunks)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from uuid import uuid4
 
 from taskcrawler.domain import ClaimedJob, Outcome
-from taskcrawler.domain.chunks import MAX_CONTEXT_CHARS, Chunk, chunk_context, embedded_text
+from taskcrawler.domain.chunks import MAX_CONTEXT_CHARS, chunk_context, embedded_text
 from taskcrawler.extract.chunking import ChunkingConfig
 from taskcrawler.worker.chunking import chunk_page, with_chunks
 from taskcrawler.worker.content import extracted_formats

@@ -17,9 +17,8 @@ import orjson
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
-from taskcrawler.domain.chunks import SearchQuery
+from taskcrawler.domain.chunks import BM25_B, BM25_K1, SearchQuery
 from taskcrawler.storage.chunks import like_prefix
-
 from taskcrawler.storage.rows import (
     CLAIMED_COLUMNS,
     FRONTIER_JOB_COLUMNS,
@@ -201,8 +200,7 @@ INSERT_CHUNKS = (
     + _LENGTH.format(document="r.doc")
     + " FROM rows r RETURNING id, owner, chunk_index, search_length),"
     " indexed AS (SELECT i.id, i.owner, i.search_length, r.doc FROM inserted i"
-    " JOIN rows r ON r.i = i.chunk_index) "
-    + _terms_of("indexed")
+    " JOIN rows r ON r.i = i.chunk_index) " + _terms_of("indexed")
 )
 
 #: Before a re-index sets chunks' contexts: their old terms go (``$1`` their ids).
@@ -225,11 +223,6 @@ CORPUS_STATS = (
     "SELECT count(*) AS n, coalesce(avg(search_length), 0)::float8 AS mean FROM chunks"
     " WHERE owner = $1"
 )
-
-#: Okapi BM25's constants, as SQLite's FTS5 has them: how fast a word's repetitions stop
-#: counting (k1), and how much a chunk's length discounts them (b).
-BM25_K1 = 1.2
-BM25_B = 0.75
 
 #: What a search answers with, of chunk ``c`` and its job ``j``.
 _HIT = (
@@ -299,21 +292,26 @@ def semantic_search(dim: int, filters: str) -> str:
 
 def keyword_search(filters: str) -> str:
     """The ``$5`` chunks of owner ``$2`` (``$3`` chunks of mean length ``$4``) that best match
-    any word of ``$1`` and ``filters``, by Okapi BM25 from the stored term statistics: each
-    term's rarity (as FTS5 computes it) times its saturating frequency in the chunk."""
+    any word of ``$1`` and ``filters``, by Okapi BM25 from the stored term statistics (each
+    term's rarity, as FTS5 computes it, times its saturating frequency in the chunk), divided
+    by the query's own weight (``domain.chunks.query_weight``, its terms absent from the
+    chunks included): how much of the query each matches."""
     join = " JOIN chunks c ON c.id = t.chunk_id JOIN jobs j ON j.id = c.job_id" if filters else ""
-    where = f" WHERE {filters}" if filters else ""
+    where = f" AND {filters}" if filters else ""
     return (
         "WITH q AS (SELECT DISTINCT l.lexeme AS term FROM unnest(to_tsvector('english', $1)) l),"
-        " idf AS (SELECT q.term, greatest(ln(($3::float8 - d.n + 0.5) / (d.n + 0.5)), 1e-6) AS w"
-        " FROM q, LATERAL (SELECT count(*) AS n FROM chunk_terms t"
-        " WHERE t.owner = $2 AND t.term = q.term) d WHERE d.n > 0),"
+        " idf AS (SELECT q.term, d.n, greatest(ln(($3::float8 - d.n + 0.5) / (d.n + 0.5)), 1e-6)"
+        " AS w FROM q, LATERAL (SELECT count(*) AS n FROM chunk_terms t"
+        " WHERE t.owner = $2 AND t.term = q.term) d),"
+        f" weight AS (SELECT sum(w) * {BM25_K1 + 1} AS total FROM idf),"
         f" best AS (SELECT t.chunk_id, sum(idf.w * t.tf * {BM25_K1 + 1}"
         f" / (t.tf + {BM25_K1} * ({1 - BM25_B} + {BM25_B} * t.length / $4::float8))) AS score"
-        f" FROM idf JOIN chunk_terms t ON t.owner = $2 AND t.term = idf.term{join}{where}"
+        f" FROM idf JOIN chunk_terms t ON t.owner = $2 AND t.term = idf.term{join}"
+        f" WHERE idf.n > 0{where}"
         " GROUP BY t.chunk_id ORDER BY score DESC, t.chunk_id LIMIT $5)"
-        f" SELECT {_HIT}, b.score FROM best b JOIN chunks c ON c.id = b.chunk_id"
-        " JOIN jobs j ON j.id = c.job_id ORDER BY b.score DESC, c.id"
+        f" SELECT {_HIT}, b.score / weight.total AS score FROM best b CROSS JOIN weight"
+        " JOIN chunks c ON c.id = b.chunk_id JOIN jobs j ON j.id = c.job_id"
+        " ORDER BY b.score DESC, c.id"
     )
 
 

@@ -6,6 +6,8 @@ searches does not pay for it.
 
 from __future__ import annotations
 
+import math
+import time
 from array import array
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -14,7 +16,14 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from taskcrawler.domain.chunks import Reembedded, SearchHit, SearchQuery, query_terms
+from taskcrawler.domain.chunks import (
+    Reembedded,
+    SearchHit,
+    SearchQuery,
+    bm25_idf,
+    query_terms,
+    query_weight,
+)
 from taskcrawler.storage.chunks import HIT_COLUMNS, ChunkStoreBase, hit, scope
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.sqlite import sql
@@ -28,6 +37,10 @@ def float32(vector: Sequence[float]) -> bytes:
     return array("f", vector).tobytes()
 
 
+#: How long the number of chunks (BM25's corpus size) is used before it is counted again: it
+#: moves slowly, and counting reads an index of every chunk.
+CHUNK_COUNT_SECONDS = 60.0
+
 #: Vector matrices kept in memory, by (owner, model, dimensions): reading 10,000 BLOBs through
 #: the driver took ten times as long as searching them.
 CACHED_MATRICES = 4
@@ -37,6 +50,7 @@ class SqliteChunkStore(ChunkStoreBase):
     def __init__(self, db: Database) -> None:
         super().__init__(db)
         self._matrices: OrderedDict[tuple[str, str, int], tuple[Any, Any, Any]] = OrderedDict()
+        self._counted: tuple[float, int] = (-math.inf, 0)
 
     async def vectors_available(self) -> bool:
         return True
@@ -150,7 +164,19 @@ class SqliteChunkStore(ChunkStoreBase):
         stmt = sql.keyword_search(scope(query), " OR ".join(f'"{term}"' for term in terms))
         async with self.db.read() as conn:
             rows = (await conn.execute(stmt.limit(query.k))).all()
-        return [hit(row, row.score) for row in rows]
+            if not rows:
+                return []
+            weight = await self._query_weight(conn, terms)
+        return [hit(row, row.score / weight) for row in rows]
+
+    async def _query_weight(self, conn: AsyncConnection, terms: list[str]) -> float:
+        """``domain.chunks.query_weight`` of ``terms``, from the index's own counts."""
+        now = time.monotonic()
+        if now - self._counted[0] >= CHUNK_COUNT_SECONDS:
+            self._counted = (now, int((await conn.execute(sql.COUNT_CHUNKS)).scalar_one()))
+        total = self._counted[1]
+        counts = (await conn.execute(sql.holding(terms))).one()
+        return query_weight(bm25_idf(max(total, n), n) for n in counts)
 
 
 async def _load(conn: AsyncConnection, conditions: list[Any], dim: int) -> tuple[Any, Any]:

@@ -39,8 +39,8 @@ _CHUNKS_FTS = sa.table("chunks_fts", sa.column("rowid", sa.Integer()))
 
 
 def keyword_search(conditions: list[sa.ColumnElement[bool]], match: str) -> sa.Select[Any]:
-    """Chunks whose text matches the FTS5 query ``match``, best first (BM25, which FTS5 gives as
-    a negative number: its opposite is the score)."""
+    """Chunks whose context or text matches the FTS5 query ``match``, best first (BM25, which
+    FTS5 gives as a negative number: its opposite is the score)."""
     rank: sa.ColumnElement[float] = sa.literal_column("bm25(chunks_fts)", sa.Float())
     return (
         sa.select(*HIT_COLUMNS, (-rank).label("score"))
@@ -50,6 +50,24 @@ def keyword_search(conditions: list[sa.ColumnElement[bool]], match: str) -> sa.S
         .where(sa.text("chunks_fts MATCH :match").bindparams(match=match), *conditions)
         .order_by(rank, chunks.c.id)
     )
+
+
+def holding(terms: list[str]) -> sa.Select[Any]:
+    """How many chunks (of every owner, as FTS5's BM25 counts them) hold each of ``terms``,
+    tokenised as the index is: one row, a column per term."""
+    return sa.select(
+        *(
+            sa.select(sa.func.count())
+            .select_from(_CHUNKS_FTS)
+            .where(sa.text(f"chunks_fts MATCH :term_{n}").bindparams(**{f"term_{n}": f'"{term}"'}))
+            .scalar_subquery()
+            for n, term in enumerate(terms)
+        )
+    )
+
+
+#: Chunks in the FTS5 index, for BM25's rarity of a term.
+COUNT_CHUNKS = sa.select(sa.func.count()).select_from(chunks)
 
 
 #: A crawl's new pages: the same statement, their rows carry ``crawl_id`` and ``depth`` too.
