@@ -218,7 +218,11 @@ async def scale(
 
 async def main(args: argparse.Namespace) -> None:
     data = load(args.corpus, args.queries)
-    embedder = build_embedder(EmbedderConfig())
+    if args.embedder_url:
+        config = EmbedderConfig(kind="openai", url=args.embedder_url, model=args.embedder_model)
+    else:
+        config = EmbedderConfig()
+    embedder = build_embedder(config)
     try:
         for backend in args.backends.split(","):
             await run_backend(backend, data, embedder, args)
@@ -233,5 +237,9 @@ if __name__ == "__main__":
     parser.add_argument("--queries", type=int, help="the first N train claims only")
     parser.add_argument("--no-quality", dest="quality", action="store_false")
     parser.add_argument("--latency-chunks", type=int, default=0, help="chunks for latency (0)")
+    parser.add_argument(
+        "--embedder-url", help="an OpenAI-compatible embeddings API instead of the default model"
+    )
+    parser.add_argument("--embedder-model", default="embedder", help="its model's name")
     parser.add_argument("--dump", help="write each query's rankings to DUMP.<backend>.json")
     asyncio.run(main(parser.parse_args()))

@@ -268,23 +268,7 @@ def query_weight(idfs: Iterable[float]) -> float:
     return sum(idfs) * (BM25_K1 + 1)
 
 
-#: Reciprocal rank fusion's constant (Cormack et al.): how little the top ranks dominate.
-RRF_K = 60
-
 K = TypeVar("K", bound=Hashable)
-
-
-def reciprocal_rank_fusion(
-    rankings: Iterable[Sequence[K]], *, k: int = RRF_K, weights: Sequence[float] | None = None
-) -> list[tuple[K, float]]:
-    """Fuse rankings (best first) into one: each item scores the sum of ``weight / (k + rank)``
-    over the rankings it appears in. Ties keep the order of first appearance."""
-    scores: dict[K, float] = {}
-    for n, ranking in enumerate(rankings):
-        weight = 1.0 if weights is None else weights[n]
-        for rank, item in enumerate(ranking, 1):
-            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
-    return sorted(scores.items(), key=lambda pair: -pair[1])
 
 
 #: Where a hybrid search reads each ranking's spread: its best against the one at this rank
