@@ -39,7 +39,7 @@ from taskcrawler.embed import Embedder, EmbedderConfig, build_embedder
 from taskcrawler.service.search import SearchService
 from taskcrawler.storage import Storage, open_storage, upgrade_database
 from tests.support.processes import REPO_ROOT
-from tests.support.retrieval import Page, index_pages
+from tests.support.retrieval import Page, index_corpus, index_pages, measure
 from tests.support.services import resolve_pgvector, resolve_postgres, temporary_database
 
 CORPUS = REPO_ROOT.parent / "shared" / "corpora" / "scifact-train"
@@ -171,9 +171,25 @@ async def database(backend: str) -> AsyncIterator[str]:
         local.close()
 
 
+async def paraphrases(backend: str, embedder: Embedder) -> None:
+    """The retrieval test's knowledge base (100 pages, questions in other words): top-1 and
+    MRR per mode, in a database of its own."""
+    async with database(backend) as url:
+        storage = open_storage(url)
+        try:
+            ids = await index_corpus(storage, embedder)
+            print(f"{backend}: paraphrased questions (tests/support/rag_corpus.py)")
+            for found in await measure(storage, embedder, ids):
+                print(f"  {found.mode.value:8} top-1 {found.top1:.2f}  MRR {found.mrr:.3f}")
+        finally:
+            await storage.close()
+
+
 async def run_backend(
     backend: str, data: Dataset, embedder: Embedder, args: argparse.Namespace
 ) -> None:
+    if args.paraphrases:
+        await paraphrases(backend, embedder)
     async with database(backend) as url:
         storage = open_storage(url)
         try:
@@ -236,6 +252,12 @@ if __name__ == "__main__":
     parser.add_argument("--backends", default="sqlite,postgresql")
     parser.add_argument("--queries", type=int, help="the first N train claims only")
     parser.add_argument("--no-quality", dest="quality", action="store_false")
+    parser.add_argument(
+        "--no-paraphrases",
+        dest="paraphrases",
+        action="store_false",
+        help="skip the retrieval test's paraphrased questions",
+    )
     parser.add_argument("--latency-chunks", type=int, default=0, help="chunks for latency (0)")
     parser.add_argument(
         "--embedder-url", help="an OpenAI-compatible embeddings API instead of the default model"

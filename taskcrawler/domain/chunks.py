@@ -273,7 +273,7 @@ K = TypeVar("K", bound=Hashable)
 
 #: Where a hybrid search reads each ranking's spread: its best against the one at this rank
 #: (or its last, when it is shorter).
-FUSION_DEPTH = 30
+FUSION_DEPTH = 50
 #: How much the semantic ranking's confidence counts against the keyword ranking's: measured
 #: on the train claims of BEIR SciFact and on the paraphrased questions of the retrieval test
 #: (bench/RESULTS.md), where each ranking in turn is the stronger one.
