@@ -41,6 +41,10 @@ def float32(vector: Sequence[float]) -> bytes:
 #: moves slowly, and counting reads an index of every chunk.
 CHUNK_COUNT_SECONDS = 60.0
 
+#: How many of FTS5's best matches an unfiltered keyword search joins to their chunks (at
+#: least four times ``k``) before it falls back to joining every match.
+KEYWORD_CANDIDATES = 200
+
 #: Vector matrices kept in memory, by (owner, model, dimensions): reading 10,000 BLOBs through
 #: the driver took ten times as long as searching them.
 CACHED_MATRICES = 4
@@ -161,9 +165,16 @@ class SqliteChunkStore(ChunkStoreBase):
         terms = query_terms(query.text)
         if not terms:
             return []
-        stmt = sql.keyword_search(scope(query), " OR ".join(f'"{term}"' for term in terms))
+        match = " OR ".join(f'"{term}"' for term in terms)
+        # Unfiltered, FTS5's best matches are mostly the owner's own: rank them alone first,
+        # and only when other owners' crowd the owner's out, join every match.
+        first = None if query.filtered else max(KEYWORD_CANDIDATES, 4 * query.k)
         async with self.db.read() as conn:
+            stmt = sql.keyword_search(scope(query), match, candidates=first)
             rows = (await conn.execute(stmt.limit(query.k))).all()
+            if first is not None and len(rows) < query.k:
+                stmt = sql.keyword_search(scope(query), match, candidates=None)
+                rows = (await conn.execute(stmt.limit(query.k))).all()
             if not rows:
                 return []
             weight = await self._query_weight(conn, terms)
