@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from taskcrawler.domain.chunks import Reembedded, SearchHit, SearchQuery, query_terms
 from taskcrawler.domain.errors import VectorsUnavailable
 from taskcrawler.storage.chunks import ChunkStoreBase, hit
+from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.postgres import sql
 
@@ -31,8 +32,9 @@ CORPUS_STATS_SECONDS = 60.0
 class PostgresChunkStore(ChunkStoreBase):
     _vectors: bool | None = None
 
-    def __init__(self, db: Any) -> None:
+    def __init__(self, db: Database) -> None:
         super().__init__(db)
+        # owner -> (when counted, chunks, mean length)
         self._corpus: dict[str, tuple[float, int, float]] = {}
 
     @unavailable_on_connection_errors

@@ -54,7 +54,7 @@ class SqliteChunkStore(ChunkStoreBase):
     def __init__(self, db: Database) -> None:
         super().__init__(db)
         self._matrices: OrderedDict[tuple[str, str, int], tuple[Any, Any, Any]] = OrderedDict()
-        self._counted: tuple[float, int] = (-math.inf, 0)
+        self._counted: tuple[float, int] = (-math.inf, 0)  # (when counted, chunks)
 
     async def vectors_available(self) -> bool:
         return True
