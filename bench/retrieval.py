@@ -241,63 +241,8 @@ async def scale(
         print(f"  {mode:8} p50 {p50:.1f} ms  p99 {p99:.1f} ms ({len(queries)} queries, k 10)")
 
 
-async def crawl(data: Dataset, count: int) -> None:
-    """Pages/s of a crawl with formats chunks, in the embedded mode (SQLite, the worker in its
-    child process): ``count`` abstracts served locally, each a page, linked from a start page."""
-    from aiohttp import web
-
-    from tests.e2e.harness import fast_settings, running
-
-    docs = list(data.docs.items())[:count]
-    start = "".join(f'<a href="/doc/{doc_id}">{doc_id}</a> ' for doc_id, _ in docs)
-
-    async def index(request: web.Request) -> web.Response:
-        return web.Response(text=f"<html><body>{start}</body></html>", content_type="text/html")
-
-    async def doc(request: web.Request) -> web.Response:
-        title, text = data.docs[request.match_info["id"]]
-        return web.Response(text=page_of("", title, text).html, content_type="text/html")
-
-    app = web.Application()
-    app.router.add_get("/", index)
-    app.router.add_get("/doc/{id}", doc)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    try:
-        with tempfile.TemporaryDirectory() as folder:
-            url = f"sqlite+aiosqlite:///{folder}/crawl.db"
-            await upgrade_database(url)
-            settings = fast_settings(database_url=url, fetch_timeout_seconds=30.0)
-            async with running("embedded", settings) as service:
-                started = time.perf_counter()
-                body = {"url": f"http://127.0.0.1:{port}/", "formats": ["chunks"]}
-                created = await service.client.post(
-                    "/api/v1/crawls", json=body | {"limit": count + 1}
-                )
-                crawl_id = created.json()["id"]
-                while True:
-                    state = (await service.client.get(f"/api/v1/crawls/{crawl_id}")).json()
-                    if state["status"] != "RUNNING":
-                        break
-                    await asyncio.sleep(0.2)
-                took = time.perf_counter() - started
-                pages = state["completed"] + state["failed"]
-                print(
-                    f"crawl with chunks (embedded): {pages / took:.1f} pages/s "
-                    f"({state['completed']} completed, {state['failed']} failed, {took:.0f} s)"
-                )
-    finally:
-        await runner.cleanup()
-
-
 async def main(args: argparse.Namespace) -> None:
     data = load(args.corpus, args.queries)
-    if args.crawl:
-        await crawl(data, args.crawl)
-        return
     if args.embedder_url:
         config = EmbedderConfig(kind="openai", url=args.embedder_url, model=args.embedder_model)
     else:
@@ -327,6 +272,5 @@ if __name__ == "__main__":
         "--embedder-url", help="an OpenAI-compatible embeddings API instead of the default model"
     )
     parser.add_argument("--embedder-model", default="embedder", help="its model's name")
-    parser.add_argument("--crawl", type=int, default=0, help="only: pages/s of a crawl of N")
     parser.add_argument("--dump", help="write each query's rankings to DUMP.<backend>.json")
     asyncio.run(main(parser.parse_args()))
