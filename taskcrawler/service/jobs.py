@@ -14,7 +14,7 @@ from uuid import UUID
 
 from taskcrawler.domain import Job, JobStatus, QueueUnavailable
 from taskcrawler.domain.errors import Conflict, InvalidCursor, JobNotFound, LimitExceeded
-from taskcrawler.domain.jobs import Created, JobQuery, JobRun, NewJob
+from taskcrawler.domain.jobs import DEFAULT_FORMATS, Created, JobQuery, JobRun, NewJob
 from taskcrawler.domain.keys import Caller
 from taskcrawler.domain.rendering import RenderRequest
 from taskcrawler.queue import JobQueue
@@ -92,7 +92,7 @@ class JobService:
         return NewJob(
             url=url,
             owner=caller.owner,
-            formats=options.formats,
+            formats=options.formats or DEFAULT_FORMATS,
             callback_url=callback,
             max_age=options.max_age,
             render=options.render,

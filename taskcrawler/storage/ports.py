@@ -99,6 +99,11 @@ class WorkRepository(Protocol):
         ``redispatch_after`` seconds if they are not claimed by then)."""
         ...
 
+    async def archived_copy(self, job_id: UUID) -> Archived | None:
+        """The job's stored raw page (and its formats and result), for a run that adds formats
+        without fetching; None when none is kept."""
+        ...
+
     async def recover_expired_leases(
         self, *, max_retries: int, limit: int = 1000
     ) -> list[UUID]: ...
