@@ -6,7 +6,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from taskcrawler.domain.errors import DEFERRAL_CODES
+from taskcrawler.domain.errors import DEFERRAL_CODES, log_line
 from taskcrawler.domain.pages import Link, PageContent
 from taskcrawler.domain.rendering import DEFAULT_RENDER, RenderRequest
 
@@ -149,10 +149,11 @@ class Outcome:
 
     @property
     def error_log(self) -> str | None:
-        """What ``error_log`` says of this attempt: its code, then a message."""
+        """What ``error_log`` says of this attempt: its code, a message, and how to fix it
+        when a user can."""
         if self.error_code is None:
             return None
-        return f"{self.error_code}: {self.error_message}"
+        return log_line(self.error_code, self.error_message or "")
 
     @property
     def deferred(self) -> bool:

@@ -28,7 +28,7 @@ from taskcrawler.storage.rows import (
     url_key,
     utcnow,
 )
-from taskcrawler.storage.tables import job_runs, jobs, page_archive
+from taskcrawler.storage.tables import job_runs, jobs, monitor_pages, page_archive
 
 if TYPE_CHECKING:
     from taskcrawler.storage.postgres.pinned import PinnedConnection
@@ -71,7 +71,7 @@ class JobStore:
         existing: dict[tuple[str, str], tuple[Job, bool]] = {}
         if missing:  # URLs that already have a job: a transaction of their own
             async with self.db.write() as conn:
-                existing = await _resubmit(conn, missing, asked, now, redispatch_after)
+                existing = await resubmit(conn, missing, asked, now, redispatch_after)
         results: list[Created] = []
         seen: set[UUID] = set()
         for key in keys:
@@ -103,6 +103,14 @@ class JobStore:
                 )
             ).first()
         return row_to_job(row) if row else None
+
+    @unavailable_on_connection_errors
+    async def monitor_of(self, job_id: UUID) -> UUID | None:
+        async with self.db.read() as conn:
+            found = await conn.scalar(
+                sa.select(monitor_pages.c.monitor_id).where(monitor_pages.c.job_id == job_id)
+            )
+        return found if isinstance(found, UUID) else None
 
     @unavailable_on_connection_errors
     async def list_jobs(self, query: JobQuery) -> tuple[list[Job], str | None]:
@@ -258,14 +266,16 @@ def _existing_of(job: Job, row: Any) -> Existing:
     )
 
 
-async def _resubmit(
+async def resubmit(
     conn: AsyncConnection,
     keys: Sequence[Key],
     asked: Mapping[Key, Asked],
     now: datetime,
     redispatch_after: float,
 ) -> dict[Key, tuple[Job, bool]]:
-    """Apply each existing job's plan; every job with whether it was sent to the workers again.
+    """Apply what was ``asked`` of the jobs of ``keys`` (``(owner, url_key)``), each as its
+    plan says (:func:`taskcrawler.domain.resubmission.plan`), in the caller's transaction;
+    every job found, with whether it was sent to the workers again (to publish).
 
     The jobs are read first without a lock (most submissions of a known URL change nothing),
     then those to change are locked and read again, and planned on what the lock shows: a
