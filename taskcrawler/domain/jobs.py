@@ -135,8 +135,11 @@ class Outcome:
     links: tuple[Link, ...] | None = None
     #: ... and what they add to it, decided by ``domain.crawls`` before the outcome is saved.
     frontier: tuple[Candidate, ...] = ()
-    #: Made from the page's stored copy, not fetched: the job's ``fetched_at`` is kept.
+    #: Made from the job's own stored copy, not fetched: the job's ``fetched_at`` is kept.
     from_archive: bool = False
+    #: When the page was fetched, if before this attempt: a stored copy read again (a crawl
+    #: reusing another job's page). None: the attempt fetched it.
+    fetched_at: datetime | None = None
 
     @property
     def fetched(self) -> bool:

@@ -173,7 +173,7 @@ def _link_row(record: ContentRecord, link: Link) -> dict[str, Any]:
 def _archive_row(job_id: UUID, page: FetchedPage) -> dict[str, Any]:
     return {
         "job_id": job_id,
-        "fetched_at": utcnow(),
+        "fetched_at": page.fetched_at or utcnow(),
         "final_url": page.final_url,
         "http_status": page.status,
         "headers": page.headers,
@@ -333,6 +333,7 @@ def _archived(row: Any) -> Archived:
             content_type=row.content_type,
             charset=row.charset,
             body=gzip.decompress(row.body_gz),
+            fetched_at=row.fetched_at,
         ),
         result=row.result,
     )

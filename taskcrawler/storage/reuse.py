@@ -65,6 +65,7 @@ async def reusable_page(
     row = (
         await conn.execute(
             sa.select(
+                fetched_at.label("fetched_at"),
                 page_archive.c.final_url,
                 page_archive.c.http_status,
                 page_archive.c.headers,
@@ -100,6 +101,7 @@ async def reusable_page(
         content_type=row.content_type,
         charset=row.charset,
         body=body,
+        fetched_at=row.fetched_at,
     )
 
 

@@ -317,6 +317,6 @@ def _row_values(transition: Transition) -> dict[str, Any]:
         values["next_attempt_at"] = values["dispatch_at"] = transition.next_attempt_at
     if transition.finished_at is not None:
         values["finished_at"] = transition.finished_at
-        if outcome.fetched:  # a run made from the stored copy is no fresher than that copy
-            values["fetched_at"] = transition.finished_at
+        if outcome.fetched:  # a result made from a stored copy is no fresher than that copy
+            values["fetched_at"] = outcome.fetched_at or transition.finished_at
     return values

@@ -354,6 +354,7 @@ class Worker:
             content=page_content(extraction, job.formats, self._archive(page) if fetched else None),
             links=tuple(extraction.links) if job.crawl_id is not None else None,
             from_archive=not fetched,
+            fetched_at=page.fetched_at,
         )
         return await with_chunks(self.chunker, outcome, extraction.markdown)
 

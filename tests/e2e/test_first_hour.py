@@ -188,7 +188,8 @@ async def test_a_crawl_reads_a_plain_jobs_page_for_the_formats_it_lacked(
     service: Service, target: TargetServer
 ) -> None:
     url = target.url("/page/151")
-    await post(service, "/api/v1/jobs", {"url": url, "formats": ["metadata"]}, 201)
+    plain = await post(service, "/api/v1/jobs", {"url": url, "formats": ["metadata"]}, 201)
+    plain = await service.wait_for(plain["id"])
     crawl = await post(
         service,
         "/api/v1/crawls",
@@ -204,6 +205,8 @@ async def test_a_crawl_reads_a_plain_jobs_page_for_the_formats_it_lacked(
     [page] = (await service.client.get(f"/api/v1/crawls/{crawl['id']}/jobs")).json()["jobs"]
     code, text = await content(service, page["id"], "text")
     assert code == 200 and "page 151" in text and target.hits_for(url) == 1
+    # As fresh as the copy it was made from, for the next max_age.
+    assert page["fetched_at"] == plain["fetched_at"] < page["finished_at"]
     # The page is its crawl's: its hint says how to have it with another format.
     code, refused = await content(service, page["id"], "html")
     assert code == 409 and "start a crawl with formats including it" in refused
