@@ -291,6 +291,7 @@ async def resubmit(
     if not to_change:
         return answers
     locked = await _read_existing(conn, jobs.c.id.in_(to_change), lock=True)
+    answers |= {key: (job, False) for key, (job, _) in locked.items()}
     plans = {
         key: (job, plan(existing, asked[key], now=now)) for key, (job, existing) in locked.items()
     }
