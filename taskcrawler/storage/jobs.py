@@ -229,12 +229,12 @@ Key = tuple[str, str]
 def _asked_by_key(requests: Sequence[NewJob], keys: Sequence[Key]) -> dict[Key, Asked]:
     """What the requests of each (owner, url_key) asked, folded: a group commit may hold
     several submissions of one URL with different formats."""
-    by_key: dict[Key, list[Asked]] = {}
+    by_key: dict[Key, Asked] = {}
     for request, key in zip(requests, keys, strict=True):
-        by_key.setdefault(key, []).append(
-            Asked(request.formats, max_age=request.max_age, render=request.render)
-        )
-    return {key: Asked.fold(asked) for key, asked in by_key.items()}
+        asked = Asked(request.formats, max_age=request.max_age, render=request.render)
+        known = by_key.get(key)
+        by_key[key] = asked if known is None else Asked.fold((known, asked))
+    return by_key
 
 
 #: Whether a job's raw page is stored (a run can make formats from it).
