@@ -10,9 +10,11 @@ adding different formats at once both get theirs.
 * COMPLETED, its page fetched longer ago than ``max_age``: a new run, fetched, with every format.
 * COMPLETED, lacking formats: a new run that makes them all from the page's stored raw copy,
   without fetching it again (a screenshot needs the live page: fetched then).
-* PENDING: its formats grow in place; the run it waits for makes them all.
-* PROCESSING, lacking formats: the attempt under way is dropped (its write will match nothing)
-  and the job waits again for one that makes every format.
+* PENDING: its formats grow in place; the run it waits for makes them all (from the stored
+  copy only while that copy can make them all and is recent enough for ``max_age``).
+* PROCESSING, lacking formats (or reading a copy older than ``max_age``): the attempt under way
+  is dropped (its write will match nothing) and the job waits again for one that makes every
+  format.
 """
 
 from __future__ import annotations
@@ -123,9 +125,10 @@ def plan(job: Existing, asked: Asked, *, now: datetime) -> Plan:
             return Plan(action, formats, render, from_archive=derive)
         return Plan(Action.WIDEN if changed else Action.KEEP, formats, render, job.from_archive)
     # PENDING or PROCESSING: a run is on its way; it reads the stored copy only if that can
-    # still make everything asked.
-    from_archive = job.from_archive and not to_make & LIVE_ONLY
-    if job.status is JobStatus.PROCESSING and to_make:
+    # still make everything asked, and is recent enough for max_age.
+    refetch = bool(to_make & LIVE_ONLY) or _stale(job.fetched_at, asked.max_age, now)
+    from_archive = job.from_archive and not refetch
+    if job.status is JobStatus.PROCESSING and (to_make or from_archive != job.from_archive):
         return Plan(Action.TAKE_OVER, formats, render, from_archive)
     changed = changed or from_archive != job.from_archive
     return Plan(Action.WIDEN if changed else Action.KEEP, formats, render, from_archive)

@@ -62,7 +62,14 @@ def asked(*formats: str, **options: object) -> Asked:
         (job("PROCESSING"), asked("chunks"), (Action.TAKE_OVER, ("metadata", "chunks"), False)),
         (job("PROCESSING", from_archive=True), asked("text"), (Action.TAKE_OVER, None, True)),
         (job("PROCESSING"), asked("metadata"), (Action.KEEP, None, False)),
-        # A run that was to read the stored copy fetches when a screenshot is added.
+        # A run that was to read the stored copy fetches for max_age, or for a screenshot.
+        (
+            job("PENDING", from_archive=True),
+            asked(max_age=0),
+            (Action.WIDEN, ("metadata",), False),
+        ),
+        (job("PENDING", from_archive=True), asked(max_age=7200), (Action.KEEP, None, True)),
+        (job("PROCESSING", from_archive=True), asked(max_age=0), (Action.TAKE_OVER, None, False)),
         (
             job("PENDING", from_archive=True),
             asked("screenshot", render="auto"),
