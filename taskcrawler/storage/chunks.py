@@ -15,7 +15,13 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from taskcrawler.domain.chunks import PageChunks, SearchHit, SearchQuery, StaleChunk, StoredChunk
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
-from taskcrawler.storage.tables import chunks, jobs, monitor_crawls, monitor_pages
+from taskcrawler.storage.tables import (
+    UTCDateTime,
+    chunks,
+    jobs,
+    monitor_crawls,
+    monitor_pages,
+)
 
 #: What a search answers with: the chunk, and the page it is from (what a reader cites).
 HIT_COLUMNS = (
@@ -27,7 +33,9 @@ HIT_COLUMNS = (
     chunks.c.heading_path,
     chunks.c.start_offset,
     chunks.c.end_offset,
-    jobs.c.finished_at,
+    sa.func.coalesce(jobs.c.fetched_at, jobs.c.finished_at, type_=UTCDateTime()).label(
+        "fetched_at"
+    ),
 )
 
 
@@ -45,7 +53,7 @@ def hit(row: Any, score: float) -> SearchHit:
         heading_path=tuple(heading_path or ()),
         start=row.start_offset,
         end=row.end_offset,
-        fetched_at=row.finished_at,
+        fetched_at=row.fetched_at,
     )
 
 
@@ -90,10 +98,11 @@ def scope(query: SearchQuery) -> list[sa.ColumnElement[bool]]:
         conditions.append(jobs.c.host == query.host.lower())
     if query.url_prefix is not None:
         conditions.append(jobs.c.url.like(like_prefix(query.url_prefix), escape="\\"))
+    fetched = sa.func.coalesce(jobs.c.fetched_at, jobs.c.finished_at, type_=UTCDateTime())
     if query.fetched_after is not None:
-        conditions.append(jobs.c.finished_at >= query.fetched_after)
+        conditions.append(fetched >= query.fetched_after)
     if query.fetched_before is not None:
-        conditions.append(jobs.c.finished_at < query.fetched_before)
+        conditions.append(fetched < query.fetched_before)
     if query.monitor_id is not None:
         pages = sa.select(monitor_pages.c.job_id).where(
             monitor_pages.c.monitor_id == query.monitor_id

@@ -85,7 +85,7 @@ async def test_pages_are_chunked_embedded_and_searchable(service: Service, corpu
         )
         assert first["heading_path"] == [TOPICS[n].title]
         fetched = datetime.fromisoformat(first["fetched_at"])
-        assert fetched == datetime.fromisoformat(job["finished_at"])
+        assert fetched == datetime.fromisoformat(job["fetched_at"])
         # What a citation quotes is the page's Markdown between start and end.
         markdown = await service.client.get(
             f"/api/v1/jobs/{job['id']}/content", params={"format": "markdown"}

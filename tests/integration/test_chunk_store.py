@@ -362,7 +362,7 @@ async def test_reindex_gives_chunks_made_before_their_context(storage: Storage) 
     job = await _job(storage, "http://a.test/")
     await _fetched(storage, job, "Sourdough starter", T0)
     await storage.chunks.replace(_page(job, [("It rises overnight.", _unit(1, 0, 0, 0))]), "h")
-    async with storage.db.write() as conn:  # as migration 0011 leaves the chunks made before
+    async with storage.db.write() as conn:  # as migration 0012 leaves the chunks made before
         await conn.execute(chunks_table.update().values(context=None))
     [stale] = await storage.chunks.stale(MODEL)
     assert (stale.title, stale.heading_path) == ("Sourdough starter", ("Guide", "Part 0"))

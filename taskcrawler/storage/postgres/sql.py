@@ -227,7 +227,8 @@ CORPUS_STATS = (
 #: What a search answers with, of chunk ``c`` and its job ``j``.
 _HIT = (
     "c.job_id, j.url, j.scraped_title, c.chunk_index, c.text, c.heading_path::text AS"
-    " heading_path, c.start_offset, c.end_offset, j.finished_at"
+    " heading_path, c.start_offset, c.end_offset, coalesce(j.fetched_at, j.finished_at) AS"
+    " fetched_at"
 )
 
 
@@ -250,10 +251,11 @@ def scope(query: SearchQuery, first: int) -> tuple[str, list[Any]]:
     if query.url_prefix is not None:
         prefix = param(like_prefix(query.url_prefix), "text")
         conditions.append(f"j.url LIKE {prefix} ESCAPE '\\'")
+    fetched = "coalesce(j.fetched_at, j.finished_at)"  # jobs from before fetched_at: finished_at
     if query.fetched_after is not None:
-        conditions.append(f"j.finished_at >= {param(query.fetched_after, 'timestamptz')}")
+        conditions.append(f"{fetched} >= {param(query.fetched_after, 'timestamptz')}")
     if query.fetched_before is not None:
-        conditions.append(f"j.finished_at < {param(query.fetched_before, 'timestamptz')}")
+        conditions.append(f"{fetched} < {param(query.fetched_before, 'timestamptz')}")
     if query.monitor_id is not None:
         monitor = param(query.monitor_id, "uuid")
         conditions.append(

@@ -12,8 +12,8 @@ as the tsvector had) with their frequency and the chunk's length, keyed for a lo
 term (how many chunks hold a term, and which). It replaces the tsvector column and its GIN
 index. Existing chunks' terms are filled in here, from their text.
 
-Revision ID: 0011
-Revises: 0010
+Revision ID: 0012
+Revises: 0011
 Create Date: 2026-12-06
 """
 
@@ -22,8 +22,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0011"
-down_revision: str | None = "0010"
+revision: str = "0012"
+down_revision: str | None = "0011"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
