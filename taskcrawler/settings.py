@@ -43,6 +43,12 @@ class Settings(BaseSettings):
 
     # worker
     worker_concurrency: int = Field(100, ge=1, description="Fetches in flight per worker process.")
+    worker_processes: int = Field(
+        0,
+        ge=0,
+        description="Worker processes one `taskcrawler worker` runs, each with its own event "
+        "loop (and its own TASKCRAWLER_WORKER_CONCURRENCY); 0: one per core this process may use.",
+    )
     max_retries: int = Field(3, ge=0, description="Transient failures retried this many times.")
     retry_base_seconds: float = Field(1.0, ge=0, description="Backoff base.")
     retry_max_seconds: float = Field(60.0, ge=0, description="Backoff cap.")
