@@ -107,10 +107,12 @@ async def loadgen(
 
 
 @contextlib.asynccontextmanager
-async def target_site(processes: ProcessManager) -> AsyncIterator[str]:
-    """``bench.target`` in a process of its own: its CPU is not the service's, nor the driver's."""
+async def target_site(processes: ProcessManager, *options: str) -> AsyncIterator[str]:
+    """``bench.target`` in a process of its own: its CPU is not the service's, nor the driver's.
+    ``options``: the target's own (``--hosts``, ``--slow``)."""
     port = free_port()
-    site = processes.start_command(bench_command("target", "--port", str(port)), name="target")
+    command = bench_command("target", "--port", str(port), *options)
+    site = processes.start_command(command, name="target")
     await site.wait_for_port(port, within=30)
     yield f"http://127.0.0.1:{port}"
 
