@@ -43,6 +43,14 @@ class Settings(BaseSettings):
 
     # worker
     worker_concurrency: int = Field(100, ge=1, description="Fetches in flight per worker process.")
+    worker_nice: int = Field(
+        10,
+        ge=0,
+        le=19,
+        description="Niceness of worker processes: where a worker shares cores with the API "
+        "(`serve`, or both on one machine), the kernel runs the API's requests first and the "
+        "worker on the time they leave. 0 keeps the priority of the process that started it.",
+    )
     worker_processes: int = Field(
         0,
         ge=0,

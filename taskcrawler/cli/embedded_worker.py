@@ -23,9 +23,10 @@ async def _run(wake_fd: int | None, parent_fd: int | None) -> None:
     from taskcrawler import bootstrap
     from taskcrawler.settings import get_settings
     from taskcrawler.worker.process import parent_gone as pipe_closed
-    from taskcrawler.worker.runner import run_worker
+    from taskcrawler.worker.runner import lower_priority, run_worker
 
     settings = get_settings()
+    lower_priority(settings.worker_nice)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stop.set)

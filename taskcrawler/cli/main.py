@@ -133,7 +133,7 @@ def _sigterm_exits_normally() -> Iterator[None]:
 
 def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
     from taskcrawler.bootstrap import worker_processes
-    from taskcrawler.worker.runner import run_worker
+    from taskcrawler.worker.runner import lower_priority, run_worker
 
     supervisor = worker_processes(settings)
 
@@ -143,6 +143,7 @@ def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
         if supervisor is None:
+            lower_priority(settings.worker_nice)
             await run_worker(settings, stop=stop, serve_metrics_port=True)
             return
         await supervisor.start()
