@@ -104,7 +104,8 @@ class Settings(BaseSettings):
     host_wait_seconds: float = Field(
         1.0,
         ge=0,
-        description="A job waits this long for its host's politeness slot, then is rescheduled "
+        description="A redirect to another host waits this long for that host's politeness "
+        "slot (a job's own host gives it one before it is claimed), then is rescheduled "
         "(not counted as a retry) so it does not hold a worker slot.",
     )
     archive_pages: bool = Field(
