@@ -95,8 +95,9 @@ async def one_run(
                 args.profile.mkdir(parents=True, exist_ok=True)
                 profile = args.profile / f"{secrets.token_hex(3)}-{repo.name}.txt"
             return await backlog(
-                dep, target, start=start, size=args.size, within=args.timeout, profile=profile
-            )
+                dep, target, start=start, size=args.size, within=args.timeout, profile=profile,
+                formats=args.formats,
+            )  # fmt: skip
         if args.phase != "e2e":
             return await steady_load(args, dep, target, start, paused=args.phase == "open-paused")
         return await end_to_end(
@@ -226,6 +227,9 @@ def main() -> None:
     parser.add_argument("--phase", choices=("e2e", "backlog", "open", "open-paused"), default="e2e")
     parser.add_argument(
         "--profile", type=Path, help="backlog: a py-spy recording of each run's worker, here"
+    )
+    parser.add_argument(
+        "--formats", help="backlog: the jobs' formats, e.g. metadata (default: each version's)"
     )
     parser.add_argument("--size", type=int, default=5000, help="pages per run (default 5000)")
     parser.add_argument("--rate", type=float, default=500.0, help="open: POST/s (default 500)")

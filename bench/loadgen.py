@@ -189,7 +189,10 @@ async def run_batch(args: argparse.Namespace, client: Client) -> dict[str, Any]:
             _page_url(args.target, n, args.path, args.hosts, args.first_host)
             for n in range(first, last)
         ]
-        status, answer = await client.post(head, json.dumps({"urls": urls}).encode())
+        batch: dict[str, Any] = {"urls": urls}
+        if args.formats:
+            batch["formats"] = args.formats.split(",")
+        status, answer = await client.post(head, json.dumps(batch).encode())
         body = json.loads(answer)
         if status != 200:
             raise SystemExit(f"batch answered {status}: {body}")
@@ -319,6 +322,9 @@ def main() -> None:
     parser.add_argument("--path", default="p", choices=["p", "s"], help="batch: p, or s (slow)")
     parser.add_argument("--hosts", type=int, default=1, help="batch: loopback hosts, 1-250")
     parser.add_argument("--first-host", type=int, default=1, help="batch: from 127.0.0.N")
+    parser.add_argument(
+        "--formats", help="batch: the jobs' formats, comma-separated (default: the API's)"
+    )
     args = parser.parse_args()
     try:
         import uvloop

@@ -105,15 +105,18 @@ async def backlog(
     size: int,
     within: float,
     profile: Path | None = None,
+    formats: str | None = None,
 ) -> dict[str, Any]:
     """``size`` new pages queued while the worker is stopped, then the worker let go and timed
     until every job is final: the worker's own throughput, the API idle. ``profile``: a py-spy
     recording of the worker (and its children) while it drains, in py-spy's raw format."""
     signal_tree(dep.worker_pid, signal.SIGSTOP)
     try:
+        options = {"formats": formats} if formats else {}
         await loadgen(
-            dep.helpers, "batch", dep.api, target, start=start, count=size, max_seconds=within
-        )
+            dep.helpers, "batch", dep.api, target, start=start, count=size, max_seconds=within,
+            **options,
+        )  # fmt: skip
     finally:
         signal_tree(dep.worker_pid, signal.SIGCONT)
     speed = cpu_speed_ms()
