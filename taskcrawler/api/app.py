@@ -74,8 +74,9 @@ def create_app(
         app.state.runtime = shared
         fetcher = bootstrap.api_fetcher(shared)
         embedder = bootstrap.embedder(settings)  # for search queries; loaded when first used
+        reranker = bootstrap.reranker(settings)
         app.state.services = bootstrap.api_services(
-            shared, fetcher, embedder, on_created=api_metrics.created
+            shared, fetcher, embedder, reranker=reranker, on_created=api_metrics.created
         )
         stop = asyncio.Event()
         worker_task = (
@@ -94,6 +95,8 @@ def create_app(
                 await supervisor.stop()
             await fetcher.close()
             await embedder.close()
+            if reranker is not None:
+                await reranker.close()
             if runtime is None or supervisor is not None:
                 await shared.close()
 
