@@ -182,6 +182,7 @@ def api_services(
             storage.batches,
             crawls,
             max_wait_seconds=runtime.settings.scrape_max_wait_seconds,
+            worker_concurrency=runtime.settings.worker_concurrency,
         ),
     )
 

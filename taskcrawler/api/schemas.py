@@ -787,3 +787,79 @@ class FirecrawlCrawlErrors(BaseModel):
 class FirecrawlCrawlCancelled(BaseModel):
     success: bool = True
     status: Literal["cancelled"] = "cancelled"
+
+
+class FirecrawlActiveCrawl(BaseModel):
+    id: str
+    teamId: str = Field(description="The API key's tenant.")
+    url: str
+    options: dict[str, Any] | None = Field(None, description="The crawl's TaskCrawler spec.")
+
+
+class FirecrawlActiveCrawls(BaseModel):
+    success: bool = True
+    crawls: list[FirecrawlActiveCrawl] = Field(description="The key's running crawls.")
+
+
+#: What a self-hosted TaskCrawler answers for credits and tokens: it counts none.
+UNMETERED = 99_999_999
+
+
+class FirecrawlCreditsV2(BaseModel):
+    remainingCredits: int = UNMETERED
+    planCredits: int | None = None
+    billingPeriodStart: str | None = None
+    billingPeriodEnd: str | None = None
+
+
+class FirecrawlCreditsV1(BaseModel):
+    remaining_credits: int = UNMETERED
+    plan_credits: int | None = None
+    billing_period_start: str | None = None
+    billing_period_end: str | None = None
+
+
+class FirecrawlTokensV2(BaseModel):
+    remainingTokens: int = UNMETERED
+    planTokens: int | None = None
+    billingPeriodStart: str | None = None
+    billingPeriodEnd: str | None = None
+
+
+class FirecrawlTokensV1(BaseModel):
+    remaining_tokens: int = UNMETERED
+    plan_tokens: int | None = None
+    billing_period_start: str | None = None
+    billing_period_end: str | None = None
+
+
+class FirecrawlUsage(BaseModel):
+    """Credit or token usage: TaskCrawler meters neither, so there is always plenty left."""
+
+    success: bool = True
+    data: FirecrawlCreditsV2 | FirecrawlCreditsV1 | FirecrawlTokensV2 | FirecrawlTokensV1
+
+
+class FirecrawlUsageHistory(BaseModel):
+    success: bool = True
+    periods: list[dict[str, Any]] = Field(
+        default_factory=list, description="Always empty: TaskCrawler meters no usage."
+    )
+
+
+class FirecrawlConcurrency(BaseModel):
+    success: bool = True
+    concurrency: int = Field(description="The key's jobs being fetched now.")
+    maxConcurrency: int = Field(
+        description="The key's pending-jobs limit, else the deployment's, else the workers' "
+        "concurrency."
+    )
+
+
+class FirecrawlQueueStatus(BaseModel):
+    success: bool = True
+    jobsInQueue: int = Field(description="The key's jobs not finished yet.")
+    activeJobsInQueue: int = Field(description="Of those, the ones being fetched.")
+    waitingJobsInQueue: int = Field(description="Of those, the ones waiting.")
+    maxConcurrency: int
+    mostRecentSuccess: datetime | None = Field(description="When a job of the key last completed.")

@@ -177,6 +177,15 @@ class JobQuery:
 
 
 @dataclass(frozen=True, slots=True)
+class QueueCounts:
+    """A tenant's jobs not finished yet, and when its last job completed."""
+
+    pending: int
+    processing: int
+    last_completed_at: datetime | None
+
+
+@dataclass(frozen=True, slots=True)
 class JobRun:
     """An earlier run of a job, kept when it was run again."""
 

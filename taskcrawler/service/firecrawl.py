@@ -16,9 +16,9 @@ from typing import Any, Literal
 from uuid import UUID
 
 from taskcrawler.domain import JobStatus
-from taskcrawler.domain.crawls import CrawlStatus, InvalidCrawlSpec
+from taskcrawler.domain.crawls import Crawl, CrawlStatus, InvalidCrawlSpec
 from taskcrawler.domain.errors import Conflict, ErrorCode, NotFound
-from taskcrawler.domain.jobs import Job, JobQuery
+from taskcrawler.domain.jobs import Job, JobQuery, QueueCounts
 from taskcrawler.domain.keys import Caller
 from taskcrawler.domain.rendering import (
     DEFAULT_RENDER,
@@ -59,6 +59,8 @@ BATCH_PAGE = 100
 CRAWL_PAGE = 100
 #: A crawl's errors are its newest failed pages, this many at most.
 MAX_CRAWL_ERRORS = 1000
+#: Running crawls listed at most (Firecrawl lists them all; a tenant rarely runs more).
+MAX_ACTIVE_CRAWLS = 1000
 #: A crawl's pages that have a document: fetched, whatever the HTTP status (cancelled ones not).
 _FETCHED = (JobStatus.COMPLETED, JobStatus.FAILED)
 #: Our crawl fields, as Firecrawl names them in errors.
@@ -257,8 +259,10 @@ class FirecrawlService:
         crawls: CrawlService,
         *,
         max_wait_seconds: float = MAX_TIMEOUT_MS / 1000,
+        worker_concurrency: int = 100,
     ) -> None:
         self.jobs = jobs
+        self.worker_concurrency = worker_concurrency
         # A scrape holds its request open until the page is done: the operator's bound on that,
         # whatever ``timeout`` the client asks for.
         self.max_wait_seconds = max_wait_seconds
@@ -324,13 +328,29 @@ class FirecrawlService:
         """The crawl's failed pages, newest first (robots.txt refusals apart)."""
         query = JobQuery(statuses=(JobStatus.FAILED,), limit=MAX_CRAWL_ERRORS)
         jobs, _ = await self.crawls.pages(caller, crawl_id, query)
-        errors = [
-            CrawlError(job.id, job.url, job.error_code, job.error_log or "failed", job.finished_at)
-            for job in jobs
-            if job.error_code != ErrorCode.ROBOTS_DISALLOWED
-        ]
-        blocked = [job.url for job in jobs if job.error_code == ErrorCode.ROBOTS_DISALLOWED]
-        return CrawlErrors(errors, blocked)
+        return _errors_of(jobs)
+
+    async def batch_errors(self, caller: Caller, batch_id: UUID) -> CrawlErrors:
+        """The batch's failed pages, in the order of its URLs (robots.txt refusals apart)."""
+        jobs = await self.batches.jobs_of(caller.owner, batch_id)
+        if jobs is None:
+            raise NotFound("no batch scrape with this id")
+        failed = [job for job in jobs if job.status is JobStatus.FAILED]
+        return _errors_of(failed[:MAX_CRAWL_ERRORS])
+
+    async def active_crawls(self, caller: Caller) -> list[Crawl]:
+        """The caller's running crawls, newest first (at most :data:`MAX_ACTIVE_CRAWLS`)."""
+        crawls, _ = await self.crawls.list_crawls(caller, limit=MAX_ACTIVE_CRAWLS, running=True)
+        return crawls
+
+    async def queue(self, caller: Caller) -> QueueCounts:
+        return await self.jobs.jobs.queue_counts(caller.owner)
+
+    def max_concurrency(self, caller: Caller) -> int:
+        """How many of the caller's jobs may be under way at once: its own pending-jobs
+        limit, else the deployment's, else what the workers fetch at once."""
+        key_limit = caller.key.max_pending_jobs if caller.key else None
+        return key_limit or self.jobs.policy.max_pending_jobs or self.worker_concurrency
 
     async def start_batch(
         self, caller: Caller, urls: list[str], page: PageOptions, max_age_ms: int | None
@@ -424,6 +444,17 @@ class FirecrawlService:
         request = self.mapper.request(url, **options)
         result = await self.mapper.map(request)
         return result.links
+
+
+def _errors_of(failed: list[Job]) -> CrawlErrors:
+    """Failed pages as Firecrawl lists them: robots.txt's refusals apart."""
+    errors = [
+        CrawlError(job.id, job.url, job.error_code, job.error_log or "failed", job.finished_at)
+        for job in failed
+        if job.error_code != ErrorCode.ROBOTS_DISALLOWED
+    ]
+    blocked = [job.url for job in failed if job.error_code == ErrorCode.ROBOTS_DISALLOWED]
+    return CrawlErrors(errors, blocked)
 
 
 def crawl_formats(formats: tuple[str, ...]) -> tuple[str, ...]:

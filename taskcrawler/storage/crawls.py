@@ -529,11 +529,14 @@ class CrawlStore:
 
     @unavailable_on_connection_errors
     async def list_crawls(
-        self, owner: str, *, limit: int = 50, cursor: str | None = None
+        self, owner: str, *, limit: int = 50, cursor: str | None = None, running: bool = False
     ) -> tuple[list[Crawl], str | None]:
-        """A page of ``owner``'s crawls, newest first, and the next page's cursor (the jobs
-        listing's kind: ValueError for one this code did not make)."""
+        """A page of ``owner``'s crawls (``running``: RUNNING ones only), newest first, and
+        the next page's cursor (the jobs listing's kind: ValueError for one this code did not
+        make)."""
         stmt = sa.select(*_CRAWL_COLUMNS).where(crawls.c.owner == owner)
+        if running:
+            stmt = stmt.where(crawls.c.status == CrawlStatus.RUNNING.value)
         if cursor is not None:
             created_at, crawl_id = decode_cursor(cursor)
             stmt = stmt.where(sa.tuple_(crawls.c.created_at, crawls.c.id) < (created_at, crawl_id))

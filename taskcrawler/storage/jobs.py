@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import uuid
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 from uuid import UUID
@@ -13,7 +13,15 @@ from uuid import UUID
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from taskcrawler.domain.jobs import Created, Job, JobQuery, JobRun, JobStatus, NewJob
+from taskcrawler.domain.jobs import (
+    Created,
+    Job,
+    JobQuery,
+    JobRun,
+    JobStatus,
+    NewJob,
+    QueueCounts,
+)
 from taskcrawler.domain.rendering import RenderRequest
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
@@ -163,6 +171,27 @@ class JobStore:
         return int(count or 0)
 
     @unavailable_on_connection_errors
+    async def queue_counts(self, owner: str) -> QueueCounts:
+        """``owner``'s jobs waiting and being fetched, and when one last completed."""
+        async with self.db.read() as conn:
+            rows = await conn.execute(
+                sa.select(jobs.c.status, sa.func.count())
+                .where(jobs.c.owner == owner, jobs.c.status.in_(UNFINISHED_STATUSES))
+                .group_by(jobs.c.status)
+            )
+            counts = {status: int(count) for status, count in rows}
+            latest = await conn.scalar(
+                sa.select(sa.func.max(jobs.c.finished_at)).where(
+                    jobs.c.owner == owner, jobs.c.status == JobStatus.COMPLETED.value
+                )
+            )
+        return QueueCounts(
+            pending=counts.get(PENDING, 0),
+            processing=counts.get(JobStatus.PROCESSING.value, 0),
+            last_completed_at=_aware(latest),
+        )
+
+    @unavailable_on_connection_errors
     async def cancel(self, job_id: UUID, *, owner: str = "") -> tuple[Job | None, bool]:
         """PENDING -> CANCELLED. Returns the job (None if unknown) and whether it changed."""
         now = utcnow()
@@ -242,6 +271,15 @@ async def mark_dispatch_due(db: Database, job_ids: Sequence[UUID]) -> None:
 
 
 UNFINISHED_STATUSES = (JobStatus.PENDING.value, JobStatus.PROCESSING.value)
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    """An aggregate's datetime: SQLite hands back a naive UTC one (no column type applies)."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=UTC)
 
 
 def _filters(query: JobQuery) -> list[sa.ColumnElement[bool]]:

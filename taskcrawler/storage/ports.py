@@ -15,7 +15,15 @@ from uuid import UUID
 from taskcrawler.domain.chunks import PageChunks, SearchHit, SearchQuery, StoredChunk
 from taskcrawler.domain.crawls import Crawl, CrawlSpec
 from taskcrawler.domain.exports import ArchivedResponse, ExportPosition
-from taskcrawler.domain.jobs import ClaimedJob, Created, Job, JobQuery, JobRun, NewJob
+from taskcrawler.domain.jobs import (
+    ClaimedJob,
+    Created,
+    Job,
+    JobQuery,
+    JobRun,
+    NewJob,
+    QueueCounts,
+)
 from taskcrawler.domain.keys import ApiKey, NewKey
 from taskcrawler.domain.monitors import (
     Change,
@@ -60,6 +68,8 @@ class JobRepository(Protocol):
         ...
 
     async def count_unfinished(self, owner: str) -> int: ...
+
+    async def queue_counts(self, owner: str) -> QueueCounts: ...
 
     async def cancel(self, job_id: UUID, *, owner: str = "") -> tuple[Job | None, bool]: ...
 
@@ -141,10 +151,10 @@ class CrawlRepository(Protocol):
         ...
 
     async def list_crawls(
-        self, owner: str, *, limit: int = 50, cursor: str | None = None
+        self, owner: str, *, limit: int = 50, cursor: str | None = None, running: bool = False
     ) -> tuple[list[Crawl], str | None]:
-        """A page of crawls and the next page's cursor; ValueError for a cursor it did not
-        make."""
+        """A page of crawls (``running``: RUNNING ones only) and the next page's cursor;
+        ValueError for a cursor it did not make."""
         ...
 
     async def cancel(self, crawl_id: UUID, *, owner: str) -> Crawl | None: ...

@@ -17,7 +17,8 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Request
 from fastapi.types import DecoratedCallable
 
-from taskcrawler.api.deps import CallerDep, ServicesDep
+from taskcrawler.api.deps import ForeignCallerDep as CallerDep
+from taskcrawler.api.deps import ServicesDep
 from taskcrawler.api.inputs import (
     FirecrawlBatchIn,
     FirecrawlCrawlIn,
@@ -26,23 +27,35 @@ from taskcrawler.api.inputs import (
     FirecrawlScrapeOptions,
 )
 from taskcrawler.api.schemas import (
+    FirecrawlActiveCrawl,
+    FirecrawlActiveCrawls,
     FirecrawlBatchStarted,
     FirecrawlBatchStatus,
+    FirecrawlConcurrency,
     FirecrawlCrawlCancelled,
     FirecrawlCrawlError,
     FirecrawlCrawlErrors,
     FirecrawlCrawlStarted,
     FirecrawlCrawlStatus,
+    FirecrawlCreditsV1,
+    FirecrawlCreditsV2,
     FirecrawlDocument,
     FirecrawlErrorOut,
     FirecrawlLink,
     FirecrawlMapOutV1,
     FirecrawlMapOutV2,
+    FirecrawlQueueStatus,
     FirecrawlScrapeOut,
+    FirecrawlTokensV1,
+    FirecrawlTokensV2,
+    FirecrawlUsage,
+    FirecrawlUsageHistory,
 )
+from taskcrawler.domain.errors import NotFound
 from taskcrawler.service.firecrawl import (
     CRAWL_PAGE,
     DEFAULT_TIMEOUT_MS,
+    CrawlErrors,
     PageOptions,
     ScrapeSpec,
     ScreenshotURL,
@@ -108,6 +121,16 @@ def _next(request: Request, **where: object) -> str | None:
     """This URL with the query that reads the next page, when there is one."""
     name, value = next(iter(where.items()))
     return None if value is None else str(request.url.include_query_params(**{name: value}))
+
+
+def _errors_out(found: CrawlErrors) -> FirecrawlCrawlErrors:
+    errors = [
+        FirecrawlCrawlError(
+            id=str(e.job_id), timestamp=e.finished_at, url=e.url, code=e.code, error=e.error
+        )
+        for e in found.errors
+    ]
+    return FirecrawlCrawlErrors(errors=errors, robotsBlocked=found.robots_blocked)
 
 
 def _register(version: str) -> None:
@@ -213,6 +236,21 @@ def _register(version: str) -> None:
             id=str(crawl_id), url=f"{request.base_url}{version}/crawl/{crawl_id}"
         )
 
+    @route("GET", "/crawl/active", "active_crawls", FirecrawlActiveCrawls, "the running crawls")
+    async def active_crawls(services: ServicesDep, caller: CallerDep) -> FirecrawlActiveCrawls:
+        crawls = await services.firecrawl.active_crawls(caller)
+        return FirecrawlActiveCrawls(
+            crawls=[
+                FirecrawlActiveCrawl(
+                    id=str(crawl.id),
+                    teamId=crawl.owner or "anonymous",
+                    url=crawl.url,
+                    options=crawl.spec.to_dict(),
+                )
+                for crawl in crawls
+            ]
+        )
+
     @route(
         "GET",
         "/crawl/{crawl_id}",
@@ -249,14 +287,73 @@ def _register(version: str) -> None:
     async def crawl_errors(
         crawl_id: UUID, services: ServicesDep, caller: CallerDep
     ) -> FirecrawlCrawlErrors:
-        found = await services.firecrawl.crawl_errors(caller, crawl_id)
-        errors = [
-            FirecrawlCrawlError(
-                id=str(e.job_id), timestamp=e.finished_at, url=e.url, code=e.code, error=e.error
-            )
-            for e in found.errors
-        ]
-        return FirecrawlCrawlErrors(errors=errors, robotsBlocked=found.robots_blocked)
+        return _errors_out(await services.firecrawl.crawl_errors(caller, crawl_id))
+
+    @route(
+        "GET",
+        "/batch/scrape/{batch_id}/errors",
+        "batch_errors",
+        FirecrawlCrawlErrors,
+        "a batch scrape's failed pages, and those robots.txt refused",
+        found=True,
+    )
+    async def batch_errors(
+        batch_id: UUID, services: ServicesDep, caller: CallerDep
+    ) -> FirecrawlCrawlErrors:
+        return _errors_out(await services.firecrawl.batch_errors(caller, batch_id))
+
+    @route("GET", "/team/credit-usage", "credit_usage", FirecrawlUsage, "credits left (unmetered)")
+    async def credit_usage(caller: CallerDep) -> FirecrawlUsage:
+        return FirecrawlUsage(
+            data=FirecrawlCreditsV1() if version == "v1" else FirecrawlCreditsV2()
+        )
+
+    @route("GET", "/team/token-usage", "token_usage", FirecrawlUsage, "tokens left (unmetered)")
+    async def token_usage(caller: CallerDep) -> FirecrawlUsage:
+        return FirecrawlUsage(data=FirecrawlTokensV1() if version == "v1" else FirecrawlTokensV2())
+
+    for kind in ("credit", "token"):
+
+        @route(
+            "GET",
+            f"/team/{kind}-usage/historical",
+            f"{kind}_usage_historical",
+            FirecrawlUsageHistory,
+            f"{kind} usage by period (none: unmetered)",
+        )
+        async def usage_history(caller: CallerDep, byApiKey: bool = False) -> FirecrawlUsageHistory:
+            return FirecrawlUsageHistory()
+
+    @route(
+        "GET",
+        "/team/queue-status",
+        "queue_status",
+        FirecrawlQueueStatus,
+        "the key's jobs waiting and under way",
+    )
+    async def queue_status(services: ServicesDep, caller: CallerDep) -> FirecrawlQueueStatus:
+        counts = await services.firecrawl.queue(caller)
+        return FirecrawlQueueStatus(
+            jobsInQueue=counts.pending + counts.processing,
+            activeJobsInQueue=counts.processing,
+            waitingJobsInQueue=counts.pending,
+            maxConcurrency=services.firecrawl.max_concurrency(caller),
+            mostRecentSuccess=counts.last_completed_at,
+        )
+
+    @route(
+        "GET",
+        "/concurrency-check",
+        "concurrency_check",
+        FirecrawlConcurrency,
+        "the key's jobs under way, and how many may be",
+    )
+    async def concurrency_check(services: ServicesDep, caller: CallerDep) -> FirecrawlConcurrency:
+        counts = await services.firecrawl.queue(caller)
+        return FirecrawlConcurrency(
+            concurrency=counts.processing,
+            maxConcurrency=services.firecrawl.max_concurrency(caller),
+        )
 
     @route(
         "DELETE",
@@ -277,4 +374,17 @@ for _version in VERSIONS:
     _register(_version)
 
 
-__all__ = ["router"]
+def _not_offered(version: str) -> None:
+    @router.api_route(
+        f"/{version}/{{rest:path}}",
+        methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+        include_in_schema=False,
+    )
+    async def not_offered(rest: str) -> None:
+        """Firecrawl's other routes (search, extract, agent, browser, …): a Firecrawl error
+        body saying so, rather than a bare 404. Registered after every route of its version."""
+        raise NotFound(f"/{version}/{rest[:100]} is a Firecrawl route TaskCrawler does not offer")
+
+
+for _version in VERSIONS:
+    _not_offered(_version)
