@@ -5,7 +5,7 @@ on them."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal, get_args
+from typing import Annotated, Any, Literal, get_args
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -29,13 +29,25 @@ from taskcrawler.domain.rendering import (
     WaitUntil,
     effective_mode,
 )
+from taskcrawler.domain.scrape_options import (
+    DEFAULT_OPTIONS,
+    MAX_DELAY_SECONDS,
+    MAX_PDF_PAGES,
+    InvalidOption,
+    ScrapeOptions,
+)
+from taskcrawler.domain.scrape_options import (
+    MAX_HEADERS as MAX_REQUEST_HEADERS,
+)
 from taskcrawler.domain.urls import MAX_URL_LENGTH
 from taskcrawler.domain.views import CrawlView, JobView
 from taskcrawler.domain.webhooks import DeliveryStatus
 from taskcrawler.service.mapping import DEFAULT_MAP_LIMIT, MAX_SEARCH_CHARS
 from taskcrawler.service.monitors import RunView
 
-Format = Literal["metadata", "markdown", "text", "html", "links", "screenshot", "chunks"]
+Format = Literal[
+    "metadata", "markdown", "text", "html", "clean_html", "images", "links", "screenshot", "chunks"
+]
 #: Entries ``formats`` may list, repeats included (they are dropped): each format a few times
 #: over is a client's slip; more is not a list of formats.
 MAX_FORMATS_LISTED = 4 * len(get_args(Format))
@@ -120,6 +132,83 @@ def _check_selector(selector: str) -> None:
         raise ValueError(f"wait_for is not a CSS selector: {selector!r}") from None
 
 
+class ScrapeOptionsIn(RequestModel):
+    """What a job asks of its page beyond its formats; every field optional."""
+
+    only_main_content: bool = Field(
+        True, description="false: the Markdown, text and clean_html hold the whole page."
+    )
+    include_tags: list[Annotated[str, Field(max_length=200)]] | None = Field(
+        None,
+        max_length=20,
+        description="CSS selectors: only what they match is read (before the main content "
+        "is looked for).",
+    )
+    exclude_tags: list[Annotated[str, Field(max_length=200)]] | None = Field(
+        None, max_length=20, description="CSS selectors: what they match is left out."
+    )
+    keep_base64_images: bool = Field(
+        False, description="Inline data: images stay in the Markdown and clean_html."
+    )
+    headers: dict[str, str] | None = Field(
+        None,
+        max_length=MAX_REQUEST_HEADERS,
+        description="Request headers (cookies too) sent to the page's own host only, never to "
+        "another host a redirect leads to; never shown back.",
+    )
+    skip_tls_verification: bool = Field(
+        False, description="The page's certificate is not verified (addresses still are)."
+    )
+    languages: list[str] | None = Field(
+        None, max_length=10, description="Accept-Language, and the browser's locale."
+    )
+    country: str | None = Field(
+        None, max_length=2, description="ISO 3166-1 alpha-2: the browser's time zone."
+    )
+    block_ads: bool = Field(
+        False, description="A rendered page's requests to known ad and tracker hosts fail."
+    )
+    parse_pdf: bool = Field(True, description="PDFs are read to Markdown and text.")
+    pdf_max_pages: int | None = Field(
+        None, ge=1, le=MAX_PDF_PAGES, description="A PDF's first pages read at most."
+    )
+    delay: float | None = Field(
+        None,
+        ge=0,
+        le=MAX_DELAY_SECONDS,
+        description="Seconds between the starts of requests to the page's host, at least.",
+    )
+
+    @model_validator(mode="after")
+    def _checked(self) -> ScrapeOptionsIn:
+        self.scrape_options()
+        return self
+
+    def scrape_options(self) -> ScrapeOptions:
+        try:
+            return ScrapeOptions.create(
+                only_main_content=self.only_main_content,
+                include_tags=self.include_tags,
+                exclude_tags=self.exclude_tags,
+                keep_base64_images=self.keep_base64_images,
+                headers=self.headers,
+                skip_tls_verification=self.skip_tls_verification,
+                languages=self.languages,
+                country=self.country,
+                block_ads=self.block_ads,
+                parse_pdf=self.parse_pdf,
+                max_pages=self.pdf_max_pages,
+                delay=self.delay,
+                names={"max_pages": "pdf_max_pages"},
+            )
+        except InvalidOption as exc:
+            raise ValueError(str(exc)) from None
+
+
+def scrape_options_of(options: ScrapeOptionsIn | None) -> ScrapeOptions:
+    return DEFAULT_OPTIONS if options is None else options.scrape_options()
+
+
 class JobOptionsIn(RequestModel):
     formats: list[Format] | None = Field(
         None,
@@ -149,6 +238,11 @@ class JobOptionsIn(RequestModel):
     )
     render_options: RenderOptionsIn | None = Field(
         None, description="How to render: waits, blocked resource types, viewport."
+    )
+    options: ScrapeOptionsIn | None = Field(
+        None,
+        description="Headers, TLS, languages, what the Markdown holds, PDFs. A URL asked for "
+        "with other options than its job has is scraped again with them (same job, a new run).",
     )
 
     @field_validator("callback_url")
@@ -544,6 +638,9 @@ class CrawlIn(RequestModel):
     )
     render_options: RenderOptionsIn | None = Field(
         None, description="How to render every page, as for a job."
+    )
+    options: ScrapeOptionsIn | None = Field(
+        None, description="For every page, as for a job (delay: between its pages' requests)."
     )
 
     @model_validator(mode="after")

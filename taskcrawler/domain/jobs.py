@@ -9,6 +9,7 @@ from uuid import UUID
 from taskcrawler.domain.errors import DEFERRAL_CODES
 from taskcrawler.domain.pages import Link, PageContent
 from taskcrawler.domain.rendering import DEFAULT_RENDER, RenderRequest
+from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS, ScrapeOptions
 
 if TYPE_CHECKING:
     from taskcrawler.domain.crawls import Candidate
@@ -57,6 +58,8 @@ class Job:
     #: never | auto | always (see :mod:`taskcrawler.domain.rendering`)
     render: str = "never"
     render_options: RenderRequest | None = None
+    #: What it asks of its page beyond its formats (headers, selectors, languages, PDFs).
+    options: ScrapeOptions = DEFAULT_OPTIONS
 
     #: The crawl this job is a page of, and its link hops from the crawl's start.
     crawl_id: UUID | None = None
@@ -83,6 +86,7 @@ class ClaimedJob:
     callback_url: str | None = None
     render: str = "never"
     render_options: RenderRequest = DEFAULT_RENDER
+    options: ScrapeOptions = DEFAULT_OPTIONS
 
     #: A crawl's page: its crawl, and its link hops from the crawl's start.
     crawl_id: UUID | None = None
@@ -152,6 +156,7 @@ class NewJob:
     max_age: float | None = None
     render: str = "never"
     render_options: RenderRequest | None = None
+    options: ScrapeOptions = DEFAULT_OPTIONS
 
 
 @dataclass(frozen=True, slots=True)

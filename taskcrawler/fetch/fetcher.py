@@ -23,6 +23,7 @@ from yarl import URL
 
 from taskcrawler.domain import ErrorCode, FetchError, InvalidURL
 from taskcrawler.domain.pages import FetchedPage
+from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS, ScrapeOptions
 from taskcrawler.domain.urls import request_target
 from taskcrawler.fetch.guard import (
     AddressGuard,
@@ -70,13 +71,19 @@ SITEMAP_CONTENT_TYPES = frozenset(
 SITEMAP_ACCEPT = "application/xml,text/xml;q=0.9,application/gzip;q=0.8,text/plain;q=0.7"
 
 
+#: Documents a page job reads when its options ask for them (PDFs, by default).
+DOCUMENT_CONTENT_TYPES = frozenset({"application/pdf"})
+
+
 @dataclass(frozen=True, slots=True)
 class _Kind:
-    """What one kind of fetch accepts: content types, body size, the Accept header."""
+    """What one kind of fetch accepts: content types, body size, the Accept header; and what
+    the request asks of it (:class:`ScrapeOptions`)."""
 
     content_types: frozenset[str]
     max_bytes: int
     accept: str | None = None  # None: the session's default (pages)
+    options: ScrapeOptions = DEFAULT_OPTIONS
 
 
 class Fetcher:
@@ -150,10 +157,26 @@ class Fetcher:
 
     # --- fetching ------------------------------------------------------------------------
 
-    async def fetch(self, url: str, *, headers: Mapping[str, str] | None = None) -> FetchedPage:
+    async def fetch(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        options: ScrapeOptions = DEFAULT_OPTIONS,
+    ) -> FetchedPage:
         """Fetch ``url``, following redirects; ``headers`` are extra request headers (for example
-        ``If-None-Match`` for a conditional re-fetch, which then returns a 304 page)."""
-        kind = _Kind(ALLOWED_CONTENT_TYPES, self.settings.max_body_bytes)
+        ``If-None-Match`` for a conditional re-fetch, which then returns a 304 page).
+
+        ``options``: the request's own headers go to ``url``'s host only, never to another
+        host a redirect leads to; ``Accept-Language`` from its languages; its certificate is
+        not verified when it says so (every address is still vetted); PDFs are accepted when
+        they are read; ``delay`` spaces the requests to the host."""
+        types = ALLOWED_CONTENT_TYPES
+        if options.parse_pdf:
+            types = types | DOCUMENT_CONTENT_TYPES
+        kind = _Kind(types, self.settings.max_body_bytes, options=options)
+        if language := options.accept_language():
+            headers = {**(headers or {}), "Accept-Language": language}
         return await self._fetch_kind(url, headers, kind)
 
     async def fetch_sitemap(self, url: str) -> FetchedPage:
@@ -183,7 +206,9 @@ class Fetcher:
 
         if kind.accept is not None:
             headers = {**(headers or {}), "Accept": kind.accept}
-        hops = _Hops(self.settings.max_redirects, obey_robots=self.robots is not None)
+        hops = _Hops(
+            self.settings.max_redirects, obey_robots=self.robots is not None, options=kind.options
+        )
         return await self._bounded(self._follow(target, headers, read, hops), hops)
 
     async def _fetch_robots(self, url: URL) -> RobotsBody:
@@ -219,18 +244,32 @@ class Fetcher:
         """Request ``target`` and follow redirects ourselves: each hop is vetted (guard, robots),
         counted, and checked for a loop (aiohttp's own following cannot tell a loop from a
         long chain, and would not ask robots.txt about the next hop)."""
+        page_host = (target.raw_host or "").lower()
+        options = hops.options
         while True:
             self.guard.check_host(target.raw_host)
-            delay = None
+            delay = options.delay
             if hops.obey_robots and self.robots is not None:
                 # Before taking a politeness slot: the robots fetch takes one of its own.
-                delay = self._capped_crawl_delay(await self.robots.check(target))
+                robots_delay = self._capped_crawl_delay(await self.robots.check(target))
+                delay = max(delay or 0.0, robots_delay or 0.0) or None
             host = target.raw_host or ""
             hops.waiting_for_host = host
+            sent = headers
+            if options.headers and host.lower() == page_host:
+                # The request's own headers (cookies, tokens) are for the page's host alone.
+                sent = {**(headers or {}), **options.header_map()}
             async with self._slot(host, delay):  # held until the body is read
                 hops.waiting_for_host = None
                 session = self._session_or_new()
-                async with session.get(target, allow_redirects=False, headers=headers) as resp:
+                async with session.get(
+                    target,
+                    allow_redirects=False,
+                    headers=sent,
+                    # Not verifying a certificate is asked per request; the connection still
+                    # goes to an address the guard vetted (resolver and socket factory).
+                    ssl=not options.skip_tls_verification,
+                ) as resp:
                     next_target = _redirect_target(resp)
                     if next_target is None:
                         return await read(resp)
@@ -280,9 +319,12 @@ _NO_SLOT: AbstractAsyncContextManager[None] = nullcontext()
 class _Hops:
     """The state of one fetch across its redirect hops."""
 
-    def __init__(self, max_redirects: int, *, obey_robots: bool) -> None:
+    def __init__(
+        self, max_redirects: int, *, obey_robots: bool, options: ScrapeOptions = DEFAULT_OPTIONS
+    ) -> None:
         self.max_redirects = max_redirects
         self.obey_robots = obey_robots
+        self.options = options
         self.redirects = 0
         self.seen: set[URL] = set()
         self.waiting_for_host: str | None = None

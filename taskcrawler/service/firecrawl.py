@@ -26,6 +26,7 @@ from taskcrawler.domain.rendering import (
     RenderRequest,
     check_viewport,
 )
+from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS, InvalidOption, ScrapeOptions
 from taskcrawler.service.content import ContentService
 from taskcrawler.service.crawls import CrawlService
 from taskcrawler.service.jobs import JobOptions, JobService
@@ -35,18 +36,29 @@ from taskcrawler.storage.ports import BatchRepository
 #: Firecrawl's formats and the TaskCrawler formats that make them.
 FORMATS: Mapping[str, str] = {
     "markdown": "markdown",
-    "html": "html",
+    "html": "clean_html",
     "rawHtml": "html",
     "links": "links",
+    "images": "images",
     "screenshot": SCREENSHOT,
+}
+#: Our fields, as Firecrawl names them in errors.
+_OPTION_FIELDS = {
+    "only_main_content": "onlyMainContent",
+    "include_tags": "includeTags",
+    "exclude_tags": "excludeTags",
+    "headers": "headers",
+    "languages": "location.languages",
+    "country": "location.country",
+    "max_pages": "parsers[].maxPages",
+    "delay": "delay",
 }
 #: Firecrawl's screenshot formats: of the viewport, and (v1's name) of the whole page.
 SCREENSHOTS = frozenset({"screenshot", "screenshot@fullPage"})
 #: The options of v2's ``{"type": "screenshot", …}`` format that TaskCrawler takes.
 _SCREENSHOT_FIELDS = frozenset({"type", "fullPage", "viewport", "quality"})
 UNSUPPORTED_FORMATS = frozenset(
-    {"json", "extract", "summary", "changeTracking", "images", "branding", "attributes",
-     "content"}
+    {"json", "extract", "summary", "changeTracking", "branding", "attributes", "content"}
 )  # fmt: skip
 #: Firecrawl's default wait for a scrape (its ``timeout``), in milliseconds.
 DEFAULT_TIMEOUT_MS = 30_000
@@ -112,6 +124,7 @@ class PageOptions:
     formats: tuple[str, ...] = ("markdown",)
     screenshot: ScreenshotSpec | None = None
     wait_for_ms: int | None = None
+    options: ScrapeOptions = DEFAULT_OPTIONS
 
     def render(self) -> tuple[str, RenderRequest | None]:
         """The render mode and options of the pages' jobs. A screenshot or a wait needs the
@@ -140,6 +153,7 @@ class PageOptions:
             None if max_age_ms is None else max_age_ms / 1000,
             render=render,
             render_options=render_options,
+            options=self.options,
         )
 
 
@@ -151,7 +165,9 @@ class ScrapeSpec:
     timeout_ms: int
 
 
-def page_options(requested: list[Any], wait_for_ms: int | None = None) -> PageOptions:
+def page_options(
+    requested: list[Any], wait_for_ms: int | None = None, options: ScrapeOptions = DEFAULT_OPTIONS
+) -> PageOptions:
     """Firecrawl's ``formats`` (strings, or ``{"type": …}`` objects in v2) and ``waitFor``,
     checked."""
     names: list[str] = []
@@ -171,7 +187,66 @@ def page_options(requested: list[Any], wait_for_ms: int | None = None) -> PageOp
             raise Unsupported(f"formats[{index}]: unknown format {name!r}")
         names.append(name)
     formats = tuple(dict.fromkeys(names)) or ("markdown",)
-    return PageOptions(formats, screenshot, wait_for_ms or None)
+    return PageOptions(formats, screenshot, wait_for_ms or None, options)
+
+
+def scrape_options(
+    *,
+    only_main_content: bool | None = None,
+    include_tags: list[str] | None = None,
+    exclude_tags: list[str] | None = None,
+    headers: Mapping[str, str] | None = None,
+    skip_tls_verification: bool | None = None,
+    country: str | None = None,
+    languages: list[str] | None = None,
+    remove_base64_images: bool | None = None,
+    block_ads: bool | None = None,
+    parsers: list[Any] | None = None,
+    delay: float | None = None,
+) -> ScrapeOptions:
+    """Firecrawl's scrape options as TaskCrawler's; :class:`Unsupported` names the field by
+    Firecrawl's name. Firecrawl's defaults: the main content, base64 images removed, PDFs
+    parsed."""
+    parse_pdf, max_pages = _parsers(parsers)
+    try:
+        return ScrapeOptions.create(
+            only_main_content=only_main_content is not False,
+            include_tags=include_tags,
+            exclude_tags=exclude_tags,
+            keep_base64_images=remove_base64_images is False,
+            headers=headers,
+            skip_tls_verification=bool(skip_tls_verification),
+            languages=languages,
+            country=country,
+            block_ads=bool(block_ads),
+            parse_pdf=parse_pdf,
+            max_pages=max_pages,
+            delay=delay,
+            names=_OPTION_FIELDS,
+        )
+    except InvalidOption as exc:
+        raise Unsupported(str(exc)) from None
+
+
+def _parsers(parsers: list[Any] | None) -> tuple[bool, int | None]:
+    """``parsers``: ``["pdf"]`` or ``[{"type": "pdf", "maxPages": n}]`` (the default: PDFs
+    read); ``[]``: PDFs are not read (refused as a content type)."""
+    if parsers is None:
+        return True, None
+    max_pages: int | None = None
+    for index, parser in enumerate(parsers):
+        where = f"parsers[{index}]"
+        kind = parser.get("type") if isinstance(parser, Mapping) else parser
+        if kind != "pdf":
+            raise Unsupported(f'{where}: TaskCrawler parses PDFs only ("pdf"), not {kind!r}')
+        if isinstance(parser, Mapping):
+            if unknown := sorted(set(parser) - {"type", "maxPages"}):
+                raise Unsupported(f"{where}.{unknown[0]}: not an option of the pdf parser")
+            pages = parser.get("maxPages")
+            if pages is not None and (isinstance(pages, bool) or not isinstance(pages, int)):
+                raise Unsupported(f"{where}.maxPages: must be a whole number of pages")
+            max_pages = pages
+    return bool(parsers), max_pages
 
 
 def _screenshot_of(index: int, name: str, item: Any) -> ScreenshotSpec:
@@ -283,6 +358,7 @@ class FirecrawlService:
                 formats=_our_formats(page.formats),
                 render=render,
                 render_options=render_options,
+                options=page.options,
                 **options,
             )
         except InvalidCrawlSpec as exc:
@@ -426,6 +502,9 @@ class FirecrawlService:
         for name in formats:
             if name == "screenshot":
                 doc |= _screenshot(job, screenshot_url) if completed else {}
+            elif name == "images":
+                listed = await self.content.text(caller, job.id, "images") if completed else ""
+                doc["images"] = [url for url in (listed or "").split("\n") if url]
             elif name == "links":
                 links = (
                     await self.content.links_of(caller, job.id, after=0, limit=MAX_LINKS)
@@ -470,8 +549,10 @@ def _their_formats(job: Job) -> tuple[str, ...]:
     """The Firecrawl formats a job's own formats give."""
     theirs = {
         "markdown": ("markdown",),
-        "html": ("html", "rawHtml"),
+        "clean_html": ("html",),
+        "html": ("rawHtml",),
         "links": ("links",),
+        "images": ("images",),
         SCREENSHOT: ("screenshot",),
     }
     return tuple(name for ours in job.formats for name in theirs.get(ours, ()))

@@ -17,6 +17,7 @@ from taskcrawler.domain.errors import Conflict, InvalidCursor, JobNotFound, Limi
 from taskcrawler.domain.jobs import Created, JobQuery, JobRun, NewJob
 from taskcrawler.domain.keys import Caller
 from taskcrawler.domain.rendering import RenderRequest
+from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS, ScrapeOptions
 from taskcrawler.queue import JobQueue
 from taskcrawler.service.ratelimit import RateLimiter
 from taskcrawler.service.submission import Submitter
@@ -44,6 +45,7 @@ class JobOptions:
     max_age: float | None = None
     render: str = "never"
     render_options: RenderRequest | None = None
+    options: ScrapeOptions = DEFAULT_OPTIONS
 
 
 class JobService:
@@ -97,6 +99,7 @@ class JobService:
             max_age=options.max_age,
             render=options.render,
             render_options=options.render_options,
+            options=options.options,
         )
 
     async def submit(self, caller: Caller, url: str, options: JobOptions) -> Created:

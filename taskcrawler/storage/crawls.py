@@ -84,6 +84,7 @@ def _page_template(
         # As a job stores them: NULL for never and for the default options.
         "render": spec.get("render") if spec.get("render") != "never" else None,
         "render_options": spec.get("render_options"),
+        "options": spec.get("options"),
         "crawl_id": crawl_id,
     }
 

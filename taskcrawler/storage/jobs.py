@@ -23,6 +23,7 @@ from taskcrawler.domain.jobs import (
     QueueCounts,
 )
 from taskcrawler.domain.rendering import RenderRequest
+from taskcrawler.domain.scrape_options import ScrapeOptions
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.rows import (
@@ -119,14 +120,20 @@ class JobStore:
         redispatch_after: float,
     ) -> dict[tuple[str, str], Job]:
         stale: dict[UUID, tuple[str, str]] = {}
+        asked: dict[UUID, ScrapeOptions] = {}
         for request, key in zip(requests, keys, strict=True):
             job = existing.get(key)
-            if job is None or request.max_age is None or job.finished_at is None:
+            if job is None or not job.status.is_final:
                 continue
-            if job.status.is_final and job.finished_at < now - timedelta(seconds=request.max_age):
+            if not request.options.same_page_as(job.options):
+                # The page is asked for with other headers, selectors, languages …: what the
+                # job holds is not what this request asks for, so it runs again with them.
+                stale[job.id], asked[job.id] = key, request.options
+            elif _older_than(job, request.max_age, now):
                 stale[job.id] = key
         if not stale:
             return {}
+        await _set_options(conn, asked)
         fresh = await _restart(conn, list(stale), now=now, redispatch_after=redispatch_after)
         return {stale[job.id]: job for job in fresh}
 
@@ -337,6 +344,7 @@ def _new_job(row: dict[str, Any]) -> Job:
         render_options=RenderRequest.from_json(row["render_options"])
         if row["render_options"] is not None
         else None,
+        options=ScrapeOptions.from_json(row["options"]),
     )
 
 
@@ -358,7 +366,24 @@ def _new_row(request: NewJob, key: str, now: datetime, redispatch_after: float) 
         "render_options": None
         if request.render_options is None
         else request.render_options.to_json(),
+        "options": request.options.to_json(),
     }
+
+
+def _older_than(job: Job, max_age: float | None, now: datetime) -> bool:
+    if max_age is None or job.finished_at is None:
+        return False
+    return job.finished_at < now - timedelta(seconds=max_age)
+
+
+async def _set_options(conn: AsyncConnection, asked: dict[UUID, ScrapeOptions]) -> None:
+    """The options each finished job runs with from now on (its next run is about to start)."""
+    for job_id, options in asked.items():
+        await conn.execute(
+            jobs.update()
+            .where(jobs.c.id == job_id, jobs.c.status.in_(FINAL_STATUSES))
+            .values(options=options.to_json())
+        )
 
 
 async def _restart(

@@ -78,6 +78,7 @@ jobs = sa.Table(
     sa.Column("unchanged", sa.Boolean()),  # the last run got 304 Not Modified
     sa.Column("render", sa.String(8)),  # never | auto | always; NULL means never
     sa.Column("render_options", JSONType),  # RenderRequest.to_json(); NULL means the defaults
+    sa.Column("options", JSONType),  # ScrapeOptions.to_json(); NULL means the defaults (0011)
     # A crawl's page: its crawl, and its link hops from the crawl's start (migration 0004).
     sa.Column("crawl_id", sa.Uuid()),
     sa.Column("depth", sa.Integer()),

@@ -25,14 +25,15 @@ from taskcrawler.domain import (
 from taskcrawler.domain.pages import FetchedPage
 from taskcrawler.domain.storable import storable_outcome
 from taskcrawler.domain.transitions import RetryPolicy, Transition, decide, refused
+from taskcrawler.extract.pdf import UnreadablePdf
 from taskcrawler.fetch import Fetcher
 from taskcrawler.observability import WorkerMetrics, bind_job, log_transition
 from taskcrawler.queue import JobQueue
 from taskcrawler.storage.ports import WorkRepository
 from taskcrawler.worker.chunking import PageChunker, with_chunks
-from taskcrawler.worker.content import extracted_formats, page_content
+from taskcrawler.worker.content import content_choice, extracted_formats, page_content
 from taskcrawler.worker.crawling import CrawlPages, publish_pages
-from taskcrawler.worker.parsing import PageParser, ParseTimeout
+from taskcrawler.worker.parsing import PageParser, ParseCrashed, ParseTimeout
 from taskcrawler.worker.rendering import NO_BROWSER, RenderStep
 from taskcrawler.worker.sweeper import SweepConfig, Sweeper
 
@@ -277,7 +278,9 @@ class Worker:
         rendered = None
         try:
             with self.metrics.fetch_seconds.time():
-                page = await self.fetcher.fetch(job.url, headers=_conditional_headers(job))
+                page = await self.fetcher.fetch(
+                    job.url, headers=_conditional_headers(job), options=job.options
+                )
             if page.status != 304:
                 rendered = await self.rendering.prepare(job, page)
         except FetchError as exc:
@@ -313,12 +316,20 @@ class Worker:
                 url=page.final_url,
                 charset=page.charset,
                 formats=extracted_formats(job.parse_formats),
+                content_type=page.content_type,
+                choice=content_choice(job.options),
+                max_pages=job.options.max_pages,
             )
         except ParseTimeout as exc:
             # Permanent: the same page would overrun again. Logged without a traceback, it is
             # the page's doing, not ours.
             log.warning("parse timeout for %s: %s", job.url, exc)
             return _unparsed(job, page, ErrorCode.PARSE_TIMEOUT, str(exc))
+        except ParseCrashed as exc:
+            log.warning("parse crashed for %s: %s", job.url, exc)
+            return _unparsed(job, page, ErrorCode.PARSE_CRASHED, str(exc))
+        except UnreadablePdf as exc:
+            return _unparsed(job, page, ErrorCode.UNREADABLE_DOCUMENT, str(exc))
         except Exception as exc:
             log.exception("extraction failed for %s", job.url)
             return _unparsed(job, page, ErrorCode.EXTRACTION, f"{type(exc).__name__}: {exc}")

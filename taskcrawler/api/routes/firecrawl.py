@@ -61,6 +61,7 @@ from taskcrawler.service.firecrawl import (
     ScreenshotURL,
     Unsupported,
     page_options,
+    scrape_options,
 )
 
 router = APIRouter(tags=["firecrawl"])
@@ -91,12 +92,29 @@ Cursor = Annotated[str | None, Query(max_length=200)]
 PageSize = Annotated[int, Query(ge=1, le=CRAWL_PAGE, description="Documents per page.")]
 
 
-def _page(options: FirecrawlScrapeOptions | None, where: str = "") -> PageOptions:
-    """The formats and ``waitFor`` of ``options``; a refusal names the field from ``where``."""
+def _page(
+    options: FirecrawlScrapeOptions | None, where: str = "", delay: float | None = None
+) -> PageOptions:
+    """The formats, ``waitFor`` and page options of ``options``; a refusal names the field
+    from ``where``."""
     if options is None:
-        return page_options(["markdown"])
+        options = FirecrawlScrapeOptions()
+    location = options.location
     try:
-        return page_options(options.formats or ["markdown"], options.waitFor)
+        chosen = scrape_options(
+            only_main_content=options.onlyMainContent,
+            include_tags=options.includeTags,
+            exclude_tags=options.excludeTags,
+            headers=options.headers,
+            skip_tls_verification=options.skipTlsVerification,
+            country=location.country if location else None,
+            languages=location.languages if location else None,
+            remove_base64_images=options.removeBase64Images,
+            block_ads=options.blockAds,
+            parsers=options.parsers,
+            delay=delay,
+        )
+        return page_options(options.formats or ["markdown"], options.waitFor, chosen)
     except Unsupported as exc:
         raise Unsupported(f"{where}{exc}") from None
 
@@ -222,7 +240,7 @@ def _register(version: str) -> None:
         crawl_id = await services.firecrawl.start_crawl(
             caller,
             body.url,
-            _page(body.scrapeOptions, "scrapeOptions."),
+            _page(body.scrapeOptions, "scrapeOptions.", delay=body.delay),
             limit=body.limit,
             max_depth=body.max_depth(),
             include_paths=body.includePaths,
@@ -245,7 +263,7 @@ def _register(version: str) -> None:
                     id=str(crawl.id),
                     teamId=crawl.owner or "anonymous",
                     url=crawl.url,
-                    options=crawl.spec.to_dict(),
+                    options=crawl.spec.public_dict(),
                 )
                 for crawl in crawls
             ]
