@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from taskcrawler.fetch import Fetcher, HostLimiter
     from taskcrawler.observability import WorkerMetrics
     from taskcrawler.worker import Worker
+    from taskcrawler.worker.firecrawl_hooks import HookAnnouncer
     from taskcrawler.worker.monitoring import MonitorScheduler
     from taskcrawler.worker.parsing import PageParser
     from taskcrawler.worker.process import WorkerProcess
@@ -181,6 +182,7 @@ def api_services(
             mapper,
             storage.batches,
             crawls,
+            storage.firecrawl_hooks,
             max_wait_seconds=runtime.settings.scrape_max_wait_seconds,
             worker_concurrency=runtime.settings.worker_concurrency,
         ),
@@ -356,6 +358,13 @@ def webhook_dispatcher(runtime: Runtime) -> WebhookDispatcher:
     from taskcrawler.worker.webhooks import WebhookDispatcher
 
     return WebhookDispatcher(runtime.settings, runtime.storage.webhooks)
+
+
+def hook_announcer(runtime: Runtime) -> HookAnnouncer:
+    """Announces Firecrawl crawls' and batch scrapes' events to their webhooks."""
+    from taskcrawler.worker.firecrawl_hooks import HookAnnouncer
+
+    return HookAnnouncer(runtime.storage.firecrawl_hooks, runtime.storage.content)
 
 
 # --- serve: the API with its worker in a child process ------------------------------------------

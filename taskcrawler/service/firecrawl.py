@@ -13,11 +13,14 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
-from uuid import UUID
+from uuid import UUID, uuid4
+
+import orjson
 
 from taskcrawler.domain import JobStatus
 from taskcrawler.domain.crawls import Crawl, CrawlStatus, InvalidCrawlSpec
-from taskcrawler.domain.errors import Conflict, ErrorCode, NotFound
+from taskcrawler.domain.errors import Conflict, ErrorCode, InvalidURL, NotFound
+from taskcrawler.domain.firecrawl_hooks import HOOK_EVENTS, FirecrawlHook, HookEvent, HookKind
 from taskcrawler.domain.jobs import Job, JobQuery, QueueCounts
 from taskcrawler.domain.keys import Caller
 from taskcrawler.domain.rendering import (
@@ -26,12 +29,22 @@ from taskcrawler.domain.rendering import (
     RenderRequest,
     check_viewport,
 )
-from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS, InvalidOption, ScrapeOptions
+from taskcrawler.domain.scrape_options import (
+    DEFAULT_OPTIONS,
+    InvalidOption,
+    ScrapeOptions,
+    check_headers,
+)
+from taskcrawler.domain.urls import validate_url
 from taskcrawler.service.content import ContentService
 from taskcrawler.service.crawls import CrawlService
 from taskcrawler.service.jobs import JobOptions, JobService
 from taskcrawler.service.mapping import MapService
-from taskcrawler.storage.ports import BatchRepository
+from taskcrawler.storage.ports import (
+    BatchRepository,
+    ContentRepository,
+    FirecrawlHookRepository,
+)
 
 #: Firecrawl's formats and the TaskCrawler formats that make them.
 FORMATS: Mapping[str, str] = {
@@ -42,6 +55,8 @@ FORMATS: Mapping[str, str] = {
     "images": "images",
     "screenshot": SCREENSHOT,
 }
+#: What the ``pdf`` parser takes: ``mode`` fast or auto (its text), false ``pages``/``blocks``.
+_PDF_PARSER_FIELDS = frozenset({"type", "maxPages", "mode", "pages", "blocks"})
 #: Our fields, as Firecrawl names them in errors.
 _OPTION_FIELDS = {
     "only_main_content": "onlyMainContent",
@@ -89,6 +104,45 @@ _CRAWL_STATUS: Mapping[CrawlStatus, Literal["scraping", "completed", "cancelled"
     CrawlStatus.COMPLETED: "completed",
     CrawlStatus.CANCELLED: "cancelled",
 }
+
+
+#: A webhook's metadata, as JSON, at most (it is sent back in every event).
+MAX_WEBHOOK_METADATA_BYTES = 16 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookSpec:
+    """Firecrawl's ``webhook`` of a crawl or batch scrape, checked."""
+
+    url: str
+    headers: tuple[tuple[str, str], ...] = ()
+    metadata: Mapping[str, Any] | None = None
+    events: tuple[HookEvent, ...] = HOOK_EVENTS
+
+
+def webhook_spec(
+    url: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    events: list[str] | None = None,
+) -> WebhookSpec:
+    """Firecrawl's ``webhook`` (a URL, or ``{url, headers, metadata, events}``);
+    :class:`Unsupported` names what is wrong with it."""
+    try:
+        checked = validate_url(url)
+    except InvalidURL as exc:
+        raise Unsupported(f"webhook.url: {exc}") from None
+    try:
+        sent = check_headers(headers or {}, "webhook.headers")
+    except InvalidOption as exc:
+        raise Unsupported(str(exc)) from None
+    if metadata is not None and len(orjson.dumps(metadata)) > MAX_WEBHOOK_METADATA_BYTES:
+        raise Unsupported(f"webhook.metadata: at most {MAX_WEBHOOK_METADATA_BYTES:,} bytes of JSON")
+    wanted = tuple(event for event in HOOK_EVENTS if events is None or event in events)
+    if not wanted:
+        raise Unsupported("webhook.events: name at least one of " + ", ".join(HOOK_EVENTS))
+    return WebhookSpec(checked, sent, metadata, wanted)
 
 
 class Unsupported(ValueError):
@@ -240,8 +294,13 @@ def _parsers(parsers: list[Any] | None) -> tuple[bool, int | None]:
         if kind != "pdf":
             raise Unsupported(f'{where}: TaskCrawler parses PDFs only ("pdf"), not {kind!r}')
         if isinstance(parser, Mapping):
-            if unknown := sorted(set(parser) - {"type", "maxPages"}):
+            if unknown := sorted(set(parser) - _PDF_PARSER_FIELDS):
                 raise Unsupported(f"{where}.{unknown[0]}: not an option of the pdf parser")
+            if parser.get("mode") not in (None, "fast", "auto"):
+                raise Unsupported(f"{where}.mode: TaskCrawler reads a PDF's text (no OCR)")
+            for asked in ("pages", "blocks"):
+                if parser.get(asked):
+                    raise Unsupported(f"{where}.{asked}: not supported by TaskCrawler")
             pages = parser.get("maxPages")
             if pages is not None and (isinstance(pages, bool) or not isinstance(pages, int)):
                 raise Unsupported(f"{where}.maxPages: must be a whole number of pages")
@@ -332,6 +391,7 @@ class FirecrawlService:
         mapper: MapService,
         batches: BatchRepository,
         crawls: CrawlService,
+        hooks: FirecrawlHookRepository,
         *,
         max_wait_seconds: float = MAX_TIMEOUT_MS / 1000,
         worker_concurrency: int = 100,
@@ -345,12 +405,21 @@ class FirecrawlService:
         self.mapper = mapper
         self.batches = batches
         self.crawls = crawls
+        self.hooks = hooks
 
     async def start_crawl(
-        self, caller: Caller, url: str, page: PageOptions, **options: Any
+        self,
+        caller: Caller,
+        url: str,
+        page: PageOptions,
+        *,
+        webhook: WebhookSpec | None = None,
+        api_url: str = "",
+        **options: Any,
     ) -> UUID:
         """Start a crawl whose pages give ``page``'s formats, rendered as it asks; ``options``
-        are :meth:`CrawlService.spec`'s. A bad option is refused naming Firecrawl's field."""
+        are :meth:`CrawlService.spec`'s. A bad option is refused naming Firecrawl's field.
+        ``webhook``: told of the crawl's events (``api_url``: where this API is reached)."""
         render, render_options = page.render()
         try:
             spec = self.crawls.spec(
@@ -367,7 +436,25 @@ class FirecrawlService:
                 field = field.replace(ours, theirs, 1) if field.startswith(ours) else field
             raise Unsupported(f"{field}: {exc.message}") from None
         crawl = await self.crawls.start(caller, spec)
+        if webhook is not None:
+            await self._hook(caller, "crawl", crawl.id, webhook, api_url)
         return crawl.id
+
+    async def _hook(
+        self, caller: Caller, kind: HookKind, target: UUID, webhook: WebhookSpec, api_url: str
+    ) -> None:
+        hook = FirecrawlHook(
+            id=uuid4(),
+            owner=caller.owner,
+            kind=kind,
+            target_id=target,
+            url=webhook.url,
+            events=webhook.events,
+            headers=webhook.headers,
+            metadata=webhook.metadata,
+            api_url=api_url,
+        )
+        await self.hooks.create(hook)
 
     async def cancel_crawl(self, caller: Caller, crawl_id: UUID) -> None:
         """Cancel a running crawl; :class:`Conflict` (Firecrawl's 409) for a completed one."""
@@ -429,11 +516,22 @@ class FirecrawlService:
         return key_limit or self.jobs.policy.max_pending_jobs or self.worker_concurrency
 
     async def start_batch(
-        self, caller: Caller, urls: list[str], page: PageOptions, max_age_ms: int | None
+        self,
+        caller: Caller,
+        urls: list[str],
+        page: PageOptions,
+        max_age_ms: int | None,
+        *,
+        webhook: WebhookSpec | None = None,
+        api_url: str = "",
     ) -> UUID:
-        """Submit every URL (one job each, deduplicated as ever) and keep them as a batch."""
+        """Submit every URL (one job each, deduplicated as ever) and keep them as a batch;
+        ``webhook`` is told of its events."""
         created = await self.jobs.submit_batch(caller, urls, page.job_options(max_age_ms))
-        return await self.batches.create(caller.owner, [c.job.id for c in created])
+        batch_id = await self.batches.create(caller.owner, [c.job.id for c in created])
+        if webhook is not None:
+            await self._hook(caller, "batch_scrape", batch_id, webhook, api_url)
+        return batch_id
 
     async def batch_status(
         self, caller: Caller, batch_id: UUID, screenshot_url: ScreenshotURL, *, skip: int
@@ -496,33 +594,43 @@ class FirecrawlService:
     async def document(
         self, caller: Caller, job: Job, formats: tuple[str, ...], screenshot_url: ScreenshotURL
     ) -> dict[str, Any]:
-        """The Firecrawl document of a finished job."""
-        doc: dict[str, Any] = {}
-        completed = job.status is JobStatus.COMPLETED
-        for name in formats:
-            if name == "screenshot":
-                doc |= _screenshot(job, screenshot_url) if completed else {}
-            elif name == "images":
-                listed = await self.content.text(caller, job.id, "images") if completed else ""
-                doc["images"] = [url for url in (listed or "").split("\n") if url]
-            elif name == "links":
-                links = (
-                    await self.content.links_of(caller, job.id, after=0, limit=MAX_LINKS)
-                    if completed
-                    else []
-                )
-                doc["links"] = list(dict.fromkeys(link.url for link in links))
-            else:
-                doc[name] = (
-                    await self.content.text(caller, job.id, FORMATS[name]) if completed else ""
-                )
-        doc["metadata"] = _metadata(job)
-        return doc
+        """The Firecrawl document of one of the caller's finished jobs (read for the caller)."""
+        return await firecrawl_document(self.content.content, job, formats, screenshot_url)
 
     async def map(self, caller: Caller, url: str, **options: Any) -> list[str]:
         request = self.mapper.request(url, **options)
         result = await self.mapper.map(request)
         return result.links
+
+
+async def firecrawl_document(
+    content: ContentRepository,
+    job: Job,
+    formats: tuple[str, ...],
+    screenshot_url: ScreenshotURL,
+) -> dict[str, Any]:
+    """The Firecrawl document of a finished job: the formats asked for (Firecrawl's names),
+    and its metadata. Every format of a job that did not complete is empty."""
+    doc: dict[str, Any] = {}
+    completed = job.status is JobStatus.COMPLETED
+    for name in formats:
+        if name == "screenshot":
+            doc |= _screenshot(job, screenshot_url) if completed else {}
+        elif name == "links":
+            links = await content.links_of(job.id, limit=MAX_LINKS) if completed else []
+            doc["links"] = list(dict.fromkeys(link.url for link in links))
+        elif name == "images":
+            listed = await content.text(job.id, "images") if completed else None
+            doc["images"] = [url for url in (listed or "").split("\n") if url]
+        else:
+            doc[name] = (await content.text(job.id, FORMATS[name]) or "") if completed else ""
+    doc["metadata"] = _metadata(job)
+    return doc
+
+
+def their_formats(job: Job) -> tuple[str, ...]:
+    """The Firecrawl formats a job's own formats give."""
+    return _their_formats(job)
 
 
 def _errors_of(failed: list[Job]) -> CrawlErrors:

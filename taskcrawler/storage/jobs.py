@@ -125,12 +125,14 @@ class JobStore:
             job = existing.get(key)
             if job is None or not job.status.is_final:
                 continue
-            if not request.options.same_page_as(job.options):
-                # The page is asked for with other headers, selectors, languages …: what the
-                # job holds is not what this request asks for, so it runs again with them.
-                stale[job.id], asked[job.id] = key, request.options
-            elif _older_than(job, request.max_age, now):
+            if not request.options.same_page_as(job.options) or _older_than(
+                job, request.max_age, now
+            ):
+                # Asked for with other headers, selectors, languages …, or too old: the job
+                # runs again, with the options of the request that asked.
                 stale[job.id] = key
+                if request.options != job.options:
+                    asked[job.id] = request.options
         if not stale:
             return {}
         await _set_options(conn, asked)

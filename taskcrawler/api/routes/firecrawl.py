@@ -25,6 +25,7 @@ from taskcrawler.api.inputs import (
     FirecrawlMapIn,
     FirecrawlScrapeIn,
     FirecrawlScrapeOptions,
+    FirecrawlWebhook,
 )
 from taskcrawler.api.schemas import (
     FirecrawlActiveCrawl,
@@ -60,8 +61,10 @@ from taskcrawler.service.firecrawl import (
     ScrapeSpec,
     ScreenshotURL,
     Unsupported,
+    WebhookSpec,
     page_options,
     scrape_options,
+    webhook_spec,
 )
 
 router = APIRouter(tags=["firecrawl"])
@@ -117,6 +120,20 @@ def _page(
         return page_options(options.formats or ["markdown"], options.waitFor, chosen)
     except Unsupported as exc:
         raise Unsupported(f"{where}{exc}") from None
+
+
+def _webhook(webhook: FirecrawlWebhook | str | None) -> WebhookSpec | None:
+    """Firecrawl's ``webhook``: a URL, or ``{url, headers, metadata, events}``."""
+    if webhook is None:
+        return None
+    if isinstance(webhook, str):
+        return webhook_spec(webhook)
+    return webhook_spec(
+        webhook.url,
+        headers=webhook.headers,
+        metadata=webhook.metadata,
+        events=list(webhook.events) if webhook.events is not None else None,
+    )
 
 
 def _screenshot_url(request: Request) -> ScreenshotURL:
@@ -206,7 +223,14 @@ def _register(version: str) -> None:
         invalid = [url for url in body.urls if url not in set(valid)]
         if not valid:
             raise Unsupported("urls: none of them can be scraped")
-        batch_id = await services.firecrawl.start_batch(caller, valid, _page(body), body.maxAge)
+        batch_id = await services.firecrawl.start_batch(
+            caller,
+            valid,
+            _page(body),
+            body.maxAge,
+            webhook=_webhook(body.webhook),
+            api_url=str(request.base_url),
+        )
         return FirecrawlBatchStarted(
             id=str(batch_id),
             url=f"{request.base_url}{version}/batch/scrape/{batch_id}",
@@ -241,6 +265,8 @@ def _register(version: str) -> None:
             caller,
             body.url,
             _page(body.scrapeOptions, "scrapeOptions.", delay=body.delay),
+            webhook=_webhook(body.webhook),
+            api_url=str(request.base_url),
             limit=body.limit,
             max_depth=body.max_depth(),
             include_paths=body.includePaths,

@@ -1,8 +1,13 @@
-"""scrape options: what a job asks of its page beyond its formats
+"""scrape options: what a job asks of its page beyond its formats; Firecrawl's webhooks
 
 Request headers, TLS, languages, what the Markdown holds (main content or the whole page, CSS
 selectors), PDFs (``domain.scrape_options.ScrapeOptions.to_json``; NULL: the defaults). A
 crawl's pages copy them from its spec, as they copy its render options.
+
+A Firecrawl crawl or batch scrape with a ``webhook`` has a ``firecrawl_hooks`` row: the worker
+announces its events from it, each page once per finish (``firecrawl_hook_pages``), through the
+webhook outbox, whose deliveries may now carry Firecrawl's signature (``style``) and the
+receiver's own headers.
 
 Revision ID: 0011
 Revises: 0010
@@ -14,7 +19,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-from taskcrawler.storage.tables import JSONType
+from taskcrawler.storage.tables import JSONType, UTCDateTime
 
 revision: str = "0011"
 down_revision: str | None = "0010"
@@ -25,8 +30,51 @@ depends_on: str | Sequence[str] | None = None
 def upgrade() -> None:
     with op.batch_alter_table("jobs") as batch:
         batch.add_column(sa.Column("options", JSONType))
+    with op.batch_alter_table("webhook_deliveries") as batch:
+        batch.add_column(sa.Column("style", sa.String(16)))
+        batch.add_column(sa.Column("headers", JSONType))
+    op.create_table(
+        "firecrawl_hooks",
+        sa.Column("id", sa.Uuid(), primary_key=True),
+        sa.Column("owner", sa.String(64), nullable=False, server_default=""),
+        sa.Column("kind", sa.String(16), nullable=False),
+        sa.Column("target_id", sa.Uuid(), nullable=False),
+        sa.Column("url", sa.Text(), nullable=False),
+        sa.Column("headers", JSONType),
+        sa.Column("metadata", JSONType),
+        sa.Column("events", JSONType, nullable=False),
+        sa.Column("api_url", sa.Text(), nullable=False),
+        sa.Column("started", sa.Boolean(), nullable=False, server_default=sa.false()),
+        sa.Column("finished_at", UTCDateTime()),
+        sa.Column("reading_until", UTCDateTime()),
+        sa.Column("created_at", UTCDateTime(), nullable=False),
+    )
+    op.create_index(
+        "ix_firecrawl_hooks_open",
+        "firecrawl_hooks",
+        ["created_at"],
+        postgresql_where=sa.text("finished_at IS NULL"),
+        sqlite_where=sa.text("finished_at IS NULL"),
+    )
+    op.create_table(
+        "firecrawl_hook_pages",
+        sa.Column(
+            "hook_id",
+            sa.Uuid(),
+            sa.ForeignKey("firecrawl_hooks.id", ondelete="CASCADE"),
+            primary_key=True,
+        ),
+        sa.Column("job_id", sa.Uuid(), primary_key=True),
+        sa.Column("seq", sa.BigInteger(), primary_key=True),
+    )
 
 
 def downgrade() -> None:
+    op.drop_table("firecrawl_hook_pages")
+    op.drop_index("ix_firecrawl_hooks_open", table_name="firecrawl_hooks")
+    op.drop_table("firecrawl_hooks")
+    with op.batch_alter_table("webhook_deliveries") as batch:
+        batch.drop_column("headers")
+        batch.drop_column("style")
     with op.batch_alter_table("jobs") as batch:
         batch.drop_column("options")
