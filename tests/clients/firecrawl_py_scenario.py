@@ -4,8 +4,8 @@ be tried, each from its own directory on PYTHONPATH):
 
     python firecrawl_py_scenario.py CONFIG_JSON
 
-CONFIG_JSON has ``api_url``, ``site`` (the local site's base URL), ``away`` (the same site under
-another host name), ``tls`` (its HTTPS base URL) and ``hook`` (a webhook receiver's URL). Prints
+CONFIG_JSON has ``api_url``, ``site`` (the local site's base URL), ``tls`` (its HTTPS base URL)
+and ``hook`` (a webhook receiver's URL). Prints
 one JSON object: what each call returned (the fields the test reads) or the error it raised.
 """
 
@@ -50,7 +50,7 @@ def run(results: dict[str, Any], name: str, call: Callable[[], Any]) -> None:
 
 def main() -> None:
     config = json.loads(sys.argv[1])
-    site, away, tls, hook = config["site"], config["away"], config["tls"], config["hook"]
+    site, tls, hook = config["site"], config["tls"], config["hook"]
     # Firecrawl's docs use a placeholder key; TaskCrawler without keys takes it as anonymous.
     fc = Firecrawl(api_key="fc-YOUR-API-KEY", api_url=config["api_url"])
     out: dict[str, Any] = {"version": firecrawl.__version__}

@@ -97,7 +97,6 @@ def _config(served: ServedApp, site: FirecrawlSite, receiver: Receiver) -> dict[
     return {
         "api_url": served.base_url,
         "site": site.url(""),
-        "away": site.url("", host="localhost"),
         "tls": site.tls_url(""),
         "hook": receiver.url("x").rsplit("/", 1)[0],
     }

@@ -21,7 +21,10 @@ from aiohttp import web
 
 from tests.support.pdfs import pdf_document
 
-PIXEL = "data:image/png;base64,iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgAAAAAgAB4iG8MwAAAABJRU5ErkJggg=="
+PIXEL = (
+    "data:image/png;base64,"
+    "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGNgAAAAAgAB4iG8MwAAAABJRU5ErkJggg=="
+)
 PDF_TITLE = "Quarterly Figures"
 PDF_PAGES = [
     ["Revenue grew by ten percent in the quarter.", "Costs stayed flat."],
