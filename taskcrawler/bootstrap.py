@@ -183,6 +183,7 @@ def api_services(
             storage.batches,
             crawls,
             storage.firecrawl_hooks,
+            storage.tracking,
             max_wait_seconds=runtime.settings.scrape_max_wait_seconds,
             worker_concurrency=runtime.settings.worker_concurrency,
         ),

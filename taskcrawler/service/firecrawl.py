@@ -18,6 +18,12 @@ from uuid import UUID, uuid4
 import orjson
 
 from taskcrawler.domain import JobStatus
+from taskcrawler.domain.change_tracking import (
+    InvalidTracking,
+    TrackingRequest,
+    change_tracking,
+    tracking_request,
+)
 from taskcrawler.domain.crawls import Crawl, CrawlStatus, InvalidCrawlSpec
 from taskcrawler.domain.errors import Conflict, ErrorCode, InvalidURL, NotFound
 from taskcrawler.domain.firecrawl_hooks import HOOK_EVENTS, FirecrawlHook, HookEvent, HookKind
@@ -29,6 +35,7 @@ from taskcrawler.domain.rendering import (
     RenderRequest,
     check_viewport,
 )
+from taskcrawler.domain.runs import RunContent
 from taskcrawler.domain.scrape_options import (
     DEFAULT_OPTIONS,
     InvalidOption,
@@ -44,6 +51,7 @@ from taskcrawler.storage.ports import (
     BatchRepository,
     ContentRepository,
     FirecrawlHookRepository,
+    TrackingRepository,
 )
 
 #: Firecrawl's formats and the TaskCrawler formats that make them.
@@ -73,7 +81,7 @@ SCREENSHOTS = frozenset({"screenshot", "screenshot@fullPage"})
 #: The options of v2's ``{"type": "screenshot", …}`` format that TaskCrawler takes.
 _SCREENSHOT_FIELDS = frozenset({"type", "fullPage", "viewport", "quality"})
 UNSUPPORTED_FORMATS = frozenset(
-    {"json", "extract", "summary", "changeTracking", "branding", "attributes", "content"}
+    {"json", "extract", "summary", "branding", "attributes", "content"}
 )  # fmt: skip
 #: Firecrawl's default wait for a scrape (its ``timeout``), in milliseconds.
 DEFAULT_TIMEOUT_MS = 30_000
@@ -179,6 +187,8 @@ class PageOptions:
     screenshot: ScreenshotSpec | None = None
     wait_for_ms: int | None = None
     options: ScrapeOptions = DEFAULT_OPTIONS
+    #: ``changeTracking``: the document compared with this key's previous scrape of the page.
+    tracking: TrackingRequest | None = None
 
     def render(self) -> tuple[str, RenderRequest | None]:
         """The render mode and options of the pages' jobs. A screenshot or a wait needs the
@@ -220,16 +230,29 @@ class ScrapeSpec:
 
 
 def page_options(
-    requested: list[Any], wait_for_ms: int | None = None, options: ScrapeOptions = DEFAULT_OPTIONS
+    requested: list[Any],
+    wait_for_ms: int | None = None,
+    options: ScrapeOptions = DEFAULT_OPTIONS,
+    tracking_options: Mapping[str, Any] | None = None,
 ) -> PageOptions:
-    """Firecrawl's ``formats`` (strings, or ``{"type": …}`` objects in v2) and ``waitFor``,
-    checked."""
+    """Firecrawl's ``formats`` (strings, or ``{"type": …}`` objects in v2), ``waitFor`` and
+    v1's ``changeTrackingOptions``, checked."""
     names: list[str] = []
     screenshot: ScreenshotSpec | None = None
+    tracking: TrackingRequest | None = None
     for index, item in enumerate(requested):
         name = item.get("type") if isinstance(item, Mapping) else item
         if not isinstance(name, str):
             raise Unsupported(f"formats[{index}]: not a format")
+        if name == "changeTracking":
+            asked = item if isinstance(item, Mapping) else (tracking_options or {})
+            where = f"formats[{index}]" if isinstance(item, Mapping) else "changeTrackingOptions"
+            try:
+                tracking = tracking_request(asked, where)
+            except InvalidTracking as exc:
+                raise Unsupported(str(exc)) from None
+            names.append("markdown")  # what is compared
+            continue
         if name in SCREENSHOTS:
             if screenshot is not None:
                 raise Unsupported(f"formats[{index}]: one screenshot per request")
@@ -240,8 +263,10 @@ def page_options(
         elif name not in FORMATS:
             raise Unsupported(f"formats[{index}]: unknown format {name!r}")
         names.append(name)
+    if tracking_options is not None and tracking is None:
+        raise Unsupported("changeTrackingOptions: needs changeTracking in formats")
     formats = tuple(dict.fromkeys(names)) or ("markdown",)
-    return PageOptions(formats, screenshot, wait_for_ms or None, options)
+    return PageOptions(formats, screenshot, wait_for_ms or None, options, tracking)
 
 
 def scrape_options(
@@ -392,6 +417,7 @@ class FirecrawlService:
         batches: BatchRepository,
         crawls: CrawlService,
         hooks: FirecrawlHookRepository,
+        tracking: TrackingRepository,
         *,
         max_wait_seconds: float = MAX_TIMEOUT_MS / 1000,
         worker_concurrency: int = 100,
@@ -406,6 +432,7 @@ class FirecrawlService:
         self.batches = batches
         self.crawls = crawls
         self.hooks = hooks
+        self.tracking = tracking
 
     async def start_crawl(
         self,
@@ -575,7 +602,29 @@ class FirecrawlService:
                 f"formats: this URL's job was made without {', '.join(sorted(missing))}, and "
                 "TaskCrawler keeps one job per URL and key, with its first formats"
             )
-        return await self.document(caller, job, spec.page.formats, screenshot_url)
+        document = await self.document(caller, job, spec.page.formats, screenshot_url)
+        if spec.page.tracking is not None:
+            document["changeTracking"] = await self._tracked(job, spec.page.tracking)
+        return document
+
+    async def _tracked(self, job: Job, request: TrackingRequest) -> dict[str, Any]:
+        """The job's run against its previous one that was kept, then this run kept for the
+        next (the run history monitors keep). The diff is computed off the event loop."""
+        markdown = (await self.content.content.text(job.id, "markdown")) or ""
+        previous = await self.tracking.previous(job.id, job.run_count)
+        tracked: dict[str, Any] = await asyncio.to_thread(
+            change_tracking, request, previous, markdown, job.http_status
+        )
+        if job.finished_at is not None:
+            await self.tracking.keep(
+                job.id,
+                job.run_count,
+                fetched_at=job.finished_at,
+                http_status=job.http_status,
+                status=job.status.value,
+                content=RunContent(markdown, ""),
+            )
+        return tracked
 
     async def _finished(self, caller: Caller, job: Job, within: float) -> Job:
         deadline = time.monotonic() + within

@@ -31,9 +31,11 @@ from taskcrawler.storage.ports import (
     JobRepository,
     KeyRepository,
     MonitorRepository,
+    TrackingRepository,
     WebhookRepository,
     WorkRepository,
 )
+from taskcrawler.storage.tracking import TrackingStore
 from taskcrawler.storage.webhooks import WebhookStore
 from taskcrawler.storage.work import WorkStore
 
@@ -55,6 +57,7 @@ class Storage:
     exports: ExportRepository
     batches: BatchRepository
     firecrawl_hooks: FirecrawlHookRepository
+    tracking: TrackingRepository
 
     @classmethod
     def on(cls, db: Database) -> Storage:
@@ -72,6 +75,7 @@ class Storage:
             exports=ExportStore(db),
             batches=BatchStore(db),
             firecrawl_hooks=FirecrawlHookStore(db),
+            tracking=TrackingStore(db),
         )
 
     async def close(self) -> None:

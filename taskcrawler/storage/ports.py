@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Protocol, Self
 from uuid import UUID
 
+from taskcrawler.domain.change_tracking import Previous
 from taskcrawler.domain.chunks import PageChunks, SearchHit, SearchQuery, StoredChunk
 from taskcrawler.domain.crawls import Crawl, CrawlSpec
 from taskcrawler.domain.exports import ArchivedResponse, ExportPosition
@@ -408,3 +409,20 @@ class FirecrawlHookRepository(Protocol):
     async def first_job(self, hook: FirecrawlHook) -> UUID | None: ...
 
     async def record(self, hook: FirecrawlHook, announcement: Announcement) -> bool: ...
+
+
+class TrackingRepository(Protocol):
+    """The run history Firecrawl's changeTracking compares a scrape with."""
+
+    async def previous(self, job_id: UUID, before_run: int) -> Previous | None: ...
+
+    async def keep(
+        self,
+        job_id: UUID,
+        run: int,
+        *,
+        fetched_at: datetime,
+        http_status: int | None,
+        status: str,
+        content: RunContent,
+    ) -> None: ...

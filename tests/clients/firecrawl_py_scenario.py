@@ -117,6 +117,11 @@ def main() -> None:
         "scrape_pdf_one_page",
         lambda: _doc(fc.scrape(f"{site}/doc.pdf", parsers=[PDFParser(max_pages=1)], max_age=0)),
     )
+    tracked = ["markdown", {"type": "changeTracking", "modes": ["git-diff"]}]
+    for page in ("tick", "static", "once"):
+        url = f"{site}/changing/{page}-{firecrawl.__version__}"
+        run(out, f"track_{page}_1", lambda url=url: _doc(fc.scrape(url, formats=tracked)))
+        run(out, f"track_{page}_2", lambda url=url: _doc(fc.scrape(url, formats=tracked)))
     run(out, "scrape_block_ads", lambda: _doc(fc.scrape(f"{site}/article", block_ads=True)))
     run(
         out,

@@ -156,6 +156,18 @@ async def test_firecrawl_py_with_its_defaults_and_its_options(
 
     assert "River bridge repairs" in out["scrape_block_ads"]["markdown"]
 
+    # changeTracking: this key's previous scrape of the page, from the run history.
+    for page, second in [("tick", "changed"), ("static", "same"), ("once", "removed")]:
+        first_seen = out[f"track_{page}_1"]["change_tracking"]
+        assert first_seen["changeStatus"] == "new" and first_seen["previousScrapeAt"] is None
+        again = out[f"track_{page}_2"]["change_tracking"]
+        assert again["changeStatus"] == second and again["previousScrapeAt"], (page, again)
+    diff = out["track_tick_2"]["change_tracking"]["diff"]
+    assert "-This page is at version 1" in diff["text"] and "+This page is at version 2" in (
+        diff["text"]
+    )
+    assert diff["json"]["files"][0]["chunks"], diff
+
     crawl = out["crawl"]
     assert crawl["status"] == "completed" and crawl["completed"] == 5, crawl
     assert all("crawled page number" in doc["markdown"] for doc in crawl["documents"])

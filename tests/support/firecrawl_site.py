@@ -162,10 +162,16 @@ class FirecrawlSite:
         return web.Response(body=b"%PDF-1.4 this is not a PDF", content_type="application/pdf")
 
     async def _changing(self, request: web.Request) -> web.Response:
+        """``tick-…`` changes on every request, ``once-…`` is gone after the first, any other
+        name stays the same."""
         name = request.match_info["name"]
         if name in self.gone:
             raise web.HTTPNotFound()
         version = self.versions.get(name, 1)
+        if name.startswith("tick-"):
+            self.versions[name] = version + 1
+        elif name.startswith("once-"):
+            self.gone.add(name)
         page = (
             f"<!doctype html><title>Changing</title><body><article><h1>Changing</h1>"
             f"<p>This page is at version {version} of its text, which is long enough.</p>"

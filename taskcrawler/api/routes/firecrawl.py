@@ -117,7 +117,12 @@ def _page(
             parsers=options.parsers,
             delay=delay,
         )
-        return page_options(options.formats or ["markdown"], options.waitFor, chosen)
+        return page_options(
+            options.formats or ["markdown"],
+            options.waitFor,
+            chosen,
+            options.changeTrackingOptions,
+        )
     except Unsupported as exc:
         raise Unsupported(f"{where}{exc}") from None
 
@@ -134,6 +139,22 @@ def _webhook(webhook: FirecrawlWebhook | str | None) -> WebhookSpec | None:
         metadata=webhook.metadata,
         events=list(webhook.events) if webhook.events is not None else None,
     )
+
+
+def _max_age_ms(asked: int | None, version: str, *, tracked: bool) -> int | None:
+    """A scrape's ``maxAge``: 0 when it tracks changes (a change is only seen by scraping
+    again, and the SDKs send a ``maxAge`` of their own by default), else as asked, else the
+    version's default."""
+    if tracked:
+        return 0
+    return asked if asked is not None else DEFAULT_MAX_AGE_MS[version]
+
+
+def _untracked(page: PageOptions, where: str) -> PageOptions:
+    """Batches and crawls do not track changes: refused, naming the field."""
+    if page.tracking is not None:
+        raise Unsupported(f"{where}formats: changeTracking is supported by scrape only")
+    return page
 
 
 def _screenshot_url(request: Request) -> ScreenshotURL:
@@ -188,10 +209,11 @@ def _register(version: str) -> None:
     async def scrape(
         body: FirecrawlScrapeIn, request: Request, services: ServicesDep, caller: CallerDep
     ) -> FirecrawlScrapeOut:
+        page = _page(body)
         spec = ScrapeSpec(
             url=body.url,
-            page=_page(body),
-            max_age_ms=body.maxAge if body.maxAge is not None else DEFAULT_MAX_AGE_MS[version],
+            page=page,
+            max_age_ms=_max_age_ms(body.maxAge, version, tracked=page.tracking is not None),
             timeout_ms=body.timeout or DEFAULT_TIMEOUT_MS,
         )
         document = await services.firecrawl.scrape(caller, spec, _screenshot_url(request))
@@ -226,7 +248,7 @@ def _register(version: str) -> None:
         batch_id = await services.firecrawl.start_batch(
             caller,
             valid,
-            _page(body),
+            _untracked(_page(body), ""),
             body.maxAge,
             webhook=_webhook(body.webhook),
             api_url=str(request.base_url),
@@ -264,7 +286,9 @@ def _register(version: str) -> None:
         crawl_id = await services.firecrawl.start_crawl(
             caller,
             body.url,
-            _page(body.scrapeOptions, "scrapeOptions.", delay=body.delay),
+            _untracked(
+                _page(body.scrapeOptions, "scrapeOptions.", delay=body.delay), "scrapeOptions."
+            ),
             webhook=_webhook(body.webhook),
             api_url=str(request.base_url),
             limit=body.limit,
