@@ -23,6 +23,10 @@ HookEvent = Literal["started", "page", "completed", "failed"]
 HOOK_EVENTS: tuple[HookEvent, ...] = ("started", "page", "completed", "failed")
 #: The delivery style of these webhooks (the outbox's ``style``).
 FIRECRAWL_STYLE = "firecrawl"
+#: The ending event is announced in a pass of its own, after every page's, and sent this long
+#: after it is queued: the pages' POSTs (sent concurrently) go first.
+ENDING_DELAY_SECONDS = 1.0
+ENDINGS: frozenset[HookEvent] = frozenset({"completed", "failed"})
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,7 +21,13 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from taskcrawler.domain.crawls import CrawlStatus
-from taskcrawler.domain.firecrawl_hooks import FIRECRAWL_STYLE, FirecrawlHook, HookEvent
+from taskcrawler.domain.firecrawl_hooks import (
+    ENDING_DELAY_SECONDS,
+    ENDINGS,
+    FIRECRAWL_STYLE,
+    FirecrawlHook,
+    HookEvent,
+)
 from taskcrawler.domain.jobs import Job, JobStatus
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
@@ -226,7 +232,8 @@ async def _queue(
                 "payload": body,
                 "status": "PENDING",
                 "attempts": 0,
-                "next_attempt_at": now,
+                "next_attempt_at": now
+                + timedelta(seconds=ENDING_DELAY_SECONDS if event in ENDINGS else 0),
                 "created_at": now,
                 "style": FIRECRAWL_STYLE,
                 "headers": headers,

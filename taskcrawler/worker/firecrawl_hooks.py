@@ -74,7 +74,8 @@ class HookAnnouncer:
             for job, _ in pages:
                 document = await self._document(hook, job)
                 events.append(("page", hook.body("page", [document]), job.id))
-        finished = progress.finished and len(pages) < PAGES_PER_PASS
+        # The end is told in a pass that found no page left to tell: after every page's event.
+        finished = progress.finished and not pages
         if finished:
             event, error = ending(progress.completed, progress.pages)
             if hook.wants(event):

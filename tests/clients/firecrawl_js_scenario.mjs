@@ -39,7 +39,7 @@ await run("crawl", async () => {
   const job = await app.crawl(`${site}/crawl/0`, {
     limit: 3,
     scrapeOptions: { formats: ["markdown"] },
-    webhook: { url: `${hook}/crawl-js`, events: ["page", "completed"] },
+    webhook: { url: `${hook}/crawl-js-${config.mode}`, events: ["page", "completed"] },
     pollInterval: 1,
   });
   crawlId = job.id;

@@ -4,8 +4,8 @@ be tried, each from its own directory on PYTHONPATH):
 
     python firecrawl_py_scenario.py CONFIG_JSON
 
-CONFIG_JSON has ``api_url``, ``site`` (the local site's base URL), ``tls`` (its HTTPS base URL)
-and ``hook`` (a webhook receiver's URL). Prints
+CONFIG_JSON has ``mode`` (the service's, for the webhooks' names), ``api_url``, ``site`` (the
+local site's base URL), ``tls`` (its HTTPS base URL) and ``hook`` (a webhook receiver's URL). Prints
 one JSON object: what each call returned (the fields the test reads) or the error it raised.
 """
 
@@ -51,6 +51,7 @@ def run(results: dict[str, Any], name: str, call: Callable[[], Any]) -> None:
 def main() -> None:
     config = json.loads(sys.argv[1])
     site, tls, hook = config["site"], config["tls"], config["hook"]
+    run_name = f"{config['mode']}-{firecrawl.__version__}"
     # Firecrawl's docs use a placeholder key; TaskCrawler without keys takes it as anonymous.
     fc = Firecrawl(api_key="fc-YOUR-API-KEY", api_url=config["api_url"])
     out: dict[str, Any] = {"version": firecrawl.__version__}
@@ -134,9 +135,9 @@ def main() -> None:
                 max_concurrency=2,
                 scrape_options=ScrapeOptions(formats=["markdown"], only_main_content=False),
                 webhook=WebhookConfig(
-                    url=f"{hook}/crawl-{firecrawl.__version__}",
+                    url=f"{hook}/crawl-{run_name}",
                     headers={"X-Receiver-Token": "rt-1"},
-                    metadata={"run": firecrawl.__version__},
+                    metadata={"run": run_name},
                 ),
                 poll_interval=1,
             )
@@ -149,9 +150,7 @@ def main() -> None:
             fc.batch_scrape(
                 [f"{site}/crawl/1", f"{site}/crawl/2"],
                 formats=["markdown", "links"],
-                webhook=WebhookConfig(
-                    url=f"{hook}/batch-{firecrawl.__version__}", events=["page", "completed"]
-                ),
+                webhook=WebhookConfig(url=f"{hook}/batch-{run_name}", events=["page", "completed"]),
                 poll_interval=1,
             )
         ),

@@ -23,6 +23,7 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from taskcrawler.domain.change_tracking import changed_lines
 from taskcrawler.storage import upgrade_database
 from tests.e2e.harness import fast_settings
 from tests.support.databases import DatabasePool
@@ -59,7 +60,10 @@ async def receiver() -> AsyncIterator[Receiver]:
 
 @pytest.fixture(scope="module", params=["embedded", "production"])
 async def served(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+    request: pytest.FixtureRequest,
+    tmp_path_factory: pytest.TempPathFactory,
+    pg_pool: DatabasePool,
+    redis_url: str,
 ) -> AsyncIterator[ServedApp]:
     mode: str = request.param
     base: dict[str, Any] = {}
@@ -70,11 +74,11 @@ async def served(
         base["database_url"] = f"sqlite+aiosqlite:///{path}"
         await upgrade_database(base["database_url"])
     else:
-        pool = request.getfixturevalue("pg_pool")
+        pool = pg_pool
         name = await pool.acquire()
         base.update(
             database_url=pool.url(name),
-            redis_url=request.getfixturevalue("redis_url"),
+            redis_url=redis_url,
             redis_prefix=f"fc-clients-{name}",
         )
     settings = fast_settings(
@@ -95,6 +99,7 @@ async def served(
 
 def _config(served: ServedApp, site: FirecrawlSite, receiver: Receiver) -> dict[str, str]:
     return {
+        "mode": served.mode,
         "api_url": served.base_url,
         "site": site.url(""),
         "tls": site.tls_url(""),
@@ -162,11 +167,10 @@ async def test_firecrawl_py_with_its_defaults_and_its_options(
         assert first_seen["changeStatus"] == "new" and first_seen["previousScrapeAt"] is None
         again = out[f"track_{page}_2"]["change_tracking"]
         assert again["changeStatus"] == second and again["previousScrapeAt"], (page, again)
-    diff = out["track_tick_2"]["change_tracking"]["diff"]
-    assert "-This page is at version 1" in diff["text"] and "+This page is at version 2" in (
-        diff["text"]
-    )
-    assert diff["json"]["files"][0]["chunks"], diff
+    tracked = out["track_tick_2"]["change_tracking"]
+    removed, added = changed_lines(tracked)  # the site counts its versions across the modes
+    assert removed.startswith("-This page is at version") and added.startswith("+This page")
+    assert removed in tracked["diff"]["text"] and added in tracked["diff"]["text"]
 
     crawl = out["crawl"]
     assert crawl["status"] == "completed" and crawl["completed"] == 5, crawl
@@ -181,17 +185,18 @@ async def test_firecrawl_py_with_its_defaults_and_its_options(
     assert out["active_crawls"]["crawls"] == []
     assert out["crawl_errors"]["errors"] == []
 
-    crawl_hooks = await receiver.wait_for(f"crawl-{version}", 7, within=30)
+    run_name = f"{served.mode}-{version}"
+    crawl_hooks = await receiver.wait_for(f"crawl-{run_name}", 7, within=30)
     types = [json.loads(hook.body)["type"] for hook in crawl_hooks]
     assert types[0] == "crawl.started" and types[-1] == "crawl.completed", types
     assert types.count("crawl.page") == 5
     for hook in crawl_hooks:
         body = json.loads(hook.body)
-        assert body["metadata"] == {"run": version} and body["id"] == crawl["id"]
+        assert body["metadata"] == {"run": run_name} and body["id"] == crawl["id"]
         assert hook.headers.get("X-Receiver-Token") == "rt-1" and _signed_by_firecrawl(hook)
     pages = [json.loads(hook.body) for hook in crawl_hooks if b"crawl.page" in hook.body]
     assert all("crawled page number" in page["data"][0]["markdown"] for page in pages)
-    batch_hooks = await receiver.wait_for(f"batch-{version}", 3, within=30)
+    batch_hooks = await receiver.wait_for(f"batch-{run_name}", 3, within=30)
     types = [json.loads(hook.body)["type"] for hook in batch_hooks]
     assert types == ["batch_scrape.page", "batch_scrape.page", "batch_scrape.completed"]
 
@@ -215,8 +220,9 @@ async def test_firecrawl_js_with_its_defaults_and_its_options(
     assert out["creditUsage"]["remainingCredits"] > 0
     assert out["crawlErrors"]["errors"] == []
     assert "https://" not in json.dumps(out["mapped"]) and len(out["mapped"]["links"]) >= 2
-    hooks = await receiver.wait_for("crawl-js", 2, within=30)
-    assert [json.loads(hook.body)["type"] for hook in hooks][-1] == "crawl.completed"
+    hooks = await receiver.wait_for(f"crawl-js-{served.mode}", 4, within=30)
+    types = [json.loads(hook.body)["type"] for hook in hooks]
+    assert types == ["crawl.page"] * 3 + ["crawl.completed"], types
 
 
 async def test_firecrawl_mcp_server_scrapes_through_taskcrawler(
