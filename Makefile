@@ -39,9 +39,10 @@ serve: $(VENV)/.installed-run ## run the service (embedded: SQLite + in-process 
 test: $(VENV)/.installed-test $(VENV)/.installed-clients chromium ## run the whole test suite (real PostgreSQL and Redis; started if absent)
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-chromium: ## Debian's chromium for the browser tests: installed with apt-get when missing (as root)
-	@command -v chromium >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1 \
-	  || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+UBLOCK_LISTS := /usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist
+chromium: ## Debian's chromium (and uBlock Origin's filter lists, for blockAds) for the browser tests: installed with apt-get when missing (as root)
+	@{ command -v chromium >/dev/null 2>&1 && [ -d $(UBLOCK_LISTS) ]; } || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1 \
+	  || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium webext-ublock-origin-chromium >/dev/null; }
 
 lint: $(VENV)/.installed-test ## ruff
 	$(BIN)/ruff check taskcrawler tests bench

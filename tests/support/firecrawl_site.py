@@ -113,6 +113,7 @@ class FirecrawlSite:
         app.router.add_get("/changing/{name}", self._changing)
         app.router.add_get("/crawl/{n}", self._crawl)
         app.router.add_get("/img/{name}", self._image)
+        app.router.add_get("/rendered", self._rendered)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
         plain = web.TCPSite(self._runner, "127.0.0.1", 0)
@@ -184,6 +185,21 @@ class FirecrawlSite:
         if n > self.crawl_pages:
             raise web.HTTPNotFound()
         return web.Response(text=crawl_page(n, self.crawl_pages), content_type="text/html")
+
+    async def _rendered(self, request: web.Request) -> web.Response:
+        """What a browser says of itself (language, time zone), an ad server's script, and a
+        picture from this host and one from another."""
+        page = f"""<!doctype html><title>Rendered</title><body><h1>Rendered</h1>
+<p id="lang"></p><p id="zone"></p>
+<script>
+document.getElementById("lang").textContent = "lang:" + navigator.language;
+document.getElementById("zone").textContent =
+  "zone:" + Intl.DateTimeFormat().resolvedOptions().timeZone;
+</script>
+<script src="https://securepubads.g.doubleclick.net/tag/js/gpt.js"></script>
+<img src="/img/here.gif"><img src="{self.url("/img/away.gif", host="localhost")}">
+</body>"""
+        return web.Response(text=page, content_type="text/html")
 
     async def _image(self, request: web.Request) -> web.Response:
         return web.Response(body=b"GIF89a", content_type="image/gif")
