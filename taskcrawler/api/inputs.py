@@ -38,7 +38,7 @@ from taskcrawler.api.errors import send_json
 from taskcrawler.domain import InvalidURL, validate_url
 from taskcrawler.domain.crawls import MAX_DEPTH, MAX_PATTERNS
 from taskcrawler.domain.rendering import MAX_WAIT_SECONDS
-from taskcrawler.domain.scrape_options import MAX_DELAY_SECONDS
+from taskcrawler.domain.scrape_options import MAX_CONCURRENCY, MAX_DELAY_SECONDS
 from taskcrawler.domain.urls import MAX_URL_LENGTH
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -323,11 +323,11 @@ class FirecrawlCrawlIn(RequestModel):
     allowSubdomains: bool | None = None
     allowExternalLinks: bool | None = None
     scrapeOptions: FirecrawlScrapeOptions | None = None
-    # Accepted whatever their value: TaskCrawler deduplicates every crawl's URLs, crawls the
-    # whole site (as crawlEntireDomain: true) and bounds its own concurrency per host.
+    maxConcurrency: int | None = Field(None, ge=1, le=MAX_CONCURRENCY)
+    # Accepted whatever their value: TaskCrawler deduplicates every crawl's URLs and crawls
+    # the whole site (as crawlEntireDomain: true).
     crawlEntireDomain: bool | None = None
     deduplicateSimilarURLs: bool | None = None
-    maxConcurrency: int | None = Field(None, ge=1)
     origin: str | None = Field(None, max_length=200)
     integration: str | None = Field(None, max_length=200)
     # Accepted at their default only.

@@ -37,6 +37,9 @@ from taskcrawler.domain.scrape_options import (
     ScrapeOptions,
 )
 from taskcrawler.domain.scrape_options import (
+    MAX_CONCURRENCY as MAX_CRAWL_CONCURRENCY,
+)
+from taskcrawler.domain.scrape_options import (
     MAX_HEADERS as MAX_REQUEST_HEADERS,
 )
 from taskcrawler.domain.urls import MAX_URL_LENGTH
@@ -178,6 +181,12 @@ class ScrapeOptionsIn(RequestModel):
         le=MAX_DELAY_SECONDS,
         description="Seconds between the starts of requests to the page's host, at least.",
     )
+    max_concurrency: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_CRAWL_CONCURRENCY,
+        description="A crawl's pages fetched at once at most, across all workers.",
+    )
 
     @model_validator(mode="after")
     def _checked(self) -> ScrapeOptionsIn:
@@ -199,6 +208,7 @@ class ScrapeOptionsIn(RequestModel):
                 parse_pdf=self.parse_pdf,
                 max_pages=self.pdf_max_pages,
                 delay=self.delay,
+                max_concurrency=self.max_concurrency,
                 names={"max_pages": "pdf_max_pages"},
             )
         except InvalidOption as exc:

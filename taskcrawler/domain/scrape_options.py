@@ -31,6 +31,8 @@ FORBIDDEN_HEADERS = frozenset(
 MAX_LANGUAGES = 10
 #: The longest gap a request may ask for between the requests to its host.
 MAX_DELAY_SECONDS = 60.0
+#: A crawl's ``max_concurrency`` at most (more is the deployment's per-host limit anyway).
+MAX_CONCURRENCY = 1000
 #: Pages of a PDF read at most, whatever ``max_pages`` asks.
 MAX_PDF_PAGES = 1000
 # RFC 9110 5.6.2: a field name is a token.
@@ -79,6 +81,9 @@ class ScrapeOptions:
     #: Seconds between the starts of requests to the page's host, at least (a crawl's
     #: ``delay``; robots.txt's Crawl-delay and the deployment's may ask for more).
     delay: float | None = None
+    #: A crawl's pages fetched at once at most, across all workers (None: as the deployment's
+    #: per-host limits allow).
+    max_concurrency: int | None = None
 
     @classmethod
     def create(
@@ -96,6 +101,7 @@ class ScrapeOptions:
         parse_pdf: bool = True,
         max_pages: int | None = None,
         delay: float | None = None,
+        max_concurrency: int | None = None,
         names: Mapping[str, str] | None = None,
     ) -> ScrapeOptions:
         """Checked options; :class:`InvalidOption` names the first bad one, by the caller's
@@ -105,6 +111,10 @@ class ScrapeOptions:
             raise InvalidOption(called["max_pages"], f"must be between 1 and {MAX_PDF_PAGES}")
         if delay is not None and not 0 <= delay <= MAX_DELAY_SECONDS:
             raise InvalidOption(called["delay"], f"must be between 0 and {MAX_DELAY_SECONDS:g} s")
+        if max_concurrency is not None and not 1 <= max_concurrency <= MAX_CONCURRENCY:
+            raise InvalidOption(
+                called["max_concurrency"], f"must be between 1 and {MAX_CONCURRENCY}"
+            )
         return cls(
             only_main_content=only_main_content,
             include_tags=_selectors(include_tags, called["include_tags"]),
@@ -118,6 +128,7 @@ class ScrapeOptions:
             parse_pdf=parse_pdf,
             max_pages=max_pages,
             delay=delay or None,
+            max_concurrency=max_concurrency,
         )
 
     # --- what it asks of the fetch ----------------------------------------------------------
@@ -145,8 +156,8 @@ class ScrapeOptions:
 
     def same_page_as(self, other: ScrapeOptions) -> bool:
         """Whether a page read with ``other`` is what these options ask for: everything but
-        ``skip_tls_verification`` (which allows, and asks for nothing) and ``delay`` (which
-        paces the fetch)."""
+        ``skip_tls_verification`` (which allows, and asks for nothing), ``delay`` and
+        ``max_concurrency`` (which pace the fetch)."""
         return _content_only(self) == _content_only(other)
 
     def to_json(self) -> dict[str, Any] | None:
@@ -196,7 +207,7 @@ DEFAULT_OPTIONS = ScrapeOptions()
 
 
 def _content_only(options: ScrapeOptions) -> ScrapeOptions:
-    return replace(options, skip_tls_verification=False, delay=None)
+    return replace(options, skip_tls_verification=False, delay=None, max_concurrency=None)
 
 
 def check_headers(

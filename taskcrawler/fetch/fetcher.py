@@ -163,6 +163,7 @@ class Fetcher:
         *,
         headers: Mapping[str, str] | None = None,
         options: ScrapeOptions = DEFAULT_OPTIONS,
+        group: str | None = None,
     ) -> FetchedPage:
         """Fetch ``url``, following redirects; ``headers`` are extra request headers (for example
         ``If-None-Match`` for a conditional re-fetch, which then returns a 304 page).
@@ -170,14 +171,24 @@ class Fetcher:
         ``options``: the request's own headers go to ``url``'s host only, never to another
         host a redirect leads to; ``Accept-Language`` from its languages; its certificate is
         not verified when it says so (every address is still vetted); PDFs are accepted when
-        they are read; ``delay`` spaces the requests to the host."""
+        they are read; ``delay`` spaces the requests to the host; ``max_concurrency`` bounds the
+        fetches of ``group`` (a crawl's pages) under way at once, across every worker sharing
+        the politeness limiter."""
         types = ALLOWED_CONTENT_TYPES
         if options.parse_pdf:
             types = types | DOCUMENT_CONTENT_TYPES
         kind = _Kind(types, self.settings.max_body_bytes, options=options)
         if language := options.accept_language():
             headers = {**(headers or {}), "Accept-Language": language}
-        return await self._fetch_kind(url, headers, kind)
+        if group is None or options.max_concurrency is None or self.limiter is None:
+            return await self._fetch_kind(url, headers, kind)
+        # Waiting past the deadline for the group's own slot is no failure of the page: it is
+        # host_busy, rescheduled without counting an attempt.
+        slot = self.limiter.slot(
+            group, max_wait=self.settings.fetch_timeout_seconds, concurrency=options.max_concurrency
+        )
+        async with slot:
+            return await self._fetch_kind(url, headers, kind)
 
     async def fetch_sitemap(self, url: str) -> FetchedPage:
         """Fetch a sitemap: like a page (guard, robots.txt, politeness, deadline, redirects),

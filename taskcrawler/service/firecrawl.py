@@ -75,6 +75,7 @@ _OPTION_FIELDS = {
     "country": "location.country",
     "max_pages": "parsers[].maxPages",
     "delay": "delay",
+    "max_concurrency": "maxConcurrency",
 }
 #: Firecrawl's screenshot formats: of the viewport, and (v1's name) of the whole page.
 SCREENSHOTS = frozenset({"screenshot", "screenshot@fullPage"})
@@ -282,6 +283,7 @@ def scrape_options(
     block_ads: bool | None = None,
     parsers: list[Any] | None = None,
     delay: float | None = None,
+    max_concurrency: int | None = None,
 ) -> ScrapeOptions:
     """Firecrawl's scrape options as TaskCrawler's; :class:`Unsupported` names the field by
     Firecrawl's name. Firecrawl's defaults: the main content, base64 images removed, PDFs
@@ -301,6 +303,7 @@ def scrape_options(
             parse_pdf=parse_pdf,
             max_pages=max_pages,
             delay=delay,
+            max_concurrency=max_concurrency,
             names=_OPTION_FIELDS,
         )
     except InvalidOption as exc:

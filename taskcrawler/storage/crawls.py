@@ -38,6 +38,7 @@ from taskcrawler.domain.crawls import (
 )
 from taskcrawler.domain.jobs import JobStatus
 from taskcrawler.domain.pages import FetchedPage
+from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS, ScrapeOptions
 from taskcrawler.domain.transitions import Transition
 from taskcrawler.domain.urls import crawl_key
 from taskcrawler.domain.views import crawl_document
@@ -514,7 +515,14 @@ class CrawlStore:
 
     @unavailable_on_connection_errors
     async def reusable_page(
-        self, crawl_id: UUID, *, owner: str, url: str, max_age: float, render: str
+        self,
+        crawl_id: UUID,
+        *,
+        owner: str,
+        url: str,
+        max_age: float,
+        render: str,
+        options: ScrapeOptions = DEFAULT_OPTIONS,
     ) -> FetchedPage | None:
         """The stored copy of a page the crawl may read instead of fetching (its max_age)."""
         async with self.db.read() as conn:
@@ -526,6 +534,7 @@ class CrawlStore:
                 url=url,
                 max_age=max_age,
                 render=render,
+                options=options,
             )
 
     @unavailable_on_connection_errors

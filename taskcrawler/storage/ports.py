@@ -41,6 +41,7 @@ from taskcrawler.domain.monitors import (
 )
 from taskcrawler.domain.pages import FetchedPage, Screenshot, StoredLink
 from taskcrawler.domain.runs import RetentionPolicy, RunContent
+from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS, ScrapeOptions
 from taskcrawler.domain.transitions import Transition
 from taskcrawler.domain.webhooks import ClaimedDelivery, Delivery, DeliveryStatus
 from taskcrawler.storage.content import Archived, Reextracted
@@ -147,10 +148,18 @@ class CrawlRepository(Protocol):
     async def spec_of(self, crawl_id: UUID) -> CrawlSpec | None: ...
 
     async def reusable_page(
-        self, crawl_id: UUID, *, owner: str, url: str, max_age: float, render: str
+        self,
+        crawl_id: UUID,
+        *,
+        owner: str,
+        url: str,
+        max_age: float,
+        render: str,
+        options: ScrapeOptions = DEFAULT_OPTIONS,
     ) -> FetchedPage | None:
         """The newest stored copy of ``url`` that ``owner`` scraped within ``max_age`` seconds
-        (as a job, or a page of another crawl) with the same render mode, or None."""
+        (as a job, or a page of another crawl) with the same render mode and page options, or
+        None."""
         ...
 
     async def list_crawls(

@@ -279,7 +279,10 @@ class Worker:
         try:
             with self.metrics.fetch_seconds.time():
                 page = await self.fetcher.fetch(
-                    job.url, headers=_conditional_headers(job), options=job.options
+                    job.url,
+                    headers=_conditional_headers(job),
+                    options=job.options,
+                    group=f"crawl:{job.crawl_id}" if job.crawl_id is not None else None,
                 )
             if page.status != 304:
                 rendered = await self.rendering.prepare(job, page)

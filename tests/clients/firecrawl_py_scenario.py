@@ -133,11 +133,30 @@ def main() -> None:
                 limit=5,
                 delay=1,
                 max_concurrency=2,
-                scrape_options=ScrapeOptions(formats=["markdown"], only_main_content=False),
+                scrape_options=ScrapeOptions(
+                    formats=["markdown"],
+                    only_main_content=False,
+                    headers={"X-Run": f"delay-{run_name}"},
+                ),
                 webhook=WebhookConfig(
                     url=f"{hook}/crawl-{run_name}",
                     headers={"X-Receiver-Token": "rt-1"},
                     metadata={"run": run_name},
+                ),
+                poll_interval=1,
+            )
+        ),
+    )
+    run(
+        out,
+        "crawl_one_at_a_time",
+        lambda: _crawl(
+            fc.crawl(
+                f"{site}/crawl/0?one-{run_name}",
+                limit=5,
+                max_concurrency=1,
+                scrape_options=ScrapeOptions(
+                    formats=["markdown"], headers={"X-Run": f"one-{run_name}", "X-Slow": "0.3"}
                 ),
                 poll_interval=1,
             )

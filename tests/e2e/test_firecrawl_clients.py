@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import itertools
 import json
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -177,6 +178,15 @@ async def test_firecrawl_py_with_its_defaults_and_its_options(
     assert all("crawled page number" in doc["markdown"] for doc in crawl["documents"])
     batch = out["batch"]
     assert batch["status"] == "completed" and batch["completed"] == 2, batch
+    run_name = f"{served.mode}-{version}"
+    # delay: 1 s at least between the starts of the crawl's requests (a lower bound: a slow
+    # machine only makes the gaps longer); maxConcurrency: 1 page at a time, though the site
+    # answers slowly and the deployment allows 8 per host.
+    starts = [seen.at for seen in site.runs(f"delay-{run_name}")]
+    assert len(starts) == 5 and min(b - a for a, b in itertools.pairwise(starts)) >= 0.95
+    one = out["crawl_one_at_a_time"]
+    assert one["status"] == "completed" and one["completed"] == 5, one
+    assert site.most_in_flight[f"one-{run_name}"] == 1
 
     assert out["concurrency"]["max_concurrency"] >= 1
     assert out["credit_usage"]["remaining_credits"] > 0
@@ -185,7 +195,6 @@ async def test_firecrawl_py_with_its_defaults_and_its_options(
     assert out["active_crawls"]["crawls"] == []
     assert out["crawl_errors"]["errors"] == []
 
-    run_name = f"{served.mode}-{version}"
     crawl_hooks = await receiver.wait_for(f"crawl-{run_name}", 7, within=30)
     types = [json.loads(hook.body)["type"] for hook in crawl_hooks]
     assert types[0] == "crawl.started" and types[-1] == "crawl.completed", types

@@ -14,6 +14,7 @@ import html
 import ssl
 import subprocess
 import threading
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,11 +60,12 @@ def crawl_page(n: int, last: int) -> str:
 
 @dataclass(frozen=True)
 class Seen:
-    """One request the site got."""
+    """One request the site got, and when (the site's monotonic clock)."""
 
     host: str
     path: str
     headers: dict[str, str]
+    at: float = 0.0
 
 
 class FirecrawlSite:
@@ -72,6 +74,9 @@ class FirecrawlSite:
         self.versions: dict[str, int] = {}
         self.gone: set[str] = set()
         self.crawl_pages = 4
+        #: Requests being answered now and the most at once, by their X-Run header.
+        self.in_flight: Counter[str] = Counter()
+        self.most_in_flight: Counter[str] = Counter()
         self._workdir = workdir
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
@@ -136,10 +141,22 @@ class FirecrawlSite:
         context.load_cert_chain(cert, key)
         return context
 
+    def runs(self, run: str) -> list[Seen]:
+        return [seen for seen in self.seen if seen.headers.get("X-Run") == run]
+
     @web.middleware
     async def _record(self, request: web.Request, handler: web.Handler) -> web.StreamResponse:
-        self.seen.append(Seen(request.host.split(":")[0], request.path, dict(request.headers)))
-        return await handler(request)
+        at = asyncio.get_running_loop().time()
+        self.seen.append(Seen(request.host.split(":")[0], request.path, dict(request.headers), at))
+        run = request.headers.get("X-Run", "")
+        self.in_flight[run] += 1
+        self.most_in_flight[run] = max(self.most_in_flight[run], self.in_flight[run])
+        try:
+            # X-Slow: seconds to answer in, so that fetches of one run overlap when allowed.
+            await asyncio.sleep(min(float(request.headers.get("X-Slow", "0")), 2.0))
+            return await handler(request)
+        finally:
+            self.in_flight[run] -= 1
 
     async def _article(self, request: web.Request) -> web.Response:
         return web.Response(text=article_html(), content_type="text/html")

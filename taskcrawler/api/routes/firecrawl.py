@@ -96,7 +96,10 @@ PageSize = Annotated[int, Query(ge=1, le=CRAWL_PAGE, description="Documents per 
 
 
 def _page(
-    options: FirecrawlScrapeOptions | None, where: str = "", delay: float | None = None
+    options: FirecrawlScrapeOptions | None,
+    where: str = "",
+    delay: float | None = None,
+    max_concurrency: int | None = None,
 ) -> PageOptions:
     """The formats, ``waitFor`` and page options of ``options``; a refusal names the field
     from ``where``."""
@@ -116,6 +119,7 @@ def _page(
             block_ads=options.blockAds,
             parsers=options.parsers,
             delay=delay,
+            max_concurrency=max_concurrency,
         )
         return page_options(
             options.formats or ["markdown"],
@@ -287,7 +291,13 @@ def _register(version: str) -> None:
             caller,
             body.url,
             _untracked(
-                _page(body.scrapeOptions, "scrapeOptions.", delay=body.delay), "scrapeOptions."
+                _page(
+                    body.scrapeOptions,
+                    "scrapeOptions.",
+                    delay=body.delay,
+                    max_concurrency=body.maxConcurrency,
+                ),
+                "scrapeOptions.",
             ),
             webhook=_webhook(body.webhook),
             api_url=str(request.base_url),
