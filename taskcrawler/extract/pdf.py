@@ -2,10 +2,10 @@
 
 PDFium was chosen by measure (``python -m bench.pdf_extractors``: six PDFs printed by Chromium
 from known text, English, a table, two columns, Japanese, Arabic): it read them as well as or
-better than pypdf and pdfminer.six (token F1 1.00 on the English ones, 0.78 Japanese, 0.29
-Arabic, where the others read 0.00-0.03 of the last two), at 89 pages/s against 7 and 4. It is
-BSD-licensed, as are its bindings (Apache-2.0 or BSD-3), and it reads no DOCX: those stay an
-unsupported content type.
+better than pypdf and pdfminer.six (token F1 0.99-1.00 on the English ones, 0.78 Japanese, 0.29
+Arabic, where the others read 0.00-0.03 of the last two), at 150 pages/s through this module
+against 13 and 5. It is BSD-licensed, as are its bindings (Apache-2.0 or BSD-3); PyMuPDF, the
+usual other choice, is AGPL. It reads no DOCX: those stay an unsupported content type.
 
 A PDF is hostile input like any page: it is read in a process of the parse pool, under the
 parse deadline (a PDF that loops or crashes PDFium costs its own job only), its first

@@ -28,11 +28,11 @@ depends_on: str | Sequence[str] | None = None
 
 
 def upgrade() -> None:
-    with op.batch_alter_table("jobs") as batch:
-        batch.add_column(sa.Column("options", JSONType))
-    with op.batch_alter_table("webhook_deliveries") as batch:
-        batch.add_column(sa.Column("style", sa.String(16)))
-        batch.add_column(sa.Column("headers", JSONType))
+    # Plain ALTER TABLE on both databases: a batch (copy and move) of ``jobs`` on SQLite would
+    # drop its export_seq trigger (migration 0008).
+    op.add_column("jobs", sa.Column("options", JSONType))
+    op.add_column("webhook_deliveries", sa.Column("style", sa.String(16)))
+    op.add_column("webhook_deliveries", sa.Column("headers", JSONType))
     op.create_table(
         "firecrawl_hooks",
         sa.Column("id", sa.Uuid(), primary_key=True),
@@ -73,8 +73,7 @@ def downgrade() -> None:
     op.drop_table("firecrawl_hook_pages")
     op.drop_index("ix_firecrawl_hooks_open", table_name="firecrawl_hooks")
     op.drop_table("firecrawl_hooks")
-    with op.batch_alter_table("webhook_deliveries") as batch:
-        batch.drop_column("headers")
-        batch.drop_column("style")
-    with op.batch_alter_table("jobs") as batch:
-        batch.drop_column("options")
+    # ALTER TABLE … DROP COLUMN: SQLite has it since 3.35; a batch would drop jobs' trigger.
+    op.drop_column("webhook_deliveries", "headers")
+    op.drop_column("webhook_deliveries", "style")
+    op.drop_column("jobs", "options")
