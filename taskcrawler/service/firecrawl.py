@@ -93,6 +93,16 @@ MAX_LINKS = 5_000
 BATCH_PAGE = 100
 #: Documents per page of a crawl's status.
 CRAWL_PAGE = 100
+#: A scrape whose page failed for one of these is a 400: the document (a PDF, a page) is past
+#: the limits of what one request may make TaskCrawler read.
+PAST_LIMITS = frozenset(
+    {
+        ErrorCode.TOO_LARGE,
+        ErrorCode.PARSE_TIMEOUT,
+        ErrorCode.PARSE_CRASHED,
+        ErrorCode.UNREADABLE_DOCUMENT,
+    }
+)
 #: A crawl's errors are its newest failed pages, this many at most.
 MAX_CRAWL_ERRORS = 1000
 #: Running crawls listed at most (Firecrawl lists them all; a tenant rarely runs more).
@@ -591,6 +601,10 @@ class FirecrawlService:
         job = await self._finished(
             caller, created.job, min(spec.timeout_ms / 1000, self.max_wait_seconds)
         )
+        if job.status is JobStatus.FAILED and job.error_code in PAST_LIMITS:
+            # The document is past what a request may make TaskCrawler read: the caller's to
+            # change (another URL, fewer pages), as any bad input is.
+            raise Unsupported(f"url: {job.error_log}")
         if job.status is JobStatus.FAILED and (
             job.http_status is None or job.error_code == ErrorCode.RENDER_UNAVAILABLE
         ):

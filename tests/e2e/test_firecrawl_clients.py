@@ -87,6 +87,7 @@ async def served(
         max_retries=0,
         fetch_timeout_seconds=10.0,
         webhook_secret=WEBHOOK_SECRET,
+        max_body_bytes=2 * 1024 * 1024,
         webhook_retry_base_seconds=0.05,
         webhook_retry_max_seconds=0.2,
     )
@@ -295,6 +296,12 @@ async def test_bad_options_are_400s_naming_them_and_reach_no_page(
             assert refused.status_code == 400 and named in refused.json()["error"], refused.text
     await asyncio.sleep(0.2)
     assert len(site.seen) == before  # nothing of it reached the site
+
+    # A document past the limits (the body limit, one PDFium cannot open) is a 400 too.
+    async with httpx.AsyncClient(base_url=served.base_url, timeout=60) as http:
+        for path, named in [("/huge.pdf", "too_large"), ("/broken.pdf", "unreadable_document")]:
+            refused = await http.post("/v2/scrape", json={"url": site.url(path)})
+            assert refused.status_code == 400 and named in refused.json()["error"], refused.text
 
 
 async def test_request_headers_are_never_shown_back(served: ServedApp, site: FirecrawlSite) -> None:

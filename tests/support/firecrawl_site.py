@@ -115,6 +115,7 @@ class FirecrawlSite:
         app.router.add_get("/redirect-away", self._redirect_away)
         app.router.add_get("/doc.pdf", self._pdf)
         app.router.add_get("/broken.pdf", self._broken_pdf)
+        app.router.add_get("/huge.pdf", self._huge_pdf)
         app.router.add_get("/changing/{name}", self._changing)
         app.router.add_get("/crawl/{n}", self._crawl)
         app.router.add_get("/img/{name}", self._image)
@@ -178,6 +179,12 @@ class FirecrawlSite:
 
     async def _broken_pdf(self, request: web.Request) -> web.Response:
         return web.Response(body=b"%PDF-1.4 this is not a PDF", content_type="application/pdf")
+
+    async def _huge_pdf(self, request: web.Request) -> web.Response:
+        """A PDF of 3 MB: past the tests' body limit."""
+        lines = ["A line of a very long document, repeated."] * 40
+        body = pdf_document("Huge", [lines] * 1500)
+        return web.Response(body=body, content_type="application/pdf")
 
     async def _changing(self, request: web.Request) -> web.Response:
         """``tick-…`` changes on every request, ``once-…`` is gone after the first, any other

@@ -18,6 +18,7 @@ from taskcrawler.domain.selectors import parse_ignore_selectors
 from taskcrawler.extract.documents import extract_page
 from taskcrawler.extract.page import WHOLE_CONTENT, ContentChoice, extract
 from taskcrawler.extract.pdf import UnreadablePdf, extract_pdf
+from taskcrawler.worker.parsing import PageParser
 from tests.support.firecrawl_site import PDF_PAGES, PDF_TITLE, article_html
 from tests.support.pdfs import pdf_document
 
@@ -120,3 +121,9 @@ def test_the_git_diff_is_a_unified_diff_and_its_parse() -> None:
     assert changed_lines(tracked) == ["-b", "+B"]
     plain = change_tracking(TrackingRequest(), _previous("a\n"), "b\n", 200)
     assert plain["changeStatus"] == "changed" and "diff" not in plain
+
+
+def test_a_pdf_is_always_parsed_in_a_process_of_its_own() -> None:
+    parser = PageParser(processes=1)
+    assert parser.lane(b"%PDF-1.4 tiny", "application/pdf") == "process"
+    assert parser.lane(b"<p>tiny</p>", "text/html") == "inline"
