@@ -9,6 +9,8 @@ const config = JSON.parse(process.argv[2]);
 const { site, tls, hook } = config;
 const app = new Firecrawl({ apiKey: "fc-YOUR-API-KEY", apiUrl: config.api_url });
 const out = { version: require("@mendable/firecrawl-js/package.json").version };
+// Pages of its own: one job per URL and key, and the other clients run at the same time.
+const mine = "c=js";
 
 async function run(name, call) {
   try {
@@ -18,20 +20,20 @@ async function run(name, call) {
   }
 }
 
-await run("scrape_defaults", () => app.scrape(`${site}/article`));
+await run("scrape_defaults", () => app.scrape(`${site}/article?${mine}`));
 await run("scrape_whole_page", () =>
-  app.scrape(`${site}/article?whole`, {
+  app.scrape(`${site}/article?whole&${mine}`, {
     formats: ["markdown", "html", "rawHtml", "images"],
     onlyMainContent: false,
     maxAge: 0,
   }),
 );
 await run("scrape_tags", () =>
-  app.scrape(`${site}/article?tags`, { excludeTags: [".advert"], maxAge: 0 }),
+  app.scrape(`${site}/article?tags&${mine}`, { excludeTags: [".advert"], maxAge: 0 }),
 );
-await run("scrape_pdf", () => app.scrape(`${site}/doc.pdf`, { parsers: ["pdf"] }));
+await run("scrape_pdf", () => app.scrape(`${site}/doc.pdf?${mine}`, { parsers: ["pdf"] }));
 await run("scrape_tls_skipped", () =>
-  app.scrape(`${tls}/article`, { skipTlsVerification: true, maxAge: 0 }),
+  app.scrape(`${tls}/article?${mine}`, { skipTlsVerification: true, maxAge: 0 }),
 );
 await run("mapped", () => app.map(`${site}/crawl/0`, { sitemap: "skip" }));
 let crawlId = null;
@@ -46,7 +48,7 @@ await run("crawl", async () => {
   return { id: job.id, status: job.status, completed: job.completed, total: job.total };
 });
 await run("batch", async () => {
-  const job = await app.batchScrape([`${site}/crawl/1`, `${site}/crawl/2`], {
+  const job = await app.batchScrape([`${site}/crawl/1?${mine}`, `${site}/crawl/2?${mine}`], {
     options: { formats: ["markdown"] },
     pollInterval: 1,
   });

@@ -52,17 +52,19 @@ def main() -> None:
     config = json.loads(sys.argv[1])
     site, tls, hook = config["site"], config["tls"], config["hook"]
     run_name = f"{config['mode']}-{firecrawl.__version__}"
+    # Each client scrapes pages of its own (one job per URL and key: the clients run at once).
+    mine = f"c=py-{firecrawl.__version__}"
     # Firecrawl's docs use a placeholder key; TaskCrawler without keys takes it as anonymous.
     fc = Firecrawl(api_key="fc-YOUR-API-KEY", api_url=config["api_url"])
     out: dict[str, Any] = {"version": firecrawl.__version__}
 
-    run(out, "scrape_defaults", lambda: _doc(fc.scrape(f"{site}/article")))
+    run(out, "scrape_defaults", lambda: _doc(fc.scrape(f"{site}/article?{mine}")))
     run(
         out,
         "scrape_whole_page",
         lambda: _doc(
             fc.scrape(
-                f"{site}/article?whole",
+                f"{site}/article?whole&{mine}",
                 formats=["markdown", "html", "rawHtml", "links", "images"],
                 only_main_content=False,
                 remove_base64_images=False,
@@ -75,7 +77,7 @@ def main() -> None:
         "scrape_tags",
         lambda: _doc(
             fc.scrape(
-                f"{site}/article?tags",
+                f"{site}/article?tags&{mine}",
                 formats=["markdown", "html"],
                 include_tags=["article"],
                 exclude_tags=[".advert", "figure"],
@@ -106,24 +108,30 @@ def main() -> None:
             )
         ),
     )
-    run(out, "scrape_tls_defaults", lambda: _doc(fc.scrape(f"{tls}/article", max_age=0)))
+    run(out, "scrape_tls_defaults", lambda: _doc(fc.scrape(f"{tls}/article?{mine}", max_age=0)))
     run(
         out,
         "scrape_tls_skipped",
-        lambda: _doc(fc.scrape(f"{tls}/article", skip_tls_verification=True, max_age=0)),
+        lambda: _doc(fc.scrape(f"{tls}/article?{mine}", skip_tls_verification=True, max_age=0)),
     )
-    run(out, "scrape_pdf", lambda: _doc(fc.scrape(f"{site}/doc.pdf", max_age=0)))
+    run(out, "scrape_pdf", lambda: _doc(fc.scrape(f"{site}/doc.pdf?{mine}", max_age=0)))
     run(
         out,
         "scrape_pdf_one_page",
-        lambda: _doc(fc.scrape(f"{site}/doc.pdf", parsers=[PDFParser(max_pages=1)], max_age=0)),
+        lambda: _doc(
+            fc.scrape(f"{site}/doc.pdf?one&{mine}", parsers=[PDFParser(max_pages=1)], max_age=0)
+        ),
     )
     tracked = ["markdown", {"type": "changeTracking", "modes": ["git-diff"]}]
     for page in ("tick", "static", "once"):
         url = f"{site}/changing/{page}-{firecrawl.__version__}"
         run(out, f"track_{page}_1", lambda url=url: _doc(fc.scrape(url, formats=tracked)))
         run(out, f"track_{page}_2", lambda url=url: _doc(fc.scrape(url, formats=tracked)))
-    run(out, "scrape_block_ads", lambda: _doc(fc.scrape(f"{site}/article", block_ads=True)))
+    run(
+        out,
+        "scrape_block_ads",
+        lambda: _doc(fc.scrape(f"{site}/article?ads&{mine}", block_ads=True)),
+    )
     run(
         out,
         "crawl",
@@ -167,7 +175,7 @@ def main() -> None:
         "batch",
         lambda: _crawl(
             fc.batch_scrape(
-                [f"{site}/crawl/1", f"{site}/crawl/2"],
+                [f"{site}/crawl/1?{mine}", f"{site}/crawl/2?{mine}"],
                 formats=["markdown", "links"],
                 webhook=WebhookConfig(url=f"{hook}/batch-{run_name}", events=["page", "completed"]),
                 poll_interval=1,
