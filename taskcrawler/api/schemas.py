@@ -30,14 +30,13 @@ from taskcrawler.domain.rendering import (
     effective_mode,
 )
 from taskcrawler.domain.scrape_options import (
-    DEFAULT_OPTIONS,
+    MAX_CONCURRENCY as MAX_CRAWL_CONCURRENCY,
+)
+from taskcrawler.domain.scrape_options import (
     MAX_DELAY_SECONDS,
     MAX_PDF_PAGES,
     InvalidOption,
     ScrapeOptions,
-)
-from taskcrawler.domain.scrape_options import (
-    MAX_CONCURRENCY as MAX_CRAWL_CONCURRENCY,
 )
 from taskcrawler.domain.scrape_options import (
     MAX_HEADERS as MAX_REQUEST_HEADERS,
@@ -215,8 +214,10 @@ class ScrapeOptionsIn(RequestModel):
             raise ValueError(str(exc)) from None
 
 
-def scrape_options_of(options: ScrapeOptionsIn | None) -> ScrapeOptions:
-    return DEFAULT_OPTIONS if options is None else options.scrape_options()
+def scrape_options_of(options: ScrapeOptionsIn | None) -> ScrapeOptions | None:
+    """The options asked for; None when the request asked for none (a URL's existing job then
+    keeps its own)."""
+    return None if options is None else options.scrape_options()
 
 
 class JobOptionsIn(RequestModel):

@@ -156,7 +156,8 @@ class NewJob:
     max_age: float | None = None
     render: str = "never"
     render_options: RenderRequest | None = None
-    options: ScrapeOptions = DEFAULT_OPTIONS
+    #: None: not asked (an existing job keeps its own); else what the page must be read with.
+    options: ScrapeOptions | None = None
 
 
 @dataclass(frozen=True, slots=True)

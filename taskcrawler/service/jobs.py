@@ -17,7 +17,7 @@ from taskcrawler.domain.errors import Conflict, InvalidCursor, JobNotFound, Limi
 from taskcrawler.domain.jobs import Created, JobQuery, JobRun, NewJob
 from taskcrawler.domain.keys import Caller
 from taskcrawler.domain.rendering import RenderRequest
-from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS, ScrapeOptions
+from taskcrawler.domain.scrape_options import ScrapeOptions
 from taskcrawler.queue import JobQueue
 from taskcrawler.service.ratelimit import RateLimiter
 from taskcrawler.service.submission import Submitter
@@ -45,7 +45,8 @@ class JobOptions:
     max_age: float | None = None
     render: str = "never"
     render_options: RenderRequest | None = None
-    options: ScrapeOptions = DEFAULT_OPTIONS
+    #: None: not asked for; a URL's existing job keeps the options it has.
+    options: ScrapeOptions | None = None
 
 
 class JobService:

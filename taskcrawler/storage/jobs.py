@@ -125,14 +125,14 @@ class JobStore:
             job = existing.get(key)
             if job is None or not job.status.is_final:
                 continue
-            if not request.options.same_page_as(job.options) or _older_than(
-                job, request.max_age, now
-            ):
+            asked_for = request.options
+            other_page = asked_for is not None and not asked_for.same_page_as(job.options)
+            if other_page or _older_than(job, request.max_age, now):
                 # Asked for with other headers, selectors, languages …, or too old: the job
-                # runs again, with the options of the request that asked.
+                # runs again, with the options of the request that asked (if it asked).
                 stale[job.id] = key
-                if request.options != job.options:
-                    asked[job.id] = request.options
+                if asked_for is not None and asked_for != job.options:
+                    asked[job.id] = asked_for
         if not stale:
             return {}
         await _set_options(conn, asked)
@@ -368,7 +368,7 @@ def _new_row(request: NewJob, key: str, now: datetime, redispatch_after: float) 
         "render_options": None
         if request.render_options is None
         else request.render_options.to_json(),
-        "options": request.options.to_json(),
+        "options": None if request.options is None else request.options.to_json(),
     }
 
 

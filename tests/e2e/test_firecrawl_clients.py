@@ -341,3 +341,42 @@ async def test_request_headers_are_never_shown_back(served: ServedApp, site: Fir
         assert answer.status_code == 200 and "page-token-42" not in answer.text
     seen = site.requests_to("/crawl/3")
     assert any(s.headers.get("Authorization") == "Bearer page-token-42" for s in seen)
+
+
+async def test_the_native_api_takes_the_same_options(
+    served: ServedApp, site: FirecrawlSite
+) -> None:
+    url = site.url("/article?native")
+    asked = {
+        "url": url,
+        "formats": ["markdown", "clean_html", "images"],
+        "options": {"exclude_tags": [".advert"], "only_main_content": False, "delay": 0.5},
+    }
+    async with httpx.AsyncClient(base_url=served.base_url, timeout=30) as http:
+        created = await http.post("/api/v1/jobs", json=asked)
+        assert created.status_code == 201, created.text
+        job = await _finished(http, created.json()["id"])
+        markdown = (await http.get(f"/api/v1/jobs/{job['id']}/content?format=markdown")).text
+        assert "Footer words" in markdown and "Buy our widgets" not in markdown
+        cleaned = await http.get(f"/api/v1/jobs/{job['id']}/content?format=clean_html")
+        assert "<footer" in cleaned.text and "<script" not in cleaned.text
+        images = await http.get(f"/api/v1/jobs/{job['id']}/content?format=images")
+        assert images.text.split() == [site.url("/img/bridge.jpg")]
+        # Without options: the job as it is; with others: the same job, a new run.
+        again = await http.post("/api/v1/jobs", json={"url": url})
+        assert again.status_code == 200 and again.json()["run_count"] == job["run_count"]
+        other = await http.post("/api/v1/jobs", json={**asked, "options": {"include_tags": ["h1"]}})
+        assert other.json()["id"] == job["id"] and other.json()["run_count"] == job["run_count"] + 1
+        refused = await http.post(
+            "/api/v1/jobs", json={"url": url, "options": {"headers": {"Host": "x"}}}
+        )
+        assert refused.status_code == 422 and "headers['Host']" in refused.text
+
+
+async def _finished(http: httpx.AsyncClient, job_id: str) -> dict[str, Any]:
+    for _ in range(300):
+        job: dict[str, Any] = (await http.get(f"/api/v1/jobs/{job_id}")).json()
+        if job["status"] in ("COMPLETED", "FAILED"):
+            return job
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"job {job_id} not finished")

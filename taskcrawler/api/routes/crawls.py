@@ -19,6 +19,7 @@ from taskcrawler.api.schemas import (
 )
 from taskcrawler.domain import JobStatus
 from taskcrawler.domain.jobs import JobQuery
+from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS
 
 router = APIRouter(prefix="/api/v1/crawls", tags=["crawls"])
 
@@ -34,7 +35,7 @@ async def start_crawl(body: CrawlIn, services: ServicesDep, caller: CallerDep) -
     crawls = services.crawls
     options = body.model_dump(exclude={"render_options", "options"})
     options["render_options"] = body.render_options.request() if body.render_options else None
-    options["options"] = scrape_options_of(body.options)
+    options["options"] = scrape_options_of(body.options) or DEFAULT_OPTIONS
     spec = crawls.spec(**options)  # InvalidCrawlSpec: 422 naming the field
     return CrawlOut.of(await crawls.start(caller, spec))
 
