@@ -263,7 +263,7 @@ class Fetcher:
             if hops.obey_robots and self.robots is not None:
                 # Before taking a politeness slot: the robots fetch takes one of its own.
                 robots_delay = self._capped_crawl_delay(await self.robots.check(target))
-                delay = max(delay or 0.0, robots_delay or 0.0) or None
+                delay = _larger(delay, robots_delay)
             host = target.raw_host or ""
             hops.waiting_for_host = host
             sent = headers
@@ -354,6 +354,13 @@ class _Hops:
                 ErrorCode.TOO_MANY_REDIRECTS,
                 f"more than {self.max_redirects} redirects (last to {next_target})",
             )
+
+
+def _larger(a: float | None, b: float | None) -> float | None:
+    """The larger of two gaps, either of which may be unset."""
+    if a is None or b is None:
+        return b if a is None else a
+    return max(a, b)
 
 
 def _parse_url(url: str) -> URL:
