@@ -205,7 +205,7 @@ def monitor_service(runtime: Runtime) -> MonitorService:
         redispatch_after=settings.redispatch_seconds,
         max_crawl_limit=settings.crawl_max_limit,
     )
-    return MonitorService(policy, runtime.storage.monitors)
+    return MonitorService(policy, runtime.storage.monitors, queue=runtime.queue)
 
 
 # --- the worker ---------------------------------------------------------------------------------

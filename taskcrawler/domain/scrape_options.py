@@ -160,6 +160,11 @@ class ScrapeOptions:
         ``max_concurrency`` (which pace the fetch)."""
         return _content_only(self) == _content_only(other)
 
+    def same_fetch_as(self, other: ScrapeOptions) -> bool:
+        """Whether a page fetched with ``other`` is the page these options fetch: the same
+        request headers, languages, country, ads and PDFs (only how it is read may differ)."""
+        return _fetch_only(self) == _fetch_only(other)
+
     def to_json(self) -> dict[str, Any] | None:
         """What storage keeps; None for the defaults (a job that asks for nothing stores
         nothing)."""
@@ -204,6 +209,17 @@ class ScrapeOptions:
 
 
 DEFAULT_OPTIONS = ScrapeOptions()
+
+
+def _fetch_only(options: ScrapeOptions) -> ScrapeOptions:
+    return replace(
+        _content_only(options),
+        only_main_content=True,
+        include_tags=(),
+        exclude_tags=(),
+        keep_base64_images=False,
+        max_pages=None,
+    )
 
 
 def _content_only(options: ScrapeOptions) -> ScrapeOptions:

@@ -595,7 +595,9 @@ class FirecrawlService:
         self, caller: Caller, spec: ScrapeSpec, screenshot_url: ScreenshotURL
     ) -> dict[str, Any]:
         """Scrape ``spec.url`` (or reuse a result younger than ``maxAge``) and answer the
-        Firecrawl document, once the job has finished."""
+        Firecrawl document, once the job has finished. A URL scraped before without some of
+        the formats asked gains them (from its stored page when there is one): the answer
+        waits for that run as for a first one."""
         options = spec.page.job_options(spec.max_age_ms)
         created = await self.jobs.submit(caller, spec.url, options)
         job = await self._finished(
@@ -611,14 +613,6 @@ class FirecrawlService:
             raise ScrapeFailed(job.error_log or "the page could not be fetched")
         if job.status is not JobStatus.COMPLETED and job.http_status is None:
             raise ScrapeFailed(f"the job is {job.status.value}")
-        missing = set(options.formats or ()) - set(job.formats)
-        if missing and job.status is JobStatus.COMPLETED:
-            # A URL has one job per key, which keeps the formats it was first submitted with,
-            # even when maxAge has it scraped again.
-            raise Unsupported(
-                f"formats: this URL's job was made without {', '.join(sorted(missing))}, and "
-                "TaskCrawler keeps one job per URL and key, with its first formats"
-            )
         document = await self.document(caller, job, spec.page.formats, screenshot_url)
         if spec.page.tracking is not None:
             document["changeTracking"] = await self._tracked(job, spec.page.tracking)
@@ -632,11 +626,12 @@ class FirecrawlService:
         tracked: dict[str, Any] = await asyncio.to_thread(
             change_tracking, request, previous, markdown, job.http_status
         )
-        if job.finished_at is not None:
+        fetched_at = job.fetched_at or job.finished_at
+        if fetched_at is not None:
             await self.tracking.keep(
                 job.id,
                 job.run_count,
-                fetched_at=job.finished_at,
+                fetched_at=fetched_at,
                 http_status=job.http_status,
                 status=job.status.value,
                 content=RunContent(markdown, ""),

@@ -46,8 +46,8 @@ async def reusable_page(
     options: ScrapeOptions = DEFAULT_OPTIONS,
 ) -> FetchedPage | None:
     """The newest copy of ``url`` (a page's crawl key) that ``owner`` scraped within
-    ``max_age`` seconds with the same render mode and page options (headers, selectors,
-    languages: what the page was read with), or None."""
+    ``max_age`` seconds with the same render mode, fetched with the same page options
+    (headers, languages, PDFs), or None."""
     since = utcnow() - timedelta(seconds=max_age)
     # The newest crawls, whatever their state: a bounded walk of ix_crawls_owner_created (a
     # filter on when they finished could walk every crawl the tenant ever ran).
@@ -62,11 +62,15 @@ async def reusable_page(
         keys.append(url_key(url))
     if not keys:
         return None
+    # A result made later from a stored copy is no fresher than that copy: the page's own fetch
+    # time counts (finished_at for rows from before jobs kept it).
+    fetched_at = sa.func.coalesce(jobs.c.fetched_at, jobs.c.finished_at)
     # A page rendered in a browser was archived as rendered: only the same mode may reuse it.
     same_render = jobs.c.render.is_(None) if render == "never" else jobs.c.render == render
     found = await conn.execute(
         sa.select(
             jobs.c.options,
+            fetched_at.label("fetched_at"),
             page_archive.c.final_url,
             page_archive.c.http_status,
             page_archive.c.headers,
@@ -80,13 +84,17 @@ async def reusable_page(
             jobs.c.owner == owner,
             backend.any_of(jobs.c.url_key, keys),
             jobs.c.status == JobStatus.COMPLETED.value,
-            jobs.c.finished_at >= since,
+            fetched_at >= since,
             same_render,
         )
-        .order_by(jobs.c.finished_at.desc())
+        .order_by(fetched_at.desc())
         .limit(MAX_COPIES)
     )
-    row = next((r for r in found if ScrapeOptions.from_json(r.options).same_page_as(options)), None)
+    # The copy is the page as fetched: the crawl reads it with its own selectors, but only a
+    # page fetched alike (headers, languages, PDFs) is the page it asks for.
+    row = next(
+        (r for r in found if ScrapeOptions.from_json(r.options).same_fetch_as(options)), None
+    )
     if row is None:
         return None
     body_gz = bytes(row.body_gz)
@@ -102,6 +110,7 @@ async def reusable_page(
         content_type=row.content_type,
         charset=row.charset,
         body=body,
+        fetched_at=row.fetched_at,
     )
 
 

@@ -70,7 +70,9 @@ jobs = sa.Table(
     sa.Column("lease_token", sa.Uuid()),
     sa.Column("lease_expires_at", UTCDateTime()),
     # what the job asked for, and what a re-scrape needs
-    sa.Column("formats", JSONType),  # e.g. ["metadata", "markdown"]; NULL means ["metadata"]
+    # e.g. ["metadata", "markdown"]: the union of what its submissions asked; NULL means
+    # ["metadata"] (jobs made before new ones defaulted to metadata and Markdown)
+    sa.Column("formats", JSONType),
     sa.Column("callback_url", sa.Text()),  # webhook on COMPLETED / FAILED
     sa.Column("etag", sa.Text()),  # validators of the last 200, for If-None-Match / -Modified-Since
     sa.Column("last_modified", sa.Text()),
@@ -78,13 +80,18 @@ jobs = sa.Table(
     sa.Column("unchanged", sa.Boolean()),  # the last run got 304 Not Modified
     sa.Column("render", sa.String(8)),  # never | auto | always; NULL means never
     sa.Column("render_options", JSONType),  # RenderRequest.to_json(); NULL means the defaults
-    sa.Column("options", JSONType),  # ScrapeOptions.to_json(); NULL means the defaults (0011)
+    sa.Column("options", JSONType),  # ScrapeOptions.to_json(); NULL means the defaults (0012)
     # A crawl's page: its crawl, and its link hops from the crawl's start (migration 0004).
     sa.Column("crawl_id", sa.Uuid()),
     sa.Column("depth", sa.Integer()),
     # Position of the job's latest finish (COMPLETED or FAILED) in its owner's export stream, set
     # by a trigger in the finishing transaction (migration 0008 says why and how).
     sa.Column("export_seq", sa.BigInteger()),
+    # When the page its result was made from was fetched (or confirmed by a 304); a run made
+    # from the stored copy keeps it. NULL before migration 0011: finished_at says it then.
+    sa.Column("fetched_at", UTCDateTime()),
+    # The run it waits for (or is in) adds formats from the page's stored copy: no fetch.
+    sa.Column("from_archive", sa.Boolean()),
     sa.UniqueConstraint("owner", "url_key"),
     sa.Index("ix_jobs_owner_created", "owner", "created_at", "id"),
     sa.Index("ix_jobs_owner_status_created", "owner", "status", "created_at", "id"),
@@ -277,7 +284,7 @@ webhook_deliveries = sa.Table(
     sa.Column("created_at", UTCDateTime(), nullable=False),
     sa.Column("delivered_at", UTCDateTime()),
     sa.Column("lease_expires_at", UTCDateTime()),
-    # Firecrawl's webhooks (migration 0011): its signature header, and the receiver's own
+    # Firecrawl's webhooks (migration 0012): its signature header, and the receiver's own
     # headers; NULL for TaskCrawler's.
     sa.Column("style", sa.String(16)),
     sa.Column("headers", JSONType),
@@ -290,7 +297,7 @@ webhook_deliveries = sa.Table(
     ),
 )
 
-# A Firecrawl crawl's or batch scrape's webhook (migration 0011): where its events go, and
+# A Firecrawl crawl's or batch scrape's webhook (migration 0012): where its events go, and
 # which of its pages were announced (``firecrawl_hook_pages``: a page is announced once per
 # finish, whatever order the transactions that finished them commit in).
 firecrawl_hooks = sa.Table(

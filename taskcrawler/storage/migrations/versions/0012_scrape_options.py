@@ -9,8 +9,8 @@ announces its events from it, each page once per finish (``firecrawl_hook_pages`
 webhook outbox, whose deliveries may now carry Firecrawl's signature (``style``) and the
 receiver's own headers.
 
-Revision ID: 0011
-Revises: 0010
+Revision ID: 0012
+Revises: 0011
 Create Date: 2026-12-06
 """
 
@@ -21,8 +21,8 @@ from alembic import op
 
 from taskcrawler.storage.tables import JSONType, UTCDateTime
 
-revision: str = "0011"
-down_revision: str | None = "0010"
+revision: str = "0012"
+down_revision: str | None = "0011"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
