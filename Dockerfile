@@ -22,7 +22,7 @@ ENV PYTHONDONTWRITEBYTECODE=1 \
 # chromium renders pages (`render` on jobs, screenshots); tini is PID 1 and reaps what a killed
 # browser leaves behind; fonts so rendered text and screenshots have glyphs.
 RUN apt-get update \
-    && apt-get install -y --no-install-recommends chromium fonts-liberation tini \
+    && apt-get install -y --no-install-recommends chromium webext-ublock-origin-chromium fonts-liberation tini \
     && rm -rf /var/lib/apt/lists/*
 COPY --from=builder /wheels /wheels
 RUN pip install --no-index --find-links=/wheels taskcrawler \

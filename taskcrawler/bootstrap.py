@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from taskcrawler.observability import WorkerMetrics
     from taskcrawler.rerank import Reranker
     from taskcrawler.worker import Worker
+    from taskcrawler.worker.firecrawl_hooks import HookAnnouncer
     from taskcrawler.worker.monitoring import MonitorScheduler
     from taskcrawler.worker.parsing import PageParser
     from taskcrawler.worker.process import WorkerProcess, WorkerProcesses
@@ -190,7 +191,10 @@ def api_services(
             mapper,
             storage.batches,
             crawls,
+            storage.firecrawl_hooks,
+            storage.tracking,
             max_wait_seconds=runtime.settings.scrape_max_wait_seconds,
+            worker_concurrency=runtime.settings.worker_concurrency,
         ),
     )
 
@@ -380,6 +384,13 @@ def webhook_dispatcher(runtime: Runtime) -> WebhookDispatcher:
     from taskcrawler.worker.webhooks import WebhookDispatcher
 
     return WebhookDispatcher(runtime.settings, runtime.storage.webhooks)
+
+
+def hook_announcer(runtime: Runtime) -> HookAnnouncer:
+    """Announces Firecrawl crawls' and batch scrapes' events to their webhooks."""
+    from taskcrawler.worker.firecrawl_hooks import HookAnnouncer
+
+    return HookAnnouncer(runtime.storage.firecrawl_hooks, runtime.storage.content)
 
 
 # --- serve: the API with its worker in a child process ------------------------------------------

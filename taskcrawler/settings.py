@@ -6,6 +6,8 @@ and pass it down, so tests and embedded apps can run side by side with different
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -219,6 +221,12 @@ class Settings(BaseSettings):
     )
     render_screenshot_max_height: int = Field(
         10000, ge=100, le=100000, description="Full-page screenshots are cut at this height (px)."
+    )
+    ad_filter_lists: list[Path] | None = Field(
+        None,
+        description="Filter lists (Adblock Plus syntax) a render with block_ads matches its "
+        "requests against; unset: EasyList and EasyPrivacy as Debian's "
+        "webext-ublock-origin-chromium package ships them.",
     )
 
     # chunks, embeddings and search (format "chunks")

@@ -45,6 +45,16 @@ async def get_caller(request: Request) -> Caller:
     return caller
 
 
+async def get_foreign_caller(request: Request) -> Caller:
+    """:func:`get_caller` for the routes of another service's API (Firecrawl's): a token that
+    is not a TaskCrawler key is anonymous where keys are not required."""
+    services = await get_services(request)
+    token = _bearer_token(request.headers.get("authorization"))
+    caller = await services.keys.foreign_caller(token)
+    await services.jobs.check_rate(caller)
+    return caller
+
+
 async def get_admin(request: Request) -> Caller:
     caller = await _authenticated(request)
     if not caller.is_admin:
@@ -56,3 +66,4 @@ async def get_admin(request: Request) -> Caller:
 
 CallerDep = Annotated[Caller, Depends(get_caller)]
 AdminDep = Annotated[Caller, Depends(get_admin)]
+ForeignCallerDep = Annotated[Caller, Depends(get_foreign_caller)]

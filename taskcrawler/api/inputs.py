@@ -38,6 +38,7 @@ from taskcrawler.api.errors import send_json
 from taskcrawler.domain import InvalidURL, validate_url
 from taskcrawler.domain.crawls import MAX_DEPTH, MAX_PATTERNS
 from taskcrawler.domain.rendering import MAX_WAIT_SECONDS
+from taskcrawler.domain.scrape_options import MAX_CONCURRENCY, MAX_DELAY_SECONDS
 from taskcrawler.domain.urls import MAX_URL_LENGTH
 
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -201,11 +202,25 @@ FIRECRAWL_MAX_TIMEOUT_MS = 300_000
 #: Firecrawl options TaskCrawler accepts at their default only (which asks for nothing), and
 #: what another value would ask for.
 _DEFAULT_ONLY: dict[str, tuple[Any, str]] = {
-    "onlyMainContent": (True, "onlyMainContent: false (the whole page as Markdown)"),
     "mobile": (False, "mobile: true"),
-    "skipTlsVerification": (False, "skipTlsVerification: true"),
     "zeroDataRetention": (False, "zeroDataRetention: true"),
 }
+
+
+class FirecrawlLocation(RequestModel):
+    country: str | None = Field(None, max_length=8)
+    languages: list[Annotated[str, Field(max_length=40)]] | None = Field(None, max_length=20)
+
+
+class FirecrawlWebhook(RequestModel):
+    """Firecrawl's ``webhook`` object (a plain URL string is taken too)."""
+
+    url: str = Field(max_length=MAX_URL_LENGTH)
+    headers: dict[str, str] | None = Field(None, max_length=20)
+    metadata: dict[str, Any] | None = None
+    events: list[Literal["started", "page", "completed", "failed"]] | None = Field(
+        None, max_length=4
+    )
 
 
 class FirecrawlScrapeOptions(RequestModel):
@@ -214,11 +229,18 @@ class FirecrawlScrapeOptions(RequestModel):
 
     formats: list[str | dict[str, Any]] | None = Field(None, max_length=16)
     onlyMainContent: bool | None = None
+    includeTags: list[str] | None = Field(None, max_length=100)
+    excludeTags: list[str] | None = Field(None, max_length=100)
+    headers: dict[str, str] | None = Field(None, max_length=100)
+    skipTlsVerification: bool | None = None
+    location: FirecrawlLocation | None = None
+    removeBase64Images: bool | None = None
+    blockAds: bool | None = None
+    parsers: list[str | dict[str, Any]] | None = Field(None, max_length=8)
+    changeTrackingOptions: dict[str, Any] | None = None
     maxAge: int | None = Field(None, ge=0, le=100 * 365 * 24 * 3600 * 1000)
     timeout: int | None = Field(None, ge=1, le=FIRECRAWL_MAX_TIMEOUT_MS)
     # Accepted whatever their value: they change nothing TaskCrawler returns.
-    removeBase64Images: bool | None = None
-    blockAds: bool | None = None
     storeInCache: bool | None = None
     fastMode: bool | None = None
     origin: str | None = Field(None, max_length=200)
@@ -228,15 +250,10 @@ class FirecrawlScrapeOptions(RequestModel):
     waitFor: int | None = Field(None, ge=0, le=int(MAX_WAIT_SECONDS * 1000))
     # Accepted at their default only.
     mobile: bool | None = None
-    skipTlsVerification: bool | None = None
     zeroDataRetention: bool | None = None
-    includeTags: list[str] | None = Field(None, max_length=100)
-    excludeTags: list[str] | None = Field(None, max_length=100)
-    headers: dict[str, str] | None = Field(None, max_length=100)
     actions: list[Any] | None = Field(None, max_length=100)
-    location: dict[str, Any] | None = None
 
-    @field_validator("onlyMainContent", "mobile", "skipTlsVerification", "zeroDataRetention")
+    @field_validator("mobile", "zeroDataRetention")
     @classmethod
     def _default_only(cls, value: Any, info: ValidationInfo) -> Any:
         allowed, what = _DEFAULT_ONLY[info.field_name or ""]
@@ -244,7 +261,7 @@ class FirecrawlScrapeOptions(RequestModel):
             raise ValueError(f"{what} is not supported by TaskCrawler")
         return value
 
-    @field_validator("includeTags", "excludeTags", "headers", "actions", "location")
+    @field_validator("actions")
     @classmethod
     def _empty(cls, value: Any, info: ValidationInfo) -> Any:
         if value:
@@ -269,14 +286,7 @@ class FirecrawlBatchIn(FirecrawlScrapeOptions):
     )
     ignoreInvalidURLs: bool | None = None
     maxConcurrency: int | None = Field(None, ge=1)
-    webhook: Any = None
-
-    @field_validator("webhook")
-    @classmethod
-    def _no_webhook(cls, value: Any) -> Any:
-        if value is not None:
-            raise ValueError("webhook is not supported by TaskCrawler: poll the status")
-        return value
+    webhook: FirecrawlWebhook | str | None = None
 
     @model_validator(mode="after")
     def _urls_scrapable(self) -> FirecrawlBatchIn:
@@ -321,11 +331,11 @@ class FirecrawlCrawlIn(RequestModel):
     allowSubdomains: bool | None = None
     allowExternalLinks: bool | None = None
     scrapeOptions: FirecrawlScrapeOptions | None = None
-    # Accepted whatever their value: TaskCrawler deduplicates every crawl's URLs, crawls the
-    # whole site (as crawlEntireDomain: true) and bounds its own concurrency per host.
+    maxConcurrency: int | None = Field(None, ge=1, le=MAX_CONCURRENCY)
+    # Accepted whatever their value: TaskCrawler deduplicates every crawl's URLs and crawls
+    # the whole site (as crawlEntireDomain: true).
     crawlEntireDomain: bool | None = None
     deduplicateSimilarURLs: bool | None = None
-    maxConcurrency: int | None = Field(None, ge=1)
     origin: str | None = Field(None, max_length=200)
     integration: str | None = Field(None, max_length=200)
     # Accepted at their default only.
@@ -333,11 +343,11 @@ class FirecrawlCrawlIn(RequestModel):
     ignoreQueryParameters: bool | None = None
     regexOnFullURL: bool | None = None
     zeroDataRetention: bool | None = None
+    delay: float | None = Field(None, ge=0, le=MAX_DELAY_SECONDS)
+    webhook: FirecrawlWebhook | str | None = None
     # Refused when set.
     prompt: str | None = Field(None, max_length=10_000)
     robotsUserAgent: str | None = Field(None, max_length=1000)
-    delay: float | None = None
-    webhook: Any = None
     # v1
     maxDepth: int | None = Field(None, ge=0, le=MAX_DEPTH)
     ignoreSitemap: bool | None = None
@@ -352,7 +362,7 @@ class FirecrawlCrawlIn(RequestModel):
             raise ValueError(f"{what} is not supported by TaskCrawler")
         return value
 
-    @field_validator("prompt", "robotsUserAgent", "delay", "webhook")
+    @field_validator("prompt", "robotsUserAgent")
     @classmethod
     def _unset(cls, value: Any, info: ValidationInfo) -> Any:
         if value is not None:

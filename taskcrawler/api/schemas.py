@@ -5,7 +5,7 @@ on them."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal, cast, get_args
+from typing import Annotated, Any, Literal, cast, get_args
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -29,13 +29,27 @@ from taskcrawler.domain.rendering import (
     WaitUntil,
     effective_mode,
 )
+from taskcrawler.domain.scrape_options import (
+    MAX_CONCURRENCY as MAX_CRAWL_CONCURRENCY,
+)
+from taskcrawler.domain.scrape_options import (
+    MAX_DELAY_SECONDS,
+    MAX_PDF_PAGES,
+    InvalidOption,
+    ScrapeOptions,
+)
+from taskcrawler.domain.scrape_options import (
+    MAX_HEADERS as MAX_REQUEST_HEADERS,
+)
 from taskcrawler.domain.urls import MAX_URL_LENGTH
 from taskcrawler.domain.views import CrawlView, JobView
 from taskcrawler.domain.webhooks import DeliveryStatus
 from taskcrawler.service.mapping import DEFAULT_MAP_LIMIT, MAX_SEARCH_CHARS
 from taskcrawler.service.monitors import RunView
 
-Format = Literal["metadata", "markdown", "text", "html", "links", "screenshot", "chunks"]
+Format = Literal[
+    "metadata", "markdown", "text", "html", "clean_html", "images", "links", "screenshot", "chunks"
+]
 #: Entries ``formats`` may list, repeats included (they are dropped): each format a few times
 #: over is a client's slip; more is not a list of formats.
 MAX_FORMATS_LISTED = 4 * len(get_args(Format))
@@ -120,6 +134,92 @@ def _check_selector(selector: str) -> None:
         raise ValueError(f"wait_for is not a CSS selector: {selector!r}") from None
 
 
+class ScrapeOptionsIn(RequestModel):
+    """What a job asks of its page beyond its formats; every field optional."""
+
+    only_main_content: bool = Field(
+        True, description="false: the Markdown, text and clean_html hold the whole page."
+    )
+    include_tags: list[Annotated[str, Field(max_length=200)]] | None = Field(
+        None,
+        max_length=20,
+        description="CSS selectors: only what they match is read (before the main content "
+        "is looked for).",
+    )
+    exclude_tags: list[Annotated[str, Field(max_length=200)]] | None = Field(
+        None, max_length=20, description="CSS selectors: what they match is left out."
+    )
+    keep_base64_images: bool = Field(
+        False, description="Inline data: images stay in the Markdown and clean_html."
+    )
+    headers: dict[str, str] | None = Field(
+        None,
+        max_length=MAX_REQUEST_HEADERS,
+        description="Request headers (cookies too) sent to the page's own host only, never to "
+        "another host a redirect leads to; never shown back.",
+    )
+    skip_tls_verification: bool = Field(
+        False, description="The page's certificate is not verified (addresses still are)."
+    )
+    languages: list[str] | None = Field(
+        None, max_length=10, description="Accept-Language, and the browser's locale."
+    )
+    country: str | None = Field(
+        None, max_length=2, description="ISO 3166-1 alpha-2: the browser's time zone."
+    )
+    block_ads: bool = Field(
+        False, description="A rendered page's requests to known ad and tracker hosts fail."
+    )
+    parse_pdf: bool = Field(True, description="PDFs are read to Markdown and text.")
+    pdf_max_pages: int | None = Field(
+        None, ge=1, le=MAX_PDF_PAGES, description="A PDF's first pages read at most."
+    )
+    delay: float | None = Field(
+        None,
+        ge=0,
+        le=MAX_DELAY_SECONDS,
+        description="Seconds between the starts of requests to the page's host, at least.",
+    )
+    max_concurrency: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_CRAWL_CONCURRENCY,
+        description="A crawl's pages fetched at once at most, across all workers.",
+    )
+
+    @model_validator(mode="after")
+    def _checked(self) -> ScrapeOptionsIn:
+        self.scrape_options()
+        return self
+
+    def scrape_options(self) -> ScrapeOptions:
+        try:
+            return ScrapeOptions.create(
+                only_main_content=self.only_main_content,
+                include_tags=self.include_tags,
+                exclude_tags=self.exclude_tags,
+                keep_base64_images=self.keep_base64_images,
+                headers=self.headers,
+                skip_tls_verification=self.skip_tls_verification,
+                languages=self.languages,
+                country=self.country,
+                block_ads=self.block_ads,
+                parse_pdf=self.parse_pdf,
+                max_pages=self.pdf_max_pages,
+                delay=self.delay,
+                max_concurrency=self.max_concurrency,
+                names={"max_pages": "pdf_max_pages"},
+            )
+        except InvalidOption as exc:
+            raise ValueError(str(exc)) from None
+
+
+def scrape_options_of(options: ScrapeOptionsIn | None) -> ScrapeOptions | None:
+    """The options asked for; None when the request asked for none (a URL's existing job then
+    keeps its own)."""
+    return None if options is None else options.scrape_options()
+
+
 class JobOptionsIn(RequestModel):
     formats: list[Format] | None = Field(
         None,
@@ -153,6 +253,11 @@ class JobOptionsIn(RequestModel):
     )
     render_options: RenderOptionsIn | None = Field(
         None, description="How to render: waits, blocked resource types, viewport."
+    )
+    options: ScrapeOptionsIn | None = Field(
+        None,
+        description="Headers, TLS, languages, what the Markdown holds, PDFs. A URL asked for "
+        "with other options than its job has is scraped again with them (same job, a new run).",
     )
 
     @field_validator("callback_url")
@@ -608,6 +713,9 @@ class CrawlIn(RequestModel):
     render_options: RenderOptionsIn | None = Field(
         None, description="How to render every page, as for a job."
     )
+    options: ScrapeOptionsIn | None = Field(
+        None, description="For every page, as for a job (delay: between its pages' requests)."
+    )
 
     @model_validator(mode="after")
     def _render_fits_formats(self) -> CrawlIn:
@@ -850,3 +958,79 @@ class FirecrawlCrawlErrors(BaseModel):
 class FirecrawlCrawlCancelled(BaseModel):
     success: bool = True
     status: Literal["cancelled"] = "cancelled"
+
+
+class FirecrawlActiveCrawl(BaseModel):
+    id: str
+    teamId: str = Field(description="The API key's tenant.")
+    url: str
+    options: dict[str, Any] | None = Field(None, description="The crawl's TaskCrawler spec.")
+
+
+class FirecrawlActiveCrawls(BaseModel):
+    success: bool = True
+    crawls: list[FirecrawlActiveCrawl] = Field(description="The key's running crawls.")
+
+
+#: What a self-hosted TaskCrawler answers for credits and tokens: it counts none.
+UNMETERED = 99_999_999
+
+
+class FirecrawlCreditsV2(BaseModel):
+    remainingCredits: int = UNMETERED
+    planCredits: int | None = None
+    billingPeriodStart: str | None = None
+    billingPeriodEnd: str | None = None
+
+
+class FirecrawlCreditsV1(BaseModel):
+    remaining_credits: int = UNMETERED
+    plan_credits: int | None = None
+    billing_period_start: str | None = None
+    billing_period_end: str | None = None
+
+
+class FirecrawlTokensV2(BaseModel):
+    remainingTokens: int = UNMETERED
+    planTokens: int | None = None
+    billingPeriodStart: str | None = None
+    billingPeriodEnd: str | None = None
+
+
+class FirecrawlTokensV1(BaseModel):
+    remaining_tokens: int = UNMETERED
+    plan_tokens: int | None = None
+    billing_period_start: str | None = None
+    billing_period_end: str | None = None
+
+
+class FirecrawlUsage(BaseModel):
+    """Credit or token usage: TaskCrawler meters neither, so there is always plenty left."""
+
+    success: bool = True
+    data: FirecrawlCreditsV2 | FirecrawlCreditsV1 | FirecrawlTokensV2 | FirecrawlTokensV1
+
+
+class FirecrawlUsageHistory(BaseModel):
+    success: bool = True
+    periods: list[dict[str, Any]] = Field(
+        default_factory=list, description="Always empty: TaskCrawler meters no usage."
+    )
+
+
+class FirecrawlConcurrency(BaseModel):
+    success: bool = True
+    concurrency: int = Field(description="The key's jobs being fetched now.")
+    maxConcurrency: int = Field(
+        description="The key's pending-jobs limit, else the deployment's, else the workers' "
+        "concurrency."
+    )
+
+
+class FirecrawlQueueStatus(BaseModel):
+    success: bool = True
+    jobsInQueue: int = Field(description="The key's jobs not finished yet.")
+    activeJobsInQueue: int = Field(description="Of those, the ones being fetched.")
+    waitingJobsInQueue: int = Field(description="Of those, the ones waiting.")
+    maxConcurrency: int
+    mostRecentSuccess: datetime | None = Field(description="When a job of the key last completed.")

@@ -40,6 +40,16 @@ class RenderOptions:
     viewport_height: int = 800
     screenshot: bool = False
     full_page: bool = True
+    #: The browser's language and time zone (``navigator.language``, Accept-Language, ``Intl``).
+    locale: str | None = None
+    timezone_id: str | None = None
+    #: The page's certificate is not verified (the proxy still vets every address).
+    ignore_https_errors: bool = False
+    #: Request headers for ``page_host`` only: every other host gets none of them.
+    page_headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
+    page_host: str = ""
+    #: Requests to ad and tracker servers (EasyList, EasyPrivacy) are refused.
+    block_ads: bool = False
 
     def __post_init__(self) -> None:
         if self.wait_until not in ("load", "networkidle"):
@@ -95,3 +105,7 @@ class RenderResult:
     blocked: tuple[str, ...] = ()
     #: Waits that did not happen in time: "load", "networkidle", "selector".
     waits_timed_out: tuple[str, ...] = field(default=())
+    #: Requests the ad filter lists refused (counted in ``skipped_requests`` too).
+    ads_blocked: int = 0
+    #: Why ads were not blocked when asked to be (no filter lists here).
+    ads_note: str | None = None

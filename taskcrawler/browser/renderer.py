@@ -34,6 +34,7 @@ from playwright.async_api import (
 from yarl import URL
 
 from taskcrawler.browser import processes
+from taskcrawler.browser.adblock import DEBIAN_LISTS, AdBlocker
 from taskcrawler.browser.availability import Availability, render_availability
 from taskcrawler.browser.launcher import BrowserError, BrowserProcess
 from taskcrawler.browser.options import RenderOptions, RenderResult
@@ -113,6 +114,15 @@ class _PageState:
     skipped: int = 0
     crashed: bool = False
     waits_timed_out: list[str] = field(default_factory=list)
+    ads_blocked: int = 0  # of skipped, those the ad filter lists refused
+    ads_unblocked: str | None = None  # why ads were asked to be blocked and were not
+
+
+def _host_of(url: str) -> str:
+    try:
+        return (URL(url).raw_host or "").lower()
+    except ValueError:
+        return ""
 
 
 class BrowserRenderer:
@@ -134,6 +144,7 @@ class BrowserRenderer:
         self.availability = availability or render_availability(settings)
         guard = guard or AddressGuard(enabled=not settings.allow_private_networks)
         self._egress = Egress(settings, guard, resolver)
+        self.ad_blocker = AdBlocker(settings.ad_filter_lists or DEBIAN_LISTS)
         self._slots = asyncio.Semaphore(settings.browser_concurrency)
         self._launching = asyncio.Lock()
         self._current: BrowserProcess | None = None
@@ -313,6 +324,9 @@ class BrowserRenderer:
                     user_agent=self.settings.user_agent,
                     accept_downloads=False,
                     service_workers="block",
+                    locale=options.locale,
+                    timezone_id=options.timezone_id,
+                    ignore_https_errors=options.ignore_https_errors,
                 )
                 page = await context.new_page()
                 context.on("page", _close_popup)
@@ -349,6 +363,8 @@ class BrowserRenderer:
             over_budget=traffic.over_budget,
             blocked=tuple(traffic.blocked_names),
             waits_timed_out=tuple(state.waits_timed_out),
+            ads_blocked=state.ads_blocked,
+            ads_note=state.ads_unblocked,
         )
 
     async def _route(
@@ -361,11 +377,18 @@ class BrowserRenderer:
         state: _PageState,
     ) -> None:
         """Requests seen by Playwright before the network: only when something is to be done
-        with them (a document already fetched, resource types to skip), since each costs a
-        round trip to this process."""
-        if document is None and not options.block_resources:
-            return
+        with them (a document already fetched, resource types to skip, ads to refuse, headers
+        for the page's host), since each costs a round trip to this process."""
+        ads = options.block_ads and await self.ad_blocker.ready()
+        state.ads_unblocked = (
+            f"ads not blocked: {self.ad_blocker.unavailable}"
+            if options.block_ads and not ads
+            else None
+        )
         blocked = options.block_resources
+        if document is None and not blocked and not ads and not options.page_headers:
+            return
+        extra = dict(options.page_headers)
 
         async def handle(route: Route) -> None:
             request = route.request
@@ -379,6 +402,17 @@ class BrowserRenderer:
             elif request.resource_type in blocked:
                 state.skipped += 1
                 await route.abort("blockedbyclient")
+            elif (
+                ads
+                and request.resource_type != "document"
+                and self.ad_blocker.blocks(request.url, start, request.resource_type)
+            ):
+                # The page itself is what was asked for: only what it loads is refused.
+                state.skipped += 1
+                state.ads_blocked += 1
+                await route.abort("blockedbyclient")
+            elif extra and _host_of(request.url) == options.page_host:
+                await route.fallback(headers={**request.headers, **extra})
             else:
                 await route.fallback()
 

@@ -33,7 +33,7 @@ MAX_PAGE = 500  # the list endpoint's largest page
 #: The export's header with the cursor of what finishes after it.
 NEXT_SINCE = "X-TaskCrawler-Next-Since"
 
-ContentFormat = Literal["markdown", "text", "html"]
+ContentFormat = Literal["markdown", "text", "html", "clean_html", "images"]
 ExportFormat = Literal["jsonl", "warc"]
 Sitemap = Literal["include", "skip", "only"]
 Render = Literal["never", "auto", "always"]

@@ -25,6 +25,7 @@ import re2
 from taskcrawler.domain.errors import InvalidURL
 from taskcrawler.domain.jobs import DEFAULT_FORMATS, UNSTATED_FORMATS
 from taskcrawler.domain.rendering import RENDER_MODES, RenderRequest, effective_mode
+from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS, ScrapeOptions
 from taskcrawler.domain.urls import crawl_key, validate_url
 
 DEFAULT_LIMIT = 10_000
@@ -223,6 +224,9 @@ class CrawlSpec:
     render: str = "never"
     render_options: RenderRequest | None = None
     webhook_events: tuple[str, ...] = DEFAULT_WEBHOOK_EVENTS
+    #: As for a job, for every page: headers, selectors, languages, PDFs, the gap between
+    #: requests.
+    options: ScrapeOptions = DEFAULT_OPTIONS
 
     def __post_init__(self) -> None:
         _checked_url(self.url, "url")
@@ -270,6 +274,7 @@ class CrawlSpec:
         render: str | None = None,
         render_options: RenderRequest | None = None,
         webhook_events: Sequence[str] = DEFAULT_WEBHOOK_EVENTS,
+        options: ScrapeOptions = DEFAULT_OPTIONS,
     ) -> CrawlSpec:
         """A validated spec; :class:`InvalidCrawlSpec` names the first bad field."""
         _checked_url(url, "url")
@@ -294,6 +299,7 @@ class CrawlSpec:
             render=_checked_render(render, formats),
             render_options=render_options,
             webhook_events=_checked_events(webhook_events),
+            options=options,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -317,7 +323,13 @@ class CrawlSpec:
             else self.render_options.to_json(),
             # Read on every page row too (storage.crawls.page_callback).
             "webhook_events": list(self.webhook_events),
+            # Copied onto every page as a job stores them; holds the request headers.
+            "options": self.options.to_json(),
         }
+
+    def public_dict(self) -> dict[str, Any]:
+        """:meth:`to_dict` as it may be shown: the request headers' names only."""
+        return {**self.to_dict(), "options": self.options.public()}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CrawlSpec:
@@ -341,6 +353,7 @@ class CrawlSpec:
             if data.get("render_options") is None
             else RenderRequest.from_json(data["render_options"]),
             webhook_events=stored_webhook_events(data),
+            options=ScrapeOptions.from_json(data.get("options")),
         )
 
 

@@ -32,6 +32,8 @@ class ErrorCode(StrEnum):
     QUEUE_UNAVAILABLE = "queue_unavailable"
     # permanent: the same page would do it again
     PARSE_TIMEOUT = "parse_timeout"  # its parse overran TASKCRAWLER_PARSE_TIMEOUT_SECONDS
+    PARSE_CRASHED = "parse_crashed"  # its parse killed the process that ran it (a hostile PDF)
+    UNREADABLE_DOCUMENT = "unreadable_document"  # a PDF that cannot be opened (damaged, locked)
     UNSTORABLE = "unstorable_result"  # the database refused what the page produced
     # rendering in a browser
     RENDER_UNAVAILABLE = "render_unavailable"  # permanent: this worker has no usable browser

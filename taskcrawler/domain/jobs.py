@@ -9,6 +9,7 @@ from uuid import UUID
 from taskcrawler.domain.errors import DEFERRAL_CODES, log_line
 from taskcrawler.domain.pages import Link, PageContent
 from taskcrawler.domain.rendering import DEFAULT_RENDER, RenderRequest
+from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS, ScrapeOptions
 
 if TYPE_CHECKING:
     from taskcrawler.domain.crawls import Candidate
@@ -65,6 +66,8 @@ class Job:
     #: never | auto | always (see :mod:`taskcrawler.domain.rendering`)
     render: str = "never"
     render_options: RenderRequest | None = None
+    #: What it asks of its page beyond its formats (headers, selectors, languages, PDFs).
+    options: ScrapeOptions = DEFAULT_OPTIONS
 
     #: The crawl this job is a page of, and its link hops from the crawl's start.
     crawl_id: UUID | None = None
@@ -94,6 +97,7 @@ class ClaimedJob:
     callback_url: str | None = None
     render: str = "never"
     render_options: RenderRequest = DEFAULT_RENDER
+    options: ScrapeOptions = DEFAULT_OPTIONS
 
     #: A crawl's page: its crawl, and its link hops from the crawl's start.
     crawl_id: UUID | None = None
@@ -180,6 +184,8 @@ class NewJob:
     max_age: float | None = None
     render: str = "never"
     render_options: RenderRequest | None = None
+    #: None: not asked (an existing job keeps its own); else what the page must be read with.
+    options: ScrapeOptions | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,6 +210,15 @@ class JobQuery:
     cursor: str | None = None
     #: The pages of this crawl only.
     crawl_id: UUID | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QueueCounts:
+    """A tenant's jobs not finished yet, and when its last job completed."""
+
+    pending: int
+    processing: int
+    last_completed_at: datetime | None
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,17 +15,23 @@ adding different formats at once both get theirs.
 * PROCESSING, lacking formats (or reading a copy older than ``max_age``): the attempt under way
   is dropped (its write will match nothing) and the job waits again for one that makes every
   format.
+
+A submission that asks for other page options than the job's (headers, selectors, languages:
+:meth:`~taskcrawler.domain.scrape_options.ScrapeOptions.same_page_as`) has the page read again
+with them: from the stored copy when only how it is read changed (selectors, the main content)
+and the copy can make every format, else fetched. One that asks for none leaves the job's.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from enum import StrEnum
 
 from taskcrawler.domain.jobs import JobStatus
 from taskcrawler.domain.rendering import SCREENSHOT
+from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS, ScrapeOptions
 
 #: Made by every run whatever its formats (extraction always reads the page's metadata): a job
 #: given only these needs no new run.
@@ -65,6 +71,8 @@ class Existing:
     archived: bool
     #: Whether the run it waits for (or is in) reads the stored copy instead of fetching.
     from_archive: bool
+    #: What its page is read with (headers, selectors, languages, …).
+    options: ScrapeOptions = DEFAULT_OPTIONS
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,16 +85,20 @@ class Asked:
     #: The render mode a submission asked for, taken when the job must render to make a
     #: format it lacks (a screenshot) and did not.
     render: str = "never"
+    #: The page options asked for (the last submission's that asked any); None: none was.
+    options: ScrapeOptions | None = None
 
     @classmethod
     def fold(cls, asked: Iterable[Asked]) -> Asked:
         requests = list(asked)
         ages = [a.max_age for a in requests if a.max_age is not None]
         renders = [a.render for a in requests if a.render != "never"]
+        options = [a.options for a in requests if a.options is not None]
         return cls(
             formats=union(*(a.formats for a in requests)),
             max_age=min(ages) if ages else None,
             render=renders[0] if renders else "never",
+            options=options[-1] if options else None,
         )
 
 
@@ -96,6 +108,8 @@ class Plan:
     formats: tuple[str, ...]
     render: str
     from_archive: bool
+    #: What the job's page is read with from now on.
+    options: ScrapeOptions = DEFAULT_OPTIONS
 
     @property
     def dispatches(self) -> bool:
@@ -109,6 +123,38 @@ def union(*formats: Sequence[str]) -> tuple[str, ...]:
 
 def plan(job: Existing, asked: Asked, *, now: datetime) -> Plan:
     """What submitting ``asked`` does to ``job`` at ``now``."""
+    decided = _plan_formats(job, asked, now=now)
+    wanted = asked.options
+    if wanted is None or wanted.same_page_as(job.options):
+        # Nothing asked of the page, or what it was read with: the job keeps its options
+        # (those that only pace or allow, such as TLS or a delay, are taken when it runs).
+        runs = decided.action is not Action.KEEP and wanted is not None
+        return replace(decided, options=wanted if runs and wanted else job.options)
+    # The page is asked for with other options: it must be read again, with them.
+    return replace(_plan_other_page(job, decided, wanted), options=wanted)
+
+
+def _plan_other_page(job: Existing, decided: Plan, wanted: ScrapeOptions) -> Plan:
+    """The plan when the page must be read with ``wanted``: from the stored copy when only
+    how it is read changed (selectors, the main content) and the copy can make every format;
+    else fetched again."""
+    if job.status in (JobStatus.FAILED, JobStatus.CANCELLED):
+        return decided  # fetched again anyway
+    derive = (
+        job.archived
+        and wanted.same_fetch_as(job.options)
+        and not (frozenset(decided.formats) & LIVE_ONLY)
+    )
+    if job.status is JobStatus.COMPLETED:
+        action = Action.DERIVE if derive else Action.FETCH
+        return replace(decided, action=action, from_archive=derive)
+    if job.status is JobStatus.PROCESSING:
+        return replace(decided, action=Action.TAKE_OVER, from_archive=derive and job.from_archive)
+    return replace(decided, action=Action.WIDEN, from_archive=derive and job.from_archive)
+
+
+def _plan_formats(job: Existing, asked: Asked, *, now: datetime) -> Plan:
+    """What ``asked``'s formats and ``max_age`` do to ``job``."""
     formats = union(job.formats, asked.formats)
     to_make = frozenset(formats) - frozenset(job.formats) - ALWAYS_MADE
     # Only a browser takes a screenshot: a job that did not render now renders as asked.

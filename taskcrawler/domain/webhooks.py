@@ -23,7 +23,8 @@ import hashlib
 import hmac
 import random
 import time
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -41,6 +42,8 @@ DELIVERY_HEADER = "X-TaskCrawler-Delivery"
 TIMESTAMP_HEADER = "X-TaskCrawler-Timestamp"
 SIGNATURE_HEADER = "X-TaskCrawler-Signature"
 SIGNATURE_VERSION = "v1"
+#: Firecrawl's signature of its webhooks: ``sha256=<hex HMAC-SHA256 of the raw body>``.
+FIRECRAWL_SIGNATURE_HEADER = "X-Firecrawl-Signature"
 #: A receiver should refuse signatures older (or newer) than this, against replays.
 DEFAULT_TOLERANCE_SECONDS = 300
 
@@ -131,6 +134,12 @@ def verify_signature(
     )
 
 
+def firecrawl_signature(secret: str, body: bytes) -> str:
+    """``sha256=<hex>``: HMAC-SHA256 keyed with ``secret`` over the raw body, as Firecrawl
+    signs its webhooks."""
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
 def delivery_headers(
     *,
     delivery_id: UUID,
@@ -138,8 +147,12 @@ def delivery_headers(
     body: bytes,
     secret: str | None,
     timestamp: int,
+    firecrawl: bool = False,
+    extra: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """The headers of one attempt; unsigned when the owner has no secret."""
+    """The headers of one attempt; unsigned when the owner has no secret. ``firecrawl``: also
+    signed as Firecrawl signs (a Firecrawl crawl's or batch's webhook); ``extra``: the
+    receiver's own headers, which never replace these."""
     headers = {
         "Content-Type": "application/json",
         EVENT_HEADER: event,
@@ -148,7 +161,13 @@ def delivery_headers(
     }
     if secret:
         headers[SIGNATURE_HEADER] = signature(secret, timestamp, body)
-    return headers
+        if firecrawl:
+            headers[FIRECRAWL_SIGNATURE_HEADER] = firecrawl_signature(secret, body)
+    ours = {name.lower() for name in headers}
+    return {
+        **{name: value for name, value in (extra or {}).items() if name.lower() not in ours},
+        **headers,
+    }
 
 
 def retry_delay(
@@ -188,6 +207,10 @@ class ClaimedDelivery:
     payload: dict[str, Any]
     attempts: int
     secret: str | None
+    #: ``firecrawl`` for a Firecrawl webhook (signed its way too), else None.
+    style: str | None = None
+    #: The receiver's own headers (a Firecrawl webhook's ``headers``).
+    headers: Mapping[str, str] | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -659,6 +659,32 @@ def main_content(tree: LexborHTMLParser) -> MainContent:
             if text:
                 texts.append(text)
                 words += count
+    return _measured(nodes, scored, texts, words)
+
+
+def _measured(nodes: list[LexborNode], scored: bool, texts: list[str], words: int) -> MainContent:
     text = " ".join(texts)
     digest = hashlib.sha256(text.encode("utf-8")).hexdigest()
     return MainContent(nodes, scored, text, _word_count(text, words), f"sha256:{digest}")
+
+
+def chosen_content(tree: LexborHTMLParser, nodes: list[LexborNode]) -> MainContent:
+    """``nodes`` as the content (what a request's selectors chose), with only what is never
+    content (scripts, styles, form controls) removed from them."""
+    _unwrap_noscript_pages(tree)
+    tree.strip_tags(_NEVER_CONTENT)
+    texts: list[str] = []
+    words = 0
+    for node in nodes:
+        text, count = collapsed_text(node)
+        if text:
+            texts.append(text)
+            words += count
+    return _measured(nodes, False, texts, words)
+
+
+def whole_page(tree: LexborHTMLParser) -> MainContent:
+    """The whole body as the content, navigation, headers and footers included; only what is
+    never content (scripts, styles, form controls) is removed."""
+    body = tree.body
+    return chosen_content(tree, [body] if body is not None else [])

@@ -41,6 +41,17 @@ def remove_ignored(tree: LexborHTMLParser, selectors: Sequence[IgnoreSelector]) 
         node.decompose()  # disjoint subtrees: any order is safe
 
 
+def outermost_matched(
+    tree: LexborHTMLParser, selectors: Sequence[IgnoreSelector]
+) -> list[LexborNode]:
+    """The elements ``selectors`` match that are not inside another match, in document order
+    (what a request's ``include_tags`` keep), in time linear in the page."""
+    root = tree.root
+    if not selectors or root is None:
+        return []
+    return _Join.of(root, selectors).outermost_matches(root)
+
+
 def _matched_by_lexbor(root: LexborNode, selectors: Sequence[IgnoreSelector]) -> list[LexborNode]:
     """Matches of one-group selectors, in document order, once each (lexbor lists an element
     once per selector it matches), without the kept tags."""

@@ -82,7 +82,8 @@ _SPACES = re.compile(r"[\t\r\n\f\v\u00a0][ \t\r\n\f\v\u00a0]*| [ \t\r\n\f\v\u00a
 _SPECIAL = re.compile(r"[\\`*_\]<]")  # one scan tells that most text needs no escape
 _BACKTICKS = re.compile(r"`+")
 _PIXEL_SIZES = frozenset({"0", "1", "2", "0px", "1px", "2px"})
-_LAZY_SOURCES = ("data-src", "data-lazy-src", "data-original")
+LAZY_SOURCES = ("data-src", "data-lazy-src", "data-original")
+_DATA_IMAGE = "data:image/"
 _PLACEHOLDER = re.compile(r"spacer|pixel|blank\.|transparent\.|loader|1x1", re.IGNORECASE)
 _LINK_TARGET = re.compile(r"\]\([^)]*\)")
 _MARKUP = str.maketrans("", "", "*_[]\\`#>|")
@@ -112,9 +113,13 @@ def _children(node: LexborNode) -> Iterator[LexborNode]:
 class Renderer:
     """Renders one subtree; ``markdown=False`` gives plain text with the same block structure."""
 
-    def __init__(self, resolver: Resolver, *, markdown: bool) -> None:
+    def __init__(
+        self, resolver: Resolver, *, markdown: bool, keep_data_images: bool = False
+    ) -> None:
         self.resolver = resolver
         self.markdown = markdown
+        #: Inline ``data:image/…`` pictures stay (else they are left out, as a URL-less image).
+        self.keep_data_images = keep_data_images
         # Inside a table cell: GFM reads a cell as inline text, nothing in it starts a block.
         self._in_cell = 0
 
@@ -416,7 +421,10 @@ class Renderer:
         if any((attrs.get(side) or "").strip() in _PIXEL_SIZES for side in ("width", "height")):
             return ""  # a tracking pixel or a spacer
         # Lazy loading puts the picture in a data-* attribute and a placeholder in src.
-        source = next((attrs[key] for key in _LAZY_SOURCES if attrs.get(key)), attrs.get("src"))
+        source = next((attrs[key] for key in LAZY_SOURCES if attrs.get(key)), attrs.get("src"))
+        if self.keep_data_images and (source or "").startswith(_DATA_IMAGE):
+            alt = self._escape(" ".join((attrs.get("alt") or "").split()))
+            return f"![{alt}]({_url((source or '').strip())})"
         url = self.resolver.resolve(source)  # data: URIs (inline base64) resolve to None
         if url is None or _PLACEHOLDER.search(url.rpartition("/")[2]) is not None:
             return ""

@@ -24,6 +24,7 @@ from yarl import URL
 
 from taskcrawler.domain import ErrorCode, FetchError, InvalidURL
 from taskcrawler.domain.pages import FetchedPage
+from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS, ScrapeOptions
 from taskcrawler.domain.urls import request_target
 from taskcrawler.fetch.guard import (
     AddressGuard,
@@ -76,13 +77,19 @@ SITEMAP_CONTENT_TYPES = frozenset(
 SITEMAP_ACCEPT = "application/xml,text/xml;q=0.9,application/gzip;q=0.8,text/plain;q=0.7"
 
 
+#: Documents a page job reads when its options ask for them (PDFs, by default).
+DOCUMENT_CONTENT_TYPES = frozenset({"application/pdf"})
+
+
 @dataclass(frozen=True, slots=True)
 class _Kind:
-    """What one kind of fetch accepts: content types, body size, the Accept header."""
+    """What one kind of fetch accepts: content types, body size, the Accept header; and what
+    the request asks of it (:class:`ScrapeOptions`)."""
 
     content_types: frozenset[str]
     max_bytes: int
     accept: str | None = None  # None: the session's default (pages)
+    options: ScrapeOptions = DEFAULT_OPTIONS
 
 
 class Fetcher:
@@ -161,19 +168,42 @@ class Fetcher:
         url: str,
         *,
         headers: Mapping[str, str] | None = None,
+        options: ScrapeOptions = DEFAULT_OPTIONS,
+        group: str | None = None,
         held_host: str | None = None,
     ) -> FetchedPage:
         """Fetch ``url``, following redirects; ``headers`` are extra request headers (for example
         ``If-None-Match`` for a conditional re-fetch, which then returns a 304 page).
-        ``held_host``: a host whose politeness slot the caller holds (and hands back itself)."""
-        kind = _Kind(ALLOWED_CONTENT_TYPES, self.settings.max_body_bytes)
-        if held_host is None:
-            return await self._fetch_kind(url, headers, kind)
-        held = _HELD_HOST.set(held_host)
+        ``held_host``: a host whose politeness slot the caller holds (and hands back itself).
+
+        ``options``: the request's own headers go to ``url``'s host only, never to another
+        host a redirect leads to; ``Accept-Language`` from its languages; its certificate is
+        not verified when it says so (every address is still vetted); PDFs are accepted when
+        they are read; ``delay`` spaces the requests to the host; ``max_concurrency`` bounds the
+        fetches of ``group`` (a crawl's pages) under way at once, across every worker sharing
+        the politeness limiter."""
+        types = ALLOWED_CONTENT_TYPES
+        if options.parse_pdf:
+            types = types | DOCUMENT_CONTENT_TYPES
+        kind = _Kind(types, self.settings.max_body_bytes, options=options)
+        if language := options.accept_language():
+            headers = {**(headers or {}), "Accept-Language": language}
+        held = _HELD_HOST.set(held_host) if held_host is not None else None
         try:
-            return await self._fetch_kind(url, headers, kind)
+            if group is None or options.max_concurrency is None or self.limiter is None:
+                return await self._fetch_kind(url, headers, kind)
+            # Waiting past the deadline for the group's own slot is no failure of the page:
+            # it is host_busy, rescheduled without counting an attempt.
+            slot = self.limiter.slot(
+                group,
+                max_wait=self.settings.fetch_timeout_seconds,
+                concurrency=options.max_concurrency,
+            )
+            async with slot:
+                return await self._fetch_kind(url, headers, kind)
         finally:
-            _HELD_HOST.reset(held)
+            if held is not None:
+                _HELD_HOST.reset(held)
 
     def robots_known(self, url: str) -> tuple[bool, float | None]:
         """Whether this process knows the robots.txt rules of ``url``'s origin now (or obeys
@@ -213,7 +243,9 @@ class Fetcher:
 
         if kind.accept is not None:
             headers = {**(headers or {}), "Accept": kind.accept}
-        hops = _Hops(self.settings.max_redirects, obey_robots=self.robots is not None)
+        hops = _Hops(
+            self.settings.max_redirects, obey_robots=self.robots is not None, options=kind.options
+        )
         return await self._bounded(self._follow(target, headers, read, hops), hops)
 
     async def _fetch_robots(self, url: URL) -> RobotsBody:
@@ -249,18 +281,32 @@ class Fetcher:
         """Request ``target`` and follow redirects ourselves: each hop is vetted (guard, robots),
         counted, and checked for a loop (aiohttp's own following cannot tell a loop from a
         long chain, and would not ask robots.txt about the next hop)."""
+        page_host = (target.raw_host or "").lower()
+        options = hops.options
         while True:
             self.guard.check_host(target.raw_host)
-            delay = None
+            delay = options.delay
             if hops.obey_robots and self.robots is not None:
                 # Before taking a politeness slot: the robots fetch takes one of its own.
-                delay = self._capped_crawl_delay(await self.robots.check(target))
+                robots_delay = self._capped_crawl_delay(await self.robots.check(target))
+                delay = _larger(delay, robots_delay)
             host = target.raw_host or ""
             hops.waiting_for_host = host
+            sent = headers
+            if options.headers and host.lower() == page_host:
+                # The request's own headers (cookies, tokens) are for the page's host alone.
+                sent = {**(headers or {}), **options.header_map()}
             async with self._slot(host, delay):  # held until the body is read
                 hops.waiting_for_host = None
                 session = self._session_or_new()
-                async with session.get(target, allow_redirects=False, headers=headers) as resp:
+                async with session.get(
+                    target,
+                    allow_redirects=False,
+                    headers=sent,
+                    # Not verifying a certificate is asked per request; the connection still
+                    # goes to an address the guard vetted (resolver and socket factory).
+                    ssl=not options.skip_tls_verification,
+                ) as resp:
                     next_target = _redirect_target(resp)
                     if next_target is None:
                         return await read(resp)
@@ -310,9 +356,12 @@ _NO_SLOT: AbstractAsyncContextManager[None] = nullcontext()
 class _Hops:
     """The state of one fetch across its redirect hops."""
 
-    def __init__(self, max_redirects: int, *, obey_robots: bool) -> None:
+    def __init__(
+        self, max_redirects: int, *, obey_robots: bool, options: ScrapeOptions = DEFAULT_OPTIONS
+    ) -> None:
         self.max_redirects = max_redirects
         self.obey_robots = obey_robots
+        self.options = options
         self.redirects = 0
         self.seen: set[URL] = set()
         self.waiting_for_host: str | None = None
@@ -331,6 +380,13 @@ class _Hops:
                 ErrorCode.TOO_MANY_REDIRECTS,
                 f"more than {self.max_redirects} redirects (last to {next_target})",
             )
+
+
+def _larger(a: float | None, b: float | None) -> float | None:
+    """The larger of two gaps, either of which may be unset."""
+    if a is None or b is None:
+        return b if a is None else a
+    return max(a, b)
 
 
 def _parse_url(url: str) -> URL:

@@ -51,11 +51,17 @@ class HostLimiter(Protocol):
     delay_seconds: float
 
     def slot(
-        self, host: str, *, max_wait: float | None = None, delay: float | None = None
+        self,
+        host: str,
+        *,
+        max_wait: float | None = None,
+        delay: float | None = None,
+        concurrency: int | None = None,
     ) -> AbstractAsyncContextManager[None]:
         """Hold one of the host's slots; raise :class:`HostBusyError` after ``max_wait`` s.
         ``delay``: this host's own gap between starts (robots.txt Crawl-delay), honoured when it
-        is larger than the limiter's."""
+        is larger than the limiter's. ``concurrency``: this key's own number of slots (a
+        crawl's ``max_concurrency``), when it is not a host's."""
         ...
 
     async def try_slots(self, host: str, count: int, *, delay: float | None = None) -> Slots:
@@ -105,6 +111,7 @@ class _Host:
     active: int = 0
     next_start: float = 0.0
     waiters: deque[asyncio.Future[None]] = field(default_factory=deque)
+    limit: int = 0  # its own number of slots; 0: the limiter's
 
 
 class MemoryHostLimiter:
@@ -118,9 +125,14 @@ class MemoryHostLimiter:
         self._hosts: dict[str, _Host] = {}
 
     def slot(
-        self, host: str, *, max_wait: float | None = None, delay: float | None = None
+        self,
+        host: str,
+        *,
+        max_wait: float | None = None,
+        delay: float | None = None,
+        concurrency: int | None = None,
     ) -> _MemorySlot:
-        return _MemorySlot(self, host_key(host), max_wait, self.gap(delay))
+        return _MemorySlot(self, host_key(host), max_wait, self.gap(delay), concurrency or 0)
 
     def gap(self, delay: float | None) -> float:
         """The gap between starts for a request that asks for ``delay``."""
@@ -129,18 +141,27 @@ class MemoryHostLimiter:
     async def close(self) -> None:
         return None
 
-    async def acquire(self, key: str, max_wait: float | None, gap: float | None = None) -> None:
+    async def acquire(
+        self, key: str, max_wait: float | None, gap: float | None = None, limit: int = 0
+    ) -> None:
         gap = self._delay if gap is None else gap
-        if not self._try_acquire(key, gap):
-            await _within(max_wait, self._acquire(key, gap), key, retry_after=gap or 1.0)
+        if not self._try_acquire(key, gap, limit):
+            await _within(max_wait, self._acquire(key, gap, limit), key, retry_after=gap or 1.0)
 
-    def _try_acquire(self, key: str, gap: float) -> bool:
-        """Take a slot at once if one is free, no one queues and no delay is due: the common
-        case, without a timer or a coroutine."""
+    def _state(self, key: str, limit: int) -> _Host:
         state = self._hosts.get(key)
         if state is None:
-            state = self._hosts[key] = _Host()
-        elif state.active >= self._concurrency or state.waiters:
+            state = self._hosts[key] = _Host(limit=limit)
+        return state
+
+    def _limit(self, state: _Host) -> int:
+        return state.limit or self._concurrency
+
+    def _try_acquire(self, key: str, gap: float, limit: int = 0) -> bool:
+        """Take a slot at once if one is free, no one queues and no delay is due: the common
+        case, without a timer or a coroutine."""
+        state = self._state(key, limit)
+        if state.active >= self._limit(state) or state.waiters:
             return False
         now = asyncio.get_running_loop().time()
         if state.next_start > now:
@@ -168,14 +189,14 @@ class MemoryHostLimiter:
         state = self._hosts.get(host_key(host))
         return 0 if state is None else state.active
 
-    async def _acquire(self, key: str, gap: float) -> None:
+    async def _acquire(self, key: str, gap: float, limit: int = 0) -> None:
         loop = asyncio.get_running_loop()
         woken = False
         while True:
             # Looked up on every turn: an idle host's state is dropped on release.
-            state = self._hosts.setdefault(key, _Host())
+            state = self._state(key, limit)
             queue_first = bool(state.waiters) and not woken
-            if state.active < self._concurrency and not queue_first:
+            if state.active < self._limit(state) and not queue_first:
                 wait = state.next_start - loop.time()
                 if wait <= 0:
                     state.active += 1
@@ -217,18 +238,24 @@ class MemoryHostLimiter:
 
 
 class _MemorySlot:
-    __slots__ = ("_gap", "_key", "_limiter", "_max_wait")
+    __slots__ = ("_gap", "_key", "_limit", "_limiter", "_max_wait")
 
     def __init__(
-        self, limiter: MemoryHostLimiter, key: str, max_wait: float | None, gap: float
+        self,
+        limiter: MemoryHostLimiter,
+        key: str,
+        max_wait: float | None,
+        gap: float,
+        limit: int = 0,
     ) -> None:
         self._limiter = limiter
         self._key = key
         self._max_wait = max_wait
         self._gap = gap
+        self._limit = limit
 
     async def __aenter__(self) -> None:
-        await self._limiter.acquire(self._key, self._max_wait, self._gap)
+        await self._limiter.acquire(self._key, self._max_wait, self._gap, self._limit)
 
     async def __aexit__(self, *exc_info: object) -> None:
         self._limiter.release(self._key)
@@ -315,23 +342,32 @@ class RedisHostLimiter:
         return [f"{base}:leases", f"{base}:next"]
 
     def slot(
-        self, host: str, *, max_wait: float | None = None, delay: float | None = None
+        self,
+        host: str,
+        *,
+        max_wait: float | None = None,
+        delay: float | None = None,
+        concurrency: int | None = None,
     ) -> _RedisSlot:
         gap_ms = self._delay_ms if delay is None else max(self._delay_ms, int(delay * 1000))
-        return _RedisSlot(self, host, max_wait, gap_ms)
+        return _RedisSlot(self, host, max_wait, gap_ms, concurrency or 0)
 
-    async def hold(self, host: str, max_wait: float | None, gap_ms: int | None = None) -> str:
+    async def hold(
+        self, host: str, max_wait: float | None, gap_ms: int | None = None, limit: int = 0
+    ) -> str:
         """Take the local gate, then a lease in Redis; returns the lease's token. ``gap_ms``:
-        the gap between starts this request asks for (default: the limiter's delay)."""
+        the gap between starts this request asks for (default: the limiter's delay);
+        ``limit``: the key's own number of slots (0: the limiter's)."""
         loop = asyncio.get_running_loop()
         started = loop.time()
         key = host_key(host)
         gap_ms = self._delay_ms if gap_ms is None else gap_ms
-        await self._local.acquire(key, max_wait)
+        await self._local.acquire(key, max_wait, limit=limit)
         try:
             left = None if max_wait is None else max(0.0, max_wait - (loop.time() - started))
             retry_after = max(gap_ms / 1000, 1.0)
-            return await _within(left, self._acquire(host, gap_ms), host, retry_after=retry_after)
+            acquiring = self._acquire(host, gap_ms, limit)
+            return await _within(left, acquiring, host, retry_after=retry_after)
         except BaseException:
             self._local.release(key)
             raise
@@ -409,11 +445,11 @@ class RedisHostLimiter:
                         if gate:
                             self._local.release(gate)
 
-    async def _acquire(self, host: str, gap_ms: int | None = None) -> str:
+    async def _acquire(self, host: str, gap_ms: int | None = None, limit: int = 0) -> str:
         """Wait for a lease; the host's asker asks Redis for every waiting task at once."""
         key = host_key(host)
         gap_ms = self._delay_ms if gap_ms is None else gap_ms
-        ask = _Ask(uuid.uuid4().hex, asyncio.get_running_loop().create_future(), gap_ms)
+        ask = _Ask(uuid.uuid4().hex, asyncio.get_running_loop().create_future(), gap_ms, limit)
         self._asking.setdefault(key, deque()).append(ask)
         if key not in self._askers:
             self._askers[key] = asyncio.create_task(self._ask_for(host, key), name="politeness")
@@ -434,9 +470,10 @@ class RedisHostLimiter:
                 tokens = [ask.token for ask in asks]
                 # Asks for one host share its robots.txt, so their gaps agree; the largest wins.
                 gap_ms = max(ask.gap_ms for ask in asks)
+                limit = min((ask.limit for ask in asks if ask.limit), default=self._concurrency)
                 try:
                     granted, wait_ms = await self._acquire_script(
-                        keys=keys, args=[self._concurrency, gap_ms, self._lease_ms, *tokens]
+                        keys=keys, args=[limit, gap_ms, self._lease_ms, *tokens]
                     )
                 except (RedisError, OSError) as exc:
                     error = QueueUnavailable(f"Redis unreachable for politeness limits: {exc}")
@@ -492,22 +529,31 @@ class _Ask:
     token: str
     granted: asyncio.Future[str]
     gap_ms: int = 0
+    limit: int = 0
 
 
 class _RedisSlot:
-    __slots__ = ("_gap_ms", "_host", "_limiter", "_max_wait", "_token")
+    __slots__ = ("_gap_ms", "_host", "_limit", "_limiter", "_max_wait", "_token")
 
     def __init__(
-        self, limiter: RedisHostLimiter, host: str, max_wait: float | None, gap_ms: int
+        self,
+        limiter: RedisHostLimiter,
+        host: str,
+        max_wait: float | None,
+        gap_ms: int,
+        limit: int = 0,
     ) -> None:
         self._limiter = limiter
         self._host = host
         self._max_wait = max_wait
         self._gap_ms = gap_ms
+        self._limit = limit
         self._token = ""
 
     async def __aenter__(self) -> None:
-        self._token = await self._limiter.hold(self._host, self._max_wait, self._gap_ms)
+        self._token = await self._limiter.hold(
+            self._host, self._max_wait, self._gap_ms, self._limit
+        )
 
     async def __aexit__(self, *exc_info: object) -> None:
         self._limiter.release(self._host, self._token)

@@ -104,10 +104,12 @@ class CrawlService:
         return crawl
 
     async def list_crawls(
-        self, caller: Caller, *, limit: int = 50, cursor: str | None = None
+        self, caller: Caller, *, limit: int = 50, cursor: str | None = None, running: bool = False
     ) -> tuple[list[Crawl], str | None]:
         try:
-            return await self.crawls.list_crawls(caller.owner, limit=limit, cursor=cursor)
+            return await self.crawls.list_crawls(
+                caller.owner, limit=limit, cursor=cursor, running=running
+            )
         except ValueError as exc:
             raise InvalidCursor(str(exc)) from None
 

@@ -13,12 +13,21 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Literal
-from uuid import UUID
+from uuid import UUID, uuid4
+
+import orjson
 
 from taskcrawler.domain import JobStatus
-from taskcrawler.domain.crawls import CrawlStatus, InvalidCrawlSpec
-from taskcrawler.domain.errors import Conflict, ErrorCode, NotFound
-from taskcrawler.domain.jobs import Job, JobQuery
+from taskcrawler.domain.change_tracking import (
+    InvalidTracking,
+    TrackingRequest,
+    change_tracking,
+    tracking_request,
+)
+from taskcrawler.domain.crawls import Crawl, CrawlStatus, InvalidCrawlSpec
+from taskcrawler.domain.errors import Conflict, ErrorCode, InvalidURL, NotFound
+from taskcrawler.domain.firecrawl_hooks import HOOK_EVENTS, FirecrawlHook, HookEvent, HookKind
+from taskcrawler.domain.jobs import Job, JobQuery, QueueCounts
 from taskcrawler.domain.keys import Caller
 from taskcrawler.domain.rendering import (
     DEFAULT_RENDER,
@@ -26,27 +35,54 @@ from taskcrawler.domain.rendering import (
     RenderRequest,
     check_viewport,
 )
+from taskcrawler.domain.runs import RunContent
+from taskcrawler.domain.scrape_options import (
+    DEFAULT_OPTIONS,
+    InvalidOption,
+    ScrapeOptions,
+    check_headers,
+)
+from taskcrawler.domain.urls import validate_url
 from taskcrawler.service.content import ContentService
 from taskcrawler.service.crawls import CrawlService
 from taskcrawler.service.jobs import JobOptions, JobService
 from taskcrawler.service.mapping import MapService
-from taskcrawler.storage.ports import BatchRepository
+from taskcrawler.storage.ports import (
+    BatchRepository,
+    ContentRepository,
+    FirecrawlHookRepository,
+    TrackingRepository,
+)
 
 #: Firecrawl's formats and the TaskCrawler formats that make them.
 FORMATS: Mapping[str, str] = {
     "markdown": "markdown",
-    "html": "html",
+    "html": "clean_html",
     "rawHtml": "html",
     "links": "links",
+    "images": "images",
     "screenshot": SCREENSHOT,
+}
+#: What the ``pdf`` parser takes: ``mode`` fast or auto (its text), false ``pages``/``blocks``.
+_PDF_PARSER_FIELDS = frozenset({"type", "maxPages", "mode", "pages", "blocks"})
+#: Our fields, as Firecrawl names them in errors.
+_OPTION_FIELDS = {
+    "only_main_content": "onlyMainContent",
+    "include_tags": "includeTags",
+    "exclude_tags": "excludeTags",
+    "headers": "headers",
+    "languages": "location.languages",
+    "country": "location.country",
+    "max_pages": "parsers[].maxPages",
+    "delay": "delay",
+    "max_concurrency": "maxConcurrency",
 }
 #: Firecrawl's screenshot formats: of the viewport, and (v1's name) of the whole page.
 SCREENSHOTS = frozenset({"screenshot", "screenshot@fullPage"})
 #: The options of v2's ``{"type": "screenshot", …}`` format that TaskCrawler takes.
 _SCREENSHOT_FIELDS = frozenset({"type", "fullPage", "viewport", "quality"})
 UNSUPPORTED_FORMATS = frozenset(
-    {"json", "extract", "summary", "changeTracking", "images", "branding", "attributes",
-     "content"}
+    {"json", "extract", "summary", "branding", "attributes", "content"}
 )  # fmt: skip
 #: Firecrawl's default wait for a scrape (its ``timeout``), in milliseconds.
 DEFAULT_TIMEOUT_MS = 30_000
@@ -57,8 +93,20 @@ MAX_LINKS = 5_000
 BATCH_PAGE = 100
 #: Documents per page of a crawl's status.
 CRAWL_PAGE = 100
+#: A scrape whose page failed for one of these is a 400: the document (a PDF, a page) is past
+#: the limits of what one request may make TaskCrawler read.
+PAST_LIMITS = frozenset(
+    {
+        ErrorCode.TOO_LARGE,
+        ErrorCode.PARSE_TIMEOUT,
+        ErrorCode.PARSE_CRASHED,
+        ErrorCode.UNREADABLE_DOCUMENT,
+    }
+)
 #: A crawl's errors are its newest failed pages, this many at most.
 MAX_CRAWL_ERRORS = 1000
+#: Running crawls listed at most (Firecrawl lists them all; a tenant rarely runs more).
+MAX_ACTIVE_CRAWLS = 1000
 #: A crawl's pages that have a document: fetched, whatever the HTTP status (cancelled ones not).
 _FETCHED = (JobStatus.COMPLETED, JobStatus.FAILED)
 #: Our crawl fields, as Firecrawl names them in errors.
@@ -75,6 +123,45 @@ _CRAWL_STATUS: Mapping[CrawlStatus, Literal["scraping", "completed", "cancelled"
     CrawlStatus.COMPLETED: "completed",
     CrawlStatus.CANCELLED: "cancelled",
 }
+
+
+#: A webhook's metadata, as JSON, at most (it is sent back in every event).
+MAX_WEBHOOK_METADATA_BYTES = 16 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class WebhookSpec:
+    """Firecrawl's ``webhook`` of a crawl or batch scrape, checked."""
+
+    url: str
+    headers: tuple[tuple[str, str], ...] = ()
+    metadata: Mapping[str, Any] | None = None
+    events: tuple[HookEvent, ...] = HOOK_EVENTS
+
+
+def webhook_spec(
+    url: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    metadata: Mapping[str, Any] | None = None,
+    events: list[str] | None = None,
+) -> WebhookSpec:
+    """Firecrawl's ``webhook`` (a URL, or ``{url, headers, metadata, events}``);
+    :class:`Unsupported` names what is wrong with it."""
+    try:
+        checked = validate_url(url)
+    except InvalidURL as exc:
+        raise Unsupported(f"webhook.url: {exc}") from None
+    try:
+        sent = check_headers(headers or {}, "webhook.headers")
+    except InvalidOption as exc:
+        raise Unsupported(str(exc)) from None
+    if metadata is not None and len(orjson.dumps(metadata)) > MAX_WEBHOOK_METADATA_BYTES:
+        raise Unsupported(f"webhook.metadata: at most {MAX_WEBHOOK_METADATA_BYTES:,} bytes of JSON")
+    wanted = tuple(event for event in HOOK_EVENTS if events is None or event in events)
+    if not wanted:
+        raise Unsupported("webhook.events: name at least one of " + ", ".join(HOOK_EVENTS))
+    return WebhookSpec(checked, sent, metadata, wanted)
 
 
 class Unsupported(ValueError):
@@ -110,6 +197,9 @@ class PageOptions:
     formats: tuple[str, ...] = ("markdown",)
     screenshot: ScreenshotSpec | None = None
     wait_for_ms: int | None = None
+    options: ScrapeOptions = DEFAULT_OPTIONS
+    #: ``changeTracking``: the document compared with this key's previous scrape of the page.
+    tracking: TrackingRequest | None = None
 
     def render(self) -> tuple[str, RenderRequest | None]:
         """The render mode and options of the pages' jobs. A screenshot or a wait needs the
@@ -138,6 +228,7 @@ class PageOptions:
             None if max_age_ms is None else max_age_ms / 1000,
             render=render,
             render_options=render_options,
+            options=self.options,
         )
 
 
@@ -149,15 +240,30 @@ class ScrapeSpec:
     timeout_ms: int
 
 
-def page_options(requested: list[Any], wait_for_ms: int | None = None) -> PageOptions:
-    """Firecrawl's ``formats`` (strings, or ``{"type": …}`` objects in v2) and ``waitFor``,
-    checked."""
+def page_options(
+    requested: list[Any],
+    wait_for_ms: int | None = None,
+    options: ScrapeOptions = DEFAULT_OPTIONS,
+    tracking_options: Mapping[str, Any] | None = None,
+) -> PageOptions:
+    """Firecrawl's ``formats`` (strings, or ``{"type": …}`` objects in v2), ``waitFor`` and
+    v1's ``changeTrackingOptions``, checked."""
     names: list[str] = []
     screenshot: ScreenshotSpec | None = None
+    tracking: TrackingRequest | None = None
     for index, item in enumerate(requested):
         name = item.get("type") if isinstance(item, Mapping) else item
         if not isinstance(name, str):
             raise Unsupported(f"formats[{index}]: not a format")
+        if name == "changeTracking":
+            asked = item if isinstance(item, Mapping) else (tracking_options or {})
+            where = f"formats[{index}]" if isinstance(item, Mapping) else "changeTrackingOptions"
+            try:
+                tracking = tracking_request(asked, where)
+            except InvalidTracking as exc:
+                raise Unsupported(str(exc)) from None
+            names.append("markdown")  # what is compared
+            continue
         if name in SCREENSHOTS:
             if screenshot is not None:
                 raise Unsupported(f"formats[{index}]: one screenshot per request")
@@ -168,8 +274,76 @@ def page_options(requested: list[Any], wait_for_ms: int | None = None) -> PageOp
         elif name not in FORMATS:
             raise Unsupported(f"formats[{index}]: unknown format {name!r}")
         names.append(name)
+    if tracking_options is not None and tracking is None:
+        raise Unsupported("changeTrackingOptions: needs changeTracking in formats")
     formats = tuple(dict.fromkeys(names)) or ("markdown",)
-    return PageOptions(formats, screenshot, wait_for_ms or None)
+    return PageOptions(formats, screenshot, wait_for_ms or None, options, tracking)
+
+
+def scrape_options(
+    *,
+    only_main_content: bool | None = None,
+    include_tags: list[str] | None = None,
+    exclude_tags: list[str] | None = None,
+    headers: Mapping[str, str] | None = None,
+    skip_tls_verification: bool | None = None,
+    country: str | None = None,
+    languages: list[str] | None = None,
+    remove_base64_images: bool | None = None,
+    block_ads: bool | None = None,
+    parsers: list[Any] | None = None,
+    delay: float | None = None,
+    max_concurrency: int | None = None,
+) -> ScrapeOptions:
+    """Firecrawl's scrape options as TaskCrawler's; :class:`Unsupported` names the field by
+    Firecrawl's name. Firecrawl's defaults: the main content, base64 images removed, PDFs
+    parsed."""
+    parse_pdf, max_pages = _parsers(parsers)
+    try:
+        return ScrapeOptions.create(
+            only_main_content=only_main_content is not False,
+            include_tags=include_tags,
+            exclude_tags=exclude_tags,
+            keep_base64_images=remove_base64_images is False,
+            headers=headers,
+            skip_tls_verification=bool(skip_tls_verification),
+            languages=languages,
+            country=country,
+            block_ads=bool(block_ads),
+            parse_pdf=parse_pdf,
+            max_pages=max_pages,
+            delay=delay,
+            max_concurrency=max_concurrency,
+            names=_OPTION_FIELDS,
+        )
+    except InvalidOption as exc:
+        raise Unsupported(str(exc)) from None
+
+
+def _parsers(parsers: list[Any] | None) -> tuple[bool, int | None]:
+    """``parsers``: ``["pdf"]`` or ``[{"type": "pdf", "maxPages": n}]`` (the default: PDFs
+    read); ``[]``: PDFs are not read (refused as a content type)."""
+    if parsers is None:
+        return True, None
+    max_pages: int | None = None
+    for index, parser in enumerate(parsers):
+        where = f"parsers[{index}]"
+        kind = parser.get("type") if isinstance(parser, Mapping) else parser
+        if kind != "pdf":
+            raise Unsupported(f'{where}: TaskCrawler parses PDFs only ("pdf"), not {kind!r}')
+        if isinstance(parser, Mapping):
+            if unknown := sorted(set(parser) - _PDF_PARSER_FIELDS):
+                raise Unsupported(f"{where}.{unknown[0]}: not an option of the pdf parser")
+            if parser.get("mode") not in (None, "fast", "auto"):
+                raise Unsupported(f"{where}.mode: TaskCrawler reads a PDF's text (no OCR)")
+            for asked in ("pages", "blocks"):
+                if parser.get(asked):
+                    raise Unsupported(f"{where}.{asked}: not supported by TaskCrawler")
+            pages = parser.get("maxPages")
+            if pages is not None and (isinstance(pages, bool) or not isinstance(pages, int)):
+                raise Unsupported(f"{where}.maxPages: must be a whole number of pages")
+            max_pages = pages
+    return bool(parsers), max_pages
 
 
 def _screenshot_of(index: int, name: str, item: Any) -> ScreenshotSpec:
@@ -255,10 +429,14 @@ class FirecrawlService:
         mapper: MapService,
         batches: BatchRepository,
         crawls: CrawlService,
+        hooks: FirecrawlHookRepository,
+        tracking: TrackingRepository,
         *,
         max_wait_seconds: float = MAX_TIMEOUT_MS / 1000,
+        worker_concurrency: int = 100,
     ) -> None:
         self.jobs = jobs
+        self.worker_concurrency = worker_concurrency
         # A scrape holds its request open until the page is done: the operator's bound on that,
         # whatever ``timeout`` the client asks for.
         self.max_wait_seconds = max_wait_seconds
@@ -266,12 +444,22 @@ class FirecrawlService:
         self.mapper = mapper
         self.batches = batches
         self.crawls = crawls
+        self.hooks = hooks
+        self.tracking = tracking
 
     async def start_crawl(
-        self, caller: Caller, url: str, page: PageOptions, **options: Any
+        self,
+        caller: Caller,
+        url: str,
+        page: PageOptions,
+        *,
+        webhook: WebhookSpec | None = None,
+        api_url: str = "",
+        **options: Any,
     ) -> UUID:
         """Start a crawl whose pages give ``page``'s formats, rendered as it asks; ``options``
-        are :meth:`CrawlService.spec`'s. A bad option is refused naming Firecrawl's field."""
+        are :meth:`CrawlService.spec`'s. A bad option is refused naming Firecrawl's field.
+        ``webhook``: told of the crawl's events (``api_url``: where this API is reached)."""
         render, render_options = page.render()
         try:
             spec = self.crawls.spec(
@@ -279,6 +467,7 @@ class FirecrawlService:
                 formats=_our_formats(page.formats),
                 render=render,
                 render_options=render_options,
+                options=page.options,
                 **options,
             )
         except InvalidCrawlSpec as exc:
@@ -287,7 +476,25 @@ class FirecrawlService:
                 field = field.replace(ours, theirs, 1) if field.startswith(ours) else field
             raise Unsupported(f"{field}: {exc.message}") from None
         crawl = await self.crawls.start(caller, spec)
+        if webhook is not None:
+            await self._hook(caller, "crawl", crawl.id, webhook, api_url)
         return crawl.id
+
+    async def _hook(
+        self, caller: Caller, kind: HookKind, target: UUID, webhook: WebhookSpec, api_url: str
+    ) -> None:
+        hook = FirecrawlHook(
+            id=uuid4(),
+            owner=caller.owner,
+            kind=kind,
+            target_id=target,
+            url=webhook.url,
+            events=webhook.events,
+            headers=webhook.headers,
+            metadata=webhook.metadata,
+            api_url=api_url,
+        )
+        await self.hooks.create(hook)
 
     async def cancel_crawl(self, caller: Caller, crawl_id: UUID) -> None:
         """Cancel a running crawl; :class:`Conflict` (Firecrawl's 409) for a completed one."""
@@ -324,20 +531,47 @@ class FirecrawlService:
         """The crawl's failed pages, newest first (robots.txt refusals apart)."""
         query = JobQuery(statuses=(JobStatus.FAILED,), limit=MAX_CRAWL_ERRORS)
         jobs, _ = await self.crawls.pages(caller, crawl_id, query)
-        errors = [
-            CrawlError(job.id, job.url, job.error_code, job.error_log or "failed", job.finished_at)
-            for job in jobs
-            if job.error_code != ErrorCode.ROBOTS_DISALLOWED
-        ]
-        blocked = [job.url for job in jobs if job.error_code == ErrorCode.ROBOTS_DISALLOWED]
-        return CrawlErrors(errors, blocked)
+        return _errors_of(jobs)
+
+    async def batch_errors(self, caller: Caller, batch_id: UUID) -> CrawlErrors:
+        """The batch's failed pages, in the order of its URLs (robots.txt refusals apart)."""
+        jobs = await self.batches.jobs_of(caller.owner, batch_id)
+        if jobs is None:
+            raise NotFound("no batch scrape with this id")
+        failed = [job for job in jobs if job.status is JobStatus.FAILED]
+        return _errors_of(failed[:MAX_CRAWL_ERRORS])
+
+    async def active_crawls(self, caller: Caller) -> list[Crawl]:
+        """The caller's running crawls, newest first (at most :data:`MAX_ACTIVE_CRAWLS`)."""
+        crawls, _ = await self.crawls.list_crawls(caller, limit=MAX_ACTIVE_CRAWLS, running=True)
+        return crawls
+
+    async def queue(self, caller: Caller) -> QueueCounts:
+        return await self.jobs.jobs.queue_counts(caller.owner)
+
+    def max_concurrency(self, caller: Caller) -> int:
+        """How many of the caller's jobs may be under way at once: its own pending-jobs
+        limit, else the deployment's, else what the workers fetch at once."""
+        key_limit = caller.key.max_pending_jobs if caller.key else None
+        return key_limit or self.jobs.policy.max_pending_jobs or self.worker_concurrency
 
     async def start_batch(
-        self, caller: Caller, urls: list[str], page: PageOptions, max_age_ms: int | None
+        self,
+        caller: Caller,
+        urls: list[str],
+        page: PageOptions,
+        max_age_ms: int | None,
+        *,
+        webhook: WebhookSpec | None = None,
+        api_url: str = "",
     ) -> UUID:
-        """Submit every URL (one job each, deduplicated as ever) and keep them as a batch."""
+        """Submit every URL (one job each, deduplicated as ever) and keep them as a batch;
+        ``webhook`` is told of its events."""
         created = await self.jobs.submit_batch(caller, urls, page.job_options(max_age_ms))
-        return await self.batches.create(caller.owner, [c.job.id for c in created])
+        batch_id = await self.batches.create(caller.owner, [c.job.id for c in created])
+        if webhook is not None:
+            await self._hook(caller, "batch_scrape", batch_id, webhook, api_url)
+        return batch_id
 
     async def batch_status(
         self, caller: Caller, batch_id: UUID, screenshot_url: ScreenshotURL, *, skip: int
@@ -369,13 +603,40 @@ class FirecrawlService:
         job = await self._finished(
             caller, created.job, min(spec.timeout_ms / 1000, self.max_wait_seconds)
         )
+        if job.status is JobStatus.FAILED and job.error_code in PAST_LIMITS:
+            # The document is past what a request may make TaskCrawler read: the caller's to
+            # change (another URL, fewer pages), as any bad input is.
+            raise Unsupported(f"url: {job.error_log}")
         if job.status is JobStatus.FAILED and (
             job.http_status is None or job.error_code == ErrorCode.RENDER_UNAVAILABLE
         ):
             raise ScrapeFailed(job.error_log or "the page could not be fetched")
         if job.status is not JobStatus.COMPLETED and job.http_status is None:
             raise ScrapeFailed(f"the job is {job.status.value}")
-        return await self.document(caller, job, spec.page.formats, screenshot_url)
+        document = await self.document(caller, job, spec.page.formats, screenshot_url)
+        if spec.page.tracking is not None:
+            document["changeTracking"] = await self._tracked(job, spec.page.tracking)
+        return document
+
+    async def _tracked(self, job: Job, request: TrackingRequest) -> dict[str, Any]:
+        """The job's run against its previous one that was kept, then this run kept for the
+        next (the run history monitors keep). The diff is computed off the event loop."""
+        markdown = (await self.content.content.text(job.id, "markdown")) or ""
+        previous = await self.tracking.previous(job.id, job.run_count)
+        tracked: dict[str, Any] = await asyncio.to_thread(
+            change_tracking, request, previous, markdown, job.http_status
+        )
+        fetched_at = job.fetched_at or job.finished_at
+        if fetched_at is not None:
+            await self.tracking.keep(
+                job.id,
+                job.run_count,
+                fetched_at=fetched_at,
+                http_status=job.http_status,
+                status=job.status.value,
+                content=RunContent(markdown, ""),
+            )
+        return tracked
 
     async def _finished(self, caller: Caller, job: Job, within: float) -> Job:
         deadline = time.monotonic() + within
@@ -394,30 +655,54 @@ class FirecrawlService:
     async def document(
         self, caller: Caller, job: Job, formats: tuple[str, ...], screenshot_url: ScreenshotURL
     ) -> dict[str, Any]:
-        """The Firecrawl document of a finished job."""
-        doc: dict[str, Any] = {}
-        completed = job.status is JobStatus.COMPLETED
-        for name in formats:
-            if name == "screenshot":
-                doc |= _screenshot(job, screenshot_url) if completed else {}
-            elif name == "links":
-                links = (
-                    await self.content.links_of(caller, job.id, after=0, limit=MAX_LINKS)
-                    if completed
-                    else []
-                )
-                doc["links"] = list(dict.fromkeys(link.url for link in links))
-            else:
-                doc[name] = (
-                    await self.content.text(caller, job.id, FORMATS[name]) if completed else ""
-                )
-        doc["metadata"] = _metadata(job)
-        return doc
+        """The Firecrawl document of one of the caller's finished jobs (read for the caller)."""
+        return await firecrawl_document(self.content.content, job, formats, screenshot_url)
 
     async def map(self, caller: Caller, url: str, **options: Any) -> list[str]:
         request = self.mapper.request(url, **options)
         result = await self.mapper.map(request)
         return result.links
+
+
+async def firecrawl_document(
+    content: ContentRepository,
+    job: Job,
+    formats: tuple[str, ...],
+    screenshot_url: ScreenshotURL,
+) -> dict[str, Any]:
+    """The Firecrawl document of a finished job: the formats asked for (Firecrawl's names),
+    and its metadata. Every format of a job that did not complete is empty."""
+    doc: dict[str, Any] = {}
+    completed = job.status is JobStatus.COMPLETED
+    for name in formats:
+        if name == "screenshot":
+            doc |= _screenshot(job, screenshot_url) if completed else {}
+        elif name == "links":
+            links = await content.links_of(job.id, limit=MAX_LINKS) if completed else []
+            doc["links"] = list(dict.fromkeys(link.url for link in links))
+        elif name == "images":
+            listed = await content.text(job.id, "images") if completed else None
+            doc["images"] = [url for url in (listed or "").split("\n") if url]
+        else:
+            doc[name] = (await content.text(job.id, FORMATS[name]) or "") if completed else ""
+    doc["metadata"] = _metadata(job)
+    return doc
+
+
+def their_formats(job: Job) -> tuple[str, ...]:
+    """The Firecrawl formats a job's own formats give."""
+    return _their_formats(job)
+
+
+def _errors_of(failed: list[Job]) -> CrawlErrors:
+    """Failed pages as Firecrawl lists them: robots.txt's refusals apart."""
+    errors = [
+        CrawlError(job.id, job.url, job.error_code, job.error_log or "failed", job.finished_at)
+        for job in failed
+        if job.error_code != ErrorCode.ROBOTS_DISALLOWED
+    ]
+    blocked = [job.url for job in failed if job.error_code == ErrorCode.ROBOTS_DISALLOWED]
+    return CrawlErrors(errors, blocked)
 
 
 def crawl_formats(formats: tuple[str, ...]) -> tuple[str, ...]:
@@ -433,8 +718,10 @@ def _their_formats(job: Job) -> tuple[str, ...]:
     """The Firecrawl formats a job's own formats give."""
     theirs = {
         "markdown": ("markdown",),
-        "html": ("html", "rawHtml"),
+        "clean_html": ("html",),
+        "html": ("rawHtml",),
         "links": ("links",),
+        "images": ("images",),
         SCREENSHOT: ("screenshot",),
     }
     return tuple(name for ours in job.formats for name in theirs.get(ours, ()))

@@ -17,6 +17,7 @@ from taskcrawler.domain.errors import Conflict, InvalidCursor, JobNotFound, Limi
 from taskcrawler.domain.jobs import DEFAULT_FORMATS, Created, JobQuery, JobRun, NewJob
 from taskcrawler.domain.keys import Caller
 from taskcrawler.domain.rendering import RenderRequest
+from taskcrawler.domain.scrape_options import ScrapeOptions
 from taskcrawler.queue import JobQueue
 from taskcrawler.service.ratelimit import RateLimiter
 from taskcrawler.service.submission import Submitter
@@ -44,6 +45,8 @@ class JobOptions:
     max_age: float | None = None
     render: str = "never"
     render_options: RenderRequest | None = None
+    #: None: not asked for; a URL's existing job keeps the options it has.
+    options: ScrapeOptions | None = None
 
 
 class JobService:
@@ -100,6 +103,7 @@ class JobService:
             max_age=options.max_age,
             render=options.render,
             render_options=options.render_options,
+            options=options.options,
         )
 
     async def submit(self, caller: Caller, url: str, options: JobOptions) -> Created:

@@ -7,6 +7,7 @@ import time
 from taskcrawler.domain.errors import NotFound, Unauthenticated
 from taskcrawler.domain.keys import (
     ANONYMOUS_OWNER,
+    KEY_PREFIX,
     ApiKey,
     Caller,
     NewKey,
@@ -49,6 +50,15 @@ class KeyService:
                 "unknown or revoked API key: `taskcrawler keys list` shows the active ones"
             )
         return Caller(key.owner, key)
+
+    async def foreign_caller(self, token: str | None) -> Caller:
+        """The caller of a request from another service's tools (Firecrawl's), which insist on
+        sending a key of their own kind (``fc-…``). Where keys are not required such a token
+        stands for nobody: the anonymous tenant. A TaskCrawler key (``tc_…``) is checked as
+        ever, so a mistyped one is refused rather than quietly taken for another tenant."""
+        if token is not None and not self.required and not token.startswith(KEY_PREFIX + "_"):
+            token = None
+        return await self.caller(token)
 
     async def _verified(self, key_id: str, secret: str) -> ApiKey | None:
         cached = self._cache.get(key_id)

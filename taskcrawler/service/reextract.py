@@ -6,7 +6,7 @@ import asyncio
 import logging
 
 from taskcrawler.domain.storable import storable_content, storable_json, storable_text
-from taskcrawler.extract import extract
+from taskcrawler.extract.documents import extract_page
 from taskcrawler.storage.content import Archived, ContentRecord, Reextracted
 from taskcrawler.storage.ports import ContentRepository
 from taskcrawler.worker.content import extracted_formats, page_content, rederived_result
@@ -17,7 +17,13 @@ log = logging.getLogger(__name__)
 def _reextract(item: Archived) -> Reextracted:
     page = item.page
     formats = extracted_formats(item.formats)
-    extraction = extract(page.body, url=page.final_url, charset=page.charset, formats=formats)
+    extraction = extract_page(
+        page.body,
+        url=page.final_url,
+        charset=page.charset,
+        content_type=page.content_type,
+        formats=formats,
+    )
     content = page_content(extraction, item.formats, archive=None)
     # Made storable as the worker's outcomes are (taskcrawler.domain.storable).
     return Reextracted(

@@ -14,6 +14,7 @@ from taskcrawler.storage.content import ContentStore
 from taskcrawler.storage.crawls import CrawlStore
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.exports import ExportStore
+from taskcrawler.storage.firecrawl_hooks import FirecrawlHookStore
 from taskcrawler.storage.idempotency import IdempotencyStore
 from taskcrawler.storage.jobs import JobStore
 from taskcrawler.storage.keys import KeyStore
@@ -25,13 +26,16 @@ from taskcrawler.storage.ports import (
     ContentRepository,
     CrawlRepository,
     ExportRepository,
+    FirecrawlHookRepository,
     IdempotencyRepository,
     JobRepository,
     KeyRepository,
     MonitorRepository,
+    TrackingRepository,
     WebhookRepository,
     WorkRepository,
 )
+from taskcrawler.storage.tracking import TrackingStore
 from taskcrawler.storage.webhooks import WebhookStore
 from taskcrawler.storage.work import WorkStore
 
@@ -52,6 +56,8 @@ class Storage:
     monitors: MonitorRepository
     exports: ExportRepository
     batches: BatchRepository
+    firecrawl_hooks: FirecrawlHookRepository
+    tracking: TrackingRepository
 
     @classmethod
     def on(cls, db: Database) -> Storage:
@@ -68,6 +74,8 @@ class Storage:
             monitors=MonitorStore(db),
             exports=ExportStore(db),
             batches=BatchStore(db),
+            firecrawl_hooks=FirecrawlHookStore(db),
+            tracking=TrackingStore(db),
         )
 
     async def close(self) -> None:

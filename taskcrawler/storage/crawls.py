@@ -38,6 +38,7 @@ from taskcrawler.domain.crawls import (
 )
 from taskcrawler.domain.jobs import JobStatus
 from taskcrawler.domain.pages import FetchedPage
+from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS, ScrapeOptions
 from taskcrawler.domain.transitions import Transition
 from taskcrawler.domain.urls import crawl_key
 from taskcrawler.domain.views import crawl_document
@@ -84,6 +85,7 @@ def _page_template(
         # As a job stores them: NULL for never and for the default options.
         "render": spec.get("render") if spec.get("render") != "never" else None,
         "render_options": spec.get("render_options"),
+        "options": spec.get("options"),
         "crawl_id": crawl_id,
     }
 
@@ -513,7 +515,14 @@ class CrawlStore:
 
     @unavailable_on_connection_errors
     async def reusable_page(
-        self, crawl_id: UUID, *, owner: str, url: str, max_age: float, render: str
+        self,
+        crawl_id: UUID,
+        *,
+        owner: str,
+        url: str,
+        max_age: float,
+        render: str,
+        options: ScrapeOptions = DEFAULT_OPTIONS,
     ) -> FetchedPage | None:
         """The stored copy of a page the crawl may read instead of fetching (its max_age)."""
         async with self.db.read() as conn:
@@ -525,15 +534,19 @@ class CrawlStore:
                 url=url,
                 max_age=max_age,
                 render=render,
+                options=options,
             )
 
     @unavailable_on_connection_errors
     async def list_crawls(
-        self, owner: str, *, limit: int = 50, cursor: str | None = None
+        self, owner: str, *, limit: int = 50, cursor: str | None = None, running: bool = False
     ) -> tuple[list[Crawl], str | None]:
-        """A page of ``owner``'s crawls, newest first, and the next page's cursor (the jobs
-        listing's kind: ValueError for one this code did not make)."""
+        """A page of ``owner``'s crawls (``running``: RUNNING ones only), newest first, and
+        the next page's cursor (the jobs listing's kind: ValueError for one this code did not
+        make)."""
         stmt = sa.select(*_CRAWL_COLUMNS).where(crawls.c.owner == owner)
+        if running:
+            stmt = stmt.where(crawls.c.status == CrawlStatus.RUNNING.value)
         if cursor is not None:
             created_at, crawl_id = decode_cursor(cursor)
             stmt = stmt.where(sa.tuple_(crawls.c.created_at, crawls.c.id) < (created_at, crawl_id))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import base64
 import uuid
 from collections.abc import Mapping, Sequence
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 from uuid import UUID
@@ -13,9 +13,18 @@ from uuid import UUID
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from taskcrawler.domain.jobs import Created, Job, JobQuery, JobRun, JobStatus, NewJob
+from taskcrawler.domain.jobs import (
+    Created,
+    Job,
+    JobQuery,
+    JobRun,
+    JobStatus,
+    NewJob,
+    QueueCounts,
+)
 from taskcrawler.domain.rendering import SCREENSHOT, RenderRequest
 from taskcrawler.domain.resubmission import Action, Asked, Existing, Plan, plan
+from taskcrawler.domain.scrape_options import ScrapeOptions
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.rows import (
@@ -140,6 +149,27 @@ class JobStore:
         return int(count or 0)
 
     @unavailable_on_connection_errors
+    async def queue_counts(self, owner: str) -> QueueCounts:
+        """``owner``'s jobs waiting and being fetched, and when one last completed."""
+        async with self.db.read() as conn:
+            rows = await conn.execute(
+                sa.select(jobs.c.status, sa.func.count())
+                .where(jobs.c.owner == owner, jobs.c.status.in_(UNFINISHED_STATUSES))
+                .group_by(jobs.c.status)
+            )
+            counts = {status: int(count) for status, count in rows}
+            latest = await conn.scalar(
+                sa.select(sa.func.max(jobs.c.finished_at)).where(
+                    jobs.c.owner == owner, jobs.c.status == JobStatus.COMPLETED.value
+                )
+            )
+        return QueueCounts(
+            pending=counts.get(PENDING, 0),
+            processing=counts.get(JobStatus.PROCESSING.value, 0),
+            last_completed_at=_aware(latest),
+        )
+
+    @unavailable_on_connection_errors
     async def cancel(self, job_id: UUID, *, owner: str = "") -> tuple[Job | None, bool]:
         """PENDING -> CANCELLED. Returns the job (None if unknown) and whether it changed."""
         now = utcnow()
@@ -221,6 +251,15 @@ async def mark_dispatch_due(db: Database, job_ids: Sequence[UUID]) -> None:
 UNFINISHED_STATUSES = (JobStatus.PENDING.value, JobStatus.PROCESSING.value)
 
 
+def _aware(value: datetime | None) -> datetime | None:
+    """An aggregate's datetime: SQLite hands back a naive UTC one (no column type applies)."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    if value is None or value.tzinfo is not None:
+        return value
+    return value.replace(tzinfo=UTC)
+
+
 # --- a URL submitted again --------------------------------------------------------------------
 
 Key = tuple[str, str]
@@ -231,7 +270,12 @@ def _asked_by_key(requests: Sequence[NewJob], keys: Sequence[Key]) -> dict[Key, 
     several submissions of one URL with different formats."""
     by_key: dict[Key, Asked] = {}
     for request, key in zip(requests, keys, strict=True):
-        asked = Asked(request.formats, max_age=request.max_age, render=request.render)
+        asked = Asked(
+            request.formats,
+            max_age=request.max_age,
+            render=request.render,
+            options=request.options,
+        )
         known = by_key.get(key)
         by_key[key] = asked if known is None else Asked.fold((known, asked))
     return by_key
@@ -263,6 +307,7 @@ def _existing_of(job: Job, row: Any) -> Existing:
         fetched_at=job.fetched_at or job.finished_at,
         archived=bool(row.archived),
         from_archive=bool(row.from_archive),
+        options=job.options,
     )
 
 
@@ -320,6 +365,7 @@ async def _apply_plans(
             formats=sa.bindparam("b_formats"),
             render=sa.bindparam("b_render"),
             from_archive=sa.bindparam("b_from_archive"),
+            options=sa.bindparam("b_options", type_=jobs.c.options.type),
         ),
         [
             {
@@ -327,6 +373,7 @@ async def _apply_plans(
                 "b_formats": list(p.formats),
                 "b_render": None if p.render == "never" else p.render,
                 "b_from_archive": p.from_archive or None,
+                "b_options": p.options.to_json(),
             }
             for job, p in changes
         ],
@@ -418,6 +465,7 @@ def _new_job(row: dict[str, Any]) -> Job:
         render_options=RenderRequest.from_json(row["render_options"])
         if row["render_options"] is not None
         else None,
+        options=ScrapeOptions.from_json(row["options"]),
     )
 
 
@@ -430,7 +478,7 @@ def _new_row(
     asked: Asked | None = None,
 ) -> dict[str, Any]:
     """The row of a new job: the request's, with what every request of its URL ``asked``."""
-    asked = asked or Asked(request.formats, request.max_age, request.render)
+    asked = asked or Asked(request.formats, request.max_age, request.render, request.options)
     render = request.render
     if render == "never" and SCREENSHOT in asked.formats:
         render = asked.render
@@ -451,6 +499,7 @@ def _new_row(
         "render_options": None
         if request.render_options is None
         else request.render_options.to_json(),
+        "options": None if asked.options is None else asked.options.to_json(),
     }
 
 

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Protocol, Self
 from uuid import UUID
 
+from taskcrawler.domain.change_tracking import Previous
 from taskcrawler.domain.chunks import (
     PageChunks,
     Reembedded,
@@ -22,7 +23,16 @@ from taskcrawler.domain.chunks import (
 )
 from taskcrawler.domain.crawls import Crawl, CrawlSpec
 from taskcrawler.domain.exports import ArchivedResponse, ExportPosition
-from taskcrawler.domain.jobs import ClaimedJob, Created, Job, JobQuery, JobRun, NewJob
+from taskcrawler.domain.firecrawl_hooks import FirecrawlHook
+from taskcrawler.domain.jobs import (
+    ClaimedJob,
+    Created,
+    Job,
+    JobQuery,
+    JobRun,
+    NewJob,
+    QueueCounts,
+)
 from taskcrawler.domain.keys import ApiKey, NewKey
 from taskcrawler.domain.monitors import (
     Change,
@@ -38,9 +48,11 @@ from taskcrawler.domain.monitors import (
 )
 from taskcrawler.domain.pages import FetchedPage, Screenshot, StoredLink
 from taskcrawler.domain.runs import RetentionPolicy, RunContent
+from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS, ScrapeOptions
 from taskcrawler.domain.transitions import Transition
 from taskcrawler.domain.webhooks import ClaimedDelivery, Delivery, DeliveryStatus
 from taskcrawler.storage.content import Archived, Reextracted
+from taskcrawler.storage.firecrawl_hooks import Announcement, HookProgress
 from taskcrawler.storage.idempotency import StoredResponse
 
 
@@ -71,6 +83,8 @@ class JobRepository(Protocol):
         ...
 
     async def count_unfinished(self, owner: str) -> int: ...
+
+    async def queue_counts(self, owner: str) -> QueueCounts: ...
 
     async def cancel(self, job_id: UUID, *, owner: str = "") -> tuple[Job | None, bool]: ...
 
@@ -156,17 +170,25 @@ class CrawlRepository(Protocol):
     async def spec_of(self, crawl_id: UUID) -> CrawlSpec | None: ...
 
     async def reusable_page(
-        self, crawl_id: UUID, *, owner: str, url: str, max_age: float, render: str
+        self,
+        crawl_id: UUID,
+        *,
+        owner: str,
+        url: str,
+        max_age: float,
+        render: str,
+        options: ScrapeOptions = DEFAULT_OPTIONS,
     ) -> FetchedPage | None:
         """The newest stored copy of ``url`` that ``owner`` scraped within ``max_age`` seconds
-        (as a job, or a page of another crawl) with the same render mode, or None."""
+        (as a job, or a page of another crawl) with the same render mode and page options, or
+        None."""
         ...
 
     async def list_crawls(
-        self, owner: str, *, limit: int = 50, cursor: str | None = None
+        self, owner: str, *, limit: int = 50, cursor: str | None = None, running: bool = False
     ) -> tuple[list[Crawl], str | None]:
-        """A page of crawls and the next page's cursor; ValueError for a cursor it did not
-        make."""
+        """A page of crawls (``running``: RUNNING ones only) and the next page's cursor;
+        ValueError for a cursor it did not make."""
         ...
 
     async def cancel(self, crawl_id: UUID, *, owner: str) -> Crawl | None: ...
@@ -417,3 +439,36 @@ class BatchRepository(Protocol):
     async def create(self, owner: str, job_ids: Sequence[UUID]) -> UUID: ...
 
     async def jobs_of(self, owner: str, batch_id: UUID) -> list[Job] | None: ...
+
+
+class FirecrawlHookRepository(Protocol):
+    """Firecrawl's webhooks of crawls and batch scrapes, and what they announced."""
+
+    async def create(self, hook: FirecrawlHook) -> None: ...
+
+    async def claim(self, *, limit: int, lease_seconds: float) -> list[FirecrawlHook]: ...
+
+    async def unannounced(self, hook: FirecrawlHook, *, limit: int) -> list[tuple[Job, int]]: ...
+
+    async def progress(self, hook: FirecrawlHook) -> HookProgress: ...
+
+    async def first_job(self, hook: FirecrawlHook) -> UUID | None: ...
+
+    async def record(self, hook: FirecrawlHook, announcement: Announcement) -> bool: ...
+
+
+class TrackingRepository(Protocol):
+    """The run history Firecrawl's changeTracking compares a scrape with."""
+
+    async def previous(self, job_id: UUID, before_run: int) -> Previous | None: ...
+
+    async def keep(
+        self,
+        job_id: UUID,
+        run: int,
+        *,
+        fetched_at: datetime,
+        http_status: int | None,
+        status: str,
+        content: RunContent,
+    ) -> None: ...

@@ -21,12 +21,15 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 
 from taskcrawler.domain.jobs import JobStatus
 from taskcrawler.domain.pages import FetchedPage
+from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS, ScrapeOptions
 from taskcrawler.storage.backend import Backend
 from taskcrawler.storage.rows import frontier_key, url_key, utcnow
 from taskcrawler.storage.tables import crawls, jobs, page_archive
 
 #: The tenant's crawls (the newest) whose pages are looked at: one index probe each.
 MAX_SOURCE_CRAWLS = 50
+#: The newest copies looked at for one read with the same page options.
+MAX_COPIES = 5
 #: Archived bodies bigger than this are decompressed off the event loop.
 INLINE_INFLATE_BYTES = 2 * 1024 * 1024
 
@@ -40,9 +43,11 @@ async def reusable_page(
     url: str,
     max_age: float,
     render: str,
+    options: ScrapeOptions = DEFAULT_OPTIONS,
 ) -> FetchedPage | None:
     """The newest copy of ``url`` (a page's crawl key) that ``owner`` scraped within
-    ``max_age`` seconds with the same render mode, or None."""
+    ``max_age`` seconds with the same render mode, fetched with the same page options
+    (headers, languages, PDFs), or None."""
     since = utcnow() - timedelta(seconds=max_age)
     # The newest crawls, whatever their state: a bounded walk of ix_crawls_owner_created (a
     # filter on when they finished could walk every crawl the tenant ever ran).
@@ -62,30 +67,34 @@ async def reusable_page(
     fetched_at = sa.func.coalesce(jobs.c.fetched_at, jobs.c.finished_at)
     # A page rendered in a browser was archived as rendered: only the same mode may reuse it.
     same_render = jobs.c.render.is_(None) if render == "never" else jobs.c.render == render
-    row = (
-        await conn.execute(
-            sa.select(
-                fetched_at.label("fetched_at"),
-                page_archive.c.final_url,
-                page_archive.c.http_status,
-                page_archive.c.headers,
-                page_archive.c.content_type,
-                page_archive.c.charset,
-                page_archive.c.size,
-                page_archive.c.body_gz,
-            )
-            .join(jobs, jobs.c.id == page_archive.c.job_id)
-            .where(
-                jobs.c.owner == owner,
-                backend.any_of(jobs.c.url_key, keys),
-                jobs.c.status == JobStatus.COMPLETED.value,
-                fetched_at >= since,
-                same_render,
-            )
-            .order_by(fetched_at.desc())
-            .limit(1)
+    found = await conn.execute(
+        sa.select(
+            jobs.c.options,
+            fetched_at.label("fetched_at"),
+            page_archive.c.final_url,
+            page_archive.c.http_status,
+            page_archive.c.headers,
+            page_archive.c.content_type,
+            page_archive.c.charset,
+            page_archive.c.size,
+            page_archive.c.body_gz,
         )
-    ).first()
+        .join(jobs, jobs.c.id == page_archive.c.job_id)
+        .where(
+            jobs.c.owner == owner,
+            backend.any_of(jobs.c.url_key, keys),
+            jobs.c.status == JobStatus.COMPLETED.value,
+            fetched_at >= since,
+            same_render,
+        )
+        .order_by(fetched_at.desc())
+        .limit(MAX_COPIES)
+    )
+    # The copy is the page as fetched: the crawl reads it with its own selectors, but only a
+    # page fetched alike (headers, languages, PDFs) is the page it asks for.
+    row = next(
+        (r for r in found if ScrapeOptions.from_json(r.options).same_fetch_as(options)), None
+    )
     if row is None:
         return None
     body_gz = bytes(row.body_gz)

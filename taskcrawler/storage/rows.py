@@ -10,6 +10,7 @@ from uuid import UUID
 from taskcrawler.domain.jobs import FINAL_STATUSES as domain_final_statuses
 from taskcrawler.domain.jobs import UNSTATED_FORMATS, Job, JobStatus
 from taskcrawler.domain.rendering import RenderRequest
+from taskcrawler.domain.scrape_options import ScrapeOptions
 from taskcrawler.domain.urls import normalize_url
 from taskcrawler.storage.tables import jobs
 
@@ -36,6 +37,7 @@ NEW_JOB_COLUMNS = (
     "callback_url",
     "render",
     "render_options",
+    "options",
 )
 #: The columns a crawl's new page sets.
 FRONTIER_JOB_COLUMNS = (*NEW_JOB_COLUMNS, "crawl_id", "depth")
@@ -53,6 +55,7 @@ CLAIMED_COLUMNS = (
     "owner",
     "render",
     "render_options",
+    "options",
     "crawl_id",
     "depth",
     "from_archive",
@@ -89,4 +92,5 @@ def row_to_job(row: Any) -> Job:
     values["render"] = values["render"] or "never"
     options = values["render_options"]
     values["render_options"] = None if options is None else RenderRequest.from_json(options)
+    values["options"] = ScrapeOptions.from_json(values["options"])
     return Job(**values)

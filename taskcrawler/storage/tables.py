@@ -80,6 +80,7 @@ jobs = sa.Table(
     sa.Column("unchanged", sa.Boolean()),  # the last run got 304 Not Modified
     sa.Column("render", sa.String(8)),  # never | auto | always; NULL means never
     sa.Column("render_options", JSONType),  # RenderRequest.to_json(); NULL means the defaults
+    sa.Column("options", JSONType),  # ScrapeOptions.to_json(); NULL means the defaults (0012)
     # A crawl's page: its crawl, and its link hops from the crawl's start (migration 0004).
     sa.Column("crawl_id", sa.Uuid()),
     sa.Column("depth", sa.Integer()),
@@ -283,6 +284,10 @@ webhook_deliveries = sa.Table(
     sa.Column("created_at", UTCDateTime(), nullable=False),
     sa.Column("delivered_at", UTCDateTime()),
     sa.Column("lease_expires_at", UTCDateTime()),
+    # Firecrawl's webhooks (migration 0012): its signature header, and the receiver's own
+    # headers; NULL for TaskCrawler's.
+    sa.Column("style", sa.String(16)),
+    sa.Column("headers", JSONType),
     sa.Index("ix_webhook_deliveries_job", "job_id", "created_at"),
     sa.Index(
         "ix_webhook_deliveries_due",
@@ -290,6 +295,46 @@ webhook_deliveries = sa.Table(
         postgresql_where=sa.text("status = 'PENDING'"),
         sqlite_where=sa.text("status = 'PENDING'"),
     ),
+)
+
+# A Firecrawl crawl's or batch scrape's webhook (migration 0012): where its events go, and
+# which of its pages were announced (``firecrawl_hook_pages``: a page is announced once per
+# finish, whatever order the transactions that finished them commit in).
+firecrawl_hooks = sa.Table(
+    "firecrawl_hooks",
+    metadata,
+    sa.Column("id", sa.Uuid(), primary_key=True),
+    sa.Column("owner", sa.String(64), nullable=False, server_default=""),
+    sa.Column("kind", sa.String(16), nullable=False),  # crawl | batch_scrape
+    sa.Column("target_id", sa.Uuid(), nullable=False),  # the crawl's or the batch's id
+    sa.Column("url", sa.Text(), nullable=False),
+    sa.Column("headers", JSONType),  # the receiver's own headers
+    sa.Column("metadata", JSONType),  # sent back in every event
+    sa.Column("events", JSONType, nullable=False),  # of started, page, completed, failed
+    sa.Column("api_url", sa.Text(), nullable=False),  # where the documents' screenshots are
+    sa.Column("started", sa.Boolean(), nullable=False, server_default=sa.false()),
+    sa.Column("finished_at", UTCDateTime()),
+    sa.Column("reading_until", UTCDateTime()),  # the lease of the worker announcing it
+    sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.Index(
+        "ix_firecrawl_hooks_open",
+        "created_at",
+        postgresql_where=sa.text("finished_at IS NULL"),
+        sqlite_where=sa.text("finished_at IS NULL"),
+    ),
+)
+
+firecrawl_hook_pages = sa.Table(
+    "firecrawl_hook_pages",
+    metadata,
+    sa.Column(
+        "hook_id",
+        sa.Uuid(),
+        sa.ForeignKey("firecrawl_hooks.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("job_id", sa.Uuid(), primary_key=True),
+    sa.Column("seq", sa.BigInteger(), primary_key=True),  # the job's export_seq when announced
 )
 
 # --- chunks: a page's main content in pieces, embedded, for search ----------------------------

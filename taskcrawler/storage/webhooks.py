@@ -180,6 +180,8 @@ class WebhookStore:
                 deliveries.c.event,
                 deliveries.c.payload,
                 deliveries.c.attempts,
+                deliveries.c.style,
+                deliveries.c.headers,
             )
         )
         async with self.db.write() as conn:
@@ -202,6 +204,8 @@ class WebhookStore:
                 payload=row.payload,
                 attempts=row.attempts,
                 secret=secrets.get(row.owner) or default_secret,
+                style=row.style,
+                headers=dict(row.headers) if row.headers else None,
             )
             for row in rows
         ]

@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from taskcrawler.domain import ClaimedJob, JobStatus
 from taskcrawler.domain.errors import ErrorCode
 from taskcrawler.domain.rendering import RenderRequest
+from taskcrawler.domain.scrape_options import ScrapeOptions
 from taskcrawler.domain.transitions import Transition, TransitionKind
 from taskcrawler.storage import crawls, webhooks
 from taskcrawler.storage.content import (
@@ -72,6 +73,7 @@ class WorkStore:
                 owner=r.owner,
                 render=r.render or "never",
                 render_options=RenderRequest.from_json(r.render_options),
+                options=ScrapeOptions.from_json(r.options),
                 crawl_id=r.crawl_id,
                 depth=r.depth or 0,
                 from_archive=bool(r.from_archive),

@@ -7,9 +7,12 @@ from typing import Any
 
 from taskcrawler.domain.chunks import CHUNKS_FORMAT
 from taskcrawler.domain.pages import FetchedPage, PageContent
+from taskcrawler.domain.scrape_options import ScrapeOptions
+from taskcrawler.domain.selectors import parse_ignore_selectors
 from taskcrawler.extract import Extraction
+from taskcrawler.extract.page import WHOLE_CONTENT, ContentChoice
 
-TEXT_FORMATS = ("markdown", "text", "html")
+TEXT_FORMATS = ("markdown", "text", "html", "clean_html", "images")
 #: Formats a job may ask for that the extractor does not make: the browser takes screenshots,
 #: and chunks are cut from the Markdown.
 NOT_EXTRACTED = frozenset({"screenshot", CHUNKS_FORMAT})
@@ -27,12 +30,24 @@ def page_content(
     extraction: Extraction, formats: Collection[str], archive: FetchedPage | None
 ) -> PageContent:
     texts = {
-        fmt: body
+        fmt: "\n".join(body) if isinstance(body, list) else body
         for fmt in TEXT_FORMATS
         if fmt in formats and (body := getattr(extraction, fmt)) is not None
     }
     links = tuple(extraction.links) if "links" in formats else None
     return PageContent(texts=texts, links=links, archive=archive)
+
+
+def content_choice(options: ScrapeOptions) -> ContentChoice:
+    """What of a page a job's options have its Markdown, text and cleaned HTML hold (the
+    selectors were checked when the job was submitted)."""
+    choice = ContentChoice(
+        only_main_content=options.only_main_content,
+        include=parse_ignore_selectors(options.include_tags, "include_tags"),
+        exclude=parse_ignore_selectors(options.exclude_tags, "exclude_tags"),
+        keep_data_images=options.keep_base64_images,
+    )
+    return WHOLE_CONTENT if choice == WHOLE_CONTENT else choice
 
 
 def rederived_result(

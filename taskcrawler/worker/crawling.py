@@ -83,6 +83,7 @@ class CrawlPages:
                 url=job.url,
                 max_age=found[0].max_age,
                 render=job.render,
+                options=job.options,
             )
         except ServiceUnavailable as exc:
             log.warning("crawl %s: no stored copy of %s looked up: %s", job.crawl_id, job.url, exc)

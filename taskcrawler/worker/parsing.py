@@ -28,10 +28,12 @@ from collections.abc import Callable, Collection, Sequence
 from functools import partial
 from typing import TypeVar
 
-from taskcrawler.common.processes import CallTimeout, ProcessPool
+from taskcrawler.common.processes import CallTimeout, ChildDied, ProcessPool
 from taskcrawler.domain.selectors import IgnoreSelector
-from taskcrawler.extract import Extraction, extract
+from taskcrawler.extract import Extraction
+from taskcrawler.extract.documents import extract_page, is_document
 from taskcrawler.extract.links import MAX_LINKS_PER_PAGE
+from taskcrawler.extract.page import WHOLE_CONTENT, ContentChoice
 
 #: Parsed inline up to this size and this many tags.
 INLINE_PARSE_LIMIT = 64 * 1024
@@ -49,10 +51,14 @@ class ParseTimeout(Exception):
     """A parse overran its deadline; the process that ran it was killed."""
 
 
+class ParseCrashed(Exception):
+    """A parse killed the process that ran it (a hostile document crashing its library)."""
+
+
 class PageParser:
     def __init__(
         self,
-        extractor: Callable[..., Extraction] = extract,
+        extractor: Callable[..., Extraction] = extract_page,
         *,
         timeout: float = DEFAULT_TIMEOUT_SECONDS,
         processes: int = DEFAULT_PROCESSES,
@@ -71,8 +77,12 @@ class PageParser:
         self.thread_tags = thread_tags
         self.pool = ProcessPool(processes, timeout, preload=(extractor.__module__,))
 
-    def lane(self, body: bytes) -> str:
-        """``inline``, ``thread`` or ``process``: where :meth:`extract` parses ``body``."""
+    def lane(self, body: bytes, content_type: str | None = None) -> str:
+        """``inline``, ``thread`` or ``process``: where :meth:`extract` parses ``body``. A
+        document (a PDF) always goes to the processes: its library is C code reading hostile
+        bytes, which may loop or crash."""
+        if is_document(content_type):
+            return "process"
         size = len(body)
         if size > self.thread_limit:
             return "process"
@@ -89,8 +99,15 @@ class PageParser:
         charset: str | None,
         formats: Collection[str],
         ignore: Sequence[IgnoreSelector] = (),
+        content_type: str | None = None,
+        choice: ContentChoice = WHOLE_CONTENT,
+        max_pages: int | None = None,
     ) -> Extraction:
-        options = {"ignore": tuple(ignore)} if ignore else {}
+        options: dict[str, object] = {"ignore": tuple(ignore)} if ignore else {}
+        if is_document(content_type):
+            options.update(content_type=content_type, max_pages=max_pages)
+        if choice != WHOLE_CONTENT:
+            options["choice"] = choice
         call = partial(
             self.extractor,
             body,
@@ -100,12 +117,12 @@ class PageParser:
             max_links=self.max_links,
             **options,
         )
-        return await self.run(call, body)
+        return await self.run(call, body, content_type)
 
-    async def run(self, call: Callable[[], T], body: bytes) -> T:
+    async def run(self, call: Callable[[], T], body: bytes, content_type: str | None = None) -> T:
         """``call()``, a parse of ``body``, in the lane :meth:`lane` picks for ``body``: a
         picklable call (a ``functools.partial`` of a module-level function)."""
-        lane = self.lane(body)
+        lane = self.lane(body, content_type)
         if lane == "inline":
             return call()
         if lane == "thread":
@@ -116,6 +133,8 @@ class PageParser:
             raise ParseTimeout(
                 f"parsing took over {self.timeout:g}s and was stopped ({len(body):,} bytes)"
             ) from None
+        except ChildDied as exc:
+            raise ParseCrashed(f"parsing {len(body):,} bytes killed its process: {exc}") from None
 
     async def aclose(self) -> None:
         await self.pool.aclose()

@@ -21,12 +21,15 @@ import logging
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
+from urllib.parse import urlsplit
 
 from taskcrawler.browser.availability import Availability
+from taskcrawler.browser.locale import timezone_for
 from taskcrawler.browser.options import RenderOptions, RenderResult
 from taskcrawler.domain import ClaimedJob, ErrorCode, FetchError, Outcome
 from taskcrawler.domain.pages import FetchedPage, PageContent, Screenshot
 from taskcrawler.domain.rendering import SCREENSHOT, RenderRequest
+from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS, ScrapeOptions
 from taskcrawler.extract.appshell import ShellVerdict, shell_verdict
 from taskcrawler.worker.parsing import PageParser, ParseTimeout
 
@@ -73,7 +76,15 @@ class Rendered:
         return dataclasses.replace(outcome, result=result, content=content)
 
 
-def browser_options(request: RenderRequest, *, screenshot: bool) -> RenderOptions:
+def browser_options(
+    request: RenderRequest,
+    *,
+    screenshot: bool,
+    options: ScrapeOptions = DEFAULT_OPTIONS,
+    url: str = "",
+) -> RenderOptions:
+    """How the browser renders a job's page: as its render options ask, in its languages and
+    its country's time zone, its headers for its own host (``url``'s) only."""
     return RenderOptions(
         wait_until=request.wait_until,
         wait_for_selector=request.wait_for,
@@ -83,6 +94,12 @@ def browser_options(request: RenderRequest, *, screenshot: bool) -> RenderOption
         viewport_height=request.viewport_height,
         screenshot=screenshot,
         full_page=request.full_page,
+        locale=options.languages[0] if options.languages else None,
+        timezone_id=timezone_for(options.country),
+        ignore_https_errors=options.skip_tls_verification,
+        page_headers=options.headers,
+        page_host=(urlsplit(url).hostname or "").lower(),
+        block_ads=options.block_ads,
     )
 
 
@@ -125,7 +142,9 @@ class RenderStep:
                 raise FetchError(ErrorCode.RENDER_UNAVAILABLE, reason, transient=False)
             info["fallback"] = reason + "; the fetched HTML was extracted"
             return Rendered(page, info)
-        options = browser_options(job.render_options, screenshot=wants_picture)
+        options = browser_options(
+            job.render_options, screenshot=wants_picture, options=job.options, url=job.url
+        )
         result = await self.renderer.render(job.url, options, document=page)
         info |= {
             "rendered": True,
@@ -137,6 +156,10 @@ class RenderStep:
             "over_budget": result.over_budget,
             "waits_timed_out": list(result.waits_timed_out),
         }
+        if job.options.block_ads:
+            info["ads_blocked"] = result.ads_blocked
+        if result.ads_note:
+            info["ads"] = result.ads_note
         if wants_picture and result.screenshot is None:
             info["screenshot"] = "over the size limit: none kept"
         return Rendered(_rendered_page(page, result), info, result.screenshot)

@@ -84,12 +84,14 @@ async def run_worker(
         dispatcher = bootstrap.webhook_dispatcher(shared)
         scheduler = bootstrap.monitor_scheduler(shared, parser)
         monitoring = asyncio.create_task(scheduler.run(stop), name="monitors")
+        announcer = bootstrap.hook_announcer(shared)
+        announcing = asyncio.create_task(announcer.run(stop), name="firecrawl-webhooks")
         try:
             async with running_beside(dispatcher, stop, settings.webhook_timeout_seconds):
                 await worker.run(stop)
         finally:
             stop.set()
-            await asyncio.gather(monitoring, return_exceptions=True)
+            await asyncio.gather(monitoring, announcing, return_exceptions=True)
     finally:
         if server is not None:
             await server.cleanup()

@@ -25,6 +25,7 @@ from aiohttp.abc import AbstractResolver
 from yarl import URL
 
 from taskcrawler.domain import ErrorCode, FetchError, InvalidURL, ServiceUnavailable
+from taskcrawler.domain.firecrawl_hooks import FIRECRAWL_STYLE
 from taskcrawler.domain.urls import request_target
 from taskcrawler.domain.webhooks import (
     AttemptResult,
@@ -167,6 +168,8 @@ class WebhookDispatcher:
             body=body,
             secret=delivery.secret,
             timestamp=int(time.time()),
+            firecrawl=delivery.style == FIRECRAWL_STYLE,
+            extra=delivery.headers,
         )
         try:
             target = _callback_target(delivery.url)

@@ -27,16 +27,22 @@ from taskcrawler.domain import (
 from taskcrawler.domain.pages import FetchedPage
 from taskcrawler.domain.storable import storable_outcome
 from taskcrawler.domain.transitions import RetryPolicy, Transition, decide, refused
+from taskcrawler.extract.pdf import UnreadablePdf
 from taskcrawler.fetch import Fetcher
 from taskcrawler.observability import WorkerMetrics, bind_job, log_transition
 from taskcrawler.queue import JobQueue
 from taskcrawler.storage.content import Archived
 from taskcrawler.storage.ports import WorkRepository
 from taskcrawler.worker.chunking import PageChunker, with_chunks
-from taskcrawler.worker.content import extracted_formats, page_content, rederived_result
+from taskcrawler.worker.content import (
+    content_choice,
+    extracted_formats,
+    page_content,
+    rederived_result,
+)
 from taskcrawler.worker.crawling import CrawlPages, publish_pages
 from taskcrawler.worker.frontier import Admitted, HostFrontier
-from taskcrawler.worker.parsing import PageParser, ParseTimeout
+from taskcrawler.worker.parsing import PageParser, ParseCrashed, ParseTimeout
 from taskcrawler.worker.rendering import NO_BROWSER, RenderStep
 from taskcrawler.worker.sweeper import SweepConfig, Sweeper
 
@@ -343,7 +349,11 @@ class Worker:
             with self.metrics.fetch_seconds.time():
                 try:
                     page = await self.fetcher.fetch(
-                        job.url, headers=_conditional_headers(job), held_host=self._held_host(job)
+                        job.url,
+                        headers=_conditional_headers(job),
+                        options=job.options,
+                        group=f"crawl:{job.crawl_id}" if job.crawl_id is not None else None,
+                        held_host=self._held_host(job),
                     )
                 finally:
                     self._release_slot(job)  # the page is read: its host may take the next
@@ -377,7 +387,14 @@ class Worker:
 
     def _held_host(self, job: ClaimedJob) -> str | None:
         slot = self._slots.get(job.id)
-        return None if slot is None or slot.token is None else slot.host
+        if slot is None or slot.token is None:
+            return None
+        if job.options.delay:
+            # The job asks a gap of its own between requests to its host (a crawl's delay):
+            # the slot the frontier gave is handed back, and the fetch takes one with the gap.
+            self._release_slot(job)
+            return None
+        return slot.host
 
     async def _rederive(self, job: ClaimedJob, archived: Archived) -> Outcome:
         """Every format of ``job`` made from its stored page, as ``taskcrawler reextract``
@@ -398,12 +415,20 @@ class Worker:
                 url=page.final_url,
                 charset=page.charset,
                 formats=extracted_formats(job.parse_formats),
+                content_type=page.content_type,
+                choice=content_choice(job.options),
+                max_pages=job.options.max_pages,
             )
         except ParseTimeout as exc:
             # Permanent: the same page would overrun again. Logged without a traceback, it is
             # the page's doing, not ours.
             log.warning("parse timeout for %s: %s", job.url, exc)
             return _unparsed(job, page, ErrorCode.PARSE_TIMEOUT, str(exc))
+        except ParseCrashed as exc:
+            log.warning("parse crashed for %s: %s", job.url, exc)
+            return _unparsed(job, page, ErrorCode.PARSE_CRASHED, str(exc))
+        except UnreadablePdf as exc:
+            return _unparsed(job, page, ErrorCode.UNREADABLE_DOCUMENT, str(exc))
         except Exception as exc:
             log.exception("extraction failed for %s", job.url)
             return _unparsed(job, page, ErrorCode.EXTRACTION, f"{type(exc).__name__}: {exc}")

@@ -22,7 +22,8 @@ async def test_the_v2_sdk_scrapes_and_maps(firecrawl_served: Served, target: Tar
     doc = await asyncio.to_thread(fc.scrape, url, formats=["markdown", "html", "rawHtml", "links"])
     assert "Firecrawled" in doc.markdown
     assert doc.raw_html and "<title>Firecrawled</title>" in doc.raw_html
-    assert doc.html == doc.raw_html
+    # html is the cleaned HTML of what the Markdown holds; rawHtml the page as fetched.
+    assert doc.html and "<h1>Firecrawled</h1>" in doc.html and "<title>" not in doc.html
     assert doc.metadata.title == "Firecrawled"
     assert doc.metadata.status_code == 200 and doc.metadata.source_url == url
     assert isinstance(doc.links, list)
@@ -100,7 +101,8 @@ async def test_unsupported_fields_and_bad_keys_are_firecrawl_errors(
             for body, named in [
                 ({"url": url, "formats": ["pdfText"]}, "pdfText"),
                 ({"url": url, "formats": ["json"]}, "'json' is not supported"),
-                ({"url": url, "onlyMainContent": False}, "onlyMainContent"),
+                ({"url": url, "includeTags": ["p:nth-child(2)"]}, "includeTags[0]"),
+                ({"url": url, "headers": {"Host": "evil.test"}}, "headers['Host']"),
                 ({"url": url, "actions": [{"type": "click"}]}, "actions"),
                 ({"url": url, "mobile": True}, "mobile"),
                 ({"url": url, "waitFor": 60_001}, "waitFor"),
@@ -131,8 +133,8 @@ async def test_unsupported_fields_and_bad_keys_are_firecrawl_errors(
                 answer = refused.json()
                 assert answer["success"] is False and named in answer["error"], answer
         fc = Firecrawl(api_key=key, api_url=firecrawl_served.base_url)
-        with pytest.raises(Exception, match="onlyMainContent"):
-            await asyncio.to_thread(fc.scrape, url, only_main_content=False)
+        with pytest.raises(Exception, match="includeTags"):
+            await asyncio.to_thread(fc.scrape, url, include_tags=["a:hover"])
 
         anonymous = await http.post("/v2/scrape", json={"url": url}, headers={"Authorization": ""})
     assert anonymous.status_code == 401

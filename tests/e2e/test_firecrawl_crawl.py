@@ -128,15 +128,20 @@ async def test_crawl_refusals_name_the_field(
             for body, named in [
                 ({"url": url, "prompt": "the blog"}, "prompt"),
                 ({"url": url, "ignoreRobotsTxt": True}, "ignoreRobotsTxt"),
-                ({"url": url, "webhook": "http://example.com/hook"}, "webhook"),
-                ({"url": url, "delay": 2}, "delay"),
+                ({"url": url, "webhook": "ftp://example.com/hook"}, "webhook.url"),
+                ({"url": url, "delay": 61}, "delay"),
+                ({"url": url, "maxConcurrency": 0}, "maxConcurrency"),
                 ({"url": url, "scrapeOptions": {"formats": ["summary"]}}, "summary"),
                 (
                     {"url": url, "scrapeOptions": {"formats": [SHOT_Q]}},
                     "scrapeOptions.formats[0].quality",
                 ),
                 ({"url": url, "scrapeOptions": {"waitFor": 90_000}}, "waitFor"),
-                ({"url": url, "scrapeOptions": {"onlyMainContent": False}}, "onlyMainContent"),
+                (
+                    {"url": url, "scrapeOptions": {"formats": ["markdown", "changeTracking"]}},
+                    "scrapeOptions.formats: changeTracking",
+                ),
+                ({"url": url, "scrapeOptions": {"excludeTags": ["a:hover"]}}, "excludeTags[0]"),
                 ({"url": url, "includePaths": ["(?=lookahead)"]}, "includePaths[0]"),
                 ({"url": url, "limit": 0}, "limit"),
                 ({"url": url, "sitemap": "sometimes"}, "sitemap"),

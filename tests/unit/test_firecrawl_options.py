@@ -13,10 +13,12 @@ from taskcrawler.domain import JobStatus
 from taskcrawler.domain.jobs import Job
 from taskcrawler.domain.rendering import RenderRequest
 from taskcrawler.service.firecrawl import (
-    FirecrawlService,
     ScreenshotSpec,
     Unsupported,
+    firecrawl_document,
     page_options,
+    scrape_options,
+    webhook_spec,
 )
 
 
@@ -110,9 +112,87 @@ async def test_a_documents_screenshot_is_a_link_or_says_why_there_is_none(
         formats=("metadata", "screenshot"),
     )
     nothing = cast(Any, None)  # a screenshot's document reads no stored content
-    service = FirecrawlService(nothing, nothing, nothing, nothing, nothing)
-    document = await service.document(
+    document = await firecrawl_document(
         nothing, job, ("screenshot",), lambda job_id: f"http://api/shots/{job_id}"
     )
     expected = {k: v.replace("{id}", str(job.id)) for k, v in shown.items()}
     assert {k: v for k, v in document.items() if k != "metadata"} == expected
+
+
+@pytest.mark.parametrize(
+    ("asked", "named"),
+    [
+        ({"include_tags": ["a:hover"]}, "includeTags[0]"),
+        ({"exclude_tags": ["p ~ div"]}, "excludeTags[0]"),
+        ({"headers": {"Host": "x"}}, "headers['Host']"),
+        ({"headers": {"Transfer-Encoding": "chunked"}}, "headers['Transfer-Encoding']"),
+        ({"headers": {"X-A": "a\nb"}}, "headers['X-A']"),
+        ({"headers": {"Proxy-Authorization": "x"}}, "headers['Proxy-Authorization']"),
+        ({"headers": {"X-A": "x" * 9000}}, "headers"),
+        ({"country": "DEU"}, "location.country"),
+        ({"languages": ["not a tag"]}, "location.languages[0]"),
+        ({"parsers": ["pdf", "image"]}, "parsers[1]"),
+        ({"parsers": [{"type": "pdf", "maxPages": 0}]}, "parsers[].maxPages"),
+        ({"parsers": [{"type": "pdf", "pages": True}]}, "parsers[0].pages"),
+        ({"parsers": [{"type": "pdf", "ocr": True}]}, "parsers[0].ocr"),
+    ],
+)
+def test_bad_scrape_options_are_refused_by_firecrawls_name(
+    asked: dict[str, Any], named: str
+) -> None:
+    with pytest.raises(Unsupported, match=named.replace("[", r"\[").replace("]", r"\]")):
+        scrape_options(**asked)
+
+
+def test_firecrawls_defaults_read_as_taskcrawlers() -> None:
+    chosen = scrape_options(
+        only_main_content=False,
+        include_tags=["article", "main > p"],
+        headers={"Cookie": "a=b"},
+        languages=["fr-CA", "fr", "en"],
+        country="ca",
+        remove_base64_images=False,
+        parsers=[{"type": "pdf", "maxPages": 3, "mode": "fast"}],
+    )
+    assert not chosen.only_main_content and chosen.keep_base64_images
+    assert chosen.include_tags == ("article", "main > p") and chosen.country == "CA"
+    assert chosen.accept_language() == "fr-CA,fr;q=0.9,en;q=0.8"
+    assert (chosen.parse_pdf, chosen.max_pages) == (True, 3)
+    assert "a=b" not in repr(chosen)  # headers never show in a repr (logs)
+    assert chosen.public()["headers"] == ["Cookie"]
+    assert scrape_options(parsers=[]).parse_pdf is False
+    assert scrape_options() == scrape_options(remove_base64_images=True, block_ads=False)
+
+
+def test_change_tracking_formats() -> None:
+    page = page_options([{"type": "changeTracking", "modes": ["git-diff"]}])
+    assert page.tracking is not None and page.tracking.git_diff
+    assert page.formats == ("markdown",)
+    v1 = page_options(["markdown", "changeTracking"], tracking_options={"modes": []})
+    assert v1.tracking is not None and not v1.tracking.git_diff
+    for bad, named in [
+        ({"type": "changeTracking", "modes": ["json"]}, "modes[0]: json needs an LLM"),
+        ({"type": "changeTracking", "modes": ["word-diff"]}, "unknown mode 'word-diff'"),
+        ({"type": "changeTracking", "tag": "prod"}, "formats[0].tag"),
+        ({"type": "changeTracking", "schema": {}}, "formats[0].schema"),
+    ]:
+        with pytest.raises(Unsupported, match=named.replace("[", r"\[").replace("]", r"\]")):
+            page_options([bad])
+    with pytest.raises(Unsupported, match="changeTrackingOptions"):
+        page_options(["markdown"], tracking_options={"modes": ["git-diff"]})
+
+
+def test_webhooks_are_checked() -> None:
+    spec = webhook_spec(
+        "https://hooks.example/x", headers={"X-Token": "t"}, metadata={"a": 1}, events=["page"]
+    )
+    assert spec.events == ("page",) and spec.headers == (("X-Token", "t"),)
+    for bad, named in [
+        ({"url": "ftp://x/"}, "webhook.url"),
+        ({"url": "https://h/", "headers": {"Host": "x"}}, "webhook.headers"),
+        ({"url": "https://h/", "events": []}, "webhook.events"),
+        ({"url": "https://h/", "metadata": {"k": "v" * 20_000}}, "webhook.metadata"),
+    ]:
+        url = bad.pop("url")
+        with pytest.raises(Unsupported, match=named):
+            webhook_spec(url, **bad)

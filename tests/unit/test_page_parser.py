@@ -6,9 +6,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from taskcrawler.common.processes import ChildDied, ProcessPool
+from taskcrawler.common.processes import ProcessPool
 from taskcrawler.extract import Extraction, extract
-from taskcrawler.worker.parsing import PageParser, ParseTimeout
+from taskcrawler.worker.parsing import PageParser, ParseCrashed, ParseTimeout
 from tests.support.extractors import hostile, pid_title
 
 PAGE = b"<html><head><title>Big one</title></head><body>" + b"<p>words here</p>" * 40_000
@@ -86,7 +86,7 @@ async def test_a_hung_parse_holds_one_process_and_no_other_page(parser: PagePars
 
 
 async def test_a_crashed_parser_fails_its_page_and_is_replaced(parser: PageParser) -> None:
-    with pytest.raises(ChildDied, match="exit code 3"):
+    with pytest.raises(ParseCrashed, match="exit code 3"):
         await parse(parser, b"crash")
     result = await parse(parser, b"<title>next</title>")
     assert result.title is not None and result.title.startswith("next|")

@@ -9,6 +9,7 @@ import pytest
 from taskcrawler.domain.errors import FIXES, ErrorCode, FetchError, log_line
 from taskcrawler.domain.jobs import JobStatus
 from taskcrawler.domain.resubmission import Action, Asked, Existing, plan
+from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS, ScrapeOptions
 
 NOW = datetime(2026, 12, 7, 12, tzinfo=UTC)
 HOUR_AGO = NOW - timedelta(hours=1)
@@ -121,3 +122,28 @@ def test_an_error_a_user_can_fix_names_the_fix() -> None:
         assert named <= settings, (code, named - settings)
         every |= named
     assert {"TASKCRAWLER_ALLOW_PRIVATE_NETWORKS", "TASKCRAWLER_MAX_BODY_BYTES"} <= every
+
+
+def test_page_options_read_the_page_again() -> None:
+    """Other selectors: made again from the stored page; other headers: fetched again; none
+    asked, or only what paces or allows the fetch: the job as it is."""
+    tags = ScrapeOptions.create(include_tags=["article"])
+    cookie = ScrapeOptions.create(headers={"Cookie": "a=b"})
+    lenient = ScrapeOptions.create(skip_tls_verification=True, delay=1.0)
+    done = job("COMPLETED", "markdown")
+    derived = plan(done, asked("markdown", options=tags), now=NOW)
+    assert (derived.action, derived.from_archive, derived.options) == (Action.DERIVE, True, tags)
+    fetched = plan(done, asked("markdown", options=cookie), now=NOW)
+    assert (fetched.action, fetched.options) == (Action.FETCH, cookie)
+    unarchived = plan(job("COMPLETED", "markdown", archived=False), asked(options=tags), now=NOW)
+    assert unarchived.action is Action.FETCH
+    assert plan(done, asked("markdown"), now=NOW).action is Action.KEEP
+    kept = plan(done, asked("markdown", options=lenient), now=NOW)
+    assert (kept.action, kept.options) == (Action.KEEP, DEFAULT_OPTIONS)
+    under_way = plan(job("PROCESSING", "markdown"), asked(options=cookie), now=NOW)
+    assert (under_way.action, under_way.options) == (Action.TAKE_OVER, cookie)
+    waiting = plan(job("PENDING", "markdown"), asked(options=tags), now=NOW)
+    assert (waiting.action, waiting.options) == (Action.WIDEN, tags)
+    # The last submission's options win when a batch repeats a URL.
+    folded = Asked.fold([asked(options=tags), asked(), asked(options=cookie)])
+    assert folded.options == cookie

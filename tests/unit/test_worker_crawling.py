@@ -122,7 +122,9 @@ async def test_a_copy_is_looked_up_only_with_max_age() -> None:
     job = claimed(render="auto")
     copy = await pages(within).reusable(job)
     assert copy is not None and copy.body == b"<p>x</p>"
-    assert within.asked == [{"owner": "k", "url": job.url, "max_age": 60.0, "render": "auto"}]
+    assert within.asked == [
+        {"owner": "k", "url": job.url, "max_age": 60.0, "render": "auto", "options": job.options}
+    ]
 
 
 async def test_a_screenshot_or_a_failed_lookup_means_a_fetch() -> None:

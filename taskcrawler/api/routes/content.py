@@ -18,6 +18,8 @@ MEDIA_TYPES = {
     "markdown": "text/markdown; charset=utf-8",
     "text": "text/plain; charset=utf-8",
     "html": "text/html; charset=utf-8",
+    "clean_html": "text/html; charset=utf-8",
+    "images": "text/plain; charset=utf-8",
 }
 #: Cursors are link row ids (BIGINT); a bigger one would overflow the driver, not just miss.
 MAX_ROW_ID = 2**63 - 1
@@ -31,13 +33,13 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     "/api/v1/jobs/{job_id}/content",
     response_class=Response,
     responses={200: {"content": {t: {} for t in MEDIA_TYPES.values()}}, **ERRORS},
-    summary="Main content as Markdown or text, or the page's HTML",
+    summary="Main content as Markdown, text or cleaned HTML; the page's images; its HTML",
 )
 async def job_content(
     job_id: UUID,
     services: ServicesDep,
     caller: CallerDep,
-    format: Literal["markdown", "text", "html"] = "markdown",
+    format: Literal["markdown", "text", "html", "clean_html", "images"] = "markdown",
 ) -> Response:
     body = await services.content.text(caller, job_id, format)
     return Response(body, media_type=MEDIA_TYPES[format])

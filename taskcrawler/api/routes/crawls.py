@@ -2,16 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 from uuid import UUID
 
 from fastapi import APIRouter, Query, status
 
 from taskcrawler.api.deps import CallerDep, ServicesDep
 from taskcrawler.api.routes.jobs import COMMON, NOT_FOUND
-from taskcrawler.api.schemas import CrawlIn, CrawlList, CrawlOut, JobOut, JobPage
+from taskcrawler.api.schemas import (
+    CrawlIn,
+    CrawlList,
+    CrawlOut,
+    JobOut,
+    JobPage,
+    scrape_options_of,
+)
 from taskcrawler.domain import JobStatus
 from taskcrawler.domain.jobs import JobQuery
+from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS
 
 router = APIRouter(prefix="/api/v1/crawls", tags=["crawls"])
 
@@ -25,8 +33,9 @@ router = APIRouter(prefix="/api/v1/crawls", tags=["crawls"])
 )
 async def start_crawl(body: CrawlIn, services: ServicesDep, caller: CallerDep) -> CrawlOut:
     crawls = services.crawls
-    options = body.model_dump(exclude={"render_options"})
+    options = body.model_dump(exclude={"render_options", "options"})
     options["render_options"] = body.render_options.request() if body.render_options else None
+    options["options"] = scrape_options_of(body.options) or DEFAULT_OPTIONS
     spec = crawls.spec(**options)  # InvalidCrawlSpec: 422 naming the field
     return CrawlOut.of(await crawls.start(caller, spec))
 
@@ -37,8 +46,14 @@ async def list_crawls(
     caller: CallerDep,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     cursor: Annotated[str | None, Query(max_length=200)] = None,
+    state: Annotated[
+        Literal["RUNNING"] | None,
+        Query(alias="status", description="RUNNING: the running crawls only."),
+    ] = None,
 ) -> CrawlList:
-    found, next_cursor = await services.crawls.list_crawls(caller, limit=limit, cursor=cursor)
+    found, next_cursor = await services.crawls.list_crawls(
+        caller, limit=limit, cursor=cursor, running=state == "RUNNING"
+    )
     return CrawlList(crawls=[CrawlOut.of(crawl) for crawl in found], next_cursor=next_cursor)
 
 

@@ -17,37 +17,54 @@ from uuid import UUID
 from fastapi import APIRouter, Query, Request
 from fastapi.types import DecoratedCallable
 
-from taskcrawler.api.deps import CallerDep, ServicesDep
+from taskcrawler.api.deps import ForeignCallerDep as CallerDep
+from taskcrawler.api.deps import ServicesDep
 from taskcrawler.api.inputs import (
     FirecrawlBatchIn,
     FirecrawlCrawlIn,
     FirecrawlMapIn,
     FirecrawlScrapeIn,
     FirecrawlScrapeOptions,
+    FirecrawlWebhook,
 )
 from taskcrawler.api.schemas import (
+    FirecrawlActiveCrawl,
+    FirecrawlActiveCrawls,
     FirecrawlBatchStarted,
     FirecrawlBatchStatus,
+    FirecrawlConcurrency,
     FirecrawlCrawlCancelled,
     FirecrawlCrawlError,
     FirecrawlCrawlErrors,
     FirecrawlCrawlStarted,
     FirecrawlCrawlStatus,
+    FirecrawlCreditsV1,
+    FirecrawlCreditsV2,
     FirecrawlDocument,
     FirecrawlErrorOut,
     FirecrawlLink,
     FirecrawlMapOutV1,
     FirecrawlMapOutV2,
+    FirecrawlQueueStatus,
     FirecrawlScrapeOut,
+    FirecrawlTokensV1,
+    FirecrawlTokensV2,
+    FirecrawlUsage,
+    FirecrawlUsageHistory,
 )
+from taskcrawler.domain.errors import NotFound
 from taskcrawler.service.firecrawl import (
     CRAWL_PAGE,
     DEFAULT_TIMEOUT_MS,
+    CrawlErrors,
     PageOptions,
     ScrapeSpec,
     ScreenshotURL,
     Unsupported,
+    WebhookSpec,
     page_options,
+    scrape_options,
+    webhook_spec,
 )
 
 router = APIRouter(tags=["firecrawl"])
@@ -78,14 +95,70 @@ Cursor = Annotated[str | None, Query(max_length=200)]
 PageSize = Annotated[int, Query(ge=1, le=CRAWL_PAGE, description="Documents per page.")]
 
 
-def _page(options: FirecrawlScrapeOptions | None, where: str = "") -> PageOptions:
-    """The formats and ``waitFor`` of ``options``; a refusal names the field from ``where``."""
+def _page(
+    options: FirecrawlScrapeOptions | None,
+    where: str = "",
+    delay: float | None = None,
+    max_concurrency: int | None = None,
+) -> PageOptions:
+    """The formats, ``waitFor`` and page options of ``options``; a refusal names the field
+    from ``where``."""
     if options is None:
-        return page_options(["markdown"])
+        options = FirecrawlScrapeOptions()
+    location = options.location
     try:
-        return page_options(options.formats or ["markdown"], options.waitFor)
+        chosen = scrape_options(
+            only_main_content=options.onlyMainContent,
+            include_tags=options.includeTags,
+            exclude_tags=options.excludeTags,
+            headers=options.headers,
+            skip_tls_verification=options.skipTlsVerification,
+            country=location.country if location else None,
+            languages=location.languages if location else None,
+            remove_base64_images=options.removeBase64Images,
+            block_ads=options.blockAds,
+            parsers=options.parsers,
+            delay=delay,
+            max_concurrency=max_concurrency,
+        )
+        return page_options(
+            options.formats or ["markdown"],
+            options.waitFor,
+            chosen,
+            options.changeTrackingOptions,
+        )
     except Unsupported as exc:
         raise Unsupported(f"{where}{exc}") from None
+
+
+def _webhook(webhook: FirecrawlWebhook | str | None) -> WebhookSpec | None:
+    """Firecrawl's ``webhook``: a URL, or ``{url, headers, metadata, events}``."""
+    if webhook is None:
+        return None
+    if isinstance(webhook, str):
+        return webhook_spec(webhook)
+    return webhook_spec(
+        webhook.url,
+        headers=webhook.headers,
+        metadata=webhook.metadata,
+        events=list(webhook.events) if webhook.events is not None else None,
+    )
+
+
+def _max_age_ms(asked: int | None, version: str, *, tracked: bool) -> int | None:
+    """A scrape's ``maxAge``: 0 when it tracks changes (a change is only seen by scraping
+    again, and the SDKs send a ``maxAge`` of their own by default), else as asked, else the
+    version's default."""
+    if tracked:
+        return 0
+    return asked if asked is not None else DEFAULT_MAX_AGE_MS[version]
+
+
+def _untracked(page: PageOptions, where: str) -> PageOptions:
+    """Batches and crawls do not track changes: refused, naming the field."""
+    if page.tracking is not None:
+        raise Unsupported(f"{where}formats: changeTracking is supported by scrape only")
+    return page
 
 
 def _screenshot_url(request: Request) -> ScreenshotURL:
@@ -110,6 +183,16 @@ def _next(request: Request, **where: object) -> str | None:
     return None if value is None else str(request.url.include_query_params(**{name: value}))
 
 
+def _errors_out(found: CrawlErrors) -> FirecrawlCrawlErrors:
+    errors = [
+        FirecrawlCrawlError(
+            id=str(e.job_id), timestamp=e.finished_at, url=e.url, code=e.code, error=e.error
+        )
+        for e in found.errors
+    ]
+    return FirecrawlCrawlErrors(errors=errors, robotsBlocked=found.robots_blocked)
+
+
 def _register(version: str) -> None:
     """Firecrawl's routes under ``/{version}``."""
 
@@ -130,10 +213,11 @@ def _register(version: str) -> None:
     async def scrape(
         body: FirecrawlScrapeIn, request: Request, services: ServicesDep, caller: CallerDep
     ) -> FirecrawlScrapeOut:
+        page = _page(body)
         spec = ScrapeSpec(
             url=body.url,
-            page=_page(body),
-            max_age_ms=body.maxAge if body.maxAge is not None else DEFAULT_MAX_AGE_MS[version],
+            page=page,
+            max_age_ms=_max_age_ms(body.maxAge, version, tracked=page.tracking is not None),
             timeout_ms=body.timeout or DEFAULT_TIMEOUT_MS,
         )
         document = await services.firecrawl.scrape(caller, spec, _screenshot_url(request))
@@ -165,7 +249,14 @@ def _register(version: str) -> None:
         invalid = [url for url in body.urls if url not in set(valid)]
         if not valid:
             raise Unsupported("urls: none of them can be scraped")
-        batch_id = await services.firecrawl.start_batch(caller, valid, _page(body), body.maxAge)
+        batch_id = await services.firecrawl.start_batch(
+            caller,
+            valid,
+            _untracked(_page(body), ""),
+            body.maxAge,
+            webhook=_webhook(body.webhook),
+            api_url=str(request.base_url),
+        )
         return FirecrawlBatchStarted(
             id=str(batch_id),
             url=f"{request.base_url}{version}/batch/scrape/{batch_id}",
@@ -199,7 +290,17 @@ def _register(version: str) -> None:
         crawl_id = await services.firecrawl.start_crawl(
             caller,
             body.url,
-            _page(body.scrapeOptions, "scrapeOptions."),
+            _untracked(
+                _page(
+                    body.scrapeOptions,
+                    "scrapeOptions.",
+                    delay=body.delay,
+                    max_concurrency=body.maxConcurrency,
+                ),
+                "scrapeOptions.",
+            ),
+            webhook=_webhook(body.webhook),
+            api_url=str(request.base_url),
             limit=body.limit,
             max_depth=body.max_depth(),
             include_paths=body.includePaths,
@@ -211,6 +312,21 @@ def _register(version: str) -> None:
         )
         return FirecrawlCrawlStarted(
             id=str(crawl_id), url=f"{request.base_url}{version}/crawl/{crawl_id}"
+        )
+
+    @route("GET", "/crawl/active", "active_crawls", FirecrawlActiveCrawls, "the running crawls")
+    async def active_crawls(services: ServicesDep, caller: CallerDep) -> FirecrawlActiveCrawls:
+        crawls = await services.firecrawl.active_crawls(caller)
+        return FirecrawlActiveCrawls(
+            crawls=[
+                FirecrawlActiveCrawl(
+                    id=str(crawl.id),
+                    teamId=crawl.owner or "anonymous",
+                    url=crawl.url,
+                    options=crawl.spec.public_dict(),
+                )
+                for crawl in crawls
+            ]
         )
 
     @route(
@@ -249,14 +365,73 @@ def _register(version: str) -> None:
     async def crawl_errors(
         crawl_id: UUID, services: ServicesDep, caller: CallerDep
     ) -> FirecrawlCrawlErrors:
-        found = await services.firecrawl.crawl_errors(caller, crawl_id)
-        errors = [
-            FirecrawlCrawlError(
-                id=str(e.job_id), timestamp=e.finished_at, url=e.url, code=e.code, error=e.error
-            )
-            for e in found.errors
-        ]
-        return FirecrawlCrawlErrors(errors=errors, robotsBlocked=found.robots_blocked)
+        return _errors_out(await services.firecrawl.crawl_errors(caller, crawl_id))
+
+    @route(
+        "GET",
+        "/batch/scrape/{batch_id}/errors",
+        "batch_errors",
+        FirecrawlCrawlErrors,
+        "a batch scrape's failed pages, and those robots.txt refused",
+        found=True,
+    )
+    async def batch_errors(
+        batch_id: UUID, services: ServicesDep, caller: CallerDep
+    ) -> FirecrawlCrawlErrors:
+        return _errors_out(await services.firecrawl.batch_errors(caller, batch_id))
+
+    @route("GET", "/team/credit-usage", "credit_usage", FirecrawlUsage, "credits left (unmetered)")
+    async def credit_usage(caller: CallerDep) -> FirecrawlUsage:
+        return FirecrawlUsage(
+            data=FirecrawlCreditsV1() if version == "v1" else FirecrawlCreditsV2()
+        )
+
+    @route("GET", "/team/token-usage", "token_usage", FirecrawlUsage, "tokens left (unmetered)")
+    async def token_usage(caller: CallerDep) -> FirecrawlUsage:
+        return FirecrawlUsage(data=FirecrawlTokensV1() if version == "v1" else FirecrawlTokensV2())
+
+    for kind in ("credit", "token"):
+
+        @route(
+            "GET",
+            f"/team/{kind}-usage/historical",
+            f"{kind}_usage_historical",
+            FirecrawlUsageHistory,
+            f"{kind} usage by period (none: unmetered)",
+        )
+        async def usage_history(caller: CallerDep, byApiKey: bool = False) -> FirecrawlUsageHistory:
+            return FirecrawlUsageHistory()
+
+    @route(
+        "GET",
+        "/team/queue-status",
+        "queue_status",
+        FirecrawlQueueStatus,
+        "the key's jobs waiting and under way",
+    )
+    async def queue_status(services: ServicesDep, caller: CallerDep) -> FirecrawlQueueStatus:
+        counts = await services.firecrawl.queue(caller)
+        return FirecrawlQueueStatus(
+            jobsInQueue=counts.pending + counts.processing,
+            activeJobsInQueue=counts.processing,
+            waitingJobsInQueue=counts.pending,
+            maxConcurrency=services.firecrawl.max_concurrency(caller),
+            mostRecentSuccess=counts.last_completed_at,
+        )
+
+    @route(
+        "GET",
+        "/concurrency-check",
+        "concurrency_check",
+        FirecrawlConcurrency,
+        "the key's jobs under way, and how many may be",
+    )
+    async def concurrency_check(services: ServicesDep, caller: CallerDep) -> FirecrawlConcurrency:
+        counts = await services.firecrawl.queue(caller)
+        return FirecrawlConcurrency(
+            concurrency=counts.processing,
+            maxConcurrency=services.firecrawl.max_concurrency(caller),
+        )
 
     @route(
         "DELETE",
@@ -277,4 +452,17 @@ for _version in VERSIONS:
     _register(_version)
 
 
-__all__ = ["router"]
+def _not_offered(version: str) -> None:
+    @router.api_route(
+        f"/{version}/{{rest:path}}",
+        methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
+        include_in_schema=False,
+    )
+    async def not_offered(rest: str) -> None:
+        """Firecrawl's other routes (search, extract, agent, browser, …): a Firecrawl error
+        body saying so, rather than a bare 404. Registered after every route of its version."""
+        raise NotFound(f"/{version}/{rest[:100]} is a Firecrawl route TaskCrawler does not offer")
+
+
+for _version in VERSIONS:
+    _not_offered(_version)

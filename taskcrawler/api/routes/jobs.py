@@ -21,6 +21,7 @@ from taskcrawler.api.schemas import (
     RetryFilter,
     RetryOut,
     RunOut,
+    scrape_options_of,
 )
 from taskcrawler.domain import JobStatus
 from taskcrawler.domain.jobs import JobQuery
@@ -44,6 +45,7 @@ def _options(body: JobOptionsIn) -> JobOptions:
         max_age=body.max_age,
         render=body.render or "never",
         render_options=body.render_options.request() if body.render_options else None,
+        options=scrape_options_of(body.options),
     )
 
 

@@ -1,0 +1,56 @@
+"""Small PDFs made on the spot, with known text: a title set large, then lines of body text,
+page after page. Enough of the format for PDFium (and any reader) to read them back."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+_TITLE_SIZE = 24
+_BODY_SIZE = 12
+_LEADING = 16
+
+
+def _escaped(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+
+
+def _page_stream(title: str | None, lines: Sequence[str]) -> bytes:
+    parts = []
+    if title:
+        parts.append(f"BT /F1 {_TITLE_SIZE} Tf 72 720 Td ({_escaped(title)}) Tj ET")
+    body = " ".join(f"({_escaped(line)}) Tj T*" for line in lines)
+    parts.append(f"BT /F1 {_BODY_SIZE} Tf {_LEADING} TL 72 680 Td {body} ET")
+    return "\n".join(parts).encode("latin-1")
+
+
+def pdf_document(title: str, pages: Sequence[Sequence[str]], *, info_title: str = "") -> bytes:
+    """A PDF whose first page starts with ``title`` (24 pt) and whose pages hold ``pages``'
+    lines (12 pt); ``info_title``: the document's declared title."""
+    objects: list[bytes] = []
+    page_ids = [4 + 2 * index for index in range(len(pages))]
+    objects.append(b"<< /Type /Catalog /Pages 2 0 R >>")
+    kids = " ".join(f"{pid} 0 R" for pid in page_ids)
+    objects.append(f"<< /Type /Pages /Kids [{kids}] /Count {len(pages)} >>".encode())
+    objects.append(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
+    for index, lines in enumerate(pages):
+        stream = _page_stream(title if index == 0 else None, lines)
+        objects.append(
+            f"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents {page_ids[index] + 1}"
+            " 0 R /Resources << /Font << /F1 3 0 R >> >> >>".encode()
+        )
+        objects.append(f"<< /Length {len(stream)} >>\nstream\n".encode() + stream + b"\nendstream")
+    info_id = len(objects) + 1
+    objects.append(f"<< /Title ({_escaped(info_title)}) >>".encode())
+    out = bytearray(b"%PDF-1.4\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += f"{number} 0 obj\n".encode() + body + b"\nendobj\n"
+    xref = len(out)
+    out += f"xref\n0 {len(objects) + 1}\n0000000000 65535 f \n".encode()
+    out += b"".join(f"{offset:010d} 00000 n \n".encode() for offset in offsets)
+    out += (
+        f"trailer\n<< /Size {len(objects) + 1} /Root 1 0 R /Info {info_id} 0 R >>\n"
+        f"startxref\n{xref}\n%%EOF\n"
+    ).encode()
+    return bytes(out)
