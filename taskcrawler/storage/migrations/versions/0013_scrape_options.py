@@ -10,7 +10,7 @@ webhook outbox, whose deliveries may now carry Firecrawl's signature (``style``)
 receiver's own headers.
 
 Revision ID: 0013
-Revises: 0011
+Revises: 0012
 Create Date: 2026-12-06
 """
 
