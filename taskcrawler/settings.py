@@ -243,6 +243,27 @@ class Settings(BaseSettings):
         4 * 1024 * 1024, ge=1024, description="Bigger request bodies are refused with 413."
     )
 
+    # MCP over streamable HTTP (/mcp)
+    mcp_max_streams: int = Field(
+        256,
+        ge=1,
+        description="/mcp requests in flight per API process at most (each holds a connection); "
+        "past it a 503 with Retry-After.",
+    )
+    mcp_max_streams_per_key: int = Field(
+        16,
+        ge=1,
+        description="/mcp requests of one API key in flight at most (callers without a key "
+        "count as one); past it a 429 with Retry-After.",
+    )
+    mcp_idle_timeout_seconds: float = Field(
+        330.0,
+        gt=0,
+        description="An /mcp request that has sent nothing for this long is ended: 408 when its "
+        "body had not arrived, 504 when its answer had not. Keep it above 300 s, the longest a "
+        "scrape tool call waits for its page.",
+    )
+
     # webhooks
     webhook_secret: str | None = Field(
         None,
