@@ -72,6 +72,21 @@ class Settings(BaseSettings):
     run_retention_days: float | None = Field(
         None, gt=0, description="Runs older than this many days are dropped (unset: none)."
     )
+    change_retention_count: int | None = Field(
+        1_000,
+        ge=0,
+        description="Changes kept per monitor, the newest (unset: all). A diff is cut at 256 Ki "
+        "characters, so 1,000 hold at most 250 MiB of ASCII diffs.",
+    )
+    change_retention_days: float | None = Field(
+        30.0, gt=0, description="Changes older than this many days are dropped (unset: none)."
+    )
+    changes_page_max_bytes: int = Field(
+        2 * 1024 * 1024,
+        ge=64 * 1024,
+        description="A page of GET /api/v1/monitors/{id}/changes ends before its diffs, URLs and "
+        "metadata pass this many bytes (it always holds one change); next_cursor goes on.",
+    )
 
     # fetching
     allow_private_networks: bool = Field(

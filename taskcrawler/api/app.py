@@ -74,8 +74,9 @@ def create_app(
         app.state.runtime = shared
         fetcher = bootstrap.api_fetcher(shared)
         embedder = bootstrap.embedder(settings)  # for search queries; loaded when first used
+        parsers = bootstrap.api_parsers(settings)
         app.state.services = bootstrap.api_services(
-            shared, fetcher, embedder, on_created=api_metrics.created
+            shared, fetcher, embedder, parsers, on_created=api_metrics.created
         )
         stop = asyncio.Event()
         worker_task = (
@@ -93,6 +94,7 @@ def create_app(
             if supervisor is not None:
                 await supervisor.stop()
             await fetcher.close()
+            await parsers.aclose()
             await embedder.close()
             if runtime is None or supervisor is not None:
                 await shared.close()

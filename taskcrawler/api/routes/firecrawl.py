@@ -16,6 +16,7 @@ from uuid import UUID
 
 from fastapi import APIRouter, Query, Request
 from fastapi.types import DecoratedCallable
+from starlette.responses import StreamingResponse
 
 from taskcrawler.api.deps import CallerDep, ServicesDep
 from taskcrawler.api.inputs import (
@@ -35,11 +36,11 @@ from taskcrawler.api.schemas import (
     FirecrawlCrawlStatus,
     FirecrawlDocument,
     FirecrawlErrorOut,
-    FirecrawlLink,
     FirecrawlMapOutV1,
     FirecrawlMapOutV2,
     FirecrawlScrapeOut,
 )
+from taskcrawler.api.streamed import json_with_list
 from taskcrawler.service.firecrawl import (
     CRAWL_PAGE,
     DEFAULT_TIMEOUT_MS,
@@ -144,7 +145,7 @@ def _register(version: str) -> None:
     )
     async def map_site(
         body: FirecrawlMapIn, services: ServicesDep, caller: CallerDep
-    ) -> FirecrawlMapOutV1 | FirecrawlMapOutV2:
+    ) -> StreamingResponse:
         links = await services.firecrawl.map(
             caller,
             body.url,
@@ -153,9 +154,10 @@ def _register(version: str) -> None:
             sitemap=body.sitemap_mode(),
             allow_subdomains=bool(body.includeSubdomains),
         )
+        # The route's model, written a slice at a time: a map may list 100,000 URLs.
         if version == "v1":
-            return FirecrawlMapOutV1(links=links)
-        return FirecrawlMapOutV2(links=[FirecrawlLink(url=link) for link in links])
+            return json_with_list({"success": True}, "links", links)
+        return json_with_list({"success": True}, "links", links, item=_link_object)
 
     @route("POST", "/batch/scrape", "start_batch", FirecrawlBatchStarted, "start a batch scrape")
     async def start_batch(
@@ -275,6 +277,11 @@ def _register(version: str) -> None:
 
 for _version in VERSIONS:
     _register(_version)
+
+
+def _link_object(url: str) -> dict[str, str]:
+    """A link of Firecrawl's v2 map (FirecrawlLink)."""
+    return {"url": url}
 
 
 __all__ = ["router"]
