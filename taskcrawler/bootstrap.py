@@ -217,7 +217,7 @@ def monitor_service(runtime: Runtime) -> MonitorService:
         max_crawl_limit=settings.crawl_max_limit,
         changes_page_max_bytes=settings.changes_page_max_bytes,
     )
-    return MonitorService(policy, runtime.storage.monitors)
+    return MonitorService(policy, runtime.storage.monitors, queue=runtime.queue)
 
 
 # --- the worker ---------------------------------------------------------------------------------

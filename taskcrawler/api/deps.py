@@ -48,7 +48,9 @@ async def get_caller(request: Request) -> Caller:
 async def get_admin(request: Request) -> Caller:
     caller = await _authenticated(request)
     if not caller.is_admin:
-        raise Forbidden("this needs an admin key")
+        raise Forbidden(
+            "this needs an admin key: `taskcrawler keys create --name NAME --admin` makes one"
+        )
     return caller
 
 

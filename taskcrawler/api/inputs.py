@@ -160,7 +160,9 @@ class MonitorCreate(RequestModel):
         description="Seconds between runs; at least the deployment's minimum (default 60)."
     )
     formats: list[MonitorFormat] | None = Field(
-        None, max_length=20, description='What each run\'s jobs keep; default ["markdown"].'
+        None,
+        max_length=20,
+        description='What each run\'s jobs keep; default ["metadata", "markdown"].',
     )
     ignore_selectors: list[Annotated[str, Field(max_length=200)]] | None = Field(
         None,
@@ -176,11 +178,17 @@ class MonitorCreate(RequestModel):
 
 
 class MonitorPatch(RequestModel):
-    """``PATCH /api/v1/monitors/{id}``: pause, resume, or a new interval."""
+    """``PATCH /api/v1/monitors/{id}``: pause, resume, a new interval, or formats to add."""
 
     paused: bool | None = Field(None, description="true pauses the monitor, false resumes it.")
     interval_seconds: float | None = Field(
         None, description="A new interval; the next run comes one new interval from now."
+    )
+    formats: list[MonitorFormat] | None = Field(
+        None,
+        max_length=20,
+        description="Formats to add: the monitor's pages make them from their next run on (a "
+        "monitor's formats only grow, as a job's do).",
     )
 
 

@@ -53,7 +53,11 @@ class BodySizeLimit:
         await self.app(scope, counting_receive, guarded_send)
 
     async def _refuse(self, send: Send) -> None:
-        await send_json(send, 413, {"detail": f"request body over {self.max_bytes} bytes"})
+        detail = (
+            f"request body over {self.max_bytes} bytes: send less at once, or raise "
+            "TASKCRAWLER_MAX_REQUEST_BYTES"
+        )
+        await send_json(send, 413, {"detail": detail})
 
 
 def _declared_length(scope: Scope) -> int | None:

@@ -5,7 +5,7 @@ on them."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal, get_args
+from typing import Any, Literal, cast, get_args
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -15,7 +15,7 @@ from taskcrawler.api.inputs import Instant, RequestModel
 from taskcrawler.domain import InvalidURL, validate_url
 from taskcrawler.domain.chunks import SearchHit, StoredChunk
 from taskcrawler.domain.crawls import DEFAULT_LIMIT, MAX_DEPTH, MAX_PATTERNS, WEBHOOK_EVENTS
-from taskcrawler.domain.jobs import Created
+from taskcrawler.domain.jobs import DEFAULT_FORMATS, Created
 from taskcrawler.domain.monitors import Change, Monitor, change_document
 from taskcrawler.domain.pages import StoredLink
 from taskcrawler.domain.rendering import (
@@ -124,9 +124,11 @@ class JobOptionsIn(RequestModel):
     formats: list[Format] | None = Field(
         None,
         max_length=MAX_FORMATS_LISTED,
-        description='What to extract; default ["metadata"]. Markdown, text, html and links '
-        "are kept for GET /api/v1/jobs/{id}/content and /links. Each is kept once, in the "
-        "order given.",
+        description='What to extract; default ["metadata", "markdown"]. Markdown, text, html '
+        "and links are kept for GET /api/v1/jobs/{id}/content and /links. If the URL already "
+        "has a job, the formats it lacks are added to it: made from its stored page when there "
+        "is one (no fetch), else by a new run; the job then runs again (PENDING) and keeps "
+        "every format asked so far.",
     )
     callback_url: str | None = Field(
         None,
@@ -137,8 +139,10 @@ class JobOptionsIn(RequestModel):
         None,
         ge=0,
         le=MAX_AGE_SECONDS,
-        description="Seconds. If the URL already has a finished job older than this, it is "
-        "scraped again (same id, a new run); a younger one is returned as it is.",
+        description="Seconds. If the URL already has a job whose page was fetched longer ago "
+        "than this, it is fetched again (same id, a new run, with every format asked so far); "
+        "a younger one is returned as it is (with the formats it lacked added). 0: always "
+        "fetch again.",
     )
 
     render: RenderMode | None = Field(
@@ -464,7 +468,7 @@ class SearchIn(RequestModel):
 
 
 def _default_formats() -> list[Format]:
-    return ["metadata"]
+    return cast(list[Format], list(DEFAULT_FORMATS))
 
 
 CrawlEvent = Literal["crawl.page", "crawl.completed"]
@@ -514,7 +518,8 @@ class CrawlIn(RequestModel):
         default_factory=_default_formats,
         min_length=1,
         max_length=MAX_FORMATS_LISTED,
-        description="What to extract of every page, as for a job.",
+        description='What to extract of every page, as for a job; default ["metadata", '
+        '"markdown"].',
     )
     callback_url: str | None = Field(
         None,

@@ -157,6 +157,7 @@ def cmd_scrape(settings: Settings, args: argparse.Namespace) -> int:
 
     from taskcrawler.bootstrap import standalone_fetcher
     from taskcrawler.domain import InvalidURL, validate_url
+    from taskcrawler.domain.jobs import DEFAULT_FORMATS
     from taskcrawler.service.scrape import scrape_once
 
     try:
@@ -164,7 +165,8 @@ def cmd_scrape(settings: Settings, args: argparse.Namespace) -> int:
     except InvalidURL as exc:
         sys.stderr.write(f"taskcrawler scrape: {exc}\n")
         return 2
-    result = run_async(scrape_once(standalone_fetcher(settings), args.url))
+    formats = ("metadata", *dict.fromkeys(args.format)) if args.format else DEFAULT_FORMATS
+    result = run_async(scrape_once(standalone_fetcher(settings), args.url, formats))
     sys.stdout.write(orjson.dumps(result, option=orjson.OPT_INDENT_2).decode() + "\n")
     return 0 if result.get("error_code") is None else 1
 
@@ -339,10 +341,18 @@ def build_parser() -> argparse.ArgumentParser:
     scrape = sub.add_parser(
         "scrape",
         help="fetch and extract one URL now, print JSON (no database, no queue)",
-        description="Fetch and extract one page in the foreground and print the result as JSON. "
+        description="Fetch and extract one page in the foreground and print the result as JSON: "
+        "its metadata and, by default, its main content as Markdown (the `markdown` field). "
         "Exits 1 if the fetch failed.",
     )
     scrape.add_argument("url", help="the http(s) URL to scrape")
+    scrape.add_argument(
+        "--format",
+        action="append",
+        default=[],
+        choices=("markdown", "text", "html", "links"),
+        help="what to print besides the metadata (may be repeated; default: markdown)",
+    )
     scrape.set_defaults(func=cmd_scrape)
 
     site_map = sub.add_parser(

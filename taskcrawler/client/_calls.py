@@ -62,11 +62,12 @@ class JobOptions(TypedDict, total=False):
     """A job's options (keyword arguments of ``submit`` and ``submit_batch``); each left out,
     or None, is the server's default."""
 
-    #: What to extract (metadata, markdown, text, html, links, screenshot, chunks).
+    #: What to extract (metadata, markdown, text, html, links, screenshot, chunks); the server's
+    #: default is metadata and markdown. A URL's existing job gains the formats it lacks.
     formats: Sequence[str] | None
     #: Gets a signed POST when the job completes or fails.
     callback_url: str | None
-    #: Seconds: a URL whose finished job is older than this is scraped again.
+    #: Seconds: a URL whose job's page was fetched longer ago than this is fetched again.
     max_age: float | None
     #: never, auto (only app shells) or always: render the page in a headless browser.
     render: Render | None

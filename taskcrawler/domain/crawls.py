@@ -23,6 +23,7 @@ from uuid import UUID
 import re2
 
 from taskcrawler.domain.errors import InvalidURL
+from taskcrawler.domain.jobs import DEFAULT_FORMATS, UNSTATED_FORMATS
 from taskcrawler.domain.rendering import RENDER_MODES, RenderRequest, effective_mode
 from taskcrawler.domain.urls import crawl_key, validate_url
 
@@ -214,7 +215,7 @@ class CrawlSpec:
     allow_subdomains: bool = False
     allow_external: bool = False
     sitemap: SitemapMode = SitemapMode.INCLUDE
-    formats: tuple[str, ...] = ("metadata",)
+    formats: tuple[str, ...] = DEFAULT_FORMATS
     callback_url: str | None = None
     max_age: float | None = None
     #: As for a job, for every page: never, auto or always (``create`` picks always for a
@@ -263,7 +264,7 @@ class CrawlSpec:
         allow_subdomains: bool = False,
         allow_external: bool = False,
         sitemap: SitemapMode | str = SitemapMode.INCLUDE,
-        formats: Sequence[str] = ("metadata",),
+        formats: Sequence[str] = DEFAULT_FORMATS,
         callback_url: str | None = None,
         max_age: float | None = None,
         render: str | None = None,
@@ -331,7 +332,8 @@ class CrawlSpec:
             allow_subdomains=data.get("allow_subdomains", False),
             allow_external=data.get("allow_external", False),
             sitemap=SitemapMode(data.get("sitemap", SitemapMode.INCLUDE)),
-            formats=tuple(data.get("formats", ("metadata",))),
+            # Stored specs name their formats; the oldest stated none and meant the metadata.
+            formats=tuple(data.get("formats", UNSTATED_FORMATS)),
             callback_url=data.get("callback_url"),
             max_age=data.get("max_age"),
             render=data.get("render") or "never",

@@ -62,6 +62,54 @@ TRANSIENT_CODES = frozenset(
 #: Not failures of the job at all: it is rescheduled without counting a retry.
 DEFERRAL_CODES = frozenset({ErrorCode.HOST_BUSY, ErrorCode.QUEUE_UNAVAILABLE})
 
+#: What a user can do about an error: the setting (of the deployment) or the request that
+#: changes the outcome. Every job's ``error_log`` ends with it, so every surface shows it (the
+#: API, webhooks, the dashboard, the command line, Firecrawl's errors). Errors that are the
+#: site's alone (a 404, a 5xx, a malformed answer) have none.
+FIXES: dict[str, str] = {
+    ErrorCode.BLOCKED_ADDRESS: (
+        "to fetch loopback and private addresses, set TASKCRAWLER_ALLOW_PRIVATE_NETWORKS=true "
+        "where the workers run (it is off so that a submitted URL cannot reach the services "
+        "on their network), then submit the URL again"
+    ),
+    ErrorCode.TIMEOUT: (
+        "for a slow site, raise TASKCRAWLER_FETCH_TIMEOUT_SECONDS "
+        "(TASKCRAWLER_RENDER_TIMEOUT_SECONDS for a rendered page)"
+    ),
+    ErrorCode.DNS: "check the URL's host name",
+    ErrorCode.CONNECT: "check the URL's host and port; the server may be down",
+    ErrorCode.HTTP_429: (
+        "the site limits how fast it is asked: lower TASKCRAWLER_HOST_CONCURRENCY or raise "
+        "TASKCRAWLER_HOST_DELAY_SECONDS"
+    ),
+    ErrorCode.TOO_LARGE: (
+        "raise TASKCRAWLER_MAX_BODY_BYTES (TASKCRAWLER_RENDER_MAX_BYTES for a rendered page)"
+    ),
+    ErrorCode.TOO_MANY_REDIRECTS: "raise TASKCRAWLER_MAX_REDIRECTS",
+    ErrorCode.ROBOTS_DISALLOWED: (
+        "the site's robots.txt asks crawlers to keep out; where you may ignore it, set "
+        "TASKCRAWLER_RESPECT_ROBOTS=false"
+    ),
+    ErrorCode.PARSE_TIMEOUT: "raise TASKCRAWLER_PARSE_TIMEOUT_SECONDS",
+    ErrorCode.RENDER_UNAVAILABLE: (
+        "install Chromium where the workers run (apt-get install chromium) or set "
+        'TASKCRAWLER_BROWSER to its path; or ask for "render": "never"'
+    ),
+    ErrorCode.RENDER_TIMEOUT: (
+        "raise TASKCRAWLER_RENDER_TIMEOUT_SECONDS, or wait for less (render_options)"
+    ),
+    ErrorCode.EMBEDDING_FAILED: (
+        "check TASKCRAWLER_EMBEDDER and its TASKCRAWLER_EMBEDDER_URL, _MODEL and _API_KEY"
+    ),
+}
+
+
+def log_line(code: str, message: str) -> str:
+    """What ``error_log`` says of an error: its code, a message, then how to fix it when a
+    user can (:data:`FIXES`)."""
+    fix = FIXES.get(code)
+    return f"{code}: {message}" if fix is None else f"{code}: {message}. Fix: {fix}."
+
 
 class FetchError(Exception):
     """A fetch that did not produce a page.
@@ -88,7 +136,7 @@ class FetchError(Exception):
 
     @property
     def log_line(self) -> str:
-        return f"{self.code}: {self.message}"
+        return log_line(self.code, self.message)
 
     @classmethod
     def for_status(

@@ -6,7 +6,7 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
-from taskcrawler.domain.errors import DEFERRAL_CODES
+from taskcrawler.domain.errors import DEFERRAL_CODES, log_line
 from taskcrawler.domain.pages import Link, PageContent
 from taskcrawler.domain.rendering import DEFAULT_RENDER, RenderRequest
 
@@ -26,8 +26,16 @@ class JobStatus(StrEnum):
         return self in FINAL_STATUSES
 
 
-#: A job in one of these states runs again only when asked to (a retry, ``max_age``).
+#: A job in one of these states runs again only when asked to (a retry, ``max_age``, formats
+#: it lacks, a submission of a FAILED or CANCELLED job's URL).
 FINAL_STATUSES = frozenset({JobStatus.COMPLETED, JobStatus.FAILED, JobStatus.CANCELLED})
+
+#: What a job extracts when its submission names no formats: its metadata (title, description,
+#: authorship, headings) and its main content as Markdown.
+DEFAULT_FORMATS = ("metadata", "markdown")
+#: The formats of a job stored without any (NULL): jobs made before new ones defaulted to
+#: :data:`DEFAULT_FORMATS` asked for their metadata alone.
+UNSTATED_FORMATS = ("metadata",)
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +57,7 @@ class Job:
     finished_at: datetime | None = None
     next_attempt_at: datetime | None = None
     result: dict[str, Any] | None = None
-    formats: tuple[str, ...] = ("metadata",)
+    formats: tuple[str, ...] = DEFAULT_FORMATS
     callback_url: str | None = None
     run_count: int = 0
     host: str = ""
@@ -61,6 +69,9 @@ class Job:
     #: The crawl this job is a page of, and its link hops from the crawl's start.
     crawl_id: UUID | None = None
     depth: int | None = None
+    #: When the page its result was made from was fetched (or confirmed by a 304): a format
+    #: added later is made from that stored copy, and ``max_age`` counts from here.
+    fetched_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +82,7 @@ class ClaimedJob:
     url: str
     retry_count: int
     lease_token: UUID
-    formats: tuple[str, ...] = ("metadata",)
+    formats: tuple[str, ...] = DEFAULT_FORMATS
     #: Validators of the last successful fetch, for a conditional re-fetch.
     etag: str | None = None
     last_modified: str | None = None
@@ -87,6 +98,9 @@ class ClaimedJob:
     #: A crawl's page: its crawl, and its link hops from the crawl's start.
     crawl_id: UUID | None = None
     depth: int = 0
+    #: This run adds formats to a finished job: it extracts the page's stored raw copy instead
+    #: of fetching (and fetches when there is none).
+    from_archive: bool = False
 
     @property
     def parse_formats(self) -> tuple[str, ...]:
@@ -121,6 +135,16 @@ class Outcome:
     links: tuple[Link, ...] | None = None
     #: ... and what they add to it, decided by ``domain.crawls`` before the outcome is saved.
     frontier: tuple[Candidate, ...] = ()
+    #: Made from the job's own stored copy, not fetched: the job's ``fetched_at`` is kept.
+    from_archive: bool = False
+    #: When the page was fetched, if before this attempt: a stored copy read again (a crawl
+    #: reusing another job's page). None: the attempt fetched it.
+    fetched_at: datetime | None = None
+
+    @property
+    def fetched(self) -> bool:
+        """Whether this attempt got the page from its server (a 304 confirms the stored one)."""
+        return not self.from_archive and (self.succeeded or self.unchanged)
 
     @property
     def succeeded(self) -> bool:
@@ -128,10 +152,11 @@ class Outcome:
 
     @property
     def error_log(self) -> str | None:
-        """What ``error_log`` says of this attempt: its code, then a message."""
+        """What ``error_log`` says of this attempt: its code, a message, and how to fix it
+        when a user can."""
         if self.error_code is None:
             return None
-        return f"{self.error_code}: {self.error_message}"
+        return log_line(self.error_code, self.error_message or "")
 
     @property
     def deferred(self) -> bool:
@@ -146,9 +171,12 @@ class Outcome:
 class NewJob:
     url: str
     owner: str = ""
-    formats: tuple[str, ...] | None = None
+    #: What to extract; an existing job of the URL is given those it lacks (see
+    #: :mod:`taskcrawler.domain.resubmission`).
+    formats: tuple[str, ...] = DEFAULT_FORMATS
     callback_url: str | None = None
-    #: Seconds: an existing finished job older than this is scraped again (same id, new run).
+    #: Seconds: an existing job whose page was fetched longer ago is scraped again (same id,
+    #: a new run).
     max_age: float | None = None
     render: str = "never"
     render_options: RenderRequest | None = None
@@ -158,7 +186,9 @@ class NewJob:
 class Created:
     job: Job
     created: bool
-    #: An existing job that this submission started again (``max_age`` had passed).
+    #: An existing job that this submission sent to the workers again: a new run (``max_age``
+    #: had passed, it had FAILED, or it lacked formats), or an attempt under way replaced by
+    #: one with the formats it lacked. Its id is to be published.
     restarted: bool = False
 
 

@@ -23,6 +23,7 @@ How the pieces fit (the storage, the scheduler and the routes use them):
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import math
 import re
@@ -45,6 +46,7 @@ from taskcrawler.domain.crawls import (
 )
 from taskcrawler.domain.diffs import TRACKED_METADATA, TextDiff, metadata_changes, unified_diff
 from taskcrawler.domain.errors import InvalidURL
+from taskcrawler.domain.jobs import DEFAULT_FORMATS as JOB_DEFAULT_FORMATS
 from taskcrawler.domain.runs import RunContent
 from taskcrawler.domain.selectors import IgnoreSelector, InvalidSelector, parse_ignore_selectors
 from taskcrawler.domain.urls import crawl_key, normalize_url
@@ -56,7 +58,8 @@ DEFAULT_MIN_INTERVAL_SECONDS = 60.0
 MAX_INTERVAL_SECONDS = 366 * 24 * 3600.0
 #: URLs one monitor may watch (as many as a batch of jobs).
 MAX_MONITOR_URLS = 1000
-DEFAULT_FORMATS = ("markdown",)
+#: As for jobs: the page's metadata and its main content as Markdown.
+DEFAULT_FORMATS = JOB_DEFAULT_FORMATS
 #: Crawl fields a monitor sets itself: a crawl monitor's pages are always fetched afresh, with
 #: the monitor's formats, and its webhooks are the monitor's.
 _MONITOR_OWNED_CRAWL_FIELDS = ("formats", "callback_url", "max_age", "webhook_events")
@@ -140,6 +143,13 @@ class MonitorSpec:
     def selectors(self) -> tuple[str, ...]:
         """The ignore selectors as CSS, in their canonical form."""
         return tuple(selector.css for selector in self.ignore_selectors)
+
+    def with_formats(self, formats: Sequence[str]) -> MonitorSpec:
+        """This spec asking for ``formats`` too (a monitor's formats only grow, as a job's
+        do); a crawl monitor's crawl with them."""
+        union = tuple(dict.fromkeys((*self.formats, *formats)))
+        crawl = None if self.crawl is None else dataclasses.replace(self.crawl, formats=union)
+        return dataclasses.replace(self, formats=union, crawl=crawl)
 
     def schedule(self, anchor: datetime) -> Schedule:
         return Schedule.every(self.interval_seconds, anchor=anchor)

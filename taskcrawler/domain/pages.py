@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime
 from uuid import UUID
 
 
@@ -17,6 +18,8 @@ class FetchedPage:
     content_type: str | None
     charset: str | None
     body: bytes
+    #: When it was fetched, for a stored copy read again (None: just now).
+    fetched_at: datetime | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,8 +35,15 @@ class JobView(BaseModel):
     created_at: datetime
     started_at: datetime | None
     finished_at: datetime | None
+    fetched_at: datetime | None = Field(
+        None,
+        description="When the page its result was made from was fetched: a format added later "
+        "is made from that stored copy, and max_age counts from here.",
+    )
     next_attempt_at: datetime | None = Field(description="When a scheduled retry is due.")
-    formats: list[str]
+    formats: list[str] = Field(
+        description="What the job extracts: every format asked for its URL so far."
+    )
     run_count: int = Field(description="Earlier runs of this job (re-scrapes, retries).")
     unchanged: bool = Field(description="The last run got 304 Not Modified: result kept.")
     result: dict[str, Any] | None = Field(description="What the page says about itself.")

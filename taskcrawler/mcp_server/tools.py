@@ -100,7 +100,8 @@ async def scrape(tc: AsyncTaskCrawler, args: ScrapeArgs) -> dict[str, Any]:
                 job = await tc.wait(job.id, interval=0.2)
         except TimeoutError:
             job = await tc.get_job(job.id)
-    return await _with_text(tc, job, "markdown" if "markdown" in formats else None)
+    # The job's formats: those asked now, and any its URL was asked for before.
+    return await _with_text(tc, job, "markdown" if "markdown" in job.formats else None)
 
 
 async def map_site(tc: AsyncTaskCrawler, args: MapArgs) -> dict[str, Any]:
@@ -179,8 +180,9 @@ TOOLS: dict[str, ToolSpec] = {
     "scrape": ToolSpec(
         ScrapeArgs,
         "Fetch one web page and return its metadata (title, description, author, dates) and "
-        "its main content as Markdown. A URL scraped before returns its stored job unless "
-        "max_age (seconds) says it is too old.",
+        "its main content as Markdown. A URL scraped before returns its stored job, given the "
+        "formats it lacked (made from the stored page), unless max_age (seconds) says it is "
+        "too old.",
         scrape,
     ),
     "map": ToolSpec(

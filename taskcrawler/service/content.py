@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from uuid import UUID
 
-from taskcrawler.domain import JobStatus
-from taskcrawler.domain.errors import Conflict, NotFound
+from taskcrawler.domain.errors import NotFound
 from taskcrawler.domain.keys import Caller
 from taskcrawler.domain.pages import Screenshot, StoredLink
 from taskcrawler.service.jobs import JobService
@@ -49,8 +48,4 @@ class ContentService:
         return await self.content.backlinks(caller.owner, target_url, after=after, limit=limit)
 
     async def _completed_job(self, caller: Caller, job_id: UUID, fmt: str) -> None:
-        job = await self.jobs.get(caller, job_id)
-        if fmt not in job.formats:
-            raise Conflict(f"this job did not ask for {fmt!r}: submit it with formats including it")
-        if job.status is not JobStatus.COMPLETED:
-            raise Conflict(f"the job is {job.status}, not COMPLETED")
+        await self.jobs.with_format(caller, job_id, fmt)

@@ -26,6 +26,7 @@ from taskcrawler.domain.errors import CrawlNotFound, InvalidCursor, LimitExceede
 from taskcrawler.domain.jobs import JobQuery
 from taskcrawler.domain.keys import Caller
 from taskcrawler.queue import JobQueue
+from taskcrawler.service.jobs import pending_limit
 from taskcrawler.storage.ports import CrawlRepository, JobRepository
 
 log = logging.getLogger(__name__)
@@ -92,9 +93,7 @@ class CrawlService:
             return
         unfinished = await self.jobs.count_unfinished(caller.owner)
         if unfinished + 1 > limit:
-            raise LimitExceeded(
-                f"at most {limit} unfinished jobs; {unfinished} are pending", retry_after=5.0
-            )
+            raise LimitExceeded(pending_limit(limit, unfinished), retry_after=5.0)
 
     async def get(self, caller: Caller, crawl_id: UUID) -> Crawl:
         """The caller's crawl with its live counts; :class:`CrawlNotFound` for an unknown id or

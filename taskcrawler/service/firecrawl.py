@@ -361,7 +361,9 @@ class FirecrawlService:
         self, caller: Caller, spec: ScrapeSpec, screenshot_url: ScreenshotURL
     ) -> dict[str, Any]:
         """Scrape ``spec.url`` (or reuse a result younger than ``maxAge``) and answer the
-        Firecrawl document, once the job has finished."""
+        Firecrawl document, once the job has finished. A URL scraped before without some of
+        the formats asked gains them (from its stored page when there is one): the answer
+        waits for that run as for a first one."""
         options = spec.page.job_options(spec.max_age_ms)
         created = await self.jobs.submit(caller, spec.url, options)
         job = await self._finished(
@@ -373,14 +375,6 @@ class FirecrawlService:
             raise ScrapeFailed(job.error_log or "the page could not be fetched")
         if job.status is not JobStatus.COMPLETED and job.http_status is None:
             raise ScrapeFailed(f"the job is {job.status.value}")
-        missing = set(options.formats or ()) - set(job.formats)
-        if missing and job.status is JobStatus.COMPLETED:
-            # A URL has one job per key, which keeps the formats it was first submitted with,
-            # even when maxAge has it scraped again.
-            raise Unsupported(
-                f"formats: this URL's job was made without {', '.join(sorted(missing))}, and "
-                "TaskCrawler keeps one job per URL and key, with its first formats"
-            )
         return await self.document(caller, job, spec.page.formats, screenshot_url)
 
     async def _finished(self, caller: Caller, job: Job, within: float) -> Job:

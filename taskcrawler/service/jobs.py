@@ -14,7 +14,7 @@ from uuid import UUID
 
 from taskcrawler.domain import Job, JobStatus, QueueUnavailable
 from taskcrawler.domain.errors import Conflict, InvalidCursor, JobNotFound, LimitExceeded
-from taskcrawler.domain.jobs import Created, JobQuery, JobRun, NewJob
+from taskcrawler.domain.jobs import DEFAULT_FORMATS, Created, JobQuery, JobRun, NewJob
 from taskcrawler.domain.keys import Caller
 from taskcrawler.domain.rendering import RenderRequest
 from taskcrawler.queue import JobQueue
@@ -72,7 +72,12 @@ class JobService:
             return
         retry_after = await self.limiter.hit(caller.owner or "anonymous", limit)
         if retry_after is not None:
-            raise LimitExceeded(f"rate limit of {limit} requests per minute", retry_after)
+            raise LimitExceeded(
+                f"rate limit of {limit} requests per minute: try again after Retry-After "
+                "seconds (the key's requests_per_minute, or TASKCRAWLER_RATE_LIMIT_PER_MINUTE, "
+                "sets it)",
+                retry_after,
+            )
 
     async def _check_pending(self, caller: Caller, adding: int) -> None:
         key_limit = caller.key.max_pending_jobs if caller.key else None
@@ -81,9 +86,7 @@ class JobService:
             return
         unfinished = await self.jobs.count_unfinished(caller.owner)
         if unfinished + adding > limit:
-            raise LimitExceeded(
-                f"at most {limit} unfinished jobs; {unfinished} are pending", retry_after=5.0
-            )
+            raise LimitExceeded(pending_limit(limit, unfinished), retry_after=5.0)
 
     # --- submit ---------------------------------------------------------------------------
 
@@ -92,7 +95,7 @@ class JobService:
         return NewJob(
             url=url,
             owner=caller.owner,
-            formats=options.formats,
+            formats=options.formats or DEFAULT_FORMATS,
             callback_url=callback,
             max_age=options.max_age,
             render=options.render,
@@ -125,6 +128,45 @@ class JobService:
         if job is None:
             raise JobNotFound
         return job
+
+    async def with_format(self, caller: Caller, job_id: UUID, fmt: str) -> Job:
+        """The caller's job, COMPLETED with ``fmt``; else :class:`Conflict` saying how to get
+        it (for a monitor's or a crawl's page, through the monitor or a crawl: submitting the
+        URL makes a job of its own)."""
+        job = await self.get(caller, job_id)
+        if fmt not in job.formats:
+            raise Conflict(await self._how_to_add(job, fmt))
+        if job.status is JobStatus.COMPLETED:
+            return job
+        if job.status.is_final:
+            raise Conflict(
+                f"the job is {job.status} ({job.error_code or 'cancelled'}): "
+                + _how_to_run_again(job)
+            )
+        raise Conflict(
+            f"the job is {job.status}: its {fmt} is there once it is COMPLETED "
+            f"(GET /api/v1/jobs/{job.id} tells)"
+        )
+
+    async def _how_to_add(self, job: Job, fmt: str) -> str:
+        if job.crawl_id is not None:
+            return (
+                f"this page's crawl did not ask for {fmt!r}: start a crawl with formats "
+                "including it (with max_age, it reads this page's stored copy instead of "
+                "fetching), or submit the URL with formats including it for a job of its own"
+            )
+        monitor_id = await self.jobs.monitor_of(job.id)
+        if monitor_id is not None:
+            return (
+                f"this monitor did not ask for {fmt!r}: PATCH /api/v1/monitors/{monitor_id} "
+                "with formats including it, and its pages add it (from their stored page when "
+                "there is one)"
+            )
+        return (
+            f"this job did not ask for {fmt!r}: submit its URL again (POST /api/v1/jobs) with "
+            "formats including it, and the job adds it (from its stored page when there is "
+            "one, without fetching it)"
+        )
 
     async def list_jobs(self, caller: Caller, query: JobQuery) -> tuple[list[Job], str | None]:
         """A page of the caller's jobs and the next page's cursor."""
@@ -174,3 +216,19 @@ class JobService:
             await self.queue.publish(ids)
         except QueueUnavailable as exc:
             log.warning("queue unavailable, %d re-runs left for the sweeper: %s", len(ids), exc)
+
+
+def _how_to_run_again(job: Job) -> str:
+    """How a finished job runs again: any by its retry; a plain job also by its URL."""
+    retry = f"POST /api/v1/jobs/{job.id}/retry runs it again"
+    if job.crawl_id is not None:
+        return retry
+    return f"submit its URL again, or {retry}"
+
+
+def pending_limit(limit: int, unfinished: int) -> str:
+    """Why a submission was refused for the key's unfinished jobs, and what to do."""
+    return (
+        f"at most {limit} unfinished jobs; {unfinished} are pending: wait for some to finish, "
+        "or cancel them (the key's max_pending_jobs, or TASKCRAWLER_MAX_PENDING_JOBS, sets it)"
+    )

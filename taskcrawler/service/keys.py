@@ -33,7 +33,10 @@ class KeyService:
         """The caller a bearer token (None: no token sent) stands for."""
         if token is None:
             if self.required:
-                raise Unauthenticated("an API key is required: Authorization: Bearer <key>")
+                raise Unauthenticated(
+                    "an API key is required: Authorization: Bearer <key> (an operator makes "
+                    "one with `taskcrawler keys create --name NAME`)"
+                )
             return Caller(ANONYMOUS_OWNER)
         parsed = parse_token(token)
         if parsed is None:
@@ -42,7 +45,9 @@ class KeyService:
             )
         key = await self._verified(*parsed)
         if key is None:
-            raise Unauthenticated("unknown or revoked API key")
+            raise Unauthenticated(
+                "unknown or revoked API key: `taskcrawler keys list` shows the active ones"
+            )
         return Caller(key.owner, key)
 
     async def _verified(self, key_id: str, secret: str) -> ApiKey | None:

@@ -42,6 +42,7 @@ from taskcrawler.domain.crawls import (
     discover,
     matches_search,
 )
+from taskcrawler.domain.errors import log_line
 from taskcrawler.domain.urls import crawl_key
 from taskcrawler.extract import extract
 from taskcrawler.fetch import Fetcher
@@ -68,7 +69,8 @@ class MapRefused(Exception):
     """The start URL cannot be mapped at all (its address is refused by the guard)."""
 
     def __init__(self, code: str, message: str) -> None:
-        super().__init__(f"{code}: {message}")
+        # Its text is the error's log line (code, message, and how to allow the address).
+        super().__init__(message if message.startswith(f"{code}: ") else log_line(code, message))
         self.code = code
         self.message = message
 
@@ -300,7 +302,9 @@ class MapService:
             if isinstance(error, FetchError) and error.code == ErrorCode.BLOCKED_ADDRESS:
                 raise MapRefused(error.code, error.message)
             if isinstance(error, str) and ErrorCode.BLOCKED_ADDRESS in error:
-                raise MapRefused(ErrorCode.BLOCKED_ADDRESS, error)
+                # A log line, maybe behind where it was met ("robots.txt: blocked_address: …").
+                found = error[error.index(ErrorCode.BLOCKED_ADDRESS) :]
+                raise MapRefused(ErrorCode.BLOCKED_ADDRESS, found)
 
 
 async def map_once(fetcher: Fetcher, settings: Settings, url: str, **options: Any) -> MapResult:

@@ -7,15 +7,17 @@ Every call is scoped to the caller: another tenant's monitor, job or run is not 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from uuid import UUID
 
 from taskcrawler.domain.crawls import DEFAULT_MAX_LIMIT
-from taskcrawler.domain.errors import InvalidCursor, NotFound
+from taskcrawler.domain.errors import InvalidCursor, NotFound, QueueUnavailable
 from taskcrawler.domain.keys import Caller
 from taskcrawler.domain.monitors import (
+    DEFAULT_FORMATS,
     DEFAULT_MIN_INTERVAL_SECONDS,
     Change,
     Monitor,
@@ -26,7 +28,10 @@ from taskcrawler.domain.monitors import (
     checked_interval,
 )
 from taskcrawler.domain.runs import RunContent
+from taskcrawler.queue import JobQueue
 from taskcrawler.storage.ports import MonitorRepository
+
+log = logging.getLogger(__name__)
 
 
 class MonitorNotFound(NotFound):
@@ -87,10 +92,13 @@ class MonitorService:
         policy: MonitorPolicy,
         store: MonitorRepository,
         *,
+        queue: JobQueue | None = None,
         clock: Callable[[], datetime] = _utcnow,
     ) -> None:
         self.policy = policy
         self.store = store
+        #: Where the jobs of pages given new formats are published.
+        self.queue = queue
         self.clock = clock
 
     async def create(self, caller: Caller, request: MonitorRequest) -> Monitor:
@@ -101,7 +109,7 @@ class MonitorService:
             url=request.url,
             urls=request.urls,
             crawl=request.crawl,
-            formats=tuple(request.formats) if request.formats else ("markdown",),
+            formats=tuple(request.formats) if request.formats else DEFAULT_FORMATS,
             ignore_selectors=tuple(request.ignore_selectors or ()),
             callback_url=callback,
             min_interval_seconds=self.policy.min_interval_seconds,
@@ -132,12 +140,26 @@ class MonitorService:
         *,
         paused: bool | None = None,
         interval_seconds: float | None = None,
+        formats: Sequence[str] = (),
     ) -> Monitor:
+        """Pause, resume, a new interval, or formats to add (its pages' jobs make them from
+        their next run on)."""
         interval = (
             checked_interval(interval_seconds, self.policy.min_interval_seconds)
             if interval_seconds is not None
             else None
         )
+        if formats:
+            added = await self.store.add_formats(
+                monitor_id,
+                owner=caller.owner,
+                formats=tuple(formats),
+                now=self.clock(),
+                redispatch_after=self.policy.redispatch_after,
+            )
+            if added is None:
+                raise MonitorNotFound
+            await self._publish(added[1])
         monitor = await self.store.update(
             monitor_id,
             owner=caller.owner,
@@ -148,6 +170,15 @@ class MonitorService:
         if monitor is None:
             raise MonitorNotFound
         return monitor
+
+    async def _publish(self, job_ids: list[UUID]) -> None:
+        if not job_ids or self.queue is None:
+            return
+        try:
+            await self.queue.publish(job_ids)
+        except QueueUnavailable as exc:
+            # Their dispatch time is set: the sweeper publishes them.
+            log.warning("queue unavailable, %d jobs left for the sweeper: %s", len(job_ids), exc)
 
     async def delete(self, caller: Caller, monitor_id: UUID) -> None:
         if not await self.store.delete(monitor_id, owner=caller.owner):

@@ -9,7 +9,7 @@ from taskcrawler.domain.storable import storable_content, storable_json, storabl
 from taskcrawler.extract import extract
 from taskcrawler.storage.content import Archived, ContentRecord, Reextracted
 from taskcrawler.storage.ports import ContentRepository
-from taskcrawler.worker.content import extracted_formats, page_content
+from taskcrawler.worker.content import extracted_formats, page_content, rederived_result
 
 log = logging.getLogger(__name__)
 
@@ -23,7 +23,7 @@ def _reextract(item: Archived) -> Reextracted:
     return Reextracted(
         ContentRecord(item.job_id, item.owner, storable_content(content)),
         None if extraction.title is None else storable_text(extraction.title),
-        storable_json({**(item.result or {}), "metadata": extraction.metadata}),
+        storable_json(rederived_result(item.result, {"metadata": extraction.metadata})),
     )
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 from dataclasses import replace
 from uuid import UUID
 
-from taskcrawler.domain import JobStatus
 from taskcrawler.domain.chunks import (
     CHUNKS_FORMAT,
     SearchHit,
@@ -38,11 +37,7 @@ class SearchService:
         self.embedder = embedder
 
     async def chunks_of(self, caller: Caller, job_id: UUID) -> list[StoredChunk]:
-        job = await self.jobs.get(caller, job_id)
-        if CHUNKS_FORMAT not in job.formats:
-            raise Conflict("this job did not ask for 'chunks': submit it with formats including it")
-        if job.status is not JobStatus.COMPLETED:
-            raise Conflict(f"the job is {job.status}, not COMPLETED")
+        await self.jobs.with_format(caller, job_id, CHUNKS_FORMAT)
         return await self.chunks.list_for_job(job_id, owner=caller.owner)
 
     async def search(self, query: SearchQuery) -> list[SearchHit]:
@@ -54,7 +49,10 @@ class SearchService:
             try:
                 return await self._semantic(query)
             except VectorsUnavailable as exc:
-                raise Conflict(f"semantic search is unavailable: {exc}") from None
+                raise Conflict(
+                    f"semantic search is unavailable: {exc}; search with mode keyword or "
+                    "hybrid meanwhile"
+                ) from None
         depth = max(HYBRID_MIN_DEPTH, HYBRID_DEPTH_FACTOR * query.k)
         deeper = replace(query, k=depth)
         keyword = await self.chunks.keyword(deeper)

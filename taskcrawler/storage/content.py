@@ -19,7 +19,7 @@ from taskcrawler.domain.pages import FetchedPage, Link, PageContent, Screenshot,
 from taskcrawler.storage.backend import Backend
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
-from taskcrawler.storage.rows import url_key, utcnow
+from taskcrawler.storage.rows import formats_of, url_key, utcnow
 from taskcrawler.storage.tables import job_contents, job_links, job_screenshots, jobs, page_archive
 
 #: Fast compression: the archive is written for every page, on the worker's hot path, and ISA-L
@@ -173,7 +173,7 @@ def _link_row(record: ContentRecord, link: Link) -> dict[str, Any]:
 def _archive_row(job_id: UUID, page: FetchedPage) -> dict[str, Any]:
     return {
         "job_id": job_id,
-        "fetched_at": utcnow(),
+        "fetched_at": page.fetched_at or utcnow(),
         "final_url": page.final_url,
         "http_status": page.status,
         "headers": page.headers,
@@ -282,12 +282,7 @@ class ContentStore:
         """Every archived page, in batches, for re-extraction."""
         after: UUID | None = None
         while True:
-            stmt = (
-                sa.select(page_archive, jobs.c.formats, jobs.c.owner, jobs.c.url, jobs.c.result)
-                .join(jobs, jobs.c.id == page_archive.c.job_id)
-                .order_by(page_archive.c.job_id)
-                .limit(batch)
-            )
+            stmt = _ARCHIVED.order_by(page_archive.c.job_id).limit(batch)
             if after is not None:
                 stmt = stmt.where(page_archive.c.job_id > after)
             async with self.db.read() as conn:
@@ -305,11 +300,31 @@ class Reextracted:
     result: dict[str, Any]
 
 
+#: Archived bodies bigger than this are decompressed off the event loop.
+INLINE_INFLATE_BYTES = 2 * 1024 * 1024
+
+
+async def archived_copy(db: Database, job_id: UUID) -> Archived | None:
+    """The job's stored raw page, with its formats and result, or None when none is kept."""
+    async with db.read() as conn:
+        row = (await conn.execute(_ARCHIVED.where(page_archive.c.job_id == job_id))).first()
+    if row is None:
+        return None
+    if row.size > INLINE_INFLATE_BYTES:
+        return await asyncio.to_thread(_archived, row)
+    return _archived(row)
+
+
+_ARCHIVED = sa.select(page_archive, jobs.c.formats, jobs.c.owner, jobs.c.url, jobs.c.result).join(
+    jobs, jobs.c.id == page_archive.c.job_id
+)
+
+
 def _archived(row: Any) -> Archived:
     return Archived(
         job_id=row.job_id,
         owner=row.owner,
-        formats=tuple(row.formats or ("metadata",)),
+        formats=formats_of(row.formats),
         page=FetchedPage(
             url=row.url,
             final_url=row.final_url,
@@ -318,6 +333,7 @@ def _archived(row: Any) -> Archived:
             content_type=row.content_type,
             charset=row.charset,
             body=gzip.decompress(row.body_gz),
+            fetched_at=row.fetched_at,
         ),
         result=row.result,
     )

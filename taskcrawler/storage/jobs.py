@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
@@ -14,19 +14,21 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from taskcrawler.domain.jobs import Created, Job, JobQuery, JobRun, JobStatus, NewJob
-from taskcrawler.domain.rendering import RenderRequest
+from taskcrawler.domain.rendering import SCREENSHOT, RenderRequest
+from taskcrawler.domain.resubmission import Action, Asked, Existing, Plan, plan
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.rows import (
-    DEFAULT_FORMATS,
     FINAL_STATUSES,
     JOB_COLUMNS,
     PENDING,
+    PROCESSING,
+    formats_of,
     row_to_job,
     url_key,
     utcnow,
 )
-from taskcrawler.storage.tables import job_runs, jobs
+from taskcrawler.storage.tables import job_runs, jobs, monitor_pages, page_archive
 
 if TYPE_CHECKING:
     from taskcrawler.storage.postgres.pinned import PinnedConnection
@@ -52,24 +54,24 @@ class JobStore:
 
         Idempotency is the unique (owner, url_key) index with ON CONFLICT DO NOTHING: atomic, so
         concurrent submissions of one URL create exactly one row, never check-then-insert.
-        An existing finished job older than the request's ``max_age`` is started again.
+        What a submission does to a URL's existing job (formats it lacks, ``max_age``, a
+        failure) is :func:`taskcrawler.domain.resubmission.plan`'s, applied under the job's row
+        lock.
         """
         now = utcnow()
         keys = [(r.owner, url_key(r.url)) for r in requests]
+        asked = _asked_by_key(requests, keys)
         rows: dict[tuple[str, str], dict[str, Any]] = {}
         for request, key in zip(requests, keys, strict=True):
-            rows.setdefault(key, _new_row(request, key[1], now, redispatch_after))
+            if key not in rows:
+                rows[key] = _new_row(request, key[1], now, redispatch_after, asked=asked[key])
         inserted_ids = await self._insert_new(list(rows.values()))
         inserted = {row["id"]: _new_job(row) for row in rows.values() if row["id"] in inserted_ids}
         missing = [k for k, row in rows.items() if row["id"] not in inserted]
-        existing: dict[tuple[str, str], Job] = {}
-        restarted: dict[tuple[str, str], Job] = {}
-        if missing:  # URLs that already have a job: a transaction of their own, rarely needed
+        existing: dict[tuple[str, str], tuple[Job, bool]] = {}
+        if missing:  # URLs that already have a job: a transaction of their own
             async with self.db.write() as conn:
-                existing = await self._existing(conn, missing)
-                restarted = await self._refresh_stale(
-                    conn, requests, keys, existing, now, redispatch_after
-                )
+                existing = await resubmit(conn, missing, asked, now, redispatch_after)
         results: list[Created] = []
         seen: set[UUID] = set()
         for key in keys:
@@ -77,50 +79,17 @@ class JobStore:
             if row_id in inserted:
                 results.append(Created(inserted[row_id], created=row_id not in seen))
                 seen.add(row_id)
-            elif key in restarted:
-                job = restarted[key]
-                results.append(Created(job, created=False, restarted=job.id not in seen))
-                seen.add(job.id)
             else:
-                results.append(Created(existing[key], created=False))
+                job, dispatched = existing[key]
+                results.append(
+                    Created(job, created=False, restarted=dispatched and job.id not in seen)
+                )
+                seen.add(job.id)
         return results
 
     async def _insert_new(self, rows: list[dict[str, Any]]) -> set[UUID]:
         """Insert the rows whose (owner, url_key) is new; the ids of those inserted."""
         return await self.db.backend.insert_new_jobs(self.db, rows, self._pinned)
-
-    async def _existing(
-        self, conn: AsyncConnection, keys: Sequence[tuple[str, str]]
-    ) -> dict[tuple[str, str], Job]:
-        if not keys:
-            return {}
-        found = await conn.execute(
-            sa.select(*JOB_COLUMNS, jobs.c.owner, jobs.c.url_key).where(
-                sa.tuple_(jobs.c.owner, jobs.c.url_key).in_(keys)
-            )
-        )
-        return {(row.owner, row.url_key): row_to_job(row) for row in found}
-
-    async def _refresh_stale(
-        self,
-        conn: AsyncConnection,
-        requests: Sequence[NewJob],
-        keys: Sequence[tuple[str, str]],
-        existing: dict[tuple[str, str], Job],
-        now: datetime,
-        redispatch_after: float,
-    ) -> dict[tuple[str, str], Job]:
-        stale: dict[UUID, tuple[str, str]] = {}
-        for request, key in zip(requests, keys, strict=True):
-            job = existing.get(key)
-            if job is None or request.max_age is None or job.finished_at is None:
-                continue
-            if job.status.is_final and job.finished_at < now - timedelta(seconds=request.max_age):
-                stale[job.id] = key
-        if not stale:
-            return {}
-        fresh = await _restart(conn, list(stale), now=now, redispatch_after=redispatch_after)
-        return {stale[job.id]: job for job in fresh}
 
     async def mark_dispatch_due(self, job_ids: Sequence[UUID]) -> None:
         await mark_dispatch_due(self.db, job_ids)
@@ -134,6 +103,14 @@ class JobStore:
                 )
             ).first()
         return row_to_job(row) if row else None
+
+    @unavailable_on_connection_errors
+    async def monitor_of(self, job_id: UUID) -> UUID | None:
+        async with self.db.read() as conn:
+            found = await conn.scalar(
+                sa.select(monitor_pages.c.monitor_id).where(monitor_pages.c.job_id == job_id)
+            )
+        return found if isinstance(found, UUID) else None
 
     @unavailable_on_connection_errors
     async def list_jobs(self, query: JobQuery) -> tuple[list[Job], str | None]:
@@ -244,6 +221,148 @@ async def mark_dispatch_due(db: Database, job_ids: Sequence[UUID]) -> None:
 UNFINISHED_STATUSES = (JobStatus.PENDING.value, JobStatus.PROCESSING.value)
 
 
+# --- a URL submitted again --------------------------------------------------------------------
+
+Key = tuple[str, str]
+
+
+def _asked_by_key(requests: Sequence[NewJob], keys: Sequence[Key]) -> dict[Key, Asked]:
+    """What the requests of each (owner, url_key) asked, folded: a group commit may hold
+    several submissions of one URL with different formats."""
+    by_key: dict[Key, Asked] = {}
+    for request, key in zip(requests, keys, strict=True):
+        asked = Asked(request.formats, max_age=request.max_age, render=request.render)
+        known = by_key.get(key)
+        by_key[key] = asked if known is None else Asked.fold((known, asked))
+    return by_key
+
+
+#: Whether a job's raw page is stored (a run can make formats from it).
+_ARCHIVED = sa.exists().where(page_archive.c.job_id == jobs.c.id).label("archived")
+_RESUBMISSION_COLUMNS = (*JOB_COLUMNS, jobs.c.owner, jobs.c.url_key, jobs.c.from_archive)
+
+
+async def _read_existing(
+    conn: AsyncConnection, where: sa.ColumnElement[bool], *, lock: bool = False
+) -> dict[Key, tuple[Job, Existing]]:
+    stmt = sa.select(*_RESUBMISSION_COLUMNS, _ARCHIVED).where(where)
+    if lock:  # in id order, so two submissions locking the same jobs never wait in a cycle
+        stmt = stmt.order_by(jobs.c.id).with_for_update(of=jobs)
+    found: dict[Key, tuple[Job, Existing]] = {}
+    for row in await conn.execute(stmt):
+        job = row_to_job(row)
+        found[(row.owner, row.url_key)] = (job, _existing_of(job, row))
+    return found
+
+
+def _existing_of(job: Job, row: Any) -> Existing:
+    return Existing(
+        status=job.status,
+        formats=job.formats,
+        render=job.render,
+        fetched_at=job.fetched_at or job.finished_at,
+        archived=bool(row.archived),
+        from_archive=bool(row.from_archive),
+    )
+
+
+async def resubmit(
+    conn: AsyncConnection,
+    keys: Sequence[Key],
+    asked: Mapping[Key, Asked],
+    now: datetime,
+    redispatch_after: float,
+) -> dict[Key, tuple[Job, bool]]:
+    """Apply what was ``asked`` of the jobs of ``keys`` (``(owner, url_key)``), each as its
+    plan says (:func:`taskcrawler.domain.resubmission.plan`), in the caller's transaction;
+    every job found, with whether it was sent to the workers again (to publish).
+
+    The jobs are read first without a lock (most submissions of a known URL change nothing),
+    then those to change are locked and read again, and planned on what the lock shows: a
+    submission that added other formats meanwhile is seen, and its formats kept.
+    """
+    found = await _read_existing(conn, sa.tuple_(jobs.c.owner, jobs.c.url_key).in_(keys))
+    answers = {key: (job, False) for key, (job, _) in found.items()}
+    to_change = [
+        job.id
+        for key, (job, existing) in found.items()
+        if plan(existing, asked[key], now=now).action is not Action.KEEP
+    ]
+    if not to_change:
+        return answers
+    locked = await _read_existing(conn, jobs.c.id.in_(to_change), lock=True)
+    answers |= {key: (job, False) for key, (job, _) in locked.items()}
+    plans = {
+        key: (job, plan(existing, asked[key], now=now)) for key, (job, existing) in locked.items()
+    }
+    changing = {key: (job, p) for key, (job, p) in plans.items() if p.action is not Action.KEEP}
+    if not changing:
+        return answers
+    await _apply_plans(conn, list(changing.values()), now, redispatch_after)
+    ids = [job.id for job, _ in changing.values()]
+    fresh = await _read_existing(conn, jobs.c.id.in_(ids))
+    for key, (_, p) in changing.items():
+        answers[key] = (fresh[key][0], p.dispatches)
+    return answers
+
+
+async def _apply_plans(
+    conn: AsyncConnection,
+    changes: Sequence[tuple[Job, Plan]],
+    now: datetime,
+    redispatch_after: float,
+) -> None:
+    """Write the plans of locked jobs: formats and render mode, then the runs they start."""
+    await conn.execute(
+        jobs.update()
+        .where(jobs.c.id == sa.bindparam("b_id"))
+        .values(
+            formats=sa.bindparam("b_formats"),
+            render=sa.bindparam("b_render"),
+            from_archive=sa.bindparam("b_from_archive"),
+        ),
+        [
+            {
+                "b_id": job.id,
+                "b_formats": list(p.formats),
+                "b_render": None if p.render == "never" else p.render,
+                "b_from_archive": p.from_archive or None,
+            }
+            for job, p in changes
+        ],
+    )
+    taken_over = [job.id for job, p in changes if p.action is Action.TAKE_OVER]
+    if taken_over:
+        # A new lease token of none: the attempt under way no longer matches its job, so what
+        # it writes is dropped, and the job waits for an attempt that makes every format.
+        await conn.execute(
+            jobs.update()
+            .where(jobs.c.id.in_(taken_over), jobs.c.status == PROCESSING)
+            .values(
+                status=PENDING,
+                lease_token=None,
+                lease_expires_at=None,
+                next_attempt_at=None,
+                dispatch_at=now + timedelta(seconds=redispatch_after),
+            )
+        )
+    for from_archive in (False, True):
+        rerun = [
+            job.id
+            for job, p in changes
+            if p.action in (Action.FETCH, Action.DERIVE) and p.from_archive is from_archive
+        ]
+        if rerun:
+            await start_new_runs(
+                conn,
+                (jobs.c.id.in_(rerun), jobs.c.status.in_(FINAL_STATUSES)),
+                now=now,
+                redispatch_after=redispatch_after,
+                returning=(jobs.c.id,),
+                from_archive=from_archive,
+            )
+
+
 def _filters(query: JobQuery) -> list[sa.ColumnElement[bool]]:
     filters = [jobs.c.owner == query.owner]
     if query.statuses:
@@ -292,7 +411,7 @@ def _new_job(row: dict[str, Any]) -> Job:
         status=JobStatus.PENDING,
         retry_count=row["retry_count"],
         created_at=row["created_at"],
-        formats=tuple(row["formats"] or DEFAULT_FORMATS),
+        formats=formats_of(row["formats"]),
         callback_url=row["callback_url"],
         host=row["host"],
         render=row["render"] or "never",
@@ -302,7 +421,19 @@ def _new_job(row: dict[str, Any]) -> Job:
     )
 
 
-def _new_row(request: NewJob, key: str, now: datetime, redispatch_after: float) -> dict[str, Any]:
+def _new_row(
+    request: NewJob,
+    key: str,
+    now: datetime,
+    redispatch_after: float,
+    *,
+    asked: Asked | None = None,
+) -> dict[str, Any]:
+    """The row of a new job: the request's, with what every request of its URL ``asked``."""
+    asked = asked or Asked(request.formats, request.max_age, request.render)
+    render = request.render
+    if render == "never" and SCREENSHOT in asked.formats:
+        render = asked.render
     return {
         "id": uuid.uuid4(),
         "owner": request.owner,
@@ -313,10 +444,10 @@ def _new_row(request: NewJob, key: str, now: datetime, redispatch_after: float) 
         "retry_count": 0,
         "created_at": now,
         "dispatch_at": now + timedelta(seconds=redispatch_after),
-        "formats": list(request.formats) if request.formats else None,
+        "formats": list(asked.formats),
         "callback_url": request.callback_url,
         # NULL for never, the default: a job that does not render stores nothing of it.
-        "render": None if request.render == "never" else request.render,
+        "render": None if render == "never" else render,
         "render_options": None
         if request.render_options is None
         else request.render_options.to_json(),
@@ -362,6 +493,7 @@ async def start_new_runs(
     now: datetime,
     redispatch_after: float,
     returning: Sequence[sa.ColumnElement[Any]],
+    from_archive: bool = False,
 ) -> sa.CursorResult[Any]:
     """The finished jobs that ``finished`` selects run again: each one's run is copied to
     ``job_runs`` inside the database, and the job is PENDING with one more run. ``returning``
@@ -386,6 +518,8 @@ async def start_new_runs(
             finished_at=None,
             next_attempt_at=None,
             dispatch_at=now + timedelta(seconds=redispatch_after),
+            # A run reads the page's stored copy only when it was started to add formats.
+            from_archive=from_archive or None,
         )
         .returning(*returning)
     )

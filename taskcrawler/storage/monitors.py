@@ -47,13 +47,14 @@ from taskcrawler.domain.monitors import (
     Snapshot,
     StoredRun,
 )
+from taskcrawler.domain.resubmission import Asked
 from taskcrawler.domain.runs import RetentionPolicy, RunContent, RunInfo, runs_to_drop
 from taskcrawler.domain.urls import crawl_key, normalize_url
 from taskcrawler.domain.webhooks import DeliveryStatus, change_webhook
 from taskcrawler.storage.crawls import cancel_running, start_crawl
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
-from taskcrawler.storage.jobs import decode_cursor, make_cursor, start_new_runs
+from taskcrawler.storage.jobs import decode_cursor, make_cursor, resubmit, start_new_runs
 from taskcrawler.storage.rows import FINAL_STATUSES, PENDING, utcnow
 from taskcrawler.storage.tables import (
     UTCDateTime,
@@ -233,6 +234,42 @@ class MonitorStore:
                     values["next_due_at"] = now
             await conn.execute(monitors.update().where(monitors.c.id == monitor_id).values(values))
         return await self.get(monitor_id, owner=owner)
+
+    @unavailable_on_connection_errors
+    async def add_formats(
+        self,
+        monitor_id: UUID,
+        *,
+        owner: str,
+        formats: Sequence[str],
+        now: datetime,
+        redispatch_after: float,
+    ) -> tuple[Monitor, list[UUID]] | None:
+        """The monitor asks for ``formats`` too (a crawl monitor from its next round on), and
+        its pages' jobs gain them as a URL's job does when they are asked of it: from their
+        stored page when there is one. The ids of the jobs sent to the workers again, to
+        publish."""
+        dispatched: list[UUID] = []
+        async with self.db.write() as conn:
+            spec = await conn.scalar(
+                sa.select(monitors.c.spec)
+                .where(monitors.c.id == monitor_id, monitors.c.owner == owner)
+                .with_for_update()
+            )
+            if spec is None:
+                return None
+            stored = MonitorSpec.from_dict(spec)
+            if not set(formats) <= set(stored.formats):
+                await conn.execute(
+                    monitors.update()
+                    .where(monitors.c.id == monitor_id)
+                    .values(spec=stored.with_formats(formats).to_dict(), updated_at=now)
+                )
+                dispatched = await _add_page_formats(
+                    conn, monitor_id, formats, now=now, redispatch_after=redispatch_after
+                )
+        monitor = await self.get(monitor_id, owner=owner)
+        return None if monitor is None else (monitor, dispatched)
 
     @unavailable_on_connection_errors
     async def delete(self, monitor_id: UUID, *, owner: str) -> bool:
@@ -1081,6 +1118,28 @@ async def _start_crawls(
     if links:
         await conn.execute(monitor_crawls.insert(), links)
     return started
+
+
+async def _add_page_formats(
+    conn: AsyncConnection,
+    monitor_id: UUID,
+    formats: Sequence[str],
+    *,
+    now: datetime,
+    redispatch_after: float,
+) -> list[UUID]:
+    """The monitor's pages' jobs asked for ``formats`` too, as a submission asks a URL's job;
+    the ids of those sent to the workers again."""
+    keys = (
+        await conn.execute(
+            sa.select(jobs.c.owner, jobs.c.url_key)
+            .join(monitor_pages, monitor_pages.c.job_id == jobs.c.id)
+            .where(monitor_pages.c.monitor_id == monitor_id)
+        )
+    ).all()
+    asked = {(owner, key): Asked(tuple(formats)) for owner, key in keys}
+    found = await resubmit(conn, list(asked), asked, now, redispatch_after)
+    return [job.id for job, dispatched in found.values() if dispatched]
 
 
 def _round_key(monitor_id: UUID, slot_at: datetime) -> sa.ColumnElement[bool]:

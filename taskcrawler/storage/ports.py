@@ -56,6 +56,10 @@ class JobRepository(Protocol):
 
     async def get_job(self, job_id: UUID, *, owner: str = "") -> Job | None: ...
 
+    async def monitor_of(self, job_id: UUID) -> UUID | None:
+        """The monitor whose page the job is, if it is one."""
+        ...
+
     async def list_jobs(self, query: JobQuery) -> tuple[list[Job], str | None]:
         """A page of jobs and the next page's cursor; ValueError for a cursor it did not make."""
         ...
@@ -98,6 +102,11 @@ class WorkRepository(Protocol):
         one of them, and :class:`StorageUnavailable` when it cannot be reached. Returns the
         ids of the crawl pages it added, to publish (due for the sweeper after
         ``redispatch_after`` seconds if they are not claimed by then)."""
+        ...
+
+    async def archived_copy(self, job_id: UUID) -> Archived | None:
+        """The job's stored raw page (and its formats and result), for a run that adds formats
+        without fetching; None when none is kept."""
         ...
 
     async def recover_expired_leases(
@@ -287,6 +296,19 @@ class MonitorRepository(Protocol):
         paused: bool | None = None,
         interval_seconds: float | None = None,
     ) -> Monitor | None: ...
+
+    async def add_formats(
+        self,
+        monitor_id: UUID,
+        *,
+        owner: str,
+        formats: Sequence[str],
+        now: datetime,
+        redispatch_after: float,
+    ) -> tuple[Monitor, list[UUID]] | None:
+        """The monitor with ``formats`` added, and the ids of its pages' jobs sent to the
+        workers again to make them (to publish)."""
+        ...
 
     async def delete(self, monitor_id: UUID, *, owner: str) -> bool: ...
 

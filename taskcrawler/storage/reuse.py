@@ -57,11 +57,15 @@ async def reusable_page(
         keys.append(url_key(url))
     if not keys:
         return None
+    # A result made later from a stored copy is no fresher than that copy: the page's own fetch
+    # time counts (finished_at for rows from before jobs kept it).
+    fetched_at = sa.func.coalesce(jobs.c.fetched_at, jobs.c.finished_at)
     # A page rendered in a browser was archived as rendered: only the same mode may reuse it.
     same_render = jobs.c.render.is_(None) if render == "never" else jobs.c.render == render
     row = (
         await conn.execute(
             sa.select(
+                fetched_at.label("fetched_at"),
                 page_archive.c.final_url,
                 page_archive.c.http_status,
                 page_archive.c.headers,
@@ -75,10 +79,10 @@ async def reusable_page(
                 jobs.c.owner == owner,
                 backend.any_of(jobs.c.url_key, keys),
                 jobs.c.status == JobStatus.COMPLETED.value,
-                jobs.c.finished_at >= since,
+                fetched_at >= since,
                 same_render,
             )
-            .order_by(jobs.c.finished_at.desc())
+            .order_by(fetched_at.desc())
             .limit(1)
         )
     ).first()
@@ -97,6 +101,7 @@ async def reusable_page(
         content_type=row.content_type,
         charset=row.charset,
         body=body,
+        fetched_at=row.fetched_at,
     )
 
 

@@ -8,7 +8,7 @@ from typing import Any
 from uuid import UUID
 
 from taskcrawler.domain.jobs import FINAL_STATUSES as domain_final_statuses
-from taskcrawler.domain.jobs import Job, JobStatus
+from taskcrawler.domain.jobs import UNSTATED_FORMATS, Job, JobStatus
 from taskcrawler.domain.rendering import RenderRequest
 from taskcrawler.domain.urls import normalize_url
 from taskcrawler.storage.tables import jobs
@@ -20,7 +20,6 @@ PROCESSING = JobStatus.PROCESSING.value
 JOB_COLUMNS = tuple(jobs.c[name] for name in Job.__dataclass_fields__)
 
 FINAL_STATUSES = tuple(sorted(status.value for status in domain_final_statuses))
-DEFAULT_FORMATS = ("metadata",)
 
 #: The columns a new job sets (``jobs._new_row``'s keys).
 NEW_JOB_COLUMNS = (
@@ -56,6 +55,7 @@ CLAIMED_COLUMNS = (
     "render_options",
     "crawl_id",
     "depth",
+    "from_archive",
 )
 #: What every outcome's write sets besides its transition's values: the lease is over.
 LEASE_ENDED = {"lease_token": None, "lease_expires_at": None}
@@ -75,11 +75,16 @@ def frontier_key(crawl_id: UUID, key: str) -> str:
     return hashlib.sha256(f"crawl:{crawl_id}:{key}".encode()).hexdigest()
 
 
+def formats_of(stored: Any) -> tuple[str, ...]:
+    """A job's formats as its row stores them (NULL: the formats of jobs that stated none)."""
+    return tuple(stored or UNSTATED_FORMATS)
+
+
 def row_to_job(row: Any) -> Job:
     """The job a row of :data:`JOB_COLUMNS` holds."""
     values = {column.name: row._mapping[column.name] for column in JOB_COLUMNS}
     values["status"] = JobStatus(values["status"])
-    values["formats"] = tuple(values["formats"] or DEFAULT_FORMATS)
+    values["formats"] = formats_of(values["formats"])
     values["unchanged"] = bool(values["unchanged"])
     values["render"] = values["render"] or "never"
     options = values["render_options"]

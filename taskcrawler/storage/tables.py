@@ -70,7 +70,9 @@ jobs = sa.Table(
     sa.Column("lease_token", sa.Uuid()),
     sa.Column("lease_expires_at", UTCDateTime()),
     # what the job asked for, and what a re-scrape needs
-    sa.Column("formats", JSONType),  # e.g. ["metadata", "markdown"]; NULL means ["metadata"]
+    # e.g. ["metadata", "markdown"]: the union of what its submissions asked; NULL means
+    # ["metadata"] (jobs made before new ones defaulted to metadata and Markdown)
+    sa.Column("formats", JSONType),
     sa.Column("callback_url", sa.Text()),  # webhook on COMPLETED / FAILED
     sa.Column("etag", sa.Text()),  # validators of the last 200, for If-None-Match / -Modified-Since
     sa.Column("last_modified", sa.Text()),
@@ -84,6 +86,11 @@ jobs = sa.Table(
     # Position of the job's latest finish (COMPLETED or FAILED) in its owner's export stream, set
     # by a trigger in the finishing transaction (migration 0008 says why and how).
     sa.Column("export_seq", sa.BigInteger()),
+    # When the page its result was made from was fetched (or confirmed by a 304); a run made
+    # from the stored copy keeps it. NULL before migration 0011: finished_at says it then.
+    sa.Column("fetched_at", UTCDateTime()),
+    # The run it waits for (or is in) adds formats from the page's stored copy: no fetch.
+    sa.Column("from_archive", sa.Boolean()),
     sa.UniqueConstraint("owner", "url_key"),
     sa.Index("ix_jobs_owner_created", "owner", "created_at", "id"),
     sa.Index("ix_jobs_owner_status_created", "owner", "status", "created_at", "id"),
@@ -433,7 +440,7 @@ monitor_changes = sa.Table(
     sa.Column("diff_coarse", sa.Boolean()),
     sa.Column("metadata", JSONType),  # {field: {"old", "new"}}
     sa.Index("ix_monitor_changes_monitor", "monitor_id", "detected_at", "id"),
-    sa.Index("ix_monitor_changes_detected", "detected_at"),  # age retention (migration 0011)
+    sa.Index("ix_monitor_changes_detected", "detected_at"),  # age retention (migration 0012)
 )
 
 # What each run of a watched page read (through its monitor's ignore selectors): its Markdown

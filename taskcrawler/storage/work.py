@@ -17,11 +17,17 @@ from taskcrawler.domain.errors import ErrorCode
 from taskcrawler.domain.rendering import RenderRequest
 from taskcrawler.domain.transitions import Transition, TransitionKind
 from taskcrawler.storage import crawls, webhooks
-from taskcrawler.storage.content import ContentRecord, prepare_content, write_content
+from taskcrawler.storage.content import (
+    Archived,
+    ContentRecord,
+    archived_copy,
+    prepare_content,
+    write_content,
+)
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors, unavailable_or_unstorable
 from taskcrawler.storage.jobs import mark_dispatch_due
-from taskcrawler.storage.rows import DEFAULT_FORMATS, PENDING, PROCESSING, utcnow
+from taskcrawler.storage.rows import PENDING, PROCESSING, formats_of, utcnow
 from taskcrawler.storage.tables import jobs
 
 
@@ -57,7 +63,7 @@ class WorkStore:
                 r.url,
                 r.retry_count,
                 token,
-                tuple(r.formats or DEFAULT_FORMATS),
+                formats_of(r.formats),
                 etag=r.etag,
                 last_modified=r.last_modified,
                 callback_url=r.callback_url,
@@ -68,6 +74,7 @@ class WorkStore:
                 render_options=RenderRequest.from_json(r.render_options),
                 crawl_id=r.crawl_id,
                 depth=r.depth or 0,
+                from_archive=bool(r.from_archive),
             )
             for r in rows
         ]
@@ -144,11 +151,12 @@ class WorkStore:
         (:func:`taskcrawler.storage.crawls.advance`). Returns the ids of the new pages: the
         caller publishes them (they are published again by the sweeper if that is lost).
         """
+        # One statement per set of columns written (a kind of transition, fetched or not).
         groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for transition in transitions:
             job = transition.job
             values = _row_values(transition)
-            groups[transition.kind].append(values | {"b_id": job.id, "b_token": job.lease_token})
+            groups[",".join(values)].append(values | {"b_id": job.id, "b_token": job.lease_token})
         outcomes = [t.outcome for t in transitions]
         with_content = [o for o in outcomes if o.content is not None]
         pages = [t for t in transitions if t.job.crawl_id is not None]
@@ -175,6 +183,10 @@ class WorkStore:
             )
         self._known.learn(advanced.seen)  # committed: they are the crawls' pages now
         return advanced.new_ids
+
+    @unavailable_on_connection_errors
+    async def archived_copy(self, job_id: UUID) -> Archived | None:
+        return await archived_copy(self.db, job_id)
 
     # --- sweeper --------------------------------------------------------------------------
 
@@ -305,4 +317,6 @@ def _row_values(transition: Transition) -> dict[str, Any]:
         values["next_attempt_at"] = values["dispatch_at"] = transition.next_attempt_at
     if transition.finished_at is not None:
         values["finished_at"] = transition.finished_at
+        if outcome.fetched:  # a result made from a stored copy is no fresher than that copy
+            values["fetched_at"] = outcome.fetched_at or transition.finished_at
     return values

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection
+from collections.abc import Collection, Mapping
+from typing import Any
 
 from taskcrawler.domain.chunks import CHUNKS_FORMAT
 from taskcrawler.domain.pages import FetchedPage, PageContent
@@ -32,3 +33,11 @@ def page_content(
     }
     links = tuple(extraction.links) if "links" in formats else None
     return PageContent(texts=texts, links=links, archive=archive)
+
+
+def rederived_result(
+    stored: Mapping[str, Any] | None, extracted: Mapping[str, Any] | None
+) -> dict[str, Any]:
+    """The result of a page extracted again from its stored copy: what the extraction made,
+    over what it does not make (how the page was rendered) kept from the stored result."""
+    return {**(stored or {}), **(extracted or {})}

@@ -219,11 +219,23 @@ def _callback_target(url: str) -> URL:
 _REFUSED_BEFORE_SENDING = frozenset({ErrorCode.BLOCKED_ADDRESS, ErrorCode.INVALID_URL})
 
 
+#: How to let webhooks reach a callback on a private address (the fetch's own fix names the
+#: fetch's setting).
+_BLOCKED_CALLBACK_FIX = (
+    "Fix: to deliver to loopback and private addresses, set "
+    "TASKCRAWLER_WEBHOOK_ALLOW_PRIVATE_NETWORKS=true where the workers run (it is off so that a "
+    "callback URL cannot reach the services on their network)."
+)
+
+
 def _error_result(exc: FetchError) -> AttemptResult:
     refused = exc.code in _REFUSED_BEFORE_SENDING
+    error = f"{exc.code}: {exc.message}"
+    if exc.code == ErrorCode.BLOCKED_ADDRESS:
+        error = f"{error}. {_BLOCKED_CALLBACK_FIX}"
     return AttemptResult(
         status_code=exc.http_status,
-        error=f"{exc.code}: {exc.message}",
+        error=error,
         # A blocked address or a malformed URL stays so: no point retrying.
         retryable=not refused,
         sent=not refused,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import random
 from collections import Counter
@@ -28,9 +29,10 @@ from taskcrawler.domain.transitions import RetryPolicy, Transition, decide, refu
 from taskcrawler.fetch import Fetcher
 from taskcrawler.observability import WorkerMetrics, bind_job, log_transition
 from taskcrawler.queue import JobQueue
+from taskcrawler.storage.content import Archived
 from taskcrawler.storage.ports import WorkRepository
 from taskcrawler.worker.chunking import PageChunker, with_chunks
-from taskcrawler.worker.content import extracted_formats, page_content
+from taskcrawler.worker.content import extracted_formats, page_content, rederived_result
 from taskcrawler.worker.crawling import CrawlPages, publish_pages
 from taskcrawler.worker.parsing import PageParser, ParseTimeout
 from taskcrawler.worker.rendering import NO_BROWSER, RenderStep
@@ -265,8 +267,14 @@ class Worker:
             self._release_lease(job)
 
     async def _reuse_or_attempt(self, job: ClaimedJob) -> Outcome:
-        """A crawl's page read again from the stored copy its crawl's ``max_age`` allows
-        (extracted as if just fetched: its formats, its links), else fetched."""
+        """A job given formats it lacked, made from its page's stored copy; a crawl's page
+        read again from the stored copy its crawl's ``max_age`` allows (extracted as if just
+        fetched: its formats, its links); else fetched."""
+        if job.from_archive:
+            archived = await self.store.archived_copy(job.id)
+            if archived is not None:
+                return await self._rederive(job, archived)
+            # The copy is gone (archiving was turned off since): the page is fetched.
         if job.crawl_id is not None and self.crawls is not None:
             stored = await self.crawls.reusable(job)
             if stored is not None:
@@ -306,7 +314,19 @@ class Worker:
             return await self._extract(job, page)
         return rendered.annotate(await self._extract(job, rendered.page))
 
-    async def _extract(self, job: ClaimedJob, page: FetchedPage) -> Outcome:
+    async def _rederive(self, job: ClaimedJob, archived: Archived) -> Outcome:
+        """Every format of ``job`` made from its stored page, as ``taskcrawler reextract``
+        makes them: the copy is kept as it is, and what extraction does not make (how the page
+        was rendered) is kept from the result it had."""
+        outcome = await self._extract(job, archived.page, fetched=False)
+        if not outcome.succeeded:
+            return outcome
+        result = rederived_result(archived.result, outcome.result)
+        return dataclasses.replace(outcome, result=result)
+
+    async def _extract(
+        self, job: ClaimedJob, page: FetchedPage, *, fetched: bool = True
+    ) -> Outcome:
         try:
             extraction = await self.parser.extract(
                 page.body,
@@ -331,8 +351,10 @@ class Worker:
             result={"metadata": extraction.metadata},
             etag=page.headers.get("etag"),
             last_modified=page.headers.get("last-modified"),
-            content=page_content(extraction, job.formats, self._archive(page)),
+            content=page_content(extraction, job.formats, self._archive(page) if fetched else None),
             links=tuple(extraction.links) if job.crawl_id is not None else None,
+            from_archive=not fetched,
+            fetched_at=page.fetched_at,
         )
         return await with_chunks(self.chunker, outcome, extraction.markdown)
 

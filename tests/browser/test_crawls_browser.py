@@ -97,6 +97,7 @@ async def test_start_watch_and_cancel_a_crawl(page: Page, served: Served, chain:
     await expect(page.locator("#crawl-result")).to_contain_text("Not started: 422")
 
     await page.fill("#crawl-url", start)
+    await expect(page.locator("#crawl-formats").get_by_label("markdown")).to_be_checked()
     await page.fill("#crawl-limit", "200")
     await page.fill("#crawl-depth", "100")
     await page.click("#crawl-button")

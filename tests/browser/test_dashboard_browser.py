@@ -61,6 +61,11 @@ async def test_submit_a_url_and_watch_it_complete(
     await page.goto(served.base_url + "/")
     await expect(page).to_have_title("Jobs · TaskCrawler")
     await page.get_by_label("URLs").fill(url)
+    # The formats: metadata and Markdown by default; the text asked for too.
+    formats = page.locator("#submit-formats")
+    await expect(formats.get_by_label("markdown", exact=True)).to_be_checked()
+    await expect(formats.get_by_label("html", exact=True)).not_to_be_checked()
+    await formats.get_by_label("text", exact=True).check()
     await page.get_by_role("button", name="Submit", exact=True).click()
     await expect(page.locator("#submit-result")).to_contain_text("1 new", timeout=WAIT_MS)
 
@@ -77,6 +82,7 @@ async def test_submit_a_url_and_watch_it_complete(
     await expect(page.locator("#job-status")).to_have_text("COMPLETED", timeout=WAIT_MS)
     meta = page.locator("#job-meta")
     await expect(meta).to_contain_text("Dashboard works")
+    await expect(meta).to_contain_text("metadata, markdown, text")
     await expect(meta).to_contain_text("text/html")
     await expect(meta).to_contain_text("200")
     timings = page.locator("#job-timings")

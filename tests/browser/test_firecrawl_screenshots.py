@@ -79,6 +79,14 @@ async def test_the_v2_sdk_gets_a_viewport_screenshot_and_waits(
     assert shown.screenshot is not None
     assert png_size((await _picture(served, shown.screenshot, key)).content) == (1280, 800)
 
+    # A page scraped for its Markdown alone gains a screenshot when one is asked: rendered.
+    plain = site.url("/tall?h=700", host="127.0.0.1")
+    first = await asyncio.to_thread(fc.scrape, plain, formats=["markdown"])
+    assert first.screenshot is None
+    later = await asyncio.to_thread(fc.scrape, plain, formats=["markdown", "screenshot"])
+    assert later.screenshot and later.metadata.scrape_id == first.metadata.scrape_id
+    assert (await _picture(served, later.screenshot, key)).status_code == 200
+
 
 # The v1 SDK still calls pydantic's v1-style .dict().
 @pytest.mark.filterwarnings("ignore:The `dict` method is deprecated:DeprecationWarning")

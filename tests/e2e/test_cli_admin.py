@@ -6,6 +6,7 @@ from pathlib import Path
 
 from taskcrawler.storage import Database, KeyStore
 from tests.support.processes import ProcessManager, free_port
+from tests.support.target import TargetServer
 
 
 async def _run(processes: ProcessManager, args: list[str], env: dict[str, str]) -> tuple[int, str]:
@@ -117,3 +118,19 @@ async def test_reextract_command_on_an_empty_database(
     code, out = await _run(processes, ["reextract"], env)
     assert code == 0
     assert "re-extracted 0 archived pages" in out
+
+
+async def test_scrape_prints_the_markdown_and_a_refusal_names_its_fix(
+    processes: ProcessManager, target: TargetServer
+) -> None:
+    url = target.url("/page/7")
+    allowed = {"TASKCRAWLER_ALLOW_PRIVATE_NETWORKS": "true", "TASKCRAWLER_RESPECT_ROBOTS": "false"}
+    code, out = await _run(processes, ["scrape", url], allowed)
+    assert code == 0, out
+    assert '"markdown": "# Page 7' in out and "This is page 7 of the test target." in out
+    assert '"text":' not in out
+    code, out = await _run(processes, ["scrape", url, "--format", "text"], allowed)
+    assert code == 0 and '"text": "Page 7' in out and '"markdown":' not in out, out
+    code, out = await _run(processes, ["scrape", url], {})
+    assert code == 1 and '"error_code": "blocked_address"' in out, out
+    assert "set TASKCRAWLER_ALLOW_PRIVATE_NETWORKS=true" in out

@@ -11,18 +11,23 @@ async def _scrape(service: Service, url: str, formats: list[str]) -> dict:
     return await service.wait_for(response.json()["id"])
 
 
-async def test_metadata_only_by_default(service: Service, target) -> None:
+async def test_metadata_and_markdown_by_default(service: Service, target) -> None:
     job = await service.scrape(target.url("/page/3"))
-    assert job["formats"] == ["metadata"]
+    assert job["formats"] == ["metadata", "markdown"]
     metadata = job["result"]["metadata"]
     assert metadata["title"] == "Page 3"
     assert set(metadata) >= {"description", "canonical_url", "open_graph", "links", "word_count"}
-    for fmt in ("markdown", "text", "html"):
+    markdown = await service.client.get(f"/api/v1/jobs/{job['id']}/content")
+    assert markdown.status_code == 200 and "page 3 of the test target" in markdown.text
+    for fmt in ("text", "html"):
         response = await service.client.get(
             f"/api/v1/jobs/{job['id']}/content", params={"format": fmt}
         )
         assert response.status_code == 409
-        assert "did not ask" in response.json()["detail"]
+        assert (
+            "submit its URL again (POST /api/v1/jobs) with formats including it"
+            in (response.json()["detail"])
+        )
 
 
 async def test_markdown_text_and_html_when_asked(service: Service, target) -> None:

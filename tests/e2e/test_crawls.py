@@ -66,7 +66,7 @@ async def test_a_crawl_through_the_api(
         started = response.json()
         assert started["status"] == "RUNNING" and started["discovered"] == 1
         assert started["limit"] == 10_000 and started["sitemap"] == "include"
-        assert started["formats"] == ["metadata"] and started["render"] == "never"
+        assert started["formats"] == ["metadata", "markdown"] and started["render"] == "never"
         crawl = await until_finished(service, started["id"])
         jobs = await all_jobs(service, started["id"])
         failed = await all_jobs(service, started["id"], status="FAILED")

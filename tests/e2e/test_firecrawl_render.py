@@ -184,18 +184,24 @@ async def test_a_crawls_errors_and_robots_refusals(
             assert hidden.status_code == 404 and hidden.json()["success"] is False
 
 
-async def test_a_screenshot_of_a_page_scraped_without_one_is_refused(
+async def test_a_screenshot_of_a_page_scraped_without_one_renders_it(
     service_factory: ServiceFactory, target: TargetServer
 ) -> None:
+    """The job gains the format and renders (tests/browser/test_firecrawl_screenshots.py takes
+    the picture); here the worker has no browser, and the error says how to get one."""
     async with service_factory(**NO_BROWSER) as service:
         url = target.url("/title/Once")
         first = await service.client.post("/v2/scrape", json={"url": url})
         assert first.status_code == 200, first.text
+        scrape_id = first.json()["data"]["metadata"]["scrapeId"]
         for max_age in (None, 0):
             body: dict[str, Any] = {"url": url, "formats": ["screenshot"]}
             if max_age is not None:
                 body["maxAge"] = max_age
             again = await service.client.post("/v2/scrape", json=body)
-            assert again.status_code == 400, again.text
+            assert again.status_code == 500, again.text
             error = again.json()["error"]
-            assert "without screenshot" in error and "one job per URL" in error
+            assert error.startswith("render_unavailable") and "apt-get install chromium" in error
+        render, _ = await _render_of(service, scrape_id)
+        job = (await service.client.get(f"/api/v1/jobs/{scrape_id}")).json()
+    assert render == "always" and "screenshot" in job["formats"]

@@ -65,6 +65,18 @@ async def exercise_every_tool(client: Client, target: TargetServer) -> None:
 
     job = await client.call_tool("get_job", {"job_id": found["job"]["id"], "content": "markdown"})
     assert not job.is_error and job.structured_content["markdown"] == found["markdown"]
+    # Asked again for a format it lacks, the page's job gains it; the crawl tool's pages have
+    # their Markdown by default too.
+    again = await client.call_tool(
+        "scrape", {"url": target.url("/title/Agent"), "formats": ["text"], "wait_seconds": 30}
+    )
+    grown = again.structured_content["job"]
+    assert grown["id"] == found["job"]["id"] and "text" in grown["formats"]
+    assert grown["status"] == "COMPLETED" and "Agent" in again.structured_content["markdown"]
+    text = await client.call_tool("get_job", {"job_id": grown["id"], "content": "text"})
+    assert "Agent" in text.structured_content["text"]
+    assert CrawlArgs(url=target.url("/")).formats == ["metadata", "markdown"]
+    assert '["metadata", "markdown"]' in schemas["crawl"]["properties"]["formats"]["description"]
 
     mapped = await client.call_tool("map", {"url": target.url("/page/1"), "sitemap": "skip"})
     assert not mapped.is_error and target.url("/page/2") in mapped.structured_content["links"]

@@ -215,7 +215,7 @@ async def test_transient_error_schedules_a_retry_that_is_not_claimable_early(
     job = await store.jobs.get_job(claimed.id)
     assert job is not None
     assert (job.status, job.retry_count, job.error_code) == (JobStatus.PENDING, 1, "timeout")
-    assert job.error_log == "timeout: slow"
+    assert job.error_log is not None and job.error_log.startswith("timeout: slow. Fix: ")
     assert job.next_attempt_at is not None and job.next_attempt_at > utcnow() + timedelta(
         minutes=59
     )
@@ -341,7 +341,10 @@ async def test_transient_error_past_the_limit_fails(store: Stores) -> None:
     )
     job = await store.jobs.get_job(claimed.id)
     assert job is not None and job.status is JobStatus.FAILED
-    assert job.error_log == "connect: refused" and job.finished_at is not None
+    assert job.error_log == (
+        "connect: refused. Fix: check the URL's host and port; the server may be down."
+    )
+    assert job.finished_at is not None
 
 
 async def test_permanent_error_fails_at_once(store: Stores) -> None:

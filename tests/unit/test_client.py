@@ -13,6 +13,7 @@ import httpx
 import pytest
 
 from taskcrawler.cli.commands.crawl import spec_of
+from taskcrawler.cli.commands.submit import job_options
 from taskcrawler.cli.main import build_parser
 from taskcrawler.client import AsyncTaskCrawler, JobStatus, TaskCrawler, TaskCrawlerError
 
@@ -217,3 +218,15 @@ def test_the_crawl_command_passes_max_age() -> None:
     assert "max_age" not in spec_of(unset, "https://example.com/")
     with pytest.raises(SystemExit):
         parser.parse_args(["crawl", "https://example.com/", "--max-age", "-1"])
+
+
+def test_the_submit_command_asks_for_its_formats_and_max_age() -> None:
+    parser = build_parser()
+    args = parser.parse_args(
+        ["submit", "https://example.com/", "--format", "text", "--format", "text", "--format",
+         "chunks", "--max-age", "0"]
+    )  # fmt: skip
+    assert job_options(args) == {"formats": ["text", "chunks"], "max_age": 0}
+    assert job_options(parser.parse_args(["submit", "https://example.com/"])) == {}
+    with pytest.raises(SystemExit):
+        parser.parse_args(["submit", "https://example.com/", "--format", "pdf"])

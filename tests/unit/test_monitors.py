@@ -57,7 +57,7 @@ def spec(**fields: Any) -> MonitorSpec:
 def test_one_url() -> None:
     made = spec(ignore_selectors=[".ad, time", "#visits"], callback_url="https://hooks.test/x")
     assert made.urls == (URL,) and made.crawl is None and not made.is_crawl
-    assert made.interval_seconds == 3600.0 and made.formats == ("markdown",)
+    assert made.interval_seconds == 3600.0 and made.formats == ("metadata", "markdown")
     assert made.selectors == (".ad", "time", "#visits")
     assert MonitorSpec.from_dict(orjson.loads(orjson.dumps(made.to_dict()))) == made
 

@@ -73,13 +73,17 @@ async def get_monitor(monitor_id: UUID, services: ServicesDep, caller: CallerDep
     "/{monitor_id}",
     response_model=MonitorOut,
     responses=NOT_FOUND,
-    summary="Pause, resume, or set a new interval",
+    summary="Pause, resume, set a new interval, or add formats",
 )
 async def update_monitor(
     monitor_id: UUID, body: MonitorPatch, services: ServicesDep, caller: CallerDep
 ) -> MonitorOut:
     monitor = await services.monitors.update(
-        caller, monitor_id, paused=body.paused, interval_seconds=body.interval_seconds
+        caller,
+        monitor_id,
+        paused=body.paused,
+        interval_seconds=body.interval_seconds,
+        formats=body.formats or (),
     )
     return MonitorOut.of(monitor)
 

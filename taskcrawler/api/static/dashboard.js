@@ -18,6 +18,9 @@
   const FINISHED = new Set(["COMPLETED", "FAILED", "CANCELLED"]);
   const STATUSES = ["PENDING", "PROCESSING", "COMPLETED", "FAILED", "CANCELLED"];
   const SVG_NS = "http://www.w3.org/2000/svg";
+  // What a job or crawl may extract (the API's formats), and those a new one asks by default.
+  const FORMATS = ["metadata", "markdown", "text", "html", "links", "chunks", "screenshot"];
+  const DEFAULT_FORMATS = new Set(["metadata", "markdown"]);
 
   const $ = (id) => document.getElementById(id);
 
@@ -63,6 +66,20 @@
   }
 
   const between = (from, to) => (from && to ? Date.parse(to) - Date.parse(from) : null);
+
+  // A checkbox per format in the fieldset ``id``, the defaults checked. Returns a function giving
+  // the checked formats, or undefined (the API's default) when none is.
+  function formatPicker(id) {
+    const fieldset = $(id);
+    for (const name of FORMATS) {
+      const box = el("input", { type: "checkbox", name: "formats", value: name, checked: DEFAULT_FORMATS.has(name) });
+      fieldset.append(el("label", {}, box, name));
+    }
+    return () => {
+      const checked = [...fieldset.querySelectorAll("input:checked")].map((box) => box.value);
+      return checked.length ? checked : undefined;
+    };
+  }
 
   function showAlert(message) {
     const box = $("alert");
@@ -424,9 +441,11 @@
       refresh();
     });
 
+    const submitFormats = formatPicker("submit-formats");
     $("submit-form").addEventListener("submit", async (event) => {
       event.preventDefault();
       const output = $("submit-result");
+      const formats = submitFormats();
       const urls = $("urls").value.split(/\r?\n/).map((line) => line.trim()).filter((line) => line && !line.startsWith("#"));
       output.classList.remove("error");
       if (!urls.length) {
@@ -441,13 +460,13 @@
       let existing = 0;
       try {
         if (urls.length === 1) {
-          const answer = await request("POST", JOBS, { url: urls[0] });
+          const answer = await request("POST", JOBS, { url: urls[0], formats });
           if (answer.status === 201) created += 1;
           else existing += 1;
         } else {
           for (let i = 0; i < urls.length; i += BATCH) {
             output.textContent = `Submitting ${i + 1}–${Math.min(i + BATCH, urls.length)} of ${urls.length}…`;
-            const answer = await api("POST", `${JOBS}/batch`, { urls: urls.slice(i, i + BATCH) });
+            const answer = await api("POST", `${JOBS}/batch`, { urls: urls.slice(i, i + BATCH), formats });
             created += answer.created;
             existing += answer.existing;
           }
@@ -804,6 +823,7 @@
     }
     const now = poll(refresh, POLL_MS);
 
+    const crawlFormats = formatPicker("crawl-formats");
     $("crawl-form").addEventListener("submit", async (event) => {
       event.preventDefault();
       const output = $("crawl-result");
@@ -815,7 +835,7 @@
         $("crawl-url").focus();
         return;
       }
-      const body = { url };
+      const body = { url, formats: crawlFormats() };
       for (const [id, name] of [["crawl-limit", "limit"], ["crawl-depth", "max_depth"]]) {
         const value = $(id).value.trim();
         if (value !== "") body[name] = Number(value);

@@ -27,6 +27,10 @@ API_KEY_ENV = "TASKCRAWLER_API_KEY"
 DEFAULT_API = "http://127.0.0.1:8000"
 MAX_BATCH = 1000  # the batch endpoint's limit
 STATUSES = tuple(status.value for status in JobStatus)
+#: What a job, a crawl's page or a monitor's page may extract (the API's formats).
+FORMATS = ("metadata", "markdown", "text", "html", "links", "chunks", "screenshot")
+#: What a new job or crawl extracts when no --format is given (the API's default).
+DEFAULT_FORMATS_HELP = "default: metadata and markdown"
 EXIT_OK = 0
 EXIT_JOBS_FAILED = 1
 EXIT_ERROR = 2
@@ -115,10 +119,25 @@ def add_client_commands(sub: Subparsers) -> None:
         "-w", "--wait", action="store_true", help="wait for the jobs, with a progress bar"
     )
     submit.add_argument(
+        "--format",
+        action="append",
+        default=[],
+        choices=FORMATS,
+        help="what to extract of every page (may be repeated; "
+        f"{DEFAULT_FORMATS_HELP}); a URL that already has a job gains the formats it lacks",
+    )
+    submit.add_argument(
+        "--max-age",
+        type=_seconds,
+        metavar="SECONDS",
+        help="fetch again the pages of jobs fetched longer ago than this (0: every one; "
+        "default: a URL's job is answered as it is)",
+    )
+    submit.add_argument(
         "--render",
         choices=("never", "auto", "always"),
         help="render the pages in a headless browser: auto renders app shells only "
-        "(default: never)",
+        "(default: never, or always for --format screenshot)",
     )
     submit.add_argument(
         "--timeout",
@@ -247,8 +266,8 @@ def _add_crawl_command(sub: Subparsers) -> None:
         "--format",
         action="append",
         default=[],
-        choices=("metadata", "markdown", "text", "html", "links", "chunks"),
-        help="what to extract of every page (may be repeated; default metadata)",
+        choices=FORMATS,
+        help=f"what to extract of every page (may be repeated; {DEFAULT_FORMATS_HELP})",
     )
     crawl.add_argument(
         "--render",
@@ -328,7 +347,7 @@ def _add_monitor_commands(sub: Subparsers) -> None:
         action="append",
         default=[],
         choices=("metadata", "markdown", "text", "html", "links"),
-        help="what each run's job keeps (may be repeated; default markdown)",
+        help=f"what each run's job keeps (may be repeated; {DEFAULT_FORMATS_HELP})",
     )
     create.add_argument(
         "--callback-url",

@@ -126,8 +126,7 @@ async def submit(urls: Sequence[str], args: argparse.Namespace) -> int:
     console = err()
     async with ApiClient(args.api, api_key_from_env()) as api:
         try:
-            options: JobOptions = {"render": args.render} if args.render else {}
-            jobs, created = await send(api, urls, console, **options)
+            jobs, created = await send(api, urls, console, **job_options(args))
         except ApiError as exc:
             fail(str(exc))
             return EXIT_ERROR
@@ -163,6 +162,18 @@ async def submit(urls: Sequence[str], args: argparse.Namespace) -> int:
         return EXIT_JOBS_FAILED
     ok = all(job["status"] == "COMPLETED" for job in jobs.values())
     return EXIT_OK if ok else EXIT_JOBS_FAILED
+
+
+def job_options(args: argparse.Namespace) -> JobOptions:
+    """The job options the command line gives; each left out is the server's default."""
+    options: JobOptions = {}
+    if args.format:
+        options["formats"] = list(dict.fromkeys(args.format))
+    if args.max_age is not None:
+        options["max_age"] = args.max_age
+    if args.render:
+        options["render"] = args.render
+    return options
 
 
 async def send(
