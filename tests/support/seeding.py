@@ -13,20 +13,25 @@ from uuid import UUID
 import sqlalchemy as sa
 
 from taskcrawler.domain.chunks import Chunk, EmbeddedChunk, PageChunks
-from taskcrawler.domain.jobs import NewJob
+from taskcrawler.domain.jobs import DEFAULT_FORMATS, NewJob
 from taskcrawler.domain.monitors import ChangeKind
 from taskcrawler.storage import Storage
 from taskcrawler.storage.tables import job_contents, jobs, monitor_changes
 
 
 async def finished_jobs(
-    storage: Storage, count: int, markdown: str, *, owner: str = "", formats: Sequence[str] = ()
+    storage: Storage,
+    count: int,
+    markdown: str,
+    *,
+    owner: str = "",
+    formats: Sequence[str] = DEFAULT_FORMATS,
 ) -> list[UUID]:
     """``count`` COMPLETED jobs of ``owner``, each with ``markdown`` as its Markdown."""
     ids: list[UUID] = []
     for start in range(0, count, 1000):
         requests = [
-            NewJob(f"http://seeded.test/{n}", owner=owner, formats=tuple(formats) or None)
+            NewJob(f"http://seeded.test/{n}", owner=owner, formats=tuple(formats))
             for n in range(start, min(count, start + 1000))
         ]
         created = await storage.jobs.create_jobs(requests, redispatch_after=3600)
