@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
-import os
 import secrets
 import shutil
 import signal
@@ -45,8 +44,8 @@ from bench.deployment import (
     target_site,
     wait_final,
 )
-from bench.measure import cpu_seconds, cpu_speed_ms
-from bench.phases import end_to_end
+from bench.measure import cpu_speed_ms, tree_cpu_seconds
+from bench.phases import backlog, end_to_end, signal_tree
 from tests.support.processes import REPO_ROOT, ProcessManager
 
 
@@ -90,6 +89,15 @@ async def one_run(
         settings=env,
     ) as dep:
         start = secrets.randbelow(1_000_000) * 100 + 50_000_000  # pages no run has used
+        if args.phase == "backlog":
+            profile = None
+            if args.profile is not None:
+                args.profile.mkdir(parents=True, exist_ok=True)
+                profile = args.profile / f"{secrets.token_hex(3)}-{repo.name}.txt"
+            return await backlog(
+                dep, target, start=start, size=args.size, within=args.timeout, profile=profile,
+                formats=args.formats,
+            )  # fmt: skip
         if args.phase != "e2e":
             return await steady_load(args, dep, target, start, paused=args.phase == "open-paused")
         return await end_to_end(
@@ -113,10 +121,10 @@ async def steady_load(
     run: dict[str, Any] = {}
     for seconds in (2.0, args.seconds):
         if paused:
-            os.kill(dep.worker_pid, signal.SIGSTOP)
+            signal_tree(dep.worker_pid, signal.SIGSTOP)
         try:
             speed = cpu_speed_ms()
-            cpu0 = {name: cpu_seconds(pid) for name, pid in dep.pids.items()}
+            cpu0 = {name: tree_cpu_seconds(pid) for name, pid in dep.pids.items()}
             load = await loadgen(
                 dep.helpers,
                 "open",
@@ -127,10 +135,10 @@ async def steady_load(
                 duration=seconds,
                 max_seconds=seconds + 30,
             )
-            cpu1 = {name: cpu_seconds(pid) for name, pid in dep.pids.items()}
+            cpu1 = {name: tree_cpu_seconds(pid) for name, pid in dep.pids.items()}
         finally:
             if paused:
-                os.kill(dep.worker_pid, signal.SIGCONT)
+                signal_tree(dep.worker_pid, signal.SIGCONT)
         used += load["requests"]
         final += load["requests"] - load["errors"]
         await wait_final(dep.counter, final, Sampler(dep.worker_pid), within=args.timeout)
@@ -152,20 +160,22 @@ def line(label: str, run: dict[str, Any]) -> str:
             f"cpu_speed {run['cpu_speed_ms']:.0f} ms"
         )
     cpu = ", ".join(f"{name} {s / run['size'] * 1000:.2f}" for name, s in run["cpu_s"].items())
+    busy = f"event loop {run['loop_busy']:.0%} busy" if "loop_busy" in run else ""
+    busy = busy or f"machine {run['machine_busy']:.0%} busy, load {run['load_average']:.1f}"
     return (
-        f"{label}: {run['jobs_per_s']:6.0f} jobs/s, CPU ms per job {cpu}, event loop "
-        f"{run['loop_busy']:.0%} busy, cpu_speed {run['cpu_speed_ms']:.0f} ms"
+        f"{label}: {run['jobs_per_s']:6.0f} jobs/s, CPU ms per job {cpu}, {busy}, "
+        f"cpu_speed {run['cpu_speed_ms']:.0f} ms"
     )
 
 
 def summary(args: argparse.Namespace, results: dict[str, list[dict[str, Any]]]) -> None:
-    if args.phase == "e2e":
+    if args.phase in ("e2e", "backlog"):
         for side, ref, sets in (("A", args.a, args.a_set), ("B", args.b, args.b_set)):
             runs = results[side]
             print(
                 f"{side} ({ref} {' '.join(sets)}): "
-                f"{mean(r['jobs_per_s'] for r in runs):.0f} jobs/s on average, "
-                f"loop {mean(r['loop_busy'] for r in runs):.0%} busy"
+                f"{mean(r['jobs_per_s'] for r in runs):.0f} jobs/s on average, CPU ms per job "
+                f"{mean(r['cpu_ms_per_job'] for r in runs):.2f}"
             )
         a, b = ([r["jobs_per_s"] for r in results[side]] for side in ("A", "B"))
         print(f"B faster in {sum(y > x for x, y in zip(a, b, strict=True))} of {len(a)} pairs")
@@ -214,7 +224,13 @@ def main() -> None:
     parser.add_argument("--b-set", action="append", default=[], metavar="KEY=VALUE")
     parser.add_argument("--pairs", type=int, default=3)
     parser.add_argument("--mode", choices=("production", "embedded"), default="production")
-    parser.add_argument("--phase", choices=("e2e", "open", "open-paused"), default="e2e")
+    parser.add_argument("--phase", choices=("e2e", "backlog", "open", "open-paused"), default="e2e")
+    parser.add_argument(
+        "--profile", type=Path, help="backlog: a py-spy recording of each run's worker, here"
+    )
+    parser.add_argument(
+        "--formats", help="backlog: the jobs' formats, e.g. metadata (default: each version's)"
+    )
     parser.add_argument("--size", type=int, default=5000, help="pages per run (default 5000)")
     parser.add_argument("--rate", type=float, default=500.0, help="open: POST/s (default 500)")
     parser.add_argument("--seconds", type=float, default=8.0, help="open: seconds (default 8)")

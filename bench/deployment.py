@@ -107,10 +107,12 @@ async def loadgen(
 
 
 @contextlib.asynccontextmanager
-async def target_site(processes: ProcessManager) -> AsyncIterator[str]:
-    """``bench.target`` in a process of its own: its CPU is not the service's, nor the driver's."""
+async def target_site(processes: ProcessManager, *options: str) -> AsyncIterator[str]:
+    """``bench.target`` in a process of its own: its CPU is not the service's, nor the driver's.
+    ``options``: the target's own (``--hosts``, ``--slow``)."""
     port = free_port()
-    site = processes.start_command(bench_command("target", "--port", str(port)), name="target")
+    command = bench_command("target", "--port", str(port), *options)
+    site = processes.start_command(command, name="target")
     await site.wait_for_port(port, within=30)
     yield f"http://127.0.0.1:{port}"
 
@@ -198,6 +200,8 @@ class Deployment:
     worker_pid: int  # the process that runs the (first) worker
     counter: JobCounter
     processes: ProcessManager
+    #: The process whose main thread runs the (first) worker's (first) event loop.
+    loop_pid: int
     # Helpers (load generators) run beside the deployment, not in it: stopped with the mode.
     helpers: ProcessManager
 
@@ -290,6 +294,16 @@ async def deployment(
             # start-up (imports, parser processes) as if it were its throughput.
             await worker_host.wait_for_port(metrics_port, within=60)
         worker_pid = pids.get("worker", server.pid)
+        # A worker of several processes runs its loops in children; one of them is measured.
+        loop_pid = await child_pid(worker_pid, "embedded_worker", 0) or worker_pid
         yield Deployment(
-            mode, f"http://127.0.0.1:{port}", env, pids, worker_pid, counter, processes, helpers
+            mode,
+            f"http://127.0.0.1:{port}",
+            env,
+            pids,
+            worker_pid,
+            counter,
+            processes,
+            loop_pid,
+            helpers,
         )

@@ -102,6 +102,21 @@ async def kill9(b: Bench) -> Outcome:
         return await scenarios.kill9_worker(d, jobs=2000, delay=0.2, concurrency=100)
 
 
+async def kill9_processes(b: Bench) -> Outcome:
+    async with b.deployment() as (d, _, _):
+        return await scenarios.kill9_worker(d, jobs=2000, delay=0.2, concurrency=50, processes=2)
+
+
+async def kill9_one_process(b: Bench) -> Outcome:
+    async with b.deployment() as (d, _, _):
+        return await scenarios.kill9_one_worker_process(d, jobs=2000, delay=0.2, concurrency=50)
+
+
+async def parent_killed(b: Bench) -> Outcome:
+    async with b.deployment() as (d, _, _):
+        return await scenarios.worker_parent_killed(d, jobs=1000, delay=0.2, concurrency=50)
+
+
 async def redis_restart(b: Bench) -> Outcome:
     async with b.deployment(redis="own", lease_seconds=LEASE) as (d, _, redis):
         return await scenarios.redis_flush_and_restart(
@@ -143,6 +158,9 @@ async def embedded(b: Bench) -> Outcome:
 
 SCENARIOS: dict[str, Callable[[Bench], Awaitable[Outcome]]] = {
     "kill9": kill9,
+    "kill9-processes": kill9_processes,
+    "kill9-one-process": kill9_one_process,
+    "parent-killed": parent_killed,
     "redis-restart": redis_restart,
     "redis-down": redis_down,
     "pg-outage": pg_outage,

@@ -161,8 +161,12 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[index]
 
 
-def _page_url(target: str, n: int) -> str:
-    return f"{target}/p/{n}"
+def _page_url(target: str, n: int, path: str = "p", hosts: int = 1, first: int = 1) -> str:
+    """Page ``n``; spread over ``hosts`` loopback addresses from 127.0.0.``first`` (each a host
+    of its own to politeness), as the target serves them (``bench.target --hosts``)."""
+    if hosts > 1 or first > 1:
+        target = target.replace("127.0.0.1", f"127.0.0.{first + n % hosts}", 1)
+    return f"{target}/{path}/{n}"
 
 
 def _job_body(target: str, n: int) -> bytes:
@@ -180,8 +184,15 @@ async def run_batch(args: argparse.Namespace, client: Client) -> dict[str, Any]:
     for first in range(args.start, end, BATCH_LIMIT):
         if time.monotonic() > deadline:
             break
-        urls = [_page_url(args.target, n) for n in range(first, min(first + BATCH_LIMIT, end))]
-        status, answer = await client.post(head, json.dumps({"urls": urls}).encode())
+        last = min(first + BATCH_LIMIT, end)
+        urls = [
+            _page_url(args.target, n, args.path, args.hosts, args.first_host)
+            for n in range(first, last)
+        ]
+        batch: dict[str, Any] = {"urls": urls}
+        if args.formats:
+            batch["formats"] = args.formats.split(",")
+        status, answer = await client.post(head, json.dumps(batch).encode())
         body = json.loads(answer)
         if status != 200:
             raise SystemExit(f"batch answered {status}: {body}")
@@ -308,6 +319,12 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=500.0)
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--max-seconds", type=float, default=120.0, help="hard time bound")
+    parser.add_argument("--path", default="p", choices=["p", "s"], help="batch: p, or s (slow)")
+    parser.add_argument("--hosts", type=int, default=1, help="batch: loopback hosts, 1-250")
+    parser.add_argument("--first-host", type=int, default=1, help="batch: from 127.0.0.N")
+    parser.add_argument(
+        "--formats", help="batch: the jobs' formats, comma-separated (default: the API's)"
+    )
     args = parser.parse_args()
     try:
         import uvloop

@@ -29,6 +29,29 @@ def cpu_seconds(pid: int) -> float:
     return (utime + stime + cutime + cstime) / CLK_TCK
 
 
+def descendants(pid: int) -> list[int]:
+    """``pid``'s living children, their children, and so on (a worker's extraction processes)."""
+    found: list[int] = []
+    todo = [pid]
+    while todo:
+        parent = todo.pop()
+        with contextlib.suppress(OSError):
+            for child in Path(f"/proc/{parent}/task/{parent}/children").read_text().split():
+                found.append(int(child))
+                todo.append(int(child))
+    return found
+
+
+def tree_cpu_seconds(pid: int) -> float:
+    """CPU of a process and of every living descendant (plus those reaped): what one command
+    used, however many processes it runs."""
+    total = 0.0
+    for member in [pid, *descendants(pid)]:
+        with contextlib.suppress(OSError):
+            total += cpu_seconds(member)
+    return total
+
+
 def loop_cpu_seconds(pid: int) -> float:
     """CPU of a process's main thread alone: its event loop, without the helper threads."""
     utime, stime = (int(x) for x in _stat_fields(f"/proc/{pid}/task/{pid}/stat")[11:13])

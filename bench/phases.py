@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import signal
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,7 +22,13 @@ from bench.deployment import (
     run_json,
     wait_final,
 )
-from bench.measure import cpu_seconds, cpu_speed_ms, loop_cpu_seconds, machine_ticks
+from bench.measure import (
+    cpu_speed_ms,
+    descendants,
+    loop_cpu_seconds,
+    machine_ticks,
+    tree_cpu_seconds,
+)
 from tests.support.processes import ProcessManager
 from tests.support.services import asyncpg_url, free_port, temporary_database
 
@@ -51,15 +59,15 @@ async def end_to_end(
     """``size`` new pages (from page ``start``) through the batch endpoint, timed until
     ``final_after`` jobs are final; CPU is read for the ``measured`` processes."""
     speed = cpu_speed_ms()  # the machine drifts within a run: how fast, right now
-    cpu0 = {name: cpu_seconds(pid) for name, pid in measured.items()}
-    loop0, machine0 = loop_cpu_seconds(dep.worker_pid), machine_ticks()
+    cpu0 = {name: tree_cpu_seconds(pid) for name, pid in measured.items()}
+    loop0, machine0 = loop_cpu_seconds(dep.loop_pid), machine_ticks()
     launched = time.monotonic()
     submitted = await loadgen(
         dep.helpers, "batch", dep.api, target, start=start, count=size, max_seconds=within
     )
     finished, counts = await wait_final(dep.counter, final_after, sampler, within=within)
-    cpu1 = {name: cpu_seconds(pid) for name, pid in measured.items()}
-    loop1, machine1 = loop_cpu_seconds(dep.worker_pid), machine_ticks()
+    cpu1 = {name: tree_cpu_seconds(pid) for name, pid in measured.items()}
+    loop1, machine1 = loop_cpu_seconds(dep.loop_pid), machine_ticks()
     # Timed from the first request: the load generator's own start-up (0.3 s of a 6 s run
     # here) is not the service's time. CPU and the busy figures still cover it.
     elapsed = finished - submitted["started_at"]
@@ -75,9 +83,76 @@ async def end_to_end(
         "failed_by_code": await dep.counter.failures(),
         "cpu_s": cpu,
         "cpu_ms_per_job": sum(cpu.values()) / size * 1000,
-        # which resource ran out: the (first) worker's event loop, or the machine
+        # which resource ran out: the (first) worker's (first) event loop, or the machine
         "loop_busy": (loop1 - loop0) / elapsed,
         "machine_busy": (machine1[0] - machine0[0]) / max(1, machine1[1] - machine0[1]),
+        "cpu_speed_ms": speed,
+    }
+
+
+def signal_tree(pid: int, sig: signal.Signals) -> None:
+    """``sig`` to a process and every descendant (a worker and its extraction processes)."""
+    for member in [pid, *descendants(pid)]:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(member, sig)
+
+
+async def backlog(
+    dep: Deployment,
+    target: str,
+    *,
+    start: int,
+    size: int,
+    within: float,
+    profile: Path | None = None,
+    formats: str | None = None,
+) -> dict[str, Any]:
+    """``size`` new pages queued while the worker is stopped, then the worker let go and timed
+    until every job is final: the worker's own throughput, the API idle. ``profile``: a py-spy
+    recording of the worker (and its children) while it drains, in py-spy's raw format."""
+    signal_tree(dep.worker_pid, signal.SIGSTOP)
+    try:
+        options = {"formats": formats} if formats else {}
+        await loadgen(
+            dep.helpers, "batch", dep.api, target, start=start, count=size, max_seconds=within,
+            **options,
+        )  # fmt: skip
+    finally:
+        signal_tree(dep.worker_pid, signal.SIGCONT)
+    speed = cpu_speed_ms()
+    cpu0 = {name: tree_cpu_seconds(pid) for name, pid in dep.pids.items()}
+    machine0 = machine_ticks()
+    spy = None
+    if profile is not None:
+        spy = dep.helpers.start_command(
+            [str(Path(sys.executable).with_name("py-spy")), "record", "--subprocesses",
+             "--pid", str(dep.worker_pid), "--rate", "200", "--nonblocking",
+             "--format", "raw", "--output", str(profile)],
+            name="py-spy",
+        )  # fmt: skip
+    began = time.monotonic()
+    try:
+        finished, counts = await wait_final(
+            dep.counter, size, Sampler(dep.worker_pid), within=within
+        )
+    finally:
+        if spy is not None:
+            spy.send_signal(signal.SIGINT)
+            await spy.wait(within=60)
+    cpu1 = {name: tree_cpu_seconds(pid) for name, pid in dep.pids.items()}
+    machine1 = machine_ticks()
+    elapsed = finished - began
+    cpu = {name: cpu1[name] - cpu0[name] for name in cpu0}
+    return {
+        "size": size,
+        "seconds": elapsed,
+        "jobs_per_s": size / elapsed,
+        "counts": counts,
+        "failed_by_code": await dep.counter.failures(),
+        "cpu_s": cpu,
+        "cpu_ms_per_job": sum(cpu.values()) / size * 1000,
+        "machine_busy": (machine1[0] - machine0[0]) / max(1, machine1[1] - machine0[1]),
+        "load_average": os.getloadavg()[0],
         "cpu_speed_ms": speed,
     }
 
@@ -182,11 +257,11 @@ async def run_mode(
         if mode == "production":
             # The same load with the worker paused: the API's own latency, apart from the CPU
             # it shares with a draining worker. The worker drains the backlog once resumed.
-            os.kill(dep.worker_pid, signal.SIGSTOP)
+            signal_tree(dep.worker_pid, signal.SIGSTOP)
             try:
                 result.open_alone = await phases.steady_load(", worker paused")
             finally:
-                os.kill(dep.worker_pid, signal.SIGCONT)
+                signal_tree(dep.worker_pid, signal.SIGCONT)
             await phases.drained()
 
             # Not a target's setup but the machine's ceiling: the same size through two workers.

@@ -125,11 +125,15 @@ ROBOTS_RESPONSE: Final = _response(b"200 OK", ROBOTS, b"text/plain")
 
 
 class PageProtocol(asyncio.Protocol):
-    """GET only, no request bodies (what crawlers send); pipelined requests answered in order."""
+    """GET only, no request bodies (what crawlers send); pipelined requests answered in order.
+    ``/s/<n>`` is page ``n`` sent after ``slow_seconds`` (a slow site)."""
+
+    slow_seconds = 0.0
 
     def __init__(self) -> None:
         self.buffer = b""
         self.transport: Any = None
+        self.pending = 0  # slow answers not yet sent: later ones wait behind them
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # uvloop's transports are not asyncio.Transport subclasses
@@ -143,7 +147,23 @@ class PageProtocol(asyncio.Protocol):
                     self.transport.close()
                 return
             request, self.buffer = self.buffer[:end], self.buffer[end + 4 :]
-            self.transport.write(self._answer(request))
+            if request.startswith(b"GET /s/") or self.pending:
+                self._later(request)
+            else:
+                self.transport.write(self._answer(request))
+
+    def _later(self, request: bytes) -> None:
+        """Answered after the delay, in order: a keep-alive client sends one at a time."""
+        self.pending += 1
+        slow = request.startswith(b"GET /s/")
+        request = request.replace(b"GET /s/", b"GET /p/", 1)
+
+        def send() -> None:
+            self.pending -= 1
+            if not self.transport.is_closing():
+                self.transport.write(self._answer(request))
+
+        asyncio.get_running_loop().call_later(self.slow_seconds if slow else 0.0, send)
 
     @staticmethod
     def _answer(request: bytes) -> bytes:
@@ -161,13 +181,15 @@ class PageProtocol(asyncio.Protocol):
         return NOT_FOUND
 
 
-async def serve(port: int) -> None:
+async def serve(port: int, hosts: int = 1) -> None:
+    """On ``hosts`` loopback addresses (127.0.0.1, .2, …): hosts of their own to politeness."""
     loop = asyncio.get_running_loop()
-    server = await loop.create_server(PageProtocol, "127.0.0.1", port, backlog=4096)
+    addresses = [f"127.0.0.{n}" for n in range(1, hosts + 1)]
+    server = await loop.create_server(PageProtocol, addresses, port, backlog=4096)
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    print(f"target listening on 127.0.0.1:{port}", flush=True)
+    print(f"target listening on {', '.join(addresses)} port {port}", flush=True)
     await stop.wait()
     server.close()
     await server.wait_closed()
@@ -176,13 +198,18 @@ async def serve(port: int) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--hosts", type=int, default=1, help="loopback addresses, 1-250")
+    parser.add_argument("--slow", type=float, default=0.5, help="seconds before /s/<n> answers")
     args = parser.parse_args()
+    if not 1 <= args.hosts <= 250:
+        parser.error("--hosts must be 1-250")
+    PageProtocol.slow_seconds = args.slow
     try:
         import uvloop
 
-        uvloop.run(serve(args.port))
+        uvloop.run(serve(args.port, args.hosts))
     except ImportError:
-        asyncio.run(serve(args.port))
+        asyncio.run(serve(args.port, args.hosts))
 
 
 if __name__ == "__main__":

@@ -10,6 +10,7 @@ loads the fetcher.
 
 from __future__ import annotations
 
+import os
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -44,7 +45,7 @@ if TYPE_CHECKING:
     from taskcrawler.worker import Worker
     from taskcrawler.worker.monitoring import MonitorScheduler
     from taskcrawler.worker.parsing import PageParser
-    from taskcrawler.worker.process import WorkerProcess
+    from taskcrawler.worker.process import WorkerProcess, WorkerProcesses
     from taskcrawler.worker.rendering import RenderStep
     from taskcrawler.worker.webhooks import WebhookDispatcher
     from taskcrawler.worker.worker import WorkerConfig
@@ -403,6 +404,36 @@ def serve_runtime(settings: Settings) -> tuple[Runtime, WorkerProcess]:
     }
     supervisor = WorkerProcess(env, sender=sender, grace_seconds=settings.shutdown_grace_seconds)
     return Runtime.open(settings, queue=sender), supervisor
+
+
+def worker_processes(settings: Settings) -> WorkerProcesses | None:
+    """The supervisor of ``taskcrawler worker``'s processes, or None for one process (the
+    worker then runs in this one). Each child reads its settings as this process did
+    (environment, ``.env``) plus the command line's; the n-th serves its metrics on the metrics
+    port + n."""
+    from taskcrawler.worker.process import WorkerProcesses
+
+    count = settings.worker_processes or usable_cores()
+    if count <= 1:
+        return None
+    port = settings.worker_metrics_port
+
+    def env_of(index: int) -> dict[str, str]:
+        return {
+            "TASKCRAWLER_DATABASE_URL": settings.database_url,
+            "TASKCRAWLER_WORKER_CONCURRENCY": str(settings.worker_concurrency),
+            "TASKCRAWLER_WORKER_PROCESSES": "1",
+            "TASKCRAWLER_WORKER_METRICS_PORT": str(port + index if port else 0),
+        }
+
+    return WorkerProcesses(count, env_of, grace_seconds=settings.shutdown_grace_seconds)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on (its CPU affinity, a container's cpuset)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count() or 1
 
 
 async def worker_process_runtime(

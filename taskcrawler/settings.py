@@ -43,6 +43,20 @@ class Settings(BaseSettings):
 
     # worker
     worker_concurrency: int = Field(100, ge=1, description="Fetches in flight per worker process.")
+    worker_nice: int = Field(
+        10,
+        ge=0,
+        le=19,
+        description="Niceness of worker processes: where a worker shares cores with the API "
+        "(`serve`, or both on one machine), the kernel runs the API's requests first and the "
+        "worker on the time they leave. 0 keeps the priority of the process that started it.",
+    )
+    worker_processes: int = Field(
+        0,
+        ge=0,
+        description="Worker processes one `taskcrawler worker` runs, each with its own event "
+        "loop (and its own TASKCRAWLER_WORKER_CONCURRENCY); 0: one per core this process may use.",
+    )
     max_retries: int = Field(3, ge=0, description="Transient failures retried this many times.")
     retry_base_seconds: float = Field(1.0, ge=0, description="Backoff base.")
     retry_max_seconds: float = Field(60.0, ge=0, description="Backoff cap.")
@@ -105,7 +119,8 @@ class Settings(BaseSettings):
     host_wait_seconds: float = Field(
         1.0,
         ge=0,
-        description="A job waits this long for its host's politeness slot, then is rescheduled "
+        description="A redirect to another host waits this long for that host's politeness "
+        "slot (a job's own host gives it one before it is claimed), then is rescheduled "
         "(not counted as a retry) so it does not hold a worker slot.",
     )
     archive_pages: bool = Field(

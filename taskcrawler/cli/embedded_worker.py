@@ -1,8 +1,10 @@
-"""``python -m taskcrawler.cli.embedded_worker``: the worker process of ``taskcrawler serve``.
+"""``python -m taskcrawler.cli.embedded_worker``: the worker process of ``taskcrawler serve``,
+and each of the processes of a ``taskcrawler worker`` that runs several.
 
-Started and supervised by ``serve`` (:class:`taskcrawler.worker.process.WorkerProcess`), never
+Started and supervised by ``serve`` or ``worker`` (:mod:`taskcrawler.worker.process`), never
 by hand. It is ``taskcrawler worker`` with two differences: job ids come over the socket given
-as ``--wake-fd`` when there is no Redis, and it stops by itself when ``serve`` is gone.
+as ``--wake-fd`` when there is no Redis, and it stops by itself when its parent is gone (the
+socket closed, or the pipe given as ``--parent-fd`` read to its end).
 """
 
 from __future__ import annotations
@@ -17,12 +19,14 @@ from collections.abc import Sequence
 log = logging.getLogger(__name__)
 
 
-async def _run(wake_fd: int | None) -> None:
+async def _run(wake_fd: int | None, parent_fd: int | None) -> None:
     from taskcrawler import bootstrap
     from taskcrawler.settings import get_settings
-    from taskcrawler.worker.runner import run_worker
+    from taskcrawler.worker.process import parent_gone as pipe_closed
+    from taskcrawler.worker.runner import lower_priority, run_worker
 
     settings = get_settings()
+    lower_priority(settings.worker_nice)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
@@ -30,10 +34,12 @@ async def _run(wake_fd: int | None) -> None:
     # (with SIGTERM) once the API has shut down, not the keyboard.
     loop.add_signal_handler(signal.SIGINT, lambda: None)
     runtime, parent_gone = await bootstrap.worker_process_runtime(settings, wake_fd)
+    if parent_fd is not None:
+        parent_gone = pipe_closed(parent_fd)
 
     async def stop_when_parent_gone(gone: asyncio.Event) -> None:
         await gone.wait()
-        log.warning("the serve process is gone: stopping")
+        log.warning("the parent process is gone: stopping")
         stop.set()
 
     watcher = (
@@ -54,11 +60,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m taskcrawler.cli.embedded_worker")
     parser.add_argument("--wake-fd", type=int, help="the socket job ids arrive on")
+    parser.add_argument("--parent-fd", type=int, help="a pipe that ends when the parent does")
     args = parser.parse_args(argv)
     settings = get_settings()
     configure_logging(settings.log_format, settings.log_level)
     freeze_startup_heap()
-    run_async(_run(args.wake_fd))
+    run_async(_run(args.wake_fd, args.parent_fd))
     return 0
 
 

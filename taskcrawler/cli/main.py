@@ -9,6 +9,7 @@ import argparse
 import asyncio
 import contextlib
 import gc
+import logging
 import signal
 import sys
 from collections.abc import Coroutine, Iterator, Sequence
@@ -22,6 +23,7 @@ from taskcrawler.cli.logs import configure_logging
 from taskcrawler.settings import Settings, get_settings
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
 
@@ -130,14 +132,26 @@ def _sigterm_exits_normally() -> Iterator[None]:
 
 
 def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
-    from taskcrawler.worker.runner import run_worker
+    from taskcrawler.bootstrap import worker_processes
+    from taskcrawler.worker.runner import lower_priority, run_worker
+
+    supervisor = worker_processes(settings)
 
     async def main() -> None:
         stop = asyncio.Event()
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, stop.set)
-        await run_worker(settings, stop=stop, serve_metrics_port=True)
+        if supervisor is None:
+            lower_priority(settings.worker_nice)
+            await run_worker(settings, stop=stop, serve_metrics_port=True)
+            return
+        await supervisor.start()
+        log.info("%d worker processes started: %s", supervisor.count, supervisor.pids)
+        try:
+            await stop.wait()
+        finally:
+            await supervisor.stop()
 
     freeze_startup_heap()
     run_async(main())
@@ -303,10 +317,16 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_worker_options(worker)
     worker.add_argument(
+        "--processes",
+        type=int,
+        help="worker processes, each with its own event loop; 0: one per core "
+        "(TASKCRAWLER_WORKER_PROCESSES, default 0)",
+    )
+    worker.add_argument(
         "--metrics-port",
         type=int,
-        help="port of this worker's /metrics, 0 disables (TASKCRAWLER_WORKER_METRICS_PORT, "
-        "default 9100)",
+        help="port of this worker's /metrics, 0 disables; with several processes, the n-th "
+        "serves on this port + n (TASKCRAWLER_WORKER_METRICS_PORT, default 9100)",
     )
     worker.set_defaults(func=cmd_worker)
 
@@ -392,6 +412,7 @@ def _settings_from(args: argparse.Namespace) -> Settings:
         ("port", "port"),
         ("concurrency", "worker_concurrency"),
         ("metrics_port", "worker_metrics_port"),
+        ("processes", "worker_processes"),
     ):
         value = getattr(args, flag, None)
         if value is not None:

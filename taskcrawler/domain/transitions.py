@@ -80,6 +80,16 @@ def decide(outcome: Outcome, policy: RetryPolicy, *, rng: random.Random) -> Tran
         )
     if outcome.deferred:
         kind, status, retry_count = TransitionKind.DEFERRED, JobStatus.PENDING, retries
+        if retries:
+            # Not a failure of the job: the error of the attempt that counted its last retry
+            # (a lost worker, a timeout) still says why it ran again, and is kept.
+            return Transition(
+                outcome,
+                kind,
+                status,
+                retry_count,
+                next_attempt_at=now + timedelta(seconds=policy.delay(outcome, rng)),
+            )
     elif outcome.transient and retries < policy.max_retries:
         kind, status, retry_count = TransitionKind.RETRIED, JobStatus.PENDING, retries + 1
     else:

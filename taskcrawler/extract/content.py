@@ -468,8 +468,11 @@ _FIRST_BLOCK_CSS = ", ".join(sorted(_FIRST_BLOCK_TAGS))
 
 
 def _first_heading_level(node: LexborNode) -> int | None:
-    if node.tag in _HEADINGS:
-        return _HEADINGS[node.tag or ""]
+    tag = node.tag
+    if tag in _HEADINGS:
+        return _HEADINGS[tag or ""]
+    if tag in _FIRST_BLOCK_TAGS:
+        return None  # a block itself (a paragraph, say): its first block is itself
     first = first_tagged(node, _FIRST_BLOCK_TAGS, _FIRST_BLOCK_CSS)
     if first is None or first.tag not in _HEADINGS:
         return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, nullcontext
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -34,7 +35,7 @@ from taskcrawler.fetch.limits import (
     parse_retry_after,
     read_limited,
 )
-from taskcrawler.fetch.politeness import HostBusyError, HostLimiter
+from taskcrawler.fetch.politeness import HostBusyError, HostLimiter, host_key
 from taskcrawler.fetch.robots import (
     ROBOTS_MAX_REDIRECTS,
     RobotsBody,
@@ -46,6 +47,11 @@ from taskcrawler.fetch.session import guarded_session
 from taskcrawler.settings import Settings
 
 _T = TypeVar("_T")
+
+#: The host whose politeness slot the caller of this fetch already holds (the worker takes it
+#: before it claims the job): requests to that host in this context, robots.txt's included,
+#: go out in that slot instead of taking another, which a host allowing one could never give.
+_HELD_HOST: ContextVar[str | None] = ContextVar("held_host", default=None)
 
 ALLOWED_CONTENT_TYPES = frozenset(
     {"text/html", "application/xhtml+xml", "text/plain", "application/xml", "text/xml"}
@@ -150,11 +156,35 @@ class Fetcher:
 
     # --- fetching ------------------------------------------------------------------------
 
-    async def fetch(self, url: str, *, headers: Mapping[str, str] | None = None) -> FetchedPage:
+    async def fetch(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        held_host: str | None = None,
+    ) -> FetchedPage:
         """Fetch ``url``, following redirects; ``headers`` are extra request headers (for example
-        ``If-None-Match`` for a conditional re-fetch, which then returns a 304 page)."""
+        ``If-None-Match`` for a conditional re-fetch, which then returns a 304 page).
+        ``held_host``: a host whose politeness slot the caller holds (and hands back itself)."""
         kind = _Kind(ALLOWED_CONTENT_TYPES, self.settings.max_body_bytes)
-        return await self._fetch_kind(url, headers, kind)
+        if held_host is None:
+            return await self._fetch_kind(url, headers, kind)
+        held = _HELD_HOST.set(held_host)
+        try:
+            return await self._fetch_kind(url, headers, kind)
+        finally:
+            _HELD_HOST.reset(held)
+
+    def robots_known(self, url: str) -> tuple[bool, float | None]:
+        """Whether this process knows the robots.txt rules of ``url``'s origin now (or obeys
+        none), and the Crawl-delay they set, capped: what spaces the host's requests."""
+        if self.robots is None:
+            return True, None
+        try:
+            known, delay = self.robots.known(_parse_url(url))
+        except FetchError:
+            return True, None  # a URL no fetch can use fails without asking anyone
+        return known, self._capped_crawl_delay(delay)
 
     async def fetch_sitemap(self, url: str) -> FetchedPage:
         """Fetch a sitemap: like a page (guard, robots.txt, politeness, deadline, redirects),
@@ -247,7 +277,7 @@ class Fetcher:
     def _slot(self, host: str, delay: float | None = None) -> AbstractAsyncContextManager[None]:
         """One politeness slot for ``host`` (or none, without a limiter); ``delay`` is the
         host's own gap between requests, when robots.txt sets one."""
-        if self.limiter is None:
+        if self.limiter is None or (_HELD_HOST.get() == host_key(host) and host):
             return _NO_SLOT
         if delay is None:
             return self.limiter.slot(host, max_wait=self._host_wait)

@@ -16,7 +16,7 @@ import logging
 import random
 import uuid
 from collections import deque
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Protocol, TypeVar
@@ -45,6 +45,11 @@ class HostBusyError(FetchError):
 
 
 class HostLimiter(Protocol):
+    #: Requests in flight to one host at most.
+    concurrency: int
+    #: The gap between starts every host gets (robots.txt may ask more of its own).
+    delay_seconds: float
+
     def slot(
         self, host: str, *, max_wait: float | None = None, delay: float | None = None
     ) -> AbstractAsyncContextManager[None]:
@@ -53,9 +58,38 @@ class HostLimiter(Protocol):
         is larger than the limiter's."""
         ...
 
+    async def try_slots(self, host: str, count: int, *, delay: float | None = None) -> Slots:
+        """Up to ``count`` of the host's slots, those free now: none is waited for. Each is
+        held until :meth:`give_back`; ``delay`` as for :meth:`slot`."""
+        ...
+
+    async def try_slots_each(self, asks: Sequence[SlotAsk]) -> list[Slots]:
+        """:meth:`try_slots` for several hosts at once (one round trip to Redis)."""
+        ...
+
+    def give_back(self, host: str, token: str) -> None:
+        """Hand back a slot :meth:`try_slots` gave."""
+        ...
+
     async def close(self) -> None:
         """Hand back every slot still being released."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class SlotAsk:
+    host: str
+    count: int
+    delay: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Slots:
+    """What :meth:`HostLimiter.try_slots` gave: a token per slot, and, when it gave fewer than
+    asked because the gap between starts is not over, how long until it is."""
+
+    tokens: list[str]
+    retry_in: float | None = None
 
 
 def host_key(host: str) -> str:
@@ -79,8 +113,8 @@ class MemoryHostLimiter:
     def __init__(self, concurrency: int, delay_seconds: float = 0.0) -> None:
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
-        self._concurrency = concurrency
-        self._delay = delay_seconds
+        self._concurrency = self.concurrency = concurrency
+        self._delay = self.delay_seconds = delay_seconds
         self._hosts: dict[str, _Host] = {}
 
     def slot(
@@ -114,6 +148,21 @@ class MemoryHostLimiter:
         state.active += 1
         state.next_start = now + gap
         return True
+
+    async def try_slots(self, host: str, count: int, *, delay: float | None = None) -> Slots:
+        key, gap = host_key(host), self.gap(delay)
+        tokens: list[str] = []
+        while len(tokens) < count and self._try_acquire(key, gap):
+            tokens.append(key)
+        state = self._hosts.get(key)
+        wait = 0.0 if state is None else state.next_start - asyncio.get_running_loop().time()
+        return Slots(tokens, wait if len(tokens) < count and wait > 0 else None)
+
+    async def try_slots_each(self, asks: Sequence[SlotAsk]) -> list[Slots]:
+        return [await self.try_slots(a.host, a.count, delay=a.delay) for a in asks]
+
+    def give_back(self, host: str, token: str) -> None:
+        self.release(host_key(host))
 
     def in_flight(self, host: str) -> int:
         state = self._hosts.get(host_key(host))
@@ -247,8 +296,9 @@ class RedisHostLimiter:
         prefix: str = "taskcrawler",
     ) -> None:
         self._redis = redis
-        self._concurrency = concurrency
+        self._concurrency = self.concurrency = concurrency
         self._delay_ms = int(delay_seconds * 1000)
+        self.delay_seconds = delay_seconds
         self._lease_ms = max(1, int(lease_seconds * 1000))
         self._prefix = prefix
         self._local = MemoryHostLimiter(concurrency)
@@ -304,6 +354,42 @@ class RedisHostLimiter:
     async def close(self) -> None:
         if self._flusher is not None:
             await self._flusher
+
+    async def try_slots(self, host: str, count: int, *, delay: float | None = None) -> Slots:
+        """One script call: as many leases as the host has free now, up to ``count``."""
+        gap_ms = self._delay_ms if delay is None else max(self._delay_ms, int(delay * 1000))
+        tokens = [uuid.uuid4().hex for _ in range(count)]
+        try:
+            granted, wait_ms = await self._acquire_script(
+                keys=self.keys(host), args=[self._concurrency, gap_ms, self._lease_ms, *tokens]
+            )
+        except (RedisError, OSError) as exc:
+            raise QueueUnavailable(f"Redis unreachable for politeness limits: {exc}") from exc
+        retry_in = wait_ms / 1000 if granted < count and wait_ms > 0 else None
+        return Slots(tokens[:granted], retry_in)
+
+    async def try_slots_each(self, asks: Sequence[SlotAsk]) -> list[Slots]:
+        """One script call per host, all in one pipeline."""
+        tokens = [[uuid.uuid4().hex for _ in range(ask.count)] for ask in asks]
+        try:
+            pipe = self._redis.pipeline(transaction=False)
+            for ask, mine in zip(asks, tokens, strict=True):
+                gap_ms = self._gap_ms(ask.delay)
+                args: list[str | int] = [self._concurrency, gap_ms, self._lease_ms, *mine]
+                await self._acquire_script(keys=self.keys(ask.host), args=args, client=pipe)
+            answers = await pipe.execute()
+        except (RedisError, OSError) as exc:
+            raise QueueUnavailable(f"Redis unreachable for politeness limits: {exc}") from exc
+        return [
+            Slots(mine[:granted], wait_ms / 1000 if granted < len(mine) and wait_ms > 0 else None)
+            for mine, (granted, wait_ms) in zip(tokens, answers, strict=True)
+        ]
+
+    def _gap_ms(self, delay: float | None) -> int:
+        return self._delay_ms if delay is None else max(self._delay_ms, int(delay * 1000))
+
+    def give_back(self, host: str, token: str) -> None:
+        self._queue_release(host, token, local=False)
 
     async def _flush_releases(self) -> None:
         while self._releasing:

@@ -148,6 +148,16 @@ class RobotsCache:
             )
         return crawl_delay_of(rules, self._user_agent)
 
+    def known(self, url: URL) -> tuple[bool, float | None]:
+        """Whether the rules of ``url``'s origin are in this process's memory, and the
+        Crawl-delay they set for our user agent (nothing is fetched)."""
+        entry = self._memory.get(origin_of(url))
+        if entry is None or entry.expires_at <= self._clock():
+            return False, None
+        if entry.rules is None:
+            return True, None
+        return True, crawl_delay_of(entry.rules, self._user_agent)
+
     async def sitemaps(self, url: URL) -> list[str]:
         """The ``Sitemap:`` lines of the robots.txt of ``url``'s origin, made absolute."""
         rules = await self._rules(origin_of(url), url)

@@ -98,6 +98,11 @@ class WorkerMetrics:
             "Jobs rescheduled without counting an attempt (their host was busy).",
             registry=registry,
         )
+        self.claimed = Counter(
+            "taskcrawler_jobs_claimed",
+            "Jobs this worker claimed (a job claims once per attempt; a deferral claims again).",
+            registry=registry,
+        )
         self.in_flight = Gauge(
             "taskcrawler_jobs_in_flight",
             "Jobs this worker holds right now (fetching, extracting or saving).",

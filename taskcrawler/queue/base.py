@@ -17,7 +17,8 @@ class JobQueue(Protocol):
         ...
 
     async def consume(self, max_items: int, wait_seconds: float) -> list[UUID]:
-        """Up to ``max_items`` ids, waiting at most ``wait_seconds`` for the first one."""
+        """Up to ``max_items`` ids, waiting at most ``wait_seconds`` for the first one (0: only
+        those there now)."""
         ...
 
     async def depth(self) -> int:

@@ -75,7 +75,7 @@ class RedisQueue:
     @_unavailable_on_connection_errors
     async def consume(self, max_items: int, wait_seconds: float) -> list[UUID]:
         items = _as_list(await self.client.lpop(self.key, max_items))
-        if not items:
+        if not items and wait_seconds > 0:  # BLPOP's 0 would wait for good
             # Block for the first id only, then take whatever else is already there.
             popped = await self.client.blpop([self.key], timeout=wait_seconds)
             if popped is None:

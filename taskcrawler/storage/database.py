@@ -72,6 +72,17 @@ class Database:
             yield conn
 
     @asynccontextmanager
+    async def read_statement(self) -> AsyncIterator[AsyncConnection]:
+        """A connection for one read statement: outside a transaction where writes do not
+        queue (PostgreSQL), so one round trip instead of three."""
+        if self._write_lock is not None:
+            async with self.read() as conn:
+                yield conn
+            return
+        async with self._autocommit.connect() as conn:
+            yield conn
+
+    @asynccontextmanager
     async def read(self) -> AsyncIterator[AsyncConnection]:
         async with self.engine.connect() as conn:
             yield conn

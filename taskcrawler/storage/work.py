@@ -80,6 +80,20 @@ class WorkStore:
         ]
 
     @unavailable_on_connection_errors
+    async def claimable_urls(self, job_ids: Sequence[UUID]) -> dict[UUID, str]:
+        if not job_ids:
+            return {}
+        query = sa.select(jobs.c.id, jobs.c.url, jobs.c.from_archive).where(
+            self.db.backend.any_of(jobs.c.id, job_ids),
+            # Spelled so that no index on the status is the way in (see postgres/sql.py).
+            jobs.c.status.is_not_distinct_from(PENDING),
+            jobs.c.next_attempt_at.is_(None),
+        )
+        async with self.db.read_statement() as conn:
+            rows = await conn.execute(query)
+            return {row.id: "" if row.from_archive else row.url for row in rows}
+
+    @unavailable_on_connection_errors
     async def release(self, claimed: Sequence[ClaimedJob]) -> list[UUID]:
         """Hand jobs back unfinished (graceful shutdown): PENDING again, no attempt counted,
         due for the next sweep. Returns the ids released."""
@@ -289,8 +303,8 @@ class WorkStore:
 
 
 def _row_values(transition: Transition) -> dict[str, Any]:
-    """The columns a transition sets. Transitions of one kind set the same columns, so a batch
-    writes one statement per kind."""
+    """The columns a transition sets. Transitions of one kind set the same columns (a deferral
+    that keeps the error of a counted retry sets two fewer), so a batch writes few statements."""
     outcome = transition.outcome
     values: dict[str, Any] = {
         "status": transition.status.value,
@@ -299,6 +313,8 @@ def _row_values(transition: Transition) -> dict[str, Any]:
         "error_log": transition.error_log,
     }
     kind = transition.kind
+    if kind is TransitionKind.DEFERRED and transition.error_code is None:
+        del values["error_code"], values["error_log"]  # the counted retry's error stays
     if kind is TransitionKind.COMPLETED:
         values |= {
             "final_url": outcome.final_url,

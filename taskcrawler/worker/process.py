@@ -11,6 +11,13 @@ leases expire and the next child's sweeper publishes every PENDING job again.
 Job ids travel from the API to the child over a Unix socket pair (:mod:`taskcrawler.queue.pipe`),
 a new pair for each child. When the API process goes away without stopping it (SIGKILL), the
 child reads the end of its socket and stops by itself, so no worker outlives its ``serve``.
+
+``taskcrawler worker`` runs several such children the same way (:class:`WorkerProcesses`), one
+event loop per core: the worker's loop (fetching, extracting, writing) is the bottleneck of one
+process, and Python runs one loop on one core. The children share nothing but PostgreSQL and
+Redis, as workers on different machines do: leases, politeness and the queue need nothing more.
+Each reads the end of a pipe whose other end only the parent holds, so a parent killed with
+SIGKILL leaves no child behind: each stops gracefully, handing its jobs back.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ import signal
 import socket
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from taskcrawler.queue.pipe import PipeSender
 
@@ -53,8 +60,10 @@ class WorkerProcess:
         sender: PipeSender | None,
         grace_seconds: float,
         command: Sequence[str] = (sys.executable, "-m", "taskcrawler.cli.embedded_worker"),
+        pass_fds: Sequence[int] = (),
     ) -> None:
         self.env = dict(env)
+        self.pass_fds = tuple(pass_fds)
         self.sender = sender
         self.grace_seconds = grace_seconds
         self.command = tuple(command)
@@ -74,12 +83,12 @@ class WorkerProcess:
 
     async def _spawn(self) -> None:
         args = list(self.command)
-        pass_fds: tuple[int, ...] = ()
+        pass_fds = self.pass_fds
         ours: socket.socket | None = None
         theirs: socket.socket | None = None
         if self.sender is not None:
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-            pass_fds = (theirs.fileno(),)
+            pass_fds += (theirs.fileno(),)
             args += ["--wake-fd", str(theirs.fileno())]
         try:
             self._process = await asyncio.create_subprocess_exec(
@@ -147,6 +156,80 @@ class WorkerProcess:
                 await process.wait()
         if self.sender is not None:
             self.sender.detach()
+
+
+class WorkerProcesses:
+    """``count`` worker processes (``python -m taskcrawler.cli.embedded_worker``), each kept
+    running by a :class:`WorkerProcess`, until :meth:`stop`.
+
+    ``env_of(i)`` is the environment added for the ``i``-th child (its metrics port, say).
+    Every child is handed the read end of one pipe whose write end only this process holds:
+    when this process ends, however it ends, the children read its end and stop.
+    """
+
+    def __init__(
+        self,
+        count: int,
+        env_of: Callable[[int], Mapping[str, str]],
+        *,
+        grace_seconds: float,
+        module: str = "taskcrawler.cli.embedded_worker",
+    ) -> None:
+        self.count = count
+        self.env_of = env_of
+        self.grace_seconds = grace_seconds
+        self.module = module
+        self.children: list[WorkerProcess] = []
+        self._pipe: tuple[int, int] | None = None
+
+    @property
+    def pids(self) -> list[int]:
+        return [pid for child in self.children if (pid := child.pid) is not None]
+
+    async def start(self) -> None:
+        read_end, write_end = os.pipe()
+        self._pipe = (read_end, write_end)
+        command = (sys.executable, "-m", self.module, "--parent-fd", str(read_end))
+        for index in range(self.count):
+            child = WorkerProcess(
+                self.env_of(index),
+                sender=None,
+                grace_seconds=self.grace_seconds,
+                command=command,
+                pass_fds=(read_end,),
+            )
+            self.children.append(child)
+            await child.start()
+
+    async def stop(self) -> None:
+        """Every child's graceful stop, at the same time (each has the grace period)."""
+        await asyncio.gather(*(child.stop() for child in self.children))
+        if self._pipe is not None:
+            for fd in self._pipe:
+                os.close(fd)
+            self._pipe = None
+
+
+def parent_gone(fd: int) -> asyncio.Event:
+    """An event set once the pipe ``fd`` reads its end: the process holding the other end (the
+    parent) is gone. Nothing is ever written on it."""
+    loop = asyncio.get_running_loop()
+    gone = asyncio.Event()
+    os.set_blocking(fd, False)
+
+    def readable() -> None:
+        try:
+            data = os.read(fd, 1)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            loop.remove_reader(fd)
+            gone.set()
+
+    loop.add_reader(fd, readable)
+    return gone
 
 
 def _describe(code: int) -> str:

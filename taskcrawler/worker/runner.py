@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 
 from prometheus_client import CollectorRegistry
 
@@ -17,6 +18,23 @@ from taskcrawler.worker.webhooks import running_beside
 from taskcrawler.worker.worker import Worker
 
 log = logging.getLogger(__name__)
+
+
+def lower_priority(nice: int) -> None:
+    """Make this process, a worker process, ``nice`` steps nicer (once). Called by the
+    processes that are workers alone (``taskcrawler worker`` and its children, ``serve``'s
+    worker process), never where a worker runs beside an API."""
+    global _niced
+    if nice <= 0 or _niced or not hasattr(os, "nice"):
+        return
+    _niced = True
+    try:
+        os.nice(nice)
+    except OSError as exc:  # not permitted where it runs: the worker works all the same
+        log.warning("could not lower the worker's priority by %d: %s", nice, exc)
+
+
+_niced = False
 
 
 async def run_worker(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import random
@@ -34,6 +35,7 @@ from taskcrawler.storage.ports import WorkRepository
 from taskcrawler.worker.chunking import PageChunker, with_chunks
 from taskcrawler.worker.content import extracted_formats, page_content, rederived_result
 from taskcrawler.worker.crawling import CrawlPages, publish_pages
+from taskcrawler.worker.frontier import Admitted, HostFrontier
 from taskcrawler.worker.parsing import PageParser, ParseTimeout
 from taskcrawler.worker.rendering import NO_BROWSER, RenderStep
 from taskcrawler.worker.sweeper import SweepConfig, Sweeper
@@ -44,6 +46,8 @@ log = logging.getLogger(__name__)
 MAX_CLAIM_BATCH = 256
 #: How long one consume call blocks; also how long a stop request may wait for it.
 CONSUME_WAIT_SECONDS = 0.5
+#: While ids wait for their hosts, the loop looks at the queue and at them at least this often.
+PARKED_POLL_SECONDS = 0.05
 #: Jobs waiting for their write (a group commit) hold no fetch slot, up to this many times the
 #: concurrency and this many bytes of pages; past either, fetching waits for the database.
 WRITE_BACKLOG_FACTOR = 3
@@ -113,6 +117,10 @@ class Worker:
         self.rng = rng or random.Random()
         self.stats = WorkerStats()
         self.sweeper = Sweeper(config.sweep, store, queue)
+        self.frontier = HostFrontier(store, fetcher.limiter, fetcher.robots_known)
+        self._slots: dict[UUID, Admitted] = {}  # the politeness slot each claimed job holds
+        self._slot_returned = asyncio.Event()  # a host slot came back: a parked id may go
+        self._next_queue_look = 0.0  # while parked ids flow, the queue is read this often
         self._tasks: set[asyncio.Task[None]] = set()
         self._saving = 0  # of self._tasks, those past fetching and waiting for their write
         self._saving_bytes = 0  # the pages those hold
@@ -140,6 +148,8 @@ class Worker:
         # some fetch ends: otherwise the grace period starts only after that.
         self._slot_freed.set()
         await asyncio.gather(consumer, return_exceptions=True)
+        # Parked ids were never claimed: back to the queue, for whichever worker is up.
+        await self._requeue(self.frontier.clear())
         await self._shutdown()
         for task in helpers:
             task.cancel()
@@ -185,12 +195,12 @@ class Worker:
             ids: list[UUID] = []
             try:
                 wanted = min(self.free_slots, MAX_CLAIM_BATCH)
-                ids = await self.queue.consume(wanted, wait_seconds=CONSUME_WAIT_SECONDS)
-                claimed = await self._claim(ids)
+                admitted = await self._admit(wanted, ids)
+                claimed = await self._claim(admitted)
             except ServiceUnavailable as exc:
                 # Taken from the queue but not claimed (the database is down): put them back,
                 # or they would wait out the sweeper's redispatch delay once it is up again.
-                await self._requeue(ids)
+                await self._requeue(self.frontier.unparked(ids))
                 failures += 1
                 delay = backoff_delay(failures, base=0.2, cap=5.0, rng=self.rng)
                 log.warning("%s unavailable, retrying in %.1fs: %s", exc.dependency, delay, exc)
@@ -198,7 +208,7 @@ class Worker:
                 continue
             except Exception:
                 # A bug must not silently stop this worker from consuming while it looks alive.
-                await self._requeue(ids)
+                await self._requeue(self.frontier.unparked(ids))
                 failures += 1
                 log.exception("unexpected error while consuming; retrying")
                 await asyncio.sleep(backoff_delay(failures, base=0.5, cap=10.0, rng=self.rng))
@@ -216,15 +226,54 @@ class Worker:
             # The queue is down too: the sweeper publishes them once both are back.
             log.warning("could not put %d job ids back in the queue: %s", len(ids), exc)
 
-    async def _claim(self, ids: Sequence[UUID]) -> list[ClaimedJob]:
-        if not ids:
+    async def _admit(self, wanted: int, ids: list[UUID]) -> list[Admitted]:
+        """Up to ``wanted`` ids whose hosts gave them a slot (worker/frontier.py): parked ones
+        first, then new ones from the queue (added to ``ids``, for the caller to put back if
+        what follows fails). While ids are parked and none could go, it waits for a slot to
+        come back here, a host's gap to end, or a short poll, whichever is first."""
+        self._slot_returned.clear()
+        admitted = await self.frontier.take(wanted)
+        now = asyncio.get_running_loop().time()
+        if len(admitted) >= wanted or (admitted and now < self._next_queue_look):
+            return admitted  # claimed at once; the queue is looked at on a later turn
+        self._next_queue_look = now + PARKED_POLL_SECONDS
+        parked = self.frontier.parked > 0 or bool(admitted)
+        wait = 0.0 if parked else CONSUME_WAIT_SECONDS
+        try:
+            ids += await self.queue.consume(wanted - len(admitted), wait_seconds=wait)
+            await self.frontier.park(ids)
+            admitted += await self.frontier.take(wanted - len(admitted))
+        except BaseException:
+            self.frontier.give_back(admitted)  # parked again, their slots handed back
+            raise
+        if not admitted and not ids and (retry := self.frontier.next_retry()) is not None:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(min(retry, PARKED_POLL_SECONDS)):
+                    await self._slot_returned.wait()
+        return admitted
+
+    async def _claim(self, admitted: Sequence[Admitted]) -> list[ClaimedJob]:
+        """Claim the admitted ids; the slots of those not claimed (a duplicate message, a job
+        no longer due) are handed back at once."""
+        if not admitted:
             return []
-        claimed = await self.store.claim(
-            ids,
-            lease_seconds=self.config.lease_seconds,
-            redispatch_after=self.config.sweep.redispatch_seconds,
-        )
+        try:
+            claimed = await self.store.claim(
+                [a.job_id for a in admitted],
+                lease_seconds=self.config.lease_seconds,
+                redispatch_after=self.config.sweep.redispatch_seconds,
+            )
+        except BaseException:
+            self.frontier.give_back(admitted)  # parked again, to be claimed once it can be
+            raise
+        held = {job.id for job in claimed}
+        for slot in admitted:
+            if slot.job_id in held:
+                self._slots[slot.job_id] = slot
+            else:
+                self.frontier.done(slot)
         self.stats.claimed += len(claimed)
+        self.metrics.claimed.inc(len(claimed))
         for job in claimed:
             self._lease_holders[job.lease_token] += 1
         return claimed
@@ -264,7 +313,14 @@ class Worker:
             await self._hand_back(job)
             raise
         finally:
+            self._release_slot(job)
             self._release_lease(job)
+
+    def _release_slot(self, job: ClaimedJob) -> None:
+        slot = self._slots.pop(job.id, None)
+        if slot is not None:
+            self.frontier.done(slot, pass_on=True)
+            self._slot_returned.set()  # the consume loop may have ids of that host parked
 
     async def _reuse_or_attempt(self, job: ClaimedJob) -> Outcome:
         """A job given formats it lacked, made from its page's stored copy; a crawl's page
@@ -285,7 +341,12 @@ class Worker:
         rendered = None
         try:
             with self.metrics.fetch_seconds.time():
-                page = await self.fetcher.fetch(job.url, headers=_conditional_headers(job))
+                try:
+                    page = await self.fetcher.fetch(
+                        job.url, headers=_conditional_headers(job), held_host=self._held_host(job)
+                    )
+                finally:
+                    self._release_slot(job)  # the page is read: its host may take the next
             if page.status != 304:
                 rendered = await self.rendering.prepare(job, page)
         except FetchError as exc:
@@ -313,6 +374,10 @@ class Worker:
         if rendered is None:
             return await self._extract(job, page)
         return rendered.annotate(await self._extract(job, rendered.page))
+
+    def _held_host(self, job: ClaimedJob) -> str | None:
+        slot = self._slots.get(job.id)
+        return None if slot is None or slot.token is None else slot.host
 
     async def _rederive(self, job: ClaimedJob, archived: Archived) -> Outcome:
         """Every format of ``job`` made from its stored page, as ``taskcrawler reextract``

@@ -91,11 +91,12 @@ def test_in_lists_benchmark_runs(pg_admin_url: str) -> None:
 @pytest.mark.timeout(BENCH_SECONDS + 60)
 def test_ab_benchmark_runs_alternated_pairs(pg_admin_url: str, redis_url: str) -> None:
     out = run_bench(
-        "ab", ".", ".", "--pairs", "1", "--size", "20",
+        "ab", ".", ".", "--pairs", "1", "--size", "20", "--phase", "backlog",
         "--b-set", "TASKCRAWLER_ARCHIVE_PAGES=false",
         "--pg-url", pg_admin_url, "--redis-url", redis_url, "--timeout", "120",
     )  # fmt: skip
     assert "pair 1 A:" in out and "pair 1 B:" in out
+    assert "machine " in out and " busy, load " in out  # the backlog phase's figures
     assert "B (. TASKCRAWLER_ARCHIVE_PAGES=false)" in out
     assert "B faster in " in out and " of 1 pairs" in out
 
@@ -110,6 +111,32 @@ def test_ab_compares_the_api_under_a_steady_load(pg_admin_url: str, redis_url: s
     assert len(runs) == 2, out
     assert all("errors 0," in line and "CPU ms per request api" in line for line in runs), out
     assert "B's p99 lower in" in out
+
+
+@pytest.mark.timeout(BENCH_SECONDS + 60)
+def test_claims_benchmark_counts_claims_per_page(pg_admin_url: str, redis_url: str) -> None:
+    out = run_bench(
+        "claims", "--scenarios", "one-host,mixed", "--pages", "12", "--hosts", "3",
+        "--slow", "0.05", "--pg-url", pg_admin_url, "--redis-url", redis_url, "--timeout", "120",
+    )  # fmt: skip
+    one, mixed = out.strip().splitlines()
+    assert one.startswith("one-host") and "12 pages" in one, out
+    assert mixed.startswith("mixed") and "24 pages" in mixed, out
+    # every claim accounted for, one per page: a slow host costs no extra claims
+    assert all(" 1.00 per page" in line for line in (one, mixed)), out
+
+
+@pytest.mark.timeout(BENCH_SECONDS + 60)
+def test_ratios_benchmark_takes_each_ratio_in_one_run(pg_admin_url: str, redis_url: str) -> None:
+    out = run_bench(
+        "ratios", "--rounds", "1", "--size", "30", "--posts", "40", "--backlog", "30",
+        "--rate", "40", "--seconds", "0.5",
+        "--pg-url", pg_admin_url, "--redis-url", redis_url, "--timeout", "120",
+    )  # fmt: skip
+    [line] = out.strip().splitlines()
+    assert line.startswith("round 1 this (load "), out
+    for figure in ("jobs/s / bare fetch", "POST/s / bare FastAPI", "offered while draining"):
+        assert figure in line, out
 
 
 def test_a_run_reports_to_a_file_of_its_own(

@@ -62,6 +62,7 @@ async def test_the_hostile_corpus_leaves_the_worker_memory_bounded(
         "fetch_timeout_seconds": 30.0,
         "parse_timeout_seconds": 300.0,
         "worker_concurrency": 20,
+        "worker_processes": 1,  # the memory measured is this process's
         "worker_metrics_port": 0,
         "log_format": "text",
     }

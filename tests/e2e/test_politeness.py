@@ -40,6 +40,7 @@ async def test_two_worker_processes_respect_the_host_limit(
         "TASKCRAWLER_RETRY_BASE_SECONDS": "0.05",
         "TASKCRAWLER_RETRY_MAX_SECONDS": "0.2",
         "TASKCRAWLER_WORKER_METRICS_PORT": "0",
+        "TASKCRAWLER_WORKER_PROCESSES": "1",
     }
     port = free_port()
     api = processes.start(["api", "--port", str(port)], env)

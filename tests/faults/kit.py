@@ -106,6 +106,8 @@ class Deployment:
             # Every job is on one host: politeness must not be what limits the run.
             "host_concurrency": 1000,
             "host_wait_seconds": 30,
+            # One event loop per `worker` command unless a scenario asks for more.
+            "worker_processes": 1,
             "fetch_timeout_seconds": 10,
             "retry_base_seconds": 0.05,
             "retry_max_seconds": 0.2,

@@ -9,13 +9,17 @@ are asserted here, so the tests and ``bench/faults.py`` prove the same things.
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import time
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import redis.asyncio as aioredis
 
 from tests.faults.kit import Deployment, Outcome, urls_for
+from tests.support.processes import ManagedProcess
 from tests.support.services import PostgresProcess, RedisProcess
 
 Scenario = Callable[..., Awaitable[Outcome]]
@@ -25,12 +29,17 @@ def _keys(prefix: str, n: int) -> list[str]:
     return [f"{prefix}-{i}" for i in range(n)]
 
 
-async def kill9_worker(d: Deployment, *, jobs: int, delay: float, concurrency: int) -> Outcome:
-    """``kill -9`` a worker with a batch in flight; a second worker recovers its leases."""
+async def kill9_worker(
+    d: Deployment, *, jobs: int, delay: float, concurrency: int, processes: int = 1
+) -> Outcome:
+    """``kill -9`` a worker (all of its processes) with a batch in flight; a second worker
+    recovers its leases."""
     await d.api()
     started = time.monotonic()
     await d.submit(urls_for(d.target, _keys("kill", jobs), delay))
-    first = await d.started_worker("worker-a", worker_concurrency=concurrency)
+    first = await d.started_worker(
+        "worker-a", worker_concurrency=concurrency, worker_processes=processes
+    )
     await d.wait_until(lambda c: c["COMPLETED"] >= jobs // 3, within=60, what="a third done")
     first.kill()
     in_flight = (await d.counts())["PROCESSING"]
@@ -42,6 +51,78 @@ async def kill9_worker(d: Deployment, *, jobs: int, delay: float, concurrency: i
     # Only jobs the dead worker held may run twice, and each such re-run counted an attempt.
     assert outcome.repeated <= in_flight, (outcome, in_flight)
     return outcome
+
+
+def worker_processes_of(worker: ManagedProcess) -> list[int]:
+    """The pids of a ``taskcrawler worker``'s worker processes (its children)."""
+    path = Path(f"/proc/{worker.pid}/task/{worker.pid}/children")
+    children = [int(pid) for pid in path.read_text().split()] if path.exists() else []
+    return [pid for pid in children if b"embedded_worker" in _cmdline(pid)]
+
+
+def _cmdline(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return b""
+
+
+async def _until(check: Callable[[], bool], *, within: float, what: str) -> None:
+    deadline = time.monotonic() + within
+    while not check():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not {what} after {within} s")
+        await asyncio.sleep(0.1)
+
+
+async def kill9_one_worker_process(
+    d: Deployment, *, jobs: int, delay: float, concurrency: int
+) -> Outcome:
+    """One ``taskcrawler worker`` of two processes; ``kill -9`` one of them mid-batch. The
+    command starts another in its place, and the leases of the dead one's jobs are recovered."""
+    await d.api()
+    worker = await d.started_worker("worker", worker_concurrency=concurrency, worker_processes=2)
+    await _until(lambda: len(worker_processes_of(worker)) == 2, within=30, what="two processes")
+    started = time.monotonic()
+    await d.submit(urls_for(d.target, _keys("one", jobs), delay))
+    await d.wait_until(lambda c: c["COMPLETED"] >= jobs // 3, within=60, what="a third done")
+    victim, survivor = worker_processes_of(worker)
+    os.kill(victim, signal.SIGKILL)
+    await _until(
+        lambda: len(set(worker_processes_of(worker)) - {victim, survivor}) == 1,
+        within=30,
+        what="a process started in place of the killed one",
+    )
+    await d.wait_final(jobs, within=60)
+    assert worker.running
+    outcome = await d.outcome("kill -9 one worker process", started=started, total=jobs)
+    outcome.notes.append(f"process {victim} killed, replaced")
+    return outcome
+
+
+async def worker_parent_killed(
+    d: Deployment, *, jobs: int, delay: float, concurrency: int
+) -> Outcome:
+    """``kill -9`` the ``taskcrawler worker`` process alone (not its group): its worker
+    processes see the pipe from it end, stop gracefully, finishing what they hold, and
+    leave nothing running; a new worker does the rest."""
+    await d.api()
+    worker = await d.started_worker("worker", worker_concurrency=concurrency, worker_processes=2)
+    await _until(lambda: len(worker_processes_of(worker)) == 2, within=30, what="two processes")
+    children = worker_processes_of(worker)
+    started = time.monotonic()
+    await d.submit(urls_for(d.target, _keys("orphan", jobs), delay))
+    await d.wait_until(lambda c: c["COMPLETED"] >= jobs // 3, within=60, what="a third done")
+    os.kill(worker.pid, signal.SIGKILL)
+    grace = float(d.settings["shutdown_grace_seconds"])
+    await _until(
+        lambda: not any(_cmdline(pid) for pid in children),
+        within=grace + 15,
+        what="the orphaned worker processes gone",
+    )
+    await d.started_worker("worker-b", worker_concurrency=concurrency)
+    await d.wait_final(jobs, within=60)
+    return await d.outcome("kill -9 the worker command alone", started=started, total=jobs)
 
 
 async def redis_flush_and_restart(

@@ -33,6 +33,26 @@ async def test_kill9_worker_mid_batch(production: Deployment) -> None:
     assert_clean(outcome)
 
 
+async def test_kill9_worker_of_two_processes_mid_batch(production: Deployment) -> None:
+    outcome = await scenarios.kill9_worker(
+        production, jobs=300, delay=0.3, concurrency=25, processes=2
+    )
+    assert_clean(outcome)
+
+
+async def test_kill9_one_of_a_workers_processes(production: Deployment) -> None:
+    outcome = await scenarios.kill9_one_worker_process(
+        production, jobs=300, delay=0.3, concurrency=25
+    )
+    assert_clean(outcome)
+
+
+async def test_worker_processes_stop_when_their_parent_is_killed(production: Deployment) -> None:
+    outcome = await scenarios.worker_parent_killed(production, jobs=200, delay=0.3, concurrency=25)
+    # They stopped gracefully: what they held was finished or handed back, never run twice.
+    assert_clean(outcome, repeats_allowed=False)
+
+
 async def test_redis_flushall_and_restart(
     with_own_redis: Deployment, own_redis: RedisProcess
 ) -> None:

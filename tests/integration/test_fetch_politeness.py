@@ -20,6 +20,7 @@ from taskcrawler.fetch.politeness import (
     HostBusyError,
     MemoryHostLimiter,
     RedisHostLimiter,
+    SlotAsk,
     make_host_limiter,
 )
 from tests.support.hostile import HostileServer, fetch_settings
@@ -361,3 +362,55 @@ async def test_two_processes_never_exceed_the_host_limit(
     assert [json.loads(out)["ok"] for out, _err in outputs] == [100, 100]
     assert sum(n for path, n in server.hits.items() if path.startswith("/page/")) == 200
     assert server.max_in_flight == 4
+
+
+async def test_slots_taken_without_waiting_are_shared_by_every_instance(
+    redis: tuple[Redis, str],
+) -> None:
+    """What a worker asks before it claims: the free slots of many hosts in one round trip,
+    never more than the host's limit across workers, each back in Redis once given back."""
+    first, second = _limiter(redis), _limiter(redis)
+    asks = [SlotAsk("a.test", 5), SlotAsk("b.test", 2)]
+    got = await first.try_slots_each(asks)
+    assert [len(slots.tokens) for slots in got] == [3, 2]
+    [none] = await second.try_slots_each([SlotAsk("a.test", 5)])
+    assert none.tokens == [] and none.retry_in is None  # full: nothing to wait for but a release
+    first.give_back("a.test", got[0].tokens[0])
+    await first.close()  # the release is flushed
+    [one] = await second.try_slots_each([SlotAsk("a.test", 5)])
+    assert len(one.tokens) == 1
+
+
+async def test_slots_taken_without_waiting_keep_the_gap_between_starts(
+    redis: tuple[Redis, str],
+) -> None:
+    limiter = _limiter(redis, delay_seconds=30)
+    [first] = await limiter.try_slots_each([SlotAsk("gap.test", 3)])
+    assert len(first.tokens) == 1
+    [later] = await limiter.try_slots_each([SlotAsk("gap.test", 3)])
+    assert later.tokens == [] and later.retry_in is not None and 25 < later.retry_in <= 30
+
+
+async def test_a_fetch_in_a_slot_its_caller_holds_takes_no_other(server: HostileServer) -> None:
+    """A host allowing one request at a time, its one slot taken before the fetch (as the
+    worker does before it claims): robots.txt, the redirects and the page go out in that slot.
+    Had the fetch asked for another, it would have waited for good (host_busy)."""
+    server.robots_status, server.robots_body = 200, "User-agent: *\nAllow: /\n"
+    limiter = MemoryHostLimiter(1)
+    fetcher = Fetcher(
+        fetch_settings(allow_private_networks=True, respect_robots=True),
+        limiter=limiter,
+        host_wait_seconds=0.2,
+    )
+    try:
+        slots = await limiter.try_slots("127.0.0.1", 1)
+        assert len(slots.tokens) == 1
+        page = await fetcher.fetch(server.url("/chain/2"), held_host="127.0.0.1")
+        assert page.status == 200
+        assert fetcher.robots_known(server.url("/")) == (True, None)
+        with pytest.raises(HostBusyError):  # without saying so, the fetch waits its turn
+            await fetcher.fetch(server.url("/page"))
+        limiter.give_back("127.0.0.1", slots.tokens[0])
+        assert (await fetcher.fetch(server.url("/page"))).status == 200
+    finally:
+        await fetcher.close()

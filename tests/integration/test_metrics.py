@@ -152,6 +152,7 @@ async def test_worker_process_metrics_port_and_json_logs_with_job_ids(
         "TASKCRAWLER_ALLOW_PRIVATE_NETWORKS": "true",
         "TASKCRAWLER_RESPECT_ROBOTS": "false",
         "TASKCRAWLER_LOG_FORMAT": "json",
+        "TASKCRAWLER_WORKER_PROCESSES": "1",  # this process's own metrics, all of them
     }
     await upgrade_database(pg_url)
     worker = processes.start(["worker", "--metrics-port", str(port)], env, name="worker")

@@ -266,6 +266,23 @@ async def test_a_deferred_attempt_is_due_again_without_counting_a_retry(store: S
     assert again.retry_count == 0
 
 
+async def test_a_retry_counted_for_a_lost_worker_keeps_its_cause_when_deferred(
+    store: Stores,
+) -> None:
+    """Recovered from an expired lease (one attempt counted, worker_lost), then deferred (its
+    host busy): the job says worker_lost, not host_busy, beside its retry_count of 1."""
+    [created] = await store.jobs.create_jobs([NewJob("http://lost.test/")], redispatch_after=30)
+    await store.work.claim([created.job.id], lease_seconds=-1, redispatch_after=30)
+    assert await store.work.recover_expired_leases(max_retries=3) == [created.job.id]
+    [again] = await store.work.claim([created.job.id], lease_seconds=30, redispatch_after=30)
+    busy = Outcome(job=again, error_code=ErrorCode.HOST_BUSY, error_message="busy", transient=True)
+    await store.work.record_transitions(decided([busy], max_retries=3))
+    job = await store.jobs.get_job(created.job.id)
+    assert job is not None and job.status is JobStatus.PENDING
+    assert (job.retry_count, job.error_code) == (1, ErrorCode.WORKER_LOST)
+    assert job.error_log is not None and "lease" in job.error_log
+
+
 async def test_one_batch_records_every_kind_of_outcome(store: Stores) -> None:
     created = await store.jobs.create_jobs(
         [NewJob(f"http://kinds.test/{kind}") for kind in range(5)], redispatch_after=30

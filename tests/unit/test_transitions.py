@@ -34,6 +34,23 @@ def failure(code: str, *, transient: bool, retry_count: int = 0, **fields: objec
     )
 
 
+def test_a_deferral_keeps_the_error_that_counted_the_last_retry() -> None:
+    """A job recovered from a lost worker (retry_count 1, worker_lost) whose next attempt is
+    deferred (its host busy) must not look like it was retried for host_busy."""
+    first = decide(failure("host_busy", transient=True), POLICY, rng=random.Random(1))
+    assert (first.kind, first.error_code) == ("deferred", "host_busy")
+    later = decide(
+        failure("host_busy", transient=True, retry_count=1), POLICY, rng=random.Random(1)
+    )
+    assert (later.kind, later.retry_count, later.error_code, later.error_log) == (
+        "deferred",
+        1,
+        None,
+        None,
+    )
+    assert later.next_attempt_at is not None
+
+
 @pytest.mark.parametrize(
     ("outcome", "kind", "status", "retry_count"),
     [

@@ -1,0 +1,150 @@
+"""The worker's host frontier: ids wait for their host's slot before they are claimed, a busy
+host holds up no other host, slots come back and are passed on, and nothing is left behind."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+from uuid import UUID
+
+from taskcrawler.fetch.politeness import MemoryHostLimiter
+from taskcrawler.worker.frontier import HostFrontier, host_of
+
+
+class Urls:
+    """A WorkRepository that only answers which ids are claimable, and where they point."""
+
+    def __init__(self) -> None:
+        self.urls: dict[UUID, str] = {}
+        self.reads = 0
+
+    def add(self, url: str, n: int = 1) -> list[UUID]:
+        ids = [uuid.uuid4() for _ in range(n)]
+        self.urls |= dict.fromkeys(ids, url)
+        return ids
+
+    async def claimable_urls(self, job_ids: Sequence[UUID]) -> dict[UUID, str]:
+        self.reads += 1
+        return {i: self.urls[i] for i in job_ids if i in self.urls}
+
+
+def frontier(
+    urls: Urls, limiter: MemoryHostLimiter | None, robots: Any = None, **bounds: int
+) -> HostFrontier:
+    known = robots or (lambda url: (True, None))
+    return HostFrontier(urls, limiter, known, **bounds)  # type: ignore[arg-type]
+
+
+async def test_a_busy_host_holds_up_no_other_host() -> None:
+    urls = Urls()
+    slow = urls.add("http://slow.test/p", 20)
+    fast = urls.add("http://fast.test/p", 3)
+    gate = frontier(urls, MemoryHostLimiter(2))
+    await gate.park(slow + fast)
+
+    first = await gate.take(10)
+    assert [a.job_id for a in first] == slow[:2] + fast[:2]  # two slots each
+    assert {a.host for a in first} == {"slow.test", "fast.test"}
+    assert gate.parked == 19  # the rest wait, unclaimed
+    assert await gate.take(10) == []  # no slot is free: nothing to claim
+
+    for admitted in first:
+        if admitted.host == "fast.test":
+            gate.done(admitted)
+    [last_fast] = await gate.take(10)
+    assert last_fast.job_id == fast[2]
+
+
+async def test_a_finished_fetch_passes_its_slot_to_the_next_id_of_its_host() -> None:
+    urls = Urls()
+    ids = urls.add("http://one.test/", 3)
+    limiter = MemoryHostLimiter(1)
+    gate = frontier(urls, limiter)
+    await gate.park(ids)
+    [first] = await gate.take(5)
+    gate.done(first, pass_on=True)
+    assert limiter.in_flight("one.test") == 1  # not handed back: passed on
+    [second] = await gate.take(5)
+    assert (second.job_id, second.token) == (ids[1], first.token)
+    gate.done(second)  # not fetched (not claimed, say): handed back
+    assert limiter.in_flight("one.test") == 0
+    [third] = await gate.take(5)
+    assert third.job_id == ids[2]
+    gate.done(third, pass_on=True)  # nothing of its host is left to pass it to
+    assert limiter.in_flight("one.test") == 0
+    assert gate.parked == 0
+
+
+async def test_a_host_that_spaces_its_requests_never_passes_a_slot_on() -> None:
+    urls = Urls()
+    ids = urls.add("http://polite.test/", 2)
+    limiter = MemoryHostLimiter(4, delay_seconds=60)
+    gate = frontier(urls, limiter)
+    await gate.park(ids)
+    [first] = await gate.take(5)  # one start per gap, however many slots
+    gate.done(first, pass_on=True)
+    assert limiter.in_flight("polite.test") == 0
+    assert await gate.take(5) == []
+    assert gate.next_retry() is not None and gate.next_retry() > 50  # type: ignore[operator]
+
+
+async def test_until_robots_txt_is_known_a_host_gets_one_fetch_at_a_time() -> None:
+    urls = Urls()
+    ids = urls.add("http://new.test/", 3)
+    known = {"value": False}
+    gate = frontier(urls, MemoryHostLimiter(8), robots=lambda url: (known["value"], None))
+    await gate.park(ids)
+    [first] = await gate.take(8)
+    assert await gate.take(8) == []  # its robots.txt is being read by the first fetch
+    known["value"] = True
+    gate.done(first)
+    assert [a.job_id for a in await gate.take(8)] == ids[1:]
+
+
+async def test_ids_not_claimable_or_already_parked_are_not_parked_twice() -> None:
+    urls = Urls()
+    [job] = urls.add("http://a.test/")
+    gone = uuid.uuid4()  # completed meanwhile: no longer claimable
+    gate = frontier(urls, MemoryHostLimiter(1))
+    await gate.park([job, gone])
+    await gate.park([job])  # published again by the sweeper
+    assert gate.parked == 1 and urls.reads == 1
+    assert gate.unparked([job, gone]) == [gone]
+
+
+async def test_past_its_bounds_an_id_is_left_for_the_sweeper() -> None:
+    urls = Urls()
+    many = urls.add("http://big.test/", 5)
+    other = urls.add("http://other.test/", 2)
+    gate = frontier(urls, MemoryHostLimiter(1), max_per_host=3, max_total=4)
+    await gate.park(many + other)
+    assert gate.parked == 4 and gate.overflowed == 3
+    assert set(gate.clear()) == set(many[:3] + other[:1])
+    assert gate.parked == 0
+
+
+async def test_ids_that_could_not_be_claimed_go_back_to_the_front_with_their_slots_freed() -> None:
+    urls = Urls()
+    ids = urls.add("http://back.test/", 2)
+    limiter = MemoryHostLimiter(1)
+    gate = frontier(urls, limiter)
+    await gate.park(ids)
+    admitted = await gate.take(5)
+    gate.give_back(admitted)  # the database was down
+    assert limiter.in_flight("back.test") == 0
+    assert [a.job_id for a in await gate.take(5)] == [ids[0]]
+
+
+async def test_without_politeness_every_id_goes_at_once() -> None:
+    urls = Urls()
+    ids = urls.add("http://free.test/", 3)
+    gate = frontier(urls, None)
+    await gate.park(ids)
+    admitted = await gate.take(10)
+    assert [a.token for a in admitted] == [None, None, None]
+
+
+def test_the_host_of_a_url_is_its_politeness_key() -> None:
+    assert host_of("http://Example.COM.:8080/x") == "example.com"
+    assert host_of("not a url") == ""
