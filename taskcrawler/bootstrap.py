@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from taskcrawler.extract.chunking import ChunkingConfig
     from taskcrawler.fetch import Fetcher, HostLimiter
     from taskcrawler.observability import WorkerMetrics
+    from taskcrawler.rerank import Reranker
     from taskcrawler.worker import Worker
     from taskcrawler.worker.monitoring import MonitorScheduler
     from taskcrawler.worker.parsing import PageParser
@@ -151,6 +152,7 @@ def api_services(
     query_embedder: Embedder,
     parsers: CallRunner,
     *,
+    reranker: Reranker | None = None,
     on_created: Callable[[int], object] = lambda count: None,
 ) -> Services:
     from taskcrawler.service.crawls import CrawlPolicy, CrawlService
@@ -166,7 +168,13 @@ def api_services(
         rate_limiter(runtime),
         on_created=on_created,
     )
-    search = SearchService(jobs, storage.chunks, query_embedder)
+    search = SearchService(
+        jobs,
+        storage.chunks,
+        query_embedder,
+        reranker,
+        rerank_candidates=runtime.settings.rerank_candidates,
+    )
     content = ContentService(jobs, storage.content)
     mapper = MapService(page_fetcher, runtime.settings, parsers)
     crawls = CrawlService(
@@ -306,6 +314,22 @@ def render_step(settings: Settings, parser: PageParser) -> RenderStep:
 
     renderer = BrowserRenderer(settings, availability=availability)
     return RenderStep(renderer, availability, parser)
+
+
+def reranker(settings: Settings) -> Reranker | None:
+    """The reranker at TASKCRAWLER_RERANK_URL, if one is configured."""
+    if not settings.rerank_url:
+        return None
+    from taskcrawler.rerank import RerankerConfig, build_reranker
+
+    return build_reranker(
+        RerankerConfig(
+            url=settings.rerank_url,
+            model=settings.rerank_model,
+            api_key=settings.rerank_api_key,
+            timeout_seconds=settings.rerank_timeout_seconds,
+        )
+    )
 
 
 def embedder(settings: Settings) -> Embedder:

@@ -254,6 +254,28 @@ class Settings(BaseSettings):
     embedder_max_retries: int = Field(
         4, ge=0, description="Tries again after a 429, a 5xx or a lost connection this many times."
     )
+    rerank_url: str | None = Field(
+        None,
+        description="A /rerank endpoint (Text Embeddings Inference, Jina, Cohere, vLLM), e.g. "
+        "http://localhost:8080/rerank: searches re-score their best results with it. Unset: "
+        "no reranking.",
+    )
+    rerank_model: str | None = Field(
+        None,
+        description="Model name sent to the reranker (Jina, Cohere, vLLM); unset, the request "
+        "has Text Embeddings Inference's shape.",
+    )
+    rerank_api_key: str | None = Field(None, description="Bearer token for the reranker.")
+    rerank_timeout_seconds: float = Field(
+        2.0,
+        gt=0,
+        le=60,
+        description="Deadline of one rerank request; past it, or when the reranker fails, "
+        "results keep their fused order.",
+    )
+    rerank_candidates: int = Field(
+        30, ge=1, le=100, description="How many of a search's best results are reranked."
+    )
     chunk_tokens: int = Field(400, ge=8, le=8192, description="Target size of a chunk, in tokens.")
     chunk_overlap_tokens: int = Field(
         50, ge=0, description="Tokens a chunk repeats from the one before it (less than the size)."

@@ -75,8 +75,9 @@ def create_app(
         fetcher = bootstrap.api_fetcher(shared)
         embedder = bootstrap.embedder(settings)  # for search queries; loaded when first used
         parsers = bootstrap.api_parsers(settings)
+        reranker = bootstrap.reranker(settings)
         app.state.services = bootstrap.api_services(
-            shared, fetcher, embedder, parsers, on_created=api_metrics.created
+            shared, fetcher, embedder, parsers, reranker=reranker, on_created=api_metrics.created
         )
         stop = asyncio.Event()
         worker_task = (
@@ -96,6 +97,8 @@ def create_app(
             await fetcher.close()
             await parsers.aclose()
             await embedder.close()
+            if reranker is not None:
+                await reranker.close()
             if runtime is None or supervisor is not None:
                 await shared.close()
 

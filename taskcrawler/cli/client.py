@@ -19,7 +19,7 @@ from taskcrawler.client import (
     MAX_PAGE,
     AsyncTaskCrawler,
     JobOptions,
-    SearchMode,
+    SearchOptions,
     TaskCrawlerError,
 )
 from taskcrawler.domain.jobs import FINAL_STATUSES
@@ -149,11 +149,9 @@ class ApiClient:
         except TaskCrawlerError as exc:
             raise ApiError.of(exc) from None
 
-    async def search(
-        self, q: str, *, k: int, mode: SearchMode, crawl_id: str | None
-    ) -> list[dict[str, Any]]:
+    async def search(self, q: str, **options: Unpack[SearchOptions]) -> list[dict[str, Any]]:
         try:
-            found = await self.client.search(q, k=k, mode=mode, crawl_id=crawl_id)
+            found = await self.client.search(q, **options)
         except TaskCrawlerError as exc:
             raise ApiError.of(exc) from None
         return [_json(result) for result in found.results]

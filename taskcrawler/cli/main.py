@@ -351,8 +351,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="embed stored chunks again with the current embedder (after changing it)",
         description="Embed again every stored chunk that another model embedded, with "
         "TASKCRAWLER_EMBEDDER's model: searches compare only vectors of one model, so run it "
-        "after changing the embedder or its model. On PostgreSQL it also enables pgvector "
-        "(extension, column, HNSW index) when the server has it.",
+        "after changing the embedder or its model. Chunks stored before chunks carried their "
+        "context (their page's title and headings) gain it, embedded and indexed. On "
+        "PostgreSQL it also enables pgvector (extension, column, HNSW index) when the server "
+        "has it.",
     )
     reindex.set_defaults(func=cmd_reindex)
 

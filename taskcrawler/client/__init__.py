@@ -25,6 +25,7 @@ from taskcrawler.client._calls import (
     JobOptions,
     MapOptions,
     SearchMode,
+    SearchOptions,
 )
 from taskcrawler.client._errors import TaskCrawlerError
 from taskcrawler.client._sync import TaskCrawler
@@ -67,6 +68,7 @@ __all__ = [
     "MapResult",
     "Run",
     "SearchMode",
+    "SearchOptions",
     "SearchResult",
     "SearchResults",
     "Submitted",

@@ -20,7 +20,7 @@ from taskcrawler.client._calls import (
     ExportFormat,
     JobOptions,
     MapOptions,
-    SearchMode,
+    SearchOptions,
 )
 from taskcrawler.client.models import (
     Batch,
@@ -194,18 +194,12 @@ class AsyncTaskCrawler:
 
     # --- search ---------------------------------------------------------------------------
 
-    async def search(
-        self,
-        q: str,
-        *,
-        k: int = 10,
-        mode: SearchMode = "hybrid",
-        crawl_id: UUID | str | None = None,
-        job_id: UUID | str | None = None,
-    ) -> SearchResults:
-        """The ``k`` chunks of your pages that best match ``q`` (semantic, keyword or hybrid),
-        within one crawl or one job if given."""
-        return await self._send(_calls.search(q, k, mode, crawl_id, job_id))
+    async def search(self, q: str, **options: Unpack[SearchOptions]) -> SearchResults:
+        """The chunks of your pages that best match ``q`` (``k``, default 10; ``mode``
+        semantic, keyword or hybrid), each with what a citation needs (URL, title, headings,
+        its place in the page's Markdown, when the page was fetched); narrowed by crawl, job,
+        host, URL prefix, monitor or fetch time when given."""
+        return await self._send(_calls.search(q, **options))
 
     # --- export ---------------------------------------------------------------------------
 

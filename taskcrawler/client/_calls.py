@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, Generic, Literal, TypedDict, TypeVar, Unpack
 from uuid import UUID
 
@@ -73,6 +74,28 @@ class JobOptions(TypedDict, total=False):
     render: Render | None
     #: How to render: wait_until, wait_for, wait_seconds, block, viewport, full_page.
     render_options: Mapping[str, Any] | None
+
+
+class SearchOptions(TypedDict, total=False):
+    """A search's options (keyword arguments of ``search``); each left out, or None, is the
+    server's default."""
+
+    #: How many chunks, the best first (1 to 100; default 10).
+    k: int
+    #: semantic, keyword or hybrid (the default).
+    mode: SearchMode
+    #: Only the pages of this crawl, this job, this host, under this URL prefix, or watched by
+    #: this monitor.
+    crawl_id: UUID | str | None
+    job_id: UUID | str | None
+    host: str | None
+    url_prefix: str | None
+    monitor_id: UUID | str | None
+    #: Only the pages fetched at or after, or before, this time (aware datetime or ISO 8601).
+    fetched_after: datetime | str | None
+    fetched_before: datetime | str | None
+    #: False: skip the server's reranker for this search.
+    rerank: bool
 
 
 class MapOptions(TypedDict, total=False):
@@ -224,18 +247,18 @@ def cancel_crawl(crawl_id: UUID | str) -> Call[Crawl]:
     return Call("DELETE", f"{CRAWLS}/{crawl_id}", _model(Crawl.model_validate))
 
 
-def search(
-    q: str,
-    k: int = 10,
-    mode: SearchMode = "hybrid",
-    crawl_id: UUID | str | None = None,
-    job_id: UUID | str | None = None,
-) -> Call[SearchResults]:
-    params: Params = [("q", q), ("k", str(k)), ("mode", mode)]
-    if crawl_id is not None:
-        params.append(("crawl_id", str(crawl_id)))
-    if job_id is not None:
-        params.append(("job_id", str(job_id)))
+def search(q: str, **options: Unpack[SearchOptions]) -> Call[SearchResults]:
+    params: Params = [("q", q)]
+    for name, value in options.items():
+        if value is None:
+            continue
+        if isinstance(value, bool):
+            text = "true" if value else "false"
+        elif isinstance(value, datetime):
+            text = value.isoformat()
+        else:
+            text = str(value)
+        params.append((name, text))
     return Call("GET", "/api/v1/search", _model(SearchResults.model_validate), params=params)
 
 

@@ -127,12 +127,20 @@ class CrawlPage(_Answer):
 
 
 class SearchResult(_Answer):
+    """A chunk found, and what a citation of it needs: its page's URL and title, the headings
+    it sits under, the characters of the page's Markdown it spans (``start``, ``end``), and
+    when the page was fetched."""
+
     job_id: UUID
     url: str
     title: str | None
     chunk_index: int
     text: str
     score: float
+    heading_path: list[str] = Field(default_factory=list)
+    start: int | None = None
+    end: int | None = None
+    fetched_at: datetime | None = None
 
 
 class SearchResults(_Answer):

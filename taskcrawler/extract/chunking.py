@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from taskcrawler.domain.chunks import Chunk
 
@@ -166,4 +166,21 @@ def chunk_markdown(markdown: str, config: ChunkingConfig | None = None) -> list[
             offset = len(overlap) + 2 if overlap else 0
             chunks.append(Chunk(len(chunks), text, path, count_tokens(text), offset))
             previous = body
-    return chunks
+    return _located(chunks, markdown)
+
+
+def _located(chunks: list[Chunk], markdown: str) -> list[Chunk]:
+    """``chunks`` with the characters of ``markdown`` each spans: the chunks' own parts hold the
+    document's tokens in order, so the n-th token of the chunks is the n-th of the document."""
+    spans = [match.span() for match in TOKEN.finditer(markdown)]
+    if not spans:
+        return chunks
+    located = []
+    at = 0
+    for chunk in chunks:
+        own = count_tokens(chunk.text[chunk.overlap :])
+        first = min(max(0, at - count_tokens(chunk.text[: chunk.overlap])), len(spans) - 1)
+        last = min(max(first, at + own - 1), len(spans) - 1)
+        located.append(replace(chunk, start=spans[first][0], end=spans[last][1]))
+        at += own
+    return located

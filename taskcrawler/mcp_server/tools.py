@@ -153,9 +153,8 @@ async def crawl_status(tc: AsyncTaskCrawler, args: CrawlStatusArgs) -> dict[str,
 
 
 async def search(tc: AsyncTaskCrawler, args: SearchArgs) -> dict[str, Any]:
-    found = await tc.search(
-        args.q, k=args.k, mode=args.mode, crawl_id=args.crawl_id, job_id=args.job_id
-    )
+    options = args.model_dump(exclude={"q"}, exclude_none=True)
+    found = await tc.search(args.q, **options)
     return found.model_dump(mode="json")
 
 
@@ -207,8 +206,10 @@ TOOLS: dict[str, ToolSpec] = {
     "search": ToolSpec(
         SearchArgs,
         "Search the text of the pages already scraped (those asked for with the chunks "
-        "format): the k best passages for q, with their page's url and job_id; crawl_id "
-        "keeps one crawl's pages.",
+        "format): the k best passages for q, each with what a citation needs (its page's url, "
+        "title and fetch time, its heading_path, and start/end: its characters in the page's "
+        "Markdown) and job_id; crawl_id, job_id, host, url_prefix, monitor_id, fetched_after "
+        "and fetched_before narrow the pages searched.",
         search,
     ),
     "get_job": ToolSpec(

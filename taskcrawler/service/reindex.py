@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import logging
 
+from taskcrawler.domain.chunks import Reembedded, chunk_context, embedded_text
 from taskcrawler.domain.errors import VectorsUnavailable
 from taskcrawler.embed import Embedder
 from taskcrawler.storage.ports import ChunkRepository
@@ -16,7 +17,9 @@ DIMENSIONS_PROBE = "dimensions"
 
 
 async def reindex_chunks(chunks: ChunkRepository, embedder: Embedder, *, batch: int = 256) -> int:
-    """Embed again every chunk another model embedded, a batch at a time; how many.
+    """Embed again every chunk another model embedded, or made before chunks carried their
+    context (the page's title and the chunk's headings, which it gains), a batch at a time; how
+    many.
 
     First makes sure the database stores vectors (on PostgreSQL: pgvector's extension, its
     column and an HNSW index for the model's dimensions, when the server has pgvector)."""
@@ -28,11 +31,18 @@ async def reindex_chunks(chunks: ChunkRepository, embedder: Embedder, *, batch: 
     done = 0
     after = 0
     while page := await chunks.stale(embedder.model, after_id=after, limit=batch):
-        vectors = await embedder.embed([text for _, text in page])
+        contexts = [chunk_context(c.title, c.heading_path) for c in page]
+        vectors = await embedder.embed(
+            [embedded_text(context, c.text) for context, c in zip(contexts, page, strict=True)]
+        )
         await chunks.set_embeddings(
-            embedder.model, [(chunk_id, v) for (chunk_id, _), v in zip(page, vectors, strict=True)]
+            embedder.model,
+            [
+                Reembedded(c.id, context, vector)
+                for c, context, vector in zip(page, contexts, vectors, strict=True)
+            ],
         )
         done += len(page)
-        after = page[-1][0]
+        after = page[-1].id
         log.info("re-embedded %d chunks", done)
     return done

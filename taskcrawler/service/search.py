@@ -1,40 +1,53 @@
-"""Search over the caller's chunks: semantic (vectors), keyword (full-text), or hybrid (both,
-fused by reciprocal rank); and a page's chunks as stored."""
+"""Search over the caller's chunks: semantic (vectors), keyword (BM25), or hybrid (both, each
+weighed by how much it knows of the query); and a page's chunks as stored."""
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 from uuid import UUID
 
 from taskcrawler.domain.chunks import (
     CHUNKS_FORMAT,
+    FUSION_DEPTH,
     SearchHit,
     SearchMode,
     SearchQuery,
     StoredChunk,
-    reciprocal_rank_fusion,
+    chunk_context,
+    confidence_fusion,
+    embedded_text,
 )
 from taskcrawler.domain.errors import Conflict, EmbedderUnavailable, VectorsUnavailable
 from taskcrawler.domain.keys import Caller
 from taskcrawler.embed import Embedder, EmbeddingFailed
+from taskcrawler.rerank import Reranker, RerankFailed
 from taskcrawler.service.jobs import JobService
 from taskcrawler.storage.ports import ChunkRepository
 
 #: Each ranking a hybrid search fuses looks this many times deeper than ``k`` (at least
-#: ``HYBRID_MIN_DEPTH``): a chunk second in one list and absent from the other's first ``k``
-#: may still be among the best of both.
+#: ``FUSION_DEPTH``, where the fusion reads each ranking's spread): a chunk second in one list
+#: and absent from the other's first ``k`` may still be among the best of both.
 HYBRID_DEPTH_FACTOR = 3
-HYBRID_MIN_DEPTH = 30
-#: How much the keyword ranking counts in a hybrid search, the semantic one counting 1: on the
-#: knowledge base of the retrieval test, 0.5 found more answers first than 1 (docs/how-to/rag.md).
-KEYWORD_WEIGHT = 0.5
+
+log = logging.getLogger(__name__)
 
 
 class SearchService:
-    def __init__(self, jobs: JobService, chunks: ChunkRepository, embedder: Embedder) -> None:
+    def __init__(
+        self,
+        jobs: JobService,
+        chunks: ChunkRepository,
+        embedder: Embedder,
+        reranker: Reranker | None = None,
+        *,
+        rerank_candidates: int = 30,
+    ) -> None:
         self.jobs = jobs
         self.chunks = chunks
         self.embedder = embedder
+        self.reranker = reranker
+        self.rerank_candidates = rerank_candidates
 
     async def chunks_of(self, caller: Caller, job_id: UUID) -> list[StoredChunk]:
         await self.jobs.with_format(caller, job_id, CHUNKS_FORMAT)
@@ -42,7 +55,30 @@ class SearchService:
 
     async def search(self, query: SearchQuery) -> list[SearchHit]:
         """The ``query.k`` best chunks of ``query.owner``'s. A hybrid search where the database
-        has no vectors is a keyword search; a semantic one is refused (:class:`Conflict`)."""
+        has no vectors is a keyword search; a semantic one is refused (:class:`Conflict`).
+
+        With a reranker (and ``query.rerank``), the best ``rerank_candidates`` (``k`` if more)
+        are re-scored by it; when it fails they keep their order."""
+        if self.reranker is None or not query.rerank:
+            return await self._ranked(query)
+        candidates = await self._ranked(replace(query, k=max(query.k, self.rerank_candidates)))
+        return (await self._reranked(self.reranker, query.text, candidates))[: query.k]
+
+    async def _reranked(
+        self, reranker: Reranker, text: str, hits: list[SearchHit]
+    ) -> list[SearchHit]:
+        passages = [
+            embedded_text(chunk_context(hit.title, hit.heading_path), hit.text) for hit in hits
+        ]
+        try:
+            scores = await reranker.rerank(text, passages)
+        except RerankFailed as exc:
+            log.warning("rerank failed, results keep their order: %s", exc)
+            return hits
+        rescored = [replace(hit, score=score) for hit, score in zip(hits, scores, strict=True)]
+        return sorted(rescored, key=lambda hit: -hit.score)
+
+    async def _ranked(self, query: SearchQuery) -> list[SearchHit]:
         if query.mode is SearchMode.KEYWORD:
             return await self.chunks.keyword(query)
         if query.mode is SearchMode.SEMANTIC:
@@ -53,7 +89,7 @@ class SearchService:
                     f"semantic search is unavailable: {exc}; search with mode keyword or "
                     "hybrid meanwhile"
                 ) from None
-        depth = max(HYBRID_MIN_DEPTH, HYBRID_DEPTH_FACTOR * query.k)
+        depth = max(FUSION_DEPTH, HYBRID_DEPTH_FACTOR * query.k)
         deeper = replace(query, k=depth)
         keyword = await self.chunks.keyword(deeper)
         try:
@@ -61,12 +97,9 @@ class SearchService:
         except VectorsUnavailable:
             return keyword[: query.k]
         found = {(hit.job_id, hit.chunk_index): hit for hit in [*keyword, *semantic]}
-        fused = reciprocal_rank_fusion(
-            [
-                [(hit.job_id, hit.chunk_index) for hit in semantic],
-                [(hit.job_id, hit.chunk_index) for hit in keyword],
-            ],
-            weights=(1.0, KEYWORD_WEIGHT),
+        fused = confidence_fusion(
+            [((hit.job_id, hit.chunk_index), hit.score) for hit in semantic],
+            [((hit.job_id, hit.chunk_index), hit.score) for hit in keyword],
         )
         return [replace(found[key], score=score) for key, score in fused[: query.k]]
 

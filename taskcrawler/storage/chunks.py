@@ -8,25 +8,41 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from uuid import UUID
 
+import orjson
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from taskcrawler.domain.chunks import PageChunks, SearchHit, SearchQuery, StoredChunk
+from taskcrawler.domain.chunks import PageChunks, SearchHit, SearchQuery, StaleChunk, StoredChunk
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
-from taskcrawler.storage.tables import chunks, jobs
+from taskcrawler.storage.tables import (
+    UTCDateTime,
+    chunks,
+    jobs,
+    monitor_crawls,
+    monitor_pages,
+)
 
-#: What a search answers with: the chunk, and the page it is from.
+#: What a search answers with: the chunk, and the page it is from (what a reader cites).
 HIT_COLUMNS = (
     chunks.c.job_id,
     jobs.c.url,
     jobs.c.scraped_title,
     chunks.c.chunk_index,
     chunks.c.text,
+    chunks.c.heading_path,
+    chunks.c.start_offset,
+    chunks.c.end_offset,
+    sa.func.coalesce(jobs.c.fetched_at, jobs.c.finished_at, type_=UTCDateTime()).label(
+        "fetched_at"
+    ),
 )
 
 
 def hit(row: Any, score: float) -> SearchHit:
+    heading_path = row.heading_path
+    if isinstance(heading_path, str):  # raw SQL on PostgreSQL: jsonb as its text
+        heading_path = orjson.loads(heading_path)
     return SearchHit(
         job_id=row.job_id,
         url=row.url,
@@ -34,7 +50,17 @@ def hit(row: Any, score: float) -> SearchHit:
         chunk_index=row.chunk_index,
         text=row.text,
         score=float(score),
+        heading_path=tuple(heading_path or ()),
+        start=row.start_offset,
+        end=row.end_offset,
+        fetched_at=row.fetched_at,
     )
+
+
+def like_prefix(prefix: str) -> str:
+    """A LIKE pattern for the strings that start with ``prefix`` (its wildcards escaped by
+    ``\\``)."""
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
 def chunk_rows(page: PageChunks, source_hash: str) -> list[dict[str, Any]]:
@@ -48,6 +74,9 @@ def chunk_rows(page: PageChunks, source_hash: str) -> list[dict[str, Any]]:
             "text": item.chunk.text,
             "heading_path": list(item.chunk.heading_path),
             "token_count": item.chunk.token_count,
+            "context": item.chunk.context,
+            "start_offset": item.chunk.start,
+            "end_offset": item.chunk.end,
             "model": page.model,
             "dim": page.dim,
             "source_hash": source_hash,
@@ -58,12 +87,30 @@ def chunk_rows(page: PageChunks, source_hash: str) -> list[dict[str, Any]]:
 
 
 def scope(query: SearchQuery) -> list[sa.ColumnElement[bool]]:
-    """The caller's own chunks, of one crawl or page when asked."""
+    """The caller's own chunks, narrowed by the query's filters: conditions on ``chunks`` and,
+    for the page's host, URL and fetch time, on ``jobs`` (which the statement joins)."""
     conditions = [chunks.c.owner == query.owner]
     if query.crawl_id is not None:
         conditions.append(chunks.c.crawl_id == query.crawl_id)
     if query.job_id is not None:
         conditions.append(chunks.c.job_id == query.job_id)
+    if query.host is not None:
+        conditions.append(jobs.c.host == query.host.lower())
+    if query.url_prefix is not None:
+        conditions.append(jobs.c.url.like(like_prefix(query.url_prefix), escape="\\"))
+    fetched = sa.func.coalesce(jobs.c.fetched_at, jobs.c.finished_at, type_=UTCDateTime())
+    if query.fetched_after is not None:
+        conditions.append(fetched >= query.fetched_after)
+    if query.fetched_before is not None:
+        conditions.append(fetched < query.fetched_before)
+    if query.monitor_id is not None:
+        pages = sa.select(monitor_pages.c.job_id).where(
+            monitor_pages.c.monitor_id == query.monitor_id
+        )
+        rounds = sa.select(monitor_crawls.c.crawl_id).where(
+            monitor_crawls.c.monitor_id == query.monitor_id
+        )
+        conditions.append(sa.or_(chunks.c.job_id.in_(pages), chunks.c.crawl_id.in_(rounds)))
     return conditions
 
 
@@ -101,6 +148,8 @@ class ChunkStoreBase:
                 chunks.c.token_count,
                 chunks.c.model,
                 chunks.c.dim,
+                chunks.c.start_offset,
+                chunks.c.end_offset,
             )
             .where(chunks.c.job_id == job_id, chunks.c.owner == owner)
             .order_by(chunks.c.chunk_index)
@@ -115,24 +164,31 @@ class ChunkStoreBase:
                 token_count=row.token_count,
                 model=row.model,
                 dim=row.dim,
+                start=row.start_offset,
+                end=row.end_offset,
             )
             for row in rows
         ]
 
     @unavailable_on_connection_errors
-    async def stale(
-        self, model: str, *, after_id: int = 0, limit: int = 256
-    ) -> list[tuple[int, str]]:
-        """Chunks embedded by another model than ``model`` (or not at all), by id, for a
-        re-index: ``(id, text)``."""
+    async def stale(self, model: str, *, after_id: int = 0, limit: int = 256) -> list[StaleChunk]:
+        """Chunks embedded by another model than ``model`` (or not at all), or made before
+        chunks carried their context, by id, for a re-index."""
         stmt = (
-            sa.select(chunks.c.id, chunks.c.text)
-            .where(chunks.c.id > after_id, self._stale_condition(model))
+            sa.select(chunks.c.id, chunks.c.text, chunks.c.heading_path, jobs.c.scraped_title)
+            .join(jobs, jobs.c.id == chunks.c.job_id)
+            .where(
+                chunks.c.id > after_id,
+                sa.or_(self._stale_condition(model), chunks.c.context.is_(None)),
+            )
             .order_by(chunks.c.id)
             .limit(limit)
         )
         async with self.db.read() as conn:
-            return [(row.id, row.text) for row in await conn.execute(stmt)]
+            return [
+                StaleChunk(row.id, row.text, tuple(row.heading_path), row.scraped_title)
+                for row in await conn.execute(stmt)
+            ]
 
     def _stale_condition(self, model: str) -> sa.ColumnElement[bool]:
         return chunks.c.model != model

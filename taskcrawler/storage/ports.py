@@ -12,7 +12,14 @@ from datetime import datetime
 from typing import Protocol, Self
 from uuid import UUID
 
-from taskcrawler.domain.chunks import PageChunks, SearchHit, SearchQuery, StoredChunk
+from taskcrawler.domain.chunks import (
+    PageChunks,
+    Reembedded,
+    SearchHit,
+    SearchQuery,
+    StaleChunk,
+    StoredChunk,
+)
 from taskcrawler.domain.crawls import Crawl, CrawlSpec
 from taskcrawler.domain.exports import ArchivedResponse, ExportPosition
 from taskcrawler.domain.jobs import ClaimedJob, Created, Job, JobQuery, JobRun, NewJob
@@ -262,17 +269,19 @@ class ChunkRepository(Protocol):
         """The ``query.k`` chunks of model ``model`` nearest to ``vector`` (cosine)."""
         ...
 
-    async def keyword(self, query: SearchQuery) -> list[SearchHit]: ...
-
-    async def stale(
-        self, model: str, *, after_id: int = 0, limit: int = 256
-    ) -> list[tuple[int, str]]:
-        """Chunks embedded by another model, ``(id, text)`` by id: what a re-index embeds."""
+    async def keyword(self, query: SearchQuery) -> list[SearchHit]:
+        """The ``query.k`` chunks that best match any of the query's words, by BM25 over the
+        chunk's context and text."""
         ...
 
-    async def set_embeddings(
-        self, model: str, vectors: Sequence[tuple[int, Sequence[float]]]
-    ) -> None: ...
+    async def stale(self, model: str, *, after_id: int = 0, limit: int = 256) -> list[StaleChunk]:
+        """Chunks embedded by another model, or made before chunks carried their context, by
+        id: what a re-index embeds."""
+        ...
+
+    async def set_embeddings(self, model: str, chunks: Sequence[Reembedded]) -> None:
+        """Each chunk's new context (indexed for keywords too) and vector, of ``model``."""
+        ...
 
     async def count(self, *, owner: str | None = None) -> int: ...
 

@@ -306,6 +306,12 @@ chunks = sa.Table(
     sa.Column("text", sa.Text(), nullable=False),
     sa.Column("heading_path", JSONType, nullable=False),
     sa.Column("token_count", sa.Integer(), nullable=False),
+    # The page's title and the chunk's headings, embedded and indexed with its text (migration
+    # 0012); NULL for chunks made before, until `taskcrawler reindex` or the page's next fetch.
+    sa.Column("context", sa.Text()),
+    # The characters of the page's Markdown the chunk spans, for a reader to cite.
+    sa.Column("start_offset", sa.Integer()),
+    sa.Column("end_offset", sa.Integer()),
     # The vector's space: a search compares only vectors of the model it embeds the query with.
     sa.Column("model", sa.String(200), nullable=False),
     sa.Column("dim", sa.Integer(), nullable=False),
@@ -322,11 +328,12 @@ chunks = sa.Table(
     sqlite_autoincrement=True,
 )
 
-#: What the migration creates beyond these tables, on one backend only: full-text indexes
-#: (PostgreSQL's tsvector and GIN; SQLite's FTS5 table and its triggers) and pgvector's column
-#: and HNSW index. A schema comparison leaves them out.
-BACKEND_ONLY_COLUMNS = frozenset({("chunks", "search_vector"), ("chunks", "embedding_vector")})
-BACKEND_ONLY_TABLE_PREFIX = "chunks_fts"
+#: What the migrations create beyond these tables, on one backend only: full-text indexes
+#: (PostgreSQL's term statistics, ``chunk_terms`` and each chunk's ``search_length``; SQLite's
+#: FTS5 table and its triggers) and pgvector's column and HNSW index. A schema comparison leaves
+#: them out.
+BACKEND_ONLY_COLUMNS = frozenset({("chunks", "search_length"), ("chunks", "embedding_vector")})
+BACKEND_ONLY_TABLE_PREFIXES = ("chunks_fts", "chunk_terms")
 # --- monitors (pages re-scraped on a schedule, their run history and changes) -----------------
 
 monitors = sa.Table(
@@ -440,7 +447,7 @@ monitor_changes = sa.Table(
     sa.Column("diff_coarse", sa.Boolean()),
     sa.Column("metadata", JSONType),  # {field: {"old", "new"}}
     sa.Index("ix_monitor_changes_monitor", "monitor_id", "detected_at", "id"),
-    sa.Index("ix_monitor_changes_detected", "detected_at"),  # age retention (migration 0012)
+    sa.Index("ix_monitor_changes_detected", "detected_at"),  # age retention (migration 0013)
 )
 
 # What each run of a watched page read (through its monitor's ignore selectors): its Markdown

@@ -16,7 +16,14 @@ import logging
 from dataclasses import dataclass, replace
 
 from taskcrawler.domain import ErrorCode, Outcome, StorageUnavailable
-from taskcrawler.domain.chunks import CHUNKS_FORMAT, Chunk, EmbeddedChunk, PageChunks
+from taskcrawler.domain.chunks import (
+    CHUNKS_FORMAT,
+    Chunk,
+    EmbeddedChunk,
+    PageChunks,
+    chunk_context,
+    embedded_text,
+)
 from taskcrawler.domain.errors import VectorsUnavailable
 from taskcrawler.domain.storable import storable_text
 from taskcrawler.embed import Embedder, EmbeddingFailed
@@ -28,14 +35,18 @@ log = logging.getLogger(__name__)
 #: Chunks kept of one page at most (about 400,000 tokens, a long book, at the default size):
 #: a hostile page must not hold the embedder for minutes.
 MAX_CHUNKS_PER_PAGE = 1000
+#: Part of what a page's chunks are made from: chunks made before they carried their context
+#: (the page's title) are made again on the page's next fetch.
+CONTEXT_VERSION = 1
 
 
-def embedded_text(chunk: Chunk) -> str:
-    """What is embedded for a chunk: its headings first, which say what it is about when its
-    own words do not."""
-    if not chunk.heading_path:
-        return chunk.text
-    return " > ".join(chunk.heading_path) + "\n" + chunk.text
+def chunk_page(markdown: str, title: str | None, config: ChunkingConfig) -> list[Chunk]:
+    """A page's chunks, each with its context (the page's title and its headings), at most
+    :data:`MAX_CHUNKS_PER_PAGE`."""
+    return [
+        replace(chunk, context=chunk_context(title, chunk.heading_path))
+        for chunk in chunk_markdown(markdown, config)[:MAX_CHUNKS_PER_PAGE]
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,9 +56,10 @@ class PageChunker:
     config: ChunkingConfig
     timeout_seconds: float = 60.0
 
-    def source_hash(self, markdown: str) -> str:
+    def source_hash(self, markdown: str, title: str | None) -> str:
         made_of = (
             f"{self.embedder.model}\0{self.config.target_tokens}\0{self.config.overlap_tokens}\0"
+            f"{CONTEXT_VERSION}\0{title or ''}\0"
         )
         return hashlib.sha256((made_of + markdown).encode()).hexdigest()
 
@@ -76,17 +88,17 @@ class PageChunker:
             raise VectorsUnavailable(
                 "this PostgreSQL has no pgvector: install it, then run `taskcrawler reindex`"
             )
-        source_hash = self.source_hash(markdown)
+        title = outcome.scraped_title
+        source_hash = self.source_hash(markdown, title)
         if await self.store.source_hash(job.id) == source_hash:
             return None
         try:
             chunks = await asyncio.wait_for(
-                asyncio.to_thread(chunk_markdown, markdown, self.config), self.timeout_seconds
+                asyncio.to_thread(chunk_page, markdown, title, self.config), self.timeout_seconds
             )
         except TimeoutError:
             raise EmbeddingFailed("chunking overran its deadline", transient=False) from None
-        chunks = chunks[:MAX_CHUNKS_PER_PAGE]
-        vectors = await self.embedder.embed([embedded_text(chunk) for chunk in chunks])
+        vectors = await self.embedder.embed([embedded_text(c.context, c.text) for c in chunks])
         page = PageChunks(
             job_id=job.id,
             owner=job.owner,

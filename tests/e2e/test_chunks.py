@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -48,7 +49,9 @@ async def service(mode_settings: tuple[str, dict[str, Any]]) -> AsyncIterator[Se
 
 async def _scrape_all(service: Service, urls: list[str], **headers: str) -> list[dict[str, Any]]:
     response = await service.client.post(
-        "/api/v1/jobs/batch", json={"urls": urls, "formats": ["chunks"]}, headers=headers
+        "/api/v1/jobs/batch",
+        json={"urls": urls, "formats": ["chunks", "markdown"]},
+        headers=headers,
     )
     assert response.status_code in (200, 201), response.text
     return [await service.wait_for(item["id"], within=60) for item in response.json()["jobs"]]
@@ -80,6 +83,15 @@ async def test_pages_are_chunked_embedded_and_searchable(service: Service, corpu
             job["url"],
             TOPICS[n].title,
         )
+        assert first["heading_path"] == [TOPICS[n].title]
+        fetched = datetime.fromisoformat(first["fetched_at"])
+        assert fetched == datetime.fromisoformat(job["fetched_at"])
+        # What a citation quotes is the page's Markdown between start and end.
+        markdown = await service.client.get(
+            f"/api/v1/jobs/{job['id']}/content", params={"format": "markdown"}
+        )
+        cited = markdown.text[first["start"] : first["end"]]
+        assert cited.split() == first["text"].split()
     for mode in ("keyword", "hybrid"):
         found = await service.client.get(
             "/api/v1/search", params={"q": "relational database tables join", "mode": mode}
@@ -113,6 +125,10 @@ async def test_bad_searches_are_refused(service: Service) -> None:
         {"q": "x", "k": 0},
         {"q": "x", "k": 101},
         {"q": "x", "mode": "vibes"},
+        {"q": "x", "fetched_after": "2026-12-01T00:00:00"},  # no time zone
+        {"q": "x", "monitor_id": "not-a-uuid"},
+        {"q": "x", "host": "h" * 256},
+        {"q": "x", "rerank": "maybe"},
     ):
         response = await service.client.get("/api/v1/search", params=params)
         assert response.status_code == 422, params

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
@@ -158,6 +159,13 @@ async def test_crawls_and_search(service: Service, target: TargetServer) -> None
             assert found.results == []
         elsewhere = await tc.search("page", mode="keyword", crawl_id=uuid.uuid4())
         assert elsewhere.results == []
+        if vectors:
+            [cited] = (
+                await tc.search("page 2", k=1, mode="keyword", url_prefix=target.url("/page/"))
+            ).results
+            assert cited.fetched_at is not None and cited.heading_path is not None
+            later = datetime.now(UTC) + timedelta(days=1)
+            assert (await tc.search("page", fetched_after=later, rerank=False)).results == []
         with pytest.raises(TaskCrawlerError) as refused:
             await tc.search("page", k=0)
         assert refused.value.status == 422

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 from uuid import UUID, uuid4
 
@@ -15,19 +16,24 @@ from taskcrawler.domain.chunks import (
     Chunk,
     EmbeddedChunk,
     PageChunks,
+    Reembedded,
     SearchMode,
     SearchQuery,
 )
 from taskcrawler.domain.errors import VectorsUnavailable
 from taskcrawler.domain.jobs import NewJob
+from taskcrawler.domain.monitors import MonitorSpec
 from taskcrawler.embed import EmbedderConfig, build_embedder
 from taskcrawler.service.reindex import reindex_chunks
 from taskcrawler.service.search import SearchService
 from taskcrawler.storage import Storage, open_storage, upgrade_database
 from taskcrawler.storage.migrate import downgrade_database
+from taskcrawler.storage.tables import chunks as chunks_table
+from taskcrawler.storage.tables import jobs
 from tests.support.services import has_pgvector
 
 MODEL = "test/axes-4"
+T0 = datetime(2026, 12, 1, tzinfo=UTC)
 
 
 def _unit(*values: float) -> list[float]:
@@ -166,9 +172,9 @@ async def test_reindex_finds_and_rewrites_chunks_of_another_model(storage: Stora
         _page(job, [("one", _unit(1, 0, 0, 0)), ("two", _unit(0, 1, 0, 0))]), "h"
     )
     stale = await storage.chunks.stale("new/3")
-    assert [text for _, text in stale] == ["one", "two"]
+    assert [c.text for c in stale] == ["one", "two"]
     await storage.chunks.set_embeddings(
-        "new/3", [(chunk_id, _unit(0, 0, 1)) for chunk_id, _ in stale]
+        "new/3", [Reembedded(c.id, "Context", _unit(0, 0, 1)) for c in stale]
     )
     assert await storage.chunks.stale("new/3") == []
     hits = await storage.chunks.semantic(
@@ -263,3 +269,108 @@ async def test_a_search_sees_the_chunks_written_since_the_last_one(storage: Stor
     await storage.chunks.replace(_page(first, [("moved", _unit(0, 1, 0, 0))]), "h3")
     [found] = await storage.chunks.semantic(query, model=MODEL, vector=_unit(0, 1, 0, 0))
     assert (found.text, found.score) == ("moved", pytest.approx(1.0, abs=1e-5))
+
+
+async def _fetched(storage: Storage, job_id: UUID, title: str, at: datetime) -> None:
+    async with storage.db.write() as conn:
+        await conn.execute(
+            jobs.update().where(jobs.c.id == job_id).values(scraped_title=title, finished_at=at)
+        )
+
+
+async def test_hits_carry_what_a_citation_needs(storage: Storage) -> None:
+    job = await _job(storage, "http://a.test/guide")
+    await _fetched(storage, job, "The guide", T0)
+    chunk = Chunk(0, "Knead the dough.", ("Bread", "Kneading"), 4, start=12, end=28)
+    await storage.chunks.replace(
+        PageChunks(job, "", None, MODEL, 4, [EmbeddedChunk(chunk, _unit(1, 0, 0, 0))]), "h"
+    )
+    semantic = await storage.chunks.semantic(
+        SearchQuery("", "q"), model=MODEL, vector=_unit(1, 0, 0, 0)
+    )
+    keyword = await storage.chunks.keyword(SearchQuery("", "kneading dough"))
+    for [found] in (semantic, keyword):
+        assert (found.url, found.title, found.heading_path) == (
+            "http://a.test/guide",
+            "The guide",
+            ("Bread", "Kneading"),
+        )
+        assert (found.start, found.end, found.fetched_at) == (12, 28, T0)
+    [stored] = await storage.chunks.list_for_job(job, owner="")
+    assert (stored.start, stored.end) == (12, 28)
+
+
+async def test_filters_narrow_a_search_to_host_url_prefix_fetch_time_and_monitor(
+    storage: Storage,
+) -> None:
+    monitor = await storage.monitors.create(
+        "", MonitorSpec(60, urls=("http://mon.test/watched",)), now=T0, redispatch_after=30
+    )
+    pages = {
+        "http://a.test/docs/one": T0,
+        "http://a.test/docs_x/two": T0 + timedelta(days=1),  # "_" is no wildcard in a prefix
+        "http://b.test/docs/three": T0 + timedelta(days=2),
+        "http://mon.test/watched": T0 + timedelta(days=3),
+    }
+    for url, at in pages.items():
+        job = monitor.pages[0].job_id if "mon.test" in url else await _job(storage, url)
+        await _fetched(storage, job, "t", at)
+        await storage.chunks.replace(_page(job, [(f"bread at {url}", _unit(1, 0, 0, 0))]), "h")
+
+    async def urls(**filters: Any) -> set[str]:
+        query = SearchQuery("", "bread", k=10, **filters)
+        found = await storage.chunks.keyword(query)
+        near = await storage.chunks.semantic(query, model=MODEL, vector=_unit(1, 0, 0, 0))
+        assert {h.url for h in near} == {h.url for h in found}
+        return {h.url for h in found}
+
+    assert len(await urls()) == 4
+    assert await urls(host="A.test") == {"http://a.test/docs/one", "http://a.test/docs_x/two"}
+    assert await urls(url_prefix="http://a.test/docs_") == {"http://a.test/docs_x/two"}
+    assert await urls(url_prefix="http://a.test/docs%") == set()
+    assert await urls(
+        fetched_after=T0 + timedelta(days=1), fetched_before=T0 + timedelta(days=3)
+    ) == {
+        "http://a.test/docs_x/two",
+        "http://b.test/docs/three",
+    }
+    assert await urls(monitor_id=monitor.id) == {"http://mon.test/watched"}
+    assert await urls(monitor_id=uuid4()) == set()
+
+
+async def test_keyword_search_reads_the_context_and_scores_a_share_of_the_query(
+    storage: Storage,
+) -> None:
+    job = await _job(storage, "http://a.test/")
+    chunks = [
+        Chunk(0, "It rises overnight.", (), 3, context="Sourdough starter"),
+        Chunk(1, "A starter rises; feed the sourdough starter daily.", (), 9, context="Care"),
+        Chunk(2, "Unrelated words about taxes.", (), 4, context="Money"),
+    ]
+    await storage.chunks.replace(
+        PageChunks(job, "", None, MODEL, 4, [EmbeddedChunk(c, _unit(1, 0, 0, 0)) for c in chunks]),
+        "h",
+    )
+    hits = await storage.chunks.keyword(SearchQuery("", "sourdough starter", k=5))
+    assert {h.chunk_index for h in hits} == {0, 1}  # chunk 0 by its context alone
+    assert all(0 < h.score < 1 for h in hits)
+    partial = await storage.chunks.keyword(SearchQuery("", "sourdough zeppelin", k=5))
+    assert partial[0].score < max(h.score for h in hits)
+
+
+async def test_reindex_gives_chunks_made_before_their_context(storage: Storage) -> None:
+    job = await _job(storage, "http://a.test/")
+    await _fetched(storage, job, "Sourdough starter", T0)
+    await storage.chunks.replace(_page(job, [("It rises overnight.", _unit(1, 0, 0, 0))]), "h")
+    async with storage.db.write() as conn:  # as migration 0012 leaves the chunks made before
+        await conn.execute(chunks_table.update().values(context=None))
+    [stale] = await storage.chunks.stale(MODEL)
+    assert (stale.title, stale.heading_path) == ("Sourdough starter", ("Guide", "Part 0"))
+    embedder = build_embedder(EmbedderConfig())
+    try:
+        assert await reindex_chunks(storage.chunks, embedder) == 1
+    finally:
+        await embedder.close()
+    assert await storage.chunks.stale(embedder.model) == []
+    [found] = await storage.chunks.keyword(SearchQuery("", "sourdough"))
+    assert found.text == "It rises overnight."

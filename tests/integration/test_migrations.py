@@ -11,14 +11,14 @@ from taskcrawler.storage.engine import create_engine
 from taskcrawler.storage.migrate import downgrade_database
 from taskcrawler.storage.tables import (
     BACKEND_ONLY_COLUMNS,
-    BACKEND_ONLY_TABLE_PREFIX,
+    BACKEND_ONLY_TABLE_PREFIXES,
     metadata,
 )
 
 
 def _declared(obj: Any, name: str | None, kind: str, reflected: bool, compare_to: Any) -> bool:
     """Leaves out what only one backend's migration creates (full-text and vector indexes)."""
-    if kind == "table" and name and name.startswith(BACKEND_ONLY_TABLE_PREFIX):
+    if kind == "table" and name and name.startswith(BACKEND_ONLY_TABLE_PREFIXES):
         return False
     if kind == "column" and (obj.table.name, name) in BACKEND_ONLY_COLUMNS:
         return False

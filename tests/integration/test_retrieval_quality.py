@@ -12,13 +12,16 @@ from taskcrawler.storage import open_storage
 from tests.support.retrieval import index_corpus, measure
 
 #: (top-1, MRR) at least. Measured with wordllama l2_supercat-256 (docs/how-to/rag.md):
-#: semantic 0.85 / 0.902 on both stores; keyword 0.41 / 0.481 (SQLite FTS5) and 0.31 / 0.413
-#: (PostgreSQL); hybrid 0.65 / 0.753 and 0.61 / 0.738.
+#: semantic 0.85 / 0.902 on both stores; keyword 0.38 / 0.465 (SQLite) and 0.40 / 0.471
+#: (PostgreSQL), both BM25; hybrid 0.85 / 0.901 and 0.85 / 0.903.
 FLOORS = {
     SearchMode.SEMANTIC: (0.80, 0.86),
-    SearchMode.KEYWORD: (0.26, 0.36),
-    SearchMode.HYBRID: (0.55, 0.68),
+    SearchMode.KEYWORD: (0.33, 0.42),
+    SearchMode.HYBRID: (0.80, 0.86),
 }
+#: Hybrid search weighs each ranking by how much it knows: on these questions, worded unlike
+#: their pages, it must not fall below the semantic ranking by more than a near-tie.
+HYBRID_SLACK = 0.01
 
 
 @pytest.mark.timeout(300)
@@ -34,3 +37,5 @@ async def test_questions_find_their_page(vector_database_url: str) -> None:
     for mode, (top1, mrr) in FLOORS.items():
         assert quality[mode].top1 >= top1, mode
         assert quality[mode].mrr >= mrr, mode
+    better = max(quality[SearchMode.SEMANTIC].mrr, quality[SearchMode.KEYWORD].mrr)
+    assert quality[SearchMode.HYBRID].mrr >= better - HYBRID_SLACK

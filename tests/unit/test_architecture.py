@@ -57,6 +57,10 @@ def importing(paths: list[Path], prefix: str) -> dict[str, list[str]]:
         ("embed", "taskcrawler.service"),
         ("embed", "taskcrawler.worker"),
         ("embed", "taskcrawler.api"),
+        ("rerank", "taskcrawler.storage"),  # a reranker scores passages, nothing more
+        ("rerank", "taskcrawler.service"),
+        ("rerank", "taskcrawler.worker"),
+        ("rerank", "taskcrawler.api"),
         ("service", "taskcrawler.api"),
         ("service", "taskcrawler.bootstrap"),  # the composition root builds services, not back
         ("storage", "taskcrawler.service"),

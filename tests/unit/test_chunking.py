@@ -9,8 +9,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from taskcrawler.domain.chunks import reciprocal_rank_fusion
-from taskcrawler.extract.chunking import ChunkingConfig, chunk_markdown, count_tokens
+from taskcrawler.domain.chunks import bm25_idf, confidence_fusion, query_weight
+from taskcrawler.extract.chunking import TOKEN, ChunkingConfig, chunk_markdown, count_tokens
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -47,6 +47,22 @@ def test_any_markdown_gives_bounded_chunks_that_cover_it(
         assert chunk.text[chunk.overlap :].strip()
     # The chunks' own parts, in order, are the page, whitespace aside.
     assert "".join(_ink(c.text[c.overlap :]) for c in chunks) == _ink(markdown)
+    # Each chunk spans the characters of the page it holds, its overlap included.
+    for chunk in chunks:
+        assert chunk.start is not None and chunk.end is not None
+        assert _tokens(markdown[chunk.start : chunk.end]) == _tokens(chunk.text)
+    assert [c.start for c in chunks] == sorted(c.start or 0 for c in chunks)
+
+
+def _tokens(text: str) -> list[str]:
+    return [m.group() for m in TOKEN.finditer(text)]
+
+
+def test_a_chunk_names_the_passage_of_the_page_it_was_cut_from() -> None:
+    markdown = "# Guide\n\nIntro   text.\n\n## Install\n\nRun pip."
+    first, second = chunk_markdown(markdown)
+    assert markdown[first.start : first.end] == "# Guide\n\nIntro   text."
+    assert markdown[second.start : second.end] == "## Install\n\nRun pip."
 
 
 def test_headings_give_each_chunk_its_path() -> None:
@@ -93,7 +109,34 @@ def test_empty_markdown_has_no_chunks() -> None:
     assert chunk_markdown("  \n\n \n") == []
 
 
-def test_reciprocal_rank_fusion_rewards_agreement() -> None:
-    fused = reciprocal_rank_fusion([["a", "b", "c"], ["b", "d"]])
-    assert [item for item, _ in fused] == ["b", "a", "d", "c"]
-    assert fused[0][1] == pytest.approx(1 / 62 + 1 / 61)
+def test_the_ranking_that_knows_more_of_the_query_leads_the_fusion() -> None:
+    # The semantic ranking's best stands out (0.8 against 0.2); the keyword one matches a tenth
+    # of the query: the semantic order wins.
+    semantic = [("a", 0.8), ("b", 0.3), ("c", 0.2)]
+    weak_keyword = [("c", 0.1), ("b", 0.05)]
+    assert [item for item, _ in confidence_fusion(semantic, weak_keyword)][:1] == ["a"]
+    # A flat semantic field (0.50 to 0.45) against a keyword match of most of the query.
+    flat = [("a", 0.50), ("b", 0.48), ("c", 0.45)]
+    strong_keyword = [("c", 0.8), ("b", 0.3)]
+    assert [item for item, _ in confidence_fusion(flat, strong_keyword)][:1] == ["c"]
+
+
+def test_a_chunk_both_rankings_find_beats_one_found_by_one() -> None:
+    fused = confidence_fusion([("a", 0.6), ("b", 0.58), ("c", 0.4)], [("b", 0.5), ("d", 0.4)])
+    assert fused[0][0] == "b"
+    assert {item for item, _ in fused} == {"a", "b", "c", "d"}
+
+
+def test_fusion_of_empty_or_flat_rankings_keeps_their_order() -> None:
+    assert confidence_fusion([], []) == []
+    assert [i for i, _ in confidence_fusion([("a", 0.5), ("b", 0.5)], [])] == ["a", "b"]
+    assert [i for i, _ in confidence_fusion([], [("x", 0.3), ("y", 0.1)])] == ["x", "y"]
+
+
+def test_keyword_scores_are_a_share_of_the_query() -> None:
+    # A chunk holding each term of the query once, at the mean length, scores idf * 1 per term;
+    # the query's weight is what endless repetitions would score: the share stays under 1.
+    idfs = [bm25_idf(1000, 3), bm25_idf(1000, 200)]
+    assert 0 < sum(idfs) / query_weight(idfs) < 1
+    assert bm25_idf(10, 9) == pytest.approx(1e-6)  # a word most chunks hold still counts
+    assert bm25_idf(1000, 0) > bm25_idf(1000, 1) > bm25_idf(1000, 100)

@@ -5,8 +5,9 @@ from __future__ import annotations
 from uuid import uuid4
 
 from taskcrawler.domain import ClaimedJob, Outcome
-from taskcrawler.domain.chunks import Chunk
-from taskcrawler.worker.chunking import embedded_text, with_chunks
+from taskcrawler.domain.chunks import MAX_CONTEXT_CHARS, chunk_context, embedded_text
+from taskcrawler.extract.chunking import ChunkingConfig
+from taskcrawler.worker.chunking import chunk_page, with_chunks
 from taskcrawler.worker.content import extracted_formats
 
 
@@ -34,10 +35,20 @@ def test_chunks_are_made_from_markdown_which_extraction_is_asked_for() -> None:
     assert extracted_formats(("links",)) == ("links",)
 
 
-def test_a_chunk_is_embedded_with_its_headings() -> None:
-    chunk = Chunk(0, "Run pip.", ("Guide", "Install"), 3)
-    assert embedded_text(chunk) == "Guide > Install\nRun pip."
-    assert embedded_text(Chunk(0, "Alone.", (), 2)) == "Alone."
+def test_a_chunk_is_embedded_with_its_page_title_and_headings() -> None:
+    [chunk] = chunk_page("# Install\n\nRun pip.", "Guide", ChunkingConfig())
+    assert chunk.context == "Guide > Install"
+    assert chunk.text == "# Install\nRun pip."
+    assert embedded_text(chunk.context, chunk.text) == "Guide > Install\n# Install\nRun pip."
+    assert embedded_text("", "Alone.") == "Alone."
+
+
+def test_a_title_the_first_heading_repeats_is_said_once() -> None:
+    assert chunk_context("Install", ["install", "Linux"]) == "install > Linux"
+    assert chunk_context(None, ["A"]) == "A"
+    assert chunk_context("  Spaced \n title ", []) == "Spaced title"
+    assert chunk_context("", []) == ""
+    assert len(chunk_context("t" * 5000, ["h" * 200] * 6)) == MAX_CONTEXT_CHARS
 
 
 async def test_a_huge_page_keeps_its_first_chunks_only() -> None:

@@ -9,15 +9,13 @@ from fastapi import APIRouter, Query
 
 from taskcrawler.api.deps import CallerDep, ServicesDep
 from taskcrawler.api.schemas import (
-    MAX_K,
-    MAX_QUERY_CHARS,
     ChunkList,
     ChunkOut,
     ErrorOut,
+    SearchIn,
     SearchResult,
     SearchResults,
 )
-from taskcrawler.domain.chunks import SearchMode, SearchQuery
 
 router = APIRouter(tags=["search"])
 
@@ -51,14 +49,7 @@ async def job_chunks(job_id: UUID, services: ServicesDep, caller: CallerDep) -> 
     summary="Search your pages' chunks: semantic, keyword or hybrid",
 )
 async def search(
-    services: ServicesDep,
-    caller: CallerDep,
-    q: Annotated[str, Query(min_length=1, max_length=MAX_QUERY_CHARS)],
-    k: Annotated[int, Query(ge=1, le=MAX_K)] = 10,
-    crawl_id: UUID | None = None,
-    job_id: UUID | None = None,
-    mode: SearchMode = SearchMode.HYBRID,
+    services: ServicesDep, caller: CallerDep, params: Annotated[SearchIn, Query()]
 ) -> SearchResults:
-    query = SearchQuery(caller.owner, q, k=k, crawl_id=crawl_id, job_id=job_id, mode=mode)
-    hits = await services.search.search(query)
+    hits = await services.search.search(params.query(caller.owner))
     return SearchResults(results=[SearchResult.of(hit) for hit in hits])

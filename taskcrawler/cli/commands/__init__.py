@@ -216,6 +216,16 @@ def add_client_commands(sub: Subparsers) -> None:
         "--mode", choices=("hybrid", "semantic", "keyword"), default="hybrid", help="default hybrid"
     )
     search.add_argument("--crawl", dest="crawl_id", metavar="ID", help="only this crawl's pages")
+    search.add_argument("--host", help="only this host's pages")
+    search.add_argument("--url-prefix", metavar="URL", help="only the pages under this URL")
+    search.add_argument("--monitor", dest="monitor_id", metavar="ID", help="only its pages")
+    search.add_argument(
+        "--fetched-after", metavar="TIME", help="only pages fetched since (ISO 8601, with zone)"
+    )
+    search.add_argument("--fetched-before", metavar="TIME", help="only pages fetched before")
+    search.add_argument(
+        "--no-rerank", dest="rerank", action="store_false", help="skip the server's reranker"
+    )
     _add_api_options(search)
     search.set_defaults(func=_runs("search"))
     _add_crawl_command(sub)

@@ -24,7 +24,16 @@ async def _run(args: argparse.Namespace) -> int:
     async with ApiClient(args.api, api_key_from_env()) as api:
         try:
             results = await api.search(
-                args.query, k=args.k, mode=args.mode, crawl_id=args.crawl_id or None
+                args.query,
+                k=args.k,
+                mode=args.mode,
+                crawl_id=args.crawl_id or None,
+                host=args.host,
+                url_prefix=args.url_prefix,
+                monitor_id=args.monitor_id,
+                fetched_after=args.fetched_after,
+                fetched_before=args.fetched_before,
+                rerank=args.rerank,
             )
         except ApiError as exc:
             fail(str(exc))
@@ -42,6 +51,8 @@ async def _run(args: argparse.Namespace) -> int:
         text = found["text"]
         shown = text if len(text) <= SHOWN_CHARS else text[:SHOWN_CHARS] + "…"
         page = Text(found.get("title") or "")
+        if found.get("heading_path"):
+            page.append("\n" + " > ".join(found["heading_path"]))
         page.append(f"\n{found['url']} #{found['chunk_index']}", style="dim")
         table.add_row(f"{found['score']:.3f}", page, Text(shown))
     out().print(table)

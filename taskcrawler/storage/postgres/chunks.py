@@ -1,18 +1,20 @@
 """Chunks on PostgreSQL: vectors in pgvector's column with an HNSW index per dimension, words
-in a generated tsvector with a GIN index. Without pgvector, keyword search still works and
-vector operations raise :class:`VectorsUnavailable`."""
+in term statistics (``chunk_terms``) that keyword search ranks by BM25. Without pgvector,
+keyword search still works and vector operations raise :class:`VectorsUnavailable`."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import orjson
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from taskcrawler.domain.chunks import SearchHit, SearchQuery, query_terms
+from taskcrawler.domain.chunks import Reembedded, SearchHit, SearchQuery, query_terms
 from taskcrawler.domain.errors import VectorsUnavailable
 from taskcrawler.storage.chunks import ChunkStoreBase, hit
+from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.postgres import sql
 
@@ -22,8 +24,18 @@ def vector_text(vector: Sequence[float]) -> str:
     return "[" + ",".join(f"{x:.8g}" for x in vector) + "]"
 
 
+#: How long an owner's chunk count and mean length (BM25's view of the corpus as a whole) are
+#: used before they are counted again: they move slowly, and counting reads every chunk.
+CORPUS_STATS_SECONDS = 60.0
+
+
 class PostgresChunkStore(ChunkStoreBase):
     _vectors: bool | None = None
+
+    def __init__(self, db: Database) -> None:
+        super().__init__(db)
+        # owner -> (when counted, chunks, mean length)
+        self._corpus: dict[str, tuple[float, int, float]] = {}
 
     @unavailable_on_connection_errors
     async def vectors_available(self) -> bool:
@@ -66,26 +78,30 @@ class PostgresChunkStore(ChunkStoreBase):
             first["source_hash"],
             [row["chunk_index"] for row in rows],
             [row["text"] for row in rows],
+            [row["context"] for row in rows],
             [orjson.dumps(row["heading_path"]).decode() for row in rows],
             [row["token_count"] for row in rows],
             [vector_text(row["vector"]) for row in rows],
+            [row["start_offset"] for row in rows],
+            [row["end_offset"] for row in rows],
         )
         await conn.exec_driver_sql(sql.INSERT_CHUNKS, params)
 
     @unavailable_on_connection_errors
-    async def set_embeddings(
-        self, model: str, vectors: Sequence[tuple[int, Sequence[float]]]
-    ) -> None:
-        if not vectors:
+    async def set_embeddings(self, model: str, chunks: Sequence[Reembedded]) -> None:
+        if not chunks:
             return
         await self._require_vectors()
+        ids = [c.id for c in chunks]
         params = (
             model,
-            [chunk_id for chunk_id, _ in vectors],
-            [len(vector) for _, vector in vectors],
-            [vector_text(vector) for _, vector in vectors],
+            ids,
+            [len(c.vector) for c in chunks],
+            [vector_text(c.vector) for c in chunks],
+            [c.context for c in chunks],
         )
         async with self.db.write() as conn:
+            await conn.exec_driver_sql(sql.DELETE_TERMS, (ids,))
             await conn.exec_driver_sql(sql.SET_EMBEDDINGS, params)
 
     @unavailable_on_connection_errors
@@ -93,17 +109,12 @@ class PostgresChunkStore(ChunkStoreBase):
         self, query: SearchQuery, *, model: str, vector: Sequence[float]
     ) -> list[SearchHit]:
         await self._require_vectors()
-        params = (
-            vector_text(vector),
-            query.owner,
-            query.crawl_id,
-            query.job_id,
-            model,
-            query.k,
-        )
+        filters, filter_params = sql.scope(query, 5)
+        params = (vector_text(vector), model, query.owner, query.k, *filter_params)
         async with self.db.engine.begin() as conn:
             await conn.exec_driver_sql(sql.iterative_scan(query.k))
-            rows = (await conn.exec_driver_sql(sql.semantic_search(len(vector)), params)).all()
+            statement = sql.semantic_search(len(vector), filters)
+            rows = (await conn.exec_driver_sql(statement, params)).all()
         return [hit(row, row.score) for row in rows]
 
     @unavailable_on_connection_errors
@@ -111,7 +122,24 @@ class PostgresChunkStore(ChunkStoreBase):
         terms = query_terms(query.text)
         if not terms:
             return []
-        params = (" | ".join(terms), query.owner, query.crawl_id, query.job_id, query.k)
+        filters, filter_params = sql.scope(query, 6)
         async with self.db.read() as conn:
-            rows = (await conn.exec_driver_sql(sql.KEYWORD_SEARCH, params)).all()
+            count, mean_length = await self._corpus_stats(conn, query.owner)
+            if not count:
+                return []
+            params = (" ".join(terms), query.owner, count, mean_length, query.k, *filter_params)
+            rows = (await conn.exec_driver_sql(sql.keyword_search(filters), params)).all()
         return [hit(row, row.score) for row in rows]
+
+    async def _corpus_stats(self, conn: AsyncConnection, owner: str) -> tuple[int, float]:
+        """``owner``'s chunk count and mean length, counted at most every
+        :data:`CORPUS_STATS_SECONDS` (an owner with no chunks yet, every time)."""
+        now = time.monotonic()
+        cached = self._corpus.get(owner)
+        if cached is not None and now - cached[0] < CORPUS_STATS_SECONDS:
+            return cached[1], cached[2]
+        row = (await conn.exec_driver_sql(sql.CORPUS_STATS, (owner,))).one()
+        count, mean = int(row.n), max(1.0, float(row.mean))
+        if count:
+            self._corpus[owner] = (now, count, mean)
+        return count, mean

@@ -17,6 +17,8 @@ import orjson
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
+from taskcrawler.domain.chunks import BM25_B, BM25_K1, SearchQuery
+from taskcrawler.storage.chunks import like_prefix
 from taskcrawler.storage.rows import (
     CLAIMED_COLUMNS,
     FRONTIER_JOB_COLUMNS,
@@ -167,23 +169,101 @@ def hnsw_index(dim: int) -> str:
     )
 
 
-#: A page's chunks, one array per column; the vectors as pgvector's text form.
+#: What a chunk's keywords are: the lexemes (English stemming, stop words left out) of its
+#: context and its text, with their positions. ``$1`` the context, ``$2`` the text.
+_DOCUMENT = "to_tsvector('english', coalesce({context}, '') || E'\\n' || {text})"
+#: A chunk's length for BM25: the words its document counts (stop words left out).
+_LENGTH = "(SELECT coalesce(sum(array_length(l.positions, 1)), 0) FROM unnest({document}) AS l)"
+
+
+def _terms_of(source: str) -> str:
+    """The terms of the chunks ``source`` returns (``id``, ``owner``, ``search_length``,
+    ``doc``): a row per lexeme, with its frequency and the chunk's length."""
+    return (
+        "INSERT INTO chunk_terms (chunk_id, owner, term, tf, length)"
+        " SELECT s.id, s.owner, l.lexeme, array_length(l.positions, 1), s.search_length"
+        f" FROM {source} AS s, unnest(s.doc) AS l"
+    )
+
+
+#: A page's chunks, one array per column; the vectors as pgvector's text form; and their terms.
 INSERT_CHUNKS = (
-    "INSERT INTO chunks (job_id, owner, crawl_id, model, dim, source_hash,"
-    " chunk_index, text, heading_path, token_count, embedding_vector)"
+    "WITH rows AS (SELECT u.*, "
+    + _DOCUMENT.format(context="u.c", text="u.t")
+    + " AS doc FROM unnest($7::int[], $8::text[], $9::text[], $10::text[], $11::int[],"
+    " $12::text[], $13::int[], $14::int[]) AS u(i, t, c, h, n, v, s, e)),"
+    " inserted AS (INSERT INTO chunks (job_id, owner, crawl_id, model, dim, source_hash,"
+    " chunk_index, text, context, heading_path, token_count, embedding_vector, start_offset,"
+    " end_offset, search_length)"
     " SELECT $1::uuid, $2::varchar, $3::uuid, $4::varchar, $5::int, $6::varchar,"
-    " u.i, u.t, u.h::jsonb, u.n, u.v::vector"
-    " FROM unnest($7::int[], $8::text[], $9::text[], $10::int[], $11::text[]) AS u(i, t, h, n, v)"
+    " r.i, r.t, r.c, r.h::jsonb, r.n, r.v::vector, r.s, r.e, "
+    + _LENGTH.format(document="r.doc")
+    + " FROM rows r RETURNING id, owner, chunk_index, search_length),"
+    " indexed AS (SELECT i.id, i.owner, i.search_length, r.doc FROM inserted i"
+    " JOIN rows r ON r.i = i.chunk_index) " + _terms_of("indexed")
 )
 
+#: Before a re-index sets chunks' contexts: their old terms go (``$1`` their ids).
+DELETE_TERMS = "DELETE FROM chunk_terms WHERE chunk_id = ANY($1::bigint[])"
+
+#: A re-index: each chunk's model, vector and context, and its terms again.
 SET_EMBEDDINGS = (
-    "UPDATE chunks SET model = $1, dim = u.d, embedding_vector = u.v::vector"
-    " FROM unnest($2::bigint[], $3::int[], $4::text[]) AS u(id, d, v) WHERE chunks.id = u.id"
+    "WITH updated AS (UPDATE chunks SET model = $1, dim = u.d, embedding_vector = u.v::vector,"
+    " context = u.c, search_length = "
+    + _LENGTH.format(document=_DOCUMENT.format(context="u.c", text="chunks.text"))
+    + " FROM unnest($2::bigint[], $3::int[], $4::text[], $5::text[]) AS u(id, d, v, c)"
+    " WHERE chunks.id = u.id RETURNING chunks.id, chunks.owner, chunks.search_length, "
+    + _DOCUMENT.format(context="chunks.context", text="chunks.text")
+    + " AS doc) "
+    + _terms_of("updated")
 )
 
-_SCOPE = (
-    "c.owner = $2 AND ($3::uuid IS NULL OR c.crawl_id = $3) AND ($4::uuid IS NULL OR c.job_id = $4)"
+#: What BM25 needs of an owner's chunks as a whole: how many, and their mean length.
+CORPUS_STATS = (
+    "SELECT count(*) AS n, coalesce(avg(search_length), 0)::float8 AS mean FROM chunks"
+    " WHERE owner = $1"
 )
+
+#: What a search answers with, of chunk ``c`` and its job ``j``.
+_HIT = (
+    "c.job_id, j.url, j.scraped_title, c.chunk_index, c.text, c.heading_path::text AS"
+    " heading_path, c.start_offset, c.end_offset, coalesce(j.fetched_at, j.finished_at) AS"
+    " fetched_at"
+)
+
+
+def scope(query: SearchQuery, first: int) -> tuple[str, list[Any]]:
+    """The query's filters beyond its owner, as conditions on chunk ``c`` and job ``j`` (``""``
+    when none), with their parameters numbered from ``$first``."""
+    conditions: list[str] = []
+    params: list[Any] = []
+
+    def param(value: Any, cast: str) -> str:
+        params.append(value)
+        return f"${first + len(params) - 1}::{cast}"
+
+    if query.crawl_id is not None:
+        conditions.append(f"c.crawl_id = {param(query.crawl_id, 'uuid')}")
+    if query.job_id is not None:
+        conditions.append(f"c.job_id = {param(query.job_id, 'uuid')}")
+    if query.host is not None:
+        conditions.append(f"j.host = {param(query.host.lower(), 'varchar')}")
+    if query.url_prefix is not None:
+        prefix = param(like_prefix(query.url_prefix), "text")
+        conditions.append(f"j.url LIKE {prefix} ESCAPE '\\'")
+    fetched = "coalesce(j.fetched_at, j.finished_at)"  # jobs from before fetched_at: finished_at
+    if query.fetched_after is not None:
+        conditions.append(f"{fetched} >= {param(query.fetched_after, 'timestamptz')}")
+    if query.fetched_before is not None:
+        conditions.append(f"{fetched} < {param(query.fetched_before, 'timestamptz')}")
+    if query.monitor_id is not None:
+        monitor = param(query.monitor_id, "uuid")
+        conditions.append(
+            f"(c.job_id IN (SELECT job_id FROM monitor_pages WHERE monitor_id = {monitor})"
+            " OR c.crawl_id IN (SELECT crawl_id FROM monitor_crawls"
+            f" WHERE monitor_id = {monitor}))"
+        )
+    return " AND ".join(conditions), params
 
 
 def iterative_scan(k: int) -> str:
@@ -195,28 +275,47 @@ def iterative_scan(k: int) -> str:
     )
 
 
-def semantic_search(dim: int) -> str:
-    """The ``$6`` nearest chunks to ``$1`` (cosine) among the caller's of model ``$5``; the
-    ORDER BY spells the HNSW index's expression so that the index serves it."""
+def semantic_search(dim: int, filters: str) -> str:
+    """The ``$4`` nearest chunks to ``$1`` (cosine) among owner ``$3``'s of model ``$2`` that
+    match ``filters``; the ORDER BY spells the HNSW index's expression so that the index serves
+    it."""
     distance = f"c.embedding_vector::vector({int(dim)}) <=> $1::vector({int(dim)})"
+    join = " JOIN jobs j ON j.id = c.job_id" if filters else ""
+    where = f" AND {filters}" if filters else ""
     return (
-        f"WITH nearest AS (SELECT c.id, {distance} AS distance FROM chunks c"
-        f" WHERE c.dim = {int(dim)} AND c.model = $5 AND {_SCOPE}"
-        f" ORDER BY {distance} LIMIT $6)"
-        " SELECT c.job_id, j.url, j.scraped_title, c.chunk_index, c.text, 1 - n.distance AS score"
+        f"WITH nearest AS (SELECT c.id, {distance} AS distance FROM chunks c{join}"
+        f" WHERE c.dim = {int(dim)} AND c.model = $2 AND c.owner = $3{where}"
+        f" ORDER BY {distance} LIMIT $4)"
+        f" SELECT {_HIT}, 1 - n.distance AS score"
         " FROM nearest n JOIN chunks c ON c.id = n.id JOIN jobs j ON j.id = c.job_id"
         " ORDER BY n.distance, c.id"
     )
 
 
-#: Chunks matching any word of ``$1`` (a tsquery of words joined by ``|``), best first.
-KEYWORD_SEARCH = (
-    "SELECT c.job_id, j.url, j.scraped_title, c.chunk_index, c.text,"
-    " ts_rank_cd(c.search_vector, q) AS score"
-    " FROM chunks c JOIN jobs j ON j.id = c.job_id, to_tsquery('english', $1) AS q"
-    f" WHERE c.search_vector @@ q AND {_SCOPE}"
-    " ORDER BY score DESC, c.id LIMIT $5"
-)
+def keyword_search(filters: str) -> str:
+    """The ``$5`` chunks of owner ``$2`` (``$3`` chunks of mean length ``$4``) that best match
+    any word of ``$1`` and ``filters``, by Okapi BM25 from the stored term statistics (each
+    term's rarity, as FTS5 computes it, times its saturating frequency in the chunk), divided
+    by the query's own weight (``domain.chunks.query_weight``, its terms absent from the
+    chunks included): how much of the query each matches."""
+    join = " JOIN chunks c ON c.id = t.chunk_id JOIN jobs j ON j.id = c.job_id" if filters else ""
+    where = f" AND {filters}" if filters else ""
+    return (
+        "WITH q AS (SELECT DISTINCT l.lexeme AS term FROM unnest(to_tsvector('english', $1)) l),"
+        " idf AS (SELECT q.term, d.n, greatest(ln(($3::float8 - d.n + 0.5) / (d.n + 0.5)), 1e-6)"
+        " AS w FROM q, LATERAL (SELECT count(*) AS n FROM chunk_terms t"
+        " WHERE t.owner = $2 AND t.term = q.term) d),"
+        f" weight AS (SELECT sum(w) * {BM25_K1 + 1} AS total FROM idf),"
+        f" best AS (SELECT t.chunk_id, sum(idf.w * t.tf * {BM25_K1 + 1}"
+        f" / (t.tf + {BM25_K1} * ({1 - BM25_B} + {BM25_B} * t.length / $4::float8))) AS score"
+        f" FROM idf JOIN chunk_terms t ON t.owner = $2 AND t.term = idf.term{join}"
+        f" WHERE idf.n > 0{where}"
+        " GROUP BY t.chunk_id ORDER BY score DESC, t.chunk_id LIMIT $5)"
+        f" SELECT {_HIT}, b.score / weight.total AS score FROM best b CROSS JOIN weight"
+        " JOIN chunks c ON c.id = b.chunk_id JOIN jobs j ON j.id = c.job_id"
+        " ORDER BY b.score DESC, c.id"
+    )
+
 
 #: The oldest transaction still running: every export position (a finishing transaction's id,
 #: migration 0008) below it belongs to a transaction that has ended.

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import importlib
+import math
 import sys
+import time
 from array import array
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
@@ -18,7 +20,14 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from taskcrawler.domain.chunks import SearchHit, SearchQuery, query_terms
+from taskcrawler.domain.chunks import (
+    Reembedded,
+    SearchHit,
+    SearchQuery,
+    bm25_idf,
+    query_terms,
+    query_weight,
+)
 from taskcrawler.storage.chunks import HIT_COLUMNS, ChunkStoreBase, hit, scope
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.sqlite import sql
@@ -38,6 +47,14 @@ def float32(vector: Sequence[float]) -> bytes:
     return array("f", vector).tobytes()
 
 
+#: How long the number of chunks (BM25's corpus size) is used before it is counted again: it
+#: moves slowly, and counting reads an index of every chunk.
+CHUNK_COUNT_SECONDS = 60.0
+
+#: How many of FTS5's best matches an unfiltered keyword search joins to their chunks (at
+#: least four times ``k``) before it falls back to joining every match.
+KEYWORD_CANDIDATES = 200
+
 #: Vector matrices kept in memory, by (owner, model, dimensions): reading 10,000 BLOBs through
 #: the driver took ten times as long as searching them.
 CACHED_MATRICES = 4
@@ -47,6 +64,7 @@ class SqliteChunkStore(ChunkStoreBase):
     def __init__(self, db: Database) -> None:
         super().__init__(db)
         self._matrices: OrderedDict[tuple[str, str, int], tuple[Any, Any, Any]] = OrderedDict()
+        self._counted: tuple[float, int] = (-math.inf, 0)  # (when counted, chunks)
 
     async def vectors_available(self) -> bool:
         return True
@@ -63,22 +81,32 @@ class SqliteChunkStore(ChunkStoreBase):
         await conn.execute(chunks.insert(), values)
 
     @unavailable_on_connection_errors
-    async def set_embeddings(
-        self, model: str, vectors: Sequence[tuple[int, Sequence[float]]]
-    ) -> None:
-        if not vectors:
+    async def set_embeddings(self, model: str, chunks_: Sequence[Reembedded]) -> None:
+        if not chunks_:
             return
         stmt = (
             chunks.update()
             .where(chunks.c.id == sa.bindparam("b_id"))
-            .values(model=model, dim=sa.bindparam("b_dim"), embedding=sa.bindparam("b_vector"))
+            .values(
+                model=model,
+                dim=sa.bindparam("b_dim"),
+                embedding=sa.bindparam("b_vector"),
+                context=sa.bindparam("b_context"),
+            )
         )
         params = [
-            {"b_id": chunk_id, "b_dim": len(vector), "b_vector": float32(vector)}
-            for chunk_id, vector in vectors
+            {
+                "b_id": c.id,
+                "b_dim": len(c.vector),
+                "b_vector": float32(c.vector),
+                "b_context": c.context,
+            }
+            for c in chunks_
         ]
         async with self.db.write() as conn:
             await conn.execute(stmt, params)
+        # Vectors changed in place (their ids did not): no cached matrix holds them now.
+        self._matrices.clear()
 
     @unavailable_on_connection_errors
     async def semantic(
@@ -91,7 +119,7 @@ class SqliteChunkStore(ChunkStoreBase):
         of_model = [*scope(query), chunks.c.model == model]
         conditions = [*of_model, chunks.c.dim == len(vector)]
         async with self.db.read() as conn:
-            if query.crawl_id is None and query.job_id is None:
+            if not query.filtered:
                 ids, matrix = await self._matrix(
                     conn, of_model, conditions, (query.owner, model, len(vector))
                 )
@@ -147,16 +175,41 @@ class SqliteChunkStore(ChunkStoreBase):
         terms = query_terms(query.text)
         if not terms:
             return []
-        stmt = sql.keyword_search(scope(query), " OR ".join(f'"{term}"' for term in terms))
+        match = " OR ".join(f'"{term}"' for term in terms)
+        # Unfiltered, FTS5's best matches are mostly the owner's own: rank them alone first,
+        # and only when other owners' crowd the owner's out, join every match.
+        first = None if query.filtered else max(KEYWORD_CANDIDATES, 4 * query.k)
         async with self.db.read() as conn:
+            stmt = sql.keyword_search(scope(query), match, candidates=first)
             rows = (await conn.execute(stmt.limit(query.k))).all()
-        return [hit(row, row.score) for row in rows]
+            if first is not None and len(rows) < query.k:
+                stmt = sql.keyword_search(scope(query), match, candidates=None)
+                rows = (await conn.execute(stmt.limit(query.k))).all()
+            if not rows:
+                return []
+            weight = await self._query_weight(conn, terms)
+        return [hit(row, row.score / weight) for row in rows]
+
+    async def _query_weight(self, conn: AsyncConnection, terms: list[str]) -> float:
+        """``domain.chunks.query_weight`` of ``terms``, from the index's own counts."""
+        now = time.monotonic()
+        if now - self._counted[0] >= CHUNK_COUNT_SECONDS:
+            self._counted = (now, int((await conn.execute(sql.COUNT_CHUNKS)).scalar_one()))
+        total = self._counted[1]
+        counts = (await conn.execute(sql.holding(terms))).one()
+        return query_weight(bm25_idf(max(total, n), n) for n in counts)
 
 
 async def _load(conn: AsyncConnection, conditions: list[Any], dim: int) -> tuple[Any, Any]:
     np = await numpy()
 
-    rows = (await conn.execute(sa.select(chunks.c.id, chunks.c.embedding).where(*conditions))).all()
+    rows = (
+        await conn.execute(
+            sa.select(chunks.c.id, chunks.c.embedding)
+            .select_from(chunks.join(jobs, jobs.c.id == chunks.c.job_id))
+            .where(*conditions)
+        )
+    ).all()
     ids = np.fromiter((row.id for row in rows), dtype=np.int64, count=len(rows))
     matrix = np.frombuffer(b"".join(row.embedding for row in rows), dtype=np.float32)
     return ids, matrix.reshape(len(rows), dim)

@@ -38,18 +38,59 @@ INSERT_NEW_JOBS = (
 _CHUNKS_FTS = sa.table("chunks_fts", sa.column("rowid", sa.Integer()))
 
 
-def keyword_search(conditions: list[sa.ColumnElement[bool]], match: str) -> sa.Select[Any]:
-    """Chunks whose text matches the FTS5 query ``match``, best first (BM25, which FTS5 gives as
-    a negative number: its opposite is the score)."""
-    rank: sa.ColumnElement[float] = sa.literal_column("bm25(chunks_fts)", sa.Float())
-    return (
-        sa.select(*HIT_COLUMNS, (-rank).label("score"))
-        .select_from(_CHUNKS_FTS)
-        .join(chunks, chunks.c.id == _CHUNKS_FTS.c.rowid)
-        .join(jobs, jobs.c.id == chunks.c.job_id)
-        .where(sa.text("chunks_fts MATCH :match").bindparams(match=match), *conditions)
-        .order_by(rank, chunks.c.id)
+def keyword_search(
+    conditions: list[sa.ColumnElement[bool]], match: str, *, candidates: int | None
+) -> sa.Select[Any]:
+    """Chunks whose context or text matches the FTS5 query ``match`` and ``conditions``, best
+    first (BM25, which FTS5 gives as a negative number: its opposite is the score).
+
+    With ``candidates``, FTS5 ranks its matches alone and only its best ``candidates`` are
+    joined to their chunks and filtered: a broad query matches most chunks, and joining each
+    of them cost as much as ranking them. Without, every match is joined, then ranked."""
+    rank: sa.ColumnElement[float] = sa.literal_column("rank", sa.Float())
+    matching = sa.text("chunks_fts MATCH :match").bindparams(match=match)
+    if candidates is None:
+        return (
+            sa.select(*HIT_COLUMNS, (-rank).label("score"))
+            .select_from(_CHUNKS_FTS)
+            .join(chunks, chunks.c.id == _CHUNKS_FTS.c.rowid)
+            .join(jobs, jobs.c.id == chunks.c.job_id)
+            .where(matching, *conditions)
+            .order_by(rank, chunks.c.id)
+        )
+    best = (
+        sa.select(_CHUNKS_FTS.c.rowid, rank.label("rank"))
+        .where(matching)
+        .order_by(rank)
+        .limit(candidates)
+        .subquery()
     )
+    return (
+        sa.select(*HIT_COLUMNS, (-best.c.rank).label("score"))
+        .select_from(best)
+        .join(chunks, chunks.c.id == best.c.rowid)
+        .join(jobs, jobs.c.id == chunks.c.job_id)
+        .where(*conditions)
+        .order_by(best.c.rank, chunks.c.id)
+    )
+
+
+def holding(terms: list[str]) -> sa.Select[Any]:
+    """How many chunks (of every owner, as FTS5's BM25 counts them) hold each of ``terms``,
+    tokenised as the index is: one row, a column per term."""
+    return sa.select(
+        *(
+            sa.select(sa.func.count())
+            .select_from(_CHUNKS_FTS)
+            .where(sa.text(f"chunks_fts MATCH :term_{n}").bindparams(**{f"term_{n}": f'"{term}"'}))
+            .scalar_subquery()
+            for n, term in enumerate(terms)
+        )
+    )
+
+
+#: Chunks in the FTS5 index, for BM25's rarity of a term.
+COUNT_CHUNKS = sa.select(sa.func.count()).select_from(chunks)
 
 
 #: A crawl's new pages: the same statement, their rows carry ``crawl_id`` and ``depth`` too.

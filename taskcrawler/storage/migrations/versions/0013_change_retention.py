@@ -4,8 +4,8 @@ The worker deletes changes older than ``TASKCRAWLER_CHANGE_RETENTION_DAYS`` acro
 monitor, oldest first, a batch at a time; the monitor's index (monitor, time) cannot find those,
 so they get an index of their own.
 
-Revision ID: 0012
-Revises: 0011
+Revision ID: 0013
+Revises: 0012
 Create Date: 2026-12-06
 """
 
@@ -13,8 +13,8 @@ from collections.abc import Sequence
 
 from alembic import op
 
-revision: str = "0012"
-down_revision: str | None = "0011"
+revision: str = "0013"
+down_revision: str | None = "0012"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
