@@ -16,37 +16,16 @@ import tempfile
 import time
 from pathlib import Path
 
-import sqlalchemy as sa
-
 from taskcrawler.domain.keys import Caller
 from taskcrawler.service.exports import ExportService
-from taskcrawler.storage import NewJob, Storage, upgrade_database
+from taskcrawler.storage import Storage, upgrade_database
 from taskcrawler.storage.database import Database
-from taskcrawler.storage.tables import job_contents, jobs
+from tests.support import seeding
 
 
 def rss() -> int:
     with open("/proc/self/statm") as statm:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
-
-
-async def fill(storage: Storage, count: int, text: str) -> None:
-    for start in range(0, count, 1000):
-        requests = [
-            NewJob(f"http://bench.test/{n}") for n in range(start, min(count, start + 1000))
-        ]
-        created = await storage.jobs.create_jobs(requests, redispatch_after=3600)
-        ids = [c.job.id for c in created]
-        async with storage.db.write() as conn:
-            await conn.execute(
-                job_contents.insert(),
-                [{"job_id": i, "format": "markdown", "body": text} for i in ids],
-            )
-            await conn.execute(
-                jobs.update()
-                .where(jobs.c.id.in_(ids))
-                .values(status="COMPLETED", finished_at=sa.func.now())
-            )
 
 
 async def measure(service: ExportService) -> tuple[int, int, float, int, int]:
@@ -66,7 +45,7 @@ async def main(url: str, count: int, text_kb: int) -> None:
     await upgrade_database(url)
     storage = Storage.on(Database.from_url(url))
     try:
-        await fill(storage, count, "word " * (text_kb * 1024 // 5))
+        await seeding.finished_jobs(storage, count, "word " * (text_kb * 1024 // 5))
         service = ExportService(storage.exports, request_headers={}, software="bench")
         for _ in range(20):
             # On a shared PostgreSQL the last finishes are final once the write transactions

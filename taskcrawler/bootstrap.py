@@ -36,6 +36,7 @@ if TYPE_CHECKING:
 
     from redis.asyncio import Redis
 
+    from taskcrawler.common.processes import CallRunner, ProcessPool
     from taskcrawler.domain.transitions import RetryPolicy
     from taskcrawler.embed import Embedder
     from taskcrawler.extract.chunking import ChunkingConfig
@@ -133,10 +134,24 @@ def api_fetcher(runtime: Runtime) -> Fetcher:
     )
 
 
+def api_parsers(settings: Settings) -> ProcessPool:
+    """The API's own parser processes, for what a request would otherwise compute on the event
+    loop (a map's start page and sitemaps): as many as a worker's, each call under the same
+    deadline; started at the first use."""
+    from taskcrawler.common.processes import ProcessPool
+
+    return ProcessPool(
+        settings.parse_processes,
+        settings.parse_timeout_seconds,
+        preload=("taskcrawler.service.mapping",),
+    )
+
+
 def api_services(
     runtime: Runtime,
     page_fetcher: Fetcher,
     query_embedder: Embedder,
+    parsers: CallRunner,
     *,
     reranker: Reranker | None = None,
     on_created: Callable[[int], object] = lambda count: None,
@@ -162,7 +177,7 @@ def api_services(
         rerank_candidates=runtime.settings.rerank_candidates,
     )
     content = ContentService(jobs, storage.content)
-    mapper = MapService(page_fetcher, runtime.settings)
+    mapper = MapService(page_fetcher, runtime.settings, parsers)
     crawls = CrawlService(
         CrawlPolicy(
             max_limit=runtime.settings.crawl_max_limit,
@@ -213,6 +228,7 @@ def monitor_service(runtime: Runtime) -> MonitorService:
         min_interval_seconds=settings.monitor_min_interval_seconds,
         redispatch_after=settings.redispatch_seconds,
         max_crawl_limit=settings.crawl_max_limit,
+        changes_page_max_bytes=settings.changes_page_max_bytes,
     )
     return MonitorService(policy, runtime.storage.monitors, queue=runtime.queue)
 
@@ -375,7 +391,10 @@ def worker(
         rendering=rendering,
         chunker=chunker,
         crawls=CrawlPages(
-            runtime.storage.crawls, page_fetcher, SitemapLimits.from_settings(runtime.settings)
+            runtime.storage.crawls,
+            page_fetcher,
+            SitemapLimits.from_settings(runtime.settings),
+            parser.pool,
         ),
     )
 
@@ -470,6 +489,7 @@ async def worker_process_runtime(
 
 def monitor_scheduler(runtime: Runtime, parser: PageParser) -> MonitorScheduler:
     """Fires due monitor slots and reads their runs, beside a worker."""
+    from taskcrawler.domain.monitors import ChangeRetention
     from taskcrawler.domain.runs import RetentionPolicy
     from taskcrawler.worker.monitoring import MonitorConfig, MonitorScheduler
 
@@ -479,6 +499,10 @@ def monitor_scheduler(runtime: Runtime, parser: PageParser) -> MonitorScheduler:
         redispatch_seconds=settings.redispatch_seconds,
         retention=RetentionPolicy(
             keep_runs=settings.run_retention_runs, keep_days=settings.run_retention_days
+        ),
+        change_retention=ChangeRetention(
+            keep_changes=settings.change_retention_count,
+            keep_days=settings.change_retention_days,
         ),
     )
     return MonitorScheduler(config, runtime.storage.monitors, runtime.queue, parser)

@@ -88,6 +88,21 @@ class Settings(BaseSettings):
     run_retention_days: float | None = Field(
         None, gt=0, description="Runs older than this many days are dropped (unset: none)."
     )
+    change_retention_count: int | None = Field(
+        1_000,
+        ge=0,
+        description="Changes kept per monitor, the newest (unset: all). A diff is cut at 256 Ki "
+        "characters, so 1,000 hold at most 250 MiB of ASCII diffs.",
+    )
+    change_retention_days: float | None = Field(
+        30.0, gt=0, description="Changes older than this many days are dropped (unset: none)."
+    )
+    changes_page_max_bytes: int = Field(
+        2 * 1024 * 1024,
+        ge=64 * 1024,
+        description="A page of GET /api/v1/monitors/{id}/changes ends before its diffs, URLs and "
+        "metadata pass this many bytes (it always holds one change); next_cursor goes on.",
+    )
 
     # fetching
     allow_private_networks: bool = Field(
@@ -286,6 +301,27 @@ class Settings(BaseSettings):
     )
     max_request_bytes: int = Field(
         4 * 1024 * 1024, ge=1024, description="Bigger request bodies are refused with 413."
+    )
+
+    # MCP over streamable HTTP (/mcp)
+    mcp_max_streams: int = Field(
+        256,
+        ge=1,
+        description="/mcp requests in flight per API process at most (each holds a connection); "
+        "past it a 503 with Retry-After.",
+    )
+    mcp_max_streams_per_key: int = Field(
+        16,
+        ge=1,
+        description="/mcp requests of one API key in flight at most (callers without a key "
+        "count as one); past it a 429 with Retry-After.",
+    )
+    mcp_idle_timeout_seconds: float = Field(
+        330.0,
+        gt=0,
+        description="An /mcp request that has sent nothing for this long is ended: 408 when its "
+        "body had not arrived, 504 when its answer had not. Keep it above 300 s, the longest a "
+        "scrape tool call waits for its page.",
     )
 
     # webhooks

@@ -74,9 +74,10 @@ def create_app(
         app.state.runtime = shared
         fetcher = bootstrap.api_fetcher(shared)
         embedder = bootstrap.embedder(settings)  # for search queries; loaded when first used
+        parsers = bootstrap.api_parsers(settings)
         reranker = bootstrap.reranker(settings)
         app.state.services = bootstrap.api_services(
-            shared, fetcher, embedder, reranker=reranker, on_created=api_metrics.created
+            shared, fetcher, embedder, parsers, reranker=reranker, on_created=api_metrics.created
         )
         stop = asyncio.Event()
         worker_task = (
@@ -94,6 +95,7 @@ def create_app(
             if supervisor is not None:
                 await supervisor.stop()
             await fetcher.close()
+            await parsers.aclose()
             await embedder.close()
             if reranker is not None:
                 await reranker.close()

@@ -4,11 +4,23 @@ Stateless (every request stands alone, so any API process can answer it) with JS
 A request without a valid key is refused with the API's own 401 before MCP sees it; the tools
 then call the API in-process with the caller's key, so they see its jobs alone, under its
 limits, exactly as its HTTP calls would.
+
+Every request holds a connection, and so a file descriptor, while it is answered; so they are
+bounded before MCP sees them:
+
+* ``GET`` (the stream of a server's own messages) is a ``405``: a stateless server never sends
+  one, and the stream would only hold its descriptor (the specification allows the ``405``,
+  and clients then go without the stream);
+* at most ``mcp_max_streams_per_key`` requests of one key in flight (a ``429`` past it) and
+  ``mcp_max_streams`` in all (a ``503``), both with ``Retry-After``;
+* a request that has sent nothing for ``mcp_idle_timeout_seconds`` is ended: a ``408`` when
+  its body had not arrived by then, a ``504`` when its answer had not.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -20,17 +32,25 @@ from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.types import Receive, Scope, Send
+from starlette.types import Message, Receive, Scope, Send
 
 from taskcrawler.api.deps import _bearer_token
 from taskcrawler.client import AsyncTaskCrawler
 from taskcrawler.domain.errors import ServiceUnavailable, Unauthenticated
+from taskcrawler.domain.keys import Caller
 from taskcrawler.mcp_server import build_server
 from taskcrawler.service import Services
 from taskcrawler.settings import Settings
 
 PATH = "/mcp"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+_NO_STREAM = JSONResponse(
+    {"detail": "this MCP endpoint is stateless: it has no stream of its own messages; POST"},
+    status_code=405,
+    headers={"Allow": "POST"},
+)
 
 
 def _security(settings: Settings) -> TransportSecuritySettings | None:
@@ -43,6 +63,37 @@ def _security(settings: Settings) -> TransportSecuritySettings | None:
         allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
         allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
     )
+
+
+class StreamSlots:
+    """Requests in flight: at most ``per_key`` of one owner's and ``total`` in all."""
+
+    def __init__(self, *, total: int, per_key: int) -> None:
+        self.total = total
+        self.per_key = per_key
+        self.held: Counter[str] = Counter()
+
+    @property
+    def in_flight(self) -> int:
+        return self.held.total()
+
+    def refusal(self, owner: str) -> JSONResponse | None:
+        """None when ``owner`` may open one more (then it holds it until :meth:`release`)."""
+        if self.held[owner] >= self.per_key:
+            return _busy(429, f"over {self.per_key} MCP requests of this API key in flight")
+        if self.in_flight >= self.total:
+            return _busy(503, f"over {self.total} MCP requests in flight: try again shortly")
+        self.held[owner] += 1
+        return None
+
+    def release(self, owner: str) -> None:
+        self.held[owner] -= 1
+        if self.held[owner] <= 0:
+            del self.held[owner]
+
+
+def _busy(status: int, detail: str) -> JSONResponse:
+    return JSONResponse({"detail": detail}, status_code=status, headers={"Retry-After": "1"})
 
 
 class McpEndpoint:
@@ -58,6 +109,10 @@ class McpEndpoint:
             security_settings=_security(settings),
             max_request_body_size=settings.max_request_bytes,
         )
+        self.slots = StreamSlots(
+            total=settings.mcp_max_streams, per_key=settings.mcp_max_streams_per_key
+        )
+        self.idle_timeout = settings.mcp_idle_timeout_seconds
         self._holder: asyncio.Task[None] | None = None
         self._starting = asyncio.Lock()
         self._stop = asyncio.Event()
@@ -94,21 +149,65 @@ class McpEndpoint:
                 self._holder.result()  # it failed to start: raise why
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        caller = await self._caller(scope, receive, send)
+        if caller is None:
+            return
+        if scope["method"] == "GET":
+            await _NO_STREAM(scope, receive, send)
+            return
+        refused = self.slots.refusal(caller.owner)
+        if refused is not None:
+            await refused(scope, receive, send)
+            return
+        try:
+            await self._started()
+            await self._answer_within_idle_timeout(scope, receive, send)
+        finally:
+            self.slots.release(caller.owner)
+
+    async def _caller(self, scope: Scope, receive: Receive, send: Send) -> Caller | None:
+        """The request's caller; None once it was answered with why it has none."""
         services: Services = self.app.state.services
         token = _bearer_token(Request(scope).headers.get("authorization"))
         try:
-            await services.keys.caller(token)
+            return await services.keys.caller(token)
         except Unauthenticated as exc:
             refused = JSONResponse(
                 {"detail": str(exc)}, status_code=401, headers={"WWW-Authenticate": "Bearer"}
             )
             await refused(scope, receive, send)
-            return
         except ServiceUnavailable as exc:
             await JSONResponse({"detail": str(exc)}, status_code=503)(scope, receive, send)
-            return
-        await self._started()
-        await self.manager.handle_request(scope, receive, send)
+        return None
+
+    async def _answer_within_idle_timeout(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The SDK's answer, ended once it has sent nothing for ``idle_timeout`` seconds."""
+        loop = asyncio.get_running_loop()
+        started = False
+        body_read = False
+
+        async def reading() -> Message:
+            nonlocal body_read
+            message = await receive()
+            if message["type"] == "http.request" and not message.get("more_body", False):
+                body_read = True
+            return message
+
+        try:
+            async with asyncio.timeout(self.idle_timeout) as idle:
+
+                async def sending(message: Message) -> None:
+                    nonlocal started
+                    started = True
+                    await send(message)
+                    idle.reschedule(loop.time() + self.idle_timeout)
+
+                await self.manager.handle_request(scope, reading, sending)
+        except TimeoutError:
+            if not started:
+                status, what = (504, "answer") if body_read else (408, "request body")
+                detail = f"no {what} within {self.idle_timeout:g} s"
+                await JSONResponse({"detail": detail}, status_code=status)(scope, receive, send)
 
     @asynccontextmanager
     async def _client_for(

@@ -24,7 +24,7 @@ import signal
 import struct
 import sys
 from collections.abc import Callable, Sequence
-from typing import IO, Any, TypeVar
+from typing import IO, Any, Protocol, TypeVar
 
 T = TypeVar("T")
 
@@ -76,6 +76,26 @@ class _Child:
             await asyncio.wait_for(self.process.wait(), grace)
         except TimeoutError:
             await self.kill()
+
+
+class CallRunner(Protocol):
+    """Where CPU-bound calls run off the event loop: :class:`ProcessPool`, or
+    :class:`InThreads`. ``size``: how many calls it runs at once."""
+
+    size: int
+
+    async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T: ...
+
+
+class InThreads:
+    """:class:`ProcessPool`'s interface with each call in a thread of this process, without a
+    deadline: for a command in the foreground (``taskcrawler map``), where no other request
+    waits for the event loop and no process is worth starting."""
+
+    size = 1
+
+    async def run(self, fn: Callable[..., T], /, *args: Any, **kwargs: Any) -> T:
+        return await asyncio.to_thread(fn, *args, **kwargs)
 
 
 class ProcessPool:

@@ -17,7 +17,7 @@ from datetime import datetime
 from enum import StrEnum
 from functools import lru_cache
 from typing import Any, Protocol
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 from uuid import UUID
 
 import re2
@@ -636,6 +636,21 @@ def sitemap_candidates(
     return candidates, rejected
 
 
+def sitemap_keys(urls: Sequence[str], spec: CrawlSpec, words: Sequence[str] = ()) -> list[str]:
+    """The keys of :func:`sitemap_candidates` (each one hop from the start) that contain every
+    one of ``words`` (:func:`matches_search`): a slice of a big sitemap's work, which callers
+    run in a process of its own (keying costs tens of microseconds a URL)."""
+    candidates, _rejected = sitemap_candidates(urls, spec, Scope.of(spec))
+    keys = [candidate.key for candidate in candidates]
+    return [key for key in keys if matches_search(key, words)] if words else keys
+
+
+def matches_search(url: str, words: Sequence[str]) -> bool:
+    """Every word (lower case) is in the percent-decoded, lower-cased URL."""
+    text = unquote(url).lower()
+    return all(word in text for word in words)
+
+
 def _key_or_none(url: str) -> str | None:
     try:
         return crawl_key(url)
@@ -661,7 +676,9 @@ __all__ = [
     "Verdict",
     "crawl_key",
     "discover",
+    "matches_search",
     "site_of",
     "sitemap_candidates",
+    "sitemap_keys",
     "stored_webhook_events",
 ]

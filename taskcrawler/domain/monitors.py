@@ -487,6 +487,31 @@ class Change:
     previous_job_id: UUID | None = None
 
 
+#: Changes kept per monitor, and their age at most. A change's diff is cut at 256 Ki characters
+#: (domain.diffs), so 1,000 of them hold at most 250 MiB of ASCII diffs.
+DEFAULT_CHANGE_RETENTION_COUNT = 1_000
+DEFAULT_CHANGE_RETENTION_DAYS = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class ChangeRetention:
+    """Which changes of a monitor are kept: its newest ``keep_changes`` (None: any number),
+    none older than ``keep_days`` (None: any age)."""
+
+    keep_changes: int | None = DEFAULT_CHANGE_RETENTION_COUNT
+    keep_days: float | None = DEFAULT_CHANGE_RETENTION_DAYS
+
+    def __post_init__(self) -> None:
+        if self.keep_changes is not None and self.keep_changes < 0:
+            raise ValueError("keep_changes must be 0 or more, or None")
+        if self.keep_days is not None and not self.keep_days > 0:
+            raise ValueError("keep_days must be a positive number of days or None")
+
+    def oldest_kept(self, now: datetime) -> datetime | None:
+        """Changes detected before this are dropped (None: none for their age)."""
+        return None if self.keep_days is None else now - timedelta(days=self.keep_days)
+
+
 def change_document(change: Change) -> dict[str, Any]:
     """A change as ``GET /api/v1/monitors/{id}/changes`` lists it and its webhook sends it
     (JSON-ready, encoded as the job documents are)."""
@@ -809,6 +834,8 @@ def _change(
 
 
 __all__ = [
+    "DEFAULT_CHANGE_RETENTION_COUNT",
+    "DEFAULT_CHANGE_RETENTION_DAYS",
     "DEFAULT_FORMATS",
     "DEFAULT_MIN_INTERVAL_SECONDS",
     "MAX_INTERVAL_SECONDS",
@@ -816,6 +843,7 @@ __all__ = [
     "NORMALIZATION_VERSION",
     "Change",
     "ChangeKind",
+    "ChangeRetention",
     "Comparison",
     "CrawlRound",
     "CrawlRoundReading",

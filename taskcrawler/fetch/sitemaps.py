@@ -8,19 +8,33 @@ sitemaps are fetched, how deep indexes nest, how many page URLs are kept, how ma
 sitemap and all of them may inflate to. An index that lists itself, or two that list each other,
 are read once each. Reaching a cap is not an error: what was found so far is kept, and the cap is
 named in :attr:`SitemapReport.capped`.
+
+Nothing here holds the event loop for long: a sitemap bigger than a few hundred kilobytes is
+parsed by the caller's :class:`~taskcrawler.common.processes.CallRunner` (a pool of processes
+in the API and the worker, each parse under its deadline), the URLs it lists are taken in
+slices, and :func:`key_sitemap_urls` turns them into crawl keys slice by slice in that runner.
 """
 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 from collections import deque
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from yarl import URL
 
+from taskcrawler.common.processes import CallRunner, CallTimeout, ChildDied, InThreads
 from taskcrawler.domain import FetchError, InvalidURL, normalize_url
-from taskcrawler.extract.sitemaps import ParsedSitemap, parse_sitemap
+from taskcrawler.domain.crawls import CrawlSpec, sitemap_keys
+from taskcrawler.extract.sitemaps import (
+    ParsedSitemap,
+    packed_slices,
+    parse_sitemap,
+    parse_sitemap_packed,
+)
 from taskcrawler.fetch.fetcher import Fetcher
 from taskcrawler.settings import Settings
 
@@ -28,9 +42,15 @@ log = logging.getLogger(__name__)
 
 #: Sitemaps fetched at once for one site (politeness still limits them per host).
 CONCURRENCY = 4
-#: Smaller bodies are parsed on the event loop; bigger ones in a thread, so a 50 MB sitemap
-#: does not stall every other request of the process while it is read.
+#: Smaller bodies are parsed on the event loop (a few milliseconds); bigger ones by the runner,
+#: so a 50 MB sitemap does not stall every other request of the process while it is read.
 INLINE_PARSE_BYTES = 256 * 1024
+#: URLs handled per step on the event loop, and keyed per call in the runner: sending a slice
+#: and its keys back costs the loop about a millisecond, keying it in a process about 0.2 s.
+URL_SLICE = 5_000
+#: Characters of a parsed sitemap's URLs split into a list and taken per step on the event
+#: loop (about 3,000 URLs, a millisecond or two).
+PACKED_SLICE_CHARS = 128 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +90,23 @@ class SitemapReport:
     bytes_read: int = 0
     _seen_urls: set[str] = field(default_factory=set, repr=False)
 
+    async def add_all(self, parsed: ParsedSitemap, packed: str, max_urls: int) -> None:
+        """The URLs of a sitemap, as :func:`parse_sitemap` lists them or as
+        :func:`parse_sitemap_packed` packs them, a slice at a time, letting the event loop run
+        between slices."""
+        slices = itertools.chain(
+            (
+                parsed.urls[start : start + URL_SLICE]
+                for start in range(0, len(parsed.urls), URL_SLICE)
+            ),
+            packed_slices(packed, PACKED_SLICE_CHARS),
+        )
+        for urls in slices:
+            self.add_urls(urls, max_urls)
+            if len(self.urls) >= max_urls:
+                return
+            await asyncio.sleep(0)
+
     def add_urls(self, urls: list[str], max_urls: int) -> None:
         for url in urls:
             if len(self.urls) >= max_urls:
@@ -96,12 +133,14 @@ async def read_sitemaps(
     site_url: str,
     limits: SitemapLimits,
     report: SitemapReport | None = None,
+    *,
+    runner: CallRunner | None = None,
 ) -> SitemapReport:
-    """Find and read the sitemaps of the site of ``site_url``. Never raises a fetch error:
-    failures are listed in the report."""
+    """Find and read the sitemaps of the site of ``site_url``, big ones parsed by ``runner``
+    (default: in a thread). Never raises a fetch error: failures are listed in the report."""
     report = report if report is not None else SitemapReport()
     seeds = await _seeds(fetcher, site_url, report)
-    reader = _Reader(fetcher, limits, report, guessed=default_sitemap_url(site_url))
+    reader = _Reader(fetcher, limits, report, guessed=default_sitemap_url(site_url), runner=runner)
     await reader.run(seeds)
     return report
 
@@ -119,9 +158,16 @@ async def _seeds(fetcher: Fetcher, site_url: str, report: SitemapReport) -> list
 
 class _Reader:
     def __init__(
-        self, fetcher: Fetcher, limits: SitemapLimits, report: SitemapReport, *, guessed: str
+        self,
+        fetcher: Fetcher,
+        limits: SitemapLimits,
+        report: SitemapReport,
+        *,
+        guessed: str,
+        runner: CallRunner | None = None,
     ) -> None:
         self.fetcher = fetcher
+        self.runner = runner or InThreads()
         self.limits = limits
         self.report = report
         self.guessed = guessed
@@ -143,11 +189,11 @@ class _Reader:
                 self.started += 1
             if not batch:
                 break
-            for (url, depth), parsed in zip(
+            for (_url, depth), parsed in zip(
                 batch, await asyncio.gather(*(self._read(url) for url, _ in batch)), strict=True
             ):
                 if parsed is not None:
-                    self._take(url, depth, parsed)
+                    await self._take(depth, *parsed)
         if self.queue and self.started >= self.limits.max_count:
             self.report.capped.add("count")
 
@@ -171,7 +217,7 @@ class _Reader:
         self.seen.add(key)
         self.queue.append((url, depth))
 
-    async def _read(self, url: str) -> ParsedSitemap | None:
+    async def _read(self, url: str) -> tuple[ParsedSitemap, str] | None:
         try:
             page = await self.fetcher.fetch_sitemap(url)
         except FetchError as exc:
@@ -187,17 +233,30 @@ class _Reader:
             # are trimmed to what is still wanted afterwards.
             wanted = max(self.limits.max_urls - len(self.report.urls), self.limits.max_count, 1)
             max_bytes = min(self.limits.max_bytes, budget)
-            parsed = await _parse(page.body, page.final_url, max_bytes, wanted)
+            parsed, packed = await self._parse(page.body, page.final_url, max_bytes, wanted)
             self.report.bytes_read += parsed.size
         self.report.sitemaps.append(url)
         if parsed.error and not parsed.truncated:
             self.report.errors.append((url, parsed.error))
         if parsed.truncated:
             self.report.capped.add("bytes" if "bytes" in (parsed.error or "") else "urls")
-        return parsed
+        return parsed, packed
 
-    def _take(self, url: str, depth: int, parsed: ParsedSitemap) -> None:
-        self.report.add_urls(parsed.urls, self.limits.max_urls)
+    async def _parse(
+        self, body: bytes, url: str, max_bytes: int, max_entries: int
+    ) -> tuple[ParsedSitemap, str]:
+        """The sitemap, and its URLs packed when another process parsed it."""
+        if len(body) <= INLINE_PARSE_BYTES and not body.startswith(b"\x1f\x8b"):
+            return parse_sitemap(body, url=url, max_bytes=max_bytes, max_urls=max_entries), ""
+        try:
+            return await self.runner.run(
+                parse_sitemap_packed, body, url=url, max_bytes=max_bytes, max_urls=max_entries
+            )
+        except (CallTimeout, ChildDied) as exc:
+            return ParsedSitemap(error=f"not parsed: {exc}"), ""
+
+    async def _take(self, depth: int, parsed: ParsedSitemap, packed: str) -> None:
+        await self.report.add_all(parsed, packed, self.limits.max_urls)
         for child in parsed.sitemaps:
             if len(self.seen) >= self.limits.max_count:
                 self.report.capped.add("count")
@@ -205,12 +264,38 @@ class _Reader:
             self._enqueue(child, depth + 1)
 
 
-async def _parse(body: bytes, url: str, max_bytes: int, max_entries: int) -> ParsedSitemap:
-    if len(body) <= INLINE_PARSE_BYTES and not body.startswith(b"\x1f\x8b"):
-        return parse_sitemap(body, url=url, max_bytes=max_bytes, max_urls=max_entries)
-    return await asyncio.to_thread(
-        parse_sitemap, body, url=url, max_bytes=max_bytes, max_urls=max_entries
-    )
+async def key_sitemap_urls(
+    urls: Sequence[str],
+    spec: CrawlSpec,
+    runner: CallRunner,
+    take: Callable[[list[str]], bool],
+    *,
+    words: Sequence[str] = (),
+) -> None:
+    """The crawl keys of ``urls`` in ``spec``'s scope that contain every one of ``words``
+    (:func:`~taskcrawler.domain.crawls.sitemap_keys`), a slice at a time in ``runner`` (as many
+    slices at once as it runs calls), given to ``take`` in the order of ``urls``. ``take``
+    answers whether it wants more: when it does not, the slices still running are dropped."""
+    slices = [urls[start : start + URL_SLICE] for start in range(0, len(urls), URL_SLICE)]
+    running: deque[asyncio.Task[list[str]]] = deque()
+    try:
+        for part in slices:
+            running.append(asyncio.create_task(runner.run(sitemap_keys, part, spec, words)))
+            if len(running) >= runner.size and not take(await running.popleft()):
+                return
+        while running:
+            if not take(await running.popleft()):
+                return
+    finally:
+        for task in running:
+            task.cancel()
+        await asyncio.gather(*running, return_exceptions=True)
 
 
-__all__ = ["SitemapLimits", "SitemapReport", "default_sitemap_url", "read_sitemaps"]
+__all__ = [
+    "SitemapLimits",
+    "SitemapReport",
+    "default_sitemap_url",
+    "key_sitemap_urls",
+    "read_sitemaps",
+]

@@ -14,7 +14,13 @@ scraping the pages. Talks to the fetcher and the extractor only; nothing is stor
 * ``search`` keeps the URLs that contain every one of its words (case-insensitive, in the
   percent-decoded URL). ``limit`` cuts the list after filtering.
 * The whole call answers within ``TASKCRAWLER_MAP_TIMEOUT_SECONDS``: what was found by then is
-  returned, with a warning.
+  returned, with a warning. Fetching and parsing may use three quarters of it
+  (:data:`READING_SHARE`); the rest is left to key the sitemaps' URLs read by then.
+* Nothing of it holds the event loop for more than a few milliseconds: parsing the start page,
+  parsing big sitemaps and keying their URLs (tens of microseconds a URL) run in the
+  service's :class:`~taskcrawler.common.processes.CallRunner` (the API's pool of parser
+  processes: bounded in number, each call under a deadline), and the loop only merges their
+  answers, a slice at a time.
 """
 
 from __future__ import annotations
@@ -24,8 +30,8 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import unquote
 
+from taskcrawler.common.processes import CallRunner, CallTimeout, ChildDied, InThreads
 from taskcrawler.domain import ErrorCode, FetchError
 from taskcrawler.domain.crawls import (
     CrawlSpec,
@@ -34,16 +40,17 @@ from taskcrawler.domain.crawls import (
     SitemapMode,
     Verdict,
     discover,
-    sitemap_candidates,
+    matches_search,
 )
 from taskcrawler.domain.errors import log_line
 from taskcrawler.domain.urls import crawl_key
-from taskcrawler.extract import Link, extract
+from taskcrawler.extract import extract
 from taskcrawler.fetch import Fetcher
 from taskcrawler.fetch.sitemaps import (
     SitemapLimits,
     SitemapReport,
     default_sitemap_url,
+    key_sitemap_urls,
     read_sitemaps,
 )
 from taskcrawler.settings import Settings
@@ -53,6 +60,9 @@ log = logging.getLogger(__name__)
 DEFAULT_MAP_LIMIT = 5_000
 MAX_SEARCH_CHARS = 500
 MAX_WARNINGS = 20
+#: The share of the map's deadline its fetches and parses may use; the rest is left to key
+#: what they found, so that it is listed in time.
+READING_SHARE = 0.75
 
 
 class MapRefused(Exception):
@@ -129,24 +139,45 @@ class MapResult:
     warnings: list[str] = field(default_factory=list)
 
 
-@dataclass(slots=True)
-class _StartPage:
-    links: list[Link]
-    canonical: str | None
-    final_url: str
-
-
-def matches_search(url: str, words: Sequence[str]) -> bool:
-    """Every word (lower case) is in the percent-decoded, lower-cased URL."""
-    text = unquote(url).lower()
-    return all(word in text for word in words)
+def start_page_keys(
+    body: bytes,
+    *,
+    asked: str,
+    final_url: str,
+    charset: str | None,
+    spec: CrawlSpec,
+    words: Sequence[str],
+) -> list[str]:
+    """The start page (as asked for and as redirected to) and its links' keys, in scope, each
+    once, containing every one of ``words``: parsed and keyed in the runner's process."""
+    scope = Scope.of(spec)
+    extraction = extract(body, url=final_url, charset=charset, formats=("links",))
+    canonical = extraction.metadata.get("canonical_url")
+    ordered: dict[str, None] = {}
+    for own in (crawl_key(asked), crawl_key(final_url)):
+        if scope.check_key(own) is Verdict.IN_SCOPE:
+            ordered.setdefault(own, None)
+    found = discover(
+        final_url,
+        extraction.links,
+        canonical if isinstance(canonical, str) else None,
+        0,
+        spec,
+        scope,
+    )
+    for candidate in found.candidates:
+        ordered.setdefault(candidate.key, None)
+    return [key for key in ordered if matches_search(key, words)] if words else list(ordered)
 
 
 class MapService:
-    def __init__(self, fetcher: Fetcher, settings: Settings) -> None:
+    def __init__(
+        self, fetcher: Fetcher, settings: Settings, runner: CallRunner | None = None
+    ) -> None:
         self.fetcher = fetcher
         self.settings = settings
         self.limits = SitemapLimits.from_settings(settings)
+        self.runner = runner or InThreads()
 
     def request(self, url: str, *, limit: int | None = None, **options: Any) -> MapRequest:
         """A validated :class:`MapRequest` under this deployment's maximum ``limit`` (no
@@ -157,42 +188,95 @@ class MapService:
         return MapRequest.create(url, max_limit=max_limit, limit=limit, **options)
 
     async def map(self, request: MapRequest) -> MapResult:
+        timeout = self.settings.map_timeout_seconds
+        now = asyncio.get_running_loop().time()
+        deadline = now + timeout
         spec = request.crawl_spec()
-        scope = Scope.of(spec)
+        words = request.search.lower().split() if request.search else []
         warnings: list[str] = []
         report = SitemapReport()
         tasks: dict[str, asyncio.Task[Any]] = {}
         if request.sitemap is not SitemapMode.ONLY:
-            tasks["page"] = asyncio.create_task(self._start_page(request.url))
+            tasks["page"] = asyncio.create_task(self._start_page(request.url, spec, words))
         if request.sitemap is not SitemapMode.SKIP:
             tasks["sitemaps"] = asyncio.create_task(
-                read_sitemaps(self.fetcher, request.url, self.limits, report)
+                read_sitemaps(self.fetcher, request.url, self.limits, report, runner=self.runner)
             )
-        await self._wait(tasks, warnings)
+        reading_stopped = await self._wait(tasks, now + timeout * READING_SHARE)
 
         page = self._page_outcome(tasks.get("page"), warnings)
         self._refuse_blocked(request, tasks.get("page"), report)
-        keys = self._collect(request, spec, scope, page, report)
+        # The start page's keys first: a start page that could not be fetched is not listed
+        # (the map says what the site has, and it did not answer for that one).
+        links = dict.fromkeys((page or [])[: request.limit])
+        stopped = not await self._add_sitemaps(request, report, words, links, deadline, warnings)
+        if stopped or reading_stopped:
+            warnings.append(f"stopped after {timeout:g} s: the list holds what was found by then")
         warnings.extend(_sitemap_warnings(report))
-        words = request.search.lower().split() if request.search else []
-        links = [key for key in keys if matches_search(key, words)] if words else keys
-        return MapResult(links=links[: request.limit], warnings=warnings[:MAX_WARNINGS])
+        return MapResult(links=list(links), warnings=warnings[:MAX_WARNINGS])
 
-    async def _wait(self, tasks: dict[str, asyncio.Task[Any]], warnings: list[str]) -> None:
+    async def _add_sitemaps(
+        self,
+        request: MapRequest,
+        report: SitemapReport,
+        words: Sequence[str],
+        links: dict[str, None],
+        deadline: float,
+        warnings: list[str],
+    ) -> bool:
+        """The keys of the sitemaps' URLs into ``links``, up to the request's limit; whether
+        that ended before the deadline."""
+
+        def take(keys: list[str]) -> bool:
+            links.update(dict.fromkeys(keys[: request.limit - len(links)]))
+            return len(links) < request.limit
+
+        if len(links) >= request.limit:
+            return True
+        try:
+            async with asyncio.timeout_at(deadline):
+                await key_sitemap_urls(
+                    report.urls, request.crawl_spec(), self.runner, take, words=words
+                )
+        except TimeoutError:
+            return False
+        except (CallTimeout, ChildDied) as exc:
+            warnings.append(f"the sitemaps' URLs were cut short: {exc}")
+        return True
+
+    async def _start_page(self, url: str, spec: CrawlSpec, words: Sequence[str]) -> list[str]:
+        """The start page (as asked for and as redirected to), then its links, in scope, each
+        once, with the words searched for: fetched here, parsed and keyed by the runner."""
+        page = await self.fetcher.fetch(url)
+        try:
+            return await self.runner.run(
+                start_page_keys,
+                page.body,
+                asked=url,
+                final_url=page.final_url,
+                charset=page.charset,
+                spec=spec,
+                words=words,
+            )
+        except (CallTimeout, ChildDied) as exc:
+            raise FetchError(ErrorCode.PARSE_TIMEOUT, f"not parsed: {exc}") from None
+
+    async def _wait(self, tasks: dict[str, asyncio.Task[Any]], deadline: float) -> bool:
+        """Whether the deadline stopped them."""
         if not tasks:
-            return
-        timeout = self.settings.map_timeout_seconds
+            return False
+        timeout = max(0.0, deadline - asyncio.get_running_loop().time())
         _done, pending = await asyncio.wait(tasks.values(), timeout=timeout)
         for task in pending:
             task.cancel()
         if pending:
             await asyncio.gather(*pending, return_exceptions=True)
-            warnings.append(f"stopped after {timeout:g} s: the list holds what was found by then")
+        return bool(pending)
 
     @staticmethod
     def _page_outcome(
-        task: asyncio.Task[_StartPage] | None, warnings: list[str]
-    ) -> _StartPage | None:
+        task: asyncio.Task[list[str]] | None, warnings: list[str]
+    ) -> list[str] | None:
         if task is None or task.cancelled():
             return None
         error = task.exception()
@@ -205,7 +289,7 @@ class MapService:
 
     @staticmethod
     def _refuse_blocked(
-        request: MapRequest, task: asyncio.Task[_StartPage] | None, report: SitemapReport
+        request: MapRequest, task: asyncio.Task[list[str]] | None, report: SitemapReport
     ) -> None:
         """A start URL whose address the guard refuses is refused as a whole (422), rather
         than answered with an empty list: nothing can ever be fetched from it."""
@@ -221,46 +305,6 @@ class MapService:
                 # A log line, maybe behind where it was met ("robots.txt: blocked_address: …").
                 found = error[error.index(ErrorCode.BLOCKED_ADDRESS) :]
                 raise MapRefused(ErrorCode.BLOCKED_ADDRESS, found)
-
-    @staticmethod
-    def _collect(
-        request: MapRequest,
-        spec: CrawlSpec,
-        scope: Scope,
-        page: _StartPage | None,
-        report: SitemapReport,
-    ) -> list[str]:
-        """The start page (as asked for and as redirected to), then its links, then the
-        sitemaps' URLs: in scope, each once. A start page that could not be fetched is not
-        listed: the map says what the site has, and it did not answer for that one."""
-        ordered: dict[str, None] = {}
-        if page is not None:
-            for own in (crawl_key(request.url), crawl_key(page.final_url)):
-                if scope.check_key(own) is Verdict.IN_SCOPE:
-                    ordered.setdefault(own, None)
-            found = discover(page.final_url, page.links, page.canonical, 0, spec, scope)
-            for candidate in found.candidates:
-                ordered.setdefault(candidate.key, None)
-        candidates, _rejected = sitemap_candidates(report.urls, spec, scope)
-        for candidate in candidates:
-            ordered.setdefault(candidate.key, None)
-        return list(ordered)
-
-    async def _start_page(self, url: str) -> _StartPage:
-        fetched = await self.fetcher.fetch(url)
-        extraction = await asyncio.to_thread(
-            extract,
-            fetched.body,
-            url=fetched.final_url,
-            charset=fetched.charset,
-            formats=("links",),
-        )
-        canonical = extraction.metadata.get("canonical_url")
-        return _StartPage(
-            links=extraction.links,
-            canonical=canonical if isinstance(canonical, str) else None,
-            final_url=fetched.final_url,
-        )
 
 
 async def map_once(fetcher: Fetcher, settings: Settings, url: str, **options: Any) -> MapResult:
@@ -289,4 +333,5 @@ __all__ = [
     "MapService",
     "map_once",
     "matches_search",
+    "start_page_keys",
 ]

@@ -39,9 +39,17 @@ class MonitorNotFound(NotFound):
         super().__init__("no monitor with this id")
 
 
+class ChangeNotFound(NotFound):
+    def __init__(self) -> None:
+        super().__init__("no change with this id in this monitor")
+
+
 class RunNotFound(NotFound):
     def __init__(self, run: int) -> None:
         super().__init__(f"no run {run} of this job in its history")
+
+
+DEFAULT_CHANGES_PAGE_MAX_BYTES = 2 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +59,8 @@ class MonitorPolicy:
     max_crawl_limit: int = DEFAULT_MAX_LIMIT
     #: As for jobs: a job published but not claimed within this long is published again.
     redispatch_after: float = 30.0
+    #: A page of changes ends before its diffs, URLs and metadata pass this many bytes.
+    changes_page_max_bytes: int = DEFAULT_CHANGES_PAGE_MAX_BYTES
 
 
 @dataclass(frozen=True, slots=True)
@@ -177,14 +187,27 @@ class MonitorService:
     async def changes(
         self, caller: Caller, monitor_id: UUID, *, limit: int = 50, cursor: str | None = None
     ) -> tuple[list[Change], str | None]:
-        """A page of the monitor's changes, newest first."""
+        """A page of the monitor's changes, newest first: ``limit`` of them, or fewer when
+        their diffs pass the page's bytes (``next_cursor`` then goes on from there)."""
         await self.get(caller, monitor_id)
         try:
             return await self.store.changes(
-                monitor_id, owner=caller.owner, limit=limit, cursor=cursor
+                monitor_id,
+                owner=caller.owner,
+                limit=limit,
+                cursor=cursor,
+                max_bytes=self.policy.changes_page_max_bytes,
             )
         except ValueError as exc:
             raise InvalidCursor(str(exc)) from None
+
+    async def change(self, caller: Caller, monitor_id: UUID, change_id: UUID) -> Change:
+        """One change of the monitor, with its whole diff."""
+        await self.get(caller, monitor_id)
+        found = await self.store.change(monitor_id, change_id, owner=caller.owner)
+        if found is None:
+            raise ChangeNotFound
+        return found
 
     async def run(self, caller: Caller, job_id: UUID, run: int) -> RunView:
         """An old run of a watched page and what it read."""

@@ -53,6 +53,11 @@ class Backend(Protocol):
         """``column IN values``, in the form this database runs best."""
         ...
 
+    def byte_length(self, column: sa.ColumnElement[Any]) -> sa.ColumnElement[int]:
+        """The length of a text column's value in UTF-8 bytes (NULL for NULL), read without
+        sending the value."""
+        ...
+
     def insert(self, table: sa.Table) -> Any:
         """An INSERT that knows this database's ``ON CONFLICT``."""
         ...

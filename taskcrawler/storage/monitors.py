@@ -34,6 +34,7 @@ from taskcrawler.domain.jobs import JobStatus
 from taskcrawler.domain.monitors import (
     Change,
     ChangeKind,
+    ChangeRetention,
     CrawlRound,
     CrawlRoundReading,
     FiredSlot,
@@ -312,26 +313,155 @@ class MonitorStore:
 
     @unavailable_on_connection_errors
     async def changes(
-        self, monitor_id: UUID, *, owner: str, limit: int = 50, cursor: str | None = None
+        self,
+        monitor_id: UUID,
+        *,
+        owner: str,
+        limit: int = 50,
+        cursor: str | None = None,
+        max_bytes: int | None = None,
     ) -> tuple[list[Change], str | None]:
-        """A page of a monitor's changes, newest first."""
-        stmt = sa.select(monitor_changes).where(
-            monitor_changes.c.monitor_id == monitor_id, monitor_changes.c.owner == owner
-        )
+        """A page of a monitor's changes, newest first: ``limit`` of them, fewer when their
+        diffs, URLs and metadata pass ``max_bytes`` together (the first is always there, its
+        diff bounded when it was made). The sizes are read first, and only the page's rows
+        after them, so a page costs what it holds, not what ``limit`` could."""
+        mine = (monitor_changes.c.monitor_id == monitor_id, monitor_changes.c.owner == owner)
+        order = (monitor_changes.c.detected_at.desc(), monitor_changes.c.id.desc())
+        stmt = sa.select(monitor_changes.c.id, *self._change_size()).where(*mine)
         if cursor is not None:
             detected_at, after = decode_cursor(cursor)
             stmt = stmt.where(
                 sa.tuple_(monitor_changes.c.detected_at, monitor_changes.c.id)
                 < (detected_at, after)
             )
-        stmt = stmt.order_by(
-            monitor_changes.c.detected_at.desc(), monitor_changes.c.id.desc()
-        ).limit(limit + 1)
         async with self.db.read() as conn:
-            rows = (await conn.execute(stmt)).all()
-        found = [_change(row) for row in rows[:limit]]
-        more = len(rows) > limit
+            sized = (await conn.execute(stmt.order_by(*order).limit(limit + 1))).all()
+            ids = _page_of(sized[:limit], max_bytes)
+            rows = (
+                (
+                    await conn.execute(
+                        sa.select(monitor_changes)
+                        .where(*mine, self.db.backend.any_of(monitor_changes.c.id, ids))
+                        .order_by(*order)
+                    )
+                ).all()
+                if ids
+                else []
+            )
+        found = [_change(row) for row in rows]
+        more = len(sized) > len(found)
         return found, make_cursor(found[-1].detected_at, found[-1].id) if more and found else None
+
+    def _change_size(self) -> tuple[sa.ColumnElement[int], ...]:
+        size = self.db.backend.byte_length
+        return (
+            sa.func.coalesce(size(monitor_changes.c.diff), 0).label("diff_bytes"),
+            sa.func.coalesce(size(sa.cast(monitor_changes.c.metadata, sa.Text())), 0).label(
+                "metadata_bytes"
+            ),
+            size(monitor_changes.c.url).label("url_bytes"),
+        )
+
+    @unavailable_on_connection_errors
+    async def change(self, monitor_id: UUID, change_id: UUID, *, owner: str) -> Change | None:
+        """One change of ``owner``'s monitor, with its whole diff."""
+        async with self.db.read() as conn:
+            row = (
+                await conn.execute(
+                    sa.select(monitor_changes).where(
+                        monitor_changes.c.id == change_id,
+                        monitor_changes.c.monitor_id == monitor_id,
+                        monitor_changes.c.owner == owner,
+                    )
+                )
+            ).first()
+        return _change(row) if row is not None else None
+
+    # --- retention ------------------------------------------------------------------------
+
+    @unavailable_on_connection_errors
+    async def prune_history(self, retention: ChangeRetention, *, now: datetime, limit: int) -> int:
+        """One bounded step of pruning, each statement in a transaction of its own: at most
+        ``limit`` changes older than the retention keeps, then of monitors holding more than
+        it keeps (their oldest), then the pages of crawl rounds no round will be compared
+        with again. How many rows it deleted or cleared; fewer than ``limit``: nothing more
+        to do for now."""
+        done = 0
+        oldest_kept = retention.oldest_kept(now)
+        if oldest_kept is not None:
+            done += await self._drop_changes(
+                sa.select(monitor_changes.c.id)
+                .where(monitor_changes.c.detected_at < oldest_kept)
+                .order_by(monitor_changes.c.detected_at)
+                .limit(limit)
+            )
+        if retention.keep_changes is not None and done < limit:
+            done += await self._drop_surplus(retention.keep_changes, limit - done)
+        if done < limit:
+            done += await self._clear_superseded_rounds(limit - done)
+        return done
+
+    async def _drop_changes(self, ids: sa.Select[Any]) -> int:
+        # Rows another pruner holds are passed over rather than waited for (PostgreSQL).
+        locked = ids.with_for_update(skip_locked=True).scalar_subquery()
+        async with self.db.write() as conn:
+            deleted = await conn.execute(
+                monitor_changes.delete().where(monitor_changes.c.id.in_(locked))
+            )
+        return int(deleted.rowcount or 0)
+
+    async def _drop_surplus(self, keep: int, limit: int) -> int:
+        """The oldest changes of monitors holding more than ``keep``, ``limit`` at most."""
+        async with self.db.read() as conn:
+            crowded = list(
+                (
+                    await conn.execute(
+                        sa.select(monitor_changes.c.monitor_id)
+                        .group_by(monitor_changes.c.monitor_id)
+                        .having(sa.func.count() > keep)
+                        .limit(limit)
+                    )
+                ).scalars()
+            )
+        done = 0
+        for monitor_id in crowded:
+            if done >= limit:
+                break
+            done += await self._drop_changes(
+                sa.select(monitor_changes.c.id)
+                .where(monitor_changes.c.monitor_id == monitor_id)
+                .order_by(monitor_changes.c.detected_at.desc(), monitor_changes.c.id.desc())
+                .offset(keep)
+                .limit(limit - done)
+            )
+        return done
+
+    async def _clear_superseded_rounds(self, limit: int) -> int:
+        """A crawl round's pages are what the next round is compared with: once a later round
+        of its monitor was read, nothing reads them again (a monitor starts a round only once
+        the last was read)."""
+        later = monitor_crawls.alias("later")
+        superseded = (
+            sa.select(monitor_crawls.c.monitor_id, monitor_crawls.c.slot_at)
+            .where(
+                monitor_crawls.c.pages.is_not(None),
+                sa.exists().where(
+                    later.c.monitor_id == monitor_crawls.c.monitor_id,
+                    later.c.slot_at > monitor_crawls.c.slot_at,
+                    later.c.read_at.is_not(None),
+                ),
+            )
+            .limit(limit)
+        )
+        async with self.db.write() as conn:
+            rows = (await conn.execute(superseded)).all()
+            for row in rows:
+                await conn.execute(
+                    monitor_crawls.update()
+                    .where(_round_key(row.monitor_id, row.slot_at))
+                    .values(pages=sa.null())  # SQL's NULL: None would be JSON's null
+                )
+        return len(rows)
 
     @unavailable_on_connection_errors
     async def rounds(self, monitor_id: UUID) -> list[tuple[datetime, int]]:
@@ -1172,6 +1302,22 @@ async def _insert_announced(
         await conn.execute(monitor_changes.insert(), rows)
     if hooks:
         await conn.execute(webhook_deliveries.insert(), hooks)
+
+
+#: What a change weighs in a page besides its diff, URL and metadata (ids, times, names).
+CHANGE_OVERHEAD_BYTES = 512
+
+
+def _page_of(sized: Sequence[Any], max_bytes: int | None) -> list[UUID]:
+    """The ids of the leading changes whose sizes fit in ``max_bytes`` (at least one)."""
+    ids: list[UUID] = []
+    total = 0
+    for row in sized:
+        total += row.diff_bytes + row.metadata_bytes + row.url_bytes + CHANGE_OVERHEAD_BYTES
+        if ids and max_bytes is not None and total > max_bytes:
+            break
+        ids.append(row.id)
+    return ids
 
 
 def _change(row: Any) -> Change:

@@ -36,6 +36,7 @@ from taskcrawler.domain.jobs import (
 from taskcrawler.domain.keys import ApiKey, NewKey
 from taskcrawler.domain.monitors import (
     Change,
+    ChangeRetention,
     CrawlRound,
     CrawlRoundReading,
     FiredSlot,
@@ -349,8 +350,23 @@ class MonitorRepository(Protocol):
     async def delete(self, monitor_id: UUID, *, owner: str) -> bool: ...
 
     async def changes(
-        self, monitor_id: UUID, *, owner: str, limit: int = 50, cursor: str | None = None
-    ) -> tuple[list[Change], str | None]: ...
+        self,
+        monitor_id: UUID,
+        *,
+        owner: str,
+        limit: int = 50,
+        cursor: str | None = None,
+        max_bytes: int | None = None,
+    ) -> tuple[list[Change], str | None]:
+        """Newest first: ``limit`` changes, fewer when they pass ``max_bytes`` (never none)."""
+        ...
+
+    async def change(self, monitor_id: UUID, change_id: UUID, *, owner: str) -> Change | None: ...
+
+    async def prune_history(self, retention: ChangeRetention, *, now: datetime, limit: int) -> int:
+        """One bounded step of pruning monitors' history; rows touched (below ``limit``:
+        nothing more to do for now)."""
+        ...
 
     async def rounds(self, monitor_id: UUID) -> list[tuple[datetime, int]]: ...
 

@@ -16,6 +16,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from uuid import UUID
 
+from taskcrawler.common.processes import CallRunner, CallTimeout, ChildDied, InThreads
 from taskcrawler.domain import (
     ClaimedJob,
     ErrorCode,
@@ -29,12 +30,11 @@ from taskcrawler.domain.crawls import (
     Scope,
     SitemapMode,
     discover,
-    sitemap_candidates,
 )
 from taskcrawler.domain.pages import FetchedPage
 from taskcrawler.domain.urls import crawl_key
 from taskcrawler.fetch import Fetcher
-from taskcrawler.fetch.sitemaps import SitemapLimits, read_sitemaps
+from taskcrawler.fetch.sitemaps import SitemapLimits, key_sitemap_urls, read_sitemaps
 from taskcrawler.queue import JobQueue
 from taskcrawler.storage.ports import CrawlRepository, WorkRepository
 
@@ -48,11 +48,17 @@ class CrawlPages:
     """Turns a crawl page's outcome into one that carries its frontier."""
 
     def __init__(
-        self, crawls: CrawlRepository, fetcher: Fetcher, sitemap_limits: SitemapLimits
+        self,
+        crawls: CrawlRepository,
+        fetcher: Fetcher,
+        sitemap_limits: SitemapLimits,
+        parsers: CallRunner | None = None,
     ) -> None:
         self.crawls = crawls
         self.fetcher = fetcher
         self.sitemap_limits = sitemap_limits
+        #: Where big sitemaps are parsed and their URLs keyed (the worker's parser processes).
+        self.parsers = parsers or InThreads()
         self._specs: OrderedDict[UUID, tuple[CrawlSpec, Scope] | None] = OrderedDict()
 
     async def _spec(self, crawl_id: UUID) -> tuple[CrawlSpec, Scope] | None:
@@ -133,10 +139,24 @@ class CrawlPages:
             )
             candidates.extend(discovery.candidates)
         if _is_start(job.url, job.depth, spec) and spec.sitemap is not SitemapMode.SKIP:
-            report = await read_sitemaps(self.fetcher, spec.url, self.sitemap_limits)
+            report = await read_sitemaps(
+                self.fetcher, spec.url, self.sitemap_limits, runner=self.parsers
+            )
             for url, error in report.errors:
                 log.info("crawl %s: sitemap %s: %s", job.crawl_id, url, error)
-            candidates.extend(sitemap_candidates(report.urls, spec, scope)[0])
+
+            seen = {candidate.key for candidate in candidates}
+
+            def take(keys: list[str]) -> bool:
+                fresh = [key for key in keys if key not in seen]
+                seen.update(fresh)
+                candidates.extend(Candidate(key, 1) for key in fresh)
+                return True
+
+            try:
+                await key_sitemap_urls(report.urls, spec, self.parsers, take)
+            except (CallTimeout, ChildDied) as exc:
+                log.warning("crawl %s: its sitemaps' URLs were cut short: %s", job.crawl_id, exc)
         return candidates
 
 

@@ -17,6 +17,11 @@ Each tick does two things, both safe with any number of workers on one database:
 
 Reading runs before firing means a round's runs are compared before the next round restarts
 their jobs. The clock is a parameter, so tests move time instead of waiting for it.
+
+Every ``prune_seconds`` a tick also prunes monitors' history as the change retention says
+(:meth:`MonitorScheduler.prune`): a few bounded batches, each deleting at most
+``prune_batch`` rows in a transaction of its own, so that no writer waits long for it (SQLite
+has one); what a pass leaves is taken by the next.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from uuid import UUID
 
 from taskcrawler.domain import ServiceUnavailable, backoff_delay
 from taskcrawler.domain.monitors import (
+    ChangeRetention,
     CrawlRound,
     FiredSlot,
     PageRun,
@@ -69,6 +75,11 @@ class MonitorConfig:
     #: Monitors fired, and runs read, per statement.
     batch: int = 100
     retention: RetentionPolicy = field(default_factory=RetentionPolicy)
+    change_retention: ChangeRetention = field(default_factory=ChangeRetention)
+    #: How often a worker prunes, rows deleted per statement, statements per pass.
+    prune_seconds: float = 60.0
+    prune_batch: int = 200
+    prune_batches: int = 20
 
 
 @dataclass(slots=True)
@@ -78,6 +89,7 @@ class MonitorStats:
     published: int = 0
     read: int = 0
     changes: int = 0
+    pruned: int = 0
 
 
 class MonitorScheduler:
@@ -98,6 +110,7 @@ class MonitorScheduler:
         self.clock = clock
         self.rng = rng or random.Random()
         self.stats = MonitorStats()
+        self._pruned_at: datetime | None = None
 
     async def run(self, stop: asyncio.Event) -> None:
         """Tick every ``poll_seconds`` until ``stop`` is set; an outage is waited out."""
@@ -120,10 +133,33 @@ class MonitorScheduler:
                 await asyncio.wait_for(stop.wait(), timeout=delay)
 
     async def tick(self) -> list[FiredSlot]:
-        """Read every finished run, then fire every due slot; the slots fired."""
+        """Read every finished run, then fire every due slot, and prune when it is time;
+        the slots fired."""
         await self.read_runs()
         await self.read_crawl_rounds()
-        return await self.fire_due()
+        fired = await self.fire_due()
+        now = self.clock()
+        if self._pruned_at is None or (now - self._pruned_at).total_seconds() >= (
+            self.config.prune_seconds
+        ):
+            self._pruned_at = now
+            await self.prune()
+        return fired
+
+    async def prune(self) -> int:
+        """One pass of pruning (see the module); how many rows it deleted or cleared."""
+        pruned = 0
+        for _ in range(self.config.prune_batches):
+            done = await self.store.prune_history(
+                self.config.change_retention, now=self.clock(), limit=self.config.prune_batch
+            )
+            pruned += done
+            if done < self.config.prune_batch:
+                break
+        if pruned:
+            log.info("monitors: pruned %d rows of their history", pruned)
+        self.stats.pruned += pruned
+        return pruned
 
     async def fire_due(self) -> list[FiredSlot]:
         fired: list[FiredSlot] = []

@@ -21,9 +21,10 @@ from taskcrawler.api.routes.export import NEXT_SINCE
 from taskcrawler.client import AsyncTaskCrawler, TaskCrawler
 from taskcrawler.client._calls import NEXT_SINCE as CLIENT_NEXT_SINCE
 from taskcrawler.domain.keys import Caller
-from taskcrawler.storage import Database, NewJob
-from taskcrawler.storage.tables import job_contents, jobs
+from taskcrawler.storage import Database
+from taskcrawler.storage.tables import jobs
 from tests.e2e.harness import Service
+from tests.support import seeding
 from tests.support.processes import ProcessManager, clean_env
 from tests.support.served import Served, serve
 from tests.support.target import TargetServer
@@ -158,25 +159,7 @@ async def test_ten_thousand_results_stream_in_flat_memory(service: Service) -> N
     by configuration, not by the export."""
     count, text = 10_000, "word " * 2400
     db = service.storage.db
-    for start in range(0, count, 1000):
-        created = await service.storage.jobs.create_jobs(
-            [
-                NewJob(f"http://bulk.test/{n}", formats=("markdown",))
-                for n in range(start, start + 1000)
-            ],
-            redispatch_after=3600,
-        )
-        ids = [c.job.id for c in created]
-        async with db.write() as conn:
-            await conn.execute(
-                job_contents.insert(),
-                [{"job_id": i, "format": "markdown", "body": text} for i in ids],
-            )
-            await conn.execute(
-                jobs.update()
-                .where(jobs.c.id.in_(ids))
-                .values(status="COMPLETED", finished_at=sa.func.now())
-            )
+    await seeding.finished_jobs(service.storage, count, text, formats=("markdown",))
     await settled(db)
     tracemalloc.start()
     try:

@@ -3,13 +3,17 @@ start page (precision and recall 1.0), and nothing fetched but those."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
 
-from taskcrawler.domain.crawls import InvalidCrawlSpec
+from taskcrawler.bootstrap import api_parsers
+from taskcrawler.common.processes import InThreads
+from taskcrawler.domain.crawls import InvalidCrawlSpec, sitemap_keys
 from taskcrawler.fetch import Fetcher, MemoryHostLimiter
+from taskcrawler.fetch.sitemaps import URL_SLICE
 from taskcrawler.service.mapping import MapRefused, MapService
 from tests.support.hostile import fetch_settings
 from tests.support.site import HOSTILE_HOSTS, Site, SiteServer
@@ -151,3 +155,49 @@ async def test_bad_requests_name_the_field(
     with pytest.raises(InvalidCrawlSpec) as caught:
         mapper.request(site.start_url, **options)
     assert caught.value.field == field
+
+
+async def test_parser_processes_map_what_threads_map(site_server: SiteServer, site: Site) -> None:
+    """The API's runner: the start page parsed and every URL keyed in its processes."""
+    service = make_service(site, sitemap_max_urls=20_000)
+    service.runner = pool = api_parsers(service.settings)
+    huge = f"http://{HOSTILE_HOSTS['huge']}:{site_server.port}/"
+    try:
+        result = await service.map(service.request(site.start_url, limit=100_000))
+        assert set(result.links) == site.expected_map()
+        assert len(result.links) == len(site.expected_map())
+        sitemap = await service.map(service.request(huge, sitemap="only", limit=100_000))
+    finally:
+        await service.fetcher.close()
+        await pool.aclose()
+    listed = [f"http://{HOSTILE_HOSTS['huge']}/p/{n}" for n in range(20_000)]
+    assert sitemap.links == listed  # in the sitemap's order
+    assert "sitemaps: the urls cap was reached, the rest was not read" in sitemap.warnings
+
+
+class FirstSliceOnly(InThreads):
+    """Keys the first slice of sitemap URLs, and never answers for the others."""
+
+    def __init__(self) -> None:
+        self.keyed = 0
+
+    async def run(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Any:
+        if fn is sitemap_keys:
+            self.keyed += 1
+            if self.keyed > 1:
+                await asyncio.Event().wait()
+        return await super().run(fn, *args, **kwargs)
+
+
+async def test_the_deadline_covers_keying_and_keeps_what_was_keyed(
+    site_server: SiteServer, site: Site
+) -> None:
+    service = make_service(site, sitemap_max_urls=3 * URL_SLICE, map_timeout_seconds=2)
+    service.runner = FirstSliceOnly()
+    huge = f"http://{HOSTILE_HOSTS['huge']}:{site_server.port}/"
+    try:
+        result = await service.map(service.request(huge, sitemap="only", limit=100_000))
+    finally:
+        await service.fetcher.close()
+    assert result.links == [f"http://{HOSTILE_HOSTS['huge']}/p/{n}" for n in range(URL_SLICE)]
+    assert any("stopped after 2 s" in warning for warning in result.warnings)

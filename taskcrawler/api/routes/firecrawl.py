@@ -16,6 +16,7 @@ from uuid import UUID
 
 from fastapi import APIRouter, Query, Request
 from fastapi.types import DecoratedCallable
+from starlette.responses import StreamingResponse
 
 from taskcrawler.api.deps import ForeignCallerDep as CallerDep
 from taskcrawler.api.deps import ServicesDep
@@ -42,7 +43,6 @@ from taskcrawler.api.schemas import (
     FirecrawlCreditsV2,
     FirecrawlDocument,
     FirecrawlErrorOut,
-    FirecrawlLink,
     FirecrawlMapOutV1,
     FirecrawlMapOutV2,
     FirecrawlQueueStatus,
@@ -52,6 +52,7 @@ from taskcrawler.api.schemas import (
     FirecrawlUsage,
     FirecrawlUsageHistory,
 )
+from taskcrawler.api.streamed import json_with_list
 from taskcrawler.domain.errors import NotFound
 from taskcrawler.service.firecrawl import (
     CRAWL_PAGE,
@@ -228,7 +229,7 @@ def _register(version: str) -> None:
     )
     async def map_site(
         body: FirecrawlMapIn, services: ServicesDep, caller: CallerDep
-    ) -> FirecrawlMapOutV1 | FirecrawlMapOutV2:
+    ) -> StreamingResponse:
         links = await services.firecrawl.map(
             caller,
             body.url,
@@ -237,9 +238,10 @@ def _register(version: str) -> None:
             sitemap=body.sitemap_mode(),
             allow_subdomains=bool(body.includeSubdomains),
         )
+        # The route's model, written a slice at a time: a map may list 100,000 URLs.
         if version == "v1":
-            return FirecrawlMapOutV1(links=links)
-        return FirecrawlMapOutV2(links=[FirecrawlLink(url=link) for link in links])
+            return json_with_list({"success": True}, "links", links)
+        return json_with_list({"success": True}, "links", links, item=_link_object)
 
     @route("POST", "/batch/scrape", "start_batch", FirecrawlBatchStarted, "start a batch scrape")
     async def start_batch(
@@ -466,3 +468,11 @@ def _not_offered(version: str) -> None:
 
 for _version in VERSIONS:
     _not_offered(_version)
+
+
+def _link_object(url: str) -> dict[str, str]:
+    """A link of Firecrawl's v2 map (FirecrawlLink)."""
+    return {"url": url}
+
+
+__all__ = ["router"]

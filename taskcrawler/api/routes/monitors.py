@@ -104,6 +104,9 @@ async def delete_monitor(monitor_id: UUID, services: ServicesDep, caller: Caller
     response_model=ChangeList,
     responses=NOT_FOUND,
     summary="A monitor's changes, newest first, each with its diff",
+    description="A page holds `limit` changes, or fewer when their diffs pass "
+    "TASKCRAWLER_CHANGES_PAGE_MAX_BYTES together (never none): follow `next_cursor`. "
+    "`GET …/changes/{change_id}` returns one change alone.",
 )
 async def monitor_changes(
     monitor_id: UUID,
@@ -116,6 +119,18 @@ async def monitor_changes(
         caller, monitor_id, limit=limit, cursor=cursor
     )
     return ChangeList(changes=[ChangeOut.of(c) for c in found], next_cursor=next_cursor)
+
+
+@router.get(
+    "/{monitor_id}/changes/{change_id}",
+    response_model=ChangeOut,
+    responses=NOT_FOUND,
+    summary="One change of a monitor, with its whole diff",
+)
+async def monitor_change(
+    monitor_id: UUID, change_id: UUID, services: ServicesDep, caller: CallerDep
+) -> ChangeOut:
+    return ChangeOut.of(await services.monitors.change(caller, monitor_id, change_id))
 
 
 @runs_router.get(

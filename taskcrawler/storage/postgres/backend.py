@@ -56,6 +56,10 @@ class PostgresBackend:
     def any_of(self, column: sa.Column[Any], values: Collection[Any]) -> sa.ColumnElement[bool]:
         return sql.any_of(column, values)
 
+    def byte_length(self, column: sa.ColumnElement[Any]) -> sa.ColumnElement[int]:
+        # A TOASTed value's size is in its header: nothing is decompressed to count it.
+        return sa.func.octet_length(column)
+
     def insert(self, table: sa.Table) -> Any:
         return postgresql.insert(table)
 

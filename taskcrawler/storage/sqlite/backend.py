@@ -83,6 +83,11 @@ class SqliteBackend:
     def any_of(self, column: sa.Column[Any], values: Collection[Any]) -> sa.ColumnElement[bool]:
         return column.in_(list(values))
 
+    def byte_length(self, column: sa.ColumnElement[Any]) -> sa.ColumnElement[int]:
+        # length() of text counts characters; of a blob, bytes (SQLite before 3.43 has no
+        # octet_length). The cast reinterprets the stored UTF-8 as it is.
+        return sa.func.length(sa.cast(column, sa.LargeBinary()))
+
     def insert(self, table: sa.Table) -> Any:
         return sqlite.insert(table)
 

@@ -1,12 +1,16 @@
 """Chunks on SQLite: vectors as float32 BLOBs searched exactly with numpy, keywords with FTS5.
 
 numpy is imported by the first semantic search, not with storage: a process that never
-searches does not pay for it.
+searches does not pay for it. It is imported in a thread: its half a second of imports would
+hold the event loop of the API that serves that search.
 """
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 import math
+import sys
 import time
 from array import array
 from collections import OrderedDict
@@ -31,6 +35,12 @@ from taskcrawler.storage.tables import chunks, jobs
 
 if TYPE_CHECKING:
     from taskcrawler.storage.database import Database
+
+
+async def numpy() -> Any:
+    """The numpy module, imported off the event loop the first time."""
+    found = sys.modules.get("numpy")
+    return found if found is not None else await asyncio.to_thread(importlib.import_module, "numpy")
 
 
 def float32(vector: Sequence[float]) -> bytes:
@@ -104,7 +114,7 @@ class SqliteChunkStore(ChunkStoreBase):
     ) -> list[SearchHit]:
         """Exact: every vector of the caller's (of the crawl's, the page's) for this model.
         The caller's whole matrix is kept in memory while its chunks do not change."""
-        import numpy as np
+        np = await numpy()
 
         of_model = [*scope(query), chunks.c.model == model]
         conditions = [*of_model, chunks.c.dim == len(vector)]
@@ -191,7 +201,7 @@ class SqliteChunkStore(ChunkStoreBase):
 
 
 async def _load(conn: AsyncConnection, conditions: list[Any], dim: int) -> tuple[Any, Any]:
-    import numpy as np
+    np = await numpy()
 
     rows = (
         await conn.execute(
