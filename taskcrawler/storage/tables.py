@@ -492,7 +492,7 @@ monitor_changes = sa.Table(
     sa.Column("diff_coarse", sa.Boolean()),
     sa.Column("metadata", JSONType),  # {field: {"old", "new"}}
     sa.Index("ix_monitor_changes_monitor", "monitor_id", "detected_at", "id"),
-    sa.Index("ix_monitor_changes_detected", "detected_at"),  # age retention (migration 0013)
+    sa.Index("ix_monitor_changes_detected", "detected_at"),  # age retention (migration 0014)
 )
 
 # What each run of a watched page read (through its monitor's ignore selectors): its Markdown
