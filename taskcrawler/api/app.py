@@ -110,8 +110,10 @@ def create_app(
     )
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
-    app.add_middleware(FirecrawlErrors)  # Firecrawl's error bodies on /v1 and /v2
-    app.add_middleware(EdgeGuard)  # added last: the outermost, it runs first
+    app.add_middleware(EdgeGuard)  # a NUL anywhere in the request line or headers: a 422
+    # Added last, the outermost: Firecrawl's error body on /v1 and /v2 for every refusal, the
+    # edge guard's included.
+    app.add_middleware(FirecrawlErrors)
     app.include_router(jobs.router)
     app.include_router(deliveries_routes.router)
     app.include_router(content.router)

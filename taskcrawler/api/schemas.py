@@ -11,7 +11,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
-from taskcrawler.api.inputs import Instant, RequestModel
+from taskcrawler.api.inputs import Id, Instant, RequestModel
 from taskcrawler.domain import InvalidURL, validate_url
 from taskcrawler.domain.chunks import SearchHit, SearchMode, SearchQuery, StoredChunk
 from taskcrawler.domain.crawls import DEFAULT_LIMIT, MAX_DEPTH, MAX_PATTERNS, WEBHOOK_EVENTS
@@ -590,8 +590,8 @@ class SearchIn(RequestModel):
         description="semantic (embeddings), keyword (BM25) or hybrid (both, each weighed by "
         "how much it knows of the query).",
     )
-    crawl_id: UUID | None = Field(None, description="Only the pages of this crawl.")
-    job_id: UUID | None = Field(None, description="Only this page.")
+    crawl_id: Id | None = Field(None, description="Only the pages of this crawl.")
+    job_id: Id | None = Field(None, description="Only this page.")
     host: str | None = Field(
         None, min_length=1, max_length=255, description="Only the pages of this host."
     )
@@ -601,7 +601,7 @@ class SearchIn(RequestModel):
         max_length=MAX_URL_LENGTH,
         description="Only the pages whose URL starts with this.",
     )
-    monitor_id: UUID | None = Field(None, description="Only the pages this monitor watches.")
+    monitor_id: Id | None = Field(None, description="Only the pages this monitor watches.")
     fetched_after: Instant | None = Field(None, description="Only pages fetched at or after.")
     fetched_before: Instant | None = Field(None, description="Only pages fetched before.")
     rerank: bool = Field(

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from taskcrawler.domain import Job, JobStatus, QueueUnavailable
-from taskcrawler.domain.errors import Conflict, InvalidCursor, JobNotFound, LimitExceeded
+from taskcrawler.domain.errors import Conflict, JobNotFound, LimitExceeded
 from taskcrawler.domain.jobs import DEFAULT_FORMATS, Created, JobQuery, JobRun, NewJob
 from taskcrawler.domain.keys import Caller
 from taskcrawler.domain.rendering import RenderRequest
@@ -174,10 +174,7 @@ class JobService:
 
     async def list_jobs(self, caller: Caller, query: JobQuery) -> tuple[list[Job], str | None]:
         """A page of the caller's jobs and the next page's cursor."""
-        try:
-            return await self.jobs.list_jobs(dataclasses.replace(query, owner=caller.owner))
-        except ValueError as exc:
-            raise InvalidCursor(str(exc)) from None
+        return await self.jobs.list_jobs(dataclasses.replace(query, owner=caller.owner))
 
     async def runs(self, caller: Caller, job_id: UUID) -> list[JobRun]:
         await self.get(caller, job_id)

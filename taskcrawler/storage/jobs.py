@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -13,6 +12,7 @@ from uuid import UUID
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from taskcrawler.domain.cursors import decode_list_cursor, encode_list_cursor
 from taskcrawler.domain.jobs import (
     Created,
     Job,
@@ -130,8 +130,10 @@ class JobStore:
         """
         stmt = sa.select(*JOB_COLUMNS).where(*_filters(query))
         if query.cursor is not None:
-            created_at, job_id = decode_cursor(query.cursor)
-            stmt = stmt.where(sa.tuple_(jobs.c.created_at, jobs.c.id) < (created_at, job_id))
+            after = decode_list_cursor(query.cursor)
+            stmt = stmt.where(
+                sa.tuple_(jobs.c.created_at, jobs.c.id) < (after.instant, after.row_id)
+            )
         stmt = stmt.order_by(jobs.c.created_at.desc(), jobs.c.id.desc()).limit(query.limit + 1)
         async with self.db.read() as conn:
             found = [row_to_job(row) for row in await conn.execute(stmt)]
@@ -428,26 +430,7 @@ def _filters(query: JobQuery) -> list[sa.ColumnElement[bool]]:
 
 
 def encode_cursor(job: Job) -> str:
-    return make_cursor(job.created_at, job.id)
-
-
-def make_cursor(created_at: datetime, row_id: UUID) -> str:
-    """The cursor after the row (``created_at``, ``row_id``) of a newest-first listing."""
-    raw = f"{created_at.isoformat()}|{row_id}".encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[datetime, UUID]:
-    """Raises ValueError on a cursor this code did not make."""
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        created_at, job_id = raw.split("|")
-        parsed = datetime.fromisoformat(created_at)
-        if parsed.tzinfo is None:
-            raise ValueError("naive")
-        return parsed, UUID(job_id)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ValueError("invalid cursor") from exc
+    return encode_list_cursor(job.created_at, job.id)
 
 
 def _new_job(row: dict[str, Any]) -> Job:

@@ -80,7 +80,7 @@ class JobRepository(Protocol):
         ...
 
     async def list_jobs(self, query: JobQuery) -> tuple[list[Job], str | None]:
-        """A page of jobs and the next page's cursor; ValueError for a cursor it did not make."""
+        """A page of jobs and the next page's cursor; InvalidCursor for a cursor it did not make."""
         ...
 
     async def count_unfinished(self, owner: str) -> int: ...
@@ -189,7 +189,7 @@ class CrawlRepository(Protocol):
         self, owner: str, *, limit: int = 50, cursor: str | None = None, running: bool = False
     ) -> tuple[list[Crawl], str | None]:
         """A page of crawls (``running``: RUNNING ones only) and the next page's cursor;
-        ValueError for a cursor it did not make."""
+        InvalidCursor for a cursor it did not make."""
         ...
 
     async def cancel(self, crawl_id: UUID, *, owner: str) -> Crawl | None: ...
@@ -321,7 +321,7 @@ class MonitorRepository(Protocol):
     async def list_monitors(
         self, owner: str, *, limit: int = 50, cursor: str | None = None
     ) -> tuple[list[Monitor], str | None]:
-        """A page, newest first, and the next page's cursor; ValueError for a foreign cursor."""
+        """A page, newest first, and the next page's cursor; InvalidCursor for a foreign cursor."""
         ...
 
     async def update(

@@ -1,14 +1,13 @@
 from __future__ import annotations
 
 from typing import Annotated, Any
-from uuid import UUID
 
 from fastapi import APIRouter, Query, status
 from fastapi.responses import Response
 
 from taskcrawler.api.deps import CallerDep, ServicesDep
 from taskcrawler.api.idempotency import IdempotencyKey, answer_once
-from taskcrawler.api.inputs import Instant
+from taskcrawler.api.inputs import Id, Instant
 from taskcrawler.api.schemas import (
     BatchCreate,
     BatchItem,
@@ -134,14 +133,14 @@ async def retry_matching(body: RetryFilter, services: ServicesDep, caller: Calle
 
 
 @router.get("/{job_id}", response_model=JobOut, responses=NOT_FOUND, summary="Get a job")
-async def get_job(job_id: UUID, services: ServicesDep, caller: CallerDep) -> JobOut:
+async def get_job(job_id: Id, services: ServicesDep, caller: CallerDep) -> JobOut:
     return JobOut.of(await services.jobs.get(caller, job_id))
 
 
 @router.delete(
     "/{job_id}", response_model=JobOut, responses=CONFLICT, summary="Cancel a pending job"
 )
-async def cancel_job(job_id: UUID, services: ServicesDep, caller: CallerDep) -> JobOut:
+async def cancel_job(job_id: Id, services: ServicesDep, caller: CallerDep) -> JobOut:
     return JobOut.of(await services.jobs.cancel(caller, job_id))
 
 
@@ -151,7 +150,7 @@ async def cancel_job(job_id: UUID, services: ServicesDep, caller: CallerDep) -> 
     responses=CONFLICT,
     summary="Re-run a finished job (same id, a new run)",
 )
-async def retry_job(job_id: UUID, services: ServicesDep, caller: CallerDep) -> JobOut:
+async def retry_job(job_id: Id, services: ServicesDep, caller: CallerDep) -> JobOut:
     return JobOut.of(await services.jobs.retry(caller, job_id))
 
 
@@ -161,5 +160,5 @@ async def retry_job(job_id: UUID, services: ServicesDep, caller: CallerDep) -> J
     responses=NOT_FOUND,
     summary="Earlier runs of a job, oldest first",
 )
-async def job_runs(job_id: UUID, services: ServicesDep, caller: CallerDep) -> list[RunOut]:
+async def job_runs(job_id: Id, services: ServicesDep, caller: CallerDep) -> list[RunOut]:
     return [RunOut.model_validate(run) for run in await services.jobs.runs(caller, job_id)]
