@@ -465,6 +465,9 @@ class MapIn(RequestModel):
     limit: int | None = Field(
         None,
         ge=1,
+        # Bounded here too, so that a value past 64 bits is refused, not carried on to the
+        # settings' cap by the MCP tool's client (whose JSON encoder cannot write it).
+        le=MAX_INT32,
         description=f"At most this many URLs: default {DEFAULT_MAP_LIMIT:,}, at most "
         "TASKCRAWLER_MAP_MAX_LIMIT.",
     )

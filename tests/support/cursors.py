@@ -44,7 +44,7 @@ _EDGE_INSTANTS = [
     "2024-01-01T00:00:00.9999999",
     "-0001-01-01T00:00:00",
 ]
-_ID_SPELLINGS = [
+ID_SPELLINGS = [
     str(SOME_ID),
     str(SOME_ID).upper(),
     "{" + str(SOME_ID) + "}",
@@ -73,7 +73,7 @@ _instants = st.builds(
     ),
 )
 _ids = (
-    st.sampled_from(_ID_SPELLINGS)
+    st.sampled_from(ID_SPELLINGS)
     | st.uuids().map(str)
     | st.text(alphabet="0123456789abcdefABCDEF-{}", max_size=70)
 )
