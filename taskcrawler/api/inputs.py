@@ -109,8 +109,13 @@ _CANONICAL_ID = re.compile(
 )
 
 
+def is_canonical_id(text: str) -> bool:
+    """``text`` is a UUID spelled as the API writes one."""
+    return _CANONICAL_ID.fullmatch(text) is not None
+
+
 def _one_spelling(value: Any) -> Any:
-    if isinstance(value, str) and not _CANONICAL_ID.fullmatch(value):
+    if isinstance(value, str) and not is_canonical_id(value):
         raise PydanticCustomError(
             "uuid_spelling",
             "an id is written as the API writes it: 36 characters, 8-4-4-4-12 hexadecimal "
