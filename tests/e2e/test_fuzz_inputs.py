@@ -755,7 +755,7 @@ def test_a_new_endpoint_without_baselines_is_named() -> None:
     ]
 
 
-# ~17,600 requests per database (about 5 minutes on SQLite): the suite's default watchdog is sized for ordinary tests.
+# ~17,600 requests per database: the suite's default watchdog is sized for ordinary tests.
 @pytest.mark.timeout(900)
 async def test_every_input_surface_survives_hostile_values(database_url: str) -> None:
     # No worker runs: a synchronous scrape would wait out its whole timeout for every case.
