@@ -98,6 +98,6 @@ def _unwrap(cursor: str, max_chars: int, parameter: str) -> str:
 
 def _refused(parameter: str) -> InvalidCursor:
     return InvalidCursor(
-        f"not a {parameter} this service returned: pass the one the previous page gave",
+        f"invalid {parameter}: not one this service returned (pass the previous page's)",
         parameter,
     )
