@@ -453,7 +453,7 @@ def _next_text(node: LexborNode, root: LexborNode) -> LexborNode | None:
             if sibling.tag == "-text":
                 if (sibling.text_content or "").strip():
                     return sibling
-            elif sibling.text_lexbor().strip():
+            elif _opens_with_text(sibling) or sibling.text_lexbor().strip():
                 return sibling
             sibling = sibling.next
         parent = current.parent
@@ -461,6 +461,16 @@ def _next_text(node: LexborNode, root: LexborNode) -> LexborNode | None:
             return None
         current = parent
     return None
+
+
+def _opens_with_text(node: LexborNode) -> bool:
+    """Whether ``node``'s first child is a text node with a word in it: then its text is not
+    blank, known without building the whole of it (a paragraph's, for each heading)."""
+    first = node.child
+    if first is None or first.tag != "-text":
+        return False
+    text = first.text_content
+    return bool(text) and not text.isspace()
 
 
 _FIRST_BLOCK_TAGS = frozenset(_HEADINGS) | {"p", "li", "td", "pre", "blockquote"}

@@ -74,6 +74,8 @@ _BLOCK_START = re.compile(
 _LINE_CONTINUES = re.compile(
     r"^(?:#{1,6}(?=[ \t]|$)|>|[+-](?=[ \t]|$)|-[- \t]*$|=+[ \t]*$|\||0*1[.)](?=[ \t]|$))"
 )
+# The first characters either of them can match (a digit aside: any of Unicode's).
+_BLOCK_START_CHARS = frozenset("#>+-|=")
 # A heading's closing sequence: "## Vote #" would lose its "#".
 _CLOSING_HASHES = re.compile(r"(?<= )#+$")
 # Whitespace that is not already a single space: a lone space is left alone, so the common
@@ -178,12 +180,20 @@ class Renderer:
         """The children of ``node`` as a list of blocks."""
         if depth > MAX_DEPTH:
             return self._flat(node)
+        only = _only_text(node)
+        if only is not None:  # a plain paragraph, most blocks: the loop below, unrolled
+            text = self._paragraph(self._text(only))
+            return [text] if text else []
         blocks: list[str] = []
         inline: list[str] = []
         for child in _children(node):
             tag = child.tag or ""
             if tag == "-text":
-                inline.append(self._text(child.text_content or ""))
+                text = child.text_content or ""
+                # Whitespace before a paragraph's first word (the markup's indentation
+                # between blocks, most text nodes here) is stripped from the paragraph anyway.
+                if inline or not text.isspace():
+                    inline.append(self._text(text))
             elif tag in _BLOCKS:
                 self._flush(inline, blocks)
                 blocks.extend(self._block(child, tag, depth + 1))
@@ -228,6 +238,8 @@ class Renderer:
         return self.blocks(node, depth)
 
     def _flush(self, inline: list[str], blocks: list[str]) -> None:
+        if not inline:  # between two blocks: nothing to join
+            return
         text = self._paragraph(inline)
         inline.clear()
         if text:
@@ -250,9 +262,12 @@ class Renderer:
         # A hard line break as CommonMark has it from Markdown itself: two trailing spaces.
         lines = [line for line in lines if line]
         if not self._in_cell:
-            if block_start and lines:
+            if block_start and lines and _may_start_block(lines[0]):
                 lines[0] = _BLOCK_START.sub(_escape_marker, lines[0])
-            lines[1:] = [_LINE_CONTINUES.sub(_escape_marker, line) for line in lines[1:]]
+            lines[1:] = [
+                _LINE_CONTINUES.sub(_escape_marker, line) if _may_start_block(line) else line
+                for line in lines[1:]
+            ]
         text = "  \n".join(lines)
         if "](" in text and _touches_a_word(text):
             text = _whole_word_links(text)
@@ -371,6 +386,9 @@ class Renderer:
     def _inline_children(self, node: LexborNode, depth: int) -> str:
         if depth > MAX_DEPTH:
             return self._text(node.text(deep=True, separator=" "))
+        only = _only_text(node)
+        if only is not None:  # a heading's or a link's text, most often
+            return self._text(only)
         parts: list[str] = []
         for child in _children(node):
             tag = child.tag or ""
@@ -456,6 +474,14 @@ def _canonical(text: str) -> str:
     diaeresis is the same ``ü`` a search for it types. Soft hyphens stay, as the page wrote
     them."""
     return text if text.isascii() else unicodedata.normalize("NFC", text)
+
+
+def _only_text(node: LexborNode) -> str | None:
+    """The text of ``node`` when its one child is a text node, else None."""
+    first = node.child
+    if first is None or first.tag != "-text" or first.next is not None:
+        return None
+    return first.text_content or ""
 
 
 def _has_elements(node: LexborNode) -> bool:
@@ -559,6 +585,14 @@ def _flanking(before: str, after: str) -> tuple[bool, bool]:
 
 def _is_punctuation(char: str) -> bool:
     return unicodedata.category(char)[0] in "PS"
+
+
+def _may_start_block(line: str) -> bool:
+    """Whether ``line`` begins with a character that can begin what ``_BLOCK_START`` or
+    ``_LINE_CONTINUES`` match; most lines begin with a letter, and need no regex at all.
+    (``isdigit()`` holds for every character ``\\d`` matches, and a few more.)"""
+    first = line[:1]
+    return first in _BLOCK_START_CHARS or first.isdigit()
 
 
 def _escape_marker(match: re.Match[str]) -> str:
