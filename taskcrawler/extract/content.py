@@ -478,7 +478,7 @@ def _opens_with_text(node: LexborNode) -> bool:
     if first is None or first.tag != "-text":
         return False
     text = first.text_content
-    return bool(text) and not text.isspace()
+    return text is not None and text != "" and not text.isspace()
 
 
 _FIRST_BLOCK_TAGS = frozenset(_HEADINGS) | {"p", "li", "td", "pre", "blockquote"}
