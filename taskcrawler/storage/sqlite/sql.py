@@ -89,6 +89,26 @@ def holding(terms: list[str]) -> sa.Select[Any]:
     )
 
 
+def fts_ranks(match: str, limit: int) -> sa.Select[Any]:
+    """FTS5's ``limit`` best matches of ``match`` alone (``rowid``, ``rank``; best first)."""
+    rank: sa.ColumnElement[float] = sa.literal_column("rank", sa.Float())
+    return (
+        sa.select(_CHUNKS_FTS.c.rowid, rank.label("rank"))
+        .where(sa.text("chunks_fts MATCH :match").bindparams(match=match))
+        .order_by(rank)
+        .limit(limit)
+    )
+
+
+def hits_of(ids: list[int], conditions: list[sa.ColumnElement[bool]]) -> sa.Select[Any]:
+    """What a search answers with of the chunks ``ids`` that meet ``conditions``."""
+    return (
+        sa.select(chunks.c.id, *HIT_COLUMNS)
+        .join(jobs, jobs.c.id == chunks.c.job_id)
+        .where(chunks.c.id.in_(ids), *conditions)
+    )
+
+
 #: Chunks in the FTS5 index, for BM25's rarity of a term.
 COUNT_CHUNKS = sa.select(sa.func.count()).select_from(chunks)
 
