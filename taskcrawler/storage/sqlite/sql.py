@@ -109,6 +109,9 @@ def hits_of(ids: list[int], conditions: list[sa.ColumnElement[bool]]) -> sa.Sele
     )
 
 
+#: What every write to ``chunks`` moves (migration 0015's triggers).
+CHUNKS_VERSION = sa.text("SELECT version FROM chunks_version")
+
 #: Chunks in the FTS5 index, for BM25's rarity of a term.
 COUNT_CHUNKS = sa.select(sa.func.count()).select_from(chunks)
 
