@@ -52,7 +52,8 @@ def float32(vector: Sequence[float]) -> bytes:
 CHUNK_COUNT_SECONDS = 60.0
 
 #: How many of FTS5's best matches an unfiltered keyword search joins to their chunks (at
-#: least four times ``k``) before it falls back to joining every match.
+#: least four times ``k``) before it falls back to joining every match (when other owners'
+#: chunks crowd the caller's out).
 KEYWORD_CANDIDATES = 200
 
 #: How many postings of a query's rarer terms an unfiltered keyword search has FTS5 score:
@@ -185,7 +186,7 @@ class SqliteChunkStore(ChunkStoreBase):
                 rows = await self._pruned(conn, query, present, holding)
             if len(rows) < query.k:
                 # Filtered, or other owners' chunks crowded the owner's out: every match.
-                stmt = sql.keyword_search(scope(query), fts_match(present), candidates=None)
+                stmt = sql.keyword_search(scope(query), fts_match(present))
                 rows = list(await conn.execute(stmt.limit(query.k)))
         return [hit(row, row.score / weight) for row in rows]
 
