@@ -215,10 +215,15 @@ class SqliteChunkStore(ChunkStoreBase):
         best = sorted(ranked.items(), key=lambda item: (item[1], item[0]))[:depth]
         if not best:
             return []
-        stmt = sql.hits_of([chunk_id for chunk_id, _ in best], scope(query))
+        # The caller's among them first, by id alone: reading every candidate's text and page
+        # cost more than ranking them. Their owners are compared here, not in SQL, where the
+        # condition would lead SQLite to read the owner's every chunk by the owner's index.
+        owners = await conn.execute(sql.owners_of([chunk_id for chunk_id, _ in best]))
+        mine = {row.id for row in owners if row.owner == query.owner}
+        best = [(chunk_id, rank) for chunk_id, rank in best if chunk_id in mine][: query.k]
+        stmt = sql.hits_of([chunk_id for chunk_id, _ in best])
         found = {row.id: row for row in await conn.execute(stmt)}
-        rows = [_Scored(found[chunk_id], -rank) for chunk_id, rank in best if chunk_id in found]
-        return rows[: query.k]
+        return [_Scored(found[chunk_id], -rank) for chunk_id, rank in best if chunk_id in found]
 
     async def _ranks(self, conn: AsyncConnection, match: str, limit: int) -> dict[int, float]:
         """FTS5's ``limit`` best matches of ``match``: chunk id -> rank (BM25, negated)."""

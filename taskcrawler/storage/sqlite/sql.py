@@ -79,12 +79,17 @@ def fts_ranks(match: str, limit: int) -> sa.Select[Any]:
     )
 
 
-def hits_of(ids: list[int], conditions: list[sa.ColumnElement[bool]]) -> sa.Select[Any]:
-    """What a search answers with of the chunks ``ids`` that meet ``conditions``."""
+def owners_of(ids: list[int]) -> sa.Select[Any]:
+    """The chunks ``ids`` (``id``, ``owner``), looked up by their ids."""
+    return sa.select(chunks.c.id, chunks.c.owner).where(chunks.c.id.in_(ids))
+
+
+def hits_of(ids: list[int]) -> sa.Select[Any]:
+    """What a search answers with of the chunks ``ids``."""
     return (
         sa.select(chunks.c.id, *HIT_COLUMNS)
         .join(jobs, jobs.c.id == chunks.c.job_id)
-        .where(chunks.c.id.in_(ids), *conditions)
+        .where(chunks.c.id.in_(ids))
     )
 
 
