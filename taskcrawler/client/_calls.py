@@ -250,6 +250,7 @@ def list_jobs(
     created_before: str | None = None,
     limit: int = 50,
     cursor: str | None = None,
+    id_prefix: str | None = None,
 ) -> Call[JobPage]:
     params: Params = [("status", str(s)) for s in statuses]
     params.append(("limit", str(limit)))
@@ -258,6 +259,7 @@ def list_jobs(
         ("created_after", created_after),
         ("created_before", created_before),
         ("cursor", cursor),
+        ("id_prefix", id_prefix),
     ):
         if value:
             params.append((name, value))

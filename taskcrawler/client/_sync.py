@@ -122,10 +122,14 @@ class TaskCrawler:
         created_before: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
+        id_prefix: str | None = None,
     ) -> JobPage:
-        """One page of jobs, newest first; pass ``next_cursor`` back for the next."""
+        """One page of jobs, newest first; pass ``next_cursor`` back for the next.
+        ``id_prefix``: only the jobs whose id starts with it (a short id)."""
         return self._send(
-            _calls.list_jobs(statuses, host, created_after, created_before, limit, cursor)
+            _calls.list_jobs(
+                statuses, host, created_after, created_before, limit, cursor, id_prefix
+            )
         )
 
     def iter_jobs(self, *, statuses: Sequence[str] = (), host: str | None = None) -> Iterator[Job]:

@@ -214,6 +214,24 @@ class JobQuery:
     ids: tuple[UUID, ...] = ()
     #: The jobs of this batch (a Firecrawl batch scrape) only.
     batch_id: UUID | None = None
+    #: The jobs whose id starts with these hex digits (a short id, as the command line shows).
+    id_prefix: str | None = None
+
+
+#: The fewest hex digits a short id may have (git's rule): fewer would match too many.
+MIN_ID_PREFIX = 4
+
+
+def id_range(prefix: str) -> tuple[UUID, UUID]:
+    """The first and last UUID that start with the hex digits ``prefix`` (dashes ignored):
+    a range any index on the id serves, on every database. ValueError for anything else."""
+    digits = prefix.replace("-", "").lower()
+    if not MIN_ID_PREFIX <= len(digits) <= 32 or any(c not in "0123456789abcdef" for c in digits):
+        raise ValueError(
+            f"a short id is {MIN_ID_PREFIX} to 32 hexadecimal digits (dashes allowed), "
+            "the start of an id"
+        )
+    return UUID(digits.ljust(32, "0")), UUID(digits.ljust(32, "f"))
 
 
 #: What a cancel stops: a job not finished yet. A PROCESSING job's worker finds its lease gone

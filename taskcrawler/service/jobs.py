@@ -30,6 +30,7 @@ from taskcrawler.domain.jobs import (
     JobRun,
     NewJob,
     cancel_query,
+    id_range,
 )
 from taskcrawler.domain.keys import Caller
 from taskcrawler.domain.rendering import RenderRequest
@@ -190,6 +191,11 @@ class JobService:
 
     async def list_jobs(self, caller: Caller, query: JobQuery) -> tuple[list[Job], str | None]:
         """A page of the caller's jobs and the next page's cursor."""
+        if query.id_prefix is not None:
+            try:
+                id_range(query.id_prefix)
+            except ValueError as exc:
+                raise InvalidCursor(str(exc), parameter="id_prefix") from None
         try:
             return await self.jobs.list_jobs(dataclasses.replace(query, owner=caller.owner))
         except ValueError as exc:

@@ -22,6 +22,7 @@ from taskcrawler.domain.jobs import (
     JobStatus,
     NewJob,
     QueueCounts,
+    id_range,
 )
 from taskcrawler.domain.rendering import SCREENSHOT, RenderRequest
 from taskcrawler.domain.resubmission import Action, Asked, Existing, Plan, plan
@@ -485,6 +486,9 @@ def _filters(query: JobQuery) -> list[sa.ColumnElement[bool]]:
         filters.append(jobs.c.error_code == query.error_code)
     if query.crawl_id is not None:
         filters.append(jobs.c.crawl_id == query.crawl_id)
+    if query.id_prefix:
+        first, last = id_range(query.id_prefix)
+        filters += [jobs.c.id >= first, jobs.c.id <= last]
     return filters
 
 

@@ -104,8 +104,17 @@ async def list_jobs(
     created_before: Instant | None = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     cursor: Annotated[str | None, Query(max_length=200)] = None,
+    id_prefix: Annotated[
+        str | None,
+        Query(
+            max_length=36,
+            description="Only jobs whose id starts with these hex digits (4 or more; a short "
+            "id as the command line shows it).",
+        ),
+    ] = None,
 ) -> JobPage:
     query = JobQuery(
+        id_prefix=id_prefix,
         statuses=tuple(status_ or ()),
         host=host,
         created_after=created_after,
