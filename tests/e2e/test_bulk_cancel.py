@@ -171,3 +171,41 @@ async def test_delete_cancels_a_job_being_fetched(
         again = await service.client.delete(f"/api/v1/jobs/{job_id}")
         assert again.status_code == 409
         assert "retry" in again.json()["detail"]
+
+
+async def test_jobs_are_found_by_the_start_of_their_id(service_factory: ServiceFactory) -> None:
+    """``GET /api/v1/jobs?id_prefix=``: what resolves a short id, on both databases (an id
+    range: SQLite keeps UUIDs as hex text, PostgreSQL as bytes; both sort as the hex does)."""
+    async with service_factory(max_pending_jobs=None) as service:
+        ids: list[str] = []
+        by_start: dict[str, list[str]] = {}
+        shared = None
+        for round_ in range(4):  # 1,000 random ids share a first four digits 9,995 times in 10,000
+            urls = [f"http://192.0.2.1/{round_}/{n}" for n in range(1000)]  # never answered
+            batch = (await service.client.post("/api/v1/jobs/batch", json={"urls": urls})).json()
+            made = [item["id"] for item in batch["jobs"]]
+            await _cancel(service, {"ids": made})  # the worker leaves them alone from now on
+            ids += made
+            for job_id in made:
+                by_start.setdefault(job_id[:4], []).append(job_id)
+            shared = next((start for start, same in by_start.items() if len(same) > 1), None)
+            if shared is not None:
+                break
+        assert shared is not None
+
+        async def found(prefix: str) -> list[str]:
+            response = await service.client.get(
+                "/api/v1/jobs", params={"id_prefix": prefix, "limit": 500}
+            )
+            assert response.status_code == 200, response.text
+            return sorted(job["id"] for job in response.json()["jobs"])
+
+        assert await found(shared) == sorted(by_start[shared])
+        one = ids[0]
+        assert await found(one[:13]) == [one]  # with its dash
+        assert await found(one[:8].upper()) == sorted(i for i in ids if i[:8] == one[:8])
+        assert await found(one) == [one]
+        for bad in ("abc", "zzzz", "0" * 33):
+            response = await service.client.get("/api/v1/jobs", params={"id_prefix": bad})
+            assert response.status_code == 422, bad
+            assert response.json()["detail"][0]["loc"] == ["query", "id_prefix"]
