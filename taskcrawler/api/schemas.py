@@ -346,6 +346,31 @@ class RetryOut(BaseModel):
     ids: list[UUID]
 
 
+CancellableStatus = Literal["PENDING", "PROCESSING"]
+
+
+class CancelFilter(RequestModel):
+    """Which jobs a bulk cancel stops: those matching every field given (at least one)."""
+
+    ids: list[UUID] = Field(default_factory=list, max_length=MAX_BATCH)
+    batch_id: UUID | None = Field(None, description="A batch scrape's jobs (/v1/batch/scrape).")
+    crawl_id: UUID | None = Field(None, description="A crawl's pages.")
+    status: list[CancellableStatus] = Field(
+        default_factory=list, max_length=2, description="Default: PENDING and PROCESSING."
+    )
+    host: str | None = Field(None, max_length=255)
+    created_after: Instant | None = None
+    created_before: Instant | None = None
+
+
+class CancelOut(BaseModel):
+    cancelled: int
+    ids: list[UUID] = Field(description="The jobs this call cancelled, oldest first.")
+    more: bool = Field(
+        description="More jobs matched than one call cancels (10,000): call it again."
+    )
+
+
 class RunOut(BaseModel):
     model_config = ConfigDict(from_attributes=True)
 
