@@ -5,7 +5,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query, status
 from fastapi.responses import Response
 
-from taskcrawler.api.deps import CallerDep, ServicesDep
+from taskcrawler.api.deps import CallDep, CallerDep, ServicesDep
 from taskcrawler.api.idempotency import IdempotencyKey, answer_once
 from taskcrawler.api.inputs import Id, Instant
 from taskcrawler.api.schemas import (
@@ -59,10 +59,11 @@ def _options(body: JobOptionsIn) -> JobOptions:
 )
 async def create_job(
     body: JobCreate,
-    services: ServicesDep,
-    caller: CallerDep,
+    call: CallDep,
     idempotency_key: IdempotencyKey = None,
 ) -> Response:
+    services, caller = call.services, call.caller
+
     async def produce() -> tuple[int, JobOut]:
         created = await services.jobs.submit(caller, body.url, _options(body))
         code = status.HTTP_201_CREATED if created.created else status.HTTP_200_OK
