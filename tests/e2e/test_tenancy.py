@@ -96,6 +96,32 @@ async def test_rate_limit_answers_429_with_retry_after(service: Service) -> None
     ).status_code == 200
 
 
+async def test_a_submission_is_authenticated_and_rate_limited(
+    service_factory: ServiceFactory,
+) -> None:
+    """The single POST has a dependency of its own (services and caller in one): it still
+    refuses a missing or unknown key and counts the key's requests."""
+    url = f"http://127.0.0.1:9/{uuid.uuid4().hex}"
+    async with service_factory(auth_required=True) as service:
+        missing = await service.client.post("/api/v1/jobs", json={"url": url})
+        assert missing.status_code == 401
+        unknown = await service.client.post(
+            "/api/v1/jobs", json={"url": url}, headers={"Authorization": "Bearer tc_x_y"}
+        )
+        assert unknown.status_code == 401
+        headers = await service.new_key("limited", requests_per_minute=2)
+        codes = [
+            (
+                await service.client.post("/api/v1/jobs", json={"url": url}, headers=headers)
+            ).status_code
+            for _ in range(2)
+        ]
+        assert codes == [201, 200]
+        limited = await service.client.post("/api/v1/jobs", json={"url": url}, headers=headers)
+        assert limited.status_code == 429
+        assert 1 <= int(limited.headers["retry-after"]) <= 60
+
+
 async def test_pending_limit_answers_429(service_factory: ServiceFactory) -> None:
     # No worker drains in api mode, so jobs stay pending.
     async with service_factory(max_pending_jobs=2) as service:
