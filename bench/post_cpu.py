@@ -1,0 +1,171 @@
+"""CPU per single submission, in process: ``python -m bench.post_cpu [--ref REF] [--profile F]``.
+
+The app (``create_app``, as ``taskcrawler api`` builds it, on PostgreSQL + Redis) is called
+straight through ASGI, no HTTP client and no server: ``--concurrency`` tasks POST one new URL
+each to ``/api/v1/jobs``, ``--posts`` in all, and the process's CPU time per request is printed
+(the app, the group commit, asyncpg and redis-py; not uvicorn's HTTP parsing). On a machine
+others share, CPU per request moves much less than requests per second. ``--ref`` runs a git
+ref's ``taskcrawler`` in a child process too, the two alternated ``--runs`` times. ``--profile``
+writes cProfile's stats of one run (this tree's) to a file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import json
+import os
+import secrets
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from tests.support.databases import temporary_database
+from tests.support.processes import REPO_ROOT
+from tests.support.services import resolve_postgres, resolve_redis
+
+Message = dict[str, Any]
+
+
+async def _post(app: Any, body: bytes) -> int:
+    scope = {
+        "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
+        "scheme": "http", "path": "/api/v1/jobs", "raw_path": b"/api/v1/jobs", "root_path": "",
+        "query_string": b"", "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 5000),
+        "headers": [(b"host", b"bench"), (b"content-type", b"application/json"),
+                    (b"content-length", str(len(body)).encode())],
+    }  # fmt: skip
+    sent = False
+    status = 0
+
+    async def receive() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await asyncio.Event().wait()  # the client never goes away
+        raise AssertionError
+
+    async def send(message: Message) -> None:
+        nonlocal status
+        if message["type"] == "http.response.start":
+            status = message["status"]
+
+    await app(scope, receive, send)
+    return status
+
+
+async def one_run(database_url: str, redis_url: str, posts: int, concurrency: int,
+                  profile: str | None) -> dict[str, float]:  # fmt: skip
+    from taskcrawler.api.app import create_app
+    from taskcrawler.settings import Settings
+    from taskcrawler.storage.migrate import upgrade_database
+
+    await upgrade_database(database_url)
+    prefix = "bench_post_cpu_" + secrets.token_hex(4)
+    app = create_app(Settings(database_url=database_url, redis_url=redis_url, redis_prefix=prefix))
+    run = secrets.token_hex(6)
+
+    async def submit(name: str) -> None:
+        body = json.dumps({"url": f"http://127.0.0.1:9/{run}/{name}"}).encode()
+        status = await _post(app, body)
+        if status != 201:
+            raise RuntimeError(f"POST answered {status}")
+
+    async with app.router.lifespan_context(app):
+        for i in range(100):  # warm up: connections, caches
+            await submit(f"w{i}")
+        todo = list(range(posts))
+
+        async def client() -> None:
+            while todo:
+                await submit(str(todo.pop()))
+
+        profiler = cProfile.Profile() if profile else None
+        wall, cpu = time.perf_counter(), time.process_time()
+        if profiler is not None:
+            profiler.enable()
+        await asyncio.gather(*(client() for _ in range(concurrency)))
+        if profiler is not None:
+            profiler.disable()
+            profiler.dump_stats(profile)
+        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    return {"cpu_us_per_post": cpu / posts * 1e6, "post_per_s": posts / wall}
+
+
+def _extract(ref: str, tree: Path) -> None:
+    """``ref``'s ``taskcrawler`` package into ``tree`` (nothing else runs meanwhile)."""
+    command = ["git", "-C", str(REPO_ROOT), "archive", ref, "taskcrawler"]
+    archive = subprocess.run(command, check=True, capture_output=True)
+    subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
+
+
+def _child(tree: Path, args: argparse.Namespace, database_url: str, redis_url: str) -> Any:
+    """One run of the code in ``tree`` (a ``git archive`` of the ref), in a process of its own."""
+    env = os.environ | {"PYTHONPATH": f"{tree}{os.pathsep}{REPO_ROOT}"}
+    command = [sys.executable, "-m", "bench.post_cpu", "--child", "--database-url", database_url,
+               "--redis-url", redis_url, "--posts", str(args.posts),
+               "--concurrency", str(args.concurrency)]  # fmt: skip
+    out = subprocess.run(command, env=env, check=True, capture_output=True, text=True, timeout=600)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    admin = args.pg_url or (await resolve_postgres()).url
+    redis_url = args.redis_url or (await resolve_redis()).url
+    with tempfile.TemporaryDirectory() as workdir:
+        tree = Path(workdir)
+        if args.ref:
+            _extract(args.ref, tree)
+        figures: dict[str, list[dict[str, float]]] = {"this": [], args.ref or "": []}
+        for n in range(args.runs):
+            async with temporary_database(admin, prefix="bench_post_cpu_") as url:
+                this = await one_run(url, redis_url, args.posts, args.concurrency,
+                                     args.profile if n == 0 else None)  # fmt: skip
+            figures["this"].append(this)
+            line = f"run {n + 1} (load {os.getloadavg()[0]:.1f}): this {_show(this)}"
+            if args.ref:
+                async with temporary_database(admin, prefix="bench_post_cpu_") as url:
+                    ref = _child(tree, args, url, redis_url)
+                figures[args.ref].append(ref)
+                line += f"; {args.ref} {_show(ref)}"
+            print(line, flush=True)
+    for name, runs in figures.items():
+        if runs:
+            cpu = statistics.median(r["cpu_us_per_post"] for r in runs)
+            rate = statistics.median(r["post_per_s"] for r in runs)
+            print(f"median {name or 'this'}: {cpu:.0f} us CPU per POST, {rate:.0f} POST/s")
+
+
+def _show(figures: dict[str, float]) -> str:
+    return f"{figures['cpu_us_per_post']:.0f} us CPU/POST, {figures['post_per_s']:.0f} POST/s"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--posts", type=int, default=4000)
+    parser.add_argument("--concurrency", type=int, default=64)
+    parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--ref", help="also run this git ref's taskcrawler, alternated")
+    parser.add_argument("--profile", help="write one run's cProfile stats here")
+    parser.add_argument("--pg-url", help="an admin URL (default: found or started as tests do)")
+    parser.add_argument("--redis-url")
+    parser.add_argument("--database-url", help=argparse.SUPPRESS)
+    parser.add_argument("--child", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        result = asyncio.run(
+            one_run(args.database_url, args.redis_url, args.posts, args.concurrency, None)
+        )
+        print(json.dumps(result))
+        return
+    asyncio.run(main_async(args))
+
+
+if __name__ == "__main__":
+    main()
