@@ -6,7 +6,7 @@ each to ``/api/v1/jobs``, ``--posts`` in all, and the process's CPU time per req
 (the app, the group commit, asyncpg and redis-py; not uvicorn's HTTP parsing). On a machine
 others share, CPU per request moves much less than requests per second. ``--ref`` runs a git
 ref's ``taskcrawler`` in a child process too, the two alternated ``--runs`` times. ``--profile``
-writes cProfile's stats of one run (this tree's) to a file.
+writes cProfile's stats of the first run (this tree's, in this process) to a file.
 """
 
 from __future__ import annotations
@@ -105,9 +105,11 @@ def _extract(ref: str, tree: Path) -> None:
     subprocess.run(["tar", "-x", "-C", str(tree)], input=archive.stdout, check=True)
 
 
-def _child(tree: Path, args: argparse.Namespace, database_url: str, redis_url: str) -> Any:
-    """One run of the code in ``tree`` (a ``git archive`` of the ref), in a process of its own."""
-    env = os.environ | {"PYTHONPATH": f"{tree}{os.pathsep}{REPO_ROOT}"}
+def _child(tree: Path | None, args: argparse.Namespace, database_url: str, redis_url: str) -> Any:
+    """One run of the code in ``tree`` (a ``git archive`` of the ref; None: this tree's), in a
+    process of its own, as every run is: the same start for both."""
+    path = str(REPO_ROOT) if tree is None else f"{tree}{os.pathsep}{REPO_ROOT}"
+    env = os.environ | {"PYTHONPATH": path}
     command = [sys.executable, "-m", "bench.post_cpu", "--child", "--database-url", database_url,
                "--redis-url", redis_url, "--posts", str(args.posts),
                "--concurrency", str(args.concurrency)]  # fmt: skip
@@ -125,8 +127,10 @@ async def main_async(args: argparse.Namespace) -> None:
         figures: dict[str, list[dict[str, float]]] = {"this": [], args.ref or "": []}
         for n in range(args.runs):
             async with temporary_database(admin, prefix="bench_post_cpu_") as url:
-                this = await one_run(url, redis_url, args.posts, args.concurrency,
-                                     args.profile if n == 0 else None)  # fmt: skip
+                if args.profile and n == 0:
+                    this = await one_run(url, redis_url, args.posts, args.concurrency, args.profile)
+                else:
+                    this = _child(None, args, url, redis_url)
             figures["this"].append(this)
             line = f"run {n + 1} (load {os.getloadavg()[0]:.1f}): this {_show(this)}"
             if args.ref:
