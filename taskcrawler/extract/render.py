@@ -88,7 +88,7 @@ _DATA_IMAGE = "data:image/"
 _PLACEHOLDER = re.compile(r"spacer|pixel|blank\.|transparent\.|loader|1x1", re.IGNORECASE)
 _LINK_TARGET = re.compile(r"\]\([^)]*\)")
 _MARKUP = str.maketrans("", "", "*_[]\\`#>|")
-_SENTENCE_END = re.compile(r"[.!?:;\"\u201d\u00bb)\u3002\uff01\uff1f]\s*$")
+_SENTENCE_END = re.compile(r"[.!?:;\"\u201d\u00bb)\u2026\u3002\uff01\uff1f]\s*$")
 MAX_TAIL_LINES = 2
 MAX_TAIL_CHARS = 60
 # A picture's credit, alone on its line or closing a caption: "Foto: dpa", "Photograph by

@@ -58,3 +58,10 @@ def test_a_short_furniture_line_after_the_last_sentence_is_still_dropped() -> No
     text, markdown = _formats(_PROSE + "<p><a href='/news'>Back to all news</a></p>")
     assert "Back to all news" not in text
     assert "Back to all news" not in markdown
+
+
+def test_a_closing_sentence_that_trails_off_is_kept_and_a_teaser_link_is_not() -> None:
+    kept = _formats(_PROSE + "<p>Read more about the harbour next spring…</p>")
+    linked = _formats(_PROSE + "<p><a href='/more'>Read more…</a></p>")
+    assert all(output.endswith("Read more about the harbour next spring…") for output in kept)
+    assert not any("Read more" in output for output in linked)
