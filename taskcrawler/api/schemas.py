@@ -1033,4 +1033,6 @@ class FirecrawlQueueStatus(BaseModel):
     activeJobsInQueue: int = Field(description="Of those, the ones being fetched.")
     waitingJobsInQueue: int = Field(description="Of those, the ones waiting.")
     maxConcurrency: int
-    mostRecentSuccess: datetime | None = Field(description="When a job of the key last completed.")
+    mostRecentSuccess: datetime | None = Field(
+        default=None, description="When a job of the key last completed; absent before the first."
+    )

@@ -352,6 +352,10 @@ BASELINES: dict[tuple[str, str], Callable[[Context], Any]] = {
     ("query", "q"): lambda ctx: "fuzz",
     ("path", "crawl_id"): lambda ctx: ctx.crawl_id,
     ("path", "batch_id"): lambda ctx: ctx.batch_id,
+    # No change exists yet: an unknown one is a valid request all the same (a 404).
+    ("path", "change_id"): lambda ctx: "00000000-0000-4000-8000-000000000000",
+    # Firecrawl's routes that TaskCrawler does not offer answer Firecrawl's 404.
+    ("path", "rest"): lambda ctx: "search",
 }
 
 

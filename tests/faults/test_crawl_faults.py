@@ -156,9 +156,14 @@ async def test_redis_emptied_mid_crawl(
     d.settings |= CRAWL_SETTINGS
     truth = site.expected_crawl()
     await d.api()
-    await d.started_worker("worker")
+    first = await d.started_worker("worker")
     crawl_id = await start_crawl(d, site)
     await wait_crawl(d, crawl_id, lambda c: c["completed"] >= 40, within=60)
+    # A running worker parks the ids it took under their hosts, out of Redis; a graceful stop
+    # hands them back to the queue, so that the queue then holds every waiting page.
+    first.terminate()
+    assert await first.wait(within=60) == 0
+    assert (await crawl_state(d, crawl_id))["pending"] > 0, "the stop should land mid-crawl"
     assert d.redis_url is not None
     client = aioredis.Redis.from_url(d.redis_url)
     try:
@@ -166,6 +171,7 @@ async def test_redis_emptied_mid_crawl(
         assert await client.delete(f"{d.redis_prefix}:queue") == 1
     finally:
         await client.aclose()
+    await d.started_worker("worker-b")
     crawl = await wait_crawl(
         d, crawl_id, lambda c: c["status"] != "RUNNING" and c["pending"] == 0, within=120
     )
