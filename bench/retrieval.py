@@ -224,13 +224,14 @@ async def run_backend(
 UNINDEXED = [
     "DROP INDEX ix_chunks_embedding_hnsw_256",
     "ALTER TABLE chunk_terms DROP CONSTRAINT pk_chunk_terms",
-    "DROP INDEX ix_chunk_terms_chunk",
+    "DROP INDEX ix_chunk_terms_impact",
 ]
 REINDEXED = [
     "SET maintenance_work_mem = '512MB'",
-    "ALTER TABLE chunk_terms ADD CONSTRAINT pk_chunk_terms PRIMARY KEY (owner, term, chunk_id)"
+    "ALTER TABLE chunk_terms ADD CONSTRAINT pk_chunk_terms PRIMARY KEY (chunk_id, term)"
     " INCLUDE (tf, length)",
-    "CREATE INDEX ix_chunk_terms_chunk ON chunk_terms (chunk_id)",
+    "CREATE INDEX ix_chunk_terms_impact ON chunk_terms (owner, term, impact DESC)"
+    " INCLUDE (chunk_id, tf, length)",
     "CREATE INDEX ix_chunks_embedding_hnsw_256 ON chunks USING hnsw"
     " ((embedding_vector::vector(256)) vector_cosine_ops) WHERE dim = 256",
 ]

@@ -422,7 +422,8 @@ def serve_runtime(settings: Settings) -> tuple[Runtime, WorkerProcess]:
     (:mod:`taskcrawler.queue.pipe`); with Redis both use it, as ``api`` and ``worker`` do.
     The child reads its settings as this process did (environment, ``.env``), plus the
     command line's: the database, the concurrency. Its metrics port is off unless
-    TASKCRAWLER_WORKER_METRICS_PORT is set, so that two ``serve`` never contend for it.
+    TASKCRAWLER_WORKER_METRICS_PORT is set, so that two ``serve`` never contend for it; the
+    API reads the child's metrics over a Unix socket instead and serves them in its own.
     """
     from taskcrawler.queue.pipe import PipeSender
     from taskcrawler.worker.process import WorkerProcess
@@ -437,7 +438,9 @@ def serve_runtime(settings: Settings) -> tuple[Runtime, WorkerProcess]:
             else 0
         ),
     }
-    supervisor = WorkerProcess(env, sender=sender, grace_seconds=settings.shutdown_grace_seconds)
+    supervisor = WorkerProcess(
+        env, sender=sender, grace_seconds=settings.shutdown_grace_seconds, metrics_socket=True
+    )
     return Runtime.open(settings, queue=sender), supervisor
 
 

@@ -27,7 +27,7 @@ from taskcrawler.api.routes import monitors as monitor_routes
 from taskcrawler.api.routes import search as search_routes
 from taskcrawler.bootstrap import Runtime
 from taskcrawler.observability import ApiMetrics, QueueDepth, process_registry
-from taskcrawler.observability.http import MetricsEndpoint
+from taskcrawler.observability.http import ChildMetrics, MetricsEndpoint
 from taskcrawler.observability.http import router as metrics_router
 from taskcrawler.settings import Settings
 
@@ -57,11 +57,13 @@ def create_app(
     dies and stops on shutdown (``taskcrawler serve``, the embedded mode). ``run_worker`` runs
     one inside the API process instead (tests, embedders). A ``runtime`` may be passed in by
     tests or embedders, and is then not closed.
-    Metrics go to a registry of this app's own (``app.state.metrics``), the worker's included.
+    Metrics go to a registry of this app's own (``app.state.metrics``), the worker's included
+    (read from the worker process when it has one).
     """
     registry = process_registry()
     api_metrics = ApiMetrics(registry)
     queue_depth = QueueDepth(registry)
+    metrics_endpoint = MetricsEndpoint(registry, [queue_depth])
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -86,6 +88,8 @@ def create_app(
         try:
             if supervisor is not None:
                 await supervisor.start()
+                if supervisor.metrics_socket is not None:
+                    metrics_endpoint.children.append(ChildMetrics(supervisor.metrics_socket))
             async with mcp.running():
                 yield
         finally:
@@ -110,8 +114,10 @@ def create_app(
     )
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
-    app.add_middleware(FirecrawlErrors)  # Firecrawl's error bodies on /v1 and /v2
-    app.add_middleware(EdgeGuard)  # added last: the outermost, it runs first
+    app.add_middleware(EdgeGuard)  # a NUL anywhere in the request line or headers: a 422
+    # Added last, the outermost: Firecrawl's error body on /v1 and /v2 for every refusal, the
+    # edge guard's included.
+    app.add_middleware(FirecrawlErrors)
     app.include_router(jobs.router)
     app.include_router(deliveries_routes.router)
     app.include_router(content.router)
@@ -125,7 +131,7 @@ def create_app(
     app.include_router(keys_routes.router)
     app.include_router(health.router)
     app.include_router(dashboard_routes.router)
-    app.state.metrics = MetricsEndpoint(registry, [queue_depth])
+    app.state.metrics = metrics_endpoint
     app.include_router(metrics_router)
     # Here, not at the top: the MCP tools read the request models of this package.
     from taskcrawler.api.mcp import PATH as MCP_PATH

@@ -24,6 +24,7 @@ from taskcrawler.domain.errors import (
     NotFound,
     Unauthenticated,
 )
+from taskcrawler.domain.jobs import InvalidJobFilter
 from taskcrawler.service.firecrawl import ScrapeFailed, ScrapeTimedOut, Unsupported
 from taskcrawler.service.mapping import MapRefused
 
@@ -75,7 +76,7 @@ async def _invalid_cursor(request: Request, exc: Exception) -> Response:
 async def _invalid_crawl_spec(_: Request, exc: Exception) -> Response:
     """The shape of FastAPI's own 422, with ``loc`` pointing at the field (``include_paths[2]``
     becomes ``["body", "include_paths", 2]``), so clients read both the same way."""
-    assert isinstance(exc, InvalidCrawlSpec)
+    assert isinstance(exc, InvalidCrawlSpec | InvalidJobFilter)
     loc: list[str | int] = ["body"]
     for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", exc.field):
         loc.append(int(index) if index else name)
@@ -145,6 +146,7 @@ def install_error_handlers(app: FastAPI) -> None:
         LimitExceeded: _limit_exceeded,
         InvalidCursor: _invalid_cursor,
         InvalidCrawlSpec: _invalid_crawl_spec,
+        InvalidJobFilter: _invalid_crawl_spec,
         MapRefused: _detail(422),
         NotFound: _detail(404),
         Conflict: _detail(409),

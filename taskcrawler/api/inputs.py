@@ -9,7 +9,9 @@ inside a query or an INSERT as a 500, on one backend and not the other. So:
   depth, and refuses NaN and infinities;
 * :class:`EdgeGuard` checks the path, the query string and the headers of every request before
   routing (those are decoded by the server with replacement, so only NUL can reach them);
-* datetimes are :data:`Instant`: with a time zone, and still a date once converted to UTC.
+* datetimes are :data:`Instant`: with a time zone, and still a date once converted to UTC;
+* ids (in a path, a query or a body) are :data:`Id`: one spelling of a UUID, the one the API
+  writes, so that one object has one URL.
 
 Each refusal is a ``422`` naming the field, in FastAPI's usual shape.
 """
@@ -20,11 +22,13 @@ import re
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 from urllib.parse import parse_qsl
+from uuid import UUID
 
 from pydantic import (
     AfterValidator,
     AwareDatetime,
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     field_validator,
@@ -95,6 +99,33 @@ def _in_utc(value: datetime) -> datetime:
 #: A point in time: a time zone is required (a naive date could mean any of 27 hours), and it is
 #: converted to UTC here, where an overflow is still a 422 rather than an error in the query.
 Instant = Annotated[AwareDatetime, AfterValidator(_in_utc)]
+
+
+#: A UUID as the API writes it: 36 characters, 8-4-4-4-12 hexadecimal digits and hyphens (hex
+#: digits in either case, RFC 9562). Python's UUID also reads ``{…}``, ``urn:uuid:…`` and 32 bare
+#: digits; each would be a second URL for one object, so they are refused.
+_CANONICAL_ID = re.compile(
+    r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+)
+
+
+def is_canonical_id(text: str) -> bool:
+    """``text`` is a UUID spelled as the API writes one."""
+    return _CANONICAL_ID.fullmatch(text) is not None
+
+
+def _one_spelling(value: Any) -> Any:
+    if isinstance(value, str) and not is_canonical_id(value):
+        raise PydanticCustomError(
+            "uuid_spelling",
+            "an id is written as the API writes it: 36 characters, 8-4-4-4-12 hexadecimal "
+            "digits separated by hyphens",
+        )
+    return value
+
+
+#: An id in a path, a query or a body: a UUID in its one spelling.
+Id = Annotated[UUID, BeforeValidator(_one_spelling)]
 
 
 class EdgeGuard:
@@ -407,6 +438,21 @@ class FirecrawlMapIn(RequestModel):
         if value:
             raise ValueError("location is not supported by TaskCrawler")
         return value
+
+    @model_validator(mode="after")
+    def _one_sitemap_mode(self) -> FirecrawlMapIn:
+        # Together they would ask for the sitemap's URLs alone and for none of them: an empty
+        # map that looks like a site without pages.
+        if self.ignoreSitemap and self.sitemapOnly:
+            raise ValueError(
+                "ignoreSitemap and sitemapOnly contradict each other (one leaves the sitemap "
+                "out, the other lists only its URLs): set at most one of them"
+            )
+        v1 = "only" if self.sitemapOnly else "skip" if self.ignoreSitemap else None
+        if self.sitemap is not None and v1 is not None and v1 != self.sitemap:
+            flag = "sitemapOnly" if self.sitemapOnly else "ignoreSitemap"
+            raise ValueError(f"sitemap {self.sitemap!r} contradicts {flag}: set one of them")
+        return self
 
     def sitemap_mode(self) -> Literal["include", "skip", "only"]:
         if self.sitemap is not None:

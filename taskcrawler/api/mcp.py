@@ -219,6 +219,8 @@ class McpEndpoint:
             "http://taskcrawler.internal",
             token or None,
             timeout=self.timeout,
-            transport=httpx.ASGITransport(app=self.app),
+            # An error of the app is answered as any client sees it (a 500 with no details),
+            # not raised into the tool, where its text (SQL, say) would reach the agent.
+            transport=httpx.ASGITransport(app=self.app, raise_app_exceptions=False),
         ) as tc:
             yield tc

@@ -11,7 +11,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
-from taskcrawler.api.inputs import Instant, RequestModel
+from taskcrawler.api.inputs import Id, Instant, RequestModel
 from taskcrawler.domain import InvalidURL, validate_url
 from taskcrawler.domain.chunks import SearchHit, SearchMode, SearchQuery, StoredChunk
 from taskcrawler.domain.crawls import DEFAULT_LIMIT, MAX_DEPTH, MAX_PATTERNS, WEBHOOK_EVENTS
@@ -346,6 +346,31 @@ class RetryOut(BaseModel):
     ids: list[UUID]
 
 
+CancellableStatus = Literal["PENDING", "PROCESSING"]
+
+
+class CancelFilter(RequestModel):
+    """Which jobs a bulk cancel stops: those matching every field given (at least one)."""
+
+    ids: list[UUID] = Field(default_factory=list, max_length=MAX_BATCH)
+    batch_id: UUID | None = Field(None, description="A batch scrape's jobs (/v1/batch/scrape).")
+    crawl_id: UUID | None = Field(None, description="A crawl's pages.")
+    status: list[CancellableStatus] = Field(
+        default_factory=list, max_length=2, description="Default: PENDING and PROCESSING."
+    )
+    host: str | None = Field(None, max_length=255)
+    created_after: Instant | None = None
+    created_before: Instant | None = None
+
+
+class CancelOut(BaseModel):
+    cancelled: int
+    ids: list[UUID] = Field(description="The jobs this call cancelled, oldest first.")
+    more: bool = Field(
+        description="More jobs matched than one call cancels (10,000): call it again."
+    )
+
+
 class RunOut(BaseModel):
     model_config = ConfigDict(from_attributes=True)
 
@@ -465,6 +490,9 @@ class MapIn(RequestModel):
     limit: int | None = Field(
         None,
         ge=1,
+        # Bounded here too, so that a value past 64 bits is refused, not carried on to the
+        # settings' cap by the MCP tool's client (whose JSON encoder cannot write it).
+        le=MAX_INT32,
         description=f"At most this many URLs: default {DEFAULT_MAP_LIMIT:,}, at most "
         "TASKCRAWLER_MAP_MAX_LIMIT.",
     )
@@ -590,8 +618,8 @@ class SearchIn(RequestModel):
         description="semantic (embeddings), keyword (BM25) or hybrid (both, each weighed by "
         "how much it knows of the query).",
     )
-    crawl_id: UUID | None = Field(None, description="Only the pages of this crawl.")
-    job_id: UUID | None = Field(None, description="Only this page.")
+    crawl_id: Id | None = Field(None, description="Only the pages of this crawl.")
+    job_id: Id | None = Field(None, description="Only this page.")
     host: str | None = Field(
         None, min_length=1, max_length=255, description="Only the pages of this host."
     )
@@ -601,7 +629,7 @@ class SearchIn(RequestModel):
         max_length=MAX_URL_LENGTH,
         description="Only the pages whose URL starts with this.",
     )
-    monitor_id: UUID | None = Field(None, description="Only the pages this monitor watches.")
+    monitor_id: Id | None = Field(None, description="Only the pages this monitor watches.")
     fetched_after: Instant | None = Field(None, description="Only pages fetched at or after.")
     fetched_before: Instant | None = Field(None, description="Only pages fetched before.")
     rerank: bool = Field(

@@ -18,6 +18,7 @@ from taskcrawler.cli.commands import API_KEY_ENV, DEFAULT_API
 from taskcrawler.client import (
     MAX_PAGE,
     AsyncTaskCrawler,
+    CancelFilter,
     JobOptions,
     SearchOptions,
     TaskCrawlerError,
@@ -112,6 +113,7 @@ class ApiClient:
         created_after: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
+        id_prefix: str | None = None,
     ) -> tuple[list[Job], str | None]:
         try:
             page = await self.client.list_jobs(
@@ -120,6 +122,7 @@ class ApiClient:
                 created_after=created_after,
                 limit=limit,
                 cursor=cursor,
+                id_prefix=id_prefix,
             )
         except TaskCrawlerError as exc:
             raise ApiError.of(exc) from None
@@ -149,6 +152,13 @@ class ApiClient:
         except TaskCrawlerError as exc:
             raise ApiError.of(exc) from None
 
+    async def cancel_matching(self, **where: Unpack[CancelFilter]) -> dict[str, Any]:
+        """Cancel every unfinished job that matches: ``{"cancelled", "ids", "more"}``."""
+        try:
+            return _json(await self.client.cancel_matching(**where))
+        except TaskCrawlerError as exc:
+            raise ApiError.of(exc) from None
+
     async def search(self, q: str, **options: Unpack[SearchOptions]) -> list[dict[str, Any]]:
         try:
             found = await self.client.search(q, **options)
@@ -168,6 +178,15 @@ class ApiClient:
             return _json(await self.client.get_crawl(crawl_id))
         except TaskCrawlerError as exc:
             raise ApiError.of(exc) from None
+
+    async def list_crawls(
+        self, *, limit: int = 50, cursor: str | None = None
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        try:
+            page = await self.client.list_crawls(limit=limit, cursor=cursor)
+        except TaskCrawlerError as exc:
+            raise ApiError.of(exc) from None
+        return [_json(crawl) for crawl in page.crawls], page.next_cursor
 
     async def cancel_crawl(self, crawl_id: str) -> dict[str, Any]:
         try:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 log = logging.getLogger(__name__)
 
 
-async def _run(wake_fd: int | None, parent_fd: int | None) -> None:
+async def _run(wake_fd: int | None, parent_fd: int | None, metrics_socket: str | None) -> None:
     from taskcrawler import bootstrap
     from taskcrawler.settings import get_settings
     from taskcrawler.worker.process import parent_gone as pipe_closed
@@ -46,7 +46,13 @@ async def _run(wake_fd: int | None, parent_fd: int | None) -> None:
         None if parent_gone is None else asyncio.create_task(stop_when_parent_gone(parent_gone))
     )
     try:
-        await run_worker(settings, stop=stop, runtime=runtime, serve_metrics_port=True)
+        await run_worker(
+            settings,
+            stop=stop,
+            runtime=runtime,
+            serve_metrics_port=True,
+            metrics_socket=metrics_socket,
+        )
     finally:
         if watcher is not None:
             watcher.cancel()
@@ -61,11 +67,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m taskcrawler.cli.embedded_worker")
     parser.add_argument("--wake-fd", type=int, help="the socket job ids arrive on")
     parser.add_argument("--parent-fd", type=int, help="a pipe that ends when the parent does")
+    parser.add_argument("--metrics-socket", help="a Unix socket to serve the metrics on")
     args = parser.parse_args(argv)
     settings = get_settings()
     configure_logging(settings.log_format, settings.log_level)
     freeze_startup_heap()
-    run_async(_run(args.wake_fd, args.parent_fd))
+    run_async(_run(args.wake_fd, args.parent_fd, args.metrics_socket))
     return 0
 
 

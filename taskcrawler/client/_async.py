@@ -15,23 +15,41 @@ from taskcrawler.client import _base, _calls
 from taskcrawler.client._calls import (
     NEXT_SINCE,
     Call,
+    CancelFilter,
     ContentFormat,
     CrawlOptions,
     ExportFormat,
     JobOptions,
+    KeyOptions,
     MapOptions,
+    MonitorChanges,
+    MonitorOptions,
+    RetryFilter,
     SearchOptions,
 )
 from taskcrawler.client.models import (
+    ApiKey,
     Batch,
+    Cancelled,
+    Change,
+    ChangePage,
+    Chunks,
     Crawl,
     CrawlPage,
+    Delivery,
     ExportRecord,
     Job,
     JobPage,
+    KeyWithSecret,
     LinkPage,
     MapResult,
+    Monitor,
+    MonitorPage,
+    NewKey,
+    Restarted,
     Run,
+    RunContent,
+    RunDiff,
     SearchResults,
     Submitted,
 )
@@ -105,10 +123,14 @@ class AsyncTaskCrawler:
         created_before: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
+        id_prefix: str | None = None,
     ) -> JobPage:
-        """One page of jobs, newest first; pass ``next_cursor`` back for the next."""
+        """One page of jobs, newest first; pass ``next_cursor`` back for the next.
+        ``id_prefix``: only the jobs whose id starts with it (a short id)."""
         return await self._send(
-            _calls.list_jobs(statuses, host, created_after, created_before, limit, cursor)
+            _calls.list_jobs(
+                statuses, host, created_after, created_before, limit, cursor, id_prefix
+            )
         )
 
     async def iter_jobs(
@@ -191,6 +213,96 @@ class AsyncTaskCrawler:
     async def cancel_crawl(self, crawl_id: UUID | str) -> Crawl:
         """Cancel the crawl: its pending pages are cancelled, nothing new is scheduled."""
         return await self._send(_calls.cancel_crawl(crawl_id))
+
+    # --- jobs in bulk, and more of a job ----------------------------------------------
+    async def cancel_matching(self, **where: Unpack[CancelFilter]) -> Cancelled:
+        """Cancel every unfinished job that matches all the fields given (at least one): ``ids``,
+        ``batch_id``, ``crawl_id``, ``statuses`` (PENDING, PROCESSING), ``host``, ``created_after``,
+        ``created_before``. Jobs being fetched are cancelled too; ``more`` says call it again."""
+        return await self._send(_calls.cancel_matching(**where))
+
+    async def retry_matching(self, **where: Unpack[RetryFilter]) -> Restarted:
+        """Run again every finished job that matches (default: every FAILED one)."""
+        return await self._send(_calls.retry_matching(**where))
+
+    async def deliveries(self, job_id: UUID | str) -> list[Delivery]:
+        """The job's webhook deliveries: where, how many attempts, the last status or error."""
+        return await self._send(_calls.deliveries(job_id))
+
+    async def screenshot(self, job_id: UUID | str) -> bytes:
+        """The PNG of the rendered page (asked for with the ``screenshot`` format)."""
+        return await self._send(_calls.screenshot(job_id))
+
+    async def chunks(self, job_id: UUID | str) -> Chunks:
+        """The page's chunks (asked for with the ``chunks`` format), with their heading paths."""
+        return await self._send(_calls.chunks(job_id))
+
+    async def backlinks(
+        self, target: str, *, after: int | None = None, limit: int = 100
+    ) -> LinkPage:
+        """Which of your pages link to ``target``."""
+        return await self._send(_calls.backlinks(target, after, limit))
+
+    # --- monitors ---------------------------------------------------------------------
+    async def create_monitor(
+        self, interval_seconds: float, **options: Unpack[MonitorOptions]
+    ) -> Monitor:
+        """Watch ``url``, ``urls`` or a site (``crawl``) every ``interval_seconds``; its first
+        run is due at once."""
+        return await self._send(_calls.create_monitor(interval_seconds, **options))
+
+    async def list_monitors(self, *, limit: int = 50, cursor: str | None = None) -> MonitorPage:
+        """One page of monitors, newest first; pass ``next_cursor`` back for the next."""
+        return await self._send(_calls.list_monitors(limit, cursor))
+
+    async def get_monitor(self, monitor_id: UUID | str) -> Monitor:
+        """The monitor, its pages (each a job) and its schedule."""
+        return await self._send(_calls.get_monitor(monitor_id))
+
+    async def update_monitor(
+        self, monitor_id: UUID | str, **changes: Unpack[MonitorChanges]
+    ) -> Monitor:
+        """Pause or resume it (``paused``), set its ``interval_seconds``, or add ``formats``."""
+        return await self._send(_calls.update_monitor(monitor_id, **changes))
+
+    async def delete_monitor(self, monitor_id: UUID | str) -> None:
+        """Stop watching: the monitor, its jobs, their runs and its changes are deleted."""
+        return await self._send(_calls.delete_monitor(monitor_id))
+
+    async def changes(
+        self, monitor_id: UUID | str, *, limit: int = 50, cursor: str | None = None
+    ) -> ChangePage:
+        """One page of the monitor's changes, newest first, each with its diff."""
+        return await self._send(_calls.changes(monitor_id, limit, cursor))
+
+    async def get_change(self, monitor_id: UUID | str, change_id: UUID | str) -> Change:
+        """One change, with its whole diff."""
+        return await self._send(_calls.get_change(monitor_id, change_id))
+
+    async def run_content(self, job_id: UUID | str, run: int) -> RunContent:
+        """An old run of a watched page: the Markdown and text it read."""
+        return await self._send(_calls.run_content(job_id, run))
+
+    async def diff(self, job_id: UUID | str, from_run: int, to_run: int) -> RunDiff:
+        """The unified diff of two runs' Markdown, and the metadata that changed."""
+        return await self._send(_calls.diff(job_id, from_run, to_run))
+
+    # --- keys (an admin key's) --------------------------------------------------------
+    async def list_keys(self) -> list[ApiKey]:
+        """Every API key, without secrets."""
+        return await self._send(_calls.list_keys())
+
+    async def create_key(self, name: str, **options: Unpack[KeyOptions]) -> NewKey:
+        """A new key: its token and webhook secret are in this answer only."""
+        return await self._send(_calls.create_key(name, **options))
+
+    async def rotate_webhook_secret(self, key_id: str) -> KeyWithSecret:
+        """A new secret for the key's webhook signatures (shown once)."""
+        return await self._send(_calls.rotate_webhook_secret(key_id))
+
+    async def revoke_key(self, key_id: str) -> None:
+        """Revoke the key: it is refused from now on."""
+        return await self._send(_calls.revoke_key(key_id))
 
     # --- search ---------------------------------------------------------------------------
 

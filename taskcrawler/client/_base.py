@@ -53,6 +53,8 @@ def unreachable(base_url: str, exc: Exception, timeout: float | None) -> TaskCra
 def read(call: Call[T], response: httpx.Response) -> T:
     """The call's answer, or the :class:`TaskCrawlerError` the response is."""
     check(response, response.content)
+    if call.raw:
+        return call.read(response.status_code, response.content)
     if call.text:
         return call.read(response.status_code, response.text)
     try:

@@ -12,14 +12,27 @@ from uuid import UUID
 from pydantic import TypeAdapter
 
 from taskcrawler.client.models import (
+    ApiKey,
     Batch,
+    Cancelled,
+    Change,
+    ChangePage,
+    Chunks,
     Crawl,
     CrawlPage,
+    Delivery,
     Job,
     JobPage,
+    KeyWithSecret,
     LinkPage,
     MapResult,
+    Monitor,
+    MonitorPage,
+    NewKey,
+    Restarted,
     Run,
+    RunContent,
+    RunDiff,
     SearchResults,
     Submitted,
 )
@@ -28,6 +41,8 @@ T = TypeVar("T")
 
 JOBS = "/api/v1/jobs"
 CRAWLS = "/api/v1/crawls"
+MONITORS = "/api/v1/monitors"
+KEYS = "/api/v1/keys"
 MAX_BATCH = 1000  # the batch endpoint's limit
 MAX_PAGE = 500  # the list endpoint's largest page
 #: The export's header with the cursor of what finishes after it.
@@ -42,6 +57,8 @@ SearchMode = Literal["semantic", "keyword", "hybrid"]
 Params = list[tuple[str, str]]
 
 _RUNS = TypeAdapter(list[Run])
+_DELIVERIES = TypeAdapter(list[Delivery])
+_KEYS = TypeAdapter(list[ApiKey])
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +70,8 @@ class Call(Generic[T]):
     params: Params = field(default_factory=list)
     #: The answer is text (a page's content), not JSON.
     text: bool = False
+    #: The answer is bytes (a screenshot), not JSON.
+    raw: bool = False
 
 
 def _model(model: Callable[[Any], T]) -> Callable[[int, Any], T]:
@@ -98,6 +117,62 @@ class SearchOptions(TypedDict, total=False):
     rerank: bool
 
 
+class JobFilter(TypedDict, total=False):
+    """Which jobs a bulk operation takes (keyword arguments of ``cancel_matching`` and
+    ``retry_matching``): those matching every field given."""
+
+    #: Statuses: PENDING and/or PROCESSING to cancel; FAILED, COMPLETED, CANCELLED to retry.
+    statuses: Sequence[str]
+    host: str | None
+    #: Created after, or before, this time (aware datetime or ISO 8601).
+    created_after: datetime | str | None
+    created_before: datetime | str | None
+
+
+class CancelFilter(JobFilter, total=False):
+    #: These jobs (up to 1,000).
+    ids: Sequence[UUID | str]
+    #: A batch scrape's jobs (``/v1/batch/scrape``), or a crawl's pages.
+    batch_id: UUID | str | None
+    crawl_id: UUID | str | None
+
+
+class RetryFilter(JobFilter, total=False):
+    #: The jobs that failed with this error code.
+    error_code: str | None
+
+
+class MonitorOptions(TypedDict, total=False):
+    """A monitor's options (keyword arguments of ``create_monitor``): what it watches (``url``,
+    ``urls`` or a ``crawl``'s fields), and how."""
+
+    url: str | None
+    urls: Sequence[str] | None
+    crawl: Mapping[str, Any] | None
+    formats: Sequence[str] | None
+    ignore_selectors: Sequence[str] | None
+    callback_url: str | None
+
+
+class MonitorChanges(TypedDict, total=False):
+    """What ``update_monitor`` changes: each left out stays as it is."""
+
+    #: True pauses the monitor, False resumes it.
+    paused: bool | None
+    interval_seconds: float | None
+    #: Formats to add (made from the pages' stored copies).
+    formats: Sequence[str] | None
+
+
+class KeyOptions(TypedDict, total=False):
+    """A new key's options (keyword arguments of ``create_key``)."""
+
+    is_admin: bool
+    requests_per_minute: int | None
+    max_pending_jobs: int | None
+    callback_url: str | None
+
+
 class MapOptions(TypedDict, total=False):
     """A map's options (keyword arguments of ``map``); each left out, or None, is the server's
     default."""
@@ -137,9 +212,19 @@ def _body(**fields: Any) -> dict[str, Any]:
         if isinstance(value, Mapping):
             value = dict(value)
         elif isinstance(value, Sequence) and not isinstance(value, str):
-            value = list(value)
+            value = [str(item) if isinstance(item, UUID) else item for item in value]
+        elif isinstance(value, datetime):
+            value = value.isoformat()
+        elif isinstance(value, UUID):
+            value = str(value)
         body[name] = value
     return body
+
+
+def _filter_body(fields: Mapping[str, Any]) -> dict[str, Any]:
+    """A bulk operation's filter as the API names it (``statuses`` is ``status`` there)."""
+    named = {("status" if name == "statuses" else name): value for name, value in fields.items()}
+    return _body(**named)
 
 
 def submit(url: str, **options: Unpack[JobOptions]) -> Call[Submitted]:
@@ -165,6 +250,7 @@ def list_jobs(
     created_before: str | None = None,
     limit: int = 50,
     cursor: str | None = None,
+    id_prefix: str | None = None,
 ) -> Call[JobPage]:
     params: Params = [("status", str(s)) for s in statuses]
     params.append(("limit", str(limit)))
@@ -173,6 +259,7 @@ def list_jobs(
         ("created_after", created_after),
         ("created_before", created_before),
         ("cursor", cursor),
+        ("id_prefix", id_prefix),
     ):
         if value:
             params.append((name, value))
@@ -193,6 +280,35 @@ def retry(job_id: UUID | str) -> Call[Job]:
 
 def cancel(job_id: UUID | str) -> Call[Job]:
     return Call("DELETE", f"{JOBS}/{job_id}", _model(Job.model_validate))
+
+
+def cancel_matching(**where: Unpack[CancelFilter]) -> Call[Cancelled]:
+    body = _filter_body(where)
+    return Call("POST", f"{JOBS}/cancel", _model(Cancelled.model_validate), json=body)
+
+
+def retry_matching(**where: Unpack[RetryFilter]) -> Call[Restarted]:
+    body = _filter_body(where)
+    return Call("POST", f"{JOBS}/retry", _model(Restarted.model_validate), json=body)
+
+
+def deliveries(job_id: UUID | str) -> Call[list[Delivery]]:
+    return Call("GET", f"{JOBS}/{job_id}/deliveries", _model(_DELIVERIES.validate_python))
+
+
+def screenshot(job_id: UUID | str) -> Call[bytes]:
+    return Call("GET", f"{JOBS}/{job_id}/screenshot", lambda status, body: bytes(body), raw=True)
+
+
+def chunks(job_id: UUID | str) -> Call[Chunks]:
+    return Call("GET", f"{JOBS}/{job_id}/chunks", _model(Chunks.model_validate))
+
+
+def backlinks(target: str, after: int | None = None, limit: int = 100) -> Call[LinkPage]:
+    params: Params = [("target", target), ("limit", str(limit))]
+    if after is not None:
+        params.append(("cursor", str(after)))
+    return Call("GET", "/api/v1/links", _model(LinkPage.model_validate), params=params)
 
 
 def content(job_id: UUID | str, format: ContentFormat = "markdown") -> Call[str]:
@@ -245,6 +361,66 @@ def crawl_jobs(
 
 def cancel_crawl(crawl_id: UUID | str) -> Call[Crawl]:
     return Call("DELETE", f"{CRAWLS}/{crawl_id}", _model(Crawl.model_validate))
+
+
+def create_monitor(interval_seconds: float, **options: Unpack[MonitorOptions]) -> Call[Monitor]:
+    body = _body(interval_seconds=interval_seconds, **options)
+    return Call("POST", MONITORS, _model(Monitor.model_validate), json=body)
+
+
+def list_monitors(limit: int = 50, cursor: str | None = None) -> Call[MonitorPage]:
+    params: Params = [("limit", str(limit))] + ([("cursor", cursor)] if cursor else [])
+    return Call("GET", MONITORS, _model(MonitorPage.model_validate), params=params)
+
+
+def get_monitor(monitor_id: UUID | str) -> Call[Monitor]:
+    return Call("GET", f"{MONITORS}/{monitor_id}", _model(Monitor.model_validate))
+
+
+def update_monitor(monitor_id: UUID | str, **changes: Unpack[MonitorChanges]) -> Call[Monitor]:
+    body = _body(**changes)
+    return Call("PATCH", f"{MONITORS}/{monitor_id}", _model(Monitor.model_validate), json=body)
+
+
+def delete_monitor(monitor_id: UUID | str) -> Call[None]:
+    return Call("DELETE", f"{MONITORS}/{monitor_id}", lambda status, body: None)
+
+
+def changes(monitor_id: UUID | str, limit: int = 50, cursor: str | None = None) -> Call[ChangePage]:
+    params: Params = [("limit", str(limit))] + ([("cursor", cursor)] if cursor else [])
+    path = f"{MONITORS}/{monitor_id}/changes"
+    return Call("GET", path, _model(ChangePage.model_validate), params=params)
+
+
+def get_change(monitor_id: UUID | str, change_id: UUID | str) -> Call[Change]:
+    path = f"{MONITORS}/{monitor_id}/changes/{change_id}"
+    return Call("GET", path, _model(Change.model_validate))
+
+
+def run_content(job_id: UUID | str, run: int) -> Call[RunContent]:
+    return Call("GET", f"{JOBS}/{job_id}/runs/{run}", _model(RunContent.model_validate))
+
+
+def diff(job_id: UUID | str, from_run: int, to_run: int) -> Call[RunDiff]:
+    params: Params = [("from", str(from_run)), ("to", str(to_run))]
+    return Call("GET", f"{JOBS}/{job_id}/diff", _model(RunDiff.model_validate), params=params)
+
+
+def list_keys() -> Call[list[ApiKey]]:
+    return Call("GET", KEYS, _model(_KEYS.validate_python))
+
+
+def create_key(name: str, **options: Unpack[KeyOptions]) -> Call[NewKey]:
+    return Call("POST", KEYS, _model(NewKey.model_validate), json=_body(name=name, **options))
+
+
+def rotate_webhook_secret(key_id: str) -> Call[KeyWithSecret]:
+    path = f"{KEYS}/{key_id}/webhook-secret"
+    return Call("POST", path, _model(KeyWithSecret.model_validate))
+
+
+def revoke_key(key_id: str) -> Call[None]:
+    return Call("DELETE", f"{KEYS}/{key_id}", lambda status, body: None)
 
 
 def search(q: str, **options: Unpack[SearchOptions]) -> Call[SearchResults]:

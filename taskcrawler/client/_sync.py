@@ -14,23 +14,41 @@ from taskcrawler.client import _base, _calls
 from taskcrawler.client._calls import (
     NEXT_SINCE,
     Call,
+    CancelFilter,
     ContentFormat,
     CrawlOptions,
     ExportFormat,
     JobOptions,
+    KeyOptions,
     MapOptions,
+    MonitorChanges,
+    MonitorOptions,
+    RetryFilter,
     SearchOptions,
 )
 from taskcrawler.client.models import (
+    ApiKey,
     Batch,
+    Cancelled,
+    Change,
+    ChangePage,
+    Chunks,
     Crawl,
     CrawlPage,
+    Delivery,
     ExportRecord,
     Job,
     JobPage,
+    KeyWithSecret,
     LinkPage,
     MapResult,
+    Monitor,
+    MonitorPage,
+    NewKey,
+    Restarted,
     Run,
+    RunContent,
+    RunDiff,
     SearchResults,
     Submitted,
 )
@@ -104,10 +122,14 @@ class TaskCrawler:
         created_before: str | None = None,
         limit: int = 50,
         cursor: str | None = None,
+        id_prefix: str | None = None,
     ) -> JobPage:
-        """One page of jobs, newest first; pass ``next_cursor`` back for the next."""
+        """One page of jobs, newest first; pass ``next_cursor`` back for the next.
+        ``id_prefix``: only the jobs whose id starts with it (a short id)."""
         return self._send(
-            _calls.list_jobs(statuses, host, created_after, created_before, limit, cursor)
+            _calls.list_jobs(
+                statuses, host, created_after, created_before, limit, cursor, id_prefix
+            )
         )
 
     def iter_jobs(self, *, statuses: Sequence[str] = (), host: str | None = None) -> Iterator[Job]:
@@ -192,6 +214,90 @@ class TaskCrawler:
     def cancel_crawl(self, crawl_id: UUID | str) -> Crawl:
         """Cancel the crawl: its pending pages are cancelled, nothing new is scheduled."""
         return self._send(_calls.cancel_crawl(crawl_id))
+
+    # --- jobs in bulk, and more of a job ----------------------------------------------
+    def cancel_matching(self, **where: Unpack[CancelFilter]) -> Cancelled:
+        """Cancel every unfinished job that matches all the fields given (at least one): ``ids``,
+        ``batch_id``, ``crawl_id``, ``statuses`` (PENDING, PROCESSING), ``host``, ``created_after``,
+        ``created_before``. Jobs being fetched are cancelled too; ``more`` says call it again."""
+        return self._send(_calls.cancel_matching(**where))
+
+    def retry_matching(self, **where: Unpack[RetryFilter]) -> Restarted:
+        """Run again every finished job that matches (default: every FAILED one)."""
+        return self._send(_calls.retry_matching(**where))
+
+    def deliveries(self, job_id: UUID | str) -> list[Delivery]:
+        """The job's webhook deliveries: where, how many attempts, the last status or error."""
+        return self._send(_calls.deliveries(job_id))
+
+    def screenshot(self, job_id: UUID | str) -> bytes:
+        """The PNG of the rendered page (asked for with the ``screenshot`` format)."""
+        return self._send(_calls.screenshot(job_id))
+
+    def chunks(self, job_id: UUID | str) -> Chunks:
+        """The page's chunks (asked for with the ``chunks`` format), with their heading paths."""
+        return self._send(_calls.chunks(job_id))
+
+    def backlinks(self, target: str, *, after: int | None = None, limit: int = 100) -> LinkPage:
+        """Which of your pages link to ``target``."""
+        return self._send(_calls.backlinks(target, after, limit))
+
+    # --- monitors ---------------------------------------------------------------------
+    def create_monitor(self, interval_seconds: float, **options: Unpack[MonitorOptions]) -> Monitor:
+        """Watch ``url``, ``urls`` or a site (``crawl``) every ``interval_seconds``; its first
+        run is due at once."""
+        return self._send(_calls.create_monitor(interval_seconds, **options))
+
+    def list_monitors(self, *, limit: int = 50, cursor: str | None = None) -> MonitorPage:
+        """One page of monitors, newest first; pass ``next_cursor`` back for the next."""
+        return self._send(_calls.list_monitors(limit, cursor))
+
+    def get_monitor(self, monitor_id: UUID | str) -> Monitor:
+        """The monitor, its pages (each a job) and its schedule."""
+        return self._send(_calls.get_monitor(monitor_id))
+
+    def update_monitor(self, monitor_id: UUID | str, **changes: Unpack[MonitorChanges]) -> Monitor:
+        """Pause or resume it (``paused``), set its ``interval_seconds``, or add ``formats``."""
+        return self._send(_calls.update_monitor(monitor_id, **changes))
+
+    def delete_monitor(self, monitor_id: UUID | str) -> None:
+        """Stop watching: the monitor, its jobs, their runs and its changes are deleted."""
+        return self._send(_calls.delete_monitor(monitor_id))
+
+    def changes(
+        self, monitor_id: UUID | str, *, limit: int = 50, cursor: str | None = None
+    ) -> ChangePage:
+        """One page of the monitor's changes, newest first, each with its diff."""
+        return self._send(_calls.changes(monitor_id, limit, cursor))
+
+    def get_change(self, monitor_id: UUID | str, change_id: UUID | str) -> Change:
+        """One change, with its whole diff."""
+        return self._send(_calls.get_change(monitor_id, change_id))
+
+    def run_content(self, job_id: UUID | str, run: int) -> RunContent:
+        """An old run of a watched page: the Markdown and text it read."""
+        return self._send(_calls.run_content(job_id, run))
+
+    def diff(self, job_id: UUID | str, from_run: int, to_run: int) -> RunDiff:
+        """The unified diff of two runs' Markdown, and the metadata that changed."""
+        return self._send(_calls.diff(job_id, from_run, to_run))
+
+    # --- keys (an admin key's) --------------------------------------------------------
+    def list_keys(self) -> list[ApiKey]:
+        """Every API key, without secrets."""
+        return self._send(_calls.list_keys())
+
+    def create_key(self, name: str, **options: Unpack[KeyOptions]) -> NewKey:
+        """A new key: its token and webhook secret are in this answer only."""
+        return self._send(_calls.create_key(name, **options))
+
+    def rotate_webhook_secret(self, key_id: str) -> KeyWithSecret:
+        """A new secret for the key's webhook signatures (shown once)."""
+        return self._send(_calls.rotate_webhook_secret(key_id))
+
+    def revoke_key(self, key_id: str) -> None:
+        """Revoke the key: it is refused from now on."""
+        return self._send(_calls.revoke_key(key_id))
 
     # --- search ---------------------------------------------------------------------------
 

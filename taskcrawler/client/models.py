@@ -8,7 +8,7 @@ them equal) without importing the server, so ``import taskcrawler.client`` stays
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import Any, Literal
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -17,18 +17,33 @@ from taskcrawler.domain.jobs import JobStatus
 from taskcrawler.domain.views import CrawlView, JobView
 
 __all__ = [
+    "ApiKey",
     "Batch",
     "BatchJob",
+    "Cancelled",
+    "Change",
+    "ChangePage",
+    "Chunk",
+    "Chunks",
     "Crawl",
     "CrawlPage",
+    "Delivery",
     "ExportRecord",
     "Job",
     "JobPage",
     "JobStatus",
+    "KeyWithSecret",
     "Link",
     "LinkPage",
     "MapResult",
+    "Monitor",
+    "MonitorPage",
+    "MonitorPageEntry",
+    "NewKey",
+    "Restarted",
     "Run",
+    "RunContent",
+    "RunDiff",
     "SearchResult",
     "SearchResults",
     "Submitted",
@@ -147,3 +162,168 @@ class SearchResults(_Answer):
     """``GET /api/v1/search``: the best chunks first."""
 
     results: list[SearchResult]
+
+
+class Cancelled(_Answer):
+    """``POST /api/v1/jobs/cancel``: the jobs this call cancelled, oldest first, and whether
+    more matched than one call cancels."""
+
+    cancelled: int
+    ids: list[UUID]
+    more: bool
+
+
+class Restarted(_Answer):
+    """``POST /api/v1/jobs/retry``: the finished jobs this call ran again."""
+
+    restarted: int
+    ids: list[UUID]
+
+
+class Delivery(_Answer):
+    """A webhook delivery of a job: ``GET /api/v1/jobs/{id}/deliveries``."""
+
+    id: UUID
+    job_id: UUID
+    event: str
+    url: str
+    status: str
+    attempts: int
+    last_status_code: int | None
+    last_error: str | None
+    created_at: datetime
+    next_attempt_at: datetime | None
+    delivered_at: datetime | None
+
+
+class Chunk(_Answer):
+    index: int
+    text: str
+    heading_path: list[str]
+    token_count: int
+    start: int | None = None
+    end: int | None = None
+
+
+class Chunks(_Answer):
+    """``GET /api/v1/jobs/{id}/chunks``: the page's chunks, and the model that embedded them."""
+
+    chunks: list[Chunk]
+    model: str | None = None
+
+
+# --- monitors ---------------------------------------------------------------------------------
+
+
+class MonitorPageEntry(_Answer):
+    url: str
+    job_id: UUID
+
+
+class Monitor(_Answer):
+    """A monitor: ``GET /api/v1/monitors/{id}``."""
+
+    id: UUID
+    status: Literal["ACTIVE", "PAUSED"]
+    urls: list[str]
+    crawl: dict[str, Any] | None = None
+    interval_seconds: float
+    formats: list[str]
+    ignore_selectors: list[str]
+    callback_url: str | None
+    pages: list[MonitorPageEntry]
+    rounds: int
+    last_run_at: datetime | None
+    next_run_at: datetime | None
+    created_at: datetime
+    updated_at: datetime
+
+
+class MonitorPage(_Answer):
+    """``GET /api/v1/monitors``: a page of monitors, newest first."""
+
+    monitors: list[Monitor]
+    next_cursor: str | None
+
+
+class Change(_Answer):
+    """A change a monitor found, with its diff."""
+
+    id: UUID
+    monitor_id: UUID
+    kind: Literal["changed", "added", "removed"]
+    url: str
+    job_id: UUID
+    detected_at: datetime
+    run: int | None
+    previous_run: int | None
+    previous_job_id: UUID | None
+    diff: str | None
+    diff_complete: bool | None
+    metadata: dict[str, dict[str, Any]]
+
+
+class ChangePage(_Answer):
+    """``GET /api/v1/monitors/{id}/changes``: a page of changes, newest first."""
+
+    changes: list[Change]
+    next_cursor: str | None
+
+
+class RunContent(_Answer):
+    """An old run of a watched page, with the Markdown and text it read."""
+
+    job_id: UUID
+    run: int
+    status: str
+    http_status: int | None
+    fetched_at: datetime
+    content_run: int | None
+    metadata: dict[str, Any]
+    markdown: str
+    text: str
+
+
+class RunDiff(_Answer):
+    """The diff between two runs of a page (``from_run``, ``to_run``: the API's ``from`` and
+    ``to``)."""
+
+    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+
+    job_id: UUID
+    from_run: int = Field(alias="from")
+    to_run: int = Field(alias="to")
+    diff: str
+    complete: bool
+    coarse: bool
+    added_lines: int
+    removed_lines: int
+    metadata: dict[str, dict[str, Any]]
+
+
+# --- keys (admin) -----------------------------------------------------------------------------
+
+
+class ApiKey(_Answer):
+    """An API key, without its secrets: ``GET /api/v1/keys``."""
+
+    id: str
+    name: str
+    is_admin: bool
+    requests_per_minute: int | None
+    max_pending_jobs: int | None
+    callback_url: str | None
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+class KeyWithSecret(ApiKey):
+    """A key with its webhook signing secret (shown once)."""
+
+    webhook_secret: str
+
+
+class NewKey(KeyWithSecret):
+    """A key just created, with its token (shown once)."""
+
+    key: str

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -210,6 +210,80 @@ class JobQuery:
     cursor: str | None = None
     #: The pages of this crawl only.
     crawl_id: UUID | None = None
+    #: These jobs only (a bulk cancel's ids).
+    ids: tuple[UUID, ...] = ()
+    #: The jobs of this batch (a Firecrawl batch scrape) only.
+    batch_id: UUID | None = None
+    #: The jobs whose id starts with these hex digits (a short id, as the command line shows).
+    id_prefix: str | None = None
+
+
+#: The fewest hex digits a short id may have (git's rule): fewer would match too many.
+MIN_ID_PREFIX = 4
+
+
+def id_range(prefix: str) -> tuple[UUID, UUID]:
+    """The first and last UUID that start with the hex digits ``prefix`` (dashes ignored):
+    a range any index on the id serves, on every database. ValueError for anything else."""
+    digits = prefix.replace("-", "").lower()
+    if not MIN_ID_PREFIX <= len(digits) <= 32 or any(c not in "0123456789abcdef" for c in digits):
+        raise ValueError(
+            f"a short id is {MIN_ID_PREFIX} to 32 hexadecimal digits (dashes allowed), "
+            "the start of an id"
+        )
+    return UUID(digits.ljust(32, "0")), UUID(digits.ljust(32, "f"))
+
+
+#: What a cancel stops: a job not finished yet. A PROCESSING job's worker finds its lease gone
+#: when it comes to write, and its outcome is dropped.
+CANCELLABLE_STATUSES = (JobStatus.PENDING, JobStatus.PROCESSING)
+#: A bulk cancel stops at most this many jobs per call; the answer says when more are left.
+MAX_BULK_CANCEL = 10_000
+
+
+class InvalidJobFilter(ValueError):
+    """A bulk operation's filter that would match too much or nothing sensible; ``field``
+    names the offending field."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+def cancel_query(query: JobQuery) -> JobQuery:
+    """``query`` as a bulk cancel runs it: at least one criterion (an empty filter would stop
+    every job of the tenant, which nobody asks for by leaving everything out), its statuses
+    those that can be cancelled (PENDING and PROCESSING when none is named)."""
+    criteria = (
+        query.ids,
+        query.batch_id,
+        query.crawl_id,
+        query.statuses,
+        query.host,
+        query.created_after,
+        query.created_before,
+    )
+    if not any(criterion for criterion in criteria):
+        raise InvalidJobFilter(
+            "filter",
+            "name at least one of ids, batch_id, crawl_id, status, host, created_after, "
+            'created_before (status: ["PENDING", "PROCESSING"] stops every unfinished job)',
+        )
+    refused = [status for status in query.statuses if status not in CANCELLABLE_STATUSES]
+    if refused:
+        raise InvalidJobFilter(
+            "status", f"only PENDING and PROCESSING jobs can be cancelled, not {refused[0]}"
+        )
+    return replace(query, statuses=query.statuses or CANCELLABLE_STATUSES)
+
+
+@dataclass(frozen=True, slots=True)
+class Cancelled:
+    """What a bulk cancel stopped, and whether more jobs matched than one call stops."""
+
+    ids: list[UUID]
+    more: bool
 
 
 @dataclass(frozen=True, slots=True)

@@ -111,8 +111,10 @@ def validate_url(url: str) -> str:
 @lru_cache(maxsize=4096)
 def normalize_url(url: str) -> str:
     """The deduplication key: lower-case scheme, the host as it is requested (IDNA), no default
-    port, no fragment, ``/`` for an empty path. Query and path are kept as sent: servers may
-    treat them as distinct."""
+    port, no fragment, ``/`` for an empty path, and one spelling of each percent-escape
+    (RFC 3986 section 6.2.2: ``/page/%64d`` is ``/page/dd``, ``%3a`` is ``%3A``; the same
+    resource either way). Otherwise path and query are kept as sent: servers may treat
+    ``/a%2Fb`` and ``/a/b``, or ``?b=1&a=2`` and ``?a=2&b=1``, as distinct."""
     parts = _split(url)
     target = request_target(url)
     scheme = parts.scheme.lower()
@@ -123,8 +125,23 @@ def normalize_url(url: str) -> str:
         raise InvalidURL(f"the host is longer than {MAX_HOST_LENGTH} characters")
     port = target.explicit_port
     netloc = host if port is None or port == DEFAULT_PORTS[scheme] else f"{host}:{port}"
-    path = parts.path or "/"
-    return urlunsplit((scheme, netloc, path, parts.query, ""))
+    path = _one_escape_spelling(parts.path) or "/"
+    return urlunsplit((scheme, netloc, path, _one_escape_spelling(parts.query), ""))
+
+
+_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})")
+
+
+def _decoded_if_unreserved(escape: re.Match[str]) -> str:
+    char = chr(int(escape[1], 16))
+    return char if char in _UNRESERVED else "%" + escape[1].upper()
+
+
+def _one_escape_spelling(component: str) -> str:
+    """RFC 3986 sections 6.2.2.1 and 6.2.2.2, and nothing more: escapes of unreserved characters
+    decoded, the others' hex digits in upper case. Only escapes change, so the key of a URL
+    without any is what it always was."""
+    return _ESCAPE.sub(_decoded_if_unreserved, component) if "%" in component else component
 
 
 # --- the key a crawl deduplicates its pages on ---------------------------------------------

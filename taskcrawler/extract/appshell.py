@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from taskcrawler.extract.decode import decode_html
+from taskcrawler.extract.tree import PageTree
 
 MOUNT_MAX_WORDS = 10
 SHELL_MAX_WORDS = 50
@@ -116,7 +117,7 @@ def _noscript_asks_for_javascript(tree: LexborHTMLParser) -> bool:
 def shell_verdict(html: bytes | str, charset: str | None = None) -> ShellVerdict:
     """Decide ``render: auto`` for a fetched page (``charset`` from its Content-Type)."""
     text = decode_html(html, charset).text if isinstance(html, bytes) else html
-    tree = LexborHTMLParser(text)
+    tree = PageTree(text)
     scripts = sum(1 for node in tree.css("script") if _runs(node))
     asks_for_javascript = _noscript_asks_for_javascript(tree)
     for node in tree.css(_INVISIBLE):

@@ -193,10 +193,12 @@ class Cleaner:
     holds_root: set[int]  # ids of main/article nodes and their ancestors
     holds_content: set[int]  # the same, and of h1 nodes and their ancestors
     holds_main: set[int]  # ids of main, the article body or a single article, and ancestors
-    # The body's visible characters once the furniture is gone, kept up to date as the guarded
-    # removals go: each of them measures the node it removes anyway, and reading the whole
-    # body's text once more cost 5% of an extraction.
-    body_chars: int | None = None
+    # The body's text once the furniture is gone, and the visible characters removed since:
+    # each guarded removal measures the node it removes anyway, and reading the whole body's
+    # text once more cost 5% of an extraction. Its visible characters are counted only when
+    # a flagged block needs them (three scans of the page's text; most pages have none).
+    body_text: str | None = None
+    removed_visible: int = 0
     # Flagged blocks named as a picture's caption or credit ("figure__caption", "legend").
     flagged_captions: list[LexborNode] = field(default_factory=list)
 
@@ -227,9 +229,15 @@ class Cleaner:
                 text = node.text_lexbor()
                 if len(text) > max_chars:
                     continue
-                if self.body_chars is not None:
-                    self.body_chars -= visible_length(text)
+                if self.body_text is not None:
+                    self.removed_visible += visible_length(text)
             node.decompose()
+
+    def body_chars(self, body: LexborNode) -> int:
+        """The body's visible characters, now."""
+        if self.body_text is None:
+            return visible_chars(body)
+        return visible_length(self.body_text) - self.removed_visible
 
     def strip_boilerplate(self) -> None:
         """Step 1: what is never content, and the page furniture, everywhere."""
@@ -242,8 +250,8 @@ class Cleaner:
         for tag in _FURNITURE_TAGS:
             self.remove(tree.tags(tag), guarded=False)
         text = body.text_lexbor()  # read once for all three measures
-        removed, removed_visible = _strip_captions(tree, text)
-        self.body_chars = visible_length(text) - removed_visible
+        removed, self.removed_visible = _strip_captions(tree, text)
+        self.body_text = text
         max_chars = _MAX_REMOVED_SHARE * max(0, len(text) - removed)
         for tag in _GUARDED_TAGS:
             self.remove(tree.tags(tag), guarded=True, max_chars=max_chars)
@@ -271,7 +279,7 @@ class Cleaner:
             ):
                 continue
             if most < 0:
-                chars = self.body_chars if self.body_chars is not None else visible_chars(body)
+                chars = self.body_chars(body)
                 most = _MAX_FLAGGED_SHARE * chars
             parent = node.parent
             if (
@@ -453,7 +461,7 @@ def _next_text(node: LexborNode, root: LexborNode) -> LexborNode | None:
             if sibling.tag == "-text":
                 if (sibling.text_content or "").strip():
                     return sibling
-            elif sibling.text_lexbor().strip():
+            elif _opens_with_text(sibling) or sibling.text_lexbor().strip():
                 return sibling
             sibling = sibling.next
         parent = current.parent
@@ -461,6 +469,16 @@ def _next_text(node: LexborNode, root: LexborNode) -> LexborNode | None:
             return None
         current = parent
     return None
+
+
+def _opens_with_text(node: LexborNode) -> bool:
+    """Whether ``node``'s first child is a text node with a word in it: then its text is not
+    blank, known without building the whole of it (a paragraph's, for each heading)."""
+    first = node.child
+    if first is None or first.tag != "-text":
+        return False
+    text = first.text_content
+    return text is not None and text != "" and not text.isspace()
 
 
 _FIRST_BLOCK_TAGS = frozenset(_HEADINGS) | {"p", "li", "td", "pre", "blockquote"}

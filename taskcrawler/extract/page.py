@@ -30,6 +30,7 @@ from taskcrawler.extract.metadata import (
 )
 from taskcrawler.extract.nesting import limit_nesting
 from taskcrawler.extract.render import LAZY_SOURCES, Renderer
+from taskcrawler.extract.tree import PageTree
 from taskcrawler.extract.urls import Resolver
 
 #: What :func:`extract` can be asked for. ``link_targets``: the links as ``links`` has them but
@@ -130,7 +131,7 @@ def extract(
     markup = limit_nesting(decoded.text)
     # Valid UTF-8 as fetched is what lexbor would be given anyway: not encoded once more.
     utf8 = decoded.utf8 if markup is decoded.text else None
-    tree = LexborHTMLParser(utf8 if utf8 is not None else markup)
+    tree = PageTree(utf8 if utf8 is not None else markup)
     remove_ignored(tree, ignore)
     info = read_head(tree)
     resolver = Resolver(url, info.base_href)

@@ -74,12 +74,13 @@ _BLOCK_START = re.compile(
 _LINE_CONTINUES = re.compile(
     r"^(?:#{1,6}(?=[ \t]|$)|>|[+-](?=[ \t]|$)|-[- \t]*$|=+[ \t]*$|\||0*1[.)](?=[ \t]|$))"
 )
+# The first characters either of them can match (a digit aside: any of Unicode's).
+_BLOCK_START_CHARS = frozenset("#>+-|=")
 # A heading's closing sequence: "## Vote #" would lose its "#".
 _CLOSING_HASHES = re.compile(r"(?<= )#+$")
 # Whitespace that is not already a single space: a lone space is left alone, so the common
 # case (text that needs nothing) finds no match at all.
 _SPACES = re.compile(r"[\t\r\n\f\v\u00a0][ \t\r\n\f\v\u00a0]*| [ \t\r\n\f\v\u00a0]+")
-_SPECIAL = re.compile(r"[\\`*_\]<]")  # one scan tells that most text needs no escape
 _BACKTICKS = re.compile(r"`+")
 _PIXEL_SIZES = frozenset({"0", "1", "2", "0px", "1px", "2px"})
 LAZY_SOURCES = ("data-src", "data-lazy-src", "data-original")
@@ -178,12 +179,20 @@ class Renderer:
         """The children of ``node`` as a list of blocks."""
         if depth > MAX_DEPTH:
             return self._flat(node)
+        only = _only_text(node)
+        if only is not None:  # a plain paragraph, most blocks: the loop below, unrolled
+            text = self._paragraph(self._text(only), collapsed=True)
+            return [text] if text else []
         blocks: list[str] = []
         inline: list[str] = []
         for child in _children(node):
             tag = child.tag or ""
             if tag == "-text":
-                inline.append(self._text(child.text_content or ""))
+                text = child.text_content or ""
+                # Whitespace before a paragraph's first word (the markup's indentation
+                # between blocks, most text nodes here) is stripped from the paragraph anyway.
+                if inline or not text.isspace():
+                    inline.append(self._text(text))
             elif tag in _BLOCKS:
                 self._flush(inline, blocks)
                 blocks.extend(self._block(child, tag, depth + 1))
@@ -228,18 +237,23 @@ class Renderer:
         return self.blocks(node, depth)
 
     def _flush(self, inline: list[str], blocks: list[str]) -> None:
+        if not inline:  # between two blocks: nothing to join
+            return
         text = self._paragraph(inline)
         inline.clear()
         if text:
             blocks.append(text)
 
-    def _paragraph(self, parts: list[str] | str, *, block_start: bool = True) -> str:
+    def _paragraph(
+        self, parts: list[str] | str, *, block_start: bool = True, collapsed: bool = False
+    ) -> str:
         """One paragraph's inline parts as one block. ``block_start=False`` for text that
         CommonMark reads as inline only (a heading's, a table cell's): its start needs no
-        escape to not open a block."""
+        escape to not open a block. ``collapsed``: ``parts`` is one text :meth:`_text` made,
+        its whitespace collapsed already (looking for runs again costs a scan per kind)."""
         joined = parts if isinstance(parts, str) else "".join(parts)
         if _BREAK not in joined:  # most paragraphs: one line
-            line = _collapse(joined).strip()
+            line = (joined if collapsed else _collapse(joined)).strip()
             if not self.markdown or not line:
                 return line
             lines = [line]
@@ -250,9 +264,12 @@ class Renderer:
         # A hard line break as CommonMark has it from Markdown itself: two trailing spaces.
         lines = [line for line in lines if line]
         if not self._in_cell:
-            if block_start and lines:
+            if block_start and lines and _may_start_block(lines[0]):
                 lines[0] = _BLOCK_START.sub(_escape_marker, lines[0])
-            lines[1:] = [_LINE_CONTINUES.sub(_escape_marker, line) for line in lines[1:]]
+            lines[1:] = [
+                _LINE_CONTINUES.sub(_escape_marker, line) if _may_start_block(line) else line
+                for line in lines[1:]
+            ]
         text = "  \n".join(lines)
         if "](" in text and _touches_a_word(text):
             text = _whole_word_links(text)
@@ -261,13 +278,19 @@ class Renderer:
         return _EMPTY_STRONG.sub(_merge_strong, text) if "**" in text else text
 
     def _heading(self, node: LexborNode, level: int, depth: int) -> list[str]:
-        inner = self._inline_children(node, depth).replace(_BREAK, " ")
-        text = self._paragraph(inner, block_start=False)
+        only = _only_text(node)
+        if only is not None:  # a heading of plain text, most of them
+            text = self._paragraph(self._text(only), block_start=False, collapsed=True)
+        else:
+            inner = self._inline_children(node, depth).replace(_BREAK, " ")
+            text = self._paragraph(inner, block_start=False)
         if not text:
             return []
         if not self.markdown or self._in_cell:  # a cell holds one line: the heading's text
             return [text]
-        return [f"{'#' * level} {_CLOSING_HASHES.sub(_escape_hashes, text)}"]
+        if "#" in text:  # a closing sequence to escape, maybe
+            text = _CLOSING_HASHES.sub(_escape_hashes, text)
+        return [f"{'#' * level} {text}"]
 
     def _list(self, node: LexborNode, *, ordered: bool, depth: int) -> list[str]:
         try:
@@ -371,6 +394,9 @@ class Renderer:
     def _inline_children(self, node: LexborNode, depth: int) -> str:
         if depth > MAX_DEPTH:
             return self._text(node.text(deep=True, separator=" "))
+        only = _only_text(node)
+        if only is not None:  # a heading's or a link's text, most often
+            return self._text(only)
         parts: list[str] = []
         for child in _children(node):
             tag = child.tag or ""
@@ -446,7 +472,7 @@ class Renderer:
         return self._escape(_collapse(text))
 
     def _escape(self, text: str) -> str:
-        if not self.markdown or _SPECIAL.search(text) is None:
+        if not self.markdown or not _has_special(text):
             return text
         return _ESCAPE.sub(_backslashed, text)
 
@@ -456,6 +482,21 @@ def _canonical(text: str) -> str:
     diaeresis is the same ``ü`` a search for it types. Soft hyphens stay, as the page wrote
     them."""
     return text if text.isascii() else unicodedata.normalize("NFC", text)
+
+
+def _has_special(text: str) -> bool:
+    """Whether ``text`` holds a character ``_ESCAPE`` may escape: most text holds none. A
+    search for one character is a memchr in C, ten times faster than a regex's character
+    class."""
+    return "\\" in text or "`" in text or "*" in text or "_" in text or "]" in text or "<" in text
+
+
+def _only_text(node: LexborNode) -> str | None:
+    """The text of ``node`` when its one child is a text node, else None."""
+    first = node.child
+    if first is None or first.tag != "-text" or first.next is not None:
+        return None
+    return first.text_content or ""
 
 
 def _has_elements(node: LexborNode) -> bool:
@@ -559,6 +600,14 @@ def _flanking(before: str, after: str) -> tuple[bool, bool]:
 
 def _is_punctuation(char: str) -> bool:
     return unicodedata.category(char)[0] in "PS"
+
+
+def _may_start_block(line: str) -> bool:
+    """Whether ``line`` begins with a character that can begin what ``_BLOCK_START`` or
+    ``_LINE_CONTINUES`` match; most lines begin with a letter, and need no regex at all.
+    (``isdigit()`` holds for every character ``\\d`` matches, and a few more.)"""
+    first = line[:1]
+    return first in _BLOCK_START_CHARS or first.isdigit()
 
 
 def _escape_marker(match: re.Match[str]) -> str:

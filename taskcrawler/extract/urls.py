@@ -9,7 +9,7 @@ joined by string operations here, and only the rest goes through ``urljoin``. Re
 from __future__ import annotations
 
 import re
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import SplitResult, urljoin, urlsplit
 
 _SCHEME = re.compile(r"[a-zA-Z][a-zA-Z0-9+.\-]*:")
 _NETLOC = re.compile(r"//([^/?#]*)")
@@ -62,13 +62,23 @@ class Resolver:
     )
 
     def __init__(self, page_url: str, base_href: str | None = None) -> None:
-        page = _slow_join(page_url, "") or page_url
+        # The page's URL is split once: without a <base href> (most pages) it is the base too.
+        try:
+            page_parts: SplitResult | None = urlsplit(page_url)
+        except ValueError:
+            page_parts = None
+        page = page_url
+        if page_parts is not None and page_parts.scheme in _WEB_SCHEMES and page_parts.netloc:
+            page = page_url.partition("#")[0]  # as urljoin(page_url, "") and _slow_join make it
         base = page
         if base_href:
             base = _slow_join(page, clean_href(base_href)) or page
         try:
-            parts = urlsplit(base)
-            page_netloc = urlsplit(page).netloc
+            if page_parts is None:
+                raise ValueError("no page URL")
+            # Without its fragment the page's URL splits the same but for the fragment.
+            parts = page_parts if base is page else urlsplit(base)
+            page_netloc = page_parts.netloc
         except ValueError:
             parts = urlsplit("http://invalid/")
             page_netloc = ""

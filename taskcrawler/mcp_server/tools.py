@@ -4,11 +4,11 @@ refused exactly what a client is), and the MCP server that lists and runs them."
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass
 from typing import Any, Literal
-from uuid import UUID
 
 import mcp_types as types
 import orjson
@@ -16,9 +16,11 @@ from mcp.server import Server, ServerRequestContext
 from pydantic import BaseModel, Field, ValidationError
 
 from taskcrawler import __version__
-from taskcrawler.api.inputs import RequestModel
+from taskcrawler.api.inputs import Id, RequestModel
 from taskcrawler.api.schemas import CrawlIn, Format, JobCreate, MapIn, SearchIn
 from taskcrawler.client import AsyncTaskCrawler, Job, JobStatus, TaskCrawlerError
+
+log = logging.getLogger(__name__)
 
 #: The longest a scrape tool call waits for its job: an agent's call should not hang.
 MAX_WAIT_SECONDS = 300
@@ -53,7 +55,7 @@ class MapArgs(MapIn):
 
 
 class GetJobArgs(RequestModel):
-    job_id: UUID = Field(description="The id a scrape returned.")
+    job_id: Id = Field(description="The id a scrape returned.")
     content: TextFormat | None = Field(
         None, description="Also return this text of the page, if the job asked for it."
     )
@@ -64,7 +66,7 @@ class CrawlArgs(CrawlIn):
 
 
 class CrawlStatusArgs(RequestModel):
-    crawl_id: UUID = Field(description="The id the crawl tool returned.")
+    crawl_id: Id = Field(description="The id the crawl tool returned.")
     pages: int = Field(
         20, ge=0, le=MAX_PAGES, description="Also list up to this many of its finished pages."
     )
@@ -255,6 +257,14 @@ def build_server(client_for: ClientFor) -> Server[Any]:
                 found = await spec.run(tc, args)
         except TaskCrawlerError as exc:
             return _error(str(exc))
+        except Exception:
+            # The MCP library would answer an escaped exception with its text, which can hold
+            # a SQL statement or a path: the log keeps it, the agent gets a plain sentence.
+            log.exception("the MCP tool %s failed", params.name)
+            return _error(
+                f"the {params.name} tool failed on the server's side; try again later "
+                "(the server's log has the details)"
+            )
         text = orjson.dumps(found, option=orjson.OPT_INDENT_2).decode()
         return types.CallToolResult(
             content=[types.TextContent(text=text)], structured_content=found

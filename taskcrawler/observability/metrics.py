@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 
 from prometheus_client import (
     CollectorRegistry,
@@ -22,6 +22,8 @@ from prometheus_client import (
 )
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.exposition import CONTENT_TYPE_LATEST
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
 
 from taskcrawler.domain import ServiceUnavailable
 from taskcrawler.domain.transitions import Transition, TransitionKind
@@ -217,8 +219,52 @@ class QueueDepth:
         self.gauge.set(value)
 
 
-async def render_metrics(registry: CollectorRegistry, refresh: Iterable[QueueDepth] = ()) -> bytes:
-    """The Prometheus text exposition of ``registry``, after refreshing the scrape-time gauges."""
+async def render_metrics(
+    registry: CollectorRegistry, refresh: Iterable[QueueDepth] = (), children: Sequence[str] = ()
+) -> bytes:
+    """The Prometheus text exposition of ``registry``, after refreshing the scrape-time gauges,
+    with the series of the child processes whose expositions are ``children``."""
     for gauge in refresh:
         await gauge.refresh()
-    return generate_latest(registry)
+    if not children:
+        return generate_latest(registry)
+    return generate_latest(_Merged(registry, children))
+
+
+#: The label that tells a worker process's series from the API's where both have one by a name.
+CHILD_LABEL = ("process", "worker")
+
+
+class _Merged:
+    """``own``'s families and those of the children's expositions, as one exposition.
+
+    A child's series keep their names (``taskcrawler_jobs_completed`` reads the same under
+    ``serve`` as from ``taskcrawler worker``). A family both processes have (``process_*``: CPU
+    and memory) is one family whose child samples carry ``process="worker"``.
+    """
+
+    def __init__(self, own: CollectorRegistry, children: Sequence[str]) -> None:
+        self.own = own
+        self.children = children
+
+    def collect(self) -> Iterable[Metric]:
+        families = {family.name: family for family in self.own.collect()}
+        own_names = set(families)
+        for text in self.children:
+            try:
+                parsed = list(text_string_to_metric_families(text))
+            except ValueError as exc:
+                log.warning("worker process metrics unreadable: %s", exc)
+                continue
+            for family in parsed:
+                mine = families.get(family.name)
+                if mine is None:
+                    families[family.name] = family
+                elif family.name in own_names and mine.type == family.type:
+                    mine.samples.extend(_labelled(sample) for sample in family.samples)
+        return list(families.values())
+
+
+def _labelled(sample: Sample) -> Sample:
+    name, value = CHILD_LABEL
+    return sample._replace(labels={**sample.labels, name: value})

@@ -22,7 +22,7 @@ from taskcrawler.domain.crawls import (
     CrawlSpec,
     InvalidCrawlSpec,
 )
-from taskcrawler.domain.errors import CrawlNotFound, InvalidCursor, LimitExceeded
+from taskcrawler.domain.errors import CrawlNotFound, LimitExceeded
 from taskcrawler.domain.jobs import JobQuery
 from taskcrawler.domain.keys import Caller
 from taskcrawler.queue import JobQueue
@@ -106,12 +106,9 @@ class CrawlService:
     async def list_crawls(
         self, caller: Caller, *, limit: int = 50, cursor: str | None = None, running: bool = False
     ) -> tuple[list[Crawl], str | None]:
-        try:
-            return await self.crawls.list_crawls(
-                caller.owner, limit=limit, cursor=cursor, running=running
-            )
-        except ValueError as exc:
-            raise InvalidCursor(str(exc)) from None
+        return await self.crawls.list_crawls(
+            caller.owner, limit=limit, cursor=cursor, running=running
+        )
 
     async def pages(
         self, caller: Caller, crawl_id: UUID, query: JobQuery
@@ -119,10 +116,7 @@ class CrawlService:
         """A page of the crawl's jobs (newest first) and the next page's cursor."""
         await self.get(caller, crawl_id)
         query = dataclasses.replace(query, owner=caller.owner, crawl_id=crawl_id)
-        try:
-            return await self.jobs.list_jobs(query)
-        except ValueError as exc:
-            raise InvalidCursor(str(exc)) from None
+        return await self.jobs.list_jobs(query)
 
     async def cancel(self, caller: Caller, crawl_id: UUID) -> Crawl:
         """Nothing new is scheduled; the crawl's PENDING pages become CANCELLED (pages being

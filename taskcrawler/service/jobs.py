@@ -1,4 +1,5 @@
-"""Job operations shared by the API and the command line: submit, read, list, cancel, re-run.
+"""Job operations shared by the API and the command line: submit, read, list, cancel (one job
+or by filter), re-run.
 
 Limits (rate, pending jobs) are checked here, so every entry point enforces them the same way.
 Refusals are domain errors (:mod:`taskcrawler.domain.errors`), which the API maps to HTTP once.
@@ -13,8 +14,24 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from taskcrawler.domain import Job, JobStatus, QueueUnavailable
-from taskcrawler.domain.errors import Conflict, InvalidCursor, JobNotFound, LimitExceeded
-from taskcrawler.domain.jobs import DEFAULT_FORMATS, Created, JobQuery, JobRun, NewJob
+from taskcrawler.domain.errors import (
+    Conflict,
+    InvalidCursor,
+    JobNotFound,
+    LimitExceeded,
+    NotFound,
+)
+from taskcrawler.domain.jobs import (
+    DEFAULT_FORMATS,
+    MAX_BULK_CANCEL,
+    Cancelled,
+    Created,
+    JobQuery,
+    JobRun,
+    NewJob,
+    cancel_query,
+    id_range,
+)
 from taskcrawler.domain.keys import Caller
 from taskcrawler.domain.rendering import RenderRequest
 from taskcrawler.domain.scrape_options import ScrapeOptions
@@ -174,10 +191,12 @@ class JobService:
 
     async def list_jobs(self, caller: Caller, query: JobQuery) -> tuple[list[Job], str | None]:
         """A page of the caller's jobs and the next page's cursor."""
-        try:
-            return await self.jobs.list_jobs(dataclasses.replace(query, owner=caller.owner))
-        except ValueError as exc:
-            raise InvalidCursor(str(exc)) from None
+        if query.id_prefix is not None:
+            try:
+                id_range(query.id_prefix)
+            except ValueError as exc:
+                raise InvalidCursor(str(exc), parameter="id_prefix") from None
+        return await self.jobs.list_jobs(dataclasses.replace(query, owner=caller.owner))
 
     async def runs(self, caller: Caller, job_id: UUID) -> list[JobRun]:
         await self.get(caller, job_id)
@@ -190,8 +209,21 @@ class JobService:
         if job is None:
             raise JobNotFound
         if not changed:
-            raise Conflict(f"only a PENDING job can be cancelled; this one is {job.status}")
+            raise Conflict(
+                f"only a PENDING or PROCESSING job can be cancelled; this one is {job.status}"
+                f" (POST /api/v1/jobs/{job.id}/retry runs it again)"
+            )
         return job
+
+    async def cancel_matching(self, caller: Caller, query: JobQuery) -> Cancelled:
+        """Cancel every unfinished job of the caller's that matches (at most
+        :data:`MAX_BULK_CANCEL` a call), each atomically: a job being fetched is cancelled too,
+        and its worker's outcome is dropped."""
+        query = cancel_query(dataclasses.replace(query, owner=caller.owner))
+        cancelled = await self.jobs.cancel_matching(query, limit=MAX_BULK_CANCEL)
+        if cancelled is None:
+            raise NotFound("no batch with this id")
+        return cancelled
 
     async def retry(self, caller: Caller, job_id: UUID) -> Job:
         restarted = await self.jobs.restart(

@@ -14,7 +14,7 @@ from datetime import UTC, datetime
 from uuid import UUID
 
 from taskcrawler.domain.crawls import DEFAULT_MAX_LIMIT
-from taskcrawler.domain.errors import InvalidCursor, NotFound, QueueUnavailable
+from taskcrawler.domain.errors import NotFound, QueueUnavailable
 from taskcrawler.domain.keys import Caller
 from taskcrawler.domain.monitors import (
     DEFAULT_FORMATS,
@@ -128,10 +128,7 @@ class MonitorService:
     async def list_monitors(
         self, caller: Caller, *, limit: int = 50, cursor: str | None = None
     ) -> tuple[list[Monitor], str | None]:
-        try:
-            return await self.store.list_monitors(caller.owner, limit=limit, cursor=cursor)
-        except ValueError as exc:
-            raise InvalidCursor(str(exc)) from None
+        return await self.store.list_monitors(caller.owner, limit=limit, cursor=cursor)
 
     async def update(
         self,
@@ -190,16 +187,13 @@ class MonitorService:
         """A page of the monitor's changes, newest first: ``limit`` of them, or fewer when
         their diffs pass the page's bytes (``next_cursor`` then goes on from there)."""
         await self.get(caller, monitor_id)
-        try:
-            return await self.store.changes(
-                monitor_id,
-                owner=caller.owner,
-                limit=limit,
-                cursor=cursor,
-                max_bytes=self.policy.changes_page_max_bytes,
-            )
-        except ValueError as exc:
-            raise InvalidCursor(str(exc)) from None
+        return await self.store.changes(
+            monitor_id,
+            owner=caller.owner,
+            limit=limit,
+            cursor=cursor,
+            max_bytes=self.policy.changes_page_max_bytes,
+        )
 
     async def change(self, caller: Caller, monitor_id: UUID, change_id: UUID) -> Change:
         """One change of the monitor, with its whole diff."""

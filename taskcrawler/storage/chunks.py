@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from taskcrawler.domain.chunks import PageChunks, SearchHit, SearchQuery, StaleChunk, StoredChunk
+from taskcrawler.domain.jobs import JobStatus
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.tables import (
@@ -128,9 +129,26 @@ class ChunkStoreBase:
             ).scalar()
 
     @unavailable_on_connection_errors
-    async def replace(self, page: PageChunks, source_hash: str) -> None:
-        """The page's chunks become ``page``'s, in one transaction."""
+    async def replace(
+        self, page: PageChunks, source_hash: str, *, lease_token: UUID | None = None
+    ) -> None:
+        """The page's chunks become ``page``'s, in one transaction; with a ``lease_token``,
+        only while its job is still PROCESSING under that lease: a job cancelled while it was
+        fetched keeps no chunks of the run that was stopped."""
         async with self.db.write() as conn:
+            if lease_token is not None:
+                held = await conn.scalar(
+                    sa.select(jobs.c.id)
+                    .where(
+                        jobs.c.id == page.job_id,
+                        jobs.c.lease_token == lease_token,
+                        jobs.c.status == JobStatus.PROCESSING.value,
+                    )
+                    # PostgreSQL: a cancel waits for these chunks to commit, then sees them.
+                    .with_for_update(read=True)
+                )
+                if held is None:
+                    return
             await conn.execute(chunks.delete().where(chunks.c.job_id == page.job_id))
             if page.chunks:
                 await self._insert(conn, chunk_rows(page, source_hash))

@@ -36,6 +36,7 @@ from taskcrawler.domain.crawls import (
     CrawlStatus,
     stored_webhook_events,
 )
+from taskcrawler.domain.cursors import decode_list_cursor, encode_list_cursor
 from taskcrawler.domain.jobs import JobStatus
 from taskcrawler.domain.pages import FetchedPage
 from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS, ScrapeOptions
@@ -47,7 +48,6 @@ from taskcrawler.storage import reuse
 from taskcrawler.storage.backend import Backend
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
-from taskcrawler.storage.jobs import decode_cursor, make_cursor
 from taskcrawler.storage.rows import PENDING, PROCESSING, frontier_key, utcnow
 from taskcrawler.storage.tables import crawls, jobs, webhook_deliveries
 
@@ -542,14 +542,16 @@ class CrawlStore:
         self, owner: str, *, limit: int = 50, cursor: str | None = None, running: bool = False
     ) -> tuple[list[Crawl], str | None]:
         """A page of ``owner``'s crawls (``running``: RUNNING ones only), newest first, and
-        the next page's cursor (the jobs listing's kind: ValueError for one this code did not
+        the next page's cursor (the jobs listing's kind: InvalidCursor for one this code did not
         make)."""
         stmt = sa.select(*_CRAWL_COLUMNS).where(crawls.c.owner == owner)
         if running:
             stmt = stmt.where(crawls.c.status == CrawlStatus.RUNNING.value)
         if cursor is not None:
-            created_at, crawl_id = decode_cursor(cursor)
-            stmt = stmt.where(sa.tuple_(crawls.c.created_at, crawls.c.id) < (created_at, crawl_id))
+            after = decode_list_cursor(cursor)
+            stmt = stmt.where(
+                sa.tuple_(crawls.c.created_at, crawls.c.id) < (after.instant, after.row_id)
+            )
         stmt = stmt.order_by(crawls.c.created_at.desc(), crawls.c.id.desc()).limit(limit + 1)
         async with self.db.read() as conn:
             rows = (await conn.execute(stmt)).all()
@@ -558,7 +560,7 @@ class CrawlStore:
         found = [_row_to_crawl(row, counts.get(row.id, CrawlCounts())) for row in page]
         more = len(rows) > limit
         last = found[-1] if found else None
-        return found, make_cursor(last.created_at, last.id) if more and last else None
+        return found, encode_list_cursor(last.created_at, last.id) if more and last else None
 
     @unavailable_on_connection_errors
     async def cancel(self, crawl_id: UUID, *, owner: str) -> Crawl | None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
@@ -13,7 +12,9 @@ from uuid import UUID
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from taskcrawler.domain.cursors import decode_list_cursor, encode_list_cursor
 from taskcrawler.domain.jobs import (
+    Cancelled,
     Created,
     Job,
     JobQuery,
@@ -21,6 +22,7 @@ from taskcrawler.domain.jobs import (
     JobStatus,
     NewJob,
     QueueCounts,
+    id_range,
 )
 from taskcrawler.domain.rendering import SCREENSHOT, RenderRequest
 from taskcrawler.domain.resubmission import Action, Asked, Existing, Plan, plan
@@ -37,7 +39,7 @@ from taskcrawler.storage.rows import (
     url_key,
     utcnow,
 )
-from taskcrawler.storage.tables import job_runs, jobs, monitor_pages, page_archive
+from taskcrawler.storage.tables import job_batches, job_runs, jobs, monitor_pages, page_archive
 
 if TYPE_CHECKING:
     from taskcrawler.storage.postgres.pinned import PinnedConnection
@@ -130,8 +132,10 @@ class JobStore:
         """
         stmt = sa.select(*JOB_COLUMNS).where(*_filters(query))
         if query.cursor is not None:
-            created_at, job_id = decode_cursor(query.cursor)
-            stmt = stmt.where(sa.tuple_(jobs.c.created_at, jobs.c.id) < (created_at, job_id))
+            after = decode_list_cursor(query.cursor)
+            stmt = stmt.where(
+                sa.tuple_(jobs.c.created_at, jobs.c.id) < (after.instant, after.row_id)
+            )
         stmt = stmt.order_by(jobs.c.created_at.desc(), jobs.c.id.desc()).limit(query.limit + 1)
         async with self.db.read() as conn:
             found = [row_to_job(row) for row in await conn.execute(stmt)]
@@ -171,25 +175,66 @@ class JobStore:
 
     @unavailable_on_connection_errors
     async def cancel(self, job_id: UUID, *, owner: str = "") -> tuple[Job | None, bool]:
-        """PENDING -> CANCELLED. Returns the job (None if unknown) and whether it changed."""
-        now = utcnow()
+        """PENDING or PROCESSING -> CANCELLED. Returns the job (None if unknown) and whether
+        it changed. A PROCESSING job's lease ends with it: its worker's outcome, guarded by
+        the lease, then writes nothing."""
         async with self.db.write() as conn:
             row = (
                 await conn.execute(
                     jobs.update()
-                    .where(jobs.c.id == job_id, jobs.c.owner == owner, jobs.c.status == PENDING)
-                    .values(
-                        status=JobStatus.CANCELLED.value,
-                        finished_at=now,
-                        next_attempt_at=None,
-                        dispatch_at=None,
+                    .where(
+                        jobs.c.id == job_id,
+                        jobs.c.owner == owner,
+                        jobs.c.status.in_(UNFINISHED_STATUSES),
                     )
+                    .values(CANCELLED_VALUES | {"finished_at": utcnow()})
                     .returning(*JOB_COLUMNS)
                 )
             ).first()
         if row is not None:
             return row_to_job(row), True
         return await self.get_job(job_id, owner=owner), False
+
+    @unavailable_on_connection_errors
+    async def cancel_matching(self, query: JobQuery, *, limit: int) -> Cancelled | None:
+        """Bulk cancel: ``query.owner``'s jobs that match, oldest first, at most ``limit``;
+        None when ``query.batch_id`` is no batch of the owner's.
+
+        Each job is cancelled atomically by one guarded UPDATE (its status still one of
+        ``query.statuses`` when the row is written): a job that finished meanwhile is left
+        finished, and one being fetched loses its lease, so its worker's outcome is dropped.
+        """
+        async with self.db.write() as conn:
+            filters = _filters(query)
+            if query.batch_id is not None:
+                members = await _batch_members(conn, query.owner, query.batch_id)
+                if members is None:
+                    return None
+                filters.append(self.db.backend.any_of(jobs.c.id, members))
+            if query.ids:
+                filters.append(self.db.backend.any_of(jobs.c.id, list(query.ids)))
+            found = list(
+                (
+                    await conn.execute(
+                        sa.select(jobs.c.id)
+                        .where(*filters)
+                        .order_by(jobs.c.created_at, jobs.c.id)
+                        .limit(limit + 1)
+                    )
+                ).scalars()
+            )
+            chosen = found[:limit]
+            if not chosen:
+                return Cancelled(ids=[], more=False)
+            statuses = [status.value for status in query.statuses]
+            cancelled = await conn.execute(
+                jobs.update()
+                .where(self.db.backend.any_of(jobs.c.id, chosen), jobs.c.status.in_(statuses))
+                .values(CANCELLED_VALUES | {"finished_at": utcnow()})
+                .returning(jobs.c.id, jobs.c.created_at)
+            )
+            done = sorted(cancelled, key=lambda row: (row.created_at, row.id))
+        return Cancelled(ids=[row.id for row in done], more=len(found) > limit)
 
     @unavailable_on_connection_errors
     async def restart(
@@ -410,6 +455,25 @@ async def _apply_plans(
             )
 
 
+#: A cancelled job: final, never published again, its lease (if a worker held one) ended.
+CANCELLED_VALUES: dict[str, Any] = {
+    "status": JobStatus.CANCELLED.value,
+    "next_attempt_at": None,
+    "dispatch_at": None,
+    "lease_token": None,
+    "lease_expires_at": None,
+}
+
+
+async def _batch_members(conn: AsyncConnection, owner: str, batch_id: UUID) -> list[UUID] | None:
+    ids = await conn.scalar(
+        sa.select(job_batches.c.job_ids).where(
+            job_batches.c.id == batch_id, job_batches.c.owner == owner
+        )
+    )
+    return None if ids is None else [UUID(str(job_id)) for job_id in ids]
+
+
 def _filters(query: JobQuery) -> list[sa.ColumnElement[bool]]:
     filters = [jobs.c.owner == query.owner]
     if query.statuses:
@@ -424,30 +488,14 @@ def _filters(query: JobQuery) -> list[sa.ColumnElement[bool]]:
         filters.append(jobs.c.error_code == query.error_code)
     if query.crawl_id is not None:
         filters.append(jobs.c.crawl_id == query.crawl_id)
+    if query.id_prefix:
+        first, last = id_range(query.id_prefix)
+        filters += [jobs.c.id >= first, jobs.c.id <= last]
     return filters
 
 
 def encode_cursor(job: Job) -> str:
-    return make_cursor(job.created_at, job.id)
-
-
-def make_cursor(created_at: datetime, row_id: UUID) -> str:
-    """The cursor after the row (``created_at``, ``row_id``) of a newest-first listing."""
-    raw = f"{created_at.isoformat()}|{row_id}".encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def decode_cursor(cursor: str) -> tuple[datetime, UUID]:
-    """Raises ValueError on a cursor this code did not make."""
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        created_at, job_id = raw.split("|")
-        parsed = datetime.fromisoformat(created_at)
-        if parsed.tzinfo is None:
-            raise ValueError("naive")
-        return parsed, UUID(job_id)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise ValueError("invalid cursor") from exc
+    return encode_list_cursor(job.created_at, job.id)
 
 
 def _new_job(row: dict[str, Any]) -> Job:

@@ -28,6 +28,7 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from taskcrawler.domain.crawls import CrawlStatus
+from taskcrawler.domain.cursors import decode_list_cursor, encode_list_cursor
 from taskcrawler.domain.diffs import TextDiff
 from taskcrawler.domain.errors import InvalidURL
 from taskcrawler.domain.jobs import JobStatus
@@ -54,7 +55,7 @@ from taskcrawler.domain.webhooks import DeliveryStatus, change_webhook
 from taskcrawler.storage.crawls import cancel_running, start_crawl
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
-from taskcrawler.storage.jobs import decode_cursor, make_cursor, resubmit, start_new_runs
+from taskcrawler.storage.jobs import resubmit, start_new_runs
 from taskcrawler.storage.rows import FINAL_STATUSES, PENDING, utcnow
 from taskcrawler.storage.tables import (
     UTCDateTime,
@@ -181,11 +182,13 @@ class MonitorStore:
     async def list_monitors(
         self, owner: str, *, limit: int = 50, cursor: str | None = None
     ) -> tuple[list[Monitor], str | None]:
-        """A page of ``owner``'s monitors, newest first; ValueError for a foreign cursor."""
+        """A page of ``owner``'s monitors, newest first; InvalidCursor for a foreign cursor."""
         stmt = sa.select(*_MONITOR_COLUMNS).where(monitors.c.owner == owner)
         if cursor is not None:
-            created_at, after = decode_cursor(cursor)
-            stmt = stmt.where(sa.tuple_(monitors.c.created_at, monitors.c.id) < (created_at, after))
+            after = decode_list_cursor(cursor)
+            stmt = stmt.where(
+                sa.tuple_(monitors.c.created_at, monitors.c.id) < (after.instant, after.row_id)
+            )
         stmt = stmt.order_by(monitors.c.created_at.desc(), monitors.c.id.desc()).limit(limit + 1)
         async with self.db.read() as conn:
             rows = (await conn.execute(stmt)).all()
@@ -193,7 +196,9 @@ class MonitorStore:
             pages = await _pages(conn, [row.id for row in page])
         found = [_monitor(row, pages.get(row.id, ())) for row in page]
         more = len(rows) > limit
-        return found, make_cursor(found[-1].created_at, found[-1].id) if more and found else None
+        return found, encode_list_cursor(
+            found[-1].created_at, found[-1].id
+        ) if more and found else None
 
     @unavailable_on_connection_errors
     async def update(
@@ -329,10 +334,10 @@ class MonitorStore:
         order = (monitor_changes.c.detected_at.desc(), monitor_changes.c.id.desc())
         stmt = sa.select(monitor_changes.c.id, *self._change_size()).where(*mine)
         if cursor is not None:
-            detected_at, after = decode_cursor(cursor)
+            after = decode_list_cursor(cursor)
             stmt = stmt.where(
                 sa.tuple_(monitor_changes.c.detected_at, monitor_changes.c.id)
-                < (detected_at, after)
+                < (after.instant, after.row_id)
             )
         async with self.db.read() as conn:
             sized = (await conn.execute(stmt.order_by(*order).limit(limit + 1))).all()
@@ -350,7 +355,9 @@ class MonitorStore:
             )
         found = [_change(row) for row in rows]
         more = len(sized) > len(found)
-        return found, make_cursor(found[-1].detected_at, found[-1].id) if more and found else None
+        return found, encode_list_cursor(
+            found[-1].detected_at, found[-1].id
+        ) if more and found else None
 
     def _change_size(self) -> tuple[sa.ColumnElement[int], ...]:
         size = self.db.backend.byte_length

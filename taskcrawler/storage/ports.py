@@ -25,6 +25,7 @@ from taskcrawler.domain.crawls import Crawl, CrawlSpec
 from taskcrawler.domain.exports import ArchivedResponse, ExportPosition
 from taskcrawler.domain.firecrawl_hooks import FirecrawlHook
 from taskcrawler.domain.jobs import (
+    Cancelled,
     ClaimedJob,
     Created,
     Job,
@@ -80,7 +81,7 @@ class JobRepository(Protocol):
         ...
 
     async def list_jobs(self, query: JobQuery) -> tuple[list[Job], str | None]:
-        """A page of jobs and the next page's cursor; ValueError for a cursor it did not make."""
+        """A page of jobs and the next page's cursor; InvalidCursor for a cursor it did not make."""
         ...
 
     async def count_unfinished(self, owner: str) -> int: ...
@@ -88,6 +89,9 @@ class JobRepository(Protocol):
     async def queue_counts(self, owner: str) -> QueueCounts: ...
 
     async def cancel(self, job_id: UUID, *, owner: str = "") -> tuple[Job | None, bool]: ...
+
+    async def cancel_matching(self, query: JobQuery, *, limit: int) -> Cancelled | None:
+        """Cancel ``query.owner``'s matching jobs, each atomically; None for an unknown batch."""
 
     async def restart(
         self, job_ids: Sequence[UUID], *, owner: str, redispatch_after: float
@@ -189,7 +193,7 @@ class CrawlRepository(Protocol):
         self, owner: str, *, limit: int = 50, cursor: str | None = None, running: bool = False
     ) -> tuple[list[Crawl], str | None]:
         """A page of crawls (``running``: RUNNING ones only) and the next page's cursor;
-        ValueError for a cursor it did not make."""
+        InvalidCursor for a cursor it did not make."""
         ...
 
     async def cancel(self, crawl_id: UUID, *, owner: str) -> Crawl | None: ...
@@ -281,7 +285,11 @@ class ChunkRepository(Protocol):
         """What the page's chunks were made from: unchanged, nothing is embedded again."""
         ...
 
-    async def replace(self, page: PageChunks, source_hash: str) -> None: ...
+    async def replace(
+        self, page: PageChunks, source_hash: str, *, lease_token: UUID | None = None
+    ) -> None:
+        """The page's chunks become ``page``'s; with a ``lease_token``, only while the job is
+        still held under it (a cancelled job's worker writes none)."""
 
     async def list_for_job(self, job_id: UUID, *, owner: str) -> list[StoredChunk]: ...
 
@@ -321,7 +329,7 @@ class MonitorRepository(Protocol):
     async def list_monitors(
         self, owner: str, *, limit: int = 50, cursor: str | None = None
     ) -> tuple[list[Monitor], str | None]:
-        """A page, newest first, and the next page's cursor; ValueError for a foreign cursor."""
+        """A page, newest first, and the next page's cursor; InvalidCursor for a foreign cursor."""
         ...
 
     async def update(

@@ -378,7 +378,7 @@ chunks = sa.Table(
 #: FTS5 table and its triggers) and pgvector's column and HNSW index. A schema comparison leaves
 #: them out.
 BACKEND_ONLY_COLUMNS = frozenset({("chunks", "search_length"), ("chunks", "embedding_vector")})
-BACKEND_ONLY_TABLE_PREFIXES = ("chunks_fts", "chunk_terms")
+BACKEND_ONLY_TABLE_PREFIXES = ("chunks_fts", "chunk_terms", "chunks_version")
 # --- monitors (pages re-scraped on a schedule, their run history and changes) -----------------
 
 monitors = sa.Table(

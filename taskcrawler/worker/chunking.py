@@ -107,7 +107,7 @@ class PageChunker:
             dim=len(vectors[0]) if vectors else 0,
             chunks=[EmbeddedChunk(c, v) for c, v in zip(chunks, vectors, strict=True)],
         )
-        await self.store.replace(page, source_hash)
+        await self.store.replace(page, source_hash, lease_token=job.lease_token)
         return len(chunks)
 
 

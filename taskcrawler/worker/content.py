@@ -41,6 +41,13 @@ def page_content(
 def content_choice(options: ScrapeOptions) -> ContentChoice:
     """What of a page a job's options have its Markdown, text and cleaned HTML hold (the
     selectors were checked when the job was submitted)."""
+    if (
+        options.only_main_content
+        and not options.include_tags
+        and not options.exclude_tags
+        and not options.keep_base64_images
+    ):
+        return WHOLE_CONTENT  # nearly every job: no selectors to parse, no choice to compare
     choice = ContentChoice(
         only_main_content=options.only_main_content,
         include=parse_ignore_selectors(options.include_tags, "include_tags"),

@@ -26,9 +26,11 @@ import asyncio
 import contextlib
 import logging
 import os
+import shutil
 import signal
 import socket
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 
@@ -51,6 +53,8 @@ class WorkerProcess:
     ``env`` is added to this process's environment for the child (its settings come from the
     environment and ``.env``, as this process's did, plus the command line's overrides given
     here). With a ``sender`` (no Redis), each child gets a new socket pair, attached to it.
+    With ``metrics_socket``, each child serves its metrics on a Unix socket in a private folder
+    of this process (:attr:`metrics_socket` once started), for the API to include in its own.
     """
 
     def __init__(
@@ -61,8 +65,12 @@ class WorkerProcess:
         grace_seconds: float,
         command: Sequence[str] = (sys.executable, "-m", "taskcrawler.cli.embedded_worker"),
         pass_fds: Sequence[int] = (),
+        metrics_socket: bool = False,
     ) -> None:
         self.env = dict(env)
+        self.wants_metrics_socket = metrics_socket
+        #: Where the child serves its metrics (set by :meth:`start`), None without.
+        self.metrics_socket: str | None = None
         self.pass_fds = tuple(pass_fds)
         self.sender = sender
         self.grace_seconds = grace_seconds
@@ -78,6 +86,10 @@ class WorkerProcess:
 
     async def start(self) -> None:
         """Start the child (failing here if it cannot be spawned), then watch it."""
+        if self.wants_metrics_socket and self.metrics_socket is None:
+            # A folder only this user can enter: nobody else can read or fake the metrics.
+            folder = tempfile.mkdtemp(prefix="taskcrawler-worker-")
+            self.metrics_socket = os.path.join(folder, "metrics.sock")
         await self._spawn()
         self._supervisor = asyncio.create_task(self._supervise(), name="worker-process")
 
@@ -90,6 +102,8 @@ class WorkerProcess:
             ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
             pass_fds += (theirs.fileno(),)
             args += ["--wake-fd", str(theirs.fileno())]
+        if self.metrics_socket is not None:
+            args += ["--metrics-socket", self.metrics_socket]
         try:
             self._process = await asyncio.create_subprocess_exec(
                 *args, env=os.environ | self.env, pass_fds=pass_fds
@@ -156,6 +170,8 @@ class WorkerProcess:
                 await process.wait()
         if self.sender is not None:
             self.sender.detach()
+        if self.metrics_socket is not None:
+            shutil.rmtree(os.path.dirname(self.metrics_socket), ignore_errors=True)
 
 
 class WorkerProcesses:

@@ -12,7 +12,7 @@ from taskcrawler import bootstrap
 from taskcrawler.bootstrap import Runtime
 from taskcrawler.embed import Embedder
 from taskcrawler.observability import QueueDepth, WorkerMetrics, process_registry
-from taskcrawler.observability.http import MetricsEndpoint, serve_metrics
+from taskcrawler.observability.http import MetricsEndpoint, serve_metrics, serve_metrics_unix
 from taskcrawler.settings import Settings
 from taskcrawler.worker.webhooks import running_beside
 from taskcrawler.worker.worker import Worker
@@ -44,13 +44,15 @@ async def run_worker(
     runtime: Runtime | None = None,
     registry: CollectorRegistry | None = None,
     serve_metrics_port: bool = False,
+    metrics_socket: str | None = None,
     embedder: Embedder | None = None,
 ) -> Worker:
     """Run one worker until ``stop`` is set. A ``runtime`` passed in is shared and left open.
 
     An ``embedder`` passed in (the API's, under ``serve``: one model in memory) is left open.
     Its metrics go to ``registry`` (the API's, under ``serve``) or a registry of its own, served
-    on TASKCRAWLER_WORKER_METRICS_PORT when ``serve_metrics_port`` (``taskcrawler worker``).
+    on TASKCRAWLER_WORKER_METRICS_PORT when ``serve_metrics_port`` (``taskcrawler worker``),
+    and on the Unix socket ``metrics_socket`` for ``serve``'s API to include in its own.
     """
     shared = runtime or Runtime.open(settings)
     fetcher = bootstrap.fetcher(settings, shared.redis)
@@ -60,13 +62,16 @@ async def run_worker(
     metrics.track_rendering(rendering.available, rendering.stats)
     page_embedder = embedder or bootstrap.embedder(settings)
     worker = bootstrap.worker(shared, fetcher, parser, metrics, rendering, page_embedder)
-    server = None
+    servers = []
     if serve_metrics_port and settings.worker_metrics_port:
         endpoint = MetricsEndpoint(
             metrics.registry, [QueueDepth(metrics.registry, shared.queue.depth)]
         )
         host, port = settings.worker_metrics_host, settings.worker_metrics_port
-        server = await serve_metrics(endpoint, host, port)
+        servers.append(await serve_metrics(endpoint, host, port))
+    if metrics_socket is not None:
+        # The API reports the queue's depth itself: only this process's own series.
+        servers.append(await serve_metrics_unix(MetricsEndpoint(metrics.registry), metrics_socket))
     log.info("worker started: concurrency %d", settings.worker_concurrency)
     if rendering.available:
         log.info(
@@ -93,8 +98,9 @@ async def run_worker(
             stop.set()
             await asyncio.gather(monitoring, announcing, return_exceptions=True)
     finally:
-        if server is not None:
-            await server.cleanup()
+        for server in servers:
+            if server is not None:
+                await server.cleanup()
         await rendering.close()  # no chromium process outlives the worker
         await fetcher.close()
         await parser.aclose()

@@ -188,9 +188,12 @@ class WebhookDispatcher:
             return AttemptResult(error=f"{ErrorCode.TIMEOUT}: no answer within {timeout:g} s")
         except aiohttp.ClientError as exc:
             return _error_result(client_error(exc))
-        except Exception as exc:
+        except Exception:
             log.exception("unexpected error delivering webhook %s", delivery.id)
-            return AttemptResult(error=f"internal_error: {type(exc).__name__}: {exc}")
+            # A delivery's error is shown to its key (the API, the dashboard): no internals.
+            return AttemptResult(
+                error="internal_error: an unexpected error delivering it (the worker's log has it)"
+            )
         if 200 <= status < 300:
             return AttemptResult(status_code=status)
         return AttemptResult(status_code=status, error=f"http_{status}: {reason}".rstrip(": "))

@@ -47,6 +47,11 @@ from taskcrawler.worker.rendering import NO_BROWSER, RenderStep
 from taskcrawler.worker.sweeper import SweepConfig, Sweeper
 
 log = logging.getLogger(__name__)
+#: What a job's error_log says of a failure that is ours, not the page's: what happened, never
+#: an exception's class or text (they are logged with their traceback).
+INTERNAL_ERROR = "an unexpected error in the worker; the job is retried (the worker's log has it)"
+EXTRACTION_ERROR = "an unexpected error extracting the page (the worker's log has it)"
+UNSTORABLE_REASON = "a value the database cannot hold (the worker's log names it)"
 
 #: How many ids one consume call takes at most (one claim query each).
 MAX_CLAIM_BATCH = 256
@@ -392,13 +397,15 @@ class Worker:
                 error_message=str(exc),
                 transient=True,
             )
-        except Exception as exc:
+        except Exception:
             # A bug or an error we have not classified: retried, so one odd failure is not final.
             log.exception("unexpected error fetching %s", job.url)
             return Outcome(
                 job=job,
                 error_code="internal_error",
-                error_message=f"{type(exc).__name__}: {exc}",
+                # The job's error_log reaches clients (the API, webhooks, the dashboard): it
+                # says what happened; the exception's class and text stay in the log above.
+                error_message=INTERNAL_ERROR,
                 transient=True,
             )
         if page.status == 304:
@@ -451,9 +458,9 @@ class Worker:
             return _unparsed(job, page, ErrorCode.PARSE_CRASHED, str(exc))
         except UnreadablePdf as exc:
             return _unparsed(job, page, ErrorCode.UNREADABLE_DOCUMENT, str(exc))
-        except Exception as exc:
+        except Exception:
             log.exception("extraction failed for %s", job.url)
-            return _unparsed(job, page, ErrorCode.EXTRACTION, f"{type(exc).__name__}: {exc}")
+            return _unparsed(job, page, ErrorCode.EXTRACTION, EXTRACTION_ERROR)
         outcome = Outcome(
             job=job,
             http_status=page.status,
@@ -530,7 +537,8 @@ class Worker:
     async def _record_refused(self, transition: Transition, exc: UnstorableData) -> Transition:
         """Record what the domain makes of a refused result: the job FAILED at once as
         unstorable_result, since the same page would be refused again."""
-        failed = refused(transition, str(exc))
+        # The driver's message (its class, the SQL parameter) is for the log, not the job.
+        failed = refused(transition, UNSTORABLE_REASON)
         log.error("the database refused the result of job %s: %s", transition.job.id, exc)
         await self._record([failed])
         return failed

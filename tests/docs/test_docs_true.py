@@ -193,3 +193,17 @@ def test_every_link_between_pages_leads_to_one() -> None:
             if page.parent == DOCS.parent and not target.startswith("docs/"):
                 continue  # the README's other links are not the docs' business
             assert (page.parent / target).exists(), f"{page_id(page)} links {target}"
+
+
+def test_every_document_named_is_in_the_repository() -> None:
+    """The repository's documents stand on their own: a page, the changelog or pyproject.toml
+    naming a Markdown file (a link or in prose) names one that ships with them."""
+    shipped = {
+        path.name
+        for path in ROOT.rglob("*.md")
+        if not {".venv", ".git", "node_modules"} & set(path.relative_to(ROOT).parts)
+    }
+    sources = [*PAGES, ROOT / "CHANGELOG.md", ROOT / "pyproject.toml"]
+    for source in sources:
+        for named in re.findall(r"[\w./-]*?([\w-]+\.md)\b", source.read_text()):
+            assert named in shipped, f"{page_id(source)} names {named}, not in the repository"

@@ -68,6 +68,9 @@ async def test_job_page_for_an_id_and_404_for_anything_else(api: Service) -> Non
     missing = await api.client.get("/jobs/<script>alert(1)</script>")
     assert missing.status_code == 404
     assert "<script>alert" not in missing.text
+    # The API's one spelling of an id, here too: another is not a second URL of the page.
+    for spelling in ("{" + job_id + "}", f"urn:uuid:{job_id}", job_id.replace("-", "")):
+        assert (await api.client.get(f"/jobs/{spelling}")).status_code == 404
 
 
 async def test_api_docs_and_schema_are_unchanged(api: Service) -> None:

@@ -10,13 +10,21 @@ what it lacks (a baseline value for a required parameter or field).
 Each case is a valid request (the *baseline*) with one surface replaced by a hostile value: NUL,
 lone surrogates, huge strings, control characters, odd Unicode, IDNA oddities, naive and
 overflowing dates, non-finite and huge numbers, wrong types, broken JSON. Every answer must be
-below 500, an error must be strict JSON, and a 4xx must leave the database as it was.
+below 500, an error must be strict JSON, a 4xx must leave the database as it was, and no answer
+may show a traceback, an exception's class or SQL (tests/support/leaks.py).
+
+Cursors and ``since`` get forgeries made from their own grammar besides (tests/support/
+cursors.py): valid encodings whose parts are out of range (instants that overflow in UTC,
+sequences past 64 bits, ids of every length and spelling), which random text never reaches.
+The MCP tools are surfaces too: each argument of each tool, over ``/mcp`` here and over
+``taskcrawler mcp`` (stdio) against a served API.
 
 ``tests/e2e/test_schemathesis.py`` beside this one checks the other direction: requests made
 from the schema, answered as the schema documents.
 
 Cost: ``TASKCRAWLER_FUZZ_EXAMPLES`` generated values per surface and database (default 4), on
-top of the explicit hostile values every surface always gets (about 2,000 requests a database).
+top of the explicit hostile values every surface always gets: about 17,600 requests a database,
+2,200 of them MCP tool calls over ``/mcp``, then about 1,300 calls over stdio.
 ``TASKCRAWLER_FUZZ_EXAMPLES=200`` makes a long hunt.
 """
 
@@ -26,13 +34,16 @@ import asyncio
 import json
 import os
 import re
+import sys
 from collections import Counter
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
 
+import httpx
 import orjson
 import pytest
 import sqlalchemy as sa
@@ -43,6 +54,7 @@ from pydantic import BaseModel
 
 from taskcrawler.api import create_app
 from taskcrawler.domain import JobStatus
+from taskcrawler.mcp_server import TOOLS
 from taskcrawler.settings import Settings
 from taskcrawler.storage import Database
 from taskcrawler.storage.tables import (
@@ -56,7 +68,11 @@ from taskcrawler.storage.tables import (
     webhook_deliveries,
 )
 from tests.e2e.harness import Service, fast_settings, running
+from tests.support.cursors import EXPLICIT_CURSORS, ID_SPELLINGS, cursors
 from tests.support.fuzzing import fuzz_settings
+from tests.support.leaks import assert_no_leak
+from tests.support.processes import ProcessManager, clean_env
+from tests.support.served import serve
 
 T = TypeVar("T")
 
@@ -311,6 +327,27 @@ def _resolved(schema: dict[str, Any], node: Any) -> Any:
     return node
 
 
+#: Query parameters and tool arguments that take a cursor the service made: they get forgeries
+#: from the cursor grammar too.
+CURSOR_NAMES = frozenset({"cursor", "since"})
+#: Documents about the API rather than answers of it: they name its models (and may quote
+#: code), so the leak check leaves them out.
+DOCUMENTS = ("/openapi.json", "/docs", "/redoc", "/static/")
+#: How an MCP tool call is an operation here: ``TOOL <name>``.
+TOOL = "TOOL"
+
+
+def tool_surfaces() -> list[Surface]:
+    """Each argument of each MCP tool, and the arguments as a whole."""
+    found = []
+    for name, spec in TOOLS.items():
+        operation = Operation(TOOL, name, ())
+        properties = spec.args.model_json_schema()["properties"]
+        found += [Surface(operation, "argument", field) for field in properties]
+        found.append(Surface(operation, "arguments-whole", ""))
+    return found
+
+
 def surfaces_of(operation: Operation) -> list[Surface]:
     found = [Surface(operation, location, name) for location, name, _ in operation.params]
     found.append(Surface(operation, "header", "Authorization"))
@@ -357,6 +394,34 @@ BASELINES: dict[tuple[str, str], Callable[[Context], Any]] = {
     # Firecrawl's routes that TaskCrawler does not offer answer Firecrawl's 404.
     ("path", "rest"): lambda ctx: "search",
 }
+
+
+#: A valid call of each tool; one that neither waits nor fetches for long.
+TOOL_BASELINES: dict[str, Callable[[Context], dict[str, Any]]] = {
+    "scrape": lambda ctx: {"url": "http://fuzz.example/tool", "wait_seconds": 0},
+    "map": lambda ctx: {"url": "http://fuzz.example/"},
+    "crawl": lambda ctx: {"url": "http://fuzz.example/tool-site"},
+    "crawl_status": lambda ctx: {"crawl_id": ctx.crawl_id},
+    "search": lambda ctx: {"q": "fuzz"},
+    "get_job": lambda ctx: {"job_id": ctx.job_id},
+}
+
+
+def tool_call(surface: Surface, ctx: Context, value: Any, call_id: int = 1) -> bytes:
+    """The JSON-RPC line of the tool call with ``value`` in ``surface``; any JSON-ish value
+    (NaN, lone surrogates, as ``\\ud800``) as a hostile client would write it."""
+    name = surface.operation.path
+    if surface.location == "arguments-whole":
+        arguments = value
+    else:
+        arguments = {**TOOL_BASELINES[name](ctx), surface.name: value}
+    document = {
+        "jsonrpc": "2.0",
+        "id": call_id,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments},
+    }
+    return json.dumps(document, allow_nan=True).encode()
 
 
 def missing_baselines(operation: Operation) -> list[str]:
@@ -519,6 +584,9 @@ class Fuzzer:
 
     def send(self, surface: Surface, value: Any) -> None:
         self.cases[surface.label] += 1
+        if surface.operation.method == TOOL:
+            self._send_tool(surface, value)
+            return
         request = with_hostile(surface, baseline(surface.operation, self.ctx), value)
         path = surface.operation.path
         for name, text in request.path_params.items():
@@ -541,9 +609,25 @@ class Fuzzer:
         self.statuses[response.status_code] += 1
         self._check(surface, value, response)
 
+    def _send_tool(self, surface: Surface, value: Any) -> None:
+        """The call over ``/mcp``: an answer below 500 that shows nothing of the inside, and a
+        refused call (an HTTP 4xx, a tool error) that changed nothing."""
+        response = self._call(
+            self.service.client.post(
+                "/mcp",
+                content=tool_call(surface, self.ctx, value),
+                headers={**MCP_HEADERS, "Authorization": f"Bearer {self.ctx.admin}"},
+            )
+        )
+        self.statuses[response.status_code] += 1
+        self._check(surface, value, response)
+
     def _check(self, surface: Surface, value: Any, response: Any) -> None:
         where = f"{surface.label} <- {_short(value)}: {response.status_code}"
         assert response.status_code < 500, f"{where} {response.text[:500]}"
+        if not surface.operation.path.startswith(DOCUMENTS):
+            echoed = [value] if isinstance(value, RawBody) else [value, _as_text(value)]
+            assert_no_leak(response.content, where, echoed=echoed)
         media = response.headers.get("content-type", "")
         api_error = response.status_code >= 400 and surface.operation.path.startswith("/api/")
         if api_error or media.startswith("application/json"):
@@ -553,8 +637,16 @@ class Fuzzer:
                 message = f"{where}: not strict JSON ({exc}): {response.text[:300]}"
                 raise AssertionError(message) from None
         before, self._state = self._state, self.fingerprint()
-        if 400 <= response.status_code < 500:
+        if 400 <= response.status_code < 500 or _tool_error(surface, response):
             assert self._state == before, f"{where} changed the database"
+
+
+def _tool_error(surface: Surface, response: Any) -> bool:
+    """A tool call the tool refused (its arguments, or what the API answered it)."""
+    if surface.operation.method != TOOL or response.status_code != 200:
+        return False
+    result = response.json().get("result")
+    return isinstance(result, dict) and result.get("isError") is True
 
 
 def _short(value: Any) -> str:
@@ -563,7 +655,9 @@ def _short(value: Any) -> str:
 
 
 def strategy_for(surface: Surface) -> st.SearchStrategy[Any]:
-    if surface.location == "body":
+    if surface.name in CURSOR_NAMES:
+        return hostile_text() | cursors()
+    if surface.location in ("body", "argument", "arguments-whole"):
         return hostile_json()
     if surface.location == "body-whole":
         return hostile_json() | st.sampled_from(RAW_BODIES)
@@ -574,8 +668,12 @@ def explicit_examples(surface: Surface) -> list[Any]:
     if surface.name == "Authorization":  # read by one dependency, the same on every route
         return list(CORE_TEXT_EXAMPLES)
     values: list[Any] = list(HOSTILE_TEXT_EXAMPLES)
-    if surface.location.startswith("body"):
+    if surface.location.startswith(("body", "argument")):
         values += HOSTILE_JSON_EXAMPLES
+    if surface.name in CURSOR_NAMES:
+        values += EXPLICIT_CURSORS
+    if surface.name.endswith("_id"):
+        values += ID_SPELLINGS
     if surface.location == "body-whole":
         values += RAW_BODIES
     return values
@@ -593,6 +691,9 @@ def fuzz_surface(fuzzer: Fuzzer, surface: Surface) -> None:
     for value in reversed(explicit_examples(surface)):
         run = example(value=value)(run)
     run()
+
+
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Host": "127.0.0.1:8000"}
 
 
 # --- the tests --------------------------------------------------------------------------------
@@ -654,7 +755,7 @@ def test_a_new_endpoint_without_baselines_is_named() -> None:
     ]
 
 
-# ~10,000 requests per database: the suite's default watchdog is sized for ordinary tests.
+# ~17,600 requests per database: the suite's default watchdog is sized for ordinary tests.
 @pytest.mark.timeout(900)
 async def test_every_input_surface_survives_hostile_values(database_url: str) -> None:
     # No worker runs: a synchronous scrape would wait out its whole timeout for every case.
@@ -692,16 +793,27 @@ async def test_every_input_surface_survives_hostile_values(database_url: str) ->
         assert batch.status_code == 200, batch.text
         ctx.batch_id = batch.json()["id"]
         found = [surface for op in operations(service.app) for surface in surfaces_of(op)]
+        found += tool_surfaces()
         fuzzer = Fuzzer(service, asyncio.get_running_loop(), ctx)
         # Hypothesis runs synchronously: in a thread, sending each case to this loop.
         failures = await asyncio.to_thread(fuzz_all, fuzzer, found)
     backend = "postgresql" if database_url.startswith("postgresql") else "sqlite"
+    tools = {s.label for s in found if s.operation.method == TOOL}
+    cursor_cases = sum(n for label, n in fuzzer.cases.items() if _names_a_cursor(label))
     print(
         f"fuzz[{backend}]: {sum(fuzzer.cases.values())} requests over {len(found)} surfaces of "
-        f"{len({s.operation.label for s in found})} operations; answers {dict(fuzzer.statuses)}"
+        f"{len({s.operation.label for s in found})} operations ({len(tools)} surfaces of "
+        f"{len(TOOLS)} MCP tools: {sum(fuzzer.cases[label] for label in tools)} calls; "
+        f"{cursor_cases} to cursor and since surfaces); answers {dict(fuzzer.statuses)}"
     )
     assert not failures, "\n\n".join(failures)
     assert all(fuzzer.cases[surface.label] > 0 for surface in found)
+
+
+def _names_a_cursor(label: str) -> bool:
+    return any(
+        f"{kind} {name}]" in label for kind in ("query", "argument") for name in CURSOR_NAMES
+    )
 
 
 def fuzz_all(fuzzer: Fuzzer, found: list[Surface]) -> list[str]:
@@ -714,3 +826,112 @@ def fuzz_all(fuzzer: Fuzzer, found: list[Surface]) -> list[str]:
         except (Exception, BaseExceptionGroup) as exc:
             failures.append(f"{surface.label}: {exc}")
     return failures
+
+
+# --- MCP over stdio ---------------------------------------------------------------------------
+
+STDIO_INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 0,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "fuzzer", "version": "1"},
+    },
+}
+
+
+def stdio_examples(surface: Surface) -> list[Any]:
+    """The explicit values of a tool surface (Hypothesis's generated ones run over ``/mcp``:
+    a process per value would make this test an hour)."""
+    if surface.location == "arguments-whole":
+        return list(HOSTILE_JSON_EXAMPLES)
+    values: list[Any] = [*CORE_TEXT_EXAMPLES, *HOSTILE_JSON_EXAMPLES]
+    if surface.name in CURSOR_NAMES:
+        values += EXPLICIT_CURSORS
+    if surface.name.endswith("_id"):
+        values += ID_SPELLINGS
+    return values
+
+
+class StdioTools:
+    """``taskcrawler mcp`` as a client drives it: one JSON-RPC line out, its answer back."""
+
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.sent = 0
+
+    async def call(self, line: bytes) -> bytes:
+        """``line`` must carry the id ``self.sent + 1``; the answer to it (notifications on
+        the way are skipped; a line the server could not read is answered with id null)."""
+        assert self.process.stdin is not None and self.process.stdout is not None
+        self.sent += 1
+        self.process.stdin.write(line + b"\n")
+        await self.process.stdin.drain()
+        while True:
+            answer = await asyncio.wait_for(self.process.stdout.readline(), 60)
+            assert answer, "taskcrawler mcp ended"
+            document = orjson.loads(answer)
+            if document.get("id") == self.sent or (
+                document.get("id") is None and "error" in document
+            ):
+                return answer
+
+
+@pytest.mark.timeout(900)
+async def test_mcp_over_stdio_shows_nothing_of_the_inside(
+    database_url: str, processes: ProcessManager, tmp_path: Path
+) -> None:
+    served = await serve(processes, tmp_path, database_url, TASKCRAWLER_MAX_RETRIES="0")
+    token = await served.new_key("fuzzer")
+    auth = {"Authorization": f"Bearer {token}"}
+    async with httpx.AsyncClient(base_url=served.base_url, headers=auth, timeout=30) as http:
+        job = await http.post("/api/v1/jobs", json={"url": "http://fuzz.example/stdio"})
+        crawl = await http.post("/api/v1/crawls", json={"url": "http://fuzz.example/stdio-site"})
+    assert job.status_code == 201 and crawl.status_code == 201, (job.text, crawl.text)
+    ctx = Context(admin=token, job_id=job.json()["id"], crawl_id=crawl.json()["id"])
+    process = await asyncio.create_subprocess_exec(
+        *[sys.executable, "-m", "taskcrawler", "mcp", "--api", served.base_url],
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        limit=2**24,
+        env=clean_env({"TASKCRAWLER_API_KEY": token}),
+    )
+    tools = StdioTools(process)
+    statuses: Counter[str] = Counter()
+    try:
+        tools.sent = -1  # initialize is call 0
+        assert b'"result"' in await tools.call(orjson.dumps(STDIO_INITIALIZE))
+        assert process.stdin is not None
+        process.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n')
+        found = tool_surfaces()
+        for surface in found:
+            for value in stdio_examples(surface):
+                answer = await tools.call(tool_call(surface, ctx, value, tools.sent + 1))
+                where = f"stdio {surface.label} <- {_short(value)}"
+                assert_no_leak(answer, where, echoed=[value])
+                document = orjson.loads(answer)
+                result = document.get("result") or {}
+                statuses[
+                    "tool error"
+                    if result.get("isError")
+                    else "error"
+                    if "error" in document
+                    else "result"
+                ] += 1
+        # The forgeries of issue 31 are refusals that say what is wrong.
+        cursor = Surface(Operation(TOOL, "crawl_status", ()), "argument", "cursor")
+        for forged in EXPLICIT_CURSORS:
+            answer = orjson.loads(await tools.call(tool_call(cursor, ctx, forged, tools.sent + 1)))
+            text = answer["result"]["content"][0]["text"]
+            assert answer["result"]["isError"] and "cursor" in text, answer
+    finally:
+        if process.returncode is None:
+            process.kill()
+        await process.wait()
+    backend = "postgresql" if database_url.startswith("postgresql") else "sqlite"
+    print(
+        f"fuzz-stdio[{backend}]: {tools.sent} calls over {len(found)} surfaces of "
+        f"{len(TOOLS)} MCP tools; answers {dict(statuses)}"
+    )

@@ -118,7 +118,7 @@ async def test_a_malformed_cursor_gets_the_documented_validation_error(service: 
     assert response.status_code == 422
     [error] = response.json()["detail"]  # a list of errors, as for every other 422
     assert error["loc"] == ["query", "cursor"]
-    assert error["msg"] == "invalid cursor"
+    assert error["msg"].startswith("invalid cursor: ")
 
 
 async def test_huge_link_cursors_are_refused_not_overflowed(service: Service) -> None:

@@ -28,6 +28,8 @@ from taskcrawler.service.reindex import reindex_chunks
 from taskcrawler.service.search import SearchService
 from taskcrawler.storage import Storage, open_storage, upgrade_database
 from taskcrawler.storage.migrate import downgrade_database
+from taskcrawler.storage.postgres import chunks as postgres_chunks
+from taskcrawler.storage.sqlite import chunks as sqlite_chunks
 from taskcrawler.storage.tables import chunks as chunks_table
 from taskcrawler.storage.tables import jobs
 from tests.support.services import has_pgvector
@@ -374,3 +376,50 @@ async def test_reindex_gives_chunks_made_before_their_context(storage: Storage) 
     assert await storage.chunks.stale(embedder.model) == []
     [found] = await storage.chunks.keyword(SearchQuery("", "sourdough"))
     assert found.text == "It rises overnight."
+
+
+@pytest.fixture
+def small_posting_caps(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Caps that a few chunks exceed: what 100,000 chunks make of the defaults."""
+    monkeypatch.setattr(postgres_chunks, "POSTINGS_PER_TERM", 3)
+    monkeypatch.setattr(postgres_chunks, "rescored", lambda k: k)
+    monkeypatch.setattr(sqlite_chunks, "POSTINGS_BUDGET", 3)
+    monkeypatch.setattr(sqlite_chunks, "KEYWORD_CANDIDATES", 2)
+
+
+@pytest.mark.usefixtures("small_posting_caps")
+async def test_keyword_search_reads_a_common_term_s_best_postings_and_scores_exactly(
+    storage: Storage,
+) -> None:
+    """Read no further than its caps, an unfiltered search still finds the chunks that hold
+    the query's rare word, ranks them by every word they hold, and scores them as the search
+    that reads every posting does (a filter that keeps every page takes that way)."""
+    job = await _job(storage, "http://a.test/")
+    filler = "alpha beta gamma delta"
+    texts = [f"kettle {filler} {n}" for n in range(12)]  # "kettle" is the common word
+    texts += [f"zeppelin kettle {filler}", f"zeppelin {filler} epsilon", "unrelated words"]
+    await storage.chunks.replace(_page(job, [(t, _unit(1, 0, 0, 0)) for t in texts]), "h")
+
+    pruned = await storage.chunks.keyword(SearchQuery("", "zeppelin kettle", k=2))
+    every = await storage.chunks.keyword(SearchQuery("", "zeppelin kettle", k=2, host="a.test"))
+    assert [h.chunk_index for h in pruned] == [12, 13]
+    assert [h.chunk_index for h in every] == [12, 13]
+    assert [h.score for h in pruned] == pytest.approx([h.score for h in every])
+    assert await storage.chunks.keyword(SearchQuery("other", "zeppelin kettle", k=2)) == []
+
+
+@pytest.mark.usefixtures("small_posting_caps")
+async def test_a_keyword_search_crowded_out_by_other_owners_reads_every_match(
+    storage: Storage,
+) -> None:
+    """Another owner's chunks hold the query's words more often: the caller's still come back
+    (SQLite's index and its counts are every owner's)."""
+    theirs = await _job(storage, "http://theirs.test/", owner="them")
+    texts = [f"zeppelin zeppelin kettle {n}" for n in range(8)]
+    await storage.chunks.replace(
+        _page(theirs, [(t, _unit(1, 0, 0, 0)) for t in texts], owner="them"), "h"
+    )
+    mine = await _job(storage, "http://mine.test/")
+    await storage.chunks.replace(_page(mine, [("a zeppelin", _unit(1, 0, 0, 0))]), "h")
+    [found] = await storage.chunks.keyword(SearchQuery("", "zeppelin kettle", k=2))
+    assert found.url == "http://mine.test/"

@@ -35,6 +35,7 @@ from taskcrawler.storage.tables import job_contents, job_links, jobs, page_archi
 from taskcrawler.storage.tables import webhook_deliveries as deliveries
 from taskcrawler.worker.worker import Worker
 from tests.support.hostile_values import hostile_json, hostile_text
+from tests.support.leaks import assert_no_leak
 from tests.support.stores import Stores
 from tests.support.transitions import decided
 
@@ -169,6 +170,8 @@ async def test_one_refused_outcome_fails_alone_and_its_batch_is_written(
             assert stored.error_code == ErrorCode.UNSTORABLE
             assert stored.error_log is not None
             assert stored.error_log.startswith("unstorable_result: the database refused")
+            # Clients read error_log: the driver's class and message stay in the log.
+            assert_no_leak(stored.error_log, f"error_log of {job.url}")
             assert stored.scraped_title is None and stored.result is None
         else:
             assert stored.status is JobStatus.COMPLETED

@@ -1,7 +1,7 @@
 """Real PostgreSQL and Redis for the tests and the benchmarks: found, or started as throwaway
 servers. Never mocked.
 
-Resolution, for each service (DESIGN.md: tests never skip because a service is missing):
+Resolution, for each service (docs/design.md: tests never skip because a service is missing):
 
 1. ``TASKCRAWLER_TEST_DATABASE_URL`` / ``TASKCRAWLER_TEST_REDIS_URL`` when set;
 2. the local server (PostgreSQL on 127.0.0.1:5432 as ``postgres``, Redis on 127.0.0.1:6379) when it

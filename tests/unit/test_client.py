@@ -163,6 +163,21 @@ def test_the_client_models_are_the_apis() -> None:
         (models.CrawlPage, schemas.CrawlList),
         (models.SearchResult, schemas.SearchResult),
         (models.SearchResults, schemas.SearchResults),
+        (models.Cancelled, schemas.CancelOut),
+        (models.Restarted, schemas.RetryOut),
+        (models.Delivery, schemas.DeliveryOut),
+        (models.Chunk, schemas.ChunkOut),
+        (models.Chunks, schemas.ChunkList),
+        (models.MonitorPageEntry, schemas.MonitorPageOut),
+        (models.Monitor, schemas.MonitorOut),
+        (models.MonitorPage, schemas.MonitorList),
+        (models.Change, schemas.ChangeOut),
+        (models.ChangePage, schemas.ChangeList),
+        (models.RunContent, schemas.RunContentOut),
+        (models.RunDiff, schemas.RunDiffOut),
+        (models.ApiKey, schemas.KeyOut),
+        (models.KeyWithSecret, schemas.KeyWithSecret),
+        (models.NewKey, schemas.KeyCreated),
     ]
     for ours, theirs in pairs:
         assert set(ours.model_fields) == set(theirs.model_fields), ours

@@ -49,6 +49,29 @@ def test_base_href_is_used_and_may_be_relative() -> None:
     assert Resolver(PAGE, "javascript:alert(1)").resolve("x") == "https://example.com/dir/x"
 
 
+@pytest.mark.parametrize(
+    ("page", "base", "href", "expected"),
+    [
+        # the page's own fragment is no part of what its links resolve against
+        ("https://example.com/dir/page#top", None, "x", "https://example.com/dir/x"),
+        ("https://example.com/dir/page#top", None, "?q", "https://example.com/dir/page?q"),
+        ("https://example.com/dir/page#top", None, "#a", "https://example.com/dir/page"),
+        ("https://example.com#top", None, "x", "https://example.com/x"),
+        ("https://example.com/a?b#c?d", None, "?e", "https://example.com/a?e"),
+        ("HTTPS://Example.com/a/b", None, "c", "https://Example.com/a/c"),
+        ("https://example.com/a/b#f", "../c/", "d", "https://example.com/c/d"),
+        # a page URL that does not split: relative links resolve against nothing of it
+        ("http://[::1/broken", None, "x", "http://invalid/x"),
+        ("http://[::1/broken", "https://cdn.net/", "x", "http://invalid/x"),
+        ("file:///etc/page", None, "https://example.com/", "https://example.com/"),
+    ],
+)
+def test_links_resolve_against_the_page_without_its_fragment(
+    page: str, base: str | None, href: str, expected: str
+) -> None:
+    assert Resolver(page, base).resolve(href) == expected
+
+
 def test_internal_means_same_host_ignoring_www() -> None:
     resolver = Resolver("https://www.example.com/")
     assert resolver.classify("https://example.com/x") == ("https://example.com/x", True)

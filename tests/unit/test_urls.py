@@ -24,6 +24,15 @@ from taskcrawler.settings import Settings
         ("http://\u2168.com/", "http://ix.com/"),  # Roman numeral nine, mapped by UTS 46
         ("http://under_score.example/", "http://under_score.example/"),
         ("http://0x7f.1/", "http://0x7f.1/"),  # legacy IPv4 spellings are the guard's to judge
+        # RFC 3986 6.2.2: an escaped unreserved character is that character; other escapes
+        # take upper-case hex digits; reserved ones stay escaped (/a%2Fb is not /a/b)
+        ("http://example.com/page/%64d", "http://example.com/page/dd"),
+        ("http://example.com/%7euser/%2d%2E%5F", "http://example.com/~user/-._"),
+        (
+            "http://example.com/a%2fb?q=%3a%41&r=%e2%82%ac",
+            "http://example.com/a%2Fb?q=%3AA&r=%E2%82%AC",
+        ),
+        ("http://example.com/100%/%zz", "http://example.com/100%/%zz"),
     ],
 )
 def test_normalize(url: str, normalized: str) -> None:

@@ -65,7 +65,9 @@ async def test_a_huge_page_keeps_its_first_chunks_only() -> None:
         async def source_hash(self, job_id: object) -> None:
             return None
 
-        async def replace(self, page: PageChunks, source_hash: str) -> None:
+        async def replace(
+            self, page: PageChunks, source_hash: str, *, lease_token: object = None
+        ) -> None:
             self.stored = page
 
     class Embedder:

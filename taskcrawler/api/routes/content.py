@@ -4,12 +4,12 @@ screenshots."""
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
-from uuid import UUID
 
 from fastapi import APIRouter, Query
 from fastapi.responses import Response
 
 from taskcrawler.api.deps import CallerDep, ServicesDep
+from taskcrawler.api.inputs import Id
 from taskcrawler.api.schemas import ErrorOut, LinkPage
 
 router = APIRouter(tags=["content"])
@@ -36,7 +36,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     summary="Main content as Markdown, text or cleaned HTML; the page's images; its HTML",
 )
 async def job_content(
-    job_id: UUID,
+    job_id: Id,
     services: ServicesDep,
     caller: CallerDep,
     format: Literal["markdown", "text", "html", "clean_html", "images"] = "markdown",
@@ -54,7 +54,7 @@ async def job_content(
     },
     summary="A PNG of the rendered page (asked for with formats: screenshot)",
 )
-async def job_screenshot(job_id: UUID, services: ServicesDep, caller: CallerDep) -> Response:
+async def job_screenshot(job_id: Id, services: ServicesDep, caller: CallerDep) -> Response:
     shot = await services.content.screenshot(caller, job_id)
     headers = {"X-Screenshot-Cut": "true" if shot.cut else "false"}
     return Response(shot.png, media_type="image/png", headers=headers)
@@ -67,7 +67,7 @@ async def job_screenshot(job_id: UUID, services: ServicesDep, caller: CallerDep)
     summary="Outgoing links of a page (asked for with formats: links)",
 )
 async def job_links(
-    job_id: UUID,
+    job_id: Id,
     services: ServicesDep,
     caller: CallerDep,
     cursor: Annotated[int, Query(ge=0, le=MAX_ROW_ID)] = 0,

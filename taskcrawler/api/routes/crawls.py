@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from typing import Annotated, Literal
-from uuid import UUID
 
 from fastapi import APIRouter, Query, status
 
 from taskcrawler.api.deps import CallerDep, ServicesDep
+from taskcrawler.api.inputs import Id
 from taskcrawler.api.routes.jobs import COMMON, NOT_FOUND
 from taskcrawler.api.schemas import (
     CrawlIn,
@@ -60,7 +60,7 @@ async def list_crawls(
 @router.get(
     "/{crawl_id}", response_model=CrawlOut, responses=NOT_FOUND, summary="A crawl, live counts"
 )
-async def get_crawl(crawl_id: UUID, services: ServicesDep, caller: CallerDep) -> CrawlOut:
+async def get_crawl(crawl_id: Id, services: ServicesDep, caller: CallerDep) -> CrawlOut:
     return CrawlOut.of(await services.crawls.get(caller, crawl_id))
 
 
@@ -71,7 +71,7 @@ async def get_crawl(crawl_id: UUID, services: ServicesDep, caller: CallerDep) ->
     summary="A crawl's pages (jobs), newest first",
 )
 async def crawl_jobs(
-    crawl_id: UUID,
+    crawl_id: Id,
     services: ServicesDep,
     caller: CallerDep,
     status_: Annotated[list[JobStatus] | None, Query(alias="status")] = None,
@@ -89,7 +89,7 @@ async def crawl_jobs(
     responses=NOT_FOUND,
     summary="Cancel a crawl: its pending pages are cancelled, nothing new is scheduled",
 )
-async def cancel_crawl(crawl_id: UUID, services: ServicesDep, caller: CallerDep) -> CrawlOut:
+async def cancel_crawl(crawl_id: Id, services: ServicesDep, caller: CallerDep) -> CrawlOut:
     return CrawlOut.of(await services.crawls.cancel(caller, crawl_id))
 
 

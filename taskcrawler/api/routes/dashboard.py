@@ -17,6 +17,7 @@ from fastapi import APIRouter, HTTPException, status
 from fastapi.responses import FileResponse, HTMLResponse
 
 from taskcrawler import __version__
+from taskcrawler.api.inputs import is_canonical_id
 
 router = APIRouter(include_in_schema=False)
 
@@ -81,13 +82,13 @@ async def search_page() -> HTMLResponse:
 
 def _page_of_one(page: str, raw_id: str) -> HTMLResponse:
     """The page of one job, monitor or crawl (``page``), for its id; the not-found page when
-    ``raw_id`` is not a UUID. The id goes in as ``{page}_id``."""
-    try:
-        parsed = UUID(raw_id)
-    except ValueError:
+    ``raw_id`` is not a UUID in its one spelling (as the API's ids). The id goes in as
+    ``{page}_id``."""
+    if not is_canonical_id(raw_id):
         return _page(
             "not_found.html", status.HTTP_404_NOT_FOUND, title="Not found", page="none", job_id=""
         )
+    parsed = UUID(raw_id)
     ids = {"job_id": "", f"{page}_id": str(parsed)}
     return _page(f"{page}.html", title=f"{page.capitalize()} {parsed}", page=page, **ids)
 

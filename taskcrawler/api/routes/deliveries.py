@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from uuid import UUID
-
 from fastapi import APIRouter
 
 from taskcrawler.api.deps import CallerDep, ServicesDep
+from taskcrawler.api.inputs import Id
 from taskcrawler.api.routes.jobs import NOT_FOUND
 from taskcrawler.api.schemas import DeliveryOut
 
@@ -19,8 +18,6 @@ router = APIRouter(prefix="/api/v1/jobs", tags=["webhooks"])
     responses=NOT_FOUND,
     summary="Webhook deliveries of a job, oldest first",
 )
-async def job_deliveries(
-    job_id: UUID, services: ServicesDep, caller: CallerDep
-) -> list[DeliveryOut]:
+async def job_deliveries(job_id: Id, services: ServicesDep, caller: CallerDep) -> list[DeliveryOut]:
     found = await services.deliveries.of_job(caller, job_id)
     return [DeliveryOut.model_validate(delivery) for delivery in found]

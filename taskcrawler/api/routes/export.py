@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from typing import Annotated
-from uuid import UUID
 
 from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
 
 from taskcrawler.api.deps import CallerDep, ServicesDep
+from taskcrawler.api.inputs import Id
 from taskcrawler.api.schemas import ErrorOut
 from taskcrawler.domain.exports import ExportFormat
 from taskcrawler.export.cursor import MAX_CURSOR_CHARS
@@ -40,7 +40,7 @@ async def export(
     format: ExportFormat = "jsonl",
     since: Annotated[str | None, Query(max_length=MAX_CURSOR_CHARS)] = None,
     limit: Annotated[int | None, Query(ge=1, le=10_000_000)] = None,
-    crawl_id: Annotated[UUID | None, Query(description="Only this crawl's pages.")] = None,
+    crawl_id: Annotated[Id | None, Query(description="Only this crawl's pages.")] = None,
 ) -> StreamingResponse:
     found = await services.exports.export(
         caller, format, since=since, limit=limit, crawl_id=crawl_id

@@ -12,7 +12,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
-from uuid import UUID
 
 from fastapi import APIRouter, Query, Request
 from fastapi.types import DecoratedCallable
@@ -27,6 +26,7 @@ from taskcrawler.api.inputs import (
     FirecrawlScrapeIn,
     FirecrawlScrapeOptions,
     FirecrawlWebhook,
+    Id,
 )
 from taskcrawler.api.schemas import (
     FirecrawlActiveCrawl,
@@ -274,7 +274,7 @@ def _register(version: str) -> None:
         found=True,
     )
     async def batch_status(
-        batch_id: UUID, request: Request, services: ServicesDep, caller: CallerDep, skip: Skip = 0
+        batch_id: Id, request: Request, services: ServicesDep, caller: CallerDep, skip: Skip = 0
     ) -> FirecrawlBatchStatus:
         found = await services.firecrawl.batch_status(
             caller, batch_id, _screenshot_url(request), skip=skip
@@ -340,7 +340,7 @@ def _register(version: str) -> None:
         found=True,
     )
     async def crawl_status(
-        crawl_id: UUID,
+        crawl_id: Id,
         request: Request,
         services: ServicesDep,
         caller: CallerDep,
@@ -365,7 +365,7 @@ def _register(version: str) -> None:
         found=True,
     )
     async def crawl_errors(
-        crawl_id: UUID, services: ServicesDep, caller: CallerDep
+        crawl_id: Id, services: ServicesDep, caller: CallerDep
     ) -> FirecrawlCrawlErrors:
         return _errors_out(await services.firecrawl.crawl_errors(caller, crawl_id))
 
@@ -378,7 +378,7 @@ def _register(version: str) -> None:
         found=True,
     )
     async def batch_errors(
-        batch_id: UUID, services: ServicesDep, caller: CallerDep
+        batch_id: Id, services: ServicesDep, caller: CallerDep
     ) -> FirecrawlCrawlErrors:
         return _errors_out(await services.firecrawl.batch_errors(caller, batch_id))
 
@@ -444,7 +444,7 @@ def _register(version: str) -> None:
         found=True,
     )
     async def cancel_crawl(
-        crawl_id: UUID, services: ServicesDep, caller: CallerDep
+        crawl_id: Id, services: ServicesDep, caller: CallerDep
     ) -> FirecrawlCrawlCancelled:
         await services.firecrawl.cancel_crawl(caller, crawl_id)
         return FirecrawlCrawlCancelled()

@@ -1,18 +1,19 @@
 from __future__ import annotations
 
 from typing import Annotated, Any
-from uuid import UUID
 
 from fastapi import APIRouter, Query, status
 from fastapi.responses import Response
 
 from taskcrawler.api.deps import CallerDep, ServicesDep
 from taskcrawler.api.idempotency import IdempotencyKey, answer_once
-from taskcrawler.api.inputs import Instant
+from taskcrawler.api.inputs import Id, Instant
 from taskcrawler.api.schemas import (
     BatchCreate,
     BatchItem,
     BatchOut,
+    CancelFilter,
+    CancelOut,
     ErrorOut,
     JobCreate,
     JobOptionsIn,
@@ -102,8 +103,17 @@ async def list_jobs(
     created_before: Instant | None = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
     cursor: Annotated[str | None, Query(max_length=200)] = None,
+    id_prefix: Annotated[
+        str | None,
+        Query(
+            max_length=36,
+            description="Only jobs whose id starts with these hex digits (4 or more; a short "
+            "id as the command line shows it).",
+        ),
+    ] = None,
 ) -> JobPage:
     query = JobQuery(
+        id_prefix=id_prefix,
         statuses=tuple(status_ or ()),
         host=host,
         created_after=created_after,
@@ -133,15 +143,40 @@ async def retry_matching(body: RetryFilter, services: ServicesDep, caller: Calle
     return RetryOut(restarted=len(restarted), ids=[job.id for job in restarted])
 
 
+@router.post(
+    "/cancel",
+    response_model=CancelOut,
+    responses={404: {"model": ErrorOut, "description": "No such batch."}, **COMMON},
+    summary="Cancel every unfinished job that matches (PENDING and PROCESSING)",
+)
+async def cancel_matching(
+    body: CancelFilter, services: ServicesDep, caller: CallerDep
+) -> CancelOut:
+    query = JobQuery(
+        ids=tuple(body.ids),
+        batch_id=body.batch_id,
+        crawl_id=body.crawl_id,
+        statuses=tuple(JobStatus(s) for s in body.status),
+        host=body.host,
+        created_after=body.created_after,
+        created_before=body.created_before,
+    )
+    cancelled = await services.jobs.cancel_matching(caller, query)
+    return CancelOut(cancelled=len(cancelled.ids), ids=cancelled.ids, more=cancelled.more)
+
+
 @router.get("/{job_id}", response_model=JobOut, responses=NOT_FOUND, summary="Get a job")
-async def get_job(job_id: UUID, services: ServicesDep, caller: CallerDep) -> JobOut:
+async def get_job(job_id: Id, services: ServicesDep, caller: CallerDep) -> JobOut:
     return JobOut.of(await services.jobs.get(caller, job_id))
 
 
 @router.delete(
-    "/{job_id}", response_model=JobOut, responses=CONFLICT, summary="Cancel a pending job"
+    "/{job_id}",
+    response_model=JobOut,
+    responses=CONFLICT,
+    summary="Cancel a job not finished yet (PENDING or PROCESSING)",
 )
-async def cancel_job(job_id: UUID, services: ServicesDep, caller: CallerDep) -> JobOut:
+async def cancel_job(job_id: Id, services: ServicesDep, caller: CallerDep) -> JobOut:
     return JobOut.of(await services.jobs.cancel(caller, job_id))
 
 
@@ -151,7 +186,7 @@ async def cancel_job(job_id: UUID, services: ServicesDep, caller: CallerDep) -> 
     responses=CONFLICT,
     summary="Re-run a finished job (same id, a new run)",
 )
-async def retry_job(job_id: UUID, services: ServicesDep, caller: CallerDep) -> JobOut:
+async def retry_job(job_id: Id, services: ServicesDep, caller: CallerDep) -> JobOut:
     return JobOut.of(await services.jobs.retry(caller, job_id))
 
 
@@ -161,5 +196,5 @@ async def retry_job(job_id: UUID, services: ServicesDep, caller: CallerDep) -> J
     responses=NOT_FOUND,
     summary="Earlier runs of a job, oldest first",
 )
-async def job_runs(job_id: UUID, services: ServicesDep, caller: CallerDep) -> list[RunOut]:
+async def job_runs(job_id: Id, services: ServicesDep, caller: CallerDep) -> list[RunOut]:
     return [RunOut.model_validate(run) for run in await services.jobs.runs(caller, job_id)]

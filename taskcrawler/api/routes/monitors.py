@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 from typing import Annotated, Any
-from uuid import UUID
 
 from fastapi import APIRouter, Path, Query, Response, status
 
 from taskcrawler.api.deps import CallerDep, ServicesDep
-from taskcrawler.api.inputs import MonitorCreate, MonitorPatch
+from taskcrawler.api.inputs import Id, MonitorCreate, MonitorPatch
 from taskcrawler.api.schemas import (
     ChangeList,
     ChangeOut,
@@ -65,7 +64,7 @@ async def list_monitors(
 @router.get(
     "/{monitor_id}", response_model=MonitorOut, responses=NOT_FOUND, summary="Get a monitor"
 )
-async def get_monitor(monitor_id: UUID, services: ServicesDep, caller: CallerDep) -> MonitorOut:
+async def get_monitor(monitor_id: Id, services: ServicesDep, caller: CallerDep) -> MonitorOut:
     return MonitorOut.of(await services.monitors.get(caller, monitor_id))
 
 
@@ -76,7 +75,7 @@ async def get_monitor(monitor_id: UUID, services: ServicesDep, caller: CallerDep
     summary="Pause, resume, set a new interval, or add formats",
 )
 async def update_monitor(
-    monitor_id: UUID, body: MonitorPatch, services: ServicesDep, caller: CallerDep
+    monitor_id: Id, body: MonitorPatch, services: ServicesDep, caller: CallerDep
 ) -> MonitorOut:
     monitor = await services.monitors.update(
         caller,
@@ -94,7 +93,7 @@ async def update_monitor(
     responses=NOT_FOUND,
     summary="Stop watching: the monitor, its jobs, their runs and its changes go",
 )
-async def delete_monitor(monitor_id: UUID, services: ServicesDep, caller: CallerDep) -> Response:
+async def delete_monitor(monitor_id: Id, services: ServicesDep, caller: CallerDep) -> Response:
     await services.monitors.delete(caller, monitor_id)
     return Response(status_code=status.HTTP_204_NO_CONTENT)
 
@@ -109,7 +108,7 @@ async def delete_monitor(monitor_id: UUID, services: ServicesDep, caller: Caller
     "`GET …/changes/{change_id}` returns one change alone.",
 )
 async def monitor_changes(
-    monitor_id: UUID,
+    monitor_id: Id,
     services: ServicesDep,
     caller: CallerDep,
     limit: Limit = 50,
@@ -128,7 +127,7 @@ async def monitor_changes(
     summary="One change of a monitor, with its whole diff",
 )
 async def monitor_change(
-    monitor_id: UUID, change_id: UUID, services: ServicesDep, caller: CallerDep
+    monitor_id: Id, change_id: Id, services: ServicesDep, caller: CallerDep
 ) -> ChangeOut:
     return ChangeOut.of(await services.monitors.change(caller, monitor_id, change_id))
 
@@ -140,7 +139,7 @@ async def monitor_change(
     summary="An old run of a watched page, with the Markdown and text it read",
 )
 async def job_run(
-    job_id: UUID,
+    job_id: Id,
     run: Annotated[int, Path(ge=0, le=2**31 - 1)],
     services: ServicesDep,
     caller: CallerDep,
@@ -155,7 +154,7 @@ async def job_run(
     summary="The unified Markdown diff between two runs, and the metadata that changed",
 )
 async def job_diff(
-    job_id: UUID,
+    job_id: Id,
     services: ServicesDep,
     caller: CallerDep,
     from_run: Annotated[int, Query(alias="from", ge=0, le=2**31 - 1)],

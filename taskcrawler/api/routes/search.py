@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from typing import Annotated, Any
-from uuid import UUID
 
 from fastapi import APIRouter, Query
 
 from taskcrawler.api.deps import CallerDep, ServicesDep
+from taskcrawler.api.inputs import Id
 from taskcrawler.api.schemas import (
     ChunkList,
     ChunkOut,
@@ -31,7 +31,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     responses=ERRORS,
     summary="A page's chunks (asked for with formats: chunks)",
 )
-async def job_chunks(job_id: UUID, services: ServicesDep, caller: CallerDep) -> ChunkList:
+async def job_chunks(job_id: Id, services: ServicesDep, caller: CallerDep) -> ChunkList:
     chunks = await services.search.chunks_of(caller, job_id)
     return ChunkList(
         chunks=[ChunkOut.of(chunk) for chunk in chunks],

@@ -529,7 +529,7 @@
       status.className = `badge s-${job.status}`;
       status.textContent = job.status;
       $("retry-button").hidden = !FINISHED.has(job.status);
-      $("cancel-button").hidden = job.status !== "PENDING";
+      $("cancel-button").hidden = !["PENDING", "PROCESSING"].includes(job.status);
       fill($("job-meta"), [
         ["URL", link(job.url)],
         ["Final URL", job.final_url && job.final_url !== job.url ? link(job.final_url) : null],

@@ -184,7 +184,7 @@ def add_client_commands(sub: Subparsers) -> None:
     show = actions.add_parser(
         "show", help="one job: status, timings, error, runs", description="Show one job."
     )
-    show.add_argument("job_id", metavar="ID", help="the job's id")
+    show.add_argument("job_id", metavar="ID", help="the job's id, or its start (a short id)")
     _add_api_options(show)
 
     retry = actions.add_parser(
@@ -192,13 +192,37 @@ def add_client_commands(sub: Subparsers) -> None:
         help="re-run a finished job (same id, a new run)",
         description="Re-run a finished job: it becomes PENDING again, with a new run.",
     )
-    retry.add_argument("job_id", metavar="ID", help="the job's id")
+    retry.add_argument("job_id", metavar="ID", help="the job's id, or its start (a short id)")
     _add_api_options(retry)
 
     cancel = actions.add_parser(
-        "cancel", help="cancel a pending job", description="Cancel a job that has not started."
+        "cancel",
+        help="cancel jobs not finished yet: by id, or every one a filter matches",
+        description="Cancel jobs that are not finished yet (PENDING, or PROCESSING: what their "
+        "worker fetches is dropped). One ID cancels that job; several IDs or any filter "
+        "cancel every unfinished job that matches them all, each atomically.",
     )
-    cancel.add_argument("job_id", metavar="ID", help="the job's id")
+    cancel.add_argument(
+        "job_ids", metavar="ID", nargs="*", help="jobs' ids, or their starts (short ids)"
+    )
+    cancel.add_argument("--batch", metavar="ID", help="the jobs of this batch scrape")
+    cancel.add_argument("--crawl", metavar="ID", help="the pages of this crawl (or its start)")
+    cancel.add_argument(
+        "-s",
+        "--status",
+        action="append",
+        choices=("PENDING", "PROCESSING"),
+        type=str.upper,
+        default=[],
+        help="only jobs in this status (may be repeated; default both)",
+    )
+    cancel.add_argument("--host", dest="job_host", metavar="HOST", help="only jobs of this host")
+    cancel.add_argument(
+        "--created-after", metavar="TIME", help="only jobs created after this ISO 8601 time"
+    )
+    cancel.add_argument(
+        "--created-before", metavar="TIME", help="only jobs created before this ISO 8601 time"
+    )
     _add_api_options(cancel)
 
     jobs.set_defaults(func=_runs("jobs"))
@@ -378,7 +402,9 @@ def _add_monitor_commands(sub: Subparsers) -> None:
         help="a monitor's changes with their diffs, newest first",
         description="A monitor's changes, newest first, each with its unified diff.",
     )
-    changes.add_argument("monitor_id", metavar="ID", help="the monitor's id")
+    changes.add_argument(
+        "monitor_id", metavar="ID", help="the monitor's id, or its start (a short id)"
+    )
     changes.add_argument(
         "-n", "--limit", type=_count, default=20, help="how many at most (default 20)"
     )
@@ -391,7 +417,9 @@ def _add_monitor_commands(sub: Subparsers) -> None:
         ("delete", "delete a monitor, its jobs, their runs and its changes"),
     ):
         action = actions.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
-        action.add_argument("monitor_id", metavar="ID", help="the monitor's id")
+        action.add_argument(
+            "monitor_id", metavar="ID", help="the monitor's id, or its start (a short id)"
+        )
         _add_api_options(action)
     monitor.set_defaults(func=_runs("monitors"))
     export = sub.add_parser(

@@ -20,6 +20,7 @@ from rich.progress import (
 )
 from rich.table import Table
 
+from taskcrawler.cli import ids
 from taskcrawler.cli.client import ApiClient, ApiError, api_key_from_env
 from taskcrawler.cli.commands import EXIT_ERROR, EXIT_JOBS_FAILED, EXIT_OK
 from taskcrawler.cli.commands.render import duration, err, fail, out, print_json, status_text
@@ -97,10 +98,11 @@ async def _start(args: argparse.Namespace, url: str) -> int:
 async def _act(args: argparse.Namespace, action: str, crawl_id: str) -> int:
     async with ApiClient(args.api, api_key_from_env()) as api:
         try:
+            full_id = await ids.crawl_id(api, crawl_id)
             if action == "status":
-                crawl = await api.get_crawl(crawl_id)
+                crawl = await api.get_crawl(full_id)
             else:
-                crawl = await api.cancel_crawl(crawl_id)
+                crawl = await api.cancel_crawl(full_id)
         except ApiError as exc:
             fail(str(exc))
             return EXIT_ERROR

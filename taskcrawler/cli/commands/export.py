@@ -8,12 +8,20 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import BinaryIO
 
-from taskcrawler.cli.client import ApiError, api_key_from_env
+from taskcrawler.cli import ids
+from taskcrawler.cli.client import ApiClient, ApiError, api_key_from_env
 from taskcrawler.cli.commands import EXIT_ERROR, EXIT_OK
+from taskcrawler.cli.main import run_async
 from taskcrawler.client import TaskCrawler, TaskCrawlerError
 
 
 def run(args: argparse.Namespace) -> int:
+    if args.crawl:
+        try:
+            args.crawl = run_async(_full_crawl_id(args))
+        except ApiError as exc:
+            sys.stderr.write(f"error: {exc}\n")
+            return EXIT_ERROR
     state: Path | None = args.cursor_file
     since: str | None = args.since
     if since is None and state is not None and state.exists():
@@ -40,3 +48,9 @@ def run(args: argparse.Namespace) -> int:
         temporary.replace(state)
     sys.stderr.write(f"next: --since {next_since}\n")
     return EXIT_OK
+
+
+async def _full_crawl_id(args: argparse.Namespace) -> str:
+    """``--crawl`` may be the start of the crawl's id (a short id)."""
+    async with ApiClient(args.api, api_key_from_env()) as api:
+        return await ids.crawl_id(api, args.crawl)

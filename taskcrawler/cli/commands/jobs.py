@@ -1,4 +1,6 @@
-"""``taskcrawler jobs list | show ID | retry ID | cancel ID`` against a running API."""
+"""``taskcrawler jobs list | show ID | retry ID | cancel ID… [filters]`` against a running API.
+
+An ID may be the start of a job's id, as the tables show it (:mod:`taskcrawler.cli.ids`)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,7 @@ from typing import Any
 from rich.table import Table
 from rich.text import Text
 
+from taskcrawler.cli import ids
 from taskcrawler.cli.client import MAX_PAGE, ApiClient, ApiError, Job, api_key_from_env
 from taskcrawler.cli.commands import EXIT_ERROR, EXIT_OK
 from taskcrawler.cli.commands.render import (
@@ -22,6 +25,7 @@ from taskcrawler.cli.commands.render import (
     status_text,
 )
 from taskcrawler.cli.main import run_async
+from taskcrawler.client import CancelFilter
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,11 +40,10 @@ async def _run(args: argparse.Namespace) -> int:
             elif args.action == "show":
                 await show(api, args)
             elif args.action == "retry":
-                job = await api.retry(args.job_id)
+                job = await api.retry(await ids.job_id(api, args.job_id))
                 report(job, args, f"is {job['status']} again, run {job.get('run_count', 0) + 1}")
             else:
-                job = await api.cancel(args.job_id)
-                report(job, args, f"is {job['status']}")
+                await cancel(api, args)
         except ApiError as exc:
             fail(str(exc))
             return EXIT_ERROR
@@ -71,9 +74,58 @@ async def list_jobs(api: ApiClient, args: argparse.Namespace) -> None:
         err().print(f"More: taskcrawler jobs list --cursor {cursor}", soft_wrap=True)
 
 
+async def cancel(api: ApiClient, args: argparse.Namespace) -> None:
+    """One id: that job (refused when it is finished). Several, or a filter: every unfinished
+    job that matches."""
+    filtered = any(
+        (
+            args.batch,
+            args.crawl,
+            args.status,
+            args.job_host,
+            args.created_after,
+            args.created_before,
+        )
+    )
+    if len(args.job_ids) == 1 and not filtered:
+        job = await api.cancel(await ids.job_id(api, args.job_ids[0]))
+        report(job, args, f"is {job['status']}")
+        return
+    if not args.job_ids and not filtered:
+        raise ApiError(
+            "give job ids, or a filter: --batch, --crawl, --status, --host, --created-after, "
+            "--created-before",
+            status=400,
+        )
+    where = CancelFilter(
+        ids=[await ids.job_id(api, given) for given in args.job_ids],
+        statuses=args.status,
+        host=args.job_host,
+        created_after=args.created_after,
+        created_before=args.created_before,
+    )
+    if args.batch:
+        where["batch_id"] = args.batch
+    if args.crawl:
+        where["crawl_id"] = await ids.crawl_id(api, args.crawl)
+    answer = await api.cancel_matching(**where)
+    if args.json:
+        print_json(answer)
+        return
+    shown = ids.short_ids(answer["ids"])
+    listed = " ".join(shown[job_id] for job_id in answer["ids"])
+    out().print(
+        Text(f"Cancelled {answer['cancelled']} jobs" + (f": {listed}" if listed else ".")),
+        soft_wrap=True,
+    )
+    if answer["more"]:
+        err().print("More jobs match: run the same command again to cancel the next ones.")
+
+
 async def show(api: ApiClient, args: argparse.Namespace) -> None:
-    job = await api.get_job(args.job_id)
-    runs = await api.runs(args.job_id) if job.get("run_count") else []
+    job_id = await ids.job_id(api, args.job_id)
+    job = await api.get_job(job_id)
+    runs = await api.runs(job_id) if job.get("run_count") else []
     if args.json:
         print_json({**job, "runs": runs})
         return

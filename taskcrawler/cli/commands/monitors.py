@@ -7,10 +7,20 @@ import argparse
 from typing import Any
 
 from rich.table import Table
+from rich.text import Text
 
+from taskcrawler.cli import ids
 from taskcrawler.cli.client import MAX_PAGE, ApiClient, ApiError, api_key_from_env
 from taskcrawler.cli.commands import EXIT_ERROR, EXIT_OK
-from taskcrawler.cli.commands.render import err, fail, local_time, out, print_json
+from taskcrawler.cli.commands.render import (
+    compact_table,
+    err,
+    fail,
+    fit_widths,
+    local_time,
+    out,
+    print_json,
+)
 from taskcrawler.cli.main import run_async
 
 
@@ -43,15 +53,16 @@ async def _run(args: argparse.Namespace) -> int:
                 await changes(api, args)
             elif args.action in ("pause", "resume"):
                 monitor = await api.update_monitor(
-                    args.monitor_id, {"paused": args.action == "pause"}
+                    await ids.monitor_id(api, args.monitor_id), {"paused": args.action == "pause"}
                 )
                 report(monitor, args)
             else:
-                await api.delete_monitor(args.monitor_id)
+                monitor_id = await ids.monitor_id(api, args.monitor_id)
+                await api.delete_monitor(monitor_id)
                 if args.json:
-                    print_json({"id": args.monitor_id, "deleted": True})
+                    print_json({"id": monitor_id, "deleted": True})
                 else:
-                    out().print(f"{args.monitor_id} deleted")
+                    out().print(f"{monitor_id} deleted")
         except ApiError as exc:
             fail(str(exc))
             return EXIT_ERROR
@@ -86,18 +97,36 @@ def report(monitor: dict[str, Any], args: argparse.Namespace) -> None:
 
 
 def monitors_table(monitors: list[dict[str, Any]]) -> Table:
-    table = Table()
-    for column in ("id", "status", "every", "pages", "rounds", "next run"):
-        table.add_column(column, overflow="fold")
-    for monitor in monitors:
-        table.add_row(
-            monitor["id"],
-            monitor["status"],
-            f"{monitor['interval_seconds']:g} s",
-            "\n".join(monitor["urls"]) or f"site: {(monitor.get('crawl') or {}).get('url', '')}",
-            str(monitor["rounds"]),
-            local_time(monitor.get("next_run_at")),
+    """One row a monitor, a line a page, fit to the console (80 columns and up): short ids
+    (:mod:`taskcrawler.cli.ids`), URLs cut with an ellipsis."""
+    shown = ids.short_ids(str(monitor["id"]) for monitor in monitors)
+    rows = [
+        [
+            Text(shown[str(monitor["id"])]),
+            Text(monitor["status"]),
+            Text(f"{monitor['interval_seconds']:g} s"),
+            Text(
+                "\n".join(monitor["urls"]) or f"site: {(monitor.get('crawl') or {}).get('url', '')}"
+            ),
+            Text(str(monitor["rounds"])),
+            Text(local_time(monitor.get("next_run_at"))),
+        ]
+        for monitor in monitors
+    ]
+    headers = ["ID", "STATUS", "EVERY", "PAGES", "ROUNDS", "NEXT RUN"]
+    widths = fit_widths(headers, rows, {"PAGES": 1}, out().width)
+    table = compact_table()
+    for header, width in zip(headers, widths, strict=True):
+        table.add_column(
+            header,
+            no_wrap=True,
+            overflow="ellipsis",
+            width=width,
+            style="dim" if header == "ID" else "",
+            justify="right" if header in ("EVERY", "ROUNDS") else "left",
         )
+    for row in rows:
+        table.add_row(*row)
     return table
 
 
@@ -124,7 +153,9 @@ async def list_monitors(api: ApiClient, args: argparse.Namespace) -> None:
 
 async def changes(api: ApiClient, args: argparse.Namespace) -> None:
     found, cursor = await api.changes(
-        args.monitor_id, limit=min(MAX_PAGE, args.limit), cursor=args.cursor
+        await ids.monitor_id(api, args.monitor_id),
+        limit=min(MAX_PAGE, args.limit),
+        cursor=args.cursor,
     )
     if args.json:
         print_json({"changes": found, "next_cursor": cursor})

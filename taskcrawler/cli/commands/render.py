@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from datetime import datetime
 from typing import Any
 
 import orjson
+from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from taskcrawler.cli.client import Job
+from taskcrawler.cli.ids import short_ids
 
 STYLES = {
     "PENDING": "dim",
@@ -89,24 +91,99 @@ def outcome(job: Job) -> Text:
     return Text(str(job.get("scraped_title") or ""))
 
 
-def jobs_table(jobs: Iterable[Job], *, title: str | None = None, ids: bool = True) -> Table:
-    table = Table(title=title, title_justify="left", header_style="bold", expand=False)
-    if ids:
-        table.add_column("ID", no_wrap=True, style="dim")
-    table.add_column("STATUS", no_wrap=True)
-    table.add_column("URL", overflow="fold", max_width=60)
-    table.add_column("TITLE / ERROR", overflow="fold", max_width=60)
-    table.add_column("RETRIES", justify="right")
-    table.add_column("TOOK", justify="right", no_wrap=True)
+def jobs_table(
+    jobs: Iterable[Job], *, title: str | None = None, ids: bool = True, width: int | None = None
+) -> Table:
+    """One line a job, fit to ``width`` columns (the console's; 80 and up): a short id (the
+    start of the id that tells it from the others shown), the status, then the URL and the title
+    or error, cut with an ellipsis, never wrapped. ``--json`` prints everything whole."""
+    jobs = list(jobs)
+    shown = short_ids(str(job["id"]) for job in jobs) if ids else {}
+    rows: list[list[Text]] = []
     for job in jobs:
         took = seconds(job.get("created_at"), job.get("finished_at"))
-        row: list[Text | str] = [str(job["id"])] if ids else []
+        row = [Text(shown[str(job["id"])])] if ids else []
         row += [
             status_text(job["status"]),
             Text(str(job["url"])),
             outcome(job),
-            str(job.get("retry_count", 0)),
-            duration(took),
+            Text(str(job.get("retry_count", 0))),
+            Text(duration(took)),
         ]
+        rows.append(row)
+    headers = (["ID"] if ids else []) + ["STATUS", "URL", "TITLE / ERROR", "TRIES", "TOOK"]
+    flexible = {"URL": 3, "TITLE / ERROR": 2}  # their shares of what the others leave
+    widths = fit_widths(headers, rows, flexible, width or out().width)
+    url_column = headers.index("URL")
+    for row in rows:
+        row[url_column] = Text(short_url(row[url_column].plain, widths[url_column]))
+    table = compact_table(title)
+    for header, column_width in zip(headers, widths, strict=True):
+        table.add_column(
+            header,
+            no_wrap=True,
+            overflow="ellipsis",
+            width=column_width,
+            style="dim" if header == "ID" else "",
+            justify="right" if header in ("TRIES", "TOOK") else "left",
+        )
+    for row in rows:
         table.add_row(*row)
     return table
+
+
+def fit_widths(
+    headers: Sequence[str], rows: Sequence[Sequence[Text]], flexible: dict[str, int], width: int
+) -> list[int]:
+    """Column widths that fit ``width``: every column as wide as its widest cell, but the
+    ``flexible`` ones (header -> share) split what the others leave when that is too little."""
+    needs = [
+        max([len(header), *(max((len(line) for line in row[i].plain.split("\n")), default=0)
+                             for row in rows)])
+        for i, header in enumerate(headers)
+    ]  # fmt: skip
+    fixed = sum(need for header, need in zip(headers, needs, strict=True) if header not in flexible)
+    room = max(width - fixed - GAP * (len(headers) - 1), MIN_FLEXIBLE * len(flexible))
+    wanted = {h: n for h, n in zip(headers, needs, strict=True) if h in flexible}
+    given = dict(wanted)
+    while sum(given.values()) > room:
+        # Shrink the column furthest over its share of the room, one character at a time
+        # (a few hundred steps at most).
+        total = sum(flexible.values())
+        over = max(given, key=lambda h: given[h] - room * flexible[h] / total)
+        if given[over] <= MIN_FLEXIBLE:
+            break
+        given[over] -= 1
+    return [given.get(header, need) for header, need in zip(headers, needs, strict=True)]
+
+
+#: Spaces between two columns of a compact table; the fewest characters a cut column keeps.
+GAP = 2
+MIN_FLEXIBLE = 10
+
+
+def short_url(url: str, width: int) -> str:
+    """``url`` in ``width`` characters: whole when it fits; else without its scheme, and cut in
+    the middle, so that both the host and the end of the path (where URLs of one site differ)
+    stay readable."""
+    if len(url) <= width:
+        return url
+    url = url.split("://", 1)[-1]
+    if len(url) <= width or width < 2:
+        return url[:width]
+    head = (width - 1) // 2
+    tail = width - 1 - head
+    return f"{url[:head]}…{url[-tail:]}"
+
+
+def compact_table(title: str | None = None) -> Table:
+    """A table without vertical rules: at 80 columns the text gets the room borders would."""
+    return Table(
+        title=title,
+        title_justify="left",
+        header_style="bold",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 1, 0, 0),
+    )

@@ -7,6 +7,7 @@ import argparse
 from rich.table import Table
 from rich.text import Text
 
+from taskcrawler.cli import ids
 from taskcrawler.cli.client import ApiClient, ApiError, api_key_from_env
 from taskcrawler.cli.commands import EXIT_ERROR, EXIT_OK
 from taskcrawler.cli.commands.render import err, fail, out, print_json
@@ -27,10 +28,10 @@ async def _run(args: argparse.Namespace) -> int:
                 args.query,
                 k=args.k,
                 mode=args.mode,
-                crawl_id=args.crawl_id or None,
+                crawl_id=await ids.crawl_id(api, args.crawl_id) if args.crawl_id else None,
                 host=args.host,
                 url_prefix=args.url_prefix,
-                monitor_id=args.monitor_id,
+                monitor_id=await ids.monitor_id(api, args.monitor_id) if args.monitor_id else None,
                 fetched_after=args.fetched_after,
                 fetched_before=args.fetched_before,
                 rerank=args.rerank,

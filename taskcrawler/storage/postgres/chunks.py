@@ -11,7 +11,14 @@ from typing import Any
 import orjson
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from taskcrawler.domain.chunks import Reembedded, SearchHit, SearchQuery, query_terms
+from taskcrawler.domain.chunks import (
+    Reembedded,
+    SearchHit,
+    SearchQuery,
+    bm25_idf,
+    query_terms,
+    query_weight,
+)
 from taskcrawler.domain.errors import VectorsUnavailable
 from taskcrawler.storage.chunks import ChunkStoreBase, hit
 from taskcrawler.storage.database import Database
@@ -29,6 +36,21 @@ def vector_text(vector: Sequence[float]) -> str:
 CORPUS_STATS_SECONDS = 60.0
 
 
+#: How many postings of each query term an unfiltered keyword search reads, those of most
+#: impact first: what bounds its work on a corpus where some of the query's words are in every
+#: other chunk (a rarer term's postings are all read).
+POSTINGS_PER_TERM = 1000
+
+#: Terms whose chunk counts an owner keeps between two counts of its chunks.
+CACHED_TERMS = 50_000
+
+
+def rescored(k: int) -> int:
+    """How many of the chunks ranked by the postings read are scored exactly before the best
+    ``k`` are kept: enough that one missing a term's posting still comes back into the ``k``."""
+    return max(100, 2 * k)
+
+
 class PostgresChunkStore(ChunkStoreBase):
     _vectors: bool | None = None
 
@@ -36,6 +58,7 @@ class PostgresChunkStore(ChunkStoreBase):
         super().__init__(db)
         # owner -> (when counted, chunks, mean length)
         self._corpus: dict[str, tuple[float, int, float]] = {}
+        self._rarity: dict[str, dict[str, int]] = {}  # owner -> term -> chunks holding it
 
     @unavailable_on_connection_errors
     async def vectors_available(self) -> bool:
@@ -127,9 +150,42 @@ class PostgresChunkStore(ChunkStoreBase):
             count, mean_length = await self._corpus_stats(conn, query.owner)
             if not count:
                 return []
-            params = (" ".join(terms), query.owner, count, mean_length, query.k, *filter_params)
-            rows = (await conn.exec_driver_sql(sql.keyword_search(filters), params)).all()
+            if filters:
+                params = (" ".join(terms), query.owner, count, mean_length, query.k)
+                statement = sql.keyword_search(filters)
+                rows = (await conn.exec_driver_sql(statement, (*params, *filter_params))).all()
+            else:
+                rows = await self._pruned(conn, query, " ".join(terms), count, mean_length)
         return [hit(row, row.score) for row in rows]
+
+    async def _pruned(
+        self, conn: AsyncConnection, query: SearchQuery, text: str, count: int, mean: float
+    ) -> list[Any]:
+        """:data:`sql.PRUNED_KEYWORD_SEARCH`, each term's rarity from :meth:`_holding`."""
+        lexemes = list((await conn.exec_driver_sql(sql.QUERY_LEXEMES, (text,))).scalars())
+        holding = await self._holding(conn, query.owner, lexemes)
+        held = [term for term in lexemes if holding.get(term)]
+        if not held:
+            return []
+        idfs = [bm25_idf(count, holding[term]) for term in held]
+        weight = query_weight(bm25_idf(count, holding.get(term, 0)) for term in lexemes)
+        params = (held, idfs, weight, query.owner, query.k)
+        extra = (POSTINGS_PER_TERM, rescored(query.k), mean)
+        return list(await conn.exec_driver_sql(sql.PRUNED_KEYWORD_SEARCH, (*params, *extra)))
+
+    async def _holding(self, conn: AsyncConnection, owner: str, terms: list[str]) -> dict[str, int]:
+        """How many of ``owner``'s chunks hold each of ``terms``: counted again with the
+        owner's chunks (:data:`CORPUS_STATS_SECONDS`), a term held by none every time (a page
+        written since may hold it). Counting a common term reads tens of thousands of index
+        entries; the same few hundred common words recur in most queries."""
+        known = self._rarity.setdefault(owner, {})
+        missing = [term for term in terms if not known.get(term)]
+        if missing:
+            if len(known) > CACHED_TERMS:
+                known.clear()
+            rows = await conn.exec_driver_sql(sql.TERM_COUNTS, (owner, missing))
+            known.update({row.term: int(row.n) for row in rows})
+        return {term: known.get(term, 0) for term in terms}
 
     async def _corpus_stats(self, conn: AsyncConnection, owner: str) -> tuple[int, float]:
         """``owner``'s chunk count and mean length, counted at most every
@@ -142,4 +198,5 @@ class PostgresChunkStore(ChunkStoreBase):
         count, mean = int(row.n), max(1.0, float(row.mean))
         if count:
             self._corpus[owner] = (now, count, mean)
+            self._rarity.pop(owner, None)
         return count, mean

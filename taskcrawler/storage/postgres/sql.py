@@ -292,29 +292,81 @@ def semantic_search(dim: int, filters: str) -> str:
     )
 
 
+#: Each query term's rarity among owner ``$2``'s ``$3`` chunks (as FTS5 computes it), counted
+#: from the term index.
+_QUERY_TERMS = (
+    "WITH q AS (SELECT DISTINCT l.lexeme AS term FROM unnest(to_tsvector('english', $1)) l),"
+    " idf AS (SELECT q.term, d.n, greatest(ln(($3::float8 - d.n + 0.5) / (d.n + 0.5)), 1e-6)"
+    " AS w FROM q, LATERAL (SELECT count(*) AS n FROM chunk_terms t"
+    " WHERE t.owner = $2 AND t.term = q.term) d),"
+    f" weight AS (SELECT sum(w) * {BM25_K1 + 1} AS total FROM idf),"
+)
+
+
+def _bm25(posting: str) -> str:
+    """A term's share of a chunk's BM25 score, from its ``posting`` in ``chunk_terms`` (its
+    rarity ``idf.w``, the mean chunk length ``$4``)."""
+    return (
+        f"idf.w * {posting}.tf * {BM25_K1 + 1} / ({posting}.tf + {BM25_K1}"
+        f" * ({1 - BM25_B} + {BM25_B} * {posting}.length::float8 / $4::float8))"
+    )
+
+
+#: The best chunks (``best``: ``chunk_id``, ``score``) with their pages, their score divided by
+#: the query's own weight (``domain.chunks.query_weight``, its terms absent from the chunks
+#: included): how much of the query each matches.
+_HITS = (
+    f" SELECT {_HIT}, b.score / weight.total AS score FROM best b CROSS JOIN weight"
+    " JOIN chunks c ON c.id = b.chunk_id JOIN jobs j ON j.id = c.job_id"
+    " ORDER BY b.score DESC, c.id"
+)
+
+
 def keyword_search(filters: str) -> str:
     """The ``$5`` chunks of owner ``$2`` (``$3`` chunks of mean length ``$4``) that best match
     any word of ``$1`` and ``filters``, by Okapi BM25 from the stored term statistics (each
-    term's rarity, as FTS5 computes it, times its saturating frequency in the chunk), divided
-    by the query's own weight (``domain.chunks.query_weight``, its terms absent from the
-    chunks included): how much of the query each matches."""
+    term's rarity, as FTS5 computes it, times its saturating frequency in the chunk): every
+    posting of every term is scored, as a filter may leave any of them."""
     join = " JOIN chunks c ON c.id = t.chunk_id JOIN jobs j ON j.id = c.job_id" if filters else ""
     where = f" AND {filters}" if filters else ""
     return (
-        "WITH q AS (SELECT DISTINCT l.lexeme AS term FROM unnest(to_tsvector('english', $1)) l),"
-        " idf AS (SELECT q.term, d.n, greatest(ln(($3::float8 - d.n + 0.5) / (d.n + 0.5)), 1e-6)"
-        " AS w FROM q, LATERAL (SELECT count(*) AS n FROM chunk_terms t"
-        " WHERE t.owner = $2 AND t.term = q.term) d),"
-        f" weight AS (SELECT sum(w) * {BM25_K1 + 1} AS total FROM idf),"
-        f" best AS (SELECT t.chunk_id, sum(idf.w * t.tf * {BM25_K1 + 1}"
-        f" / (t.tf + {BM25_K1} * ({1 - BM25_B} + {BM25_B} * t.length / $4::float8))) AS score"
+        _QUERY_TERMS + f" best AS (SELECT t.chunk_id, sum({_bm25('t')}) AS score"
         f" FROM idf JOIN chunk_terms t ON t.owner = $2 AND t.term = idf.term{join}"
         f" WHERE idf.n > 0{where}"
-        " GROUP BY t.chunk_id ORDER BY score DESC, t.chunk_id LIMIT $5)"
-        f" SELECT {_HIT}, b.score / weight.total AS score FROM best b CROSS JOIN weight"
-        " JOIN chunks c ON c.id = b.chunk_id JOIN jobs j ON j.id = c.job_id"
-        " ORDER BY b.score DESC, c.id"
+        " GROUP BY t.chunk_id ORDER BY score DESC, t.chunk_id LIMIT $5)" + _HITS
     )
+
+
+#: The lexemes of the query ``$1``, as chunks' terms are made.
+QUERY_LEXEMES = "SELECT DISTINCT l.lexeme FROM unnest(to_tsvector('english', $1)) l"
+
+#: How many of owner ``$1``'s chunks hold each of the terms ``$2`` (those held by none left out).
+TERM_COUNTS = (
+    "SELECT t.term, count(*) AS n FROM chunk_terms t WHERE t.owner = $1"
+    " AND t.term = ANY($2::text[]) GROUP BY t.term"
+)
+
+#: The ranking of :func:`keyword_search` without filters, its work bounded whatever the size of
+#: the corpus: each of the terms ``$1`` (of rarity ``$2``, the query's own weight ``$3``) has
+#: its ``$6`` postings of most impact read (``chunk_terms.impact``, migration 0015), their
+#: chunks ranked by what those postings give them, and the best ``$7`` scored exactly (every
+#: term of the query they hold, looked up by chunk) before the best ``$5`` of owner ``$4``'s
+#: are kept (``$8`` their mean length). A chunk none of whose terms is among the best postings
+#: read is missed: each of its terms is one that hundreds of chunks hold more of.
+PRUNED_KEYWORD_SEARCH = (
+    "WITH idf AS (SELECT * FROM unnest($1::text[], $2::float8[]) AS idf(term, w)),"
+    " weight AS (SELECT $3::float8 AS total),"
+    " taken AS (SELECT p.chunk_id, sum("
+    + _bm25("p").replace("$4", "$8")
+    + ") AS score FROM idf, LATERAL (SELECT t.chunk_id, t.tf, t.length FROM chunk_terms t"
+    " WHERE t.owner = $4 AND t.term = idf.term ORDER BY t.impact DESC LIMIT $6) p"
+    " GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT $7),"
+    " best AS (SELECT r.chunk_id, e.score FROM taken r, LATERAL (SELECT sum("
+    + _bm25("t").replace("$4", "$8")
+    + ") AS score FROM chunk_terms t JOIN idf ON idf.term = t.term"
+    " WHERE t.chunk_id = r.chunk_id AND t.term = ANY($1::text[])) e"
+    " ORDER BY e.score DESC, r.chunk_id LIMIT $5)" + _HITS
+)
 
 
 #: The oldest transaction still running: every export position (a finishing transaction's id,

@@ -52,8 +52,17 @@ def float32(vector: Sequence[float]) -> bytes:
 CHUNK_COUNT_SECONDS = 60.0
 
 #: How many of FTS5's best matches an unfiltered keyword search joins to their chunks (at
-#: least four times ``k``) before it falls back to joining every match.
+#: least four times ``k``) before it falls back to joining every match (when other owners'
+#: chunks crowd the caller's out).
 KEYWORD_CANDIDATES = 200
+
+#: How many postings of a query's rarer terms an unfiltered keyword search has FTS5 score:
+#: what bounds its work where some of the query's words are in every other chunk (FTS5 scores
+#: every chunk an OR of the query's words matches).
+POSTINGS_BUDGET = 5000
+
+#: Terms whose chunk counts are kept between two counts of the index.
+CACHED_TERMS = 50_000
 
 #: Vector matrices kept in memory, by (owner, model, dimensions): reading 10,000 BLOBs through
 #: the driver took ten times as long as searching them.
@@ -65,6 +74,7 @@ class SqliteChunkStore(ChunkStoreBase):
         super().__init__(db)
         self._matrices: OrderedDict[tuple[str, str, int], tuple[Any, Any, Any]] = OrderedDict()
         self._counted: tuple[float, int] = (-math.inf, 0)  # (when counted, chunks)
+        self._rarity: dict[str, int] = {}  # term -> chunks holding it, when counted
 
     async def vectors_available(self) -> bool:
         return True
@@ -116,13 +126,11 @@ class SqliteChunkStore(ChunkStoreBase):
         The caller's whole matrix is kept in memory while its chunks do not change."""
         np = await numpy()
 
-        of_model = [*scope(query), chunks.c.model == model]
-        conditions = [*of_model, chunks.c.dim == len(vector)]
+        conditions = [*scope(query), chunks.c.model == model, chunks.c.dim == len(vector)]
         async with self.db.read() as conn:
             if not query.filtered:
-                ids, matrix = await self._matrix(
-                    conn, of_model, conditions, (query.owner, model, len(vector))
-                )
+                key = (query.owner, model, len(vector))
+                ids, matrix = await self._matrix(conn, conditions, key)
             else:
                 ids, matrix = await _load(conn, conditions, len(vector))
             if not len(ids):
@@ -145,27 +153,19 @@ class SqliteChunkStore(ChunkStoreBase):
     async def _matrix(
         self,
         conn: AsyncConnection,
-        of_model: list[Any],
         conditions: list[Any],
         key: tuple[str, str, int],
     ) -> tuple[Any, Any]:
-        """The ids and vectors of ``conditions``' chunks, from memory while the owner's chunks
-        of the model are unchanged: any write to them changes their count, largest id or sum
-        of ids (read from the (owner, model) index alone: 1.6 ms for 10,000, against 14 with
-        the dimensions, which a model's name already fixes)."""
-        version = (
-            await conn.execute(
-                sa.select(
-                    sa.func.count(), sa.func.max(chunks.c.id), sa.func.total(chunks.c.id)
-                ).where(*of_model)
-            )
-        ).one()
+        """The ids and vectors of ``conditions``' chunks, from memory while no chunk has been
+        written since they were read (``chunks_version``, which every write moves: reading it
+        costs nothing, where counting the owner's chunks read an index of every one)."""
+        version = ((await conn.execute(sql.CHUNKS_VERSION)).scalar_one(),)
         cached = self._matrices.get(key)
-        if cached is not None and cached[0] == tuple(version):
+        if cached is not None and cached[0] == version:
             self._matrices.move_to_end(key)
             return cached[1], cached[2]
         ids, matrix = await _load(conn, conditions, key[2])
-        self._matrices[key] = (tuple(version), ids, matrix)
+        self._matrices[key] = (version, ids, matrix)
         while len(self._matrices) > CACHED_MATRICES:
             self._matrices.popitem(last=False)
         return ids, matrix
@@ -175,29 +175,106 @@ class SqliteChunkStore(ChunkStoreBase):
         terms = query_terms(query.text)
         if not terms:
             return []
-        match = " OR ".join(f'"{term}"' for term in terms)
-        # Unfiltered, FTS5's best matches are mostly the owner's own: rank them alone first,
-        # and only when other owners' crowd the owner's out, join every match.
-        first = None if query.filtered else max(KEYWORD_CANDIDATES, 4 * query.k)
         async with self.db.read() as conn:
-            stmt = sql.keyword_search(scope(query), match, candidates=first)
-            rows = (await conn.execute(stmt.limit(query.k))).all()
-            if first is not None and len(rows) < query.k:
-                stmt = sql.keyword_search(scope(query), match, candidates=None)
-                rows = (await conn.execute(stmt.limit(query.k))).all()
-            if not rows:
+            total, holding = await self._holding(conn, terms)
+            present = [term for term in terms if holding[term]]
+            if not present:
                 return []
-            weight = await self._query_weight(conn, terms)
+            weight = query_weight(bm25_idf(max(total, n), n) for n in holding.values())
+            rows: list[Any] = []
+            if not query.filtered:
+                rows = await self._pruned(conn, query, present, holding)
+            if len(rows) < query.k:
+                # Filtered, or other owners' chunks crowded the owner's out: every match.
+                stmt = sql.keyword_search(scope(query), fts_match(present))
+                rows = list(await conn.execute(stmt.limit(query.k)))
         return [hit(row, row.score / weight) for row in rows]
 
-    async def _query_weight(self, conn: AsyncConnection, terms: list[str]) -> float:
-        """``domain.chunks.query_weight`` of ``terms``, from the index's own counts."""
+    async def _pruned(
+        self,
+        conn: AsyncConnection,
+        query: SearchQuery,
+        terms: list[str],
+        holding: Mapping[str, int],
+    ) -> list[Any]:
+        """The best ``query.k`` of the caller's chunks, FTS5 reading no more than about
+        :data:`POSTINGS_BUDGET` postings of the query's rarer terms (each term's rarity it
+        counts from its whole posting list, which is a cheap loop; scoring is not).
+
+        The chunks that hold a rare term are ranked twice: by the rare terms alone, and, those
+        that hold a common one too, by every term (an AND, which FTS5 answers by skipping
+        through the common terms' lists). Either way a chunk's score is its exact BM25: one
+        that holds no common term scores nothing for them. Chunks holding common terms only
+        are left out: each of their terms is one that thousands of chunks hold."""
+        rare, common = split_by_rarity(terms, holding, POSTINGS_BUDGET)
+        depth = max(KEYWORD_CANDIDATES, 4 * query.k)
+        ranked = await self._ranks(conn, fts_match(rare), depth)
+        if common:
+            both = f"({fts_match(rare)}) AND ({fts_match(common)})"
+            ranked |= await self._ranks(conn, both, depth)
+        best = sorted(ranked.items(), key=lambda item: (item[1], item[0]))[:depth]
+        if not best:
+            return []
+        # The caller's among them first, by id alone: reading every candidate's text and page
+        # cost more than ranking them. Their owners are compared here, not in SQL, where the
+        # condition would lead SQLite to read the owner's every chunk by the owner's index.
+        owners = await conn.execute(sql.owners_of([chunk_id for chunk_id, _ in best]))
+        mine = {row.id for row in owners if row.owner == query.owner}
+        best = [(chunk_id, rank) for chunk_id, rank in best if chunk_id in mine][: query.k]
+        stmt = sql.hits_of([chunk_id for chunk_id, _ in best])
+        found = {row.id: row for row in await conn.execute(stmt)}
+        return [_Scored(found[chunk_id], -rank) for chunk_id, rank in best if chunk_id in found]
+
+    async def _ranks(self, conn: AsyncConnection, match: str, limit: int) -> dict[int, float]:
+        """FTS5's ``limit`` best matches of ``match``: chunk id -> rank (BM25, negated)."""
+        rows = await conn.execute(sql.fts_ranks(match, limit))
+        return {int(row.rowid): float(row.rank) for row in rows}
+
+    async def _holding(self, conn: AsyncConnection, terms: list[str]) -> tuple[int, dict[str, int]]:
+        """The chunks in the index and how many hold each of ``terms``: counted at most every
+        :data:`CHUNK_COUNT_SECONDS` (a term no chunk held, every time: a page written since
+        may hold it)."""
         now = time.monotonic()
-        if now - self._counted[0] >= CHUNK_COUNT_SECONDS:
-            self._counted = (now, int((await conn.execute(sql.COUNT_CHUNKS)).scalar_one()))
-        total = self._counted[1]
-        counts = (await conn.execute(sql.holding(terms))).one()
-        return query_weight(bm25_idf(max(total, n), n) for n in counts)
+        if now - self._counted[0] >= CHUNK_COUNT_SECONDS or len(self._rarity) > CACHED_TERMS:
+            total = int((await conn.execute(sql.COUNT_CHUNKS)).scalar_one())
+            self._counted = (now, total)
+            self._rarity.clear()
+        missing = [term for term in terms if not self._rarity.get(term)]
+        if missing:
+            counts = (await conn.execute(sql.holding(missing))).one()
+            self._rarity.update(zip(missing, (int(n) for n in counts), strict=True))
+        return self._counted[1], {term: self._rarity[term] for term in terms}
+
+
+class _Scored:
+    """A hit's row with its score beside it (``hit`` reads ``row.score``'s fields by name)."""
+
+    def __init__(self, row: Any, score: float) -> None:
+        self._row = row
+        self.score = score
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._row, name)
+
+
+def fts_match(terms: Sequence[str]) -> str:
+    """An FTS5 query for chunks holding any of ``terms`` (each quoted: a word, never syntax)."""
+    return " OR ".join(f'"{term}"' for term in terms)
+
+
+def split_by_rarity(
+    terms: Sequence[str], holding: Mapping[str, int], budget: int
+) -> tuple[list[str], list[str]]:
+    """``terms`` (every one held by some chunk) as the rarest, whose postings add up to no more
+    than ``budget`` (at least the rarest one), and the rest."""
+    rare: list[str] = []
+    postings = 0
+    for term in sorted(terms, key=lambda t: holding[t]):
+        if rare and postings + holding[term] > budget:
+            break
+        rare.append(term)
+        postings += holding[term]
+    return rare, [term for term in terms if term not in rare]
 
 
 async def _load(conn: AsyncConnection, conditions: list[Any], dim: int) -> tuple[Any, Any]:

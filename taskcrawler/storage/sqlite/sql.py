@@ -38,40 +38,19 @@ INSERT_NEW_JOBS = (
 _CHUNKS_FTS = sa.table("chunks_fts", sa.column("rowid", sa.Integer()))
 
 
-def keyword_search(
-    conditions: list[sa.ColumnElement[bool]], match: str, *, candidates: int | None
-) -> sa.Select[Any]:
+def keyword_search(conditions: list[sa.ColumnElement[bool]], match: str) -> sa.Select[Any]:
     """Chunks whose context or text matches the FTS5 query ``match`` and ``conditions``, best
-    first (BM25, which FTS5 gives as a negative number: its opposite is the score).
-
-    With ``candidates``, FTS5 ranks its matches alone and only its best ``candidates`` are
-    joined to their chunks and filtered: a broad query matches most chunks, and joining each
-    of them cost as much as ranking them. Without, every match is joined, then ranked."""
+    first (BM25, which FTS5 gives as a negative number: its opposite is the score): every
+    match joined to its chunk, then ranked."""
     rank: sa.ColumnElement[float] = sa.literal_column("rank", sa.Float())
     matching = sa.text("chunks_fts MATCH :match").bindparams(match=match)
-    if candidates is None:
-        return (
-            sa.select(*HIT_COLUMNS, (-rank).label("score"))
-            .select_from(_CHUNKS_FTS)
-            .join(chunks, chunks.c.id == _CHUNKS_FTS.c.rowid)
-            .join(jobs, jobs.c.id == chunks.c.job_id)
-            .where(matching, *conditions)
-            .order_by(rank, chunks.c.id)
-        )
-    best = (
-        sa.select(_CHUNKS_FTS.c.rowid, rank.label("rank"))
-        .where(matching)
-        .order_by(rank)
-        .limit(candidates)
-        .subquery()
-    )
     return (
-        sa.select(*HIT_COLUMNS, (-best.c.rank).label("score"))
-        .select_from(best)
-        .join(chunks, chunks.c.id == best.c.rowid)
+        sa.select(*HIT_COLUMNS, (-rank).label("score"))
+        .select_from(_CHUNKS_FTS)
+        .join(chunks, chunks.c.id == _CHUNKS_FTS.c.rowid)
         .join(jobs, jobs.c.id == chunks.c.job_id)
-        .where(*conditions)
-        .order_by(best.c.rank, chunks.c.id)
+        .where(matching, *conditions)
+        .order_by(rank, chunks.c.id)
     )
 
 
@@ -88,6 +67,34 @@ def holding(terms: list[str]) -> sa.Select[Any]:
         )
     )
 
+
+def fts_ranks(match: str, limit: int) -> sa.Select[Any]:
+    """FTS5's ``limit`` best matches of ``match`` alone (``rowid``, ``rank``; best first)."""
+    rank: sa.ColumnElement[float] = sa.literal_column("rank", sa.Float())
+    return (
+        sa.select(_CHUNKS_FTS.c.rowid, rank.label("rank"))
+        .where(sa.text("chunks_fts MATCH :match").bindparams(match=match))
+        .order_by(rank)
+        .limit(limit)
+    )
+
+
+def owners_of(ids: list[int]) -> sa.Select[Any]:
+    """The chunks ``ids`` (``id``, ``owner``), looked up by their ids."""
+    return sa.select(chunks.c.id, chunks.c.owner).where(chunks.c.id.in_(ids))
+
+
+def hits_of(ids: list[int]) -> sa.Select[Any]:
+    """What a search answers with of the chunks ``ids``."""
+    return (
+        sa.select(chunks.c.id, *HIT_COLUMNS)
+        .join(jobs, jobs.c.id == chunks.c.job_id)
+        .where(chunks.c.id.in_(ids))
+    )
+
+
+#: What every write to ``chunks`` moves (migration 0015's triggers).
+CHUNKS_VERSION = sa.text("SELECT version FROM chunks_version")
 
 #: Chunks in the FTS5 index, for BM25's rarity of a term.
 COUNT_CHUNKS = sa.select(sa.func.count()).select_from(chunks)

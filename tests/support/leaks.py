@@ -1,0 +1,62 @@
+"""What no answer may hold, on any surface (HTTP, MCP over HTTP or stdio, webhooks, the
+dashboard): a Python traceback, the name of an exception class, or SQL. Each is what an error
+that escaped its handler looks like from outside, and each tells an attacker about the inside.
+
+The input a refusal echoes (a 422's ``input``) is the client's own, so it is taken out before
+looking: a hostile value that spells ``SELECT … FROM`` is not a leak when it is sent back.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+
+#: Name -> pattern. Case-sensitive on purpose: a dashboard's ``<select>`` is not SQL.
+PATTERNS: dict[str, re.Pattern[str]] = {
+    "a traceback": re.compile(r"Traceback \(most recent call last\)|File \"[^\"]+\", line \d+"),
+    # ValueError, IntegrityError, OverflowError, HTTPException, TaskCrawlerError, …: a class
+    # name, CamelCase, ending as exception classes do.
+    "an exception class": re.compile(r"\b(?:[A-Z][A-Za-z0-9]*)?[a-z0-9](?:Error|Exception)\b"),
+    "a driver or ORM": re.compile(
+        r"\b(?:sqlalchemy|asyncpg|aiosqlite|sqlite3|psycopg2?|pydantic_core)\.|sqlalche\.me"
+    ),
+    "SQL": re.compile(
+        r"\[SQL: |\[parameters: |\bSELECT\b[^\n]{0,400}?\bFROM\b|\bINSERT INTO\b|"
+        r"\bUPDATE \w+ SET\b|\bDELETE FROM\b|\bWHERE\b[^\n]{0,200}?\$\d|\bWHERE\b[^\n]{0,200}?\?"
+    ),
+}
+
+#: Names of the schema's models that a document may legitimately hold (FastAPI's own).
+_DOCUMENTED = re.compile(r"\bHTTPValidationError\b")
+
+
+def _spellings(value: object) -> list[str]:
+    """How an echoed ``value`` may appear in a body: as itself, JSON-escaped, or repr'd."""
+    text = value if isinstance(value, str) else json.dumps(value, allow_nan=True, default=str)
+    return sorted(
+        {text, json.dumps(text)[1:-1], json.dumps(text, ensure_ascii=False)[1:-1], repr(text)},
+        key=len,
+        reverse=True,
+    )
+
+
+def leaks(body: str | bytes, echoed: Iterable[object] = ()) -> list[str]:
+    """What ``body`` shows that it must not (``"SQL: …"``), after taking out ``echoed``."""
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    for value in echoed:
+        for spelling in _spellings(value):
+            if spelling:
+                text = text.replace(spelling, "")
+    text = _DOCUMENTED.sub("", text)
+    found = []
+    for name, pattern in PATTERNS.items():
+        if (match := pattern.search(text)) is not None:
+            start = max(0, match.start() - 60)
+            found.append(f"{name}: …{text[start : match.end() + 60]}…")
+    return found
+
+
+def assert_no_leak(body: str | bytes, where: str, echoed: Iterable[object] = ()) -> None:
+    found = leaks(body, echoed)
+    assert not found, f"{where} shows what no client may see:\n" + "\n".join(found)

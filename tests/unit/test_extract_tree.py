@@ -1,0 +1,39 @@
+"""One CSS engine per thread, shared by the pages it parses: each query still sees its own page."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+
+from taskcrawler.extract.tree import PageTree
+
+
+def test_pages_of_one_thread_share_an_engine_and_keep_their_own_nodes() -> None:
+    first = PageTree("<div class=a><p>one</p><p>two</p></div>")
+    second = PageTree("<section><p>three</p></section>")
+    assert first.selector is second.selector
+    # queries alternating between the two documents, from the documents and from their nodes
+    assert [p.text() for p in first.css("p")] == ["one", "two"]
+    assert [p.text() for p in second.css("p")] == ["three"]
+    div = first.css_first("div.a")
+    assert div is not None and [p.text() for p in div.css("p")] == ["one", "two"]
+    assert second.css_first("div") is None
+    assert second.body is not None and second.body.css_first("section p") is not None
+
+
+def test_a_removed_node_is_gone_from_the_next_query() -> None:
+    tree = PageTree("<p>a</p><p>b</p>")
+    tree.css("p")[0].decompose()
+    assert [p.text() for p in PageTree("<p>c</p>").css("p")] == ["c"]
+    assert [p.text() for p in tree.css("p")] == ["b"]
+
+
+def test_each_thread_has_its_own_engine() -> None:
+    def engine_and_result(html: str) -> tuple[int, list[str]]:
+        tree = PageTree(html)
+        return id(tree.selector), [node.text() for node in tree.css("li")]
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        ours = engine_and_result("<ul><li>x</li></ul>")
+        theirs = pool.submit(engine_and_result, "<ul><li>y</li><li>z</li></ul>").result()
+    assert ours[1] == ["x"] and theirs[1] == ["y", "z"]
+    assert ours[0] != theirs[0]
