@@ -3,6 +3,9 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 PYTEST_ARGS ?=
+# Test processes (pytest-xdist): a whole file goes to one process, so a module's fixtures (its
+# generated site, its services) start once; 0 runs everything in this process.
+PYTEST_WORKERS ?= 2
 
 .DEFAULT_GOAL := help
 
@@ -37,7 +40,7 @@ serve: $(VENV)/.installed-run ## run the service (embedded: SQLite + in-process 
 	$(BIN)/taskcrawler serve
 
 test: $(VENV)/.installed-test $(VENV)/.installed-clients chromium ## run the whole test suite (real PostgreSQL and Redis; started if absent)
-	$(BIN)/pytest $(PYTEST_ARGS)
+	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --durations=25 $(PYTEST_ARGS)
 
 UBLOCK_LISTS := /usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist
 chromium: ## Debian's chromium (and uBlock Origin's filter lists, for blockAds) for the browser tests: installed with apt-get when missing (as root)

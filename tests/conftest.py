@@ -7,6 +7,7 @@ Everything a test creates is named with a random suffix and removed afterwards, 
 
 from __future__ import annotations
 
+import shutil
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -141,12 +142,25 @@ def vector_database_url(request: pytest.FixtureRequest) -> str:
 # --------------------------------------------------------------------------- SQLite
 
 
+@pytest.fixture(scope="session")
+async def _sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A SQLite file migrated once per session (per xdist worker): running Alembic costs about
+    as much as a short test, and a copy of the file is the same schema, byte for byte."""
+    path = tmp_path_factory.mktemp("sqlite-template") / "template.db"
+    await upgrade_database(f"sqlite+aiosqlite:///{path}")
+    # The migration's engine is disposed: everything is in the main file, no journal beside it.
+    sidecars = [p.name for p in path.parent.iterdir() if p != path]
+    assert not sidecars, f"the migrated template left {sidecars} beside it"
+    return path
+
+
 @pytest.fixture
-async def sqlite_url(tmp_path: Path) -> str:
-    """SQLAlchemy URL of a migrated SQLite file in the test's own tmp_path."""
-    url = f"sqlite+aiosqlite:///{tmp_path / 'tc.db'}"
-    await upgrade_database(url)
-    return url
+def sqlite_url(tmp_path: Path, _sqlite_template: Path) -> str:
+    """SQLAlchemy URL of a migrated SQLite file in the test's own tmp_path (a copy of the
+    session's migrated template)."""
+    path = tmp_path / "tc.db"
+    shutil.copyfile(_sqlite_template, path)
+    return f"sqlite+aiosqlite:///{path}"
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

@@ -32,6 +32,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from taskcrawler.extract.scoring import (
     FLAG_ATTRIBUTE,
+    MIN_CONTENT_CHARS,
     Choice,
     LinkTotals,
     choose_content,
@@ -407,6 +408,10 @@ _MAX_LINK_SHARE = 0.5
 # A table is data whose cells often link to what they list (a product, a download, a
 # platform): only one that is nearly all link text is a menu laid out as a grid.
 _MAX_TABLE_LINK_SHARE = 0.8
+# When the link blocks are nearly all of the content chosen, they are not menus inside a text
+# but the page's own items (a listing of articles, products, search results): they stay.
+_LISTING_SHARE = 0.7
+_MIN_ITEM_CHARS = 15  # text per link: a headline with its snippet, not "Sports" or "Page 2"
 
 
 def strip_link_blocks(choice: Choice) -> None:
@@ -418,6 +423,7 @@ def strip_link_blocks(choice: Choice) -> None:
         if not links.totals:
             continue
         doomed: list[LexborNode] = []
+        doomed_chars = 0
         under: dict[int, bool] = {}  # node id: inside a doomed block?
         for block in root.css(_LINK_LIKE_BLOCKS):  # outermost first
             key = block.mem_id
@@ -425,11 +431,28 @@ def strip_link_blocks(choice: Choice) -> None:
             if not linked or key == root.mem_id or _under_doomed(key, links.parents, under):
                 continue
             most = _MAX_TABLE_LINK_SHARE if block.tag == "table" else _MAX_LINK_SHARE
-            if linked > most * visible_chars(block):
+            chars = visible_chars(block)
+            if linked > most * chars:
                 doomed.append(block)
+                doomed_chars += chars
                 under[key] = True
+        if _is_listing(doomed, doomed_chars, visible_chars(root)):
+            continue
         for block in reversed(doomed):
             block.decompose()
+
+
+def _is_listing(doomed: list[LexborNode], doomed_chars: int, content_chars: int) -> bool:
+    """Whether link blocks ``doomed`` (``doomed_chars`` of text) in content of ``content_chars``
+    are a listing's items rather than link lists to leave out: nearly all the content, and
+    either too little text beside them to be a text of its own or links as long as headlines
+    with their snippets, not a menu's labels."""
+    if doomed_chars <= _LISTING_SHARE * content_chars:
+        return False
+    if content_chars - doomed_chars < MIN_CONTENT_CHARS:
+        return True
+    links = sum(len(block.css("a")) for block in doomed)
+    return doomed_chars >= _MIN_ITEM_CHARS * links
 
 
 def _under_doomed(key: int, parents: dict[int, int], under: dict[int, bool]) -> bool:

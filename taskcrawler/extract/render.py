@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterator, Set
 
 from selectolax.lexbor import LexborNode
 
@@ -88,7 +88,7 @@ _DATA_IMAGE = "data:image/"
 _PLACEHOLDER = re.compile(r"spacer|pixel|blank\.|transparent\.|loader|1x1", re.IGNORECASE)
 _LINK_TARGET = re.compile(r"\]\([^)]*\)")
 _MARKUP = str.maketrans("", "", "*_[]\\`#>|")
-_SENTENCE_END = re.compile(r"[.!?:;\"\u201d\u00bb)\u3002\uff01\uff1f]\s*$")
+_SENTENCE_END = re.compile(r"[.!?:;\"\u201d\u00bb)\u2026\u3002\uff01\uff1f]\s*$")
 MAX_TAIL_LINES = 2
 MAX_TAIL_CHARS = 60
 # A picture's credit, alone on its line or closing a caption: "Foto: dpa", "Photograph by
@@ -123,6 +123,8 @@ class Renderer:
         self.keep_data_images = keep_data_images
         # Inside a table cell: GFM reads a cell as inline text, nothing in it starts a block.
         self._in_cell = 0
+        # The blocks that are a data table, a list or code: never a trailing furniture line.
+        self._structured: set[str] = set()
 
     def render(
         self, nodes: list[LexborNode], *, title: str | None = None, trim_tail: bool = False
@@ -130,13 +132,14 @@ class Renderer:
         """The blocks of ``nodes`` (each rendered as a container), a title first if given.
         ``trim_tail`` drops the short lines that end the content without ending a sentence."""
         blocks: list[str] = []
+        self._structured.clear()
         for node in nodes:
             if (node.tag or "") in _BLOCKS - _CONTAINERS:
                 blocks.extend(self._block(node, node.tag or "", 1))
             else:
                 blocks.extend(self.blocks(node, 0))
         if trim_tail:
-            _trim_tail(blocks)
+            _trim_tail(blocks, self._structured)
         longest = _CREDIT_BLOCK_CHARS if self.markdown else _CREDIT_LINE_CHARS
         blocks = [block for block in blocks if len(block) > longest or not self._is_credit(block)]
         if self.markdown:
@@ -316,7 +319,7 @@ class Renderer:
             marker = f"{number}." if ordered else "-"
             number += 1
             items.append(_list_item(marker, blocks))
-        return ["\n".join(items)] if items else []
+        return [self._mark("\n".join(items))] if items else []
 
     def _block_or_inline(self, node: LexborNode, depth: int) -> list[str]:
         tag = node.tag or ""
@@ -330,7 +333,7 @@ class Renderer:
         if not code.strip():
             return []
         if not self.markdown:
-            return [code]
+            return [self._mark(code)]
         inner = node.css_first("code")
         classes = node.attributes.get("class") or ""
         if inner is not None:
@@ -338,7 +341,7 @@ class Renderer:
         match = _LANG.search(classes)
         longest = max((len(run) for run in _BACKTICKS.findall(code)), default=0)
         fence = "`" * max(3, longest + 1)
-        return [f"{fence}{match.group(1) if match else ''}\n{code}\n{fence}"]
+        return [self._mark(f"{fence}{match.group(1) if match else ''}\n{code}\n{fence}")]
 
     def _quote(self, node: LexborNode, depth: int) -> list[str]:
         blocks = self.blocks(node, depth)
@@ -374,10 +377,15 @@ class Renderer:
         if not cells:
             return out
         if not self.markdown:
-            return [*out, "\n".join("\t".join(row) for row in cells)]
+            return [*out, self._mark("\n".join("\t".join(row) for row in cells))]
         lines = [_table_row(cells[0]), _table_row(["---"] * columns)]
         lines.extend(_table_row(row) for row in cells[1:])
-        return [*out, "\n".join(lines)]
+        return [*out, self._mark("\n".join(lines))]
+
+    def _mark(self, block: str) -> str:
+        """``block`` is a data table, a list or code: the content's own, where it ends too."""
+        self._structured.add(block)
+        return block
 
     def _cell(self, cell: LexborNode, depth: int) -> str:
         self._in_cell += 1
@@ -513,11 +521,13 @@ def _plain(block: str) -> str:
     return " ".join(block.translate(_MARKUP).split())
 
 
-def _trim_tail(blocks: list[str]) -> None:
+def _trim_tail(blocks: list[str], structured: Set[str]) -> None:
     """Short lines after the text's last sentence ("Back to all news", "Photo: …", "More on
-    this topic") are the page's furniture, not the text's last words."""
+    this topic") are the page's furniture, not the text's last words. A table, list or code
+    block is not such a line: the content chosen holds it, and link lists are gone by now
+    (``strip_link_blocks``), so it ends the text as much as in its middle."""
     for _ in range(MAX_TAIL_LINES):
-        if len(blocks) < 2:
+        if len(blocks) < 2 or blocks[-1] in structured:
             return
         last = _plain(blocks[-1])
         if len(last) > MAX_TAIL_CHARS or _SENTENCE_END.search(last) is not None:

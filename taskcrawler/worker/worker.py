@@ -55,7 +55,7 @@ UNSTORABLE_REASON = "a value the database cannot hold (the worker's log names it
 
 #: How many ids one consume call takes at most (one claim query each).
 MAX_CLAIM_BATCH = 256
-#: How long one consume call blocks; also how long a stop request may wait for it.
+#: How long one consume call blocks when the queue is empty (a stop request ends the wait at once).
 CONSUME_WAIT_SECONDS = 0.5
 #: While ids wait for their hosts, the loop looks at the queue and at them at least this often.
 PARKED_POLL_SECONDS = 0.05
@@ -251,7 +251,7 @@ class Worker:
         parked = self.frontier.parked > 0 or bool(admitted)
         wait = 0.0 if parked else CONSUME_WAIT_SECONDS
         try:
-            ids += await self.queue.consume(wanted - len(admitted), wait_seconds=wait)
+            ids += await self._consume(wanted - len(admitted), wait)
             await self.frontier.park(ids)
             admitted += await self.frontier.take(wanted - len(admitted))
         except BaseException:
@@ -262,6 +262,28 @@ class Worker:
                 async with asyncio.timeout(min(retry, PARKED_POLL_SECONDS)):
                     await self._slot_returned.wait()
         return admitted
+
+    async def _consume(self, wanted: int, wait: float) -> list[UUID]:
+        """The queue's next ids; a stop request ends an idle wait at once instead of after up to
+        :data:`CONSUME_WAIT_SECONDS` (each SIGTERM, each restart paid it).
+
+        The wait is cancelled: the in-process queues take ids only after their wait ends, so none
+        is lost; a Redis BLPOP cancelled just as its reply arrives may drop one id, and that job
+        stays PENDING in the database, where the sweeper publishes it again (the queue is only a
+        hint, sweeper.py)."""
+        if wait <= 0 or self._stopping.is_set():
+            return await self.queue.consume(wanted, wait_seconds=wait)
+        consume = asyncio.ensure_future(self.queue.consume(wanted, wait_seconds=wait))
+        stopping = asyncio.ensure_future(self._stopping.wait())
+        try:
+            await asyncio.wait({consume, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stopping.cancel()
+            if not consume.done():
+                consume.cancel()
+            # Both end here, whoever came first (a cancelled BLPOP closes its connection).
+            await asyncio.gather(consume, stopping, return_exceptions=True)
+        return [] if consume.cancelled() else consume.result()
 
     async def _claim(self, admitted: Sequence[Admitted]) -> list[ClaimedJob]:
         """Claim the admitted ids; the slots of those not claimed (a duplicate message, a job

