@@ -13,7 +13,7 @@ with ``--concurrency`` pages in flight, as one worker process would, and reports
   (the most the browser held while rendering is sampled too).
 
 The site runs in a child process so it does not share this process's event loop. Not a test:
-figures depend on the machine; bench/RESULTS.md keeps the ones measured.
+figures depend on the machine; bench/RESULTS.md keeps the latest measured.
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ script. It reports:
   worker stopped, every process left that carries a marker of one of its browsers;
 * this process's RSS (the worker) after the first tenth of the jobs and at the end.
 
-Not a test: figures depend on the machine; bench/RESULTS.md keeps the ones measured.
+Not a test: figures depend on the machine; bench/RESULTS.md keeps the latest measured.
 """
 
 from __future__ import annotations

@@ -17,7 +17,8 @@ RSS sampled over the run. ``--scale`` also runs 10x the size, to check the cost 
 
 PostgreSQL and Redis are found or started as the tests find them (tests/support/services.py)
 unless ``--pg-url`` / ``--redis-url`` name them. Prints a table and writes it to a new dated
-file in ``bench/results/`` (or ``--out``); bench/RESULTS.md holds the notes written about runs.
+file in ``bench/results/`` (or ``--out``); the notes written about runs are
+dated files there too, and bench/RESULTS.md holds the latest figures.
 
 The modules: ``phases`` (what is measured), ``deployment`` (the processes measured),
 ``measure`` (/proc readings), ``report`` (the tables); ``loadgen``, ``limits``, ``target`` and

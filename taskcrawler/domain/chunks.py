@@ -276,7 +276,7 @@ K = TypeVar("K", bound=Hashable)
 FUSION_DEPTH = 50
 #: How much the semantic ranking's confidence counts against the keyword ranking's: measured
 #: on the train claims of BEIR SciFact and on the paraphrased questions of the retrieval test
-#: (bench/RESULTS.md), where each ranking in turn is the stronger one.
+#: (bench/results/2026-12-06-search-scifact.md), where each ranking in turn is the stronger one.
 SEMANTIC_CONFIDENCE_WEIGHT = 2.0
 
 
