@@ -320,8 +320,13 @@ async def test_image_entry_commands_run(
         assert job["scraped_title"] == "Page 7"
         metrics = (await client.get("/metrics")).text
     assert "taskcrawler_jobs_created_total 1.0" in metrics
+    # The worker counts a job once its outcome is written, so just after the API shows it.
     async with httpx.AsyncClient() as client:
-        worker_metrics = (await client.get(f"http://127.0.0.1:{metrics_port}/metrics")).text
+        for _ in range(100):
+            worker_metrics = (await client.get(f"http://127.0.0.1:{metrics_port}/metrics")).text
+            if "taskcrawler_jobs_completed_total 1.0" in worker_metrics:
+                break
+            await asyncio.sleep(0.05)
     assert "taskcrawler_jobs_completed_total 1.0" in worker_metrics
     # JSON logs (the image's TASKCRAWLER_LOG_FORMAT), one object per line.
     for line in worker.output().splitlines():

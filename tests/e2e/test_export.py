@@ -252,4 +252,5 @@ async def test_the_command_exports_one_crawl(
     exported = sorted(json.loads(line)["job"]["url"] for line in done.stdout.splitlines())
     assert exported == [target.url("/page/0"), target.url("/page/1")]
     bad = await asyncio.to_thread(cli, "--crawl", "nonsense", *api, cwd=tmp_path)
-    assert bad.returncode == 2 and "crawl_id" in bad.stderr
+    # The command takes a start of an id and refuses what cannot be one, naming it.
+    assert bad.returncode == 2 and "'nonsense': a short id is" in bad.stderr, bad.stderr

@@ -402,6 +402,11 @@ async def kill(rig: Rig, worker: Worker) -> set[str]:
         lost.add(job.url)
 
     worker._hand_back = hand_nothing_back  # type: ignore[method-assign]
+    # The crash lands while pages are being fetched: a busy machine can leave the worker
+    # between two jobs at the moment the test decides to kill it.
+    async with asyncio.timeout(10):
+        while not worker._tasks:  # noqa: ASYNC110
+            await asyncio.sleep(0.001)
     for job_task in list(worker._tasks):
         job_task.cancel()
     # Then its loops end; a job claimed meanwhile is cancelled after the grace period, lost
