@@ -283,6 +283,9 @@ async def test_image_entry_commands_run(
         "TASKCRAWLER_WORKER_METRICS_PORT": str(metrics_port),
         "TASKCRAWLER_ALLOW_PRIVATE_NETWORKS": "true",  # the target is on loopback
         "TASKCRAWLER_RESPECT_ROBOTS": "false",
+        # One process: the n-th of several serves its metrics on the port + n, and which of
+        # them takes the job is chance.
+        "TASKCRAWLER_WORKER_PROCESSES": "1",
     }
 
     def env_of(service: str) -> dict[str, str]:
