@@ -763,7 +763,13 @@ def test_a_new_endpoint_without_baselines_is_named() -> None:
 
 # ~17,600 requests per database: the suite's default watchdog is sized for ordinary tests.
 @pytest.mark.timeout(900)
-async def test_every_input_surface_survives_hostile_values(database_url: str) -> None:
+async def test_every_input_surface_survives_hostile_values(sqlite_url: str) -> None:
+    """On SQLite. The same on PostgreSQL is tests/e2e/test_fuzz_inputs_postgresql.py, a file of
+    its own: the suite's processes take whole files, so each runs one of these two long runs."""
+    await every_input_surface_survives_hostile_values(sqlite_url)
+
+
+async def every_input_surface_survives_hostile_values(database_url: str) -> None:
     # No worker runs: a synchronous scrape would wait out its whole timeout for every case.
     settings = fast_settings(database_url=database_url, scrape_max_wait_seconds=0.2)
     async with running("api", settings) as service:
