@@ -134,8 +134,10 @@ async def killed_mid_crawl(
     """Kill ``first`` mid-crawl, finish the crawl with another worker, and check its pages."""
     await wait_crawl(d, crawl_id, lambda c: c["completed"] >= 40, within=60)
     first.kill()
+    # What the kill caught mid-fetch: the local site answers in milliseconds, so it may catch
+    # none, and then nothing at all may be fetched twice. A kill mid-fetch is certain in
+    # tests/faults/test_faults.py, whose pages answer slowly.
     in_flight = set(await page_urls(d, crawl_id, "PROCESSING"))
-    assert in_flight, "the kill should land while pages are being fetched"
     await d.started_worker("worker-b")
     crawl = await wait_crawl(
         d, crawl_id, lambda c: c["status"] != "RUNNING" and c["pending"] == 0, within=120
