@@ -13,10 +13,10 @@ from taskcrawler.cli import ids
 from taskcrawler.cli.client import MAX_PAGE, ApiClient, ApiError, api_key_from_env
 from taskcrawler.cli.commands import EXIT_ERROR, EXIT_OK
 from taskcrawler.cli.commands.render import (
-    compact_table,
     err,
     fail,
     fit_widths,
+    fitted_table,
     local_time,
     out,
     print_json,
@@ -115,19 +115,7 @@ def monitors_table(monitors: list[dict[str, Any]]) -> Table:
     ]
     headers = ["ID", "STATUS", "EVERY", "PAGES", "ROUNDS", "NEXT RUN"]
     widths = fit_widths(headers, rows, {"PAGES": 1}, out().width)
-    table = compact_table()
-    for header, width in zip(headers, widths, strict=True):
-        table.add_column(
-            header,
-            no_wrap=True,
-            overflow="ellipsis",
-            width=width,
-            style="dim" if header == "ID" else "",
-            justify="right" if header in ("EVERY", "ROUNDS") else "left",
-        )
-    for row in rows:
-        table.add_row(*row)
-    return table
+    return fitted_table(headers, rows, widths, right=("EVERY", "ROUNDS"))
 
 
 async def list_monitors(api: ApiClient, args: argparse.Namespace) -> None:

@@ -117,6 +117,20 @@ def jobs_table(
     url_column = headers.index("URL")
     for row in rows:
         row[url_column] = Text(short_url(row[url_column].plain, widths[url_column]))
+    return fitted_table(headers, rows, widths, right=("TRIES", "TOOK"), title=title)
+
+
+def fitted_table(
+    headers: Sequence[str],
+    rows: Sequence[Sequence[Text]],
+    widths: Sequence[int],
+    *,
+    right: Sequence[str] = (),
+    title: str | None = None,
+) -> Table:
+    """A table of ``rows`` whose columns have ``widths`` (see :func:`fit_widths`): one line a
+    row, what does not fit cut with an ellipsis, the ID column dim, the ``right`` ones aligned
+    right."""
     table = compact_table(title)
     for header, column_width in zip(headers, widths, strict=True):
         table.add_column(
@@ -125,7 +139,7 @@ def jobs_table(
             overflow="ellipsis",
             width=column_width,
             style="dim" if header == "ID" else "",
-            justify="right" if header in ("TRIES", "TOOK") else "left",
+            justify="right" if header in right else "left",
         )
     for row in rows:
         table.add_row(*row)
