@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from taskcrawler.embed import Embedder
     from taskcrawler.extract.chunking import ChunkingConfig
     from taskcrawler.fetch import Fetcher, HostLimiter
+    from taskcrawler.llm import ChatModel
     from taskcrawler.observability import WorkerMetrics
     from taskcrawler.rerank import Reranker
     from taskcrawler.worker import Worker
@@ -336,6 +337,26 @@ def reranker(settings: Settings) -> Reranker | None:
     )
 
 
+def chat_model(settings: Settings) -> ChatModel | None:
+    """The language model at TASKCRAWLER_LLM_URL, if one is configured."""
+    if not settings.llm_url or not settings.llm_model:
+        return None
+    from taskcrawler.llm import LLMConfig, build_chat_model
+
+    return build_chat_model(
+        LLMConfig(
+            url=settings.llm_url,
+            model=settings.llm_model,
+            api_key=settings.llm_api_key,
+            timeout_seconds=settings.llm_timeout_seconds,
+            max_retries=settings.llm_max_retries,
+            concurrency=settings.llm_concurrency,
+            max_input_chars=settings.llm_max_input_chars,
+            max_response_bytes=settings.llm_max_response_bytes,
+        )
+    )
+
+
 def embedder(settings: Settings) -> Embedder:
     """The embedder of TASKCRAWLER_EMBEDDER; a model is loaded only when first used."""
     from taskcrawler.embed import EmbedderConfig, build_embedder
@@ -366,11 +387,13 @@ def worker(
     metrics: WorkerMetrics,
     rendering: RenderStep | None = None,
     page_embedder: Embedder | None = None,
+    chat_model: ChatModel | None = None,
 ) -> Worker:
     from taskcrawler.fetch.sitemaps import SitemapLimits
     from taskcrawler.worker import Worker
     from taskcrawler.worker.chunking import PageChunker
     from taskcrawler.worker.crawling import CrawlPages
+    from taskcrawler.worker.structuring import StructuringStep
 
     settings = runtime.settings
     chunker = None
@@ -390,6 +413,12 @@ def worker(
         metrics=metrics,
         rendering=rendering,
         chunker=chunker,
+        structuring=StructuringStep(
+            chat_model,
+            parser,
+            max_input_chars=settings.llm_max_input_chars,
+            answer_attempts=settings.llm_answer_attempts,
+        ),
         crawls=CrawlPages(
             runtime.storage.crawls,
             page_fetcher,

@@ -9,19 +9,23 @@ from taskcrawler.domain.chunks import CHUNKS_FORMAT
 from taskcrawler.domain.pages import FetchedPage, PageContent
 from taskcrawler.domain.scrape_options import ScrapeOptions
 from taskcrawler.domain.selectors import parse_ignore_selectors
+from taskcrawler.domain.structured import STRUCTURED_FORMATS
 from taskcrawler.extract import Extraction
 from taskcrawler.extract.page import WHOLE_CONTENT, ContentChoice
 
 TEXT_FORMATS = ("markdown", "text", "html", "clean_html", "images")
 #: Formats a job may ask for that the extractor does not make: the browser takes screenshots,
-#: and chunks are cut from the Markdown.
-NOT_EXTRACTED = frozenset({"screenshot", CHUNKS_FORMAT})
+#: chunks are cut from the Markdown, a model (or selectors) make json and summary.
+NOT_EXTRACTED = frozenset({"screenshot", CHUNKS_FORMAT}) | STRUCTURED_FORMATS
+#: Formats made from the page's Markdown.
+_FROM_MARKDOWN = frozenset({CHUNKS_FORMAT}) | STRUCTURED_FORMATS
 
 
 def extracted_formats(formats: Collection[str]) -> tuple[str, ...]:
-    """What the extractor is asked for, of a job's formats (chunks need the Markdown)."""
+    """What the extractor is asked for, of a job's formats (chunks, json and summary need
+    the Markdown)."""
     wanted = [fmt for fmt in formats if fmt not in NOT_EXTRACTED]
-    if CHUNKS_FORMAT in formats and "markdown" not in wanted:
+    if _FROM_MARKDOWN & set(formats) and "markdown" not in wanted:
         wanted.append("markdown")
     return tuple(wanted)
 
