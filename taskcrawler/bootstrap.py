@@ -110,7 +110,13 @@ def job_policy(settings: Settings) -> JobPolicy:
         redispatch_after=settings.redispatch_seconds,
         rate_limit_per_minute=settings.rate_limit_per_minute,
         max_pending_jobs=settings.max_pending_jobs,
+        model_configured=model_configured(settings),
     )
+
+
+def model_configured(settings: Settings) -> bool:
+    """Whether a language model is configured: the json and summary formats need one."""
+    return bool(settings.llm_url and settings.llm_model)
 
 
 def rate_limiter(runtime: Runtime) -> RateLimiter:
@@ -184,6 +190,7 @@ def api_services(
             max_limit=runtime.settings.crawl_max_limit,
             redispatch_after=runtime.settings.redispatch_seconds,
             max_pending_jobs=runtime.settings.max_pending_jobs,
+            model_configured=model_configured(runtime.settings),
         ),
         storage.crawls,
         storage.jobs,
@@ -340,7 +347,7 @@ def reranker(settings: Settings) -> Reranker | None:
 def chat_model(settings: Settings) -> ChatModel | None:
     """The language model at TASKCRAWLER_LLM_URL, if one is configured."""
     if not settings.llm_url or not settings.llm_model:
-        return None
+        return None  # model_configured() is False: the API refuses what needs one
     from taskcrawler.llm import LLMConfig, build_chat_model
 
     return build_chat_model(

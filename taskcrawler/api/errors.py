@@ -25,6 +25,7 @@ from taskcrawler.domain.errors import (
     Unauthenticated,
 )
 from taskcrawler.domain.jobs import InvalidJobFilter
+from taskcrawler.domain.structured import ModelNotConfigured
 from taskcrawler.service.firecrawl import ScrapeFailed, ScrapeTimedOut, Unsupported
 from taskcrawler.service.mapping import MapRefused
 
@@ -153,6 +154,7 @@ def install_error_handlers(app: FastAPI) -> None:
         Unauthenticated: _detail(401, {"WWW-Authenticate": "Bearer"}),
         Forbidden: _detail(403),
         Unsupported: _detail(400),
+        ModelNotConfigured: _detail(400),
         ScrapeTimedOut: _detail(408),
         ScrapeFailed: _detail(500),
     }

@@ -269,6 +269,8 @@ class FirecrawlScrapeOptions(RequestModel):
     blockAds: bool | None = None
     parsers: list[str | dict[str, Any]] | None = Field(None, max_length=8)
     changeTrackingOptions: dict[str, Any] | None = None
+    # v1's options of the json format ({schema, prompt, systemPrompt}); v2 puts them in it.
+    jsonOptions: dict[str, Any] | None = None
     maxAge: int | None = Field(None, ge=0, le=100 * 365 * 24 * 3600 * 1000)
     timeout: int | None = Field(None, ge=1, le=FIRECRAWL_MAX_TIMEOUT_MS)
     # Accepted whatever their value: they change nothing TaskCrawler returns.

@@ -41,6 +41,12 @@ from taskcrawler.domain.scrape_options import (
 from taskcrawler.domain.scrape_options import (
     MAX_HEADERS as MAX_REQUEST_HEADERS,
 )
+from taskcrawler.domain.structured import (
+    MAX_PROMPT_CHARS,
+    InvalidJsonRequest,
+    JsonRequest,
+    json_request,
+)
 from taskcrawler.domain.urls import MAX_URL_LENGTH
 from taskcrawler.domain.views import CrawlView, JobView
 from taskcrawler.domain.webhooks import DeliveryStatus
@@ -48,7 +54,17 @@ from taskcrawler.service.mapping import DEFAULT_MAP_LIMIT, MAX_SEARCH_CHARS
 from taskcrawler.service.monitors import RunView
 
 Format = Literal[
-    "metadata", "markdown", "text", "html", "clean_html", "images", "links", "screenshot", "chunks"
+    "metadata",
+    "markdown",
+    "text",
+    "html",
+    "clean_html",
+    "images",
+    "links",
+    "screenshot",
+    "chunks",
+    "json",
+    "summary",
 ]
 #: Entries ``formats`` may list, repeats included (they are dropped): each format a few times
 #: over is a client's slip; more is not a list of formats.
@@ -186,6 +202,17 @@ class ScrapeOptionsIn(RequestModel):
         le=MAX_CRAWL_CONCURRENCY,
         description="A crawl's pages fetched at once at most, across all workers.",
     )
+    json_schema: dict[str, Any] | None = Field(
+        None,
+        description='Format "json": a JSON Schema the answer must be valid against. A schema '
+        'whose fields carry a "selector" (and an "attribute") is read from the page without a '
+        "model; any other needs TASKCRAWLER_LLM_URL.",
+    )
+    json_prompt: str | None = Field(
+        None,
+        max_length=MAX_PROMPT_CHARS,
+        description='Format "json": what the model is asked to read from the page.',
+    )
 
     @model_validator(mode="after")
     def _checked(self) -> ScrapeOptionsIn:
@@ -208,10 +235,19 @@ class ScrapeOptionsIn(RequestModel):
                 max_pages=self.pdf_max_pages,
                 delay=self.delay,
                 max_concurrency=self.max_concurrency,
+                json=self._json(),
                 names={"max_pages": "pdf_max_pages"},
             )
         except InvalidOption as exc:
             raise ValueError(str(exc)) from None
+
+    def _json(self) -> JsonRequest | None:
+        if self.json_schema is None and self.json_prompt is None:
+            return None
+        try:
+            return json_request(self.json_schema, self.json_prompt, "options.json")
+        except InvalidJsonRequest as exc:
+            raise ValueError(str(exc).replace("options.json.", "json_", 1)) from None
 
 
 def scrape_options_of(options: ScrapeOptionsIn | None) -> ScrapeOptions | None:
@@ -905,6 +941,9 @@ class FirecrawlDocument(BaseModel):
         "same API key).",
     )
     warning: str | None = Field(None, description="What the document lacks, and why.")
+    summary: str | None = Field(None, description="The model's summary of the page.")
+    # ``json`` (what the model or the schema's selectors read) is an extra field: a field of
+    # that name would shadow BaseModel.json.
     metadata: dict[str, Any]
 
 

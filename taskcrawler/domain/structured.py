@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +62,27 @@ class InvalidJsonRequest(ValueError):
         super().__init__(f"{field}: {message}")
         self.field = field
         self.message = message
+
+
+class ModelNotConfigured(ValueError):
+    """A format that needs a language model, where none is configured: a 400 saying how."""
+
+
+def needs_model(formats: Collection[str], json: JsonRequest | None) -> bool:
+    """Whether a language model makes some of ``formats``: ``summary``, or a ``json`` that is
+    not a selector schema."""
+    if SUMMARY_FORMAT in formats:
+        return True
+    return JSON_FORMAT in formats and not (json is not None and json.by_selectors)
+
+
+def check_model(formats: Collection[str], json: JsonRequest | None, *, configured: bool) -> None:
+    """:class:`ModelNotConfigured` when ``formats`` need a model and none is configured."""
+    if not configured and needs_model(formats, json):
+        asked = "summary" if SUMMARY_FORMAT in formats else "json (without a selector schema)"
+        raise ModelNotConfigured(
+            f"formats: {asked} needs a language model, and none is configured: {HOW_TO_CONFIGURE}"
+        )
 
 
 class AnswerRejected(ValueError):
@@ -313,8 +334,11 @@ __all__ = [
     "AnswerRejected",
     "InvalidJsonRequest",
     "JsonRequest",
+    "ModelNotConfigured",
     "SelectorField",
+    "check_model",
     "json_request",
+    "needs_model",
     "parsed_answer",
     "read_value",
     "selector_fields",

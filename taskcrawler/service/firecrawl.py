@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID, uuid4
@@ -42,6 +42,13 @@ from taskcrawler.domain.scrape_options import (
     ScrapeOptions,
     check_headers,
 )
+from taskcrawler.domain.structured import (
+    JSON_FORMAT,
+    SUMMARY_FORMAT,
+    InvalidJsonRequest,
+    JsonRequest,
+    json_request,
+)
 from taskcrawler.domain.urls import validate_url
 from taskcrawler.service.content import ContentService
 from taskcrawler.service.crawls import CrawlService
@@ -62,7 +69,11 @@ FORMATS: Mapping[str, str] = {
     "links": "links",
     "images": "images",
     "screenshot": SCREENSHOT,
+    "json": JSON_FORMAT,
+    "summary": SUMMARY_FORMAT,
 }
+#: The fields of v2's ``{"type": "json", …}`` format and of v1's ``jsonOptions``.
+_JSON_FIELDS = frozenset({"type", "schema", "prompt", "systemPrompt"})
 #: What the ``pdf`` parser takes: ``mode`` fast or auto (its text), false ``pages``/``blocks``.
 _PDF_PARSER_FIELDS = frozenset({"type", "maxPages", "mode", "pages", "blocks"})
 #: Our fields, as Firecrawl names them in errors.
@@ -81,9 +92,7 @@ _OPTION_FIELDS = {
 SCREENSHOTS = frozenset({"screenshot", "screenshot@fullPage"})
 #: The options of v2's ``{"type": "screenshot", …}`` format that TaskCrawler takes.
 _SCREENSHOT_FIELDS = frozenset({"type", "fullPage", "viewport", "quality"})
-UNSUPPORTED_FORMATS = frozenset(
-    {"json", "extract", "summary", "branding", "attributes", "content"}
-)  # fmt: skip
+UNSUPPORTED_FORMATS = frozenset({"branding", "attributes", "content"})
 #: Firecrawl's default wait for a scrape (its ``timeout``), in milliseconds.
 DEFAULT_TIMEOUT_MS = 30_000
 MAX_TIMEOUT_MS = 300_000
@@ -101,6 +110,16 @@ PAST_LIMITS = frozenset(
         ErrorCode.PARSE_TIMEOUT,
         ErrorCode.PARSE_CRASHED,
         ErrorCode.UNREADABLE_DOCUMENT,
+    }
+)
+#: A scrape whose page was fetched but whose json or summary could not be made is a 500 with
+#: the reason (Firecrawl's answer when its model fails).
+MODEL_FAILURES = frozenset(
+    {
+        ErrorCode.LLM_NOT_CONFIGURED,
+        ErrorCode.LLM_UNAVAILABLE,
+        ErrorCode.LLM_INVALID_ANSWER,
+        ErrorCode.JSON_SCHEMA_MISMATCH,
     }
 )
 #: A crawl's errors are its newest failed pages, this many at most.
@@ -245,16 +264,24 @@ def page_options(
     wait_for_ms: int | None = None,
     options: ScrapeOptions = DEFAULT_OPTIONS,
     tracking_options: Mapping[str, Any] | None = None,
+    json_options: Mapping[str, Any] | None = None,
 ) -> PageOptions:
     """Firecrawl's ``formats`` (strings, or ``{"type": …}`` objects in v2), ``waitFor`` and
-    v1's ``changeTrackingOptions``, checked."""
+    v1's ``changeTrackingOptions`` and ``jsonOptions``, checked."""
     names: list[str] = []
     screenshot: ScreenshotSpec | None = None
     tracking: TrackingRequest | None = None
+    json: JsonRequest | None = None
     for index, item in enumerate(requested):
         name = item.get("type") if isinstance(item, Mapping) else item
         if not isinstance(name, str):
             raise Unsupported(f"formats[{index}]: not a format")
+        if name in ("json", "extract"):  # v1's older name for it
+            asked = item if isinstance(item, Mapping) else (json_options or {})
+            where = f"formats[{index}]" if isinstance(item, Mapping) else "jsonOptions"
+            json = json_format(asked, where)
+            names.append("json")
+            continue
         if name == "changeTracking":
             asked = item if isinstance(item, Mapping) else (tracking_options or {})
             where = f"formats[{index}]" if isinstance(item, Mapping) else "changeTrackingOptions"
@@ -276,8 +303,27 @@ def page_options(
         names.append(name)
     if tracking_options is not None and tracking is None:
         raise Unsupported("changeTrackingOptions: needs changeTracking in formats")
+    if json_options is not None and json is None:
+        raise Unsupported("jsonOptions: needs json in formats")
+    if json is not None:
+        options = replace(options, json_schema=json.schema_json, json_prompt=json.prompt)
     formats = tuple(dict.fromkeys(names)) or ("markdown",)
     return PageOptions(formats, screenshot, wait_for_ms or None, options, tracking)
+
+
+def json_format(asked: Mapping[str, Any], where: str) -> JsonRequest:
+    """v2's ``{"type": "json", "schema", "prompt"}`` or v1's ``jsonOptions`` (with its
+    ``systemPrompt``, which goes before the prompt)."""
+    if unknown := sorted(set(asked) - _JSON_FIELDS):
+        raise Unsupported(f"{where}.{unknown[0]}: not an option of the json format")
+    prompt = asked.get("prompt")
+    system = asked.get("systemPrompt")
+    if isinstance(system, str) and system.strip():
+        prompt = f"{system.strip()}\n\n{prompt}" if isinstance(prompt, str) else system
+    try:
+        return json_request(asked.get("schema"), prompt, where)
+    except InvalidJsonRequest as exc:
+        raise Unsupported(str(exc)) from None
 
 
 def scrape_options(
@@ -608,7 +654,9 @@ class FirecrawlService:
             # change (another URL, fewer pages), as any bad input is.
             raise Unsupported(f"url: {job.error_log}")
         if job.status is JobStatus.FAILED and (
-            job.http_status is None or job.error_code == ErrorCode.RENDER_UNAVAILABLE
+            job.http_status is None
+            or job.error_code == ErrorCode.RENDER_UNAVAILABLE
+            or job.error_code in MODEL_FAILURES
         ):
             raise ScrapeFailed(job.error_log or "the page could not be fetched")
         if job.status is not JobStatus.COMPLETED and job.http_status is None:
@@ -683,6 +731,8 @@ async def firecrawl_document(
         elif name == "images":
             listed = await content.text(job.id, "images") if completed else None
             doc["images"] = [url for url in (listed or "").split("\n") if url]
+        elif name in ("json", "summary"):
+            doc[name] = (job.result or {}).get(name) if completed else None
         else:
             doc[name] = (await content.text(job.id, FORMATS[name]) or "") if completed else ""
     doc["metadata"] = _metadata(job)
@@ -723,6 +773,8 @@ def _their_formats(job: Job) -> tuple[str, ...]:
         "links": ("links",),
         "images": ("images",),
         SCREENSHOT: ("screenshot",),
+        JSON_FORMAT: ("json",),
+        SUMMARY_FORMAT: ("summary",),
     }
     return tuple(name for ours in job.formats for name in theirs.get(ours, ()))
 

@@ -127,6 +127,7 @@ def _page(
             options.waitFor,
             chosen,
             options.changeTrackingOptions,
+            options.jsonOptions,
         )
     except Unsupported as exc:
         raise Unsupported(f"{where}{exc}") from None
