@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from taskcrawler.llm import ChatModel
     from taskcrawler.observability import WorkerMetrics
     from taskcrawler.rerank import Reranker
+    from taskcrawler.websearch import WebSearch
     from taskcrawler.worker import Worker
     from taskcrawler.worker.firecrawl_hooks import HookAnnouncer
     from taskcrawler.worker.monitoring import MonitorScheduler
@@ -161,12 +162,14 @@ def api_services(
     parsers: CallRunner,
     *,
     reranker: Reranker | None = None,
+    web_engine: WebSearch | None = None,
     on_created: Callable[[int], object] = lambda count: None,
 ) -> Services:
     from taskcrawler.service.crawls import CrawlPolicy, CrawlService
     from taskcrawler.service.firecrawl import FirecrawlService
     from taskcrawler.service.mapping import MapService
     from taskcrawler.service.search import SearchService
+    from taskcrawler.service.web_search import WebSearchService
 
     storage = runtime.storage
     jobs = JobService(
@@ -196,8 +199,10 @@ def api_services(
         storage.jobs,
         runtime.queue,
     )
+    web_search = WebSearchService(web_engine, jobs)
     return Services(
         jobs=jobs,
+        web_search=web_search,
         content=content,
         deliveries=DeliveryService(jobs, storage.webhooks),
         keys=key_service(storage, runtime.settings),
@@ -216,6 +221,7 @@ def api_services(
             crawls,
             storage.firecrawl_hooks,
             storage.tracking,
+            web=web_search,
             max_wait_seconds=runtime.settings.scrape_max_wait_seconds,
             worker_concurrency=runtime.settings.worker_concurrency,
         ),
@@ -341,6 +347,17 @@ def reranker(settings: Settings) -> Reranker | None:
             api_key=settings.rerank_api_key,
             timeout_seconds=settings.rerank_timeout_seconds,
         )
+    )
+
+
+def web_search(settings: Settings) -> WebSearch | None:
+    """The search engine at TASKCRAWLER_SEARXNG_URL, if one is configured."""
+    if not settings.searxng_url:
+        return None
+    from taskcrawler.websearch import SearxngConfig, build_web_search
+
+    return build_web_search(
+        SearxngConfig(url=settings.searxng_url, timeout_seconds=settings.searxng_timeout_seconds)
     )
 
 

@@ -26,6 +26,7 @@ from taskcrawler.domain.errors import (
 )
 from taskcrawler.domain.jobs import InvalidJobFilter
 from taskcrawler.domain.structured import ModelNotConfigured
+from taskcrawler.domain.web_search import InvalidWebQuery, WebSearchFailed, WebSearchNotConfigured
 from taskcrawler.service.firecrawl import ScrapeFailed, ScrapeTimedOut, Unsupported
 from taskcrawler.service.mapping import MapRefused
 
@@ -155,6 +156,9 @@ def install_error_handlers(app: FastAPI) -> None:
         Forbidden: _detail(403),
         Unsupported: _detail(400),
         ModelNotConfigured: _detail(400),
+        WebSearchNotConfigured: _detail(400),
+        InvalidWebQuery: _detail(422),
+        WebSearchFailed: _detail(502),
         ScrapeTimedOut: _detail(408),
         ScrapeFailed: _detail(500),
     }

@@ -49,6 +49,9 @@ from taskcrawler.domain.structured import (
 )
 from taskcrawler.domain.urls import MAX_URL_LENGTH
 from taskcrawler.domain.views import CrawlView, JobView
+from taskcrawler.domain.web_search import DEFAULT_RESULTS as DEFAULT_WEB_RESULTS
+from taskcrawler.domain.web_search import MAX_QUERY_CHARS
+from taskcrawler.domain.web_search import MAX_RESULTS as MAX_WEB_RESULTS
 from taskcrawler.domain.webhooks import DeliveryStatus
 from taskcrawler.service.mapping import DEFAULT_MAP_LIMIT, MAX_SEARCH_CHARS
 from taskcrawler.service.monitors import RunView
@@ -313,6 +316,42 @@ class JobOptionsIn(RequestModel):
     @classmethod
     def _each_once(cls, formats: list[Format] | None) -> list[Format] | None:
         return None if formats is None else list(dict.fromkeys(formats))
+
+
+class WebSearchIn(JobOptionsIn):
+    """``POST /api/v1/web-search``: the web, through the deployment's search engine."""
+
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What to search.")
+    limit: int = Field(DEFAULT_WEB_RESULTS, ge=1, le=MAX_WEB_RESULTS, description="Results.")
+    source: Literal["web", "news", "images"] = Field(
+        "web", description="The engine's category: web pages, news, or images."
+    )
+    language: str | None = Field(
+        None, max_length=20, description="A language tag the engine filters by (en, de-CH)."
+    )
+    time_range: Literal["day", "week", "month", "year"] | None = Field(
+        None, description="Only results this recent."
+    )
+    include_domains: list[Annotated[str, Field(max_length=253)]] | None = Field(
+        None, max_length=50, description="Only results on these domains (and their subdomains)."
+    )
+    exclude_domains: list[Annotated[str, Field(max_length=253)]] | None = Field(
+        None, max_length=50, description="No results on these domains."
+    )
+
+
+class WebSearchResultOut(BaseModel):
+    url: str
+    title: str
+    description: str
+    position: int
+    published: str | None = None
+    image_url: str | None = None
+    job_id: UUID | None = Field(None, description="The result's job, when formats were asked.")
+
+
+class WebSearchOut(BaseModel):
+    results: list[WebSearchResultOut]
 
 
 class JobCreate(JobOptionsIn):
@@ -970,6 +1009,46 @@ class FirecrawlErrorOut(BaseModel):
     success: Literal[False] = False
     error: str = Field(description="What was refused, naming the field when one was.")
     details: list[Any] | None = Field(None, description="Validation errors, when any.")
+
+
+class FirecrawlSearchOutV1(BaseModel):
+    success: bool = True
+    data: list[dict[str, Any]] = Field(
+        description="The results: url, title, description; with scrapeOptions, each also "
+        "the formats of its document and its metadata."
+    )
+    warning: str | None = None
+
+
+class FirecrawlSearchData(BaseModel):
+    web: list[dict[str, Any]] | None = None
+    news: list[dict[str, Any]] | None = None
+    images: list[dict[str, Any]] | None = None
+
+
+class FirecrawlSearchOutV2(BaseModel):
+    success: bool = True
+    data: FirecrawlSearchData
+    warning: str | None = None
+
+
+class FirecrawlExtractStarted(BaseModel):
+    success: bool = True
+    id: str
+    url: str = Field(description="Where to read the extract's status.")
+    invalidURLs: list[str] | None = None
+
+
+class FirecrawlExtractStatus(BaseModel):
+    success: bool = True
+    status: Literal["processing", "completed", "failed"]
+    data: Any = Field(None, description="The pages' answers, merged into one.")
+    error: str | None = None
+    warning: str | None = None
+    sources: dict[str, list[str]] | None = Field(
+        None, description='{"urls": the pages the answer was read from}.'
+    )
+    expiresAt: datetime
 
 
 class FirecrawlBatchStarted(BaseModel):

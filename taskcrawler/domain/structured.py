@@ -321,6 +321,25 @@ def validated(value: Any, schema: Mapping[str, Any] | None) -> Any:
     return value
 
 
+def merged(values: list[Any]) -> Any:
+    """One answer of several pages' (an extract of many URLs with one schema): objects merged
+    field by field, lists joined (each item once), and for anything else the first page that
+    has it, in the order of the pages."""
+    present = [value for value in values if value is not None]
+    if not present:
+        return None
+    if all(isinstance(value, dict) for value in present):
+        keys = list(dict.fromkeys(key for value in present for key in value))
+        return {key: merged([value.get(key) for value in present]) for key in keys}
+    if all(isinstance(value, list) for value in present):
+        joined: dict[bytes, Any] = {}
+        for value in present:
+            for item in value:
+                joined.setdefault(orjson.dumps(item, option=orjson.OPT_SORT_KEYS), item)
+        return list(joined.values())
+    return present[0]
+
+
 def _brief(message: str) -> str:
     return message if len(message) <= MAX_PROBLEM_CHARS else message[: MAX_PROBLEM_CHARS - 1] + "…"
 
@@ -338,6 +357,7 @@ __all__ = [
     "SelectorField",
     "check_model",
     "json_request",
+    "merged",
     "needs_model",
     "parsed_answer",
     "read_value",

@@ -45,15 +45,20 @@ from taskcrawler.domain.scrape_options import (
 from taskcrawler.domain.structured import (
     JSON_FORMAT,
     SUMMARY_FORMAT,
+    AnswerRejected,
     InvalidJsonRequest,
     JsonRequest,
     json_request,
+    merged,
+    validated,
 )
 from taskcrawler.domain.urls import validate_url
+from taskcrawler.domain.web_search import WebQuery, WebResult
 from taskcrawler.service.content import ContentService
 from taskcrawler.service.crawls import CrawlService
 from taskcrawler.service.jobs import JobOptions, JobService
 from taskcrawler.service.mapping import MapService
+from taskcrawler.service.web_search import WebSearchService
 from taskcrawler.storage.ports import (
     BatchRepository,
     ContentRepository,
@@ -467,6 +472,24 @@ class CrawlStatusPage:
     next_cursor: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class SearchAnswer:
+    """A search's results, each with its document when it was scraped."""
+
+    results: list[tuple[WebResult, dict[str, Any] | None]]
+    warning: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractStatus:
+    status: Literal["processing", "completed", "failed"]
+    data: Any = None
+    error: str | None = None
+    warning: str | None = None
+    #: The pages the answer was read from.
+    sources: list[str] | None = None
+
+
 class FirecrawlService:
     def __init__(
         self,
@@ -478,10 +501,12 @@ class FirecrawlService:
         hooks: FirecrawlHookRepository,
         tracking: TrackingRepository,
         *,
+        web: WebSearchService | None = None,
         max_wait_seconds: float = MAX_TIMEOUT_MS / 1000,
         worker_concurrency: int = 100,
     ) -> None:
         self.jobs = jobs
+        self.web = web or WebSearchService(None, jobs)
         self.worker_concurrency = worker_concurrency
         # A scrape holds its request open until the page is done: the operator's bound on that,
         # whatever ``timeout`` the client asks for.
@@ -705,6 +730,95 @@ class FirecrawlService:
     ) -> dict[str, Any]:
         """The Firecrawl document of one of the caller's finished jobs (read for the caller)."""
         return await firecrawl_document(self.content.content, job, formats, screenshot_url)
+
+    # --- search ---------------------------------------------------------------------------
+
+    async def search(
+        self,
+        caller: Caller,
+        query: WebQuery,
+        page: PageOptions | None,
+        *,
+        timeout_ms: int,
+        screenshot_url: ScreenshotURL,
+    ) -> SearchAnswer:
+        """The query's results from the search engine; with ``page`` (Firecrawl's
+        ``scrapeOptions``), each result is scraped as a job of the caller and carries its
+        document, once done within ``timeout_ms`` (those not done by then carry none, and the
+        answer's ``warning`` says so)."""
+        if page is not None and self.web.configured:
+            self.jobs.check_options(page.job_options(None))
+        results = await self.web.search(query)
+        if page is None or not results:
+            return SearchAnswer([(result, None) for result in results])
+        created = await self.jobs.submit_batch(
+            caller, [result.url for result in results], page.job_options(None)
+        )
+        deadline = time.monotonic() + min(timeout_ms / 1000, self.max_wait_seconds)
+        found: list[tuple[WebResult, dict[str, Any] | None]] = []
+        late = 0
+        for result, made in zip(results, created, strict=True):
+            job = await self._finished_by(caller, made.job, deadline)
+            if job is None:
+                late += 1
+                found.append((result, None))
+                continue
+            document = await self.document(caller, job, page.formats, screenshot_url)
+            found.append((result, document))
+        warning = f"{late} results were not scraped within the timeout" if late else None
+        return SearchAnswer(found, warning)
+
+    async def _finished_by(self, caller: Caller, job: Job, deadline: float) -> Job | None:
+        """``job`` once final, or None if it is not by ``deadline``."""
+        while not job.status.is_final:
+            if time.monotonic() >= deadline:
+                return None
+            await asyncio.sleep(POLL_SECONDS)
+            job = await self.jobs.get(caller, job.id)
+        return job
+
+    # --- extract --------------------------------------------------------------------------
+
+    async def start_extract(
+        self, caller: Caller, urls: list[str], request: JsonRequest, page: PageOptions
+    ) -> UUID:
+        """Every URL a job whose ``json`` format is ``request``, kept as a batch: the extract's
+        id. The answer is made from the pages' answers when all are done
+        (:meth:`extract_status`)."""
+        options = replace(page.options, json_schema=request.schema_json, json_prompt=request.prompt)
+        json_page = replace(page, formats=("json",), options=options)
+        created = await self.jobs.submit_batch(caller, urls, json_page.job_options(None))
+        return await self.batches.create(caller.owner, [made.job.id for made in created])
+
+    async def extract_status(self, caller: Caller, extract_id: UUID) -> ExtractStatus:
+        """An extract as Firecrawl shows it: ``processing`` until every page is done, then
+        ``completed`` with the pages' answers merged into one (and validated against the
+        schema), or ``failed`` when no page gave one."""
+        jobs = await self.batches.jobs_of(caller.owner, extract_id)
+        if jobs is None:
+            raise NotFound("no extract with this id")
+        if not all(job.status.is_final for job in jobs):
+            return ExtractStatus("processing")
+        answers = [
+            (job.result or {}).get("json") for job in jobs if job.status is JobStatus.COMPLETED
+        ]
+        failed = [job for job in jobs if job.status is not JobStatus.COMPLETED]
+        sources = [job.url for job in jobs if job.status is JobStatus.COMPLETED]
+        if not answers:
+            reason = failed[0].error_log if failed and failed[0].error_log else "no page was read"
+            return ExtractStatus("failed", error=reason)
+        schema = jobs[0].options.json.schema if jobs[0].options.json else None
+        try:
+            data = validated(merged(answers), schema)
+        except AnswerRejected as exc:
+            return ExtractStatus("failed", error=f"the pages' answers together: {exc}")
+        warning = (
+            f"{len(failed)} of {len(jobs)} pages gave no answer: "
+            + ", ".join(j.url for j in failed[:5])
+            if failed
+            else None
+        )
+        return ExtractStatus("completed", data=data, sources=sources, warning=warning)
 
     async def map(self, caller: Caller, url: str, **options: Any) -> list[str]:
         request = self.mapper.request(url, **options)

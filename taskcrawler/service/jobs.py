@@ -113,12 +113,17 @@ class JobService:
 
     # --- submit ---------------------------------------------------------------------------
 
-    def _new_job(self, caller: Caller, url: str, options: JobOptions) -> NewJob:
+    def check_options(self, options: JobOptions) -> None:
+        """What a submission is refused for whatever its URL: formats that need a model where
+        none is configured (:class:`ModelNotConfigured`)."""
         check_model(
             options.formats or (),
             options.options.json if options.options else None,
             configured=self.policy.model_configured,
         )
+
+    def _new_job(self, caller: Caller, url: str, options: JobOptions) -> NewJob:
+        self.check_options(options)
         callback = options.callback_url or (caller.key.callback_url if caller.key else None)
         return NewJob(
             url=url,
