@@ -392,7 +392,7 @@ BASELINES: dict[tuple[str, str], Callable[[Context], Any]] = {
     # No change exists yet: an unknown one is a valid request all the same (a 404).
     ("path", "change_id"): lambda ctx: "00000000-0000-4000-8000-000000000000",
     # Firecrawl's routes that TaskCrawler does not offer answer Firecrawl's 404.
-    ("path", "rest"): lambda ctx: "search",
+    ("path", "rest"): lambda ctx: "agent",
 }
 
 
