@@ -241,10 +241,15 @@ async def test_search_v1_news_and_native_web_search(
 
 
 async def test_without_a_model_or_engine_a_400_says_how_to_configure(
-    sqlite_url: str, target: TargetServer
+    sqlite_url: str, target: TargetServer, searx: tuple[FakeSearxng, str]
 ) -> None:
+    """Also: search results are fetched through the address guard (the fake engine lists the
+    local target, which a deployment without private networks must not reach)."""
     await upgrade_database(sqlite_url)
-    async with running("api", fast_settings(database_url=sqlite_url)) as service:
+    settings = fast_settings(
+        database_url=sqlite_url, allow_private_networks=False, searxng_url=searx[1]
+    )
+    async with running("embedded", settings) as service:
         http = service.client
         summary = await http.post("/v2/scrape", json={"url": target.url(), "formats": ["summary"]})
         prompt = await http.post(
@@ -255,10 +260,16 @@ async def test_without_a_model_or_engine_a_400_says_how_to_configure(
             "/api/v1/jobs",
             json={"url": target.url(), "formats": ["json"], "options": {"json_schema": PRODUCTS}},
         )
+        found = await http.post(
+            "/api/v1/web-search", json={"query": "tea", "limit": 1, "formats": ["markdown"]}
+        )
+        guarded = await service.wait_for(found.json()["results"][0]["job_id"])
+        service.services.web_search.engine = None  # as a deployment without an engine
         search = await http.post("/v2/search", json={"query": "tea"})
         native = await http.post("/api/v1/web-search", json={"query": "tea"})
     assert summary.status_code == 400 and "TASKCRAWLER_LLM_URL" in summary.json()["error"]
     assert prompt.status_code == 400 and "TASKCRAWLER_LLM_URL" in prompt.json()["detail"]
     assert selectors.status_code == 201  # a selector schema needs no model
+    assert guarded["status"] == "FAILED" and guarded["error_code"] == "blocked_address"
     assert search.status_code == 400 and "TASKCRAWLER_SEARXNG_URL" in search.json()["error"]
     assert native.status_code == 400 and "TASKCRAWLER_SEARXNG_URL" in native.json()["detail"]
