@@ -4,7 +4,12 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from taskcrawler.domain.structured import HOW_TO_CONFIGURE
+#: How to turn the model on: what a request that needs one is told without it.
+HOW_TO_CONFIGURE = (
+    "set TASKCRAWLER_LLM_URL (the base URL of an OpenAI-compatible chat endpoint, e.g. "
+    "http://localhost:11434/v1 for Ollama) and TASKCRAWLER_LLM_MODEL where the API and the "
+    "workers run (and TASKCRAWLER_LLM_API_KEY if it needs a key)"
+)
 
 
 class ErrorCode(StrEnum):

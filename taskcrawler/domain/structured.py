@@ -27,14 +27,10 @@ import orjson
 from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError
 
+from taskcrawler.domain.errors import HOW_TO_CONFIGURE
 from taskcrawler.domain.selectors import InvalidSelector, parse_ignore_selectors
+from taskcrawler.domain.texts import shortened
 
-#: How to turn the model on: what a request that needs one is told without it.
-HOW_TO_CONFIGURE = (
-    "set TASKCRAWLER_LLM_URL (the base URL of an OpenAI-compatible chat endpoint, e.g. "
-    "http://localhost:11434/v1 for Ollama) and TASKCRAWLER_LLM_MODEL where the API and the "
-    "workers run (and TASKCRAWLER_LLM_API_KEY if it needs a key)"
-)
 JSON_FORMAT = "json"
 SUMMARY_FORMAT = "summary"
 #: The formats a model (or selectors) make after extraction, kept in the job's result.
@@ -341,7 +337,7 @@ def merged(values: list[Any]) -> Any:
 
 
 def _brief(message: str) -> str:
-    return message if len(message) <= MAX_PROBLEM_CHARS else message[: MAX_PROBLEM_CHARS - 1] + "…"
+    return shortened(message, MAX_PROBLEM_CHARS)
 
 
 __all__ = [

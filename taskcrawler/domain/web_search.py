@@ -14,6 +14,7 @@ from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from taskcrawler.domain.errors import InvalidURL
+from taskcrawler.domain.texts import shortened
 from taskcrawler.domain.urls import validate_url
 
 #: How to turn web search on: what a search is told without it.
@@ -182,8 +183,7 @@ def _in_domains(url: str, query: WebQuery) -> bool:
 def _text(value: Any, limit: int) -> str:
     if not isinstance(value, str):
         return ""
-    text = " ".join(value.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
+    return shortened(" ".join(value.split()), limit)
 
 
 __all__ = [

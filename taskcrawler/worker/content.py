@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from taskcrawler.domain import Outcome
 from taskcrawler.domain.chunks import CHUNKS_FORMAT
 from taskcrawler.domain.pages import FetchedPage, PageContent
 from taskcrawler.domain.scrape_options import ScrapeOptions
@@ -59,6 +60,20 @@ def content_choice(options: ScrapeOptions) -> ContentChoice:
         keep_data_images=options.keep_base64_images,
     )
     return WHOLE_CONTENT if choice == WHOLE_CONTENT else choice
+
+
+def format_failed(outcome: Outcome, code: str, message: str, *, transient: bool = False) -> Outcome:
+    """A page fetched and read, whose format could not be made after extraction (chunks,
+    json, summary): the job fails with ``code``, and keeps what it knows of the page."""
+    return Outcome(
+        job=outcome.job,
+        http_status=outcome.http_status,
+        final_url=outcome.final_url,
+        content_type=outcome.content_type,
+        error_code=code,
+        error_message=message,
+        transient=transient,
+    )
 
 
 def rederived_result(

@@ -32,6 +32,7 @@ from taskcrawler.domain.structured import (
 )
 from taskcrawler.extract.structured import select_json
 from taskcrawler.llm import ChatModel, LLMUnavailable, Message
+from taskcrawler.worker.content import format_failed
 from taskcrawler.worker.parsing import PageParser, ParseCrashed, ParseTimeout
 
 log = logging.getLogger(__name__)
@@ -170,11 +171,4 @@ def _failed(outcome: Outcome, code: ErrorCode, message: str) -> Outcome:
     """The page was fetched, but a format it asked for could not be made: FAILED at once (the
     same page and model would fail again; submitting it again is the user's choice)."""
     log.info("format json/summary failed for %s: %s", outcome.job.url, code)
-    return Outcome(
-        job=outcome.job,
-        http_status=outcome.http_status,
-        final_url=outcome.final_url,
-        content_type=outcome.content_type,
-        error_code=code,
-        error_message=message,
-    )
+    return format_failed(outcome, code, message)
