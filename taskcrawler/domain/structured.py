@@ -131,7 +131,11 @@ def json_request(schema: Any = None, prompt: Any = None, where: str = "json") ->
 def _checked_schema(schema: Any, where: str) -> dict[str, Any]:
     if not isinstance(schema, Mapping):
         raise InvalidJsonRequest(where, "must be a JSON Schema object")
-    if len(orjson.dumps(schema)) > MAX_SCHEMA_BYTES:
+    try:
+        size = len(orjson.dumps(schema))
+    except orjson.JSONEncodeError:  # an integer past 64 bits, a value JSON cannot carry
+        raise InvalidJsonRequest(where, "holds a value JSON Schema cannot use") from None
+    if size > MAX_SCHEMA_BYTES:
         raise InvalidJsonRequest(where, f"at most {MAX_SCHEMA_BYTES:,} bytes of JSON")
     for path, node, depth in _walk(schema, where, 0):
         if depth > MAX_SCHEMA_DEPTH:
@@ -141,13 +145,32 @@ def _checked_schema(schema: Any, where: str) -> dict[str, Any]:
                 f"{path}.{refused[0]}", "not supported (regular expressions are not run)"
             )
         ref = node.get("$ref")
-        if ref is not None and not (isinstance(ref, str) and ref.startswith("#")):
-            raise InvalidJsonRequest(f"{path}.$ref", "only references inside the schema (#/…)")
+        if ref is not None and not _points_inside(schema, ref):
+            raise InvalidJsonRequest(
+                f"{path}.$ref", "only references to a part of the schema itself (#/$defs/…)"
+            )
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
         raise InvalidJsonRequest(where, f"not a valid JSON Schema: {_brief(exc.message)}") from None
     return dict(schema)
+
+
+def _points_inside(schema: Mapping[str, Any], ref: Any) -> bool:
+    """Whether ``ref`` is a JSON pointer (``#``, ``#/$defs/item``) to a part of ``schema``: a
+    reference the validator can follow without looking anywhere else."""
+    if not isinstance(ref, str) or not (ref == "#" or ref.startswith("#/")):
+        return False
+    node: Any = schema
+    for raw in ref[2:].split("/") if ref != "#" else ():
+        key = raw.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, Mapping) and key in node:
+            node = node[key]
+        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+            node = node[int(key)]
+        else:
+            return False
+    return isinstance(node, Mapping | bool)
 
 
 def _walk(node: Any, path: str, depth: int) -> Iterator[tuple[str, dict[str, Any], int]]:
@@ -306,11 +329,18 @@ def parsed_answer(text: str) -> Any:
 def validated(value: Any, schema: Mapping[str, Any] | None) -> Any:
     """``value`` when it is valid against ``schema`` (and not too big); else
     :class:`AnswerRejected` saying where it breaks it."""
-    if len(orjson.dumps(value)) > MAX_RESULT_BYTES:
+    try:
+        size = len(orjson.dumps(value))
+    except orjson.JSONEncodeError:  # deeper than orjson writes
+        raise AnswerRejected("the answer nests too deeply") from None
+    if size > MAX_RESULT_BYTES:
         raise AnswerRejected(f"the answer is over {MAX_RESULT_BYTES:,} bytes of JSON")
     if schema is None:
         return value
-    error = next(iter(Draft202012Validator(schema).iter_errors(value)), None)
+    try:
+        error = next(iter(Draft202012Validator(schema).iter_errors(value)), None)
+    except RecursionError:  # a recursive schema ($ref: #) over an answer nested very deep
+        raise AnswerRejected("the answer nests too deeply to be checked") from None
     if error is not None:
         where = "/".join(str(part) for part in error.absolute_path) or "(the root)"
         raise AnswerRejected(f"the answer breaks the schema at {where}: {_brief(error.message)}")

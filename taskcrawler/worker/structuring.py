@@ -37,6 +37,7 @@ from taskcrawler.worker.parsing import PageParser, ParseCrashed, ParseTimeout
 
 log = logging.getLogger(__name__)
 
+UNEXPECTED = "an unexpected error making the json or summary format (the worker's log has it)"
 #: Characters of a summary kept at most.
 MAX_SUMMARY_CHARS = 4000
 #: Characters of a rejected answer sent back to the model with what was wrong with it.
@@ -87,6 +88,10 @@ class StructuringStep:
                 result[SUMMARY_FORMAT] = await self._summary(page, markdown or "")
         except _Failed as exc:
             return _failed(outcome, exc.code, exc.message)
+        except Exception:
+            # A bug must cost its own job, said in our words, not the worker's task.
+            log.exception("making json/summary failed for %s", job.url)
+            return _failed(outcome, ErrorCode.EXTRACTION, UNEXPECTED)
         return dataclasses.replace(outcome, result=result)
 
     async def _json(self, request: JsonRequest, page: FetchedPage, markdown: str) -> Any:

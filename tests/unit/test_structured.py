@@ -119,6 +119,8 @@ def test_what_the_selectors_miss_breaks_the_schema_where_it_is_required() -> Non
             None,
             "json.schema.properties.a.attribute",
         ),
+        ({"$ref": "#/$defs/missing"}, None, "json.schema.$ref"),
+        ({"type": "integer", "maximum": 10**30}, None, "json.schema"),
         (
             {
                 "type": "object",
@@ -153,6 +155,14 @@ def test_answers_are_parsed_from_fences_and_refused_when_not_json() -> None:
         parsed_answer("Sure! Here it is: a = 1")
     with pytest.raises(AnswerRejected, match="over 262,144 bytes"):
         validated({"a": "x" * 300_000}, None)
+
+
+def test_references_inside_the_schema_and_answers_too_deep_for_it() -> None:
+    defs = {"$defs": {"name": {"type": "string"}}, "properties": {"a": {"$ref": "#/$defs/name"}}}
+    assert validated({"a": "x"}, json_request(defs).schema) == {"a": "x"}
+    recursive = json_request({"items": {"$ref": "#"}}).schema
+    with pytest.raises(AnswerRejected, match="nests too deeply"):
+        validated(parsed_answer("[" * 500 + "]" * 500), recursive)
 
 
 def test_pages_answers_merge_field_by_field() -> None:
