@@ -253,6 +253,15 @@ class ScrapeOptionsIn(RequestModel):
             raise ValueError(str(exc).replace("options.json.", "json_", 1)) from None
 
 
+def _check_json_asked(formats: list[Format] | None, options: ScrapeOptionsIn | None) -> None:
+    """The json format needs to know what to read: a schema, a prompt, or both."""
+    asked = options is not None and (
+        options.json_schema is not None or options.json_prompt is not None
+    )
+    if formats and "json" in formats and not asked:
+        raise ValueError("formats: json needs options.json_schema, options.json_prompt or both")
+
+
 def scrape_options_of(options: ScrapeOptionsIn | None) -> ScrapeOptions | None:
     """The options asked for; None when the request asked for none (a URL's existing job then
     keeps its own)."""
@@ -303,6 +312,11 @@ class JobOptionsIn(RequestModel):
     @classmethod
     def _callback_acceptable(cls, url: str | None) -> str | None:
         return None if url is None else _checked_url(url)
+
+    @model_validator(mode="after")
+    def _json_asked_with_what_to_read(self) -> JobOptionsIn:
+        _check_json_asked(self.formats, self.options)
+        return self
 
     @model_validator(mode="after")
     def _render_fits_formats(self) -> JobOptionsIn:
@@ -819,6 +833,11 @@ class CrawlIn(RequestModel):
     options: ScrapeOptionsIn | None = Field(
         None, description="For every page, as for a job (delay: between its pages' requests)."
     )
+
+    @model_validator(mode="after")
+    def _json_asked_with_what_to_read(self) -> CrawlIn:
+        _check_json_asked(self.formats, self.options)
+        return self
 
     @model_validator(mode="after")
     def _render_fits_formats(self) -> CrawlIn:

@@ -81,8 +81,10 @@ class StructuringStep:
             return outcome
         result = dict(outcome.result or {})
         try:
-            if JSON_FORMAT in wanted:
-                request = job.options.json or JsonRequest()
+            # A job keeps every format it was asked for, but a later request may have replaced
+            # its options: without a schema or a prompt there is nothing to ask a model.
+            request = job.options.json
+            if JSON_FORMAT in wanted and request is not None:
                 result[JSON_FORMAT] = await self._json(request, page, markdown or "")
             if SUMMARY_FORMAT in wanted:
                 result[SUMMARY_FORMAT] = await self._summary(page, markdown or "")
