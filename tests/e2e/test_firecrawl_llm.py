@@ -18,6 +18,7 @@ from aiohttp import web
 from firecrawl import Firecrawl
 from firecrawl.v2.types import ScrapeOptions
 
+from taskcrawler.client import AsyncTaskCrawler
 from taskcrawler.storage import upgrade_database
 from tests.e2e.harness import fast_settings, running
 from tests.support.databases import DatabasePool
@@ -217,24 +218,18 @@ async def test_search_v1_news_and_native_web_search(
     async with httpx.AsyncClient(base_url=served.base_url, timeout=30) as http:
         v1 = await http.post("/v1/search", json={"query": "tea", "limit": 3, "lang": "en"})
         news = await http.post("/v2/search", json={"query": "tea", "sources": ["news"], "limit": 1})
-        native = await http.post(
-            "/api/v1/web-search",
-            json={
-                "query": "tea",
-                "limit": 2,
-                "formats": ["markdown"],
-                "exclude_domains": ["x.test"],
-            },
-        )
+        async with AsyncTaskCrawler(served.base_url) as tc:  # the Python client's method
+            native = await tc.web_search(
+                "tea", limit=2, formats=["markdown"], exclude_domains=["x.test"]
+            )
         down = await http.post("/v2/search", json={"query": "searx-down"})
         html = await http.post("/api/v1/web-search", json={"query": "searx-html"})
         odd = await http.post("/v2/search", json={"query": "tea", "tbs": "sbd:1"})
     assert v1.status_code == 200 and len(v1.json()["data"]) == 3
     assert v1.json()["data"][0]["description"] == "About result 0"
     assert news.json()["data"]["news"][0]["date"] == "2026-12-01T00:00:00"
-    results = native.json()["results"]
-    assert [r["url"] for r in results] == [target.url(f"/title/page-{n}") for n in range(2)]
-    assert all(r["job_id"] for r in results)
+    assert [r.url for r in native.results] == [target.url(f"/title/page-{n}") for n in range(2)]
+    assert all(r.job_id for r in native.results)
     assert down.status_code == 502 and down.json()["error"] == "the search engine answered 500"
     assert html.status_code == 502 and "json format enabled" in html.json()["detail"]
     assert odd.status_code == 400 and odd.json()["error"].startswith("tbs:")
