@@ -19,7 +19,7 @@ SIGNS_FROM = 20_000
 #: per result asked for. A vector's signs keep most of its direction, so the true nearest are
 #: among the nearest by sign but not always first: on WordLlama's vectors of SciFact's
 #: abstracts (20,103 of them, its 809 claims asked), a tenth kept 99.6% of the exact first 10,
-#: a twentieth 98.6% (bench/results/2026-12-06-search-latency-2.md).
+#: a twentieth 98.6% (bench/results/2026-12-06-search-signs-and-fusion.md).
 RESCORED_SHARE = 10
 RESCORED_PER_RESULT = 40
 
