@@ -60,7 +60,7 @@ KEYWORD_CANDIDATES = 200
 #: How many postings of a query's rarer terms an unfiltered keyword search has FTS5 score:
 #: what bounds its work where some of the query's words are in every other chunk (FTS5 scores
 #: every chunk an OR of the query's words matches).
-POSTINGS_BUDGET = 2000
+POSTINGS_BUDGET = 5000
 
 #: Terms whose chunk counts are kept between two counts of the index.
 CACHED_TERMS = 50_000
