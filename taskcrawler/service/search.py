@@ -99,6 +99,8 @@ class SearchService:
             semantic = await self._semantic_or_none(deeper)
         except BaseException:
             keyword_leg.cancel()
+            # Wait for it to stop, and read what it raised, if it failed first: nothing else will.
+            await asyncio.gather(keyword_leg, return_exceptions=True)
             raise
         keyword = await keyword_leg
         if semantic is None:
