@@ -235,7 +235,6 @@ MAX_EXTRACT_URLS = 100
 #: Firecrawl options TaskCrawler accepts at their default only (which asks for nothing), and
 #: what another value would ask for.
 _DEFAULT_ONLY: dict[str, tuple[Any, str]] = {
-    "mobile": (False, "mobile: true"),
     "zeroDataRetention": (False, "zeroDataRetention: true"),
 }
 
@@ -283,12 +282,13 @@ class FirecrawlScrapeOptions(RequestModel):
     proxy: Literal["basic", "auto"] | None = None
     # Milliseconds: the page is rendered, and taken once its network is quiet or then.
     waitFor: int | None = Field(None, ge=0, le=int(MAX_WAIT_SECONDS * 1000))
-    # Accepted at their default only.
+    # A phone's viewport, touch and user agent: the page is rendered.
     mobile: bool | None = None
+    # Accepted at their default only.
     zeroDataRetention: bool | None = None
     actions: list[Any] | None = Field(None, max_length=100)
 
-    @field_validator("mobile", "zeroDataRetention")
+    @field_validator("zeroDataRetention")
     @classmethod
     def _default_only(cls, value: Any, info: ValidationInfo) -> Any:
         allowed, what = _DEFAULT_ONLY[info.field_name or ""]

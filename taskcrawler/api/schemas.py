@@ -125,6 +125,11 @@ class RenderOptionsIn(RequestModel):
         description="A screenshot of the whole page (cut at the deployment's "
         "render_screenshot_max_height), or false: of the viewport only.",
     )
+    mobile: bool = Field(
+        False,
+        description="Render as a phone: a 412x915 viewport (unless one is given), touch, and a "
+        "mobile Chrome user agent (followed by the deployment's) for the page and its fetch.",
+    )
 
     @field_validator("wait_for")
     @classmethod
@@ -142,6 +147,7 @@ class RenderOptionsIn(RequestModel):
             viewport_width=self.viewport.width,
             viewport_height=self.viewport.height,
             full_page=self.full_page,
+            mobile=self.mobile,
         )
 
 
@@ -321,7 +327,8 @@ class JobOptionsIn(RequestModel):
     @model_validator(mode="after")
     def _render_fits_formats(self) -> JobOptionsIn:
         try:
-            self.render = effective_mode(self.render, self.formats)
+            asked = self.render_options.request() if self.render_options else None
+            self.render = effective_mode(self.render, self.formats, asked)
         except ValueError as exc:
             raise ValueError(str(exc)) from None
         return self
@@ -842,7 +849,8 @@ class CrawlIn(RequestModel):
     @model_validator(mode="after")
     def _render_fits_formats(self) -> CrawlIn:
         try:
-            self.render = effective_mode(self.render, self.formats)
+            asked = self.render_options.request() if self.render_options else None
+            self.render = effective_mode(self.render, self.formats, asked)
         except ValueError as exc:
             raise ValueError(str(exc)) from None
         return self

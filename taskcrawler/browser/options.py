@@ -50,6 +50,8 @@ class RenderOptions:
     page_host: str = ""
     #: Requests to ad and tracker servers (EasyList, EasyPrivacy) are refused.
     block_ads: bool = False
+    #: A phone: touch, ``isMobile`` (the meta viewport is honoured) and a mobile user agent.
+    mobile: bool = False
 
     def __post_init__(self) -> None:
         if self.wait_until not in ("load", "networkidle"):

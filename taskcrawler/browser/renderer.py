@@ -41,6 +41,7 @@ from taskcrawler.browser.options import RenderOptions, RenderResult
 from taskcrawler.browser.proxy import Egress, PageProxy, PageTraffic
 from taskcrawler.domain import ErrorCode, FetchError
 from taskcrawler.domain.pages import FetchedPage, Screenshot
+from taskcrawler.domain.rendering import mobile_user_agent
 from taskcrawler.fetch.fetcher import ALLOWED_CONTENT_TYPES
 from taskcrawler.fetch.guard import AddressGuard
 from taskcrawler.fetch.limits import check_content_type, parse_retry_after
@@ -321,7 +322,13 @@ class BrowserRenderer:
                     proxy={"server": proxy.url},
                     viewport={"width": options.viewport_width, "height": options.viewport_height},
                     device_scale_factor=1,
-                    user_agent=self.settings.user_agent,
+                    user_agent=(
+                        mobile_user_agent(self.settings.user_agent)
+                        if options.mobile
+                        else self.settings.user_agent
+                    ),
+                    is_mobile=options.mobile,
+                    has_touch=options.mobile,
                     accept_downloads=False,
                     service_workers="block",
                     locale=options.locale,

@@ -19,6 +19,19 @@ MIN_VIEWPORT, MAX_VIEWPORT = 200, 4096
 #: (``render_timeout_seconds``) bounds it further.
 MAX_WAIT_SECONDS = 60.0
 MAX_SELECTOR_CHARS = 1000
+#: The phone a ``mobile`` render emulates (a Pixel 7's screen in CSS pixels, touch, its
+#: Chrome's user agent); the deployment's own user agent follows, so the site still sees who
+#: is asking.
+MOBILE_VIEWPORT = (412, 915)
+MOBILE_USER_AGENT = (
+    "Mozilla/5.0 (Linux; Android 14; Pixel 7) AppleWebKit/537.36 (KHTML, like Gecko) "
+    "Chrome/126.0.0.0 Mobile Safari/537.36"
+)
+
+
+def mobile_user_agent(operator_agent: str) -> str:
+    """The user agent of a mobile render and of its page's fetch: the phone's, then ours."""
+    return f"{MOBILE_USER_AGENT} {operator_agent}".strip()
 
 
 def check_viewport(width: int, height: int) -> None:
@@ -47,6 +60,9 @@ class RenderRequest:
     #: A screenshot of the whole page (cut at ``render_screenshot_max_height``), or of the
     #: viewport only.
     full_page: bool = True
+    #: Emulate a phone (:data:`MOBILE_VIEWPORT` unless a viewport is asked, touch, a mobile
+    #: user agent for the page and its fetch).
+    mobile: bool = False
 
     def __post_init__(self) -> None:
         check_viewport(self.viewport_width, self.viewport_height)
@@ -59,7 +75,14 @@ class RenderRequest:
             "block": list(self.block),
             "viewport": {"width": self.viewport_width, "height": self.viewport_height},
             "full_page": self.full_page,
-        }
+        } | ({"mobile": True} if self.mobile else {})
+
+    @property
+    def viewport(self) -> tuple[int, int]:
+        """The viewport rendered: as asked, or a mobile render's phone's when none was."""
+        asked = (self.viewport_width, self.viewport_height)
+        default = (DEFAULT_RENDER.viewport_width, DEFAULT_RENDER.viewport_height)
+        return MOBILE_VIEWPORT if self.mobile and asked == default else asked
 
     @classmethod
     def from_json(cls, value: dict[str, Any] | None) -> RenderRequest:
@@ -75,6 +98,7 @@ class RenderRequest:
             viewport_width=int(viewport.get("width", DEFAULT_RENDER.viewport_width)),
             viewport_height=int(viewport.get("height", DEFAULT_RENDER.viewport_height)),
             full_page=bool(value.get("full_page", DEFAULT_RENDER.full_page)),
+            mobile=bool(value.get("mobile", False)),
         )
 
 
@@ -82,16 +106,29 @@ DEFAULT_RENDER = RenderRequest()
 
 
 def effective_mode(
-    mode: str | None, formats: tuple[str, ...] | list[str] | list[Any] | None
+    mode: str | None,
+    formats: tuple[str, ...] | list[str] | list[Any] | None,
+    request: RenderRequest | None = None,
 ) -> RenderMode:
     """The render mode a job runs with: as asked, or, when not asked, ``always`` for a
-    screenshot (only a browser takes one) and ``never`` otherwise. ``never`` with a screenshot
-    is refused (ValueError)."""
-    wants_picture = SCREENSHOT in (formats or ())
+    screenshot or a ``mobile`` render (only a browser does them) and ``never`` otherwise.
+    ``never`` with either is refused (ValueError)."""
+    needs = browser_need(formats, request)
     if mode is None:
-        return "always" if wants_picture else "never"
+        return "always" if needs else "never"
     if mode not in RENDER_MODES:
         raise ValueError(f"render must be one of {', '.join(RENDER_MODES)}, not {mode!r}")
-    if mode == "never" and wants_picture:
-        raise ValueError('the screenshot format needs a browser: render "auto" or "always"')
+    if mode == "never" and needs:
+        raise ValueError(f'{needs} needs a browser: render "auto" or "always"')
     return cast(RenderMode, mode)
+
+
+def browser_need(
+    formats: tuple[str, ...] | list[str] | list[Any] | None, request: RenderRequest | None
+) -> str | None:
+    """What of a job only a browser does, named for a refusal; None when nothing is."""
+    if SCREENSHOT in (formats or ()):
+        return "the screenshot format"
+    if request is not None and request.mobile:
+        return "render_options.mobile"
+    return None

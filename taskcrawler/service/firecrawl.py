@@ -224,13 +224,16 @@ class PageOptions:
     options: ScrapeOptions = DEFAULT_OPTIONS
     #: ``changeTracking``: the document compared with this key's previous scrape of the page.
     tracking: TrackingRequest | None = None
+    #: ``mobile``: rendered as a phone.
+    mobile: bool = False
 
     def render(self) -> tuple[str, RenderRequest | None]:
         """The render mode and options of the pages' jobs. A screenshot or a wait needs the
-        browser: ``always``. ``waitFor`` bounds the wait for network idle (Firecrawl waits that
-        long after the load; a page is taken here once its network is quiet, or then)."""
+        browser: ``always``, as does ``mobile``. ``waitFor`` bounds the wait for network idle
+        (Firecrawl waits that long after the load; a page is taken here once its network is
+        quiet, or then)."""
         shot, wait_ms = self.screenshot, self.wait_for_ms
-        if shot is None and not wait_ms:
+        if shot is None and not wait_ms and not self.mobile:
             return "never", None
         width, height = (shot and shot.viewport) or (
             DEFAULT_RENDER.viewport_width,
@@ -241,6 +244,7 @@ class PageOptions:
             viewport_width=width,
             viewport_height=height,
             full_page=shot.full_page if shot else DEFAULT_RENDER.full_page,
+            mobile=self.mobile,
         )
         return "always", request
 
@@ -270,9 +274,11 @@ def page_options(
     options: ScrapeOptions = DEFAULT_OPTIONS,
     tracking_options: Mapping[str, Any] | None = None,
     json_options: Mapping[str, Any] | None = None,
+    *,
+    mobile: bool = False,
 ) -> PageOptions:
-    """Firecrawl's ``formats`` (strings, or ``{"type": …}`` objects in v2), ``waitFor`` and
-    v1's ``changeTrackingOptions`` and ``jsonOptions``, checked."""
+    """Firecrawl's ``formats`` (strings, or ``{"type": …}`` objects in v2), ``waitFor``,
+    ``mobile`` and v1's ``changeTrackingOptions`` and ``jsonOptions``, checked."""
     names: list[str] = []
     screenshot: ScreenshotSpec | None = None
     tracking: TrackingRequest | None = None
@@ -313,7 +319,7 @@ def page_options(
     if json is not None:
         options = replace(options, json_schema=json.schema_json, json_prompt=json.prompt)
     formats = tuple(dict.fromkeys(names)) or ("markdown",)
-    return PageOptions(formats, screenshot, wait_for_ms or None, options, tracking)
+    return PageOptions(formats, screenshot, wait_for_ms or None, options, tracking, mobile)
 
 
 def json_format(asked: Mapping[str, Any], where: str) -> JsonRequest:

@@ -28,7 +28,7 @@ from taskcrawler.browser.locale import timezone_for
 from taskcrawler.browser.options import RenderOptions, RenderResult
 from taskcrawler.domain import ClaimedJob, ErrorCode, FetchError, Outcome
 from taskcrawler.domain.pages import FetchedPage, PageContent, Screenshot
-from taskcrawler.domain.rendering import SCREENSHOT, RenderRequest
+from taskcrawler.domain.rendering import SCREENSHOT, RenderRequest, browser_need
 from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS, ScrapeOptions
 from taskcrawler.extract.appshell import ShellVerdict, shell_verdict
 from taskcrawler.worker.parsing import PageParser, ParseTimeout
@@ -90,8 +90,9 @@ def browser_options(
         wait_for_selector=request.wait_for,
         wait_seconds=request.wait_seconds,
         block_resources=frozenset(request.block),
-        viewport_width=request.viewport_width,
-        viewport_height=request.viewport_height,
+        viewport_width=request.viewport[0],
+        viewport_height=request.viewport[1],
+        mobile=request.mobile,
         screenshot=screenshot,
         full_page=request.full_page,
         locale=options.languages[0] if options.languages else None,
@@ -129,16 +130,17 @@ class RenderStep:
             info["reason"] = f"not an HTML page ({page.content_type})"
             return Rendered(page, info)
         wants_picture = SCREENSHOT in job.formats
-        if mode == "auto" and not wants_picture:
+        needs = browser_need(job.formats, job.render_options)
+        if mode == "auto" and needs is None:
             verdict = await self._verdict(page)
             info |= {"reason": verdict.reason, "words": verdict.words, "scripts": verdict.scripts}
             if not verdict.render:
                 return Rendered(page, info)
         else:
-            info["reason"] = "a screenshot was asked for" if wants_picture else "always"
+            info["reason"] = f"{needs} was asked for" if needs else "always"
         if self.renderer is None:
             reason = f"rendering is not available in this worker: {self.availability.reason}"
-            if mode == "always" or wants_picture:
+            if mode == "always" or needs:
                 raise FetchError(ErrorCode.RENDER_UNAVAILABLE, reason, transient=False)
             info["fallback"] = reason + "; the fetched HTML was extracted"
             return Rendered(page, info)

@@ -25,6 +25,7 @@ from taskcrawler.domain import (
     backoff_delay,
 )
 from taskcrawler.domain.pages import FetchedPage
+from taskcrawler.domain.rendering import mobile_user_agent
 from taskcrawler.domain.storable import storable_outcome
 from taskcrawler.domain.transitions import RetryPolicy, Transition, decide, refused
 from taskcrawler.extract.pdf import UnreadablePdf
@@ -381,7 +382,7 @@ class Worker:
                 try:
                     page = await self.fetcher.fetch(
                         job.url,
-                        headers=_conditional_headers(job),
+                        headers=_request_headers(job, self.fetcher.settings.user_agent),
                         options=job.options,
                         group=f"crawl:{job.crawl_id}" if job.crawl_id is not None else None,
                         held_host=self._held_host(job),
@@ -581,6 +582,15 @@ class Worker:
             except Exception:
                 # Keep beating: a dead heartbeat would let every lease of this worker expire.
                 log.exception("unexpected error renewing %d leases", len(tokens))
+
+
+def _request_headers(job: ClaimedJob, user_agent: str) -> dict[str, str] | None:
+    """The conditional headers, and a mobile render's user agent: the site serves the fetch
+    the page a phone gets, which the browser is then handed."""
+    headers = _conditional_headers(job) or {}
+    if job.render != "never" and job.render_options.mobile:
+        headers["User-Agent"] = mobile_user_agent(user_agent)
+    return headers or None
 
 
 def _conditional_headers(job: ClaimedJob) -> dict[str, str] | None:

@@ -105,7 +105,6 @@ async def test_unsupported_fields_and_bad_keys_are_firecrawl_errors(
                 ({"url": url, "includeTags": ["p:nth-child(2)"]}, "includeTags[0]"),
                 ({"url": url, "headers": {"Host": "evil.test"}}, "headers['Host']"),
                 ({"url": url, "actions": [{"type": "click"}]}, "actions"),
-                ({"url": url, "mobile": True}, "mobile"),
                 ({"url": url, "waitFor": 60_001}, "waitFor"),
                 ({"url": url, "waitFor": -1}, "waitFor"),
                 ({"url": url, "formats": ["screenshot", "screenshot@fullPage"]}, "one screenshot"),

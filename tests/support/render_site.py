@@ -107,6 +107,32 @@ DOWNLOAD = """<!doctype html><html><body><h1>Download</h1>
 <a id="a" href="/file.bin" download>get</a>
 <script>document.getElementById("a").click();</script></body></html>"""
 
+# What the browser says it is: a mobile render must read as a phone.
+DEVICE = """<!doctype html><html><head><meta name="viewport" content="width=device-width">
+<title>device</title></head><body><p id="device"></p><script>
+document.getElementById("device").textContent = [
+  "width:" + innerWidth, "touch:" + navigator.maxTouchPoints,
+  "mobile-ua:" + /Mobile/.test(navigator.userAgent)].join(" ");
+</script></body></html>"""
+
+# A page to act on: a button that reveals text, a field and the keys typed in it, a tall body
+# to scroll, a link inward (the intranet's address comes in the query).
+ACTIONS = """<!doctype html><html><head><title>actions</title></head><body>
+<button id="more" onclick="setTimeout(() => {
+  const p = document.createElement('p'); p.id = 'shown'; p.textContent = 'Revealed text';
+  document.body.appendChild(p); }, 100)">More</button>
+<input id="q"><p id="typed"></p><p id="scrolled">top</p>
+<a id="inward" href="">inward</a>
+<div style="height:3000px"></div>
+<script>
+const q = document.getElementById("q");
+q.addEventListener("keydown", e => {
+  if (e.key === "Enter") document.getElementById("typed").textContent = "sent:" + q.value; });
+addEventListener("scroll", () => {
+  document.getElementById("scrolled").textContent = "scrolled"; });
+document.getElementById("inward").href = new URLSearchParams(location.search).get("inward") || "";
+</script></body></html>"""
+
 
 class RenderSite:
     """The site; ``hits`` counts requests by path. Start with :meth:`start` on 127.0.0.1."""
@@ -114,6 +140,7 @@ class RenderSite:
     def __init__(self, host: str = "127.0.0.1") -> None:
         self.host = host
         self.hits: Counter[str] = Counter()
+        self.user_agents: list[str] = []  # those /device was asked with
         self.slow_release = asyncio.Event()
         self.slow_arrived = asyncio.Event()
         self._runner: web.AppRunner | None = None
@@ -133,6 +160,8 @@ class RenderSite:
                 web.get("/spa", _page(SPA)),
                 web.get("/api/products", self._products),
                 web.get("/static", _page(STATIC)),
+                web.get("/device", self._device),
+                web.get("/actions", _page(ACTIONS)),
                 web.get("/analytics.js", _script("/* analytics */")),
                 web.get("/loop", _page(LOOP_INLINE)),
                 web.get("/loop-later", _page(LOOP_LATER)),
@@ -173,6 +202,10 @@ class RenderSite:
     async def _count(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         self.hits[request.path] += 1
         return await handler(request)
+
+    async def _device(self, request: web.Request) -> web.Response:
+        self.user_agents.append(request.headers.get("User-Agent", ""))
+        return web.Response(text=DEVICE, content_type="text/html")
 
     async def _products(self, request: web.Request) -> web.Response:
         data = {"title": "Bicycle parts", "products": ["Chain", "Saddle", "Brake pads"]}

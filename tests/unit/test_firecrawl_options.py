@@ -60,6 +60,14 @@ def test_wait_for_renders_and_bounds_the_wait() -> None:
     assert mode == "always" and request == RenderRequest(wait_seconds=2.5)
 
 
+def test_mobile_renders_as_a_phone() -> None:
+    mode, request = page_options(["markdown"], mobile=True).render()
+    assert mode == "always" and request == RenderRequest(mobile=True)
+    shot = [{"type": "screenshot", "viewport": {"width": 500, "height": 900}}]
+    _, sized = page_options(shot, mobile=True).render()
+    assert sized is not None and sized.mobile and sized.viewport == (500, 900)
+
+
 @pytest.mark.parametrize(
     ("formats", "named"),
     [

@@ -138,6 +138,7 @@ def _page(
             chosen,
             options.changeTrackingOptions,
             options.jsonOptions,
+            mobile=bool(options.mobile),
         )
     except Unsupported as exc:
         raise Unsupported(f"{where}{exc}") from None
