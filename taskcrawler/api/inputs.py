@@ -284,9 +284,10 @@ class FirecrawlScrapeOptions(RequestModel):
     waitFor: int | None = Field(None, ge=0, le=int(MAX_WAIT_SECONDS * 1000))
     # A phone's viewport, touch and user agent: the page is rendered.
     mobile: bool | None = None
+    # Run in order before the page is taken (checked, naming the action, by page_options).
+    actions: list[Any] | None = Field(None, max_length=100)
     # Accepted at their default only.
     zeroDataRetention: bool | None = None
-    actions: list[Any] | None = Field(None, max_length=100)
 
     @field_validator("zeroDataRetention")
     @classmethod
@@ -294,13 +295,6 @@ class FirecrawlScrapeOptions(RequestModel):
         allowed, what = _DEFAULT_ONLY[info.field_name or ""]
         if value is not None and value != allowed:
             raise ValueError(f"{what} is not supported by TaskCrawler")
-        return value
-
-    @field_validator("actions")
-    @classmethod
-    def _empty(cls, value: Any, info: ValidationInfo) -> Any:
-        if value:
-            raise ValueError(f"{info.field_name} is not supported by TaskCrawler")
         return value
 
 

@@ -13,6 +13,7 @@ from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
 from taskcrawler.api.inputs import Id, Instant, RequestModel
 from taskcrawler.domain import InvalidURL, validate_url
+from taskcrawler.domain.actions import MAX_ACTIONS, InvalidAction, parse_actions
 from taskcrawler.domain.chunks import SearchHit, SearchMode, SearchQuery, StoredChunk
 from taskcrawler.domain.crawls import DEFAULT_LIMIT, MAX_DEPTH, MAX_PATTERNS, WEBHOOK_EVENTS
 from taskcrawler.domain.jobs import DEFAULT_FORMATS, Created
@@ -125,11 +126,27 @@ class RenderOptionsIn(RequestModel):
         description="A screenshot of the whole page (cut at the deployment's "
         "render_screenshot_max_height), or false: of the viewport only.",
     )
+    actions: list[dict[str, Any]] | None = Field(
+        None,
+        max_length=MAX_ACTIONS,
+        description="Firecrawl's page actions, run in order before the page is taken: wait "
+        "(milliseconds or selector), click, write, press, scroll, scrape, executeJavascript. "
+        "What they give is the result's actions (scrapes, javascriptReturns).",
+    )
     mobile: bool = Field(
         False,
         description="Render as a phone: a 412x915 viewport (unless one is given), touch, and a "
         "mobile Chrome user agent (followed by the deployment's) for the page and its fetch.",
     )
+
+    @field_validator("actions")
+    @classmethod
+    def _checked_actions(cls, actions: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
+        try:
+            parse_actions(actions)
+        except InvalidAction as exc:
+            raise ValueError(str(exc)) from None
+        return actions
 
     @field_validator("wait_for")
     @classmethod
@@ -148,6 +165,7 @@ class RenderOptionsIn(RequestModel):
             viewport_height=self.viewport.height,
             full_page=self.full_page,
             mobile=self.mobile,
+            actions=parse_actions(self.actions),
         )
 
 

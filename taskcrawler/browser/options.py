@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
+from taskcrawler.domain.actions import Action
 from taskcrawler.domain.pages import Screenshot
 from taskcrawler.domain.rendering import MAX_VIEWPORT, MAX_WAIT_SECONDS, MIN_VIEWPORT
 
@@ -52,6 +53,8 @@ class RenderOptions:
     block_ads: bool = False
     #: A phone: touch, ``isMobile`` (the meta viewport is honoured) and a mobile user agent.
     mobile: bool = False
+    #: Actions run in order before the page is taken (checked by ``parse_actions``).
+    actions: tuple[Action, ...] = ()
 
     def __post_init__(self) -> None:
         if self.wait_until not in ("load", "networkidle"):
@@ -111,3 +114,6 @@ class RenderResult:
     ads_blocked: int = 0
     #: Why ads were not blocked when asked to be (no filter lists here).
     ads_note: str | None = None
+    #: What the actions gave, in Firecrawl's shape (``scrapes``, ``javascriptReturns``, …);
+    #: None when none were asked.
+    actions: dict[str, Any] | None = None

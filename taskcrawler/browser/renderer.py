@@ -16,6 +16,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 from aiohttp.abc import AbstractResolver
 from playwright.async_api import (
@@ -34,6 +35,7 @@ from playwright.async_api import (
 from yarl import URL
 
 from taskcrawler.browser import processes
+from taskcrawler.browser.actions import run_actions
 from taskcrawler.browser.adblock import DEBIAN_LISTS, AdBlocker
 from taskcrawler.browser.availability import Availability, render_availability
 from taskcrawler.browser.launcher import BrowserError, BrowserProcess
@@ -341,7 +343,9 @@ class BrowserRenderer:
                 page.on("response", _main_response_recorder(page, state))
                 page.on("requestfinished", _document_arrival_recorder(page, state))
                 await self._route(context, page, start, options, document, state)
-                html, screenshot = await self._drive(page, start, options, traffic, state, deadline)
+                html, screenshot, acted = await self._drive(
+                    page, start, options, traffic, state, deadline
+                )
                 main = state.main_response
                 assert main is not None
                 final_url, headers = page.url, await main.all_headers()
@@ -372,6 +376,7 @@ class BrowserRenderer:
             waits_timed_out=tuple(state.waits_timed_out),
             ads_blocked=state.ads_blocked,
             ads_note=state.ads_unblocked,
+            actions=acted,
         )
 
     async def _route(
@@ -433,8 +438,9 @@ class BrowserRenderer:
         traffic: PageTraffic,
         state: _PageState,
         deadline: float,
-    ) -> tuple[str, Screenshot | None]:
-        """Navigate, wait as asked (within the deadline), then read the DOM and the picture."""
+    ) -> tuple[str, Screenshot | None, dict[str, Any] | None]:
+        """Navigate, wait as asked (within the deadline), run the actions, then read the DOM
+        and the picture."""
         reserve = min(MAX_RESERVE_SECONDS, RESERVE_SHARE * self.settings.render_timeout_seconds)
 
         def budget_ms(bound: float | None = None) -> float:
@@ -466,10 +472,20 @@ class BrowserRenderer:
                 timeout=budget_ms(options.wait_seconds),
             )
             await _soft_wait(state, "selector", appeared)
+        acted = None
+        if options.actions:
+            self._check_main_response(state, traffic, start)  # acting on a refused page is moot
+            acted = await run_actions(
+                page,
+                options.actions,
+                deadline - reserve,
+                self._serialize,
+                self.settings.max_body_bytes,
+            )
         self._check_main_response(state, traffic, start)  # a script may have navigated since
         html = await self._serialize(page)
         screenshot = await self._screenshot(page, options) if options.screenshot else None
-        return html, screenshot
+        return html, screenshot, acted
 
     def _check_main_response(self, state: _PageState, traffic: PageTraffic, start: str) -> None:
         """The page's document must be one a fetch would have accepted."""

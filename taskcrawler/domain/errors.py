@@ -48,6 +48,7 @@ class ErrorCode(StrEnum):
     # deadline (a loop, a DOM that never settles); the same page would hang again on a retry
     RENDER_TIMEOUT = "render_timeout"
     RENDER_CRASHED = "render_crashed"  # transient: the browser died; a fresh one is started
+    ACTION_FAILED = "action_failed"  # permanent: a page action could not be done (named)
     # format "chunks"
     VECTORS_UNAVAILABLE = "vectors_unavailable"  # permanent: PostgreSQL without pgvector
     EMBEDDING_FAILED = "embedding_failed"  # the embedder failed; retried when it may recover
@@ -111,6 +112,10 @@ FIXES: dict[str, str] = {
     ),
     ErrorCode.RENDER_TIMEOUT: (
         "raise TASKCRAWLER_RENDER_TIMEOUT_SECONDS, or wait for less (render_options)"
+    ),
+    ErrorCode.ACTION_FAILED: (
+        "check the action named against the page (its selector, its script); a slow page may "
+        "need a wait action before it, or a higher TASKCRAWLER_RENDER_TIMEOUT_SECONDS"
     ),
     ErrorCode.EMBEDDING_FAILED: (
         "check TASKCRAWLER_EMBEDDER and its TASKCRAWLER_EMBEDDER_URL, _MODEL and _API_KEY"

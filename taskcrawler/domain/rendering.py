@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, cast, get_args
 
+from taskcrawler.domain.actions import Action
+
 RenderMode = Literal["never", "auto", "always"]
 RENDER_MODES: tuple[str, ...] = get_args(RenderMode)
 WaitUntil = Literal["load", "networkidle"]
@@ -63,19 +65,25 @@ class RenderRequest:
     #: Emulate a phone (:data:`MOBILE_VIEWPORT` unless a viewport is asked, touch, a mobile
     #: user agent for the page and its fetch).
     mobile: bool = False
+    #: Page actions run in order, once the waits are over, before the page is taken.
+    actions: tuple[Action, ...] = ()
 
     def __post_init__(self) -> None:
         check_viewport(self.viewport_width, self.viewport_height)
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "wait_until": self.wait_until,
-            "wait_for": self.wait_for,
-            "wait_seconds": self.wait_seconds,
-            "block": list(self.block),
-            "viewport": {"width": self.viewport_width, "height": self.viewport_height},
-            "full_page": self.full_page,
-        } | ({"mobile": True} if self.mobile else {})
+        return (
+            {
+                "wait_until": self.wait_until,
+                "wait_for": self.wait_for,
+                "wait_seconds": self.wait_seconds,
+                "block": list(self.block),
+                "viewport": {"width": self.viewport_width, "height": self.viewport_height},
+                "full_page": self.full_page,
+            }
+            | ({"mobile": True} if self.mobile else {})
+            | ({"actions": [action.to_json() for action in self.actions]} if self.actions else {})
+        )
 
     @property
     def viewport(self) -> tuple[int, int]:
@@ -99,6 +107,7 @@ class RenderRequest:
             viewport_height=int(viewport.get("height", DEFAULT_RENDER.viewport_height)),
             full_page=bool(value.get("full_page", DEFAULT_RENDER.full_page)),
             mobile=bool(value.get("mobile", False)),
+            actions=tuple(Action.from_json(action) for action in value.get("actions") or ()),
         )
 
 
@@ -131,4 +140,6 @@ def browser_need(
         return "the screenshot format"
     if request is not None and request.mobile:
         return "render_options.mobile"
+    if request is not None and request.actions:
+        return "render_options.actions"
     return None

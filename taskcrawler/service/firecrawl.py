@@ -18,6 +18,7 @@ from uuid import UUID, uuid4
 import orjson
 
 from taskcrawler.domain import JobStatus
+from taskcrawler.domain.actions import Action, InvalidAction, parse_actions
 from taskcrawler.domain.change_tracking import (
     InvalidTracking,
     TrackingRequest,
@@ -226,6 +227,8 @@ class PageOptions:
     tracking: TrackingRequest | None = None
     #: ``mobile``: rendered as a phone.
     mobile: bool = False
+    #: ``actions``: run on the rendered page before it is taken.
+    actions: tuple[Action, ...] = ()
 
     def render(self) -> tuple[str, RenderRequest | None]:
         """The render mode and options of the pages' jobs. A screenshot or a wait needs the
@@ -233,7 +236,7 @@ class PageOptions:
         (Firecrawl waits that long after the load; a page is taken here once its network is
         quiet, or then)."""
         shot, wait_ms = self.screenshot, self.wait_for_ms
-        if shot is None and not wait_ms and not self.mobile:
+        if shot is None and not wait_ms and not self.mobile and not self.actions:
             return "never", None
         width, height = (shot and shot.viewport) or (
             DEFAULT_RENDER.viewport_width,
@@ -245,6 +248,7 @@ class PageOptions:
             viewport_height=height,
             full_page=shot.full_page if shot else DEFAULT_RENDER.full_page,
             mobile=self.mobile,
+            actions=self.actions,
         )
         return "always", request
 
@@ -276,9 +280,15 @@ def page_options(
     json_options: Mapping[str, Any] | None = None,
     *,
     mobile: bool = False,
+    actions: list[Any] | None = None,
 ) -> PageOptions:
     """Firecrawl's ``formats`` (strings, or ``{"type": …}`` objects in v2), ``waitFor``,
-    ``mobile`` and v1's ``changeTrackingOptions`` and ``jsonOptions``, checked."""
+    ``mobile``, ``actions`` and v1's ``changeTrackingOptions`` and ``jsonOptions``,
+    checked."""
+    try:
+        acts = parse_actions(actions)
+    except InvalidAction as exc:
+        raise Unsupported(str(exc)) from None
     names: list[str] = []
     screenshot: ScreenshotSpec | None = None
     tracking: TrackingRequest | None = None
@@ -319,7 +329,7 @@ def page_options(
     if json is not None:
         options = replace(options, json_schema=json.schema_json, json_prompt=json.prompt)
     formats = tuple(dict.fromkeys(names)) or ("markdown",)
-    return PageOptions(formats, screenshot, wait_for_ms or None, options, tracking, mobile)
+    return PageOptions(formats, screenshot, wait_for_ms or None, options, tracking, mobile, acts)
 
 
 def json_format(asked: Mapping[str, Any], where: str) -> JsonRequest:
@@ -855,6 +865,8 @@ async def firecrawl_document(
             doc[name] = (job.result or {}).get(name) if completed else None
         else:
             doc[name] = (await content.text(job.id, FORMATS[name]) or "") if completed else ""
+    if completed and (acted := (job.result or {}).get("actions")) is not None:
+        doc["actions"] = acted
     doc["metadata"] = _metadata(job)
     return doc
 

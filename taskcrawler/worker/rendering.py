@@ -63,6 +63,8 @@ class Rendered:
     page: FetchedPage
     info: dict[str, Any]
     screenshot: Screenshot | None = None
+    #: What the page actions gave (Firecrawl's ``actions`` object), when any were asked.
+    actions: dict[str, Any] | None = None
 
     def annotate(self, outcome: Outcome) -> Outcome:
         """The extraction's outcome with the render noted in its result and the screenshot
@@ -70,6 +72,8 @@ class Rendered:
         if not outcome.succeeded:
             return outcome
         result = {**(outcome.result or {}), "render": self.info}
+        if self.actions is not None:
+            result["actions"] = self.actions
         content = outcome.content
         if self.screenshot is not None:
             content = dataclasses.replace(content or PageContent(), screenshot=self.screenshot)
@@ -93,6 +97,7 @@ def browser_options(
         viewport_width=request.viewport[0],
         viewport_height=request.viewport[1],
         mobile=request.mobile,
+        actions=request.actions,
         screenshot=screenshot,
         full_page=request.full_page,
         locale=options.languages[0] if options.languages else None,
@@ -164,7 +169,7 @@ class RenderStep:
             info["ads"] = result.ads_note
         if wants_picture and result.screenshot is None:
             info["screenshot"] = "over the size limit: none kept"
-        return Rendered(_rendered_page(page, result), info, result.screenshot)
+        return Rendered(_rendered_page(page, result), info, result.screenshot, result.actions)
 
     async def _verdict(self, page: FetchedPage) -> ShellVerdict:
         try:

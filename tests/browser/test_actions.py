@@ -6,10 +6,14 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from typing import Any
+from urllib.parse import urlencode
 
 import pytest
 
 from taskcrawler.browser import BrowserRenderer, RenderOptions
+from taskcrawler.browser import actions as actions_module
+from taskcrawler.domain import ErrorCode, FetchError
+from taskcrawler.domain.actions import parse_actions
 from taskcrawler.domain.rendering import MOBILE_VIEWPORT
 from tests.browser.test_renderer import new_renderer
 from tests.support.render_site import RenderSite
@@ -44,3 +48,93 @@ async def test_a_mobile_render_is_a_phone_and_a_desktop_one_is_not(
     assert "Mobile" in site.user_agents[-1] and "TaskCrawler" in site.user_agents[-1]
     desktop = await renderer.render(site.url("/device"), _options())
     assert "width:1280 touch:0 mobile-ua:false" in desktop.html
+
+
+@pytest.fixture(scope="module")
+async def intranet() -> AsyncIterator[RenderSite]:
+    server = await RenderSite("127.0.0.2").start()
+    yield server
+    await server.stop()
+
+
+def _acting(*actions: dict[str, Any]) -> RenderOptions:
+    return _options(actions=parse_actions(list(actions)))
+
+
+async def test_actions_run_in_order_before_the_page_is_taken(
+    renderer: BrowserRenderer, site: RenderSite
+) -> None:
+    result = await renderer.render(
+        site.url("/actions"),
+        _acting(
+            {"type": "click", "selector": "#more"},
+            {"type": "wait", "selector": "#shown"},
+            {"type": "click", "selector": "#q"},
+            {"type": "write", "text": "hello"},
+            {"type": "press", "key": "ENTER"},
+            {"type": "scroll", "direction": "down"},
+            {"type": "wait", "milliseconds": 50},
+            {"type": "executeJavascript", "script": "document.getElementById('typed').textContent"},
+            {"type": "executeJavascript", "script": "Promise.resolve({n: 2, none: undefined})"},
+            {"type": "scrape"},
+        ),
+    )
+    assert "Revealed text" in result.html and "sent:hello" in result.html
+    assert "scrolled" in result.html
+    assert result.actions is not None
+    assert result.actions["javascriptReturns"] == [
+        {"type": "string", "value": "sent:hello"},
+        {"type": "object", "value": {"n": 2}},
+    ]
+    [scrape] = result.actions["scrapes"]
+    assert scrape["url"] == site.url("/actions") and "Revealed text" in scrape["html"]
+
+
+@pytest.mark.parametrize(
+    ("action", "reason"),
+    [
+        (
+            {"type": "executeJavascript", "script": "throw new Error('boom')"},
+            "actions[1] (executeJavascript) failed: the script threw Error: boom",
+        ),
+        (
+            {"type": "executeJavascript", "script": "'x'.repeat(70000)"},
+            "failed: it returned more than 65536 characters",
+        ),
+        ({"type": "press", "key": "NoSuchKey"}, "actions[1] (press) failed: unknown key"),
+        ({"type": "scroll", "selector": "#nothing"}, "failed: no element matches '#nothing'"),
+        (
+            {"type": "click", "selector": "#nothing"},
+            "actions[1] (click '#nothing') failed: not done within 0.5 s: no element matched",
+        ),
+    ],
+)
+async def test_a_failing_action_fails_the_render_naming_it(
+    renderer: BrowserRenderer,
+    site: RenderSite,
+    monkeypatch: pytest.MonkeyPatch,
+    action: dict[str, Any],
+    reason: str,
+) -> None:
+    monkeypatch.setattr(actions_module, "ACTION_SECONDS", 0.5)
+    with pytest.raises(FetchError) as caught:
+        await renderer.render(site.url("/actions"), _acting({"type": "scrape"}, action))
+    assert caught.value.code == ErrorCode.ACTION_FAILED and not caught.value.transient
+    assert reason in caught.value.message
+    assert "Traceback" not in caught.value.message and "\n" not in caught.value.message
+
+
+async def test_where_an_action_leads_goes_through_the_address_guard(
+    renderer: BrowserRenderer, site: RenderSite, intranet: RenderSite
+) -> None:
+    inward = intranet.url("/secret", host="intranet.test")
+    before = intranet.total_hits
+    with pytest.raises(FetchError) as caught:
+        await renderer.render(
+            site.url("/actions?" + urlencode({"inward": inward})),
+            _acting(
+                {"type": "click", "selector": "#inward"}, {"type": "wait", "milliseconds": 300}
+            ),
+        )
+    assert caught.value.code == ErrorCode.BLOCKED_ADDRESS, caught.value.message
+    assert intranet.total_hits == before

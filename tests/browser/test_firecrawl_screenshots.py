@@ -1,6 +1,7 @@
 """Firecrawl's screenshots and ``waitFor`` through the official ``firecrawl-py`` SDK (v2 and v1),
 against ``taskcrawler serve`` whose worker renders with Debian's chromium: the document's
-``screenshot`` is a URL that serves the PNG, of the viewport or of the whole page as asked."""
+``screenshot`` is a URL that serves the PNG, of the viewport or of the whole page as asked;
+``mobile`` renders as a phone and ``actions`` run and give their results."""
 
 from __future__ import annotations
 
@@ -86,6 +87,39 @@ async def test_the_v2_sdk_gets_a_viewport_screenshot_and_waits(
     later = await asyncio.to_thread(fc.scrape, plain, formats=["markdown", "screenshot"])
     assert later.screenshot and later.metadata.scrape_id == first.metadata.scrape_id
     assert (await _picture(served, later.screenshot, key)).status_code == 200
+
+    # mobile renders as a phone; actions run before the page is taken, and give their results.
+    phone = await asyncio.to_thread(
+        fc.scrape, site.url("/device", host="127.0.0.1"), formats=["markdown"], mobile=True
+    )
+    assert "width:412 touch:1 mobile-ua:true" in phone.markdown
+    assert all("Mobile" in agent for agent in site.user_agents)  # the fetch's too
+    acted = await asyncio.to_thread(
+        fc.scrape,
+        site.url("/actions", host="127.0.0.1"),
+        formats=["markdown"],
+        actions=[
+            {"type": "click", "selector": "#more"},
+            {"type": "wait", "selector": "#shown"},
+            {"type": "executeJavascript", "script": "document.querySelectorAll('p').length"},
+            {"type": "scrape"},
+        ],
+    )
+    assert "Revealed text" in acted.markdown and acted.actions is not None
+    assert acted.actions["javascriptReturns"] == [{"type": "number", "value": 3}]
+    assert "Revealed text" in acted.actions["scrapes"][0]["html"]
+    failing = {"type": "executeJavascript", "script": "throw new Error('boom')"}
+    async with httpx.AsyncClient(timeout=60) as http:
+        refused = await http.post(
+            f"{served.base_url}/v2/scrape",
+            headers={"Authorization": f"Bearer {key}"},
+            json={"url": site.url("/actions?x", host="127.0.0.1"), "actions": [failing]},
+        )
+    assert refused.status_code == 500 and not refused.json()["success"]
+    assert (
+        "action_failed: actions[0] (executeJavascript) failed: the script threw Error: boom"
+        in (refused.json()["error"])
+    )
 
 
 # The v1 SDK still calls pydantic's v1-style .dict().

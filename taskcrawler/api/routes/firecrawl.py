@@ -139,6 +139,7 @@ def _page(
             options.changeTrackingOptions,
             options.jsonOptions,
             mobile=bool(options.mobile),
+            actions=options.actions,
         )
     except Unsupported as exc:
         raise Unsupported(f"{where}{exc}") from None

@@ -1,0 +1,146 @@
+"""Firecrawl's page actions: what a render does to its page, in order, before the page is
+taken (wait, click, write, press, scroll, executeJavascript, scrape). Pure: the API checks a
+list here, storage keeps it with the job's render options, the renderer runs it.
+
+Every action is bounded before a browser is touched: at most :data:`MAX_ACTIONS`, selectors,
+text, keys and scripts of a bounded length, a wait of at most :data:`MAX_WAIT_MS`. At run time
+each action has :data:`ACTION_SECONDS` at most, all of them the render's deadline, and what a
+script returns is cut off at :data:`MAX_SCRIPT_RETURN_CHARS`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from selectolax.lexbor import LexborHTMLParser, SelectolaxError
+
+MAX_ACTIONS = 50
+#: One ``wait`` of milliseconds at most (Firecrawl's own bound for all waits is 60 s).
+MAX_WAIT_MS = 30_000
+#: The longest one action may take (a click waiting for its element, a script): the render's
+#: deadline bounds all of them together.
+ACTION_SECONDS = 15.0
+MAX_SELECTOR_CHARS = 1000
+MAX_TEXT_CHARS = 10_000
+MAX_KEY_CHARS = 32
+MAX_SCRIPT_CHARS = 50_000
+#: A script's return value, as JSON, at most: a longer one fails its action.
+MAX_SCRIPT_RETURN_CHARS = 64 * 1024
+
+#: Each action's fields: those it needs, and those it may have (Firecrawl's names).
+_FIELDS: dict[str, tuple[frozenset[str], frozenset[str]]] = {
+    "wait": (frozenset(), frozenset({"milliseconds", "selector"})),
+    "click": (frozenset({"selector"}), frozenset({"all"})),
+    "write": (frozenset({"text"}), frozenset()),
+    "press": (frozenset({"key"}), frozenset()),
+    "scroll": (frozenset(), frozenset({"direction", "selector"})),
+    "scrape": (frozenset(), frozenset()),
+    "executeJavascript": (frozenset({"script"}), frozenset()),
+}
+ACTION_TYPES = tuple(_FIELDS)
+
+
+class InvalidAction(ValueError):
+    """An action that is refused; ``field`` names it (``actions[2].selector``)."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+
+
+@dataclass(frozen=True, slots=True)
+class Action:
+    """One checked action; only the fields of its ``type`` are set."""
+
+    type: str
+    selector: str | None = None
+    milliseconds: int | None = None
+    text: str | None = None
+    key: str | None = None
+    direction: str | None = None
+    script: str | None = None
+    all: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {k: v for k, v in asdict(self).items() if v is not None and v is not False}
+
+    @classmethod
+    def from_json(cls, value: Mapping[str, Any]) -> Action:
+        return cls(**{k: v for k, v in value.items() if k in cls.__dataclass_fields__})
+
+    @property
+    def label(self) -> str:
+        """How an error names it: its type, and its selector when it has one."""
+        return self.type if self.selector is None else f"{self.type} {self.selector!r}"
+
+
+def parse_actions(value: Any, where: str = "actions") -> tuple[Action, ...]:
+    """Firecrawl's ``actions``, checked; :class:`InvalidAction` names the first bad one."""
+    if value is None:
+        return ()
+    if not isinstance(value, Sequence) or isinstance(value, str | bytes):
+        raise InvalidAction(where, "must be a list of actions")
+    if len(value) > MAX_ACTIONS:
+        raise InvalidAction(where, f"at most {MAX_ACTIONS} actions")
+    return tuple(_action(item, f"{where}[{index}]") for index, item in enumerate(value))
+
+
+def _action(item: Any, where: str) -> Action:
+    if not isinstance(item, Mapping):
+        raise InvalidAction(where, "must be an object with a type")
+    kind = item.get("type")
+    if kind == "screenshot" or kind == "pdf":
+        raise InvalidAction(
+            f"{where}.type", f"{kind!r} actions are not supported by TaskCrawler yet"
+        )
+    if kind not in _FIELDS:
+        raise InvalidAction(f"{where}.type", f"one of {', '.join(ACTION_TYPES)}")
+    needed, optional = _FIELDS[kind]
+    given = {name for name, v in item.items() if name != "type" and v is not None}
+    if unknown := sorted(given - needed - optional):
+        raise InvalidAction(f"{where}.{unknown[0]}", f"not a field of a {kind} action")
+    if missing := sorted(needed - given):
+        raise InvalidAction(f"{where}.{missing[0]}", f"a {kind} action needs it")
+    values = {name: item[name] for name in given}
+    if kind == "wait" and len(given) != 1:
+        raise InvalidAction(where, "a wait action takes milliseconds or a selector (one of them)")
+    if "selector" in values:
+        values["selector"] = _selector(values["selector"], f"{where}.selector")
+    if "milliseconds" in values:
+        values["milliseconds"] = _milliseconds(values["milliseconds"], f"{where}.milliseconds")
+    for name, bound in (
+        ("text", MAX_TEXT_CHARS),
+        ("key", MAX_KEY_CHARS),
+        ("script", MAX_SCRIPT_CHARS),
+    ):
+        if name in values:
+            _text(values[name], bound, f"{where}.{name}")
+    if "direction" in values and values["direction"] not in ("up", "down"):
+        raise InvalidAction(f"{where}.direction", "up or down")
+    if "all" in values and not isinstance(values["all"], bool):
+        raise InvalidAction(f"{where}.all", "true or false")
+    if kind == "scroll":
+        values.setdefault("direction", "down")
+    return Action(type=kind, **values)
+
+
+def _selector(value: Any, where: str) -> str:
+    _text(value, MAX_SELECTOR_CHARS, where)
+    try:
+        LexborHTMLParser("").css_first(value)
+    except SelectolaxError:
+        raise InvalidAction(where, "not a CSS selector") from None
+    return str(value)
+
+
+def _milliseconds(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_WAIT_MS:
+        raise InvalidAction(where, f"a whole number of milliseconds, 0 to {MAX_WAIT_MS:,}")
+    return value
+
+
+def _text(value: Any, bound: int, where: str) -> None:
+    if not isinstance(value, str) or not 0 < len(value) <= bound:
+        raise InvalidAction(where, f"a string of 1 to {bound:,} characters")
