@@ -13,7 +13,7 @@ from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
 from taskcrawler.api.inputs import Id, Instant, RequestModel
 from taskcrawler.domain import InvalidURL, validate_url
-from taskcrawler.domain.actions import MAX_ACTIONS, InvalidAction, parse_actions
+from taskcrawler.domain.actions import MAX_ACTIONS
 from taskcrawler.domain.chunks import SearchHit, SearchMode, SearchQuery, StoredChunk
 from taskcrawler.domain.crawls import DEFAULT_LIMIT, MAX_DEPTH, MAX_PATTERNS, WEBHOOK_EVENTS
 from taskcrawler.domain.jobs import DEFAULT_FORMATS, Created
@@ -126,27 +126,6 @@ class RenderOptionsIn(RequestModel):
         description="A screenshot of the whole page (cut at the deployment's "
         "render_screenshot_max_height), or false: of the viewport only.",
     )
-    actions: list[dict[str, Any]] | None = Field(
-        None,
-        max_length=MAX_ACTIONS,
-        description="Firecrawl's page actions, run in order before the page is taken: wait "
-        "(milliseconds or selector), click, write, press, scroll, scrape, executeJavascript. "
-        "What they give is the result's actions (scrapes, javascriptReturns).",
-    )
-    mobile: bool = Field(
-        False,
-        description="Render as a phone: a 412x915 viewport (unless one is given), touch, and a "
-        "mobile Chrome user agent (followed by the deployment's) for the page and its fetch.",
-    )
-
-    @field_validator("actions")
-    @classmethod
-    def _checked_actions(cls, actions: list[dict[str, Any]] | None) -> list[dict[str, Any]] | None:
-        try:
-            parse_actions(actions)
-        except InvalidAction as exc:
-            raise ValueError(str(exc)) from None
-        return actions
 
     @field_validator("wait_for")
     @classmethod
@@ -164,8 +143,6 @@ class RenderOptionsIn(RequestModel):
             viewport_width=self.viewport.width,
             viewport_height=self.viewport.height,
             full_page=self.full_page,
-            mobile=self.mobile,
-            actions=parse_actions(self.actions),
         )
 
 
@@ -229,6 +206,20 @@ class ScrapeOptionsIn(RequestModel):
         le=MAX_CRAWL_CONCURRENCY,
         description="A crawl's pages fetched at once at most, across all workers.",
     )
+    mobile: bool = Field(
+        False,
+        description="Render as a phone: a 412x915 viewport (unless render_options gives one), "
+        "touch, and a mobile Chrome user agent (followed by the deployment's) for the page and "
+        "its fetch. Needs a browser: render defaults to always.",
+    )
+    actions: list[dict[str, Any]] | None = Field(
+        None,
+        max_length=MAX_ACTIONS,
+        description="Firecrawl's page actions, run in order on the rendered page before it is "
+        "taken: wait (milliseconds or selector), click, write, press, scroll, scrape, "
+        "executeJavascript. What they give is the result's actions (scrapes, "
+        "javascriptReturns). Needs a browser: render defaults to always.",
+    )
     json_schema: dict[str, Any] | None = Field(
         None,
         description='Format "json": a JSON Schema the answer must be valid against. A schema '
@@ -263,6 +254,8 @@ class ScrapeOptionsIn(RequestModel):
                 delay=self.delay,
                 max_concurrency=self.max_concurrency,
                 json=self._json(),
+                mobile=self.mobile,
+                actions=self.actions,
                 names={"max_pages": "pdf_max_pages"},
             )
         except InvalidOption as exc:
@@ -345,7 +338,7 @@ class JobOptionsIn(RequestModel):
     @model_validator(mode="after")
     def _render_fits_formats(self) -> JobOptionsIn:
         try:
-            asked = self.render_options.request() if self.render_options else None
+            asked = self.options.scrape_options() if self.options else None
             self.render = effective_mode(self.render, self.formats, asked)
         except ValueError as exc:
             raise ValueError(str(exc)) from None
@@ -867,7 +860,7 @@ class CrawlIn(RequestModel):
     @model_validator(mode="after")
     def _render_fits_formats(self) -> CrawlIn:
         try:
-            asked = self.render_options.request() if self.render_options else None
+            asked = self.options.scrape_options() if self.options else None
             self.render = effective_mode(self.render, self.formats, asked)
         except ValueError as exc:
             raise ValueError(str(exc)) from None

@@ -163,12 +163,14 @@ def _checked_formats(value: object, known: Collection[str] | None) -> tuple[str,
     return formats
 
 
-def _checked_render(mode: object, formats: Sequence[str]) -> str:
+def _checked_render(
+    mode: object, formats: Sequence[str], options: ScrapeOptions = DEFAULT_OPTIONS
+) -> str:
     """The pages' render mode, as a job's: see :func:`effective_mode`."""
     if mode is not None and not isinstance(mode, str):
         raise InvalidCrawlSpec("render", f"must be one of {', '.join(RENDER_MODES)}")
     try:
-        return effective_mode(mode, list(formats))
+        return effective_mode(mode, list(formats), options)
     except ValueError as exc:
         raise InvalidCrawlSpec("render", str(exc)) from None
 
@@ -246,7 +248,7 @@ class CrawlSpec:
         object.__setattr__(self, "max_age", _checked_max_age(self.max_age))
         if self.render is None:
             raise InvalidCrawlSpec("render", f"must be one of {', '.join(RENDER_MODES)}")
-        _checked_render(self.render, self.formats)
+        _checked_render(self.render, self.formats, self.options)
         object.__setattr__(self, "webhook_events", _checked_events(self.webhook_events))
 
     @property
@@ -296,7 +298,7 @@ class CrawlSpec:
             formats=tuple(formats),
             callback_url=callback_url,
             max_age=max_age,
-            render=_checked_render(render, formats),
+            render=_checked_render(render, formats, options),
             render_options=render_options,
             webhook_events=_checked_events(webhook_events),
             options=options,

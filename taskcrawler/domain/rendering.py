@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, cast, get_args
 
-from taskcrawler.domain.actions import Action
+from taskcrawler.domain.scrape_options import ScrapeOptions
 
 RenderMode = Literal["never", "auto", "always"]
 RENDER_MODES: tuple[str, ...] = get_args(RenderMode)
@@ -62,35 +62,25 @@ class RenderRequest:
     #: A screenshot of the whole page (cut at ``render_screenshot_max_height``), or of the
     #: viewport only.
     full_page: bool = True
-    #: Emulate a phone (:data:`MOBILE_VIEWPORT` unless a viewport is asked, touch, a mobile
-    #: user agent for the page and its fetch).
-    mobile: bool = False
-    #: Page actions run in order, once the waits are over, before the page is taken.
-    actions: tuple[Action, ...] = ()
 
     def __post_init__(self) -> None:
         check_viewport(self.viewport_width, self.viewport_height)
 
     def to_json(self) -> dict[str, Any]:
-        return (
-            {
-                "wait_until": self.wait_until,
-                "wait_for": self.wait_for,
-                "wait_seconds": self.wait_seconds,
-                "block": list(self.block),
-                "viewport": {"width": self.viewport_width, "height": self.viewport_height},
-                "full_page": self.full_page,
-            }
-            | ({"mobile": True} if self.mobile else {})
-            | ({"actions": [action.to_json() for action in self.actions]} if self.actions else {})
-        )
+        return {
+            "wait_until": self.wait_until,
+            "wait_for": self.wait_for,
+            "wait_seconds": self.wait_seconds,
+            "block": list(self.block),
+            "viewport": {"width": self.viewport_width, "height": self.viewport_height},
+            "full_page": self.full_page,
+        }
 
-    @property
-    def viewport(self) -> tuple[int, int]:
-        """The viewport rendered: as asked, or a mobile render's phone's when none was."""
+    def viewport(self, mobile: bool = False) -> tuple[int, int]:
+        """The viewport rendered: as asked, or a phone's (``mobile``) when none was."""
         asked = (self.viewport_width, self.viewport_height)
         default = (DEFAULT_RENDER.viewport_width, DEFAULT_RENDER.viewport_height)
-        return MOBILE_VIEWPORT if self.mobile and asked == default else asked
+        return MOBILE_VIEWPORT if mobile and asked == default else asked
 
     @classmethod
     def from_json(cls, value: dict[str, Any] | None) -> RenderRequest:
@@ -106,8 +96,6 @@ class RenderRequest:
             viewport_width=int(viewport.get("width", DEFAULT_RENDER.viewport_width)),
             viewport_height=int(viewport.get("height", DEFAULT_RENDER.viewport_height)),
             full_page=bool(value.get("full_page", DEFAULT_RENDER.full_page)),
-            mobile=bool(value.get("mobile", False)),
-            actions=tuple(Action.from_json(action) for action in value.get("actions") or ()),
         )
 
 
@@ -117,12 +105,12 @@ DEFAULT_RENDER = RenderRequest()
 def effective_mode(
     mode: str | None,
     formats: tuple[str, ...] | list[str] | list[Any] | None,
-    request: RenderRequest | None = None,
+    options: ScrapeOptions | None = None,
 ) -> RenderMode:
     """The render mode a job runs with: as asked, or, when not asked, ``always`` for a
-    screenshot or a ``mobile`` render (only a browser does them) and ``never`` otherwise.
-    ``never`` with either is refused (ValueError)."""
-    needs = browser_need(formats, request)
+    screenshot, a ``mobile`` render or actions (only a browser does them) and ``never``
+    otherwise. ``never`` with any of them is refused (ValueError)."""
+    needs = browser_need(formats, options)
     if mode is None:
         return "always" if needs else "never"
     if mode not in RENDER_MODES:
@@ -133,13 +121,9 @@ def effective_mode(
 
 
 def browser_need(
-    formats: tuple[str, ...] | list[str] | list[Any] | None, request: RenderRequest | None
+    formats: tuple[str, ...] | list[str] | list[Any] | None, options: ScrapeOptions | None
 ) -> str | None:
     """What of a job only a browser does, named for a refusal; None when nothing is."""
     if SCREENSHOT in (formats or ()):
         return "the screenshot format"
-    if request is not None and request.mobile:
-        return "render_options.mobile"
-    if request is not None and request.actions:
-        return "render_options.actions"
-    return None
+    return None if options is None else options.browser_need

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from taskcrawler.domain.actions import Action, InvalidAction, parse_actions
 from taskcrawler.domain.selectors import InvalidSelector, parse_ignore_selectors
 from taskcrawler.domain.structured import JsonRequest
 
@@ -89,6 +90,10 @@ class ScrapeOptions:
     #: schema's selectors, read from the page (checked by :func:`json_request`).
     json_schema: str | None = None
     json_prompt: str | None = None
+    #: The page is rendered as a phone's (its fetch too, with a phone's user agent).
+    mobile: bool = False
+    #: Page actions run on the rendered page, in order, before it is taken.
+    actions: tuple[Action, ...] = ()
 
     @classmethod
     def create(
@@ -108,6 +113,8 @@ class ScrapeOptions:
         delay: float | None = None,
         max_concurrency: int | None = None,
         json: JsonRequest | None = None,
+        mobile: bool = False,
+        actions: Sequence[Any] | None = None,
         names: Mapping[str, str] | None = None,
     ) -> ScrapeOptions:
         """Checked options; :class:`InvalidOption` names the first bad one, by the caller's
@@ -137,6 +144,8 @@ class ScrapeOptions:
             max_concurrency=max_concurrency,
             json_schema=json.schema_json if json else None,
             json_prompt=json.prompt if json else None,
+            mobile=mobile,
+            actions=_actions(actions, called["actions"]),
         )
 
     @property
@@ -164,8 +173,15 @@ class ScrapeOptions:
     def renders_differently(self) -> bool:
         """Whether the browser is set up differently for these options."""
         return bool(self.headers or self.languages or self.country or self.block_ads) or (
-            self.skip_tls_verification
+            self.skip_tls_verification or self.mobile or bool(self.actions)
         )
+
+    @property
+    def browser_need(self) -> str | None:
+        """What of these options only a browser does, named for a refusal."""
+        if self.mobile:
+            return "options.mobile"
+        return "options.actions" if self.actions else None
 
     # --- storing and comparing -------------------------------------------------------------
 
@@ -189,9 +205,11 @@ class ScrapeOptions:
         for option in fields(self):
             value = getattr(self, option.name)
             if value != option.default:
-                stored[option.name] = (
-                    [list(pair) for pair in value] if option.name == "headers" else value
-                )
+                if option.name == "headers":
+                    value = [list(pair) for pair in value]
+                elif option.name == "actions":
+                    value = [action.to_json() for action in value]
+                stored[option.name] = value
         return {
             name: list(value) if isinstance(value, tuple) else value
             for name, value in stored.items()
@@ -209,6 +227,8 @@ class ScrapeOptions:
                 continue
             if name == "headers":
                 values[name] = tuple((str(k), str(v)) for k, v in stored)
+            elif name == "actions":
+                values[name] = tuple(Action.from_json(action) for action in stored)
             elif isinstance(stored, list):
                 values[name] = tuple(stored)
             else:
@@ -275,6 +295,13 @@ def check_headers(
             raise InvalidOption(where, f"at most {MAX_HEADER_BYTES:,} bytes of headers")
         checked[lowered] = (name, value.strip())
     return tuple(checked.values())
+
+
+def _actions(values: Sequence[Any] | None, where: str) -> tuple[Action, ...]:
+    try:
+        return parse_actions(values, where)
+    except InvalidAction as exc:
+        raise InvalidOption(exc.field, exc.message) from None
 
 
 def _selectors(values: Sequence[str] | None, where: str) -> tuple[str, ...]:

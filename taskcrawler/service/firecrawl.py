@@ -18,7 +18,6 @@ from uuid import UUID, uuid4
 import orjson
 
 from taskcrawler.domain import JobStatus
-from taskcrawler.domain.actions import Action, InvalidAction, parse_actions
 from taskcrawler.domain.change_tracking import (
     InvalidTracking,
     TrackingRequest,
@@ -225,18 +224,14 @@ class PageOptions:
     options: ScrapeOptions = DEFAULT_OPTIONS
     #: ``changeTracking``: the document compared with this key's previous scrape of the page.
     tracking: TrackingRequest | None = None
-    #: ``mobile``: rendered as a phone.
-    mobile: bool = False
-    #: ``actions``: run on the rendered page before it is taken.
-    actions: tuple[Action, ...] = ()
 
     def render(self) -> tuple[str, RenderRequest | None]:
-        """The render mode and options of the pages' jobs. A screenshot or a wait needs the
-        browser: ``always``, as does ``mobile``. ``waitFor`` bounds the wait for network idle
-        (Firecrawl waits that long after the load; a page is taken here once its network is
-        quiet, or then)."""
+        """The render mode and options of the pages' jobs. A screenshot, a wait, ``mobile``
+        and actions need the browser: ``always``. ``waitFor`` bounds the wait for network
+        idle (Firecrawl waits that long after the load; a page is taken here once its network
+        is quiet, or then)."""
         shot, wait_ms = self.screenshot, self.wait_for_ms
-        if shot is None and not wait_ms and not self.mobile and not self.actions:
+        if shot is None and not wait_ms and self.options.browser_need is None:
             return "never", None
         width, height = (shot and shot.viewport) or (
             DEFAULT_RENDER.viewport_width,
@@ -247,8 +242,6 @@ class PageOptions:
             viewport_width=width,
             viewport_height=height,
             full_page=shot.full_page if shot else DEFAULT_RENDER.full_page,
-            mobile=self.mobile,
-            actions=self.actions,
         )
         return "always", request
 
@@ -278,17 +271,10 @@ def page_options(
     options: ScrapeOptions = DEFAULT_OPTIONS,
     tracking_options: Mapping[str, Any] | None = None,
     json_options: Mapping[str, Any] | None = None,
-    *,
-    mobile: bool = False,
-    actions: list[Any] | None = None,
 ) -> PageOptions:
     """Firecrawl's ``formats`` (strings, or ``{"type": …}`` objects in v2), ``waitFor``,
-    ``mobile``, ``actions`` and v1's ``changeTrackingOptions`` and ``jsonOptions``,
+    and v1's ``changeTrackingOptions`` and ``jsonOptions``,
     checked."""
-    try:
-        acts = parse_actions(actions)
-    except InvalidAction as exc:
-        raise Unsupported(str(exc)) from None
     names: list[str] = []
     screenshot: ScreenshotSpec | None = None
     tracking: TrackingRequest | None = None
@@ -329,7 +315,7 @@ def page_options(
     if json is not None:
         options = replace(options, json_schema=json.schema_json, json_prompt=json.prompt)
     formats = tuple(dict.fromkeys(names)) or ("markdown",)
-    return PageOptions(formats, screenshot, wait_for_ms or None, options, tracking, mobile, acts)
+    return PageOptions(formats, screenshot, wait_for_ms or None, options, tracking)
 
 
 def json_format(asked: Mapping[str, Any], where: str) -> JsonRequest:
@@ -361,6 +347,8 @@ def scrape_options(
     parsers: list[Any] | None = None,
     delay: float | None = None,
     max_concurrency: int | None = None,
+    mobile: bool | None = None,
+    actions: list[Any] | None = None,
 ) -> ScrapeOptions:
     """Firecrawl's scrape options as TaskCrawler's; :class:`Unsupported` names the field by
     Firecrawl's name. Firecrawl's defaults: the main content, base64 images removed, PDFs
@@ -381,6 +369,8 @@ def scrape_options(
             max_pages=max_pages,
             delay=delay,
             max_concurrency=max_concurrency,
+            mobile=bool(mobile),
+            actions=actions,
             names=_OPTION_FIELDS,
         )
     except InvalidOption as exc:

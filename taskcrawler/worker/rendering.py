@@ -94,10 +94,10 @@ def browser_options(
         wait_for_selector=request.wait_for,
         wait_seconds=request.wait_seconds,
         block_resources=frozenset(request.block),
-        viewport_width=request.viewport[0],
-        viewport_height=request.viewport[1],
-        mobile=request.mobile,
-        actions=request.actions,
+        viewport_width=request.viewport(options.mobile)[0],
+        viewport_height=request.viewport(options.mobile)[1],
+        mobile=options.mobile,
+        actions=options.actions,
         screenshot=screenshot,
         full_page=request.full_page,
         locale=options.languages[0] if options.languages else None,
@@ -127,7 +127,10 @@ class RenderStep:
     async def prepare(self, job: ClaimedJob, page: FetchedPage) -> Rendered | None:
         """The page to extract for ``job``, rendered if it must be; ``None`` when the job does
         not render. Raises :class:`FetchError` when the render failed."""
-        mode = job.render
+        needs = browser_need(job.formats, job.options)
+        # A URL's job keeps the mode it was first asked with; options a later submission gave
+        # it (mobile, actions) still need the browser.
+        mode = "always" if job.render == "never" and needs else job.render
         if mode == "never":
             return None
         info: dict[str, Any] = {"mode": mode, "rendered": False}
@@ -135,7 +138,6 @@ class RenderStep:
             info["reason"] = f"not an HTML page ({page.content_type})"
             return Rendered(page, info)
         wants_picture = SCREENSHOT in job.formats
-        needs = browser_need(job.formats, job.render_options)
         if mode == "auto" and needs is None:
             verdict = await self._verdict(page)
             info |= {"reason": verdict.reason, "words": verdict.words, "scripts": verdict.scripts}

@@ -588,7 +588,7 @@ def _request_headers(job: ClaimedJob, user_agent: str) -> dict[str, str] | None:
     """The conditional headers, and a mobile render's user agent: the site serves the fetch
     the page a phone gets, which the browser is then handed."""
     headers = _conditional_headers(job) or {}
-    if job.render != "never" and job.render_options.mobile:
+    if job.options.mobile:
         headers["User-Agent"] = mobile_user_agent(user_agent)
     return headers or None
 

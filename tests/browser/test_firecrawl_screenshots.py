@@ -94,6 +94,11 @@ async def test_the_v2_sdk_gets_a_viewport_screenshot_and_waits(
     )
     assert "width:412 touch:1 mobile-ua:true" in phone.markdown
     assert all("Mobile" in agent for agent in site.user_agents)  # the fetch's too
+    # The URL's job, first scraped without actions, runs again with them.
+    plain_first = await asyncio.to_thread(
+        fc.scrape, site.url("/actions", host="127.0.0.1"), formats=["markdown"]
+    )
+    assert "Revealed text" not in plain_first.markdown and plain_first.actions is None
     acted = await asyncio.to_thread(
         fc.scrape,
         site.url("/actions", host="127.0.0.1"),

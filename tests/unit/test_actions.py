@@ -6,10 +6,13 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
+from taskcrawler.api.schemas import JobCreate, scrape_options_of
 from taskcrawler.domain.actions import MAX_ACTIONS, Action, InvalidAction, parse_actions
 from taskcrawler.domain.rendering import RenderRequest, effective_mode
-from taskcrawler.service.firecrawl import Unsupported, page_options
+from taskcrawler.domain.scrape_options import ScrapeOptions
+from taskcrawler.service.firecrawl import Unsupported, page_options, scrape_options
 
 
 def test_a_checked_list_is_stored_and_asks_for_a_browser() -> None:
@@ -26,11 +29,15 @@ def test_a_checked_list_is_stored_and_asks_for_a_browser() -> None:
         ]
     )
     assert actions[5] == Action("scroll", direction="down")
-    request = RenderRequest(actions=actions)
-    assert RenderRequest.from_json(request.to_json()) == request
-    assert effective_mode(None, None, request) == "always"
-    mode, asked = page_options(["markdown"], actions=[{"type": "scrape"}]).render()
-    assert mode == "always" and asked == RenderRequest(actions=(Action("scrape"),))
+    options = ScrapeOptions(actions=actions)
+    assert ScrapeOptions.from_json(options.to_json()) == options
+    assert effective_mode(None, None, options) == "always"
+    # A page asked for with other actions is another page: it is read again, with them.
+    assert not options.same_page_as(ScrapeOptions()) and not options.same_fetch_as(ScrapeOptions())
+    acting = scrape_options(actions=[{"type": "scrape"}])
+    assert acting.actions == (Action("scrape"),)
+    mode, asked = page_options(["markdown"], options=acting).render()
+    assert mode == "always" and asked == RenderRequest()
 
 
 @pytest.mark.parametrize(
@@ -59,5 +66,25 @@ def test_a_bad_action_is_refused_naming_it(actions: Any, named: str) -> None:
         parse_actions(actions)
     assert named in str(caught.value)
     with pytest.raises(Unsupported) as refused:
-        page_options(["markdown"], actions=actions)
+        scrape_options(actions=actions)
     assert named in str(refused.value)
+
+
+def test_the_native_api_takes_mobile_and_actions_in_options() -> None:
+    created = JobCreate.model_validate(
+        {
+            "url": "https://example.com/",
+            "options": {"mobile": True, "actions": [{"type": "scrape"}]},
+        }
+    )
+    assert created.render == "always"
+    asked = scrape_options_of(created.options)
+    assert asked is not None and asked.mobile and asked.actions == (Action("scrape"),)
+    with pytest.raises(ValidationError, match=r"actions\[0\]\.selector: a click action needs it"):
+        JobCreate.model_validate(
+            {"url": "https://example.com/", "options": {"actions": [{"type": "click"}]}}
+        )
+    with pytest.raises(ValidationError, match=r"options\.mobile needs a browser"):
+        JobCreate.model_validate(
+            {"url": "https://example.com/", "render": "never", "options": {"mobile": True}}
+        )

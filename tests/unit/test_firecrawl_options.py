@@ -61,11 +61,14 @@ def test_wait_for_renders_and_bounds_the_wait() -> None:
 
 
 def test_mobile_renders_as_a_phone() -> None:
-    mode, request = page_options(["markdown"], mobile=True).render()
-    assert mode == "always" and request == RenderRequest(mobile=True)
+    phone = scrape_options(mobile=True)
+    assert phone.mobile and phone.browser_need == "options.mobile"
+    mode, request = page_options(["markdown"], options=phone).render()
+    assert mode == "always" and request == RenderRequest()
+    assert request.viewport(mobile=True) == (412, 915)
     shot = [{"type": "screenshot", "viewport": {"width": 500, "height": 900}}]
-    _, sized = page_options(shot, mobile=True).render()
-    assert sized is not None and sized.mobile and sized.viewport == (500, 900)
+    _, sized = page_options(shot, options=phone).render()
+    assert sized is not None and sized.viewport(mobile=True) == (500, 900)
 
 
 @pytest.mark.parametrize(

@@ -3,6 +3,7 @@ chromium in tests/browser/)."""
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from typing import Any
 
@@ -12,6 +13,7 @@ from taskcrawler.browser import Availability, RenderOptions, RenderResult
 from taskcrawler.domain import ClaimedJob, ErrorCode, FetchError, Outcome
 from taskcrawler.domain.pages import FetchedPage, PageContent, Screenshot
 from taskcrawler.domain.rendering import MOBILE_VIEWPORT, RenderRequest, effective_mode
+from taskcrawler.domain.scrape_options import ScrapeOptions
 from taskcrawler.worker.parsing import PageParser
 from taskcrawler.worker.rendering import RenderStep
 
@@ -143,23 +145,29 @@ async def test_a_failed_render_is_the_jobs_error(parser: PageParser) -> None:
     assert caught.value is crash and crash.transient
 
 
-async def test_a_mobile_job_renders_as_a_phone_even_on_auto(parser: PageParser) -> None:
+async def test_a_mobile_job_renders_as_a_phone_even_on_auto_or_never(
+    parser: PageParser,
+) -> None:
     renderer = StandIn()
     step = RenderStep(renderer, AVAILABLE, parser)
-    rendered = await step.prepare(job("auto", mobile=True), page(STATIC))  # no shell
+    phone_options = ScrapeOptions(mobile=True)
+    rendered = await step.prepare(_with(job("auto"), phone_options), page(STATIC))  # no shell
     assert rendered is not None and rendered.info["rendered"] is True
-    assert rendered.info["reason"] == "render_options.mobile was asked for"
-    sized = await step.prepare(job("always", mobile=True, viewport_width=600), page(STATIC))
-    assert sized is not None
+    assert rendered.info["reason"] == "options.mobile was asked for"
+    # A URL's job first asked without a browser, given mobile by a later submission.
+    sized = await step.prepare(_with(job("never", viewport_width=600), phone_options), page(STATIC))
+    assert sized is not None and sized.info["mode"] == "always"
     [phone, wide] = [options for _, options, _ in renderer.calls]
     assert phone.mobile and (phone.viewport_width, phone.viewport_height) == MOBILE_VIEWPORT
     assert wide.mobile and (wide.viewport_width, wide.viewport_height) == (600, 800)
-    assert effective_mode(None, None, RenderRequest(mobile=True)) == "always"
-    with pytest.raises(ValueError, match=r"render_options\.mobile needs a browser"):
-        effective_mode("never", None, RenderRequest(mobile=True))
-    request = RenderRequest(mobile=True)
-    assert RenderRequest.from_json(request.to_json()) == request
-    assert "mobile" not in RenderRequest().to_json()  # the jobs stored so far read the same
+    assert effective_mode(None, None, phone_options) == "always"
+    with pytest.raises(ValueError, match=r"options\.mobile needs a browser"):
+        effective_mode("never", None, phone_options)
+    assert ScrapeOptions.from_json(phone_options.to_json()) == phone_options
+
+
+def _with(claimed: ClaimedJob, options: ScrapeOptions) -> ClaimedJob:
+    return dataclasses.replace(claimed, options=options)
 
 
 def test_the_render_mode_follows_the_formats() -> None:

@@ -131,6 +131,8 @@ def _page(
             parsers=options.parsers,
             delay=delay,
             max_concurrency=max_concurrency,
+            mobile=options.mobile,
+            actions=options.actions,
         )
         return page_options(
             options.formats or ["markdown"],
@@ -138,8 +140,6 @@ def _page(
             chosen,
             options.changeTrackingOptions,
             options.jsonOptions,
-            mobile=bool(options.mobile),
-            actions=options.actions,
         )
     except Unsupported as exc:
         raise Unsupported(f"{where}{exc}") from None
