@@ -246,7 +246,7 @@ def retry_policy(settings: Settings) -> RetryPolicy:
     )
 
 
-def worker_config(settings: Settings) -> WorkerConfig:
+def worker_config(settings: Settings, *, sweeps: bool = True) -> WorkerConfig:
     from taskcrawler.worker.sweeper import SweepConfig
     from taskcrawler.worker.worker import WorkerConfig
 
@@ -261,6 +261,7 @@ def worker_config(settings: Settings) -> WorkerConfig:
         lease_seconds=settings.lease_seconds,
         shutdown_grace_seconds=settings.shutdown_grace_seconds,
         archive_pages=settings.archive_pages,
+        sweeps=sweeps,
     )
 
 
@@ -366,7 +367,10 @@ def worker(
     metrics: WorkerMetrics,
     rendering: RenderStep | None = None,
     page_embedder: Embedder | None = None,
+    *,
+    sweeps: bool = True,
 ) -> Worker:
+    """``sweeps``: whether this worker runs a sweeper (see :class:`WorkerConfig`)."""
     from taskcrawler.fetch.sitemaps import SitemapLimits
     from taskcrawler.worker import Worker
     from taskcrawler.worker.chunking import PageChunker
@@ -382,7 +386,7 @@ def worker(
             timeout_seconds=settings.embedder_timeout_seconds,
         )
     return Worker(
-        worker_config(settings),
+        worker_config(settings, sweeps=sweeps),
         runtime.storage.work,
         runtime.queue,
         page_fetcher,
@@ -464,7 +468,12 @@ def worker_processes(settings: Settings) -> WorkerProcesses | None:
             "TASKCRAWLER_WORKER_METRICS_PORT": str(port + index if port else 0),
         }
 
-    return WorkerProcesses(count, env_of, grace_seconds=settings.shutdown_grace_seconds)
+    return WorkerProcesses(
+        count,
+        env_of,
+        grace_seconds=settings.shutdown_grace_seconds,
+        shared_queue=settings.redis_url is not None,
+    )
 
 
 def usable_cores() -> int:
