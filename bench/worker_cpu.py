@@ -23,6 +23,7 @@ import argparse
 import asyncio
 import contextlib
 import cProfile
+import gc
 import json
 import os
 import secrets
@@ -92,6 +93,7 @@ async def one_run(settings_env: dict[str, str], target: str, jobs: int, formats:
 
     from taskcrawler.settings import Settings
     from taskcrawler.storage.migrate import upgrade_database
+    from taskcrawler.worker import runner
     from taskcrawler.worker.runner import run_worker
 
     os.environ.update(settings_env)
@@ -99,6 +101,10 @@ async def one_run(settings_env: dict[str, str], target: str, jobs: int, formats:
     settings = Settings()
     await upgrade_database(settings.database_url)
     await _queue_jobs(settings, target, jobs, formats)
+    # What ``taskcrawler worker`` does once started, in the version measured.
+    gc.collect()
+    gc.freeze()  # freeze_startup_heap
+    getattr(runner, "collect_less_often", lambda: None)()
     registry = CollectorRegistry()
     stop = asyncio.Event()
     worker = asyncio.create_task(run_worker(settings, stop=stop, registry=registry))
@@ -111,6 +117,8 @@ async def one_run(settings_env: dict[str, str], target: str, jobs: int, formats:
     # The main thread's CPU clock: a wall clock would charge a function with the time it waits
     # for the GIL while a thread (a resolver, a parse) holds it.
     profiler = cProfile.Profile(time.thread_time) if profile else None
+    collector = _GcClock()
+    gc.callbacks.append(collector)
     wall, cpu = time.perf_counter(), time.process_time()
     if profiler is not None:
         profiler.enable()
@@ -126,9 +134,31 @@ async def one_run(settings_env: dict[str, str], target: str, jobs: int, formats:
         spy.send_signal(signal.SIGINT)
         await asyncio.to_thread(spy.wait, 60)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+    gc.callbacks.remove(collector)
     stop.set()
     await worker
-    return {"cpu_ms_per_job": cpu / jobs * 1000, "jobs_per_s": jobs / wall}
+    return {
+        "cpu_ms_per_job": cpu / jobs * 1000,
+        "jobs_per_s": jobs / wall,
+        "gc_ms_per_job": collector.seconds / jobs * 1000,
+        "gc_full_per_1000_jobs": collector.full / jobs * 1000,
+    }
+
+
+class _GcClock:
+    """The garbage collector's time on this thread's CPU clock, and its full collections."""
+
+    def __init__(self) -> None:
+        self.seconds = 0.0
+        self.full = 0
+        self._began = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._began = time.thread_time()
+            return
+        self.seconds += time.thread_time() - self._began
+        self.full += info["generation"] == 2
 
 
 @contextlib.asynccontextmanager
@@ -198,12 +228,20 @@ async def main_async(args: argparse.Namespace) -> None:
     for name, runs in figures.items():
         if runs:
             cpu = statistics.median(r["cpu_ms_per_job"] for r in runs)
+            collector = statistics.median(r["gc_ms_per_job"] for r in runs)
             rate = statistics.median(r["jobs_per_s"] for r in runs)
-            print(f"median {name or 'this'}: {cpu:.3f} ms CPU per job, {rate:.0f} jobs/s")
+            print(
+                f"median {name or 'this'}: {cpu:.3f} ms CPU per job (garbage collector "
+                f"{collector:.3f}), {rate:.0f} jobs/s"
+            )
 
 
 def _show(figures: dict[str, float]) -> str:
-    return f"{figures['cpu_ms_per_job']:.3f} ms CPU/job, {figures['jobs_per_s']:.0f} jobs/s"
+    return (
+        f"{figures['cpu_ms_per_job']:.3f} ms CPU/job (garbage collector "
+        f"{figures['gc_ms_per_job']:.3f}, {figures['gc_full_per_1000_jobs']:.1f} full "
+        f"collections per 1,000 jobs), {figures['jobs_per_s']:.0f} jobs/s"
+    )
 
 
 def _configure_like_the_worker(env: dict[str, str]) -> None:

@@ -30,10 +30,11 @@ async def _run(
     from taskcrawler import bootstrap
     from taskcrawler.settings import get_settings
     from taskcrawler.worker.process import parent_gone as pipe_closed
-    from taskcrawler.worker.runner import lower_priority, run_worker
+    from taskcrawler.worker.runner import collect_less_often, lower_priority, run_worker
 
     settings = get_settings()
     lower_priority(settings.worker_nice)
+    collect_less_often()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     loop.add_signal_handler(signal.SIGTERM, stop.set)
