@@ -100,8 +100,16 @@ async def run_worker(
     rendering = bootstrap.render_step(settings, parser)
     metrics.track_rendering(rendering.available, rendering.stats)
     page_embedder = embedder or bootstrap.embedder(settings)
+    chat_model = bootstrap.chat_model(settings)
     worker = bootstrap.worker(
-        shared, fetcher, parser, metrics, rendering, page_embedder, sweeps=duties.sweeper
+        shared,
+        fetcher,
+        parser,
+        metrics,
+        rendering,
+        page_embedder,
+        chat_model,
+        sweeps=duties.sweeper,
     )
     servers = []
     if serve_metrics_port and settings.worker_metrics_port:
@@ -140,6 +148,8 @@ async def run_worker(
         await parser.aclose()
         if embedder is None:
             await page_embedder.close()
+        if chat_model is not None:
+            await chat_model.close()
         if runtime is None:
             await shared.close()
         log.info("worker stopped: %s", worker.stats)
