@@ -93,23 +93,24 @@ _BOILERPLATE_WORDS = frozenset(
     {"ad", "ads", "nav", "menu", "meta", "tags", "tag", "bio", "caption", "credit", "credits"}
     | {"footer", "banner", "rating", "toolbar", "tools", "pager", "signup", "login"}
     | {"reply", "replies", "respond", "skiplink", "gdpr", "modal", "popup", "promo", "promos"}
-    | {"teasers", "ratings", "legend", "cta", "date"}
+    | {"teasers", "ratings", "legend", "cta", "date", "categories"}
 )
 _BOILERPLATE_BEGINNINGS = (
     "comment", "share", "sharing", "social", "related", "recent", "newsletter", "subscri",
     "cookie", "consent", "copyright", "colophon", "sidebar", "breadcrumb", "paginat", "disqus",
     "akismet", "jetpack", "nocontent", "sponsor", "advert", "masthead", "navbar", "navigation",
     "byline", "newsticker", "authorbio", "authorbox", "authorinfo", "widget", "disclos",
-    "disclaim", "author", "embed", "published", "updated", "timestamp", "categor", "recommend",
+    "disclaim", "author", "embed", "published", "updated", "timestamp", "recommend",
 )  # fmt: skip
 _BOILERPLATE_ENDINGS = ("widget", "comments", "sidebar", "menu", "navigation", "footer", "share")
 # A word that looks like one of those but is not: Blogger's main column is "widget Blog", and
 # a "promoted" article is still an article.
 _NOT_BOILERPLATE = frozenset({"widget", "promoted", "commentary", "navigator"})
 _WORD = re.compile(r"[a-z]+")
-# A token that says what state a wrapper is in ("has-sidebar", "no-comments") or that only
-# hooks a script ("js-share"), not what the block is.
-_STATE_TOKEN = re.compile(r"^(?:has|no|with|show|hide|is|js)-|--(?:has|no|with)-")
+# A token that says what state a wrapper is in ("has-sidebar", "no-comments"), that only hooks
+# a script ("js-share"), or that says what the block is not ("site-not-footer"): not what the
+# block is.
+_STATE_TOKEN = re.compile(r"^(?:has|no|with|show|hide|is|js)-|--(?:has|no|with)-|[-_]not[-_]")
 # A token that names the content itself ("entry-content", "post-body", "hentry"); it wins over
 # a boilerplate token on the same node.
 _CONTENT_TOKEN = re.compile(
@@ -302,11 +303,25 @@ class Cleaner:
         ``h1``."""
         keep = self.holds_content | _with_ancestors(choice.nodes)
         doomed = [node for node in reversed(flagged) if node.mem_id not in keep]
+        doomed = _not_most_of(doomed, choice.nodes)
         captions = [node for node in self.flagged_captions if node.mem_id not in keep]
         if captions and self.tree.body is not None:
             forget_caption_copies(self.tree.body, captions)
         for node in doomed:
             node.decompose()
+
+
+_MOST_OF_CHOSEN = 0.8
+
+
+def _not_most_of(doomed: list[LexborNode], chosen: list[LexborNode]) -> list[LexborNode]:
+    """``doomed`` less a flagged block that holds nearly all the chosen text: the scoring found
+    the content inside it, so its names misled (a wrapper named for the theme's parts)."""
+    if not doomed:
+        return doomed
+    ids = {node.mem_id for node in chosen}
+    most = _MOST_OF_CHOSEN * sum(map(_text_len, chosen))
+    return [node for node in doomed if not (_inside(node, ids) and _text_len(node) > most)]
 
 
 def _fits(text: str, most: float) -> bool:
