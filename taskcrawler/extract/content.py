@@ -76,6 +76,7 @@ _MIN_ROOT_SHARE = 0.25
 _NOSCRIPT_PAGE_CHARS = 200
 _MAX_FLAGGED_SHARE = 0.5
 _COMMENTS = "comment"
+_COMMENT_WORDS = re.compile(r"comment[a-z]*")
 # The elements whose names are read: not links, images and icons, the commonest and never the
 # whole of a boilerplate block; not the body, whose classes describe the page ("single-post
 # has-sidebar").
@@ -116,6 +117,7 @@ _STATE_TOKEN = re.compile(r"^(?:has|no|with|show|hide|is|js)-|--(?:has|no|with)-
 _CONTENT_TOKEN = re.compile(
     r"^(?:(?:entry|post|article|story|page|main|blog)[-_]?)?(?:content|body|text)$"
     r"|^(?:post|hentry|article|main)$"
+    r"|^(?:forum|thread|topic|message)[-_]?(?:post|message|entry)$"
 )
 
 # Scripts where words are not separated by spaces: every character counts as one word.
@@ -203,6 +205,9 @@ class Cleaner:
     removed_visible: int = 0
     # Flagged blocks named as a picture's caption or credit ("figure__caption", "legend").
     flagged_captions: list[LexborNode] = field(default_factory=list)
+    # Flagged blocks named as comments, and which of them are outermost (a thread's replies).
+    comment_ids: set[int] = field(default_factory=set)
+    comment_blocks: list[LexborNode] = field(default_factory=list)
 
     @classmethod
     def for_tree(cls, tree: LexborHTMLParser) -> Cleaner:
@@ -296,12 +301,25 @@ class Cleaner:
                 ids.add(node.mem_id)
                 if _CAPTION_NAMES.search(names) is not None:
                     self.flagged_captions.append(node)
+                if _COMMENTS in names.lower():
+                    self._note_comment(node, names, ids)
         return found
+
+    def _note_comment(self, node: LexborNode, names: str, flagged: set[int]) -> None:
+        """Remember a block named as comments: the outermost are the replies, and those named
+        for nothing else (not "comment-meta") would stay in a thread."""
+        if not _inside(node, flagged - {node.mem_id}):
+            self.comment_blocks.append(node)
+        if not _names_any_boilerplate(_COMMENT_WORDS.sub(" ", names.lower())):
+            self.comment_ids.add(node.mem_id)
 
     def strip_flagged(self, flagged: list[LexborNode], choice: Choice) -> None:
         """Step 4, first half: the flagged nodes, but those holding the chosen content or an
         ``h1``."""
         keep = self.holds_content | _with_ancestors(choice.nodes)
+        if self._is_thread(choice):
+            keep = keep | self.comment_ids
+            _add_nodes(choice, self.comment_blocks)
         doomed = [node for node in reversed(flagged) if node.mem_id not in keep]
         doomed = _not_most_of(doomed, choice.nodes)
         captions = [node for node in self.flagged_captions if node.mem_id not in keep]
@@ -309,6 +327,46 @@ class Cleaner:
             forget_caption_copies(self.tree.body, captions)
         for node in doomed:
             node.decompose()
+
+    def _is_thread(self, choice: Choice) -> bool:
+        """Whether the comments are the page's content: a forum thread or a question with its
+        answers, where the replies say more than the post they answer; an article's comments
+        are a fraction of it."""
+        if not self.comment_blocks or not choice.scored:
+            return False
+        chosen = {node.mem_id for node in choice.nodes}
+        replies = 0
+        inside = 0
+        for block in self.comment_blocks:
+            chars = visible_chars(block)
+            replies += chars
+            if block.mem_id in chosen or _inside(block, chosen):
+                inside += chars
+        own = sum(map(visible_chars, choice.nodes)) - inside
+        return replies > _THREAD_SHARE * max(own, 0)
+
+
+_THREAD_SHARE = 1.0
+
+
+def _add_nodes(choice: Choice, extra: list[LexborNode]) -> None:
+    """Add ``extra`` to the chosen nodes, those not inside nor around one, in document order."""
+    chosen = {node.mem_id for node in choice.nodes}
+    holding = _with_ancestors(choice.nodes)
+    added = [node for node in extra if node.mem_id not in holding and not _inside(node, chosen)]
+    if not added:
+        return
+    nodes = choice.nodes + added
+    order = {node.mem_id: index for index, node in enumerate(_document_order(nodes))}
+    choice.nodes[:] = sorted(nodes, key=lambda node: order[node.mem_id])
+
+
+def _document_order(nodes: list[LexborNode]) -> list[LexborNode]:
+    wanted = {node.mem_id for node in nodes}
+    root = nodes[0]
+    while root.parent is not None:
+        root = root.parent
+    return [node for node in root.traverse() if node.mem_id in wanted]
 
 
 _MOST_OF_CHOSEN = 0.8

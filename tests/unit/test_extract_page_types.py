@@ -51,3 +51,54 @@ def test_a_categorys_description_is_content_of_its_page() -> None:
     )
     text = _text(f"<main><h1>Indoor pots</h1>{description}<ul>{products}</ul></main>")
     assert "glazed inside" in text and "fired twice" in text
+
+
+_QUESTION = (
+    "<p>My first saw horse wobbles on the balcony floor, what should I change?</p>"
+    "<p>It is made from the cheapest construction spruce, roughly 85 cm high and about one "
+    "metre long, with the legs housed in the top rail, glued, and no stretchers yet.</p>"
+)
+_ANSWER = (
+    "<p>Check that the legs are splayed the same way, then plane the feet until all four "
+    "touch the floor, and add a stretcher low between the legs, glued and pinned.</p>"
+)
+
+
+def _thread(replies: int) -> str:
+    answers = "".join(
+        f"<li class='comment'><div class='comment-meta'>Reply {n}</div>"
+        f"<div class='comment-content'>{_ANSWER}</div></li>"
+        for n in range(replies)
+    )
+    return _text(
+        f"<main><h1>Saw horse</h1><div class='post-content'>{_QUESTION}</div></main>"
+        f"<ol class='comment-list'>{answers}</ol>"
+    )
+
+
+def test_a_threads_replies_are_its_content() -> None:
+    text = _thread(replies=4)
+    assert "saw horse wobbles" in text and text.count("plane the feet") == 4
+    assert "Reply 1" not in text  # the replies' furniture still goes
+
+
+def test_an_articles_few_comments_are_not_its_content() -> None:
+    article = _PROSE * 8
+    text = _text(
+        f"<main><h1>Repairs</h1><div class='post-content'>{article}</div></main>"
+        f"<ol class='comment-list'><li class='comment'>{_ANSWER}</li></ol>"
+    )
+    assert "warrantied for ninety days" in text and "plane the feet" not in text
+
+
+def test_a_forums_posts_named_as_replies_are_the_thread() -> None:
+    posts = "".join(
+        f"<div class='forum-post forum-post-reply'><div class='forum-post-content'>{_ANSWER}"
+        "</div></div>"
+        for _ in range(4)
+    )
+    text = _text(
+        "<div class='forum-thread'><div class='forum-post forum-post-original'>"
+        f"<div class='forum-post-content'>{_QUESTION}</div></div>{posts}</div>"
+    )
+    assert "saw horse wobbles" in text and text.count("plane the feet") == 4
