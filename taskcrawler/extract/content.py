@@ -455,9 +455,11 @@ def _is_copy(alt: str, caption: str) -> bool:
 
 def _is_furniture(node: LexborNode) -> bool:
     attrs = node.attributes
+    role = (attrs.get("role") or "").strip().lower()
     if "hidden" in attrs or (attrs.get("aria-hidden") or "").lower() == "true":
-        return True
-    return (attrs.get("role") or "").strip().lower() in _FURNITURE_ROLES
+        # a tab or an accordion's closed panel is content a click away, not furniture
+        return role != "tabpanel"
+    return role in _FURNITURE_ROLES
 
 
 def fallback_root(tree: LexborHTMLParser) -> LexborNode | None:

@@ -102,3 +102,16 @@ def test_a_forums_posts_named_as_replies_are_the_thread() -> None:
         f"<div class='forum-post-content'>{_QUESTION}</div></div>{posts}</div>"
     )
     assert "saw horse wobbles" in text and text.count("plane the feet") == 4
+
+
+def test_a_closed_tab_panel_is_content_and_a_hidden_block_is_not() -> None:
+    panels = (
+        f"<div role='tabpanel' id='p1'>{_PROSE}</div>"
+        "<div role='tabpanel' id='p2' hidden><p>Our second plan covers the bikes and rowers "
+        "of a whole gym, serviced every quarter at one flat fee a machine.</p></div>"
+        "<div hidden><p>Sign in to see the prices agreed for your gym, and your invoices "
+        "of the last twelve months.</p></div>"
+    )
+    text = _text(f"<main><h1>Plans</h1>{_PROSE * 2}{panels}</main>")
+    assert "whole gym, serviced every quarter" in text
+    assert "Sign in to see" not in text
