@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from taskcrawler.extract.scoring import (
+    CROSS_REFERENCE,
     FLAG_ATTRIBUTE,
     MIN_CONTENT_CHARS,
     Choice,
@@ -507,7 +508,7 @@ def strip_link_blocks(choice: Choice) -> None:
                 continue
             most = _MAX_TABLE_LINK_SHARE if block.tag == "table" else _MAX_LINK_SHARE
             chars = visible_chars(block)
-            if linked > most * chars:
+            if linked > most * chars and not _is_pointer(block):
                 doomed.append(block)
                 doomed_chars += chars
                 under[key] = True
@@ -515,6 +516,19 @@ def strip_link_blocks(choice: Choice) -> None:
             continue
         for block in reversed(doomed):
             block.decompose()
+
+
+_POINTER_MAX_LINKS = 3
+
+
+def _is_pointer(block: LexborNode) -> bool:
+    """A paragraph that points the reader to another page in words of its own ("See also:
+    Tide tables for the harbour"): a line of the text, not a menu."""
+    return (
+        block.tag == "p"
+        and CROSS_REFERENCE.match(block.text_lexbor()) is not None
+        and len(block.css("a")) <= _POINTER_MAX_LINKS
+    )
 
 
 def _is_listing(doomed: list[LexborNode], doomed_chars: int, content_chars: int) -> bool:
