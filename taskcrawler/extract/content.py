@@ -14,7 +14,8 @@ Four steps, with the heavy lifting in lexbor (CSS queries, ``strip_tags``, ``dec
    with little link text wins, with those of its siblings that score close to it.
 4. Inside what was chosen, remove the flagged blocks and the blocks that read like navigation
    (mostly link text); add the standfirst, the prose between the headline and the content
-   (too short to score, but the article's first words).
+   (too short to score, but the article's first words). On a thread, where the blocks named
+   as comments say more than the post they answer, those replies are content too.
 
 When the scoring finds too little prose (short pages, pages of lists or tables) the content is
 ``<main>``, a single ``<article>``, or else the whole cleaned body: a page that says little is
