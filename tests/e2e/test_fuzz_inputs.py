@@ -39,13 +39,14 @@ import re
 import sqlite3
 import sys
 from collections import Counter
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+import asyncpg
 import httpx
 import orjson
 import pytest
@@ -54,6 +55,7 @@ from fastapi import FastAPI
 from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
+from sqlalchemy.dialects import postgresql as postgresql_dialect
 from sqlalchemy.dialects import sqlite as sqlite_dialect
 
 from taskcrawler.api import create_app
@@ -577,17 +579,47 @@ class SQLiteFingerprint:
         keys = self._connection.execute(self._keys).fetchall()
         return tuple(state), tuple(map(tuple, keys))
 
-    def close(self) -> None:
+    async def aclose(self) -> None:
         self._connection.close()
 
 
-def fingerprinter(service: Service) -> SQLiteFingerprint | Callable[[], Awaitable[tuple[Any, ...]]]:
+class PostgresFingerprint:
+    """:func:`fingerprint` of a PostgreSQL database, over an asyncpg connection of its own with
+    the two queries prepared once (SQLAlchemy's pool, compilation and result rows cost more
+    than the queries on these small tables)."""
+
+    def __init__(self, url: sa.URL) -> None:
+        self._dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
+        dialect = postgresql_dialect.dialect()
+        literal = {"literal_binds": True}
+        self._sql = [
+            str(query.compile(dialect=dialect, compile_kwargs=literal)) for query in (_STATE, _KEYS)
+        ]
+        self._connection: asyncpg.Connection | None = None
+        self._statements: list[Any] = []
+
+    async def __call__(self) -> tuple[Any, ...]:
+        if self._connection is None:
+            self._connection = await asyncpg.connect(self._dsn)
+            self._statements = [await self._connection.prepare(sql) for sql in self._sql]
+        state, keys = self._statements
+        return tuple(await state.fetchrow()), tuple(map(tuple, await keys.fetch()))
+
+    async def aclose(self) -> None:
+        if self._connection is not None:
+            await self._connection.close()
+
+
+Fingerprinter = SQLiteFingerprint | PostgresFingerprint
+
+
+def fingerprinter(service: Service) -> Fingerprinter:
     """How to read :func:`fingerprint` of ``service``'s database cheapest."""
     url = sa.make_url(service.settings.database_url)
     if url.get_backend_name() == "sqlite":
         assert url.database is not None
         return SQLiteFingerprint(url.database)
-    return functools.partial(fingerprint, service.storage.db)
+    return PostgresFingerprint(url)
 
 
 # --- the run ----------------------------------------------------------------------------------
@@ -613,9 +645,8 @@ class Fuzzer:
         """Take the state before the first case."""
         self._state = await self._fingerprint()
 
-    def close(self) -> None:
-        if isinstance(self._fingerprint, SQLiteFingerprint):
-            self._fingerprint.close()
+    async def aclose(self) -> None:
+        await self._fingerprint.aclose()
 
     def send(self, surface: Surface, value: Any) -> None:
         """:meth:`check` from another thread (the loop's would block): one hop per case."""
@@ -879,7 +910,7 @@ async def every_input_surface_survives_hostile_values(database_url: str, shard: 
         try:
             failures = await fuzz_all(fuzzer, found)
         finally:
-            fuzzer.close()
+            await fuzzer.aclose()
     backend = "postgresql" if database_url.startswith("postgresql") else "sqlite"
     tools = {s.label for s in found if s.operation.method == TOOL}
     cursor_cases = sum(n for label, n in fuzzer.cases.items() if _names_a_cursor(label))
