@@ -44,6 +44,7 @@ from uuid import UUID
 
 import sqlalchemy as sa
 from prometheus_client import CollectorRegistry
+from sqlalchemy.ext.asyncio import create_async_engine
 
 from taskcrawler import bootstrap
 from taskcrawler.domain.crawls import CrawlStatus
@@ -352,6 +353,7 @@ async def _frontier(
                 await asyncio.sleep(0.5)
             elapsed = time.perf_counter() - started
             final = await service.cancel(OWNER, crawl_.id)
+            sizes = await table_sizes(r.runtime.settings.database_url)
     finally:
         sampler.cancel()
     counts = final.counts
@@ -365,7 +367,44 @@ async def _frontier(
         "seconds": elapsed,
         "full_at": None if full_at is None else (round(full_at[0], 1), round(full_at[1])),
         "rss_mb": (round(start_rss), round(peak.value), round(rss_mb())),
+        "tables": sizes,
     }
+
+
+#: The tables a crawl's pages fill: the jobs (the frontier is its PENDING rows), what each
+#: fetched page keeps, its links, its runs.
+_CRAWL_TABLES = ("jobs", "job_contents", "job_links", "job_runs", "page_archive")
+
+
+async def table_sizes(database_url: str) -> dict[str, dict[str, int]]:
+    """PostgreSQL only (empty on SQLite): each crawl table's rows, its heap, index and TOAST
+    bytes, and its dead tuples (what VACUUM has yet to reclaim) after the run."""
+    if not database_url.startswith("postgresql"):
+        return {}
+    engine = create_async_engine(database_url)
+    try:
+        async with engine.connect() as conn:
+            await conn.exec_driver_sql(f"ANALYZE {', '.join(_CRAWL_TABLES)}")
+            sizes: dict[str, dict[str, int]] = {}
+            for table in _CRAWL_TABLES:
+                row = (
+                    await conn.exec_driver_sql(
+                        f"SELECT (SELECT count(*) FROM {table}), pg_relation_size('{table}'), "
+                        f"pg_indexes_size('{table}'), pg_total_relation_size('{table}'), "
+                        f"n_dead_tup FROM pg_stat_user_tables WHERE relname = '{table}'"
+                    )
+                ).one()
+                rows, heap, indexes, total, dead = (int(value) for value in row)
+                sizes[table] = {
+                    "rows": rows,
+                    "heap": heap,
+                    "indexes": indexes,
+                    "toast": total - heap - indexes,
+                    "dead": dead,
+                }
+            return sizes
+    finally:
+        await engine.dispose()
 
 
 def main() -> None:
@@ -407,6 +446,13 @@ def main() -> None:
             f"{found['seconds']:.0f} s ({found['status']}); frontier full at (s, RSS MB) "
             f"{found['full_at']}; RSS start/peak/end {found['rss_mb']} MB"
         )
+        for table, size in found["tables"].items():
+            per_row = (size["heap"] + size["indexes"] + size["toast"]) / max(size["rows"], 1)
+            print(
+                f"  {table}: {size['rows']:,} rows, heap {size['heap']:,} B, indexes "
+                f"{size['indexes']:,} B, TOAST {size['toast']:,} B, {per_row:,.0f} B/row, "
+                f"{size['dead']:,} dead tuples"
+            )
         return
     formats = tuple(args.formats or ("metadata",))
     result = asyncio.run(run(args.pages, args.backend, args.concurrency, formats, args.queue))

@@ -41,8 +41,10 @@ if TYPE_CHECKING:
     from taskcrawler.embed import Embedder
     from taskcrawler.extract.chunking import ChunkingConfig
     from taskcrawler.fetch import Fetcher, HostLimiter
+    from taskcrawler.llm import ChatModel
     from taskcrawler.observability import WorkerMetrics
     from taskcrawler.rerank import Reranker
+    from taskcrawler.websearch import WebSearch
     from taskcrawler.worker import Worker
     from taskcrawler.worker.firecrawl_hooks import HookAnnouncer
     from taskcrawler.worker.monitoring import MonitorScheduler
@@ -109,7 +111,13 @@ def job_policy(settings: Settings) -> JobPolicy:
         redispatch_after=settings.redispatch_seconds,
         rate_limit_per_minute=settings.rate_limit_per_minute,
         max_pending_jobs=settings.max_pending_jobs,
+        model_configured=model_configured(settings),
     )
+
+
+def model_configured(settings: Settings) -> bool:
+    """Whether a language model is configured: the json and summary formats need one."""
+    return bool(settings.llm_url and settings.llm_model)
 
 
 def rate_limiter(runtime: Runtime) -> RateLimiter:
@@ -154,12 +162,14 @@ def api_services(
     parsers: CallRunner,
     *,
     reranker: Reranker | None = None,
+    web_engine: WebSearch | None = None,
     on_created: Callable[[int], object] = lambda count: None,
 ) -> Services:
     from taskcrawler.service.crawls import CrawlPolicy, CrawlService
     from taskcrawler.service.firecrawl import FirecrawlService
     from taskcrawler.service.mapping import MapService
     from taskcrawler.service.search import SearchService
+    from taskcrawler.service.web_search import WebSearchService
 
     storage = runtime.storage
     jobs = JobService(
@@ -183,13 +193,16 @@ def api_services(
             max_limit=runtime.settings.crawl_max_limit,
             redispatch_after=runtime.settings.redispatch_seconds,
             max_pending_jobs=runtime.settings.max_pending_jobs,
+            model_configured=model_configured(runtime.settings),
         ),
         storage.crawls,
         storage.jobs,
         runtime.queue,
     )
+    web_search = WebSearchService(web_engine, jobs)
     return Services(
         jobs=jobs,
+        web_search=web_search,
         content=content,
         deliveries=DeliveryService(jobs, storage.webhooks),
         keys=key_service(storage, runtime.settings),
@@ -208,6 +221,7 @@ def api_services(
             crawls,
             storage.firecrawl_hooks,
             storage.tracking,
+            web=web_search,
             max_wait_seconds=runtime.settings.scrape_max_wait_seconds,
             worker_concurrency=runtime.settings.worker_concurrency,
         ),
@@ -336,6 +350,37 @@ def reranker(settings: Settings) -> Reranker | None:
     )
 
 
+def web_search(settings: Settings) -> WebSearch | None:
+    """The search engine at TASKCRAWLER_SEARXNG_URL, if one is configured."""
+    if not settings.searxng_url:
+        return None
+    from taskcrawler.websearch import SearxngConfig, build_web_search
+
+    return build_web_search(
+        SearxngConfig(url=settings.searxng_url, timeout_seconds=settings.searxng_timeout_seconds)
+    )
+
+
+def chat_model(settings: Settings) -> ChatModel | None:
+    """The language model at TASKCRAWLER_LLM_URL, if one is configured."""
+    if not settings.llm_url or not settings.llm_model:
+        return None  # model_configured() is False: the API refuses what needs one
+    from taskcrawler.llm import LLMConfig, build_chat_model
+
+    return build_chat_model(
+        LLMConfig(
+            url=settings.llm_url,
+            model=settings.llm_model,
+            api_key=settings.llm_api_key,
+            timeout_seconds=settings.llm_timeout_seconds,
+            max_retries=settings.llm_max_retries,
+            concurrency=settings.llm_concurrency,
+            max_input_chars=settings.llm_max_input_chars,
+            max_response_bytes=settings.llm_max_response_bytes,
+        )
+    )
+
+
 def embedder(settings: Settings) -> Embedder:
     """The embedder of TASKCRAWLER_EMBEDDER; a model is loaded only when first used."""
     from taskcrawler.embed import EmbedderConfig, build_embedder
@@ -366,11 +411,13 @@ def worker(
     metrics: WorkerMetrics,
     rendering: RenderStep | None = None,
     page_embedder: Embedder | None = None,
+    chat_model: ChatModel | None = None,
 ) -> Worker:
     from taskcrawler.fetch.sitemaps import SitemapLimits
     from taskcrawler.worker import Worker
     from taskcrawler.worker.chunking import PageChunker
     from taskcrawler.worker.crawling import CrawlPages
+    from taskcrawler.worker.structuring import StructuringStep
 
     settings = runtime.settings
     chunker = None
@@ -390,6 +437,12 @@ def worker(
         metrics=metrics,
         rendering=rendering,
         chunker=chunker,
+        structuring=StructuringStep(
+            chat_model,
+            parser,
+            max_input_chars=settings.llm_max_input_chars,
+            answer_attempts=settings.llm_answer_attempts,
+        ),
         crawls=CrawlPages(
             runtime.storage.crawls,
             page_fetcher,

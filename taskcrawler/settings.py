@@ -284,6 +284,51 @@ class Settings(BaseSettings):
     rerank_candidates: int = Field(
         30, ge=1, le=100, description="How many of a search's best results are reranked."
     )
+    # formats "json" and "summary", Firecrawl's extract (a language model)
+    llm_url: str | None = Field(
+        None,
+        description="Base URL of an OpenAI-compatible chat endpoint ({url}/chat/completions), "
+        "e.g. http://localhost:11434/v1 (Ollama), http://localhost:8000/v1 (vLLM). Unset: the "
+        "json format reads selector schemas only; summary and prompts are refused.",
+    )
+    llm_model: str | None = Field(None, description="Model name sent to that endpoint.")
+    llm_api_key: str | None = Field(None, description="Bearer token for that endpoint.")
+    llm_timeout_seconds: float = Field(
+        60.0,
+        gt=0,
+        le=600,
+        description="Deadline of one format's call to the model, retries included.",
+    )
+    llm_max_retries: int = Field(
+        2, ge=0, le=10, description="Tries again after a 429, a 5xx or a lost connection."
+    )
+    llm_concurrency: int = Field(
+        4, ge=1, le=256, description="Calls to the model in flight at once, per worker process."
+    )
+    llm_max_input_chars: int = Field(
+        24_000,
+        ge=1000,
+        le=2_000_000,
+        description="Characters of a page's Markdown sent to the model at most (its context).",
+    )
+    llm_max_response_bytes: int = Field(
+        1024 * 1024, ge=1024, le=64 * 1024 * 1024, description="Bytes of an answer read at most."
+    )
+    llm_answer_attempts: int = Field(
+        2,
+        ge=1,
+        le=5,
+        description="Answers asked for at most when one is not JSON or breaks the schema.",
+    )
+    searxng_url: str | None = Field(
+        None,
+        description="Base URL of a SearXNG instance with its JSON format enabled, e.g. "
+        "http://localhost:8888: web search (/v1/search, /v2/search, POST /api/v1/web-search). "
+        "Unset: web search is refused.",
+    )
+    searxng_timeout_seconds: float = Field(
+        10.0, gt=0, le=120, description="Deadline of one search on that instance."
+    )
     chunk_tokens: int = Field(400, ge=8, le=8192, description="Target size of a chunk, in tokens.")
     chunk_overlap_tokens: int = Field(
         50, ge=0, description="Tokens a chunk repeats from the one before it (less than the size)."

@@ -25,6 +25,7 @@ from taskcrawler.api.routes import keys as keys_routes
 from taskcrawler.api.routes import map as map_routes
 from taskcrawler.api.routes import monitors as monitor_routes
 from taskcrawler.api.routes import search as search_routes
+from taskcrawler.api.routes import web_search as web_search_routes
 from taskcrawler.bootstrap import Runtime
 from taskcrawler.observability import ApiMetrics, QueueDepth, process_registry
 from taskcrawler.observability.http import ChildMetrics, MetricsEndpoint
@@ -78,8 +79,15 @@ def create_app(
         embedder = bootstrap.embedder(settings)  # for search queries; loaded when first used
         parsers = bootstrap.api_parsers(settings)
         reranker = bootstrap.reranker(settings)
+        web_engine = bootstrap.web_search(settings)
         app.state.services = bootstrap.api_services(
-            shared, fetcher, embedder, parsers, reranker=reranker, on_created=api_metrics.created
+            shared,
+            fetcher,
+            embedder,
+            parsers,
+            reranker=reranker,
+            web_engine=web_engine,
+            on_created=api_metrics.created,
         )
         stop = asyncio.Event()
         worker_task = (
@@ -103,6 +111,8 @@ def create_app(
             await embedder.close()
             if reranker is not None:
                 await reranker.close()
+            if web_engine is not None:
+                await web_engine.close()
             if runtime is None or supervisor is not None:
                 await shared.close()
 
@@ -123,6 +133,7 @@ def create_app(
     app.include_router(content.router)
     app.include_router(map_routes.router)
     app.include_router(search_routes.router)
+    app.include_router(web_search_routes.router)
     app.include_router(crawls_routes.router)
     app.include_router(monitor_routes.router)
     app.include_router(monitor_routes.runs_router)

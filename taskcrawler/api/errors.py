@@ -25,6 +25,8 @@ from taskcrawler.domain.errors import (
     Unauthenticated,
 )
 from taskcrawler.domain.jobs import InvalidJobFilter
+from taskcrawler.domain.structured import ModelNotConfigured
+from taskcrawler.domain.web_search import InvalidWebQuery, WebSearchFailed, WebSearchNotConfigured
 from taskcrawler.service.firecrawl import ScrapeFailed, ScrapeTimedOut, Unsupported
 from taskcrawler.service.mapping import MapRefused
 
@@ -153,6 +155,10 @@ def install_error_handlers(app: FastAPI) -> None:
         Unauthenticated: _detail(401, {"WWW-Authenticate": "Bearer"}),
         Forbidden: _detail(403),
         Unsupported: _detail(400),
+        ModelNotConfigured: _detail(400),
+        WebSearchNotConfigured: _detail(400),
+        InvalidWebQuery: _detail(422),
+        WebSearchFailed: _detail(502),
         ScrapeTimedOut: _detail(408),
         ScrapeFailed: _detail(500),
     }

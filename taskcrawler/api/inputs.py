@@ -228,6 +228,8 @@ class MonitorPatch(RequestModel):
 
 #: Firecrawl's largest wait for one scrape, in milliseconds.
 FIRECRAWL_MAX_TIMEOUT_MS = 300_000
+#: URLs one extract reads at most.
+MAX_EXTRACT_URLS = 100
 
 
 #: Firecrawl options TaskCrawler accepts at their default only (which asks for nothing), and
@@ -269,6 +271,8 @@ class FirecrawlScrapeOptions(RequestModel):
     blockAds: bool | None = None
     parsers: list[str | dict[str, Any]] | None = Field(None, max_length=8)
     changeTrackingOptions: dict[str, Any] | None = None
+    # v1's options of the json format ({schema, prompt, systemPrompt}); v2 puts them in it.
+    jsonOptions: dict[str, Any] | None = None
     maxAge: int | None = Field(None, ge=0, le=100 * 365 * 24 * 3600 * 1000)
     timeout: int | None = Field(None, ge=1, le=FIRECRAWL_MAX_TIMEOUT_MS)
     # Accepted whatever their value: they change nothing TaskCrawler returns.
@@ -338,6 +342,96 @@ class FirecrawlBatchIn(FirecrawlScrapeOptions):
     def valid_urls(self) -> list[str]:
         refused = {index for index, _ in self.invalid_urls()}
         return [url for index, url in enumerate(self.urls) if index not in refused]
+
+
+class FirecrawlExtractIn(RequestModel):
+    """Firecrawl's extract: several URLs, one schema and/or prompt."""
+
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False, populate_by_name=True)
+
+    urls: list[Annotated[str, Field(max_length=MAX_URL_LENGTH)]] = Field(
+        min_length=1, max_length=MAX_EXTRACT_URLS
+    )
+    prompt: str | None = Field(None, max_length=10_000)
+    json_schema: dict[str, Any] | None = Field(None, alias="schema")
+    systemPrompt: str | None = Field(None, max_length=10_000)
+    ignoreInvalidURLs: bool | None = None
+    scrapeOptions: FirecrawlScrapeOptions | None = None
+    # Accepted whatever their value: TaskCrawler always answers with its sources.
+    showSources: bool | None = None
+    origin: str | None = Field(None, max_length=200)
+    integration: str | None = Field(None, max_length=200)
+    # Accepted at their default only.
+    allowExternalLinks: bool | None = None
+    enableWebSearch: bool | None = None
+
+    @field_validator("allowExternalLinks", "enableWebSearch")
+    @classmethod
+    def _not_asked(cls, value: Any, info: ValidationInfo) -> Any:
+        if value:
+            raise ValueError(
+                f"{info.field_name}: true is not supported by TaskCrawler (it reads the URLs "
+                "given; a URL ending in /* is not crawled either)"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _urls_scrapable(self) -> FirecrawlExtractIn:
+        for index, url in enumerate(self.urls):
+            if url.endswith("/*"):
+                raise ValueError(
+                    f"urls[{index}]: a wildcard (/*) asks for a crawl, which extract does "
+                    "not do in TaskCrawler: list the pages, or crawl with the json format"
+                )
+            if not self.ignoreInvalidURLs:
+                try:
+                    validate_url(url)
+                except InvalidURL as exc:
+                    raise ValueError(f"urls[{index}]: {exc}") from None
+        return self
+
+    def valid_urls(self) -> list[str]:
+        valid = []
+        for url in self.urls:
+            try:
+                valid.append(validate_url(url))
+            except InvalidURL:
+                continue
+        return list(dict.fromkeys(valid))
+
+
+class FirecrawlSearchIn(RequestModel):
+    """Firecrawl's search, v2 names and v1's (``lang``, ``country``)."""
+
+    query: str = Field(min_length=1, max_length=500)
+    limit: int | None = Field(None, ge=1, le=100)
+    sources: list[str | dict[str, Any]] | None = Field(None, max_length=3)
+    categories: list[str | dict[str, Any]] | None = Field(None, max_length=5)
+    includeDomains: list[Annotated[str, Field(max_length=253)]] | None = Field(None, max_length=50)
+    excludeDomains: list[Annotated[str, Field(max_length=253)]] | None = Field(None, max_length=50)
+    tbs: str | None = Field(None, max_length=40)
+    lang: str | None = Field(None, max_length=20)
+    country: str | None = Field(None, max_length=8)
+    location: str | None = Field(None, max_length=200)
+    timeout: int | None = Field(None, ge=1, le=FIRECRAWL_MAX_TIMEOUT_MS)
+    ignoreInvalidURLs: bool | None = None
+    scrapeOptions: FirecrawlScrapeOptions | None = None
+    origin: str | None = Field(None, max_length=200)
+    integration: str | None = Field(None, max_length=200)
+
+    @field_validator("categories")
+    @classmethod
+    def _no_categories(cls, value: Any) -> Any:
+        if value:
+            raise ValueError("categories are not supported by TaskCrawler (sources are)")
+        return value
+
+    @field_validator("location")
+    @classmethod
+    def _no_location(cls, value: Any) -> Any:
+        if value:
+            raise ValueError("location is not supported by TaskCrawler (lang and country are)")
+        return value
 
 
 #: Crawl options accepted at their default only, and what another value would ask for.

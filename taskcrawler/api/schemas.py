@@ -41,14 +41,33 @@ from taskcrawler.domain.scrape_options import (
 from taskcrawler.domain.scrape_options import (
     MAX_HEADERS as MAX_REQUEST_HEADERS,
 )
+from taskcrawler.domain.structured import (
+    MAX_PROMPT_CHARS,
+    InvalidJsonRequest,
+    JsonRequest,
+    json_request,
+)
 from taskcrawler.domain.urls import MAX_URL_LENGTH
 from taskcrawler.domain.views import CrawlView, JobView
+from taskcrawler.domain.web_search import DEFAULT_RESULTS as DEFAULT_WEB_RESULTS
+from taskcrawler.domain.web_search import MAX_QUERY_CHARS
+from taskcrawler.domain.web_search import MAX_RESULTS as MAX_WEB_RESULTS
 from taskcrawler.domain.webhooks import DeliveryStatus
 from taskcrawler.service.mapping import DEFAULT_MAP_LIMIT, MAX_SEARCH_CHARS
 from taskcrawler.service.monitors import RunView
 
 Format = Literal[
-    "metadata", "markdown", "text", "html", "clean_html", "images", "links", "screenshot", "chunks"
+    "metadata",
+    "markdown",
+    "text",
+    "html",
+    "clean_html",
+    "images",
+    "links",
+    "screenshot",
+    "chunks",
+    "json",
+    "summary",
 ]
 #: Entries ``formats`` may list, repeats included (they are dropped): each format a few times
 #: over is a client's slip; more is not a list of formats.
@@ -186,6 +205,17 @@ class ScrapeOptionsIn(RequestModel):
         le=MAX_CRAWL_CONCURRENCY,
         description="A crawl's pages fetched at once at most, across all workers.",
     )
+    json_schema: dict[str, Any] | None = Field(
+        None,
+        description='Format "json": a JSON Schema the answer must be valid against. A schema '
+        'whose fields carry a "selector" (and an "attribute") is read from the page without a '
+        "model; any other needs TASKCRAWLER_LLM_URL.",
+    )
+    json_prompt: str | None = Field(
+        None,
+        max_length=MAX_PROMPT_CHARS,
+        description='Format "json": what the model is asked to read from the page.',
+    )
 
     @model_validator(mode="after")
     def _checked(self) -> ScrapeOptionsIn:
@@ -208,10 +238,28 @@ class ScrapeOptionsIn(RequestModel):
                 max_pages=self.pdf_max_pages,
                 delay=self.delay,
                 max_concurrency=self.max_concurrency,
+                json=self._json(),
                 names={"max_pages": "pdf_max_pages"},
             )
         except InvalidOption as exc:
             raise ValueError(str(exc)) from None
+
+    def _json(self) -> JsonRequest | None:
+        if self.json_schema is None and self.json_prompt is None:
+            return None
+        try:
+            return json_request(self.json_schema, self.json_prompt, "options.json")
+        except InvalidJsonRequest as exc:
+            raise ValueError(str(exc).replace("options.json.", "json_", 1)) from None
+
+
+def _check_json_asked(formats: list[Format] | None, options: ScrapeOptionsIn | None) -> None:
+    """The json format needs to know what to read: a schema, a prompt, or both."""
+    asked = options is not None and (
+        options.json_schema is not None or options.json_prompt is not None
+    )
+    if formats and "json" in formats and not asked:
+        raise ValueError("formats: json needs options.json_schema, options.json_prompt or both")
 
 
 def scrape_options_of(options: ScrapeOptionsIn | None) -> ScrapeOptions | None:
@@ -266,6 +314,11 @@ class JobOptionsIn(RequestModel):
         return None if url is None else _checked_url(url)
 
     @model_validator(mode="after")
+    def _json_asked_with_what_to_read(self) -> JobOptionsIn:
+        _check_json_asked(self.formats, self.options)
+        return self
+
+    @model_validator(mode="after")
     def _render_fits_formats(self) -> JobOptionsIn:
         try:
             self.render = effective_mode(self.render, self.formats)
@@ -277,6 +330,42 @@ class JobOptionsIn(RequestModel):
     @classmethod
     def _each_once(cls, formats: list[Format] | None) -> list[Format] | None:
         return None if formats is None else list(dict.fromkeys(formats))
+
+
+class WebSearchIn(JobOptionsIn):
+    """``POST /api/v1/web-search``: the web, through the deployment's search engine."""
+
+    query: str = Field(min_length=1, max_length=MAX_QUERY_CHARS, description="What to search.")
+    limit: int = Field(DEFAULT_WEB_RESULTS, ge=1, le=MAX_WEB_RESULTS, description="Results.")
+    source: Literal["web", "news", "images"] = Field(
+        "web", description="The engine's category: web pages, news, or images."
+    )
+    language: str | None = Field(
+        None, max_length=20, description="A language tag the engine filters by (en, de-CH)."
+    )
+    time_range: Literal["day", "week", "month", "year"] | None = Field(
+        None, description="Only results this recent."
+    )
+    include_domains: list[Annotated[str, Field(max_length=253)]] | None = Field(
+        None, max_length=50, description="Only results on these domains (and their subdomains)."
+    )
+    exclude_domains: list[Annotated[str, Field(max_length=253)]] | None = Field(
+        None, max_length=50, description="No results on these domains."
+    )
+
+
+class WebSearchResultOut(BaseModel):
+    url: str
+    title: str
+    description: str
+    position: int
+    published: str | None = None
+    image_url: str | None = None
+    job_id: UUID | None = Field(None, description="The result's job, when formats were asked.")
+
+
+class WebSearchOut(BaseModel):
+    results: list[WebSearchResultOut]
 
 
 class JobCreate(JobOptionsIn):
@@ -746,6 +835,11 @@ class CrawlIn(RequestModel):
     )
 
     @model_validator(mode="after")
+    def _json_asked_with_what_to_read(self) -> CrawlIn:
+        _check_json_asked(self.formats, self.options)
+        return self
+
+    @model_validator(mode="after")
     def _render_fits_formats(self) -> CrawlIn:
         try:
             self.render = effective_mode(self.render, self.formats)
@@ -905,6 +999,9 @@ class FirecrawlDocument(BaseModel):
         "same API key).",
     )
     warning: str | None = Field(None, description="What the document lacks, and why.")
+    summary: str | None = Field(None, description="The model's summary of the page.")
+    # ``json`` (what the model or the schema's selectors read) is an extra field: a field of
+    # that name would shadow BaseModel.json.
     metadata: dict[str, Any]
 
 
@@ -931,6 +1028,46 @@ class FirecrawlErrorOut(BaseModel):
     success: Literal[False] = False
     error: str = Field(description="What was refused, naming the field when one was.")
     details: list[Any] | None = Field(None, description="Validation errors, when any.")
+
+
+class FirecrawlSearchOutV1(BaseModel):
+    success: bool = True
+    data: list[dict[str, Any]] = Field(
+        description="The results: url, title, description; with scrapeOptions, each also "
+        "the formats of its document and its metadata."
+    )
+    warning: str | None = None
+
+
+class FirecrawlSearchData(BaseModel):
+    web: list[dict[str, Any]] | None = None
+    news: list[dict[str, Any]] | None = None
+    images: list[dict[str, Any]] | None = None
+
+
+class FirecrawlSearchOutV2(BaseModel):
+    success: bool = True
+    data: FirecrawlSearchData
+    warning: str | None = None
+
+
+class FirecrawlExtractStarted(BaseModel):
+    success: bool = True
+    id: str
+    url: str = Field(description="Where to read the extract's status.")
+    invalidURLs: list[str] | None = None
+
+
+class FirecrawlExtractStatus(BaseModel):
+    success: bool = True
+    status: Literal["processing", "completed", "failed"]
+    data: Any = Field(None, description="The pages' answers, merged into one.")
+    error: str | None = None
+    warning: str | None = None
+    sources: dict[str, list[str]] | None = Field(
+        None, description='{"urls": the pages the answer was read from}.'
+    )
+    expiresAt: datetime
 
 
 class FirecrawlBatchStarted(BaseModel):

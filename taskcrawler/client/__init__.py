@@ -66,6 +66,8 @@ from taskcrawler.client.models import (
     SearchResult,
     SearchResults,
     Submitted,
+    WebSearchResult,
+    WebSearchResults,
 )
 
 __all__ = [
@@ -115,4 +117,6 @@ __all__ = [
     "Submitted",
     "TaskCrawler",
     "TaskCrawlerError",
+    "WebSearchResult",
+    "WebSearchResults",
 ]

@@ -26,6 +26,7 @@ from taskcrawler.client._calls import (
     MonitorOptions,
     RetryFilter,
     SearchOptions,
+    WebSearchOptions,
 )
 from taskcrawler.client.models import (
     ApiKey,
@@ -52,6 +53,7 @@ from taskcrawler.client.models import (
     RunDiff,
     SearchResults,
     Submitted,
+    WebSearchResults,
 )
 
 T = TypeVar("T")
@@ -312,6 +314,11 @@ class AsyncTaskCrawler:
         its place in the page's Markdown, when the page was fetched); narrowed by crawl, job,
         host, URL prefix, monitor or fetch time when given."""
         return await self._send(_calls.search(q, **options))
+
+    async def web_search(self, query: str, **options: Unpack[WebSearchOptions]) -> WebSearchResults:
+        """The web through the deployment's search engine (``TASKCRAWLER_SEARXNG_URL``): each
+        result's URL, title and description; with ``formats``, each result is also a job."""
+        return await self._send(_calls.web_search(query, **options))
 
     # --- export ---------------------------------------------------------------------------
 

@@ -35,6 +35,7 @@ from taskcrawler.client.models import (
     RunDiff,
     SearchResults,
     Submitted,
+    WebSearchResults,
 )
 
 T = TypeVar("T")
@@ -115,6 +116,21 @@ class SearchOptions(TypedDict, total=False):
     fetched_before: datetime | str | None
     #: False: skip the server's reranker for this search.
     rerank: bool
+
+
+class WebSearchOptions(JobOptions, total=False):
+    """A web search's options (keyword arguments of ``web_search``): how many results, from
+    which of the engine's categories, and a job's options, each result becoming a job when
+    ``formats`` are given."""
+
+    limit: int | None
+    #: web, news or images.
+    source: Literal["web", "news", "images"] | None
+    language: str | None
+    #: day, week, month or year: only results this recent.
+    time_range: Literal["day", "week", "month", "year"] | None
+    include_domains: Sequence[str] | None
+    exclude_domains: Sequence[str] | None
 
 
 class JobFilter(TypedDict, total=False):
@@ -436,6 +452,11 @@ def search(q: str, **options: Unpack[SearchOptions]) -> Call[SearchResults]:
             text = str(value)
         params.append((name, text))
     return Call("GET", "/api/v1/search", _model(SearchResults.model_validate), params=params)
+
+
+def web_search(query: str, **options: Unpack[WebSearchOptions]) -> Call[WebSearchResults]:
+    body = _body(query=query, **options)
+    return Call("POST", "/api/v1/web-search", _model(WebSearchResults.model_validate), json=body)
 
 
 def export_params(

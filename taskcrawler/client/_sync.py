@@ -25,6 +25,7 @@ from taskcrawler.client._calls import (
     MonitorOptions,
     RetryFilter,
     SearchOptions,
+    WebSearchOptions,
 )
 from taskcrawler.client.models import (
     ApiKey,
@@ -51,6 +52,7 @@ from taskcrawler.client.models import (
     RunDiff,
     SearchResults,
     Submitted,
+    WebSearchResults,
 )
 
 T = TypeVar("T")
@@ -307,6 +309,11 @@ class TaskCrawler:
         its place in the page's Markdown, when the page was fetched); narrowed by crawl, job,
         host, URL prefix, monitor or fetch time when given."""
         return self._send(_calls.search(q, **options))
+
+    def web_search(self, query: str, **options: Unpack[WebSearchOptions]) -> WebSearchResults:
+        """The web through the deployment's search engine (``TASKCRAWLER_SEARXNG_URL``): each
+        result's URL, title and description; with ``formats``, each result is also a job."""
+        return self._send(_calls.web_search(query, **options))
 
     # --- export ---------------------------------------------------------------------------
 

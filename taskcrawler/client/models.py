@@ -164,6 +164,24 @@ class SearchResults(_Answer):
     results: list[SearchResult]
 
 
+class WebSearchResult(_Answer):
+    """A result of the web search engine, and its job when formats were asked."""
+
+    url: str
+    title: str
+    description: str
+    position: int
+    published: str | None = None
+    image_url: str | None = None
+    job_id: UUID | None = None
+
+
+class WebSearchResults(_Answer):
+    """``POST /api/v1/web-search``: the engine's results in its order."""
+
+    results: list[WebSearchResult]
+
+
 class Cancelled(_Answer):
     """``POST /api/v1/jobs/cancel``: the jobs this call cancelled, oldest first, and whether
     more matched than one call cancels."""

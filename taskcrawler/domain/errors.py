@@ -4,6 +4,13 @@ from __future__ import annotations
 
 from enum import StrEnum
 
+#: How to turn the model on: what a request that needs one is told without it.
+HOW_TO_CONFIGURE = (
+    "set TASKCRAWLER_LLM_URL (the base URL of an OpenAI-compatible chat endpoint, e.g. "
+    "http://localhost:11434/v1 for Ollama) and TASKCRAWLER_LLM_MODEL where the API and the "
+    "workers run (and TASKCRAWLER_LLM_API_KEY if it needs a key)"
+)
+
 
 class ErrorCode(StrEnum):
     # transient: retried with backoff
@@ -44,6 +51,11 @@ class ErrorCode(StrEnum):
     # format "chunks"
     VECTORS_UNAVAILABLE = "vectors_unavailable"  # permanent: PostgreSQL without pgvector
     EMBEDDING_FAILED = "embedding_failed"  # the embedder failed; retried when it may recover
+    # formats "json" and "summary" (permanent: the page was fetched; asking again is the user's)
+    LLM_NOT_CONFIGURED = "llm_not_configured"  # this worker has no TASKCRAWLER_LLM_URL
+    LLM_UNAVAILABLE = "llm_unavailable"  # no usable answer: deadline, 429/5xx, not a completion
+    LLM_INVALID_ANSWER = "llm_invalid_answer"  # not JSON, or breaking the schema, every attempt
+    JSON_SCHEMA_MISMATCH = "json_schema_mismatch"  # what the selectors read breaks the schema
 
 
 TRANSIENT_CODES = frozenset(
@@ -102,6 +114,18 @@ FIXES: dict[str, str] = {
     ),
     ErrorCode.EMBEDDING_FAILED: (
         "check TASKCRAWLER_EMBEDDER and its TASKCRAWLER_EMBEDDER_URL, _MODEL and _API_KEY"
+    ),
+    ErrorCode.LLM_NOT_CONFIGURED: HOW_TO_CONFIGURE,
+    ErrorCode.LLM_UNAVAILABLE: (
+        "check the model's server at TASKCRAWLER_LLM_URL; for a slow model raise "
+        "TASKCRAWLER_LLM_TIMEOUT_SECONDS"
+    ),
+    ErrorCode.LLM_INVALID_ANSWER: (
+        "a simpler schema or a clearer prompt, or a model that follows them (TASKCRAWLER_LLM_MODEL)"
+    ),
+    ErrorCode.JSON_SCHEMA_MISMATCH: (
+        "the page does not hold what the schema's selectors ask for: check the selectors, "
+        "or make the field optional (leave it out of required, allow null)"
     ),
 }
 

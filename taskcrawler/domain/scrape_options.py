@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
 from taskcrawler.domain.selectors import InvalidSelector, parse_ignore_selectors
+from taskcrawler.domain.structured import JsonRequest
 
 #: Request headers a request may set, and their bytes at most (names and values together).
 MAX_HEADERS = 20
@@ -84,6 +85,10 @@ class ScrapeOptions:
     #: A crawl's pages fetched at once at most, across all workers (None: as the deployment's
     #: per-host limits allow).
     max_concurrency: int | None = None
+    #: The ``json`` format's schema (canonical JSON text) and prompt: what the model, or the
+    #: schema's selectors, read from the page (checked by :func:`json_request`).
+    json_schema: str | None = None
+    json_prompt: str | None = None
 
     @classmethod
     def create(
@@ -102,6 +107,7 @@ class ScrapeOptions:
         max_pages: int | None = None,
         delay: float | None = None,
         max_concurrency: int | None = None,
+        json: JsonRequest | None = None,
         names: Mapping[str, str] | None = None,
     ) -> ScrapeOptions:
         """Checked options; :class:`InvalidOption` names the first bad one, by the caller's
@@ -129,7 +135,16 @@ class ScrapeOptions:
             max_pages=max_pages,
             delay=delay or None,
             max_concurrency=max_concurrency,
+            json_schema=json.schema_json if json else None,
+            json_prompt=json.prompt if json else None,
         )
+
+    @property
+    def json(self) -> JsonRequest | None:
+        """What the ``json`` format asks, when it was given a schema or a prompt."""
+        if self.json_schema is None and self.json_prompt is None:
+            return None
+        return JsonRequest(self.json_schema, self.json_prompt)
 
     # --- what it asks of the fetch ----------------------------------------------------------
 
@@ -219,6 +234,8 @@ def _fetch_only(options: ScrapeOptions) -> ScrapeOptions:
         exclude_tags=(),
         keep_base64_images=False,
         max_pages=None,
+        json_schema=None,
+        json_prompt=None,
     )
 
 

@@ -18,6 +18,12 @@ from typing import Any
 import aiohttp
 import orjson
 
+from taskcrawler.common.http_json import (
+    AnswerNotJSON,
+    AnswerTooLarge,
+    read_json,
+    retry_after_seconds,
+)
 from taskcrawler.domain.backoff import backoff_delay
 from taskcrawler.embed import EmbedderConfig, EmbeddingFailed, Vector, normalized
 
@@ -70,12 +76,11 @@ class OpenAIEmbedder:
             try:
                 async with self._client().post(self._endpoint, data=body) as response:
                     if response.status == 200:
-                        payload = await _read_json(response)
-                        return _vectors(payload, len(texts))
+                        return _vectors(await _read_json(response), len(texts))
                     problem = f"{self._endpoint} answered {response.status}"
                     if response.status not in _RETRIED_STATUSES:
                         raise EmbeddingFailed(problem, transient=False)
-                    retry_after = _retry_after(response.headers.get("Retry-After"))
+                    retry_after = retry_after_seconds(response.headers.get("Retry-After"))
             except (aiohttp.ClientError, TimeoutError) as exc:
                 problem = f"{self._endpoint}: {type(exc).__name__}: {exc}"
             attempt += 1
@@ -95,15 +100,12 @@ class OpenAIEmbedder:
 
 
 async def _read_json(response: aiohttp.ClientResponse) -> Any:
-    data = bytearray()
-    async for block in response.content.iter_chunked(1 << 16):
-        data += block
-        if len(data) > MAX_RESPONSE_BYTES:
-            raise EmbeddingFailed("the embeddings answer is too large", transient=False)
     try:
-        return orjson.loads(bytes(data))
-    except orjson.JSONDecodeError as exc:
-        raise EmbeddingFailed(f"the embeddings answer is not JSON: {exc}", transient=True) from None
+        return await read_json(response, MAX_RESPONSE_BYTES)
+    except AnswerTooLarge:
+        raise EmbeddingFailed("the embeddings answer is too large", transient=False) from None
+    except AnswerNotJSON:
+        raise EmbeddingFailed("the embeddings answer is not JSON", transient=True) from None
 
 
 def _vectors(payload: Any, expected: int) -> list[Vector]:
@@ -120,10 +122,3 @@ def _vectors(payload: Any, expected: int) -> list[Vector]:
     if any(not v or not all(math.isfinite(x) for x in v) for v in vectors):
         raise EmbeddingFailed("the server answered an empty or non-finite vector", transient=False)
     return [normalized(v) for v in vectors]
-
-
-def _retry_after(value: str | None) -> float | None:
-    try:
-        return max(0.0, float(value)) if value else None
-    except ValueError:
-        return None

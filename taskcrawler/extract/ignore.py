@@ -162,3 +162,12 @@ def _visit(
         lows[slot] = min(lows[slot], depth)
         matched = matched or last
     return (tuple(lows) if lows is not None else above), matched
+
+
+def matched_within(node: LexborNode, selectors: Sequence[IgnoreSelector]) -> list[LexborNode]:
+    """The elements under ``node`` (``node`` itself left out) ``selectors`` match that are not
+    inside another match, in document order, in time linear in ``node``'s subtree."""
+    if not selectors:
+        return []
+    found = _Join.of(node, selectors).outermost_matches(node)
+    return [match for match in found if match.mem_id != node.mem_id]

@@ -18,6 +18,7 @@ from typing import Any
 import aiohttp
 import orjson
 
+from taskcrawler.common.http_json import AnswerNotJSON, AnswerTooLarge, read_json
 from taskcrawler.rerank import RerankerConfig, RerankFailed
 
 #: An answer bigger than this is refused: 100 scores with their passages echoed fit easily.
@@ -61,7 +62,11 @@ class HttpReranker:
                 async with self._client().post(url, data=self._body(query, passages)) as answer:
                     if answer.status != 200:
                         raise RerankFailed(f"{url} answered {answer.status}")
-                    payload = await _read_json(answer)
+                    payload = await read_json(answer, MAX_RESPONSE_BYTES)
+        except AnswerTooLarge:
+            raise RerankFailed("the rerank answer is too large") from None
+        except AnswerNotJSON:
+            raise RerankFailed("the rerank answer is not JSON") from None
         except TimeoutError:
             raise RerankFailed(f"{url} did not answer within its deadline") from None
         except aiohttp.ClientError as exc:
@@ -72,18 +77,6 @@ class HttpReranker:
         if self._session is not None:
             await self._session.close()
             self._session = None
-
-
-async def _read_json(answer: aiohttp.ClientResponse) -> Any:
-    data = bytearray()
-    async for block in answer.content.iter_chunked(1 << 16):
-        data += block
-        if len(data) > MAX_RESPONSE_BYTES:
-            raise RerankFailed("the rerank answer is too large")
-    try:
-        return orjson.loads(bytes(data))
-    except orjson.JSONDecodeError:
-        raise RerankFailed("the rerank answer is not JSON") from None
 
 
 def scores_of(payload: Any, count: int) -> list[float]:

@@ -16,6 +16,7 @@ from taskcrawler.service.keys import KeyService
 from taskcrawler.service.mapping import MapService
 from taskcrawler.service.monitors import MonitorService
 from taskcrawler.service.search import SearchService
+from taskcrawler.service.web_search import WebSearchService
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +35,7 @@ class Services:
     monitors: MonitorService
     exports: ExportService
     firecrawl: FirecrawlService
+    web_search: WebSearchService
 
 
 __all__ = ["Services"]

@@ -25,6 +25,7 @@ from taskcrawler.domain.crawls import (
 from taskcrawler.domain.errors import CrawlNotFound, LimitExceeded
 from taskcrawler.domain.jobs import JobQuery
 from taskcrawler.domain.keys import Caller
+from taskcrawler.domain.structured import check_model
 from taskcrawler.queue import JobQueue
 from taskcrawler.service.jobs import pending_limit
 from taskcrawler.storage.ports import CrawlRepository, JobRepository
@@ -40,6 +41,8 @@ class CrawlPolicy:
     redispatch_after: float = 30.0
     #: Unfinished jobs per key at most, unless the key sets its own; None: unlimited.
     max_pending_jobs: int | None = None
+    #: A language model is configured (TASKCRAWLER_LLM_URL): the json and summary formats.
+    model_configured: bool = False
 
 
 class CrawlService:
@@ -67,6 +70,7 @@ class CrawlService:
         """A RUNNING crawl, its start page published. Refused (:class:`LimitExceeded`) while
         the caller has its maximum of unfinished jobs: a crawl's pages are jobs; those it adds
         later are bounded by its ``limit`` instead."""
+        check_model(spec.formats, spec.options.json, configured=self.policy.model_configured)
         callback = spec.callback_url or (caller.key.callback_url if caller.key else None)
         if spec.page_webhooks:
             if callback is None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID, uuid4
@@ -42,11 +42,23 @@ from taskcrawler.domain.scrape_options import (
     ScrapeOptions,
     check_headers,
 )
+from taskcrawler.domain.structured import (
+    JSON_FORMAT,
+    SUMMARY_FORMAT,
+    AnswerRejected,
+    InvalidJsonRequest,
+    JsonRequest,
+    json_request,
+    merged,
+    validated,
+)
 from taskcrawler.domain.urls import validate_url
+from taskcrawler.domain.web_search import WebQuery, WebResult
 from taskcrawler.service.content import ContentService
 from taskcrawler.service.crawls import CrawlService
 from taskcrawler.service.jobs import JobOptions, JobService
 from taskcrawler.service.mapping import MapService
+from taskcrawler.service.web_search import WebSearchService
 from taskcrawler.storage.ports import (
     BatchRepository,
     ContentRepository,
@@ -62,7 +74,11 @@ FORMATS: Mapping[str, str] = {
     "links": "links",
     "images": "images",
     "screenshot": SCREENSHOT,
+    "json": JSON_FORMAT,
+    "summary": SUMMARY_FORMAT,
 }
+#: The fields of v2's ``{"type": "json", …}`` format and of v1's ``jsonOptions``.
+_JSON_FIELDS = frozenset({"type", "schema", "prompt", "systemPrompt"})
 #: What the ``pdf`` parser takes: ``mode`` fast or auto (its text), false ``pages``/``blocks``.
 _PDF_PARSER_FIELDS = frozenset({"type", "maxPages", "mode", "pages", "blocks"})
 #: Our fields, as Firecrawl names them in errors.
@@ -81,9 +97,7 @@ _OPTION_FIELDS = {
 SCREENSHOTS = frozenset({"screenshot", "screenshot@fullPage"})
 #: The options of v2's ``{"type": "screenshot", …}`` format that TaskCrawler takes.
 _SCREENSHOT_FIELDS = frozenset({"type", "fullPage", "viewport", "quality"})
-UNSUPPORTED_FORMATS = frozenset(
-    {"json", "extract", "summary", "branding", "attributes", "content"}
-)  # fmt: skip
+UNSUPPORTED_FORMATS = frozenset({"branding", "attributes", "content"})
 #: Firecrawl's default wait for a scrape (its ``timeout``), in milliseconds.
 DEFAULT_TIMEOUT_MS = 30_000
 MAX_TIMEOUT_MS = 300_000
@@ -101,6 +115,16 @@ PAST_LIMITS = frozenset(
         ErrorCode.PARSE_TIMEOUT,
         ErrorCode.PARSE_CRASHED,
         ErrorCode.UNREADABLE_DOCUMENT,
+    }
+)
+#: A scrape whose page was fetched but whose json or summary could not be made is a 500 with
+#: the reason (Firecrawl's answer when its model fails).
+MODEL_FAILURES = frozenset(
+    {
+        ErrorCode.LLM_NOT_CONFIGURED,
+        ErrorCode.LLM_UNAVAILABLE,
+        ErrorCode.LLM_INVALID_ANSWER,
+        ErrorCode.JSON_SCHEMA_MISMATCH,
     }
 )
 #: A crawl's errors are its newest failed pages, this many at most.
@@ -245,16 +269,24 @@ def page_options(
     wait_for_ms: int | None = None,
     options: ScrapeOptions = DEFAULT_OPTIONS,
     tracking_options: Mapping[str, Any] | None = None,
+    json_options: Mapping[str, Any] | None = None,
 ) -> PageOptions:
     """Firecrawl's ``formats`` (strings, or ``{"type": …}`` objects in v2), ``waitFor`` and
-    v1's ``changeTrackingOptions``, checked."""
+    v1's ``changeTrackingOptions`` and ``jsonOptions``, checked."""
     names: list[str] = []
     screenshot: ScreenshotSpec | None = None
     tracking: TrackingRequest | None = None
+    json: JsonRequest | None = None
     for index, item in enumerate(requested):
         name = item.get("type") if isinstance(item, Mapping) else item
         if not isinstance(name, str):
             raise Unsupported(f"formats[{index}]: not a format")
+        if name in ("json", "extract"):  # v1's older name for it
+            asked = item if isinstance(item, Mapping) else (json_options or {})
+            where = f"formats[{index}]" if isinstance(item, Mapping) else "jsonOptions"
+            json = json_format(asked, where)
+            names.append("json")
+            continue
         if name == "changeTracking":
             asked = item if isinstance(item, Mapping) else (tracking_options or {})
             where = f"formats[{index}]" if isinstance(item, Mapping) else "changeTrackingOptions"
@@ -276,8 +308,27 @@ def page_options(
         names.append(name)
     if tracking_options is not None and tracking is None:
         raise Unsupported("changeTrackingOptions: needs changeTracking in formats")
+    if json_options is not None and json is None:
+        raise Unsupported("jsonOptions: needs json in formats")
+    if json is not None:
+        options = replace(options, json_schema=json.schema_json, json_prompt=json.prompt)
     formats = tuple(dict.fromkeys(names)) or ("markdown",)
     return PageOptions(formats, screenshot, wait_for_ms or None, options, tracking)
+
+
+def json_format(asked: Mapping[str, Any], where: str) -> JsonRequest:
+    """v2's ``{"type": "json", "schema", "prompt"}`` or v1's ``jsonOptions`` (with its
+    ``systemPrompt``, which goes before the prompt)."""
+    if unknown := sorted(set(asked) - _JSON_FIELDS):
+        raise Unsupported(f"{where}.{unknown[0]}: not an option of the json format")
+    prompt = asked.get("prompt")
+    system = asked.get("systemPrompt")
+    if isinstance(system, str) and system.strip():
+        prompt = f"{system.strip()}\n\n{prompt}" if isinstance(prompt, str) else system
+    try:
+        return json_request(asked.get("schema"), prompt, where)
+    except InvalidJsonRequest as exc:
+        raise Unsupported(str(exc)) from None
 
 
 def scrape_options(
@@ -421,6 +472,24 @@ class CrawlStatusPage:
     next_cursor: str | None
 
 
+@dataclass(frozen=True, slots=True)
+class SearchAnswer:
+    """A search's results, each with its document when it was scraped."""
+
+    results: list[tuple[WebResult, dict[str, Any] | None]]
+    warning: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ExtractStatus:
+    status: Literal["processing", "completed", "failed"]
+    data: Any = None
+    error: str | None = None
+    warning: str | None = None
+    #: The pages the answer was read from.
+    sources: list[str] | None = None
+
+
 class FirecrawlService:
     def __init__(
         self,
@@ -432,10 +501,12 @@ class FirecrawlService:
         hooks: FirecrawlHookRepository,
         tracking: TrackingRepository,
         *,
+        web: WebSearchService | None = None,
         max_wait_seconds: float = MAX_TIMEOUT_MS / 1000,
         worker_concurrency: int = 100,
     ) -> None:
         self.jobs = jobs
+        self.web = web or WebSearchService(None, jobs)
         self.worker_concurrency = worker_concurrency
         # A scrape holds its request open until the page is done: the operator's bound on that,
         # whatever ``timeout`` the client asks for.
@@ -608,7 +679,9 @@ class FirecrawlService:
             # change (another URL, fewer pages), as any bad input is.
             raise Unsupported(f"url: {job.error_log}")
         if job.status is JobStatus.FAILED and (
-            job.http_status is None or job.error_code == ErrorCode.RENDER_UNAVAILABLE
+            job.http_status is None
+            or job.error_code == ErrorCode.RENDER_UNAVAILABLE
+            or job.error_code in MODEL_FAILURES
         ):
             raise ScrapeFailed(job.error_log or "the page could not be fetched")
         if job.status is not JobStatus.COMPLETED and job.http_status is None:
@@ -658,6 +731,95 @@ class FirecrawlService:
         """The Firecrawl document of one of the caller's finished jobs (read for the caller)."""
         return await firecrawl_document(self.content.content, job, formats, screenshot_url)
 
+    # --- search ---------------------------------------------------------------------------
+
+    async def search(
+        self,
+        caller: Caller,
+        query: WebQuery,
+        page: PageOptions | None,
+        *,
+        timeout_ms: int,
+        screenshot_url: ScreenshotURL,
+    ) -> SearchAnswer:
+        """The query's results from the search engine; with ``page`` (Firecrawl's
+        ``scrapeOptions``), each result is scraped as a job of the caller and carries its
+        document, once done within ``timeout_ms`` (those not done by then carry none, and the
+        answer's ``warning`` says so)."""
+        if page is not None and self.web.configured:
+            self.jobs.check_options(page.job_options(None))
+        results = await self.web.search(query)
+        if page is None or not results:
+            return SearchAnswer([(result, None) for result in results])
+        created = await self.jobs.submit_batch(
+            caller, [result.url for result in results], page.job_options(None)
+        )
+        deadline = time.monotonic() + min(timeout_ms / 1000, self.max_wait_seconds)
+        found: list[tuple[WebResult, dict[str, Any] | None]] = []
+        late = 0
+        for result, made in zip(results, created, strict=True):
+            job = await self._finished_by(caller, made.job, deadline)
+            if job is None:
+                late += 1
+                found.append((result, None))
+                continue
+            document = await self.document(caller, job, page.formats, screenshot_url)
+            found.append((result, document))
+        warning = f"{late} results were not scraped within the timeout" if late else None
+        return SearchAnswer(found, warning)
+
+    async def _finished_by(self, caller: Caller, job: Job, deadline: float) -> Job | None:
+        """``job`` once final, or None if it is not by ``deadline``."""
+        while not job.status.is_final:
+            if time.monotonic() >= deadline:
+                return None
+            await asyncio.sleep(POLL_SECONDS)
+            job = await self.jobs.get(caller, job.id)
+        return job
+
+    # --- extract --------------------------------------------------------------------------
+
+    async def start_extract(
+        self, caller: Caller, urls: list[str], request: JsonRequest, page: PageOptions
+    ) -> UUID:
+        """Every URL a job whose ``json`` format is ``request``, kept as a batch: the extract's
+        id. The answer is made from the pages' answers when all are done
+        (:meth:`extract_status`)."""
+        options = replace(page.options, json_schema=request.schema_json, json_prompt=request.prompt)
+        json_page = replace(page, formats=("json",), options=options)
+        created = await self.jobs.submit_batch(caller, urls, json_page.job_options(None))
+        return await self.batches.create(caller.owner, [made.job.id for made in created])
+
+    async def extract_status(self, caller: Caller, extract_id: UUID) -> ExtractStatus:
+        """An extract as Firecrawl shows it: ``processing`` until every page is done, then
+        ``completed`` with the pages' answers merged into one (and validated against the
+        schema), or ``failed`` when no page gave one."""
+        jobs = await self.batches.jobs_of(caller.owner, extract_id)
+        if jobs is None:
+            raise NotFound("no extract with this id")
+        if not all(job.status.is_final for job in jobs):
+            return ExtractStatus("processing")
+        answers = [
+            (job.result or {}).get("json") for job in jobs if job.status is JobStatus.COMPLETED
+        ]
+        failed = [job for job in jobs if job.status is not JobStatus.COMPLETED]
+        sources = [job.url for job in jobs if job.status is JobStatus.COMPLETED]
+        if not answers:
+            reason = failed[0].error_log if failed and failed[0].error_log else "no page was read"
+            return ExtractStatus("failed", error=reason)
+        schema = jobs[0].options.json.schema if jobs[0].options.json else None
+        try:
+            data = validated(merged(answers), schema)
+        except AnswerRejected as exc:
+            return ExtractStatus("failed", error=f"the pages' answers together: {exc}")
+        warning = (
+            f"{len(failed)} of {len(jobs)} pages gave no answer: "
+            + ", ".join(j.url for j in failed[:5])
+            if failed
+            else None
+        )
+        return ExtractStatus("completed", data=data, sources=sources, warning=warning)
+
     async def map(self, caller: Caller, url: str, **options: Any) -> list[str]:
         request = self.mapper.request(url, **options)
         result = await self.mapper.map(request)
@@ -683,6 +845,8 @@ async def firecrawl_document(
         elif name == "images":
             listed = await content.text(job.id, "images") if completed else None
             doc["images"] = [url for url in (listed or "").split("\n") if url]
+        elif name in ("json", "summary"):
+            doc[name] = (job.result or {}).get(name) if completed else None
         else:
             doc[name] = (await content.text(job.id, FORMATS[name]) or "") if completed else ""
     doc["metadata"] = _metadata(job)
@@ -723,6 +887,8 @@ def _their_formats(job: Job) -> tuple[str, ...]:
         "links": ("links",),
         "images": ("images",),
         SCREENSHOT: ("screenshot",),
+        JSON_FORMAT: ("json",),
+        SUMMARY_FORMAT: ("summary",),
     }
     return tuple(name for ours in job.formats for name in theirs.get(ours, ()))
 

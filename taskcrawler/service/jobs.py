@@ -35,6 +35,7 @@ from taskcrawler.domain.jobs import (
 from taskcrawler.domain.keys import Caller
 from taskcrawler.domain.rendering import RenderRequest
 from taskcrawler.domain.scrape_options import ScrapeOptions
+from taskcrawler.domain.structured import check_model
 from taskcrawler.queue import JobQueue
 from taskcrawler.service.ratelimit import RateLimiter
 from taskcrawler.service.submission import Submitter
@@ -53,6 +54,8 @@ class JobPolicy:
     rate_limit_per_minute: int | None = None
     #: Unfinished jobs per key at most, unless the key sets its own; None: unlimited.
     max_pending_jobs: int | None = None
+    #: A language model is configured (TASKCRAWLER_LLM_URL): the json and summary formats.
+    model_configured: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,7 +113,17 @@ class JobService:
 
     # --- submit ---------------------------------------------------------------------------
 
+    def check_options(self, options: JobOptions) -> None:
+        """What a submission is refused for whatever its URL: formats that need a model where
+        none is configured (:class:`ModelNotConfigured`)."""
+        check_model(
+            options.formats or (),
+            options.options.json if options.options else None,
+            configured=self.policy.model_configured,
+        )
+
     def _new_job(self, caller: Caller, url: str, options: JobOptions) -> NewJob:
+        self.check_options(options)
         callback = options.callback_url or (caller.key.callback_url if caller.key else None)
         return NewJob(
             url=url,

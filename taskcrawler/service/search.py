@@ -3,6 +3,7 @@ weighed by how much it knows of the query); and a page's chunks as stored."""
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from dataclasses import replace
 from uuid import UUID
@@ -91,10 +92,18 @@ class SearchService:
                 ) from None
         depth = max(FUSION_DEPTH, HYBRID_DEPTH_FACTOR * query.k)
         deeper = replace(query, k=depth)
-        keyword = await self.chunks.keyword(deeper)
+        # The two legs at once: the keyword leg waits on the database while the query is
+        # embedded and its vectors searched.
+        keyword_leg = asyncio.ensure_future(self.chunks.keyword(deeper))
         try:
-            semantic = await self._semantic(deeper)
-        except VectorsUnavailable:
+            semantic = await self._semantic_or_none(deeper)
+        except BaseException:
+            keyword_leg.cancel()
+            # Wait for it to stop, and read what it raised, if it failed first: nothing else will.
+            await asyncio.gather(keyword_leg, return_exceptions=True)
+            raise
+        keyword = await keyword_leg
+        if semantic is None:
             return keyword[: query.k]
         found = {(hit.job_id, hit.chunk_index): hit for hit in [*keyword, *semantic]}
         fused = confidence_fusion(
@@ -102,6 +111,13 @@ class SearchService:
             [((hit.job_id, hit.chunk_index), hit.score) for hit in keyword],
         )
         return [replace(found[key], score=score) for key, score in fused[: query.k]]
+
+    async def _semantic_or_none(self, query: SearchQuery) -> list[SearchHit] | None:
+        """The semantic ranking, or None where this database has no vectors."""
+        try:
+            return await self._semantic(query)
+        except VectorsUnavailable:
+            return None
 
     async def _semantic(self, query: SearchQuery) -> list[SearchHit]:
         if not await self.chunks.vectors_available():

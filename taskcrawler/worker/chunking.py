@@ -29,6 +29,7 @@ from taskcrawler.domain.storable import storable_text
 from taskcrawler.embed import Embedder, EmbeddingFailed
 from taskcrawler.extract.chunking import ChunkingConfig, chunk_markdown
 from taskcrawler.storage.ports import ChunkRepository
+from taskcrawler.worker.content import format_failed
 
 log = logging.getLogger(__name__)
 
@@ -124,12 +125,4 @@ async def with_chunks(
 
 
 def _failed(outcome: Outcome, code: ErrorCode, message: str, *, transient: bool) -> Outcome:
-    return Outcome(
-        job=outcome.job,
-        http_status=outcome.http_status,
-        final_url=outcome.final_url,
-        content_type=outcome.content_type,
-        error_code=code,
-        error_message=message,
-        transient=transient,
-    )
+    return format_failed(outcome, code, message, transient=transient)

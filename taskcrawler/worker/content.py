@@ -5,23 +5,28 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 from typing import Any
 
+from taskcrawler.domain import Outcome
 from taskcrawler.domain.chunks import CHUNKS_FORMAT
 from taskcrawler.domain.pages import FetchedPage, PageContent
 from taskcrawler.domain.scrape_options import ScrapeOptions
 from taskcrawler.domain.selectors import parse_ignore_selectors
+from taskcrawler.domain.structured import STRUCTURED_FORMATS
 from taskcrawler.extract import Extraction
 from taskcrawler.extract.page import WHOLE_CONTENT, ContentChoice
 
 TEXT_FORMATS = ("markdown", "text", "html", "clean_html", "images")
 #: Formats a job may ask for that the extractor does not make: the browser takes screenshots,
-#: and chunks are cut from the Markdown.
-NOT_EXTRACTED = frozenset({"screenshot", CHUNKS_FORMAT})
+#: chunks are cut from the Markdown, a model (or selectors) make json and summary.
+NOT_EXTRACTED = frozenset({"screenshot", CHUNKS_FORMAT}) | STRUCTURED_FORMATS
+#: Formats made from the page's Markdown.
+_FROM_MARKDOWN = frozenset({CHUNKS_FORMAT}) | STRUCTURED_FORMATS
 
 
 def extracted_formats(formats: Collection[str]) -> tuple[str, ...]:
-    """What the extractor is asked for, of a job's formats (chunks need the Markdown)."""
+    """What the extractor is asked for, of a job's formats (chunks, json and summary need
+    the Markdown)."""
     wanted = [fmt for fmt in formats if fmt not in NOT_EXTRACTED]
-    if CHUNKS_FORMAT in formats and "markdown" not in wanted:
+    if _FROM_MARKDOWN & set(formats) and "markdown" not in wanted:
         wanted.append("markdown")
     return tuple(wanted)
 
@@ -55,6 +60,20 @@ def content_choice(options: ScrapeOptions) -> ContentChoice:
         keep_data_images=options.keep_base64_images,
     )
     return WHOLE_CONTENT if choice == WHOLE_CONTENT else choice
+
+
+def format_failed(outcome: Outcome, code: str, message: str, *, transient: bool = False) -> Outcome:
+    """A page fetched and read, whose format could not be made after extraction (chunks,
+    json, summary): the job fails with ``code``, and keeps what it knows of the page."""
+    return Outcome(
+        job=outcome.job,
+        http_status=outcome.http_status,
+        final_url=outcome.final_url,
+        content_type=outcome.content_type,
+        error_code=code,
+        error_message=message,
+        transient=transient,
+    )
 
 
 def rederived_result(

@@ -61,7 +61,10 @@ async def run_worker(
     rendering = bootstrap.render_step(settings, parser)
     metrics.track_rendering(rendering.available, rendering.stats)
     page_embedder = embedder or bootstrap.embedder(settings)
-    worker = bootstrap.worker(shared, fetcher, parser, metrics, rendering, page_embedder)
+    chat_model = bootstrap.chat_model(settings)
+    worker = bootstrap.worker(
+        shared, fetcher, parser, metrics, rendering, page_embedder, chat_model
+    )
     servers = []
     if serve_metrics_port and settings.worker_metrics_port:
         endpoint = MetricsEndpoint(
@@ -106,6 +109,8 @@ async def run_worker(
         await parser.aclose()
         if embedder is None:
             await page_embedder.close()
+        if chat_model is not None:
+            await chat_model.close()
         if runtime is None:
             await shared.close()
         log.info("worker stopped: %s", worker.stats)

@@ -44,6 +44,7 @@ from taskcrawler.worker.crawling import CrawlPages, publish_pages
 from taskcrawler.worker.frontier import Admitted, HostFrontier
 from taskcrawler.worker.parsing import PageParser, ParseCrashed, ParseTimeout
 from taskcrawler.worker.rendering import NO_BROWSER, RenderStep
+from taskcrawler.worker.structuring import StructuringStep
 from taskcrawler.worker.sweeper import SweepConfig, Sweeper
 
 log = logging.getLogger(__name__)
@@ -114,9 +115,12 @@ class Worker:
         rendering: RenderStep | None = None,
         chunker: PageChunker | None = None,
         crawls: CrawlPages | None = None,
+        structuring: StructuringStep | None = None,
     ) -> None:
         self.config = config
         self.chunker = chunker
+        # Without a model of its own the worker still reads selector schemas.
+        self.structuring = structuring or StructuringStep(None, parser)
         self.store = store
         self.queue = queue
         self.fetcher = fetcher
@@ -475,6 +479,7 @@ class Worker:
             from_archive=not fetched,
             fetched_at=page.fetched_at,
         )
+        outcome = await self.structuring.apply(job, outcome, page, extraction.markdown)
         return await with_chunks(self.chunker, outcome, extraction.markdown)
 
     def _archive(self, page: FetchedPage) -> FetchedPage | None:

@@ -88,6 +88,17 @@ def test_in_lists_benchmark_runs(pg_admin_url: str) -> None:
     assert all("ms PostgreSQL CPU per statement" in line for line in lines)
 
 
+def test_frontier_scale_benchmark_reports_each_tenth(pg_admin_url: str) -> None:
+    out = run_bench(
+        "frontier_scale", "--rows", "2000", "--links", "100", "--crawls", "2", "--writers", "2",
+        "--pg-url", pg_admin_url, timeout=120,
+    )  # fmt: skip
+    tenths = [line for line in out.splitlines() if line.startswith("{'rows'")]
+    assert len(tenths) == 10
+    assert "'heap_bytes_per_row': 0" not in out
+    assert out.splitlines()[-1].startswith("2,000 frontier rows in ")
+
+
 @pytest.mark.timeout(BENCH_SECONDS + 60)
 def test_ab_benchmark_runs_alternated_pairs(pg_admin_url: str, redis_url: str) -> None:
     out = run_bench(

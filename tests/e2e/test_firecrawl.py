@@ -100,7 +100,8 @@ async def test_unsupported_fields_and_bad_keys_are_firecrawl_errors(
         for version in ("v1", "v2"):
             for body, named in [
                 ({"url": url, "formats": ["pdfText"]}, "pdfText"),
-                ({"url": url, "formats": ["json"]}, "'json' is not supported"),
+                ({"url": url, "formats": ["json"]}, "jsonOptions: needs a schema, a prompt"),
+                ({"url": url, "formats": ["summary"]}, "TASKCRAWLER_LLM_URL"),
                 ({"url": url, "includeTags": ["p:nth-child(2)"]}, "includeTags[0]"),
                 ({"url": url, "headers": {"Host": "evil.test"}}, "headers['Host']"),
                 ({"url": url, "actions": [{"type": "click"}]}, "actions"),

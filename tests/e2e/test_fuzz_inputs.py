@@ -393,10 +393,14 @@ BASELINES: dict[tuple[str, str], Callable[[Context], Any]] = {
     ("query", "q"): lambda ctx: "fuzz",
     ("path", "crawl_id"): lambda ctx: ctx.crawl_id,
     ("path", "batch_id"): lambda ctx: ctx.batch_id,
+    # An extract is kept as a batch of json jobs: a batch's id reads as one.
+    ("path", "extract_id"): lambda ctx: ctx.batch_id,
+    # No search engine is configured: a search is a 400 that says so, whatever its body.
+    ("body", "query"): lambda ctx: "fuzz",
     # No change exists yet: an unknown one is a valid request all the same (a 404).
     ("path", "change_id"): lambda ctx: "00000000-0000-4000-8000-000000000000",
     # Firecrawl's routes that TaskCrawler does not offer answer Firecrawl's 404.
-    ("path", "rest"): lambda ctx: "search",
+    ("path", "rest"): lambda ctx: "agent",
 }
 
 

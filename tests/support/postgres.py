@@ -14,6 +14,7 @@ import signal
 import subprocess
 import tempfile
 import warnings
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -138,15 +139,17 @@ class PostgresProcess(ServerProcess):
     # SIGINT is PostgreSQL's "fast" shutdown: ends sessions, checkpoints, exits in well under 1 s.
     _stop_signal = signal.SIGINT
 
-    def __init__(self, port: int, layout: _PgLayout) -> None:
-        super().__init__(port, layout.root / "postgres.log")
+    def __init__(
+        self, port: int, layout: _PgLayout, *, host: str = "127.0.0.1", launcher: Sequence[str] = ()
+    ) -> None:
+        super().__init__(port, layout.root / "postgres.log", host=host, launcher=launcher)
         self.layout = layout
         self._user = layout.user
 
     @property
     def admin_url(self) -> str:
         """asyncpg-style URL of the ``postgres`` database, as the ``postgres`` role."""
-        return f"postgresql://postgres@127.0.0.1:{self.port}/postgres"
+        return f"postgresql://postgres@{self.host}:{self.port}/postgres"
 
     def url(self, database: str = "postgres", driver: str = "postgresql+asyncpg") -> str:
         return with_database(self.admin_url, database, driver=driver)
@@ -157,7 +160,7 @@ class PostgresProcess(ServerProcess):
             str(self.layout.bindir / "postgres"),
             "-D", str(self.layout.data),
             "-p", str(self.port),
-            "-c", "listen_addresses=127.0.0.1",
+            "-c", f"listen_addresses={self.host}",
             "-c", "unix_socket_directories=",  # TCP only: no socket path length/permission trouble
             "-c", "fsync=off",
             "-c", "synchronous_commit=off",
@@ -172,7 +175,7 @@ class PostgresProcess(ServerProcess):
             lines = (self.layout.data / "postmaster.pid").read_text().splitlines()
         except OSError:
             return False
-        return len(lines) >= 8 and lines[7].strip() == "ready" and port_open(self.port)
+        return len(lines) >= 8 and lines[7].strip() == "ready" and port_open(self.port, self.host)
 
     def close(self) -> None:
         super().close()
@@ -199,17 +202,28 @@ def _initdb(layout: _PgLayout) -> None:
         )
 
 
-def start_postgres(port: int | None = None, *, prefer: str | None = None) -> PostgresProcess:
+def start_postgres(
+    port: int | None = None,
+    *,
+    prefer: str | None = None,
+    host: str = "127.0.0.1",
+    launcher: Sequence[str] = (),
+) -> PostgresProcess:
     """initdb a private cluster in a temp dir, start it on a free port, wait until it is ready.
 
-    ``prefer``: "system" or "embedded" binaries (see postgres_bindir).
+    ``prefer``: "system" or "embedded" binaries (see postgres_bindir); ``host`` and ``launcher``:
+    see ServerProcess.
     """
     root = Path(tempfile.mkdtemp(prefix="tc-pg-", dir=scratch_dir()))
     layout = _PgLayout(root=root, bindir=postgres_bindir(prefer), user=_run_as())
-    server = PostgresProcess(port or free_port(), layout)
+    server = PostgresProcess(port or free_port(), layout, host=host, launcher=launcher)
     try:
         _chown_tree(root, layout.user)
         _initdb(layout)
+        if host != "127.0.0.1":
+            # initdb trusts this host's own connections only; the other hosts of the subnet too.
+            with (layout.data / "pg_hba.conf").open("a") as hba:
+                hba.write("host all all samenet trust\n")
         server.start()
     except BaseException:
         server.close()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import shutil
 import socket
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 import redis.asyncio as aioredis
@@ -40,31 +41,42 @@ class RedisProcess(ServerProcess):
 
     name = "redis-server"
 
-    def __init__(self, port: int, workdir: Path, binary: str, extra_args: list[str]) -> None:
-        super().__init__(port, workdir / "redis.log")
+    def __init__(
+        self,
+        port: int,
+        workdir: Path,
+        binary: str,
+        extra_args: list[str],
+        *,
+        host: str = "127.0.0.1",
+        launcher: Sequence[str] = (),
+    ) -> None:
+        super().__init__(port, workdir / "redis.log", host=host, launcher=launcher)
         self.workdir = workdir
         self.binary = binary
         self.extra_args = extra_args
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        return f"redis://{self.host}:{self.port}/0"
 
     def _command(self) -> list[str]:
         return [
             self.binary,
             "--port", str(self.port),
-            "--bind", "127.0.0.1",
+            "--bind", self.host,
             "--save", "",
             "--appendonly", "no",
             "--dir", str(self.workdir),
             "--daemonize", "no",
+            # Clients from other hosts (multi-host tests) are refused in protected mode.
+            *(["--protected-mode", "no"] if self.host != "127.0.0.1" else []),
             *self.extra_args,
         ]  # fmt: skip
 
     def _is_ready(self) -> bool:
         try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as sock:
+            with socket.create_connection((self.host, self.port), timeout=0.5) as sock:
                 sock.sendall(b"PING\r\n")
                 return sock.recv(64).startswith(b"+PONG")
         except OSError:
@@ -76,12 +88,19 @@ class RedisProcess(ServerProcess):
 
 
 def start_redis(
-    port: int | None = None, *, extra_args: list[str] | None = None, prefer: str = "system"
+    port: int | None = None,
+    *,
+    extra_args: list[str] | None = None,
+    prefer: str = "system",
+    host: str = "127.0.0.1",
+    launcher: Sequence[str] = (),
 ) -> RedisProcess:
     """Start a private redis-server (no persistence) and wait until it answers PING."""
     workdir = Path(tempfile.mkdtemp(prefix="tc-redis-", dir=scratch_dir()))
     binary = redis_server_binary(prefer)
-    server = RedisProcess(port or free_port(), workdir, binary, extra_args or [])
+    server = RedisProcess(
+        port or free_port(), workdir, binary, extra_args or [], host=host, launcher=launcher
+    )
     try:
         server.start()
     except BaseException:

@@ -16,6 +16,7 @@ import signal
 import socket
 import subprocess
 import time
+from collections.abc import Sequence
 from pathlib import Path
 
 START_TIMEOUT_SECONDS = 30.0
@@ -59,9 +60,15 @@ class ServerProcess:
 
     name = "server"
 
-    def __init__(self, port: int, log_path: Path) -> None:
+    def __init__(
+        self, port: int, log_path: Path, *, host: str = "127.0.0.1", launcher: Sequence[str] = ()
+    ) -> None:
         self.port = port
         self.log_path = log_path
+        # Where it listens, and what runs its command (``ip netns exec NAME``: a server on a host
+        # of its own in the multi-host tests).
+        self.host = host
+        self.launcher = list(launcher)
         self._proc: subprocess.Popen[bytes] | None = None
 
     # subclasses say how to start and when the server is ready
@@ -90,15 +97,28 @@ class ServerProcess:
             # thread that may end. start_new_session keeps Ctrl-C in the terminal from reaching it
             # before our teardown stops it in order.
             self._proc = subprocess.Popen(
-                self._command(),
+                self._launched_command(),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
-                user=self._user,
+                user=None if self.launcher else self._user,
                 cwd=self.log_path.parent,
                 start_new_session=True,
             )
         _LIVE.add(self)
+
+    def _launched_command(self) -> list[str]:
+        """The command, behind the launcher if any. A launcher needs root (entering a network
+        namespace), so the server's own user is taken after it, by setpriv, which execs the
+        server (the signals sent to our child reach the server itself)."""
+        if not self.launcher:
+            return self._command()
+        as_user = (
+            ["setpriv", f"--reuid={self._user}", f"--regid={self._user}", "--init-groups"]
+            if self._user
+            else []
+        )
+        return [*self.launcher, *as_user, *self._command()]
 
     def _check_starting(self, deadline: float, within: float) -> None:
         """Raise (with the server's log) if it died or is not ready in time."""

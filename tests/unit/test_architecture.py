@@ -61,6 +61,14 @@ def importing(paths: list[Path], prefix: str) -> dict[str, list[str]]:
         ("rerank", "taskcrawler.service"),
         ("rerank", "taskcrawler.worker"),
         ("rerank", "taskcrawler.api"),
+        ("llm", "taskcrawler.storage"),  # a model client asks a model, nothing more
+        ("llm", "taskcrawler.service"),
+        ("llm", "taskcrawler.worker"),
+        ("llm", "taskcrawler.api"),
+        ("websearch", "taskcrawler.storage"),  # a search engine client lists URLs, nothing more
+        ("websearch", "taskcrawler.service"),
+        ("websearch", "taskcrawler.worker"),
+        ("websearch", "taskcrawler.api"),
         ("service", "taskcrawler.api"),
         ("service", "taskcrawler.bootstrap"),  # the composition root builds services, not back
         ("storage", "taskcrawler.service"),

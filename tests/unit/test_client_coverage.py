@@ -42,6 +42,7 @@ ARGUMENTS: dict[str, Callable[[], Any]] = {
     "urls": lambda: ["https://example.com/"],
     "target": lambda: "https://example.com/",
     "q": lambda: "words",
+    "query": lambda: "words",
     "name": lambda: "a key",
     "run": lambda: 1,
     "from_run": lambda: 1,

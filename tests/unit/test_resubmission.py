@@ -115,7 +115,7 @@ def test_an_error_a_user_can_fix_names_the_fix() -> None:
     every: set[str] = set()
     for code, fix in FIXES.items():
         named = {
-            word.split("=")[0].strip("(),.")
+            word.split("=")[0].strip("(),.;:")
             for word in fix.split()
             if word.startswith(("TASKCRAWLER_", "(TASKCRAWLER_"))
         }

@@ -22,9 +22,11 @@ from taskcrawler.api.deps import ServicesDep
 from taskcrawler.api.inputs import (
     FirecrawlBatchIn,
     FirecrawlCrawlIn,
+    FirecrawlExtractIn,
     FirecrawlMapIn,
     FirecrawlScrapeIn,
     FirecrawlScrapeOptions,
+    FirecrawlSearchIn,
     FirecrawlWebhook,
     Id,
 )
@@ -43,10 +45,15 @@ from taskcrawler.api.schemas import (
     FirecrawlCreditsV2,
     FirecrawlDocument,
     FirecrawlErrorOut,
+    FirecrawlExtractStarted,
+    FirecrawlExtractStatus,
     FirecrawlMapOutV1,
     FirecrawlMapOutV2,
     FirecrawlQueueStatus,
     FirecrawlScrapeOut,
+    FirecrawlSearchData,
+    FirecrawlSearchOutV1,
+    FirecrawlSearchOutV2,
     FirecrawlTokensV1,
     FirecrawlTokensV2,
     FirecrawlUsage,
@@ -54,6 +61,7 @@ from taskcrawler.api.schemas import (
 )
 from taskcrawler.api.streamed import json_with_list
 from taskcrawler.domain.errors import NotFound
+from taskcrawler.domain.web_search import SOURCES, TBS_RANGES, web_query
 from taskcrawler.service.firecrawl import (
     CRAWL_PAGE,
     DEFAULT_TIMEOUT_MS,
@@ -61,8 +69,10 @@ from taskcrawler.service.firecrawl import (
     PageOptions,
     ScrapeSpec,
     ScreenshotURL,
+    SearchAnswer,
     Unsupported,
     WebhookSpec,
+    json_format,
     page_options,
     scrape_options,
     webhook_spec,
@@ -127,6 +137,7 @@ def _page(
             options.waitFor,
             chosen,
             options.changeTrackingOptions,
+            options.jsonOptions,
         )
     except Unsupported as exc:
         raise Unsupported(f"{where}{exc}") from None
@@ -436,6 +447,93 @@ def _register(version: str) -> None:
         )
 
     @route(
+        "POST",
+        "/search",
+        "search",
+        FirecrawlSearchOutV1 if version == "v1" else FirecrawlSearchOutV2,
+        "search the web (TASKCRAWLER_SEARXNG_URL), each result scraped with scrapeOptions",
+    )
+    async def search(
+        body: FirecrawlSearchIn, request: Request, services: ServicesDep, caller: CallerDep
+    ) -> FirecrawlSearchOutV1 | FirecrawlSearchOutV2:
+        page = _scraped(body.scrapeOptions)
+        sources = _sources(body.sources) if version == "v2" else ("web",)
+        answers = {}
+        for source in sources:
+            query = web_query(
+                body.query,
+                limit=body.limit,
+                source=source,
+                language=_language(body.lang, body.country),
+                time_range=_time_range(body.tbs),
+                include_domains=body.includeDomains,
+                exclude_domains=body.excludeDomains,
+            )
+            answers[source] = await services.firecrawl.search(
+                caller,
+                query,
+                page if source != "images" else None,
+                timeout_ms=body.timeout or DEFAULT_TIMEOUT_MS,
+                screenshot_url=_screenshot_url(request),
+            )
+        warning = "; ".join(a.warning for a in answers.values() if a.warning) or None
+        if version == "v1":
+            return FirecrawlSearchOutV1(data=_search_items(answers["web"], "web"), warning=warning)
+        data = FirecrawlSearchData(
+            **{source: _search_items(answer, source) for source, answer in answers.items()}
+        )
+        return FirecrawlSearchOutV2(data=data, warning=warning)
+
+    @route(
+        "POST",
+        "/extract",
+        "start_extract",
+        FirecrawlExtractStarted,
+        "read one schema or prompt from several pages (TASKCRAWLER_LLM_URL)",
+    )
+    async def start_extract(
+        body: FirecrawlExtractIn, request: Request, services: ServicesDep, caller: CallerDep
+    ) -> FirecrawlExtractStarted:
+        valid = body.valid_urls()
+        if not valid:
+            raise Unsupported("urls: none of them can be scraped")
+        asked = {
+            "schema": body.json_schema,
+            "prompt": body.prompt,
+            "systemPrompt": body.systemPrompt,
+        }
+        json = json_format({k: v for k, v in asked.items() if v is not None}, "extract")
+        page = _page(body.scrapeOptions, "scrapeOptions.")
+        extract_id = await services.firecrawl.start_extract(caller, valid, json, page)
+        invalid = [url for url in body.urls if url not in set(valid)]
+        return FirecrawlExtractStarted(
+            id=str(extract_id),
+            url=f"{request.base_url}{version}/extract/{extract_id}",
+            invalidURLs=invalid if body.ignoreInvalidURLs else None,
+        )
+
+    @route(
+        "GET",
+        "/extract/{extract_id}",
+        "extract_status",
+        FirecrawlExtractStatus,
+        "an extract's status and answer",
+        found=True,
+    )
+    async def extract_status(
+        extract_id: Id, services: ServicesDep, caller: CallerDep
+    ) -> FirecrawlExtractStatus:
+        found = await services.firecrawl.extract_status(caller, extract_id)
+        return FirecrawlExtractStatus(
+            status=found.status,
+            data=found.data,
+            error=found.error,
+            warning=found.warning,
+            sources={"urls": found.sources} if found.sources is not None else None,
+            expiresAt=datetime.now(UTC) + timedelta(days=1),
+        )
+
+    @route(
         "DELETE",
         "/crawl/{crawl_id}",
         "cancel_crawl",
@@ -461,13 +559,64 @@ def _not_offered(version: str) -> None:
         include_in_schema=False,
     )
     async def not_offered(rest: str) -> None:
-        """Firecrawl's other routes (search, extract, agent, browser, …): a Firecrawl error
+        """Firecrawl's other routes (agent, browser, deep research, …): a Firecrawl error
         body saying so, rather than a bare 404. Registered after every route of its version."""
         raise NotFound(f"/{version}/{rest[:100]} is a Firecrawl route TaskCrawler does not offer")
 
 
 for _version in VERSIONS:
     _not_offered(_version)
+
+
+def _scraped(options: FirecrawlScrapeOptions | None) -> PageOptions | None:
+    """A search's ``scrapeOptions``: None (results only) unless it asks for formats."""
+    if options is None or not options.formats:
+        return None
+    return _page(options, "scrapeOptions.")
+
+
+def _sources(asked: list[str | dict[str, Any]] | None) -> tuple[str, ...]:
+    """v2's ``sources`` (names or ``{"type": …}``), each once; default the web."""
+    names = [item.get("type") if isinstance(item, dict) else item for item in asked or ["web"]]
+    for index, name in enumerate(names):
+        if name not in SOURCES:
+            raise Unsupported(f"sources[{index}]: {name!r} is not one of {', '.join(SOURCES)}")
+    return tuple(dict.fromkeys(str(name) for name in names))
+
+
+def _language(lang: str | None, country: str | None) -> str | None:
+    """v1's ``lang`` and ``country`` as one language tag (en-US) for the search engine."""
+    if not lang:
+        return None
+    return f"{lang}-{country.upper()}" if country and "-" not in lang else lang
+
+
+def _time_range(tbs: str | None) -> str | None:
+    """Google's ``tbs`` (qdr:d, qdr:w, qdr:m, qdr:y) as a time range; others are refused."""
+    if not tbs:
+        return None
+    if tbs not in TBS_RANGES:
+        raise Unsupported(f"tbs: {tbs[:40]!r}: TaskCrawler takes {', '.join(TBS_RANGES)}")
+    return TBS_RANGES[tbs]
+
+
+def _search_items(answer: SearchAnswer, source: str) -> list[dict[str, Any]]:
+    """A search's results as Firecrawl lists them: the result's fields, and with
+    ``scrapeOptions`` its document's."""
+    items = []
+    for result, document in answer.results:
+        item: dict[str, Any] = {"url": result.url, "title": result.title}
+        if source == "images":
+            item |= {"imageUrl": result.image_url, "position": result.position}
+        elif source == "news":
+            item |= {"snippet": result.description, "date": result.published}
+            item["position"] = result.position
+        else:
+            item |= {"description": result.description, "position": result.position}
+        if document is not None:
+            item |= FirecrawlDocument.model_validate(document).model_dump(exclude_none=True)
+        items.append({key: value for key, value in item.items() if value is not None})
+    return items
 
 
 def _link_object(url: str) -> dict[str, str]:

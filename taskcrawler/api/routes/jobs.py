@@ -39,7 +39,8 @@ NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut}, **COMMON
 CONFLICT: dict[int | str, dict[str, Any]] = {409: {"model": ErrorOut}, **NOT_FOUND}
 
 
-def _options(body: JobOptionsIn) -> JobOptions:
+def job_options(body: JobOptionsIn) -> JobOptions:
+    """What a request's job options ask of its jobs (shared by every route that makes jobs)."""
     return JobOptions(
         formats=tuple(body.formats) if body.formats else None,
         callback_url=body.callback_url,
@@ -65,7 +66,7 @@ async def create_job(
     services, caller = call.services, call.caller
 
     async def produce() -> tuple[int, JobOut]:
-        created = await services.jobs.submit(caller, body.url, _options(body))
+        created = await services.jobs.submit(caller, body.url, job_options(body))
         code = status.HTTP_201_CREATED if created.created else status.HTTP_200_OK
         return code, JobOut.of(created.job)
 
@@ -85,7 +86,7 @@ async def create_batch(
     idempotency_key: IdempotencyKey = None,
 ) -> Response:
     async def produce() -> tuple[int, BatchOut]:
-        results = await services.jobs.submit_batch(caller, body.urls, _options(body))
+        results = await services.jobs.submit_batch(caller, body.urls, job_options(body))
         items = [BatchItem.of_created(r) for r in results]
         created = sum(r.created for r in results)
         out = BatchOut(jobs=items, created=created, existing=len(results) - created)

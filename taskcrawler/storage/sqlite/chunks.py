@@ -1,4 +1,4 @@
-"""Chunks on SQLite: vectors as float32 BLOBs searched exactly with numpy, keywords with FTS5.
+"""Chunks on SQLite: vectors as float32 BLOBs searched in memory with numpy, keywords with FTS5.
 
 numpy is imported by the first semantic search, not with storage: a process that never
 searches does not pay for it. It is imported in a thread: its half a second of imports would
@@ -31,6 +31,7 @@ from taskcrawler.domain.chunks import (
 from taskcrawler.storage.chunks import HIT_COLUMNS, ChunkStoreBase, hit, scope
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.sqlite import sql
+from taskcrawler.storage.sqlite.vectors import VectorIndex, nearest, vector_index
 from taskcrawler.storage.tables import chunks, jobs
 
 if TYPE_CHECKING:
@@ -72,7 +73,7 @@ CACHED_MATRICES = 4
 class SqliteChunkStore(ChunkStoreBase):
     def __init__(self, db: Database) -> None:
         super().__init__(db)
-        self._matrices: OrderedDict[tuple[str, str, int], tuple[Any, Any, Any]] = OrderedDict()
+        self._indexes: OrderedDict[tuple[str, str, int], tuple[Any, VectorIndex]] = OrderedDict()
         self._counted: tuple[float, int] = (-math.inf, 0)  # (when counted, chunks)
         self._rarity: dict[str, int] = {}  # term -> chunks holding it, when counted
 
@@ -116,13 +117,14 @@ class SqliteChunkStore(ChunkStoreBase):
         async with self.db.write() as conn:
             await conn.execute(stmt, params)
         # Vectors changed in place (their ids did not): no cached matrix holds them now.
-        self._matrices.clear()
+        self._indexes.clear()
 
     @unavailable_on_connection_errors
     async def semantic(
         self, query: SearchQuery, *, model: str, vector: Sequence[float]
     ) -> list[SearchHit]:
-        """Exact: every vector of the caller's (of the crawl's, the page's) for this model.
+        """Every vector of the caller's (of the crawl's, the page's) for this model, exactly
+        or, over a large matrix, by sign first (:mod:`.vectors`), scored in a worker thread.
         The caller's whole matrix is kept in memory while its chunks do not change."""
         np = await numpy()
 
@@ -130,16 +132,14 @@ class SqliteChunkStore(ChunkStoreBase):
         async with self.db.read() as conn:
             if not query.filtered:
                 key = (query.owner, model, len(vector))
-                ids, matrix = await self._matrix(conn, conditions, key)
+                index = await self._index(conn, conditions, key)
             else:
                 ids, matrix = await _load(conn, conditions, len(vector))
-            if not len(ids):
+                index = VectorIndex(ids, matrix, signs=None)  # read for this search alone
+            if not len(index):
                 return []
-            scores = matrix @ np.asarray(vector, np.float32)
-            k = min(query.k, len(ids))
-            best = np.argpartition(-scores, k - 1)[:k]
-            best = best[np.argsort(-scores[best], kind="stable")]
-            score_of = {int(ids[i]): float(scores[i]) for i in best}
+            target = np.asarray(vector, np.float32)
+            score_of = dict(await asyncio.to_thread(nearest, np, index, target, query.k))
             found = (
                 await conn.execute(
                     sa.select(chunks.c.id, *HIT_COLUMNS)
@@ -150,25 +150,27 @@ class SqliteChunkStore(ChunkStoreBase):
         by_id = {row.id: row for row in found}
         return [hit(by_id[i], score) for i, score in score_of.items() if i in by_id]
 
-    async def _matrix(
+    async def _index(
         self,
         conn: AsyncConnection,
         conditions: list[Any],
         key: tuple[str, str, int],
-    ) -> tuple[Any, Any]:
-        """The ids and vectors of ``conditions``' chunks, from memory while no chunk has been
+    ) -> VectorIndex:
+        """The vectors of ``conditions``' chunks, from memory while no chunk has been
         written since they were read (``chunks_version``, which every write moves: reading it
         costs nothing, where counting the owner's chunks read an index of every one)."""
         version = ((await conn.execute(sql.CHUNKS_VERSION)).scalar_one(),)
-        cached = self._matrices.get(key)
+        cached = self._indexes.get(key)
         if cached is not None and cached[0] == version:
-            self._matrices.move_to_end(key)
-            return cached[1], cached[2]
+            self._indexes.move_to_end(key)
+            return cached[1]
+        np = await numpy()
         ids, matrix = await _load(conn, conditions, key[2])
-        self._matrices[key] = (version, ids, matrix)
-        while len(self._matrices) > CACHED_MATRICES:
-            self._matrices.popitem(last=False)
-        return ids, matrix
+        index = await asyncio.to_thread(vector_index, np, ids, matrix)
+        self._indexes[key] = (version, index)
+        while len(self._indexes) > CACHED_MATRICES:
+            self._indexes.popitem(last=False)
+        return index
 
     @unavailable_on_connection_errors
     async def keyword(self, query: SearchQuery) -> list[SearchHit]:

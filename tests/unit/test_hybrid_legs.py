@@ -1,0 +1,80 @@
+"""A hybrid search asks its two rankings at once, and a failing one stops the other."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any, cast
+from uuid import uuid4
+
+import pytest
+
+from taskcrawler.domain.chunks import SearchHit, SearchQuery
+from taskcrawler.domain.errors import EmbedderUnavailable
+from taskcrawler.embed import EmbeddingFailed
+from taskcrawler.service.search import SearchService
+
+JOB = uuid4()
+
+
+def _hit(index: int, score: float) -> SearchHit:
+    return SearchHit(JOB, f"http://a.test/{index}", None, index, f"chunk {index}", score)
+
+
+class Chunks:
+    """A store whose keyword ranking answers only once the query has been embedded."""
+
+    def __init__(self, embedded: asyncio.Event) -> None:
+        self.embedded = embedded
+        self.keyword_cancelled = False
+
+    async def vectors_available(self) -> bool:
+        return True
+
+    async def keyword(self, query: SearchQuery) -> list[SearchHit]:
+        try:
+            await self.embedded.wait()
+        except asyncio.CancelledError:
+            self.keyword_cancelled = True
+            raise
+        return [_hit(1, 0.9), _hit(2, 0.5)]
+
+    async def semantic(self, query: SearchQuery, *, model: str, vector: Any) -> list[SearchHit]:
+        return [_hit(2, 0.8), _hit(3, 0.4)]
+
+
+class Embedder:
+    model = "test/2"
+
+    def __init__(self, embedded: asyncio.Event, *, fails: bool = False) -> None:
+        self.embedded = embedded
+        self.fails = fails
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        await asyncio.sleep(0)  # the keyword leg is waiting by now, if it started
+        if self.fails:
+            raise EmbeddingFailed("the model is gone", transient=True)
+        self.embedded.set()
+        return [[1.0, 0.0]]
+
+
+async def test_the_keyword_leg_runs_while_the_query_is_embedded() -> None:
+    embedded = asyncio.Event()
+    search = SearchService(cast(Any, None), cast(Any, Chunks(embedded)), Embedder(embedded))
+
+    # One leg after the other would wait forever: the keyword leg waits for the embedding.
+    hits = await asyncio.wait_for(search.search(SearchQuery("", "question", k=3)), 30)
+
+    assert {hit.chunk_index for hit in hits} == {1, 2, 3}
+
+
+async def test_an_embedder_failure_stops_the_keyword_leg_and_is_reported() -> None:
+    embedded = asyncio.Event()
+    chunks = Chunks(embedded)
+    search = SearchService(cast(Any, None), cast(Any, chunks), Embedder(embedded, fails=True))
+
+    with pytest.raises(EmbedderUnavailable):
+        await search.search(SearchQuery("", "question", k=3))
+    await asyncio.sleep(0)
+
+    assert chunks.keyword_cancelled

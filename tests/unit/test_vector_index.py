@@ -1,0 +1,60 @@
+"""SQLite's in-memory nearest-vector search: exact on a small matrix, signs first on a large
+one, and the same answer where the nearest stand out."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from taskcrawler.storage.sqlite import vectors
+from taskcrawler.storage.sqlite.vectors import nearest, vector_index
+
+
+def _unit_rows(rows: np.ndarray) -> np.ndarray:
+    return (rows / np.linalg.norm(rows, axis=1, keepdims=True)).astype(np.float32)
+
+
+def _clustered(n: int, dim: int, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` unit vectors around 50 centres, and a query beside the first centre."""
+    rng = np.random.default_rng(seed)
+    centres = rng.standard_normal((50, dim))
+    matrix = _unit_rows(centres[rng.integers(0, 50, n)] + 0.6 * rng.standard_normal((n, dim)))
+    query = _unit_rows((centres[0] + 0.3 * rng.standard_normal(dim))[None, :])[0]
+    return matrix, query
+
+
+def test_a_small_index_is_searched_exactly_best_first_ties_in_order() -> None:
+    matrix = _unit_rows(np.array([[1, 0], [0, 1], [1, 1], [1, 0]], dtype=np.float64))
+    index = vector_index(np, np.array([10, 11, 12, 13]), matrix)
+
+    found = nearest(np, index, np.array([1, 0], np.float32), 3)
+
+    assert index.signs is None
+    assert [chunk for chunk, _ in found] == [10, 13, 12]
+    assert found[0][1] == 1.0 and round(found[2][1], 4) == round(1 / 2**0.5, 4)
+
+
+def test_a_large_index_finds_what_exact_search_finds_reading_signs_first(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    matrix, query = _clustered(3000, 70)  # 70 dimensions: the last word of signs is padded
+    ids = np.arange(100, 3100)
+    exact = vector_index(np, ids, matrix, signs_from=10**9)
+    signed = vector_index(np, ids, matrix, signs_from=1000)
+    monkeypatch.setattr(vectors, "RESCORED_PER_RESULT", 30)
+
+    rows = vectors._candidates(np, signed, query, 10)
+    found = nearest(np, signed, query, 10)
+
+    assert signed.signs is not None and signed.signs.shape == (2, 3000)
+    assert rows is not None and 300 <= len(rows) < 3000
+    assert found == nearest(np, exact, query, 10)
+
+
+def test_an_empty_index_or_no_k_finds_nothing() -> None:
+    empty = vector_index(np, np.array([], np.int64), np.zeros((0, 4), np.float32))
+    one = vector_index(np, np.array([1]), _unit_rows(np.ones((1, 4))))
+
+    assert nearest(np, empty, np.ones(4, np.float32), 5) == []
+    assert nearest(np, one, np.ones(4, np.float32), 0) == []
+    assert [chunk for chunk, _ in nearest(np, one, np.ones(4, np.float32), 5)] == [1]
