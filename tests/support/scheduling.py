@@ -24,6 +24,7 @@ LONGEST_FIRST = (
     "tests/e2e/test_fuzz_inputs",
     "tests/bench/",
     "tests/faults/",
+    "tests/multihost/",
     "tests/browser/",
     "tests/e2e/",
     "tests/integration/",
