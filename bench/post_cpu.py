@@ -6,7 +6,8 @@ each to ``/api/v1/jobs``, ``--posts`` in all, and the process's CPU time per req
 (the app, the group commit, asyncpg and redis-py; not uvicorn's HTTP parsing). On a machine
 others share, CPU per request moves much less than requests per second. ``--ref`` runs a git
 ref's ``taskcrawler`` in a child process too, the two alternated ``--runs`` times. ``--profile``
-writes cProfile's stats of the first run (this tree's, in this process) to a file.
+writes cProfile's stats of the first run (this tree's, in this process) to a file. Every run
+drops its database and deletes its Redis keys.
 """
 
 from __future__ import annotations
@@ -27,15 +28,15 @@ from typing import Any
 
 from tests.support.databases import temporary_database
 from tests.support.processes import REPO_ROOT
-from tests.support.services import resolve_postgres, resolve_redis
+from tests.support.services import delete_prefix, resolve_postgres, resolve_redis
 
 Message = dict[str, Any]
 
 
-async def _post(app: Any, body: bytes) -> int:
+async def _post(app: Any, body: bytes, path: str = "/api/v1/jobs") -> int:
     scope = {
         "type": "http", "asgi": {"version": "3.0"}, "http_version": "1.1", "method": "POST",
-        "scheme": "http", "path": "/api/v1/jobs", "raw_path": b"/api/v1/jobs", "root_path": "",
+        "scheme": "http", "path": path, "raw_path": path.encode(), "root_path": "",
         "query_string": b"", "server": ("127.0.0.1", 80), "client": ("127.0.0.1", 5000),
         "headers": [(b"host", b"bench"), (b"content-type", b"application/json"),
                     (b"content-length", str(len(body)).encode())],
@@ -77,6 +78,14 @@ async def one_run(database_url: str, redis_url: str, posts: int, concurrency: in
         if status != 201:
             raise RuntimeError(f"POST answered {status}")
 
+    try:
+        return await _timed(app, submit, posts, concurrency, profile)
+    finally:
+        await delete_prefix(redis_url, prefix)  # the Redis is shared: no key outlives the run
+
+
+async def _timed(app: Any, submit: Any, posts: int, concurrency: int,
+                 profile: str | None) -> dict[str, float]:  # fmt: skip
     async with app.router.lifespan_context(app):
         for i in range(100):  # warm up: connections, caches
             await submit(f"w{i}")

@@ -260,7 +260,7 @@ def retry_policy(settings: Settings) -> RetryPolicy:
     )
 
 
-def worker_config(settings: Settings) -> WorkerConfig:
+def worker_config(settings: Settings, *, sweeps: bool = True) -> WorkerConfig:
     from taskcrawler.worker.sweeper import SweepConfig
     from taskcrawler.worker.worker import WorkerConfig
 
@@ -275,6 +275,7 @@ def worker_config(settings: Settings) -> WorkerConfig:
         lease_seconds=settings.lease_seconds,
         shutdown_grace_seconds=settings.shutdown_grace_seconds,
         archive_pages=settings.archive_pages,
+        sweeps=sweeps,
     )
 
 
@@ -412,7 +413,10 @@ def worker(
     rendering: RenderStep | None = None,
     page_embedder: Embedder | None = None,
     chat_model: ChatModel | None = None,
+    *,
+    sweeps: bool = True,
 ) -> Worker:
+    """``sweeps``: whether this worker runs a sweeper (see :class:`WorkerConfig`)."""
     from taskcrawler.fetch.sitemaps import SitemapLimits
     from taskcrawler.worker import Worker
     from taskcrawler.worker.chunking import PageChunker
@@ -429,7 +433,7 @@ def worker(
             timeout_seconds=settings.embedder_timeout_seconds,
         )
     return Worker(
-        worker_config(settings),
+        worker_config(settings, sweeps=sweeps),
         runtime.storage.work,
         runtime.queue,
         page_fetcher,
@@ -517,7 +521,12 @@ def worker_processes(settings: Settings) -> WorkerProcesses | None:
             "TASKCRAWLER_WORKER_METRICS_PORT": str(port + index if port else 0),
         }
 
-    return WorkerProcesses(count, env_of, grace_seconds=settings.shutdown_grace_seconds)
+    return WorkerProcesses(
+        count,
+        env_of,
+        grace_seconds=settings.shutdown_grace_seconds,
+        shared_queue=settings.redis_url is not None,
+    )
 
 
 def usable_cores() -> int:

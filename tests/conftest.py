@@ -32,8 +32,9 @@ from tests.support.services import (
 from tests.support.site import Site, SiteServer, start_site
 from tests.support.target import TargetServer, start_target
 
-# Every test has a deadline; see the module for the watchdog behind it.
-pytest_plugins = ["tests.support.timeouts"]
+# Every test has a deadline (see the module for the watchdog behind it); under ``--dist loadfile``
+# the longest files go out first (tests/support/scheduling.py).
+pytest_plugins = ["tests.support.timeouts", "tests.support.scheduling"]
 
 # --------------------------------------------------------------------------- PostgreSQL
 

@@ -133,7 +133,7 @@ def _sigterm_exits_normally() -> Iterator[None]:
 
 def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
     from taskcrawler.bootstrap import worker_processes
-    from taskcrawler.worker.runner import lower_priority, run_worker
+    from taskcrawler.worker.runner import collect_less_often, lower_priority, run_worker
 
     supervisor = worker_processes(settings)
 
@@ -144,6 +144,7 @@ def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
             loop.add_signal_handler(sig, stop.set)
         if supervisor is None:
             lower_priority(settings.worker_nice)
+            collect_less_often()
             await run_worker(settings, stop=stop, serve_metrics_port=True)
             return
         await supervisor.start()

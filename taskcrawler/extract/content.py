@@ -14,7 +14,8 @@ Four steps, with the heavy lifting in lexbor (CSS queries, ``strip_tags``, ``dec
    with little link text wins, with those of its siblings that score close to it.
 4. Inside what was chosen, remove the flagged blocks and the blocks that read like navigation
    (mostly link text); add the standfirst, the prose between the headline and the content
-   (too short to score, but the article's first words).
+   (too short to score, but the article's first words). On a thread, where the blocks named
+   as comments say more than the post they answer, those replies are content too.
 
 When the scoring finds too little prose (short pages, pages of lists or tables) the content is
 ``<main>``, a single ``<article>``, or else the whole cleaned body: a page that says little is
@@ -31,6 +32,7 @@ from dataclasses import dataclass, field
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from taskcrawler.extract.scoring import (
+    CROSS_REFERENCE,
     FLAG_ATTRIBUTE,
     MIN_CONTENT_CHARS,
     Choice,
@@ -76,6 +78,7 @@ _MIN_ROOT_SHARE = 0.25
 _NOSCRIPT_PAGE_CHARS = 200
 _MAX_FLAGGED_SHARE = 0.5
 _COMMENTS = "comment"
+_COMMENT_WORDS = re.compile(r"comment[a-z]*")
 # The elements whose names are read: not links, images and icons, the commonest and never the
 # whole of a boilerplate block; not the body, whose classes describe the page ("single-post
 # has-sidebar").
@@ -93,28 +96,30 @@ _BOILERPLATE_WORDS = frozenset(
     {"ad", "ads", "nav", "menu", "meta", "tags", "tag", "bio", "caption", "credit", "credits"}
     | {"footer", "banner", "rating", "toolbar", "tools", "pager", "signup", "login"}
     | {"reply", "replies", "respond", "skiplink", "gdpr", "modal", "popup", "promo", "promos"}
-    | {"teasers", "ratings", "legend", "cta", "date"}
+    | {"teasers", "ratings", "legend", "cta", "date", "categories"}
 )
 _BOILERPLATE_BEGINNINGS = (
     "comment", "share", "sharing", "social", "related", "recent", "newsletter", "subscri",
     "cookie", "consent", "copyright", "colophon", "sidebar", "breadcrumb", "paginat", "disqus",
     "akismet", "jetpack", "nocontent", "sponsor", "advert", "masthead", "navbar", "navigation",
     "byline", "newsticker", "authorbio", "authorbox", "authorinfo", "widget", "disclos",
-    "disclaim", "author", "embed", "published", "updated", "timestamp", "categor", "recommend",
+    "disclaim", "author", "embed", "published", "updated", "timestamp", "recommend",
 )  # fmt: skip
 _BOILERPLATE_ENDINGS = ("widget", "comments", "sidebar", "menu", "navigation", "footer", "share")
 # A word that looks like one of those but is not: Blogger's main column is "widget Blog", and
 # a "promoted" article is still an article.
 _NOT_BOILERPLATE = frozenset({"widget", "promoted", "commentary", "navigator"})
 _WORD = re.compile(r"[a-z]+")
-# A token that says what state a wrapper is in ("has-sidebar", "no-comments") or that only
-# hooks a script ("js-share"), not what the block is.
-_STATE_TOKEN = re.compile(r"^(?:has|no|with|show|hide|is|js)-|--(?:has|no|with)-")
+# A token that says what state a wrapper is in ("has-sidebar", "no-comments"), that only hooks
+# a script ("js-share"), or that says what the block is not ("site-not-footer"): not what the
+# block is.
+_STATE_TOKEN = re.compile(r"^(?:has|no|with|show|hide|is|js)-|--(?:has|no|with)-|[-_]not[-_]")
 # A token that names the content itself ("entry-content", "post-body", "hentry"); it wins over
 # a boilerplate token on the same node.
 _CONTENT_TOKEN = re.compile(
     r"^(?:(?:entry|post|article|story|page|main|blog)[-_]?)?(?:content|body|text)$"
     r"|^(?:post|hentry|article|main)$"
+    r"|^(?:forum|thread|topic|message)[-_]?(?:post|message|entry)$"
 )
 
 # Scripts where words are not separated by spaces: every character counts as one word.
@@ -202,6 +207,9 @@ class Cleaner:
     removed_visible: int = 0
     # Flagged blocks named as a picture's caption or credit ("figure__caption", "legend").
     flagged_captions: list[LexborNode] = field(default_factory=list)
+    # Flagged blocks named as comments, and which of them are outermost (a thread's replies).
+    comment_ids: set[int] = field(default_factory=set)
+    comment_blocks: list[LexborNode] = field(default_factory=list)
 
     @classmethod
     def for_tree(cls, tree: LexborHTMLParser) -> Cleaner:
@@ -295,18 +303,85 @@ class Cleaner:
                 ids.add(node.mem_id)
                 if _CAPTION_NAMES.search(names) is not None:
                     self.flagged_captions.append(node)
+                if _COMMENTS in names.lower():
+                    self._note_comment(node, names, ids)
         return found
+
+    def _note_comment(self, node: LexborNode, names: str, flagged: set[int]) -> None:
+        """Remember a block named as comments: the outermost are the replies, and those named
+        for nothing else (not "comment-meta") would stay in a thread."""
+        if not _inside(node, flagged - {node.mem_id}):
+            self.comment_blocks.append(node)
+        if not _names_any_boilerplate(_COMMENT_WORDS.sub(" ", names.lower())):
+            self.comment_ids.add(node.mem_id)
 
     def strip_flagged(self, flagged: list[LexborNode], choice: Choice) -> None:
         """Step 4, first half: the flagged nodes, but those holding the chosen content or an
         ``h1``."""
         keep = self.holds_content | _with_ancestors(choice.nodes)
+        if self._is_thread(choice):
+            keep = keep | self.comment_ids
+            _add_nodes(choice, self.comment_blocks)
         doomed = [node for node in reversed(flagged) if node.mem_id not in keep]
+        doomed = _not_most_of(doomed, choice.nodes)
         captions = [node for node in self.flagged_captions if node.mem_id not in keep]
         if captions and self.tree.body is not None:
             forget_caption_copies(self.tree.body, captions)
         for node in doomed:
             node.decompose()
+
+    def _is_thread(self, choice: Choice) -> bool:
+        """Whether the comments are the page's content: a forum thread or a question with its
+        answers, where the replies say more than the post they answer; an article's comments
+        are a fraction of it."""
+        if not self.comment_blocks or not choice.scored:
+            return False
+        chosen = {node.mem_id for node in choice.nodes}
+        replies = 0
+        inside = 0
+        for block in self.comment_blocks:
+            chars = visible_chars(block)
+            replies += chars
+            if block.mem_id in chosen or _inside(block, chosen):
+                inside += chars
+        own = sum(map(visible_chars, choice.nodes)) - inside
+        return replies > _THREAD_SHARE * max(own, 0)
+
+
+_THREAD_SHARE = 1.0
+
+
+def _add_nodes(choice: Choice, extra: list[LexborNode]) -> None:
+    """Add ``extra`` to the chosen nodes, those not inside nor around one, in document order."""
+    chosen = {node.mem_id for node in choice.nodes}
+    holding = _with_ancestors(choice.nodes)
+    added = [node for node in extra if node.mem_id not in holding and not _inside(node, chosen)]
+    if not added:
+        return
+    nodes = choice.nodes + added
+    order = {node.mem_id: index for index, node in enumerate(_document_order(nodes))}
+    choice.nodes[:] = sorted(nodes, key=lambda node: order[node.mem_id])
+
+
+def _document_order(nodes: list[LexborNode]) -> list[LexborNode]:
+    wanted = {node.mem_id for node in nodes}
+    root = nodes[0]
+    while root.parent is not None:
+        root = root.parent
+    return [node for node in root.traverse() if node.mem_id in wanted]
+
+
+_MOST_OF_CHOSEN = 0.8
+
+
+def _not_most_of(doomed: list[LexborNode], chosen: list[LexborNode]) -> list[LexborNode]:
+    """``doomed`` less a flagged block that holds nearly all the chosen text: the scoring found
+    the content inside it, so its names misled (a wrapper named for the theme's parts)."""
+    if not doomed:
+        return doomed
+    ids = {node.mem_id for node in chosen}
+    most = _MOST_OF_CHOSEN * sum(map(_text_len, chosen))
+    return [node for node in doomed if not (_inside(node, ids) and _text_len(node) > most)]
 
 
 def _fits(text: str, most: float) -> bool:
@@ -382,9 +457,11 @@ def _is_copy(alt: str, caption: str) -> bool:
 
 def _is_furniture(node: LexborNode) -> bool:
     attrs = node.attributes
+    role = (attrs.get("role") or "").strip().lower()
     if "hidden" in attrs or (attrs.get("aria-hidden") or "").lower() == "true":
-        return True
-    return (attrs.get("role") or "").strip().lower() in _FURNITURE_ROLES
+        # a tab or an accordion's closed panel is content a click away, not furniture
+        return role != "tabpanel"
+    return role in _FURNITURE_ROLES
 
 
 def fallback_root(tree: LexborHTMLParser) -> LexborNode | None:
@@ -432,7 +509,7 @@ def strip_link_blocks(choice: Choice) -> None:
                 continue
             most = _MAX_TABLE_LINK_SHARE if block.tag == "table" else _MAX_LINK_SHARE
             chars = visible_chars(block)
-            if linked > most * chars:
+            if linked > most * chars and not _is_pointer(block):
                 doomed.append(block)
                 doomed_chars += chars
                 under[key] = True
@@ -440,6 +517,19 @@ def strip_link_blocks(choice: Choice) -> None:
             continue
         for block in reversed(doomed):
             block.decompose()
+
+
+_POINTER_MAX_LINKS = 3
+
+
+def _is_pointer(block: LexborNode) -> bool:
+    """A paragraph that points the reader to another page in words of its own ("See also:
+    Tide tables for the harbour"): a line of the text, not a menu."""
+    return (
+        block.tag == "p"
+        and CROSS_REFERENCE.match(block.text_lexbor()) is not None
+        and len(block.css("a")) <= _POINTER_MAX_LINKS
+    )
 
 
 def _is_listing(doomed: list[LexborNode], doomed_chars: int, content_chars: int) -> bool:

@@ -14,7 +14,7 @@ from collections.abc import Iterator, Set
 
 from selectolax.lexbor import LexborNode
 
-from taskcrawler.extract.scoring import first_tagged
+from taskcrawler.extract.scoring import CROSS_REFERENCE, first_tagged
 from taskcrawler.extract.urls import Resolver
 
 MAX_DEPTH = 80
@@ -530,7 +530,11 @@ def _trim_tail(blocks: list[str], structured: Set[str]) -> None:
         if len(blocks) < 2 or blocks[-1] in structured:
             return
         last = _plain(blocks[-1])
-        if len(last) > MAX_TAIL_CHARS or _SENTENCE_END.search(last) is not None:
+        if (
+            len(last) > MAX_TAIL_CHARS
+            or _SENTENCE_END.search(last) is not None
+            or CROSS_REFERENCE.match(last) is not None
+        ):
             return
         blocks.pop()
 

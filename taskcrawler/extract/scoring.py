@@ -80,6 +80,9 @@ _BAD_NAMES = re.compile(
     re.IGNORECASE,
 )
 _NAME_WEIGHT = 25
+# The author's pointer to another text ("See also: Tide tables"): a line of the text itself,
+# however much of it is a link and wherever it stands.
+CROSS_REFERENCE = re.compile(r"\s*(?:see also|further reading)\b", re.IGNORECASE)
 _SENTENCE_END = re.compile(r"[.!?\u3002\uff01\uff1f]\s*$|[.!?]\s")
 
 

@@ -16,8 +16,10 @@ child reads the end of its socket and stops by itself, so no worker outlives its
 event loop per core: the worker's loop (fetching, extracting, writing) is the bottleneck of one
 process, and Python runs one loop on one core. The children share nothing but PostgreSQL and
 Redis, as workers on different machines do: leases, politeness and the queue need nothing more.
-Each reads the end of a pipe whose other end only the parent holds, so a parent killed with
-SIGKILL leaves no child behind: each stops gracefully, handing its jobs back.
+The first child alone runs the sweeper and the scheduled work (monitors, webhooks) for all of
+them, which the others would only poll for too. Each reads the end of a pipe whose other end
+only the parent holds, so a parent killed with SIGKILL leaves no child behind: each stops
+gracefully, handing its jobs back.
 """
 
 from __future__ import annotations
@@ -181,6 +183,11 @@ class WorkerProcesses:
     ``env_of(i)`` is the environment added for the ``i``-th child (its metrics port, say).
     Every child is handed the read end of one pipe whose write end only this process holds:
     when this process ends, however it ends, the children read its end and stop.
+
+    The first child runs the scheduled work (monitors, webhooks) for all, the others only
+    jobs; with ``shared_queue`` (Redis) it sweeps for all too, else each sweeps into its own
+    queue. A first child that dies is started again like any other: meanwhile expired leases
+    and due monitors wait (at most the restart's pause), none is lost.
     """
 
     def __init__(
@@ -189,11 +196,13 @@ class WorkerProcesses:
         env_of: Callable[[int], Mapping[str, str]],
         *,
         grace_seconds: float,
+        shared_queue: bool,
         module: str = "taskcrawler.cli.embedded_worker",
     ) -> None:
         self.count = count
         self.env_of = env_of
         self.grace_seconds = grace_seconds
+        self.shared_queue = shared_queue
         self.module = module
         self.children: list[WorkerProcess] = []
         self._pipe: tuple[int, int] | None = None
@@ -211,11 +220,17 @@ class WorkerProcesses:
                 self.env_of(index),
                 sender=None,
                 grace_seconds=self.grace_seconds,
-                command=command,
+                command=command + self.duties_args(index),
                 pass_fds=(read_end,),
             )
             self.children.append(child)
             await child.start()
+
+    def duties_args(self, index: int) -> tuple[str, ...]:
+        """The arguments that leave the ``index``-th child's shared duties to the first."""
+        if index == 0:
+            return ()
+        return ("--no-scheduled", "--no-sweeper") if self.shared_queue else ("--no-scheduled",)
 
     async def stop(self) -> None:
         """Every child's graceful stop, at the same time (each has the grace period)."""

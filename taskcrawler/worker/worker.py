@@ -80,6 +80,9 @@ class WorkerConfig:
     shutdown_grace_seconds: float = 10.0
     #: Keep every fetched body, for ``taskcrawler reextract``.
     archive_pages: bool = True
+    #: Run the sweeper here. Off in all but one of the processes of a ``taskcrawler worker``
+    #: whose queue they share: one sweeper publishes for all of them.
+    sweeps: bool = True
 
 
 #: What a write did with a transition: the transition recorded (the one given, or the failure
@@ -153,10 +156,9 @@ class Worker:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Work until ``stop`` is set, then shut down gracefully (see :meth:`_shutdown`)."""
-        helpers = [
-            asyncio.create_task(self._heartbeat_loop(), name="heartbeat"),
-            asyncio.create_task(self.sweeper.run(self._stopping), name="sweeper"),
-        ]
+        helpers = [asyncio.create_task(self._heartbeat_loop(), name="heartbeat")]
+        if self.config.sweeps:
+            helpers.append(asyncio.create_task(self.sweeper.run(self._stopping), name="sweeper"))
         consumer = asyncio.create_task(self._consume_loop(), name="consume")
         await stop.wait()
         self._stopping.set()

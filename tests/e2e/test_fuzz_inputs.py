@@ -24,33 +24,39 @@ from the schema, answered as the schema documents.
 
 Cost: ``TASKCRAWLER_FUZZ_EXAMPLES`` generated values per surface and database (default 4), on
 top of the explicit hostile values every surface always gets: about 17,600 requests a database,
-2,200 of them MCP tool calls over ``/mcp``, then about 1,300 calls over stdio.
+2,200 of them MCP tool calls over ``/mcp``, then about 1,300 calls over stdio. The surfaces are
+fuzzed in :data:`SHARDS` parts per database, each a test that the suite's processes share.
 ``TASKCRAWLER_FUZZ_EXAMPLES=200`` makes a long hunt.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import re
+import sqlite3
 import sys
 from collections import Counter
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import quote
 
+import asyncpg
 import httpx
 import orjson
 import pytest
 import sqlalchemy as sa
 from fastapi import FastAPI
-from hypothesis import example, given
+from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import BaseModel
+from sqlalchemy.dialects import postgresql as postgresql_dialect
+from sqlalchemy.dialects import sqlite as sqlite_dialect
 
 from taskcrawler.api import create_app
 from taskcrawler.domain import JobStatus
@@ -73,8 +79,6 @@ from tests.support.fuzzing import fuzz_settings
 from tests.support.leaks import assert_no_leak
 from tests.support.processes import ProcessManager, clean_env
 from tests.support.served import serve
-
-T = TypeVar("T")
 
 EXAMPLES = int(os.environ.get("TASKCRAWLER_FUZZ_EXAMPLES", "4"))
 
@@ -561,11 +565,73 @@ async def fingerprint(db: Database) -> tuple[Any, ...]:
     return tuple(state), tuple(map(tuple, keys))
 
 
+class SQLiteFingerprint:
+    """:func:`fingerprint` of a SQLite file, read with the standard library's driver on the
+    loop's thread: the same two queries without two hops to aiosqlite's thread (a fuzz run
+    reads it after each of its 17,600 requests). WAL mode lets it read beside the app's
+    connections, as any other reader would."""
+
+    def __init__(self, path: str) -> None:
+        self._connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        dialect = sqlite_dialect.dialect()
+        literal = {"literal_binds": True}
+        self._state = str(_STATE.compile(dialect=dialect, compile_kwargs=literal))
+        self._keys = str(_KEYS.compile(dialect=dialect, compile_kwargs=literal))
+
+    async def __call__(self) -> tuple[Any, ...]:
+        state = self._connection.execute(self._state).fetchone()
+        keys = self._connection.execute(self._keys).fetchall()
+        return tuple(state), tuple(map(tuple, keys))
+
+    async def aclose(self) -> None:
+        self._connection.close()
+
+
+class PostgresFingerprint:
+    """:func:`fingerprint` of a PostgreSQL database, over an asyncpg connection of its own with
+    the two queries prepared once (SQLAlchemy's pool, compilation and result rows cost more
+    than the queries on these small tables)."""
+
+    def __init__(self, url: sa.URL) -> None:
+        self._dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
+        dialect = postgresql_dialect.dialect()
+        literal = {"literal_binds": True}
+        self._sql = [
+            str(query.compile(dialect=dialect, compile_kwargs=literal)) for query in (_STATE, _KEYS)
+        ]
+        self._connection: asyncpg.Connection | None = None
+        self._statements: list[Any] = []
+
+    async def __call__(self) -> tuple[Any, ...]:
+        if self._connection is None:
+            self._connection = await asyncpg.connect(self._dsn)
+            self._statements = [await self._connection.prepare(sql) for sql in self._sql]
+        state, keys = self._statements
+        return tuple(await state.fetchrow()), tuple(map(tuple, await keys.fetch()))
+
+    async def aclose(self) -> None:
+        if self._connection is not None:
+            await self._connection.close()
+
+
+Fingerprinter = SQLiteFingerprint | PostgresFingerprint
+
+
+def fingerprinter(service: Service) -> Fingerprinter:
+    """How to read :func:`fingerprint` of ``service``'s database cheapest."""
+    url = sa.make_url(service.settings.database_url)
+    if url.get_backend_name() == "sqlite":
+        assert url.database is not None
+        return SQLiteFingerprint(url.database)
+    return PostgresFingerprint(url)
+
+
 # --- the run ----------------------------------------------------------------------------------
 
 
 class Fuzzer:
-    """Sends the cases from Hypothesis's (synchronous) thread to the app on the test's loop."""
+    """Sends each case to the app and checks its answer, on the test's loop: the explicit values
+    straight from there, Hypothesis's generated ones from its (synchronous) thread."""
 
     def __init__(self, service: Service, loop: asyncio.AbstractEventLoop, ctx: Context) -> None:
         self.service = service
@@ -574,23 +640,33 @@ class Fuzzer:
         self.cases: Counter[str] = Counter()
         self.statuses: Counter[int] = Counter()
         self._state: tuple[Any, ...] | None = None
+        self._fingerprint = fingerprinter(service)
 
-    def _call(self, work: Coroutine[Any, Any, T]) -> T:
-        """Run ``work`` on the app's loop; only from another thread (the loop's would block)."""
-        return asyncio.run_coroutine_threadsafe(work, self.loop).result()
+    async def fingerprint(self) -> tuple[Any, ...]:
+        return await self._fingerprint()
 
-    def begin(self) -> None:
-        """Take the state before the first case (from the fuzzing thread)."""
-        self._state = self.fingerprint()
+    async def begin(self) -> None:
+        """Take the state before the first case."""
+        self._state = await self._fingerprint()
 
-    def fingerprint(self) -> tuple[Any, ...]:
-        return self._call(fingerprint(self.service.storage.db))
+    async def aclose(self) -> None:
+        await self._fingerprint.aclose()
 
     def send(self, surface: Surface, value: Any) -> None:
+        """:meth:`check` from another thread (the loop's would block): one hop per case."""
+        asyncio.run_coroutine_threadsafe(self.check(surface, value), self.loop).result()
+
+    async def check(self, surface: Surface, value: Any) -> None:
+        """Send ``value`` in ``surface`` and check the answer and the database after it."""
         self.cases[surface.label] += 1
         if surface.operation.method == TOOL:
-            self._send_tool(surface, value)
-            return
+            response = await self._send_tool(surface, value)
+        else:
+            response = await self._send(surface, value)
+        self.statuses[response.status_code] += 1
+        await self._check(surface, value, response)
+
+    async def _send(self, surface: Surface, value: Any) -> httpx.Response:
         request = with_hostile(surface, baseline(surface.operation, self.ctx), value)
         path = surface.operation.path
         for name, text in request.path_params.items():
@@ -605,28 +681,20 @@ class Fuzzer:
             content = json.dumps(request.body, allow_nan=True).encode()
         if content is not None:
             headers["Content-Type"] = b"application/json"
-        response = self._call(
-            self.service.client.request(
-                surface.operation.method, path, content=content, headers=headers
-            )
+        return await self.service.client.request(
+            surface.operation.method, path, content=content, headers=headers
         )
-        self.statuses[response.status_code] += 1
-        self._check(surface, value, response)
 
-    def _send_tool(self, surface: Surface, value: Any) -> None:
+    async def _send_tool(self, surface: Surface, value: Any) -> httpx.Response:
         """The call over ``/mcp``: an answer below 500 that shows nothing of the inside, and a
         refused call (an HTTP 4xx, a tool error) that changed nothing."""
-        response = self._call(
-            self.service.client.post(
-                "/mcp",
-                content=tool_call(surface, self.ctx, value),
-                headers={**MCP_HEADERS, "Authorization": f"Bearer {self.ctx.admin}"},
-            )
+        return await self.service.client.post(
+            "/mcp",
+            content=tool_call(surface, self.ctx, value),
+            headers={**MCP_HEADERS, "Authorization": f"Bearer {self.ctx.admin}"},
         )
-        self.statuses[response.status_code] += 1
-        self._check(surface, value, response)
 
-    def _check(self, surface: Surface, value: Any, response: Any) -> None:
+    async def _check(self, surface: Surface, value: Any, response: httpx.Response) -> None:
         where = f"{surface.label} <- {_short(value)}: {response.status_code}"
         assert response.status_code < 500, f"{where} {response.text[:500]}"
         if not surface.operation.path.startswith(DOCUMENTS):
@@ -640,7 +708,7 @@ class Fuzzer:
             except orjson.JSONDecodeError as exc:
                 message = f"{where}: not strict JSON ({exc}): {response.text[:300]}"
                 raise AssertionError(message) from None
-        before, self._state = self._state, self.fingerprint()
+        before, self._state = self._state, await self._fingerprint()
         if _refused(response.status_code) or _tool_error(surface, response):
             assert self._state == before, f"{where} changed the database"
 
@@ -666,10 +734,24 @@ def _short(value: Any) -> str:
 
 def strategy_for(surface: Surface) -> st.SearchStrategy[Any]:
     if surface.name in CURSOR_NAMES:
-        return hostile_text() | cursors()
+        return _strategy("cursor")
     if surface.location in ("body", "argument", "arguments-whole"):
-        return hostile_json()
+        return _strategy("json")
     if surface.location == "body-whole":
+        return _strategy("body-whole")
+    return _strategy("text")
+
+
+@functools.cache
+def _strategy(kind: str) -> st.SearchStrategy[Any]:
+    """One strategy object per kind of surface, shared by all of them: Hypothesis validates a
+    strategy once (its character sets cost about 0.1 s to build), and the values drawn are the
+    same as from a fresh one."""
+    if kind == "cursor":
+        return hostile_text() | cursors()
+    if kind == "json":
+        return hostile_json()
+    if kind == "body-whole":
         return hostile_json() | st.sampled_from(RAW_BODIES)
     return hostile_text()
 
@@ -689,17 +771,22 @@ def explicit_examples(surface: Surface) -> list[Any]:
     return values
 
 
-def fuzz_surface(fuzzer: Fuzzer, surface: Surface) -> None:
-    """One Hypothesis run over ``surface``: its explicit values, then generated ones; raises
-    on the first failure, shrunk to a minimal value."""
+async def fuzz_surface(fuzzer: Fuzzer, surface: Surface) -> None:
+    """``surface``'s explicit values in turn, sent from the loop, then one Hypothesis run of
+    generated ones; raises on the first failure (a generated value shrunk to a minimal one)."""
+    for value in explicit_examples(surface):
+        await fuzzer.check(surface, value)
+    await asyncio.to_thread(fuzz_generated, fuzzer, surface)
+
+
+def fuzz_generated(fuzzer: Fuzzer, surface: Surface) -> None:
+    """Hypothesis runs synchronously: in a thread, sending each case to the loop."""
 
     @fuzz_settings(EXAMPLES)
     @given(value=strategy_for(surface))
     def run(value: Any) -> None:
         fuzzer.send(surface, value)
 
-    for value in reversed(explicit_examples(surface)):
-        run = example(value=value)(run)
     run()
 
 
@@ -765,21 +852,32 @@ def test_a_new_endpoint_without_baselines_is_named() -> None:
     ]
 
 
+#: The surfaces are fuzzed in this many parts per database, each a test of its own that the
+#: suite's processes share (tests/support/scheduling.py: a ``shard`` is a work unit).
+SHARDS = 4
+shards = pytest.mark.parametrize(
+    "shard", range(SHARDS), ids=[f"shard-{n + 1}-of-{SHARDS}" for n in range(SHARDS)]
+)
+
+
 # ~17,600 requests per database: the suite's default watchdog is sized for ordinary tests.
 @pytest.mark.timeout(900)
-async def test_every_input_surface_survives_hostile_values(sqlite_url: str) -> None:
-    """On SQLite. The same on PostgreSQL is tests/e2e/test_fuzz_inputs_postgresql.py, a file of
-    its own: the suite's processes take whole files, so each runs one of these two long runs."""
-    await every_input_surface_survives_hostile_values(sqlite_url)
+@shards
+async def test_every_input_surface_survives_hostile_values(sqlite_url: str, shard: int) -> None:
+    """On SQLite. The same on PostgreSQL is tests/e2e/test_fuzz_inputs_postgresql.py."""
+    await every_input_surface_survives_hostile_values(sqlite_url, shard)
 
 
-async def every_input_surface_survives_hostile_values(database_url: str) -> None:
+async def every_input_surface_survives_hostile_values(database_url: str, shard: int) -> None:
+    """The surfaces of part ``shard`` of :data:`SHARDS` (every one of them in some part)."""
     # No worker runs: a synchronous scrape would wait out its whole timeout for every case.
     settings = fast_settings(database_url=database_url, scrape_max_wait_seconds=0.2)
     async with running("api", settings) as service:
         admin, _ = await service.services.keys.create("fuzzer", is_admin=True)
         _, victim = await service.services.keys.create("victim")
         ctx = Context(admin=admin.token, victim_key_id=victim.id)
+        fuzzer = Fuzzer(service, asyncio.get_running_loop(), ctx)
+        without_jobs = await fuzzer.fingerprint()
         created = await service.client.post(
             "/api/v1/jobs",
             json={"url": "http://fuzz.example/job", "formats": ["links", "markdown"]},
@@ -808,16 +906,21 @@ async def every_input_surface_survives_hostile_values(database_url: str) -> None
         )
         assert batch.status_code == 200, batch.text
         ctx.batch_id = batch.json()["id"]
-        found = [surface for op in operations(service.app) for surface in surfaces_of(op)]
-        found += tool_surfaces()
-        fuzzer = Fuzzer(service, asyncio.get_running_loop(), ctx)
-        # Hypothesis runs synchronously: in a thread, sending each case to this loop.
-        failures = await asyncio.to_thread(fuzz_all, fuzzer, found)
+        every = [surface for op in operations(service.app) for surface in surfaces_of(op)]
+        every += tool_surfaces()
+        found = every[shard::SHARDS]
+        # The check that a refusal changed nothing sees a write, however it reads the database.
+        assert await fuzzer.fingerprint() != without_jobs
+        try:
+            failures = await fuzz_all(fuzzer, found)
+        finally:
+            await fuzzer.aclose()
     backend = "postgresql" if database_url.startswith("postgresql") else "sqlite"
     tools = {s.label for s in found if s.operation.method == TOOL}
     cursor_cases = sum(n for label, n in fuzzer.cases.items() if _names_a_cursor(label))
     print(
-        f"fuzz[{backend}]: {sum(fuzzer.cases.values())} requests over {len(found)} surfaces of "
+        f"fuzz[{backend}, part {shard + 1} of {SHARDS}]: {sum(fuzzer.cases.values())} requests "
+        f"over {len(found)} of {len(every)} surfaces of "
         f"{len({s.operation.label for s in found})} operations ({len(tools)} surfaces of "
         f"{len(TOOLS)} MCP tools: {sum(fuzzer.cases[label] for label in tools)} calls; "
         f"{cursor_cases} to cursor and since surfaces); answers {dict(fuzzer.statuses)}"
@@ -832,13 +935,13 @@ def _names_a_cursor(label: str) -> bool:
     )
 
 
-def fuzz_all(fuzzer: Fuzzer, found: list[Surface]) -> list[str]:
+async def fuzz_all(fuzzer: Fuzzer, found: list[Surface]) -> list[str]:
     """Every surface in turn; the failures of all of them, each shrunk to a minimal value."""
     failures = []
-    fuzzer.begin()
+    await fuzzer.begin()
     for surface in found:
         try:
-            fuzz_surface(fuzzer, surface)
+            await fuzz_surface(fuzzer, surface)
         except (Exception, BaseExceptionGroup) as exc:
             failures.append(f"{surface.label}: {exc}")
     return failures

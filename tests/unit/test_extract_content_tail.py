@@ -65,3 +65,17 @@ def test_a_closing_sentence_that_trails_off_is_kept_and_a_teaser_link_is_not() -
     linked = _formats(_PROSE + "<p><a href='/more'>Read more…</a></p>")
     assert all(output.endswith("Read more about the harbour next spring…") for output in kept)
     assert not any("Read more" in output for output in linked)
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "<p>See also: <a href='/tides'>Tide tables for the harbour</a></p>",
+        "<p><strong>See also</strong> <a href='/tides'>Tide tables for the harbour</a> and "
+        "<a href='/census'>the boat census</a>.</p>",
+    ],
+    ids=["colon", "sentence"],
+)
+def test_a_see_also_line_after_the_last_paragraph_is_kept(line: str) -> None:
+    for output in _formats(_PROSE + line):
+        assert "Tide tables for the harbour" in output, output

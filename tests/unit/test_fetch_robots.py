@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from protego import Protego
 from yarl import URL
 
 from taskcrawler.domain import ErrorCode, FetchError
@@ -15,6 +16,7 @@ from taskcrawler.fetch.robots import (
     UNAVAILABLE_CACHE_SECONDS,
     RobotsBody,
     RobotsCache,
+    disallows_nothing,
     origin_of,
 )
 
@@ -67,6 +69,28 @@ async def test_rules_are_obeyed_for_our_user_agent() -> None:
     assert await _disallowed(cache, "http://a.test/no-tc/page")
     assert not await _disallowed(cache, "http://a.test/private")  # our group replaces '*'
     assert not await _disallowed(cache, "http://a.test/")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("User-agent: *\nAllow: /\n", True),
+        ("User-agent: *\nDisallow:\n", True),
+        ("User-agent: SomeoneElse\nDisallow: /\n", True),  # no group of ours
+        ("User-agent: *\nAllow: /\nDisallow: /x\n", False),
+        (RULES, False),
+    ],
+)
+def test_rules_that_disallow_nothing_to_us_are_told_apart(text: str, expected: bool) -> None:
+    """Read from protego's rule set: True only where no URL can be disallowed to us (a
+    protego whose rule set changed shape answers False, and the True cases here fail)."""
+    assert disallows_nothing(Protego.parse(text), UA) is expected
+
+
+async def test_rules_that_allow_everything_still_give_their_crawl_delay() -> None:
+    cache = _cache(FakeFetch(RobotsBody("User-agent: *\nAllow: /\nCrawl-delay: 2\n")))
+    assert await cache.check(URL("http://a.test/any/page")) == 2.0
+    assert await cache.check(URL("http://a.test/robots.txt")) == 2.0
 
 
 async def test_one_fetch_per_origin_and_ttl() -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 from uuid import uuid4
 
 from taskcrawler.queue.pipe import PipeSender
-from taskcrawler.worker.process import WorkerProcess
+from taskcrawler.worker.process import WorkerProcess, WorkerProcesses
 
 #: A child that runs until SIGTERM, then exits 0 as a worker's graceful stop does.
 SLEEPER = (
@@ -85,3 +85,16 @@ def _gone(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] == "Z"
     except OSError:
         return True
+
+
+def test_the_first_of_several_worker_processes_alone_sweeps_and_runs_the_scheduled_work() -> None:
+    def processes(shared_queue: bool) -> WorkerProcesses:
+        return WorkerProcesses(3, lambda i: {}, grace_seconds=1, shared_queue=shared_queue)
+
+    shared = processes(True)
+    assert shared.duties_args(0) == ()
+    assert shared.duties_args(1) == shared.duties_args(2) == ("--no-scheduled", "--no-sweeper")
+    # Without Redis each process has a queue of its own: only its own sweeper publishes to it.
+    own = processes(False)
+    assert own.duties_args(0) == ()
+    assert own.duties_args(2) == ("--no-scheduled",)
