@@ -88,6 +88,15 @@ async def _invalid_crawl_spec(_: Request, exc: Exception) -> Response:
     )
 
 
+async def _invalid_web_query(_: Request, exc: Exception) -> Response:
+    """FastAPI's 422 shape, as every other 422 of the native API: the message names the field
+    (the domain's check is shared with Firecrawl's routes, which answer their own 400)."""
+    return JSONResponse(
+        status_code=422,
+        content=renderable({"detail": [{"loc": ["body"], "msg": str(exc), "type": "value_error"}]}),
+    )
+
+
 def renderable(value: Any) -> Any:
     """``value`` as strict JSON can hold it. A 422 echoes the input it refuses, and that input
     may be anything JSON can smuggle into Python: NaN and infinities become their JSON-ish
@@ -157,7 +166,7 @@ def install_error_handlers(app: FastAPI) -> None:
         Unsupported: _detail(400),
         ModelNotConfigured: _detail(400),
         WebSearchNotConfigured: _detail(400),
-        InvalidWebQuery: _detail(422),
+        InvalidWebQuery: _invalid_web_query,
         WebSearchFailed: _detail(502),
         ScrapeTimedOut: _detail(408),
         ScrapeFailed: _detail(500),

@@ -225,6 +225,9 @@ async def test_search_v1_news_and_native_web_search(
         down = await http.post("/v2/search", json={"query": "searx-down"})
         html = await http.post("/api/v1/web-search", json={"query": "searx-html"})
         odd = await http.post("/v2/search", json={"query": "tea", "tbs": "sbd:1"})
+        bad_domain = await http.post(
+            "/api/v1/web-search", json={"query": "tea", "exclude_domains": ["not a domain"]}
+        )
     assert v1.status_code == 200 and len(v1.json()["data"]) == 3
     assert v1.json()["data"][0]["description"] == "About result 0"
     assert news.json()["data"]["news"][0]["date"] == "2026-12-01T00:00:00"
@@ -233,6 +236,10 @@ async def test_search_v1_news_and_native_web_search(
     assert down.status_code == 502 and down.json()["error"] == "the search engine answered 500"
     assert html.status_code == 502 and "json format enabled" in html.json()["detail"]
     assert odd.status_code == 400 and odd.json()["error"].startswith("tbs:")
+    # The native API's 422 has FastAPI's shape, as its schema says, naming the field.
+    assert bad_domain.status_code == 422
+    [error] = bad_domain.json()["detail"]
+    assert error["loc"] == ["body"] and error["msg"].startswith("excludeDomains[0]")
 
 
 async def test_without_a_model_or_engine_a_400_says_how_to_configure(
