@@ -216,9 +216,11 @@ class ScrapeOptionsIn(RequestModel):
         None,
         max_length=MAX_ACTIONS,
         description="Firecrawl's page actions, run in order on the rendered page before it is "
-        "taken: wait (milliseconds or selector), click, write, press, scroll, scrape, "
-        "executeJavascript. What they give is the result's actions (scrapes, "
-        "javascriptReturns). Needs a browser: render defaults to always.",
+        "taken: wait (milliseconds or selector), click, write, press, scroll, screenshot "
+        "(fullPage, viewport), scrape, executeJavascript, pdf (format, landscape, scale). What "
+        "they give is the result's actions: scrapes, javascriptReturns, and screenshots and "
+        "pdfs as the paths the files are served at (GET /api/v1/jobs/{id}/actions/screenshots/"
+        "{n} and …/pdfs/{n}). Needs a browser: render defaults to always.",
     )
     json_schema: dict[str, Any] | None = Field(
         None,

@@ -11,7 +11,8 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, Literal
 
 from playwright.async_api import Error as PlaywrightError
 from playwright.async_api import Page
@@ -19,6 +20,7 @@ from playwright.async_api import TimeoutError as PlaywrightTimeout
 
 from taskcrawler.domain import ErrorCode, FetchError
 from taskcrawler.domain.actions import ACTION_SECONDS, MAX_SCRIPT_RETURN_CHARS, Action
+from taskcrawler.domain.pages import Capture
 
 #: Firecrawl's key names (``ENTER``) to the browser's (``Enter``), case aside.
 _KEYS = {
@@ -72,10 +74,32 @@ _RETURNED = """(value, max) => {
 }"""
 
 Serialize = Callable[[Page], Awaitable[str]]
+#: Makes a screenshot's PNG or a PDF of the page, of ``room`` bytes at most (None when over).
+Capturer = Callable[[Page, Action, int], Awaitable[bytes | None]]
 
 
 class ActionFailed(Exception):
     """An action's short reason, for :func:`run_actions` to name the action with."""
+
+
+@dataclass
+class Acted:
+    """What a page's actions gave: Firecrawl's ``actions`` object, whose ``screenshots`` and
+    ``pdfs`` hold each file's index in ``captures`` (the API serves them under URLs)."""
+
+    output: dict[str, Any] = field(
+        default_factory=lambda: {
+            "screenshots": [],
+            "scrapes": [],
+            "javascriptReturns": [],
+            "pdfs": [],
+        }
+    )
+    captures: list[Capture] = field(default_factory=list)
+
+    @property
+    def captured_bytes(self) -> int:
+        return sum(len(capture.data) for capture in self.captures)
 
 
 async def run_actions(
@@ -83,12 +107,14 @@ async def run_actions(
     actions: tuple[Action, ...],
     deadline: float,
     serialize: Serialize,
+    capture: Capturer,
     max_chars: int,
-) -> dict[str, Any]:
-    """Run ``actions`` on ``page`` before ``deadline`` (the loop's clock); what they gave, in
-    Firecrawl's shape. ``serialize`` reads the DOM for a ``scrape`` (bounded as the page's);
-    the scrapes and script values together hold ``max_chars`` at most."""
-    output: dict[str, Any] = {"screenshots": [], "scrapes": [], "javascriptReturns": []}
+) -> Acted:
+    """Run ``actions`` on ``page`` before ``deadline`` (the loop's clock); what they gave.
+    ``serialize`` reads the DOM for a ``scrape`` (bounded as the page's); the scrapes and
+    script values together hold ``max_chars`` at most, and so many bytes do the screenshots and
+    PDFs ``capture`` makes."""
+    acted = Acted()
     loop = asyncio.get_running_loop()
     for index, action in enumerate(actions):
         where = f"actions[{index}] ({action.label})"
@@ -97,8 +123,8 @@ async def run_actions(
             raise _failed(where, "no time was left within the render's deadline")
         try:
             async with asyncio.timeout(seconds):
-                await _run(page, action, seconds, output, serialize)
-            if _size(output) > max_chars:
+                await _run(page, action, seconds, acted, serialize, capture, max_chars)
+            if _size(acted.output) > max_chars:
                 raise ActionFailed(f"the actions gave more than {max_chars:,} characters")
         except (TimeoutError, PlaywrightTimeout):
             raise _failed(where, f"not done within {seconds:.3g} s{_waited_for(action)}") from None
@@ -108,7 +134,7 @@ async def run_actions(
             if _browser_gone(exc):
                 raise  # the renderer's: a crash is transient, not the action's fault
             raise _failed(where, _reason(action, exc)) from None
-    return output
+    return acted
 
 
 def _size(output: dict[str, Any]) -> int:
@@ -122,10 +148,17 @@ def _browser_gone(exc: PlaywrightError) -> bool:
 
 
 async def _run(
-    page: Page, action: Action, seconds: float, output: dict[str, Any], serialize: Serialize
+    page: Page,
+    action: Action,
+    seconds: float,
+    acted: Acted,
+    serialize: Serialize,
+    capture: Capturer,
+    max_bytes: int,
 ) -> None:
     timeout = seconds * 1000
     kind = action.type
+    output = acted.output
     if kind == "wait" and action.selector is not None:
         await page.wait_for_selector("css=" + action.selector, state="attached", timeout=timeout)
     elif kind == "wait":
@@ -144,6 +177,22 @@ async def _run(
         output["scrapes"].append({"url": page.url, "html": await serialize(page)})
     elif kind == "executeJavascript":
         output["javascriptReturns"].append(await _script(page, action.script or ""))
+    elif kind in ("screenshot", "pdf"):
+        await _capture(page, action, acted, capture, max_bytes)
+
+
+async def _capture(
+    page: Page, action: Action, acted: Acted, capture: Capturer, max_bytes: int
+) -> None:
+    """A screenshot or a PDF, within the bytes the actions' earlier files left."""
+    room = max_bytes - acted.captured_bytes
+    data = await capture(page, action, room) if room > 0 else None
+    if data is None:
+        raise ActionFailed(f"its file is over the {max_bytes:,} bytes the actions' files may hold")
+    kind: Literal["screenshot", "pdf"] = "pdf" if action.type == "pdf" else "screenshot"
+    listed = acted.output["pdfs" if kind == "pdf" else "screenshots"]
+    listed.append(len(listed))
+    acted.captures.append(Capture(kind, data))
 
 
 async def _click(page: Page, action: Action, timeout_ms: float) -> None:

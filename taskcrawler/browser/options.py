@@ -7,9 +7,9 @@ from typing import Any, Literal
 
 from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
-from taskcrawler.domain.actions import Action
-from taskcrawler.domain.pages import Screenshot
-from taskcrawler.domain.rendering import MAX_VIEWPORT, MAX_WAIT_SECONDS, MIN_VIEWPORT
+from taskcrawler.domain.actions import MAX_VIEWPORT, MIN_VIEWPORT, Action
+from taskcrawler.domain.pages import Capture, Screenshot
+from taskcrawler.domain.rendering import MAX_WAIT_SECONDS
 
 #: Resource types a render can be told not to download (Playwright's names).
 BLOCKABLE_RESOURCES = frozenset({"image", "font", "media"})
@@ -117,3 +117,6 @@ class RenderResult:
     #: What the actions gave, in Firecrawl's shape (``scrapes``, ``javascriptReturns``, …);
     #: None when none were asked.
     actions: dict[str, Any] | None = None
+    #: The screenshot and pdf actions' files, in the order they ran (``actions`` holds each
+    #: one's index among those of its kind).
+    captures: tuple[Capture, ...] = ()

@@ -16,7 +16,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
 
 from aiohttp.abc import AbstractResolver
 from playwright.async_api import (
@@ -35,13 +35,14 @@ from playwright.async_api import (
 from yarl import URL
 
 from taskcrawler.browser import processes
-from taskcrawler.browser.actions import run_actions
+from taskcrawler.browser.actions import Acted, run_actions
 from taskcrawler.browser.adblock import DEBIAN_LISTS, AdBlocker
 from taskcrawler.browser.availability import Availability, render_availability
 from taskcrawler.browser.launcher import BrowserError, BrowserProcess
 from taskcrawler.browser.options import RenderOptions, RenderResult
 from taskcrawler.browser.proxy import Egress, PageProxy, PageTraffic
 from taskcrawler.domain import ErrorCode, FetchError
+from taskcrawler.domain.actions import Action
 from taskcrawler.domain.pages import FetchedPage, Screenshot
 from taskcrawler.domain.rendering import mobile_user_agent
 from taskcrawler.fetch.fetcher import ALLOWED_CONTENT_TYPES
@@ -376,7 +377,8 @@ class BrowserRenderer:
             waits_timed_out=tuple(state.waits_timed_out),
             ads_blocked=state.ads_blocked,
             ads_note=state.ads_unblocked,
-            actions=acted,
+            actions=None if acted is None else acted.output,
+            captures=() if acted is None else tuple(acted.captures),
         )
 
     async def _route(
@@ -438,7 +440,7 @@ class BrowserRenderer:
         traffic: PageTraffic,
         state: _PageState,
         deadline: float,
-    ) -> tuple[str, Screenshot | None, dict[str, Any] | None]:
+    ) -> tuple[str, Screenshot | None, Acted | None]:
         """Navigate, wait as asked (within the deadline), run the actions, then read the DOM
         and the picture."""
         reserve = min(MAX_RESERVE_SECONDS, RESERVE_SHARE * self.settings.render_timeout_seconds)
@@ -480,6 +482,7 @@ class BrowserRenderer:
                 options.actions,
                 deadline - reserve,
                 self._serialize,
+                partial(self._capture, options),
                 self.settings.max_body_bytes,
             )
         self._check_main_response(state, traffic, start)  # a script may have navigated since
@@ -526,18 +529,28 @@ class BrowserRenderer:
         return str(html)
 
     async def _screenshot(self, page: Page, options: RenderOptions) -> Screenshot | None:
-        """A PNG of the page, at most ``render_screenshot_max_height`` tall and
-        ``max_body_bytes`` big (taken again shorter when over; none if it still is)."""
-        width, height, cut = options.viewport_width, options.viewport_height, False
-        if options.full_page:
+        """The screenshot format's PNG (see :meth:`_picture`)."""
+        return await self._picture(
+            page,
+            (options.viewport_width, options.viewport_height),
+            options.full_page,
+            self.settings.max_body_bytes,
+        )
+
+    async def _picture(
+        self, page: Page, viewport: tuple[int, int], full_page: bool, limit: int
+    ) -> Screenshot | None:
+        """A PNG of the page, at most ``render_screenshot_max_height`` tall and ``limit``
+        bytes big (taken again shorter when over; none if it still is)."""
+        (width, height), cut = viewport, False
+        if full_page:
             page_height = int(await page.evaluate(_PAGE_HEIGHT))
             cap = self.settings.render_screenshot_max_height
             height, cut = max(1, min(page_height, cap)), page_height > cap
-        limit = self.settings.max_body_bytes
         for _ in range(2):
             png = await page.screenshot(
                 type="png",
-                full_page=options.full_page,
+                full_page=full_page,
                 clip={"x": 0, "y": 0, "width": width, "height": height},
                 animations="disabled",
             )
@@ -549,6 +562,32 @@ class BrowserRenderer:
             if height < 1:
                 break
         return None
+
+    async def _capture(
+        self, options: RenderOptions, page: Page, action: Action, room: int
+    ) -> bytes | None:
+        """A screenshot or pdf action's file, of ``room`` bytes at most (None when over)."""
+        limit = min(room, self.settings.max_body_bytes)
+        if action.type == "pdf":
+            pdf = await page.pdf(
+                format=action.paper or "Letter",
+                landscape=action.landscape,
+                scale=action.scale or 1.0,
+                print_background=True,
+            )
+            return pdf if len(pdf) <= limit else None
+        viewport = (options.viewport_width, options.viewport_height)
+        if action.viewport is None:
+            shot = await self._picture(page, viewport, action.full_page, limit)
+            return None if shot is None else shot.png
+        # Taken at the viewport asked for; the page gets its own back for what follows.
+        width, height = action.viewport
+        await page.set_viewport_size({"width": width, "height": height})
+        try:
+            shot = await self._picture(page, action.viewport, action.full_page, limit)
+        finally:
+            await page.set_viewport_size({"width": viewport[0], "height": viewport[1]})
+        return None if shot is None else shot.png
 
     async def _dispose(self, process: BrowserProcess, context: BrowserContext | None) -> None:
         """Close the page's context; a browser that cannot do that within the grace is killed

@@ -316,6 +316,11 @@ def screenshot(job_id: UUID | str) -> Call[bytes]:
     return Call("GET", f"{JOBS}/{job_id}/screenshot", lambda status, body: bytes(body), raw=True)
 
 
+def action_file(job_id: UUID | str, kind: str, index: int) -> Call[bytes]:
+    path = f"{JOBS}/{job_id}/actions/{kind}/{int(index)}"
+    return Call("GET", path, lambda status, body: bytes(body), raw=True)
+
+
 def chunks(job_id: UUID | str) -> Call[Chunks]:
     return Call("GET", f"{JOBS}/{job_id}/chunks", _model(Chunks.model_validate))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Iterator, Sequence
 from types import TracebackType
-from typing import Any, BinaryIO, Self, TypeVar, Unpack
+from typing import Any, BinaryIO, Literal, Self, TypeVar, Unpack
 from uuid import UUID
 
 import httpx
@@ -235,6 +235,16 @@ class TaskCrawler:
     def screenshot(self, job_id: UUID | str) -> bytes:
         """The PNG of the rendered page (asked for with the ``screenshot`` format)."""
         return self._send(_calls.screenshot(job_id))
+
+    def action_file(
+        self,
+        job_id: UUID | str,
+        kind: Literal["screenshots", "pdfs"] = "screenshots",
+        index: int = 0,
+    ) -> bytes:
+        """The ``index``-th file (0 first) of the page's ``screenshot`` actions (a PNG) or
+        ``pdf`` actions (a PDF), as the job's ``result.actions`` lists them."""
+        return self._send(_calls.action_file(job_id, kind, index))
 
     def chunks(self, job_id: UUID | str) -> Chunks:
         """The page's chunks (asked for with the ``chunks`` format), with their heading paths."""

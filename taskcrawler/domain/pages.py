@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Literal
 from uuid import UUID
 
 
@@ -61,6 +62,14 @@ class Screenshot:
 
 
 @dataclass(frozen=True, slots=True)
+class Capture:
+    """A file a page action made: a ``screenshot`` action's PNG or a ``pdf`` action's PDF."""
+
+    kind: Literal["screenshot", "pdf"]
+    data: bytes
+
+
+@dataclass(frozen=True, slots=True)
 class PageContent:
     #: format -> body, for the formats the job asked for: markdown, text, html
     texts: dict[str, str] = field(default_factory=dict)
@@ -69,3 +78,5 @@ class PageContent:
     archive: FetchedPage | None = None
     #: a picture of the rendered page, when the job asked for the screenshot format
     screenshot: Screenshot | None = None
+    #: the files its page actions made, in the order they ran
+    captures: tuple[Capture, ...] = ()

@@ -6,6 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Literal, cast, get_args
 
+from taskcrawler.domain.actions import MAX_VIEWPORT as MAX_VIEWPORT
+from taskcrawler.domain.actions import MIN_VIEWPORT as MIN_VIEWPORT
 from taskcrawler.domain.scrape_options import ScrapeOptions
 
 RenderMode = Literal["never", "auto", "always"]
@@ -16,7 +18,6 @@ BLOCKABLE = ("image", "font", "media")
 #: The format that asks for a picture of the rendered page; it needs a browser.
 SCREENSHOT = "screenshot"
 
-MIN_VIEWPORT, MAX_VIEWPORT = 200, 4096
 #: The longest a job may ask to wait for network idle or a selector; the render's own deadline
 #: (``render_timeout_seconds``) bounds it further.
 MAX_WAIT_SECONDS = 60.0

@@ -34,6 +34,15 @@ class ContentService:
             raise NotFound("no screenshot stored for this job")
         return shot
 
+    async def capture(self, caller: Caller, job_id: UUID, kind: str, index: int) -> bytes:
+        """The ``index``-th file (0 first) of the job's ``kind`` actions: a screenshot action's
+        PNG or a pdf action's PDF; :class:`NotFound` when there is none."""
+        await self.jobs.get(caller, job_id)
+        data = await self.content.capture(job_id, kind, index)
+        if data is None:
+            raise NotFound(f"no {kind} action's file {index} stored for this job")
+        return data
+
     async def links_of(
         self, caller: Caller, job_id: UUID, *, after: int, limit: int
     ) -> list[StoredLink]:

@@ -18,6 +18,7 @@ from uuid import UUID, uuid4
 import orjson
 
 from taskcrawler.domain import JobStatus
+from taskcrawler.domain.actions import CAPTURE_LISTS
 from taskcrawler.domain.change_tracking import (
     InvalidTracking,
     TrackingRequest,
@@ -856,7 +857,7 @@ async def firecrawl_document(
         else:
             doc[name] = (await content.text(job.id, FORMATS[name]) or "") if completed else ""
     if completed and (acted := (job.result or {}).get("actions")) is not None:
-        doc["actions"] = acted
+        doc["actions"] = _served_actions(acted, job, screenshot_url)
     doc["metadata"] = _metadata(job)
     return doc
 
@@ -909,6 +910,18 @@ def _screenshot(job: Job, screenshot_url: ScreenshotURL) -> dict[str, Any]:
         return {"screenshot": screenshot_url(job.id)}
     why = render.get("screenshot") or render.get("reason") or "the page was not rendered"
     return {"warning": f"no screenshot: {why}"}
+
+
+def _served_actions(
+    acted: dict[str, Any], job: Job, screenshot_url: ScreenshotURL
+) -> dict[str, Any]:
+    """The actions' object with its files' paths made absolute URLs, as Firecrawl gives them:
+    the jobs API serves them beside the screenshot, whose URL says where that API is."""
+    api = screenshot_url(job.id).removesuffix(f"/api/v1/jobs/{job.id}/screenshot")
+    files = {
+        name: [api + path for path in acted.get(name) or ()] for name in CAPTURE_LISTS.values()
+    }
+    return {**acted, **files}
 
 
 def _metadata(job: Job) -> dict[str, Any]:

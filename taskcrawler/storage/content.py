@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import base64
 import gzip
 import hashlib
 from collections.abc import AsyncIterator, Sequence
@@ -15,7 +16,7 @@ import sqlalchemy as sa
 from isal import igzip
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from taskcrawler.domain.pages import FetchedPage, Link, PageContent, Screenshot, StoredLink
+from taskcrawler.domain.pages import Capture, FetchedPage, Link, PageContent, Screenshot, StoredLink
 from taskcrawler.storage.backend import Backend
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
@@ -27,6 +28,26 @@ from taskcrawler.storage.tables import job_contents, job_links, job_screenshots,
 ARCHIVE_COMPRESSLEVEL = 1
 #: A batch archiving up to this many bytes is packed on the event loop (about 4 ms here).
 INLINE_PACK_BYTES = 2 * 1024 * 1024
+#: The files of a job's screenshot and pdf actions are rows of ``job_contents`` (base64 text)
+#: whose format starts with this; they are never one of the job's texts.
+CAPTURE_PREFIX = "action-"
+_CAPTURE_NAMES = {"screenshot": "png", "pdf": "pdf"}
+
+
+def capture_format(kind: str, index: int) -> str:
+    """The ``job_contents`` format of a job's ``index``-th file of ``kind``."""
+    return f"{CAPTURE_PREFIX}{_CAPTURE_NAMES[kind]}-{index}"
+
+
+def _capture_rows(job_id: UUID, captures: Sequence[Capture]) -> list[dict[str, Any]]:
+    counted: dict[str, int] = {}
+    rows = []
+    for capture in captures:
+        index = counted.get(capture.kind, 0)
+        counted[capture.kind] = index + 1
+        body = base64.b64encode(capture.data).decode("ascii")
+        rows.append({"job_id": job_id, "format": capture_format(capture.kind, index), "body": body})
+    return rows
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,7 +117,8 @@ def content_rows(records: Sequence[ContentRecord]) -> ContentRows:
             {"job_id": r.job_id, "format": fmt, "body": body}
             for r in records
             for fmt, body in r.content.texts.items()
-        ],
+        ]
+        + [row for r in records for row in _capture_rows(r.job_id, r.content.captures)],
         links=[_link_row(r, link) for r in with_links for link in r.content.links or ()],
         archives=[
             _archive_row(r.job_id, r.content.archive)
@@ -131,7 +153,8 @@ async def prepare_content(records: Sequence[ContentRecord]) -> ContentRows:
 
 
 def _archived_bytes(records: Sequence[ContentRecord]) -> int:
-    return sum(len(r.content.archive.body) for r in records if r.content.archive is not None)
+    archived = sum(len(r.content.archive.body) for r in records if r.content.archive is not None)
+    return archived + sum(len(c.data) for r in records for c in r.content.captures)
 
 
 async def write_content(conn: AsyncConnection, backend: Backend, rows: ContentRows) -> None:
@@ -234,6 +257,12 @@ class ContentStore:
         if row is None:
             return None
         return Screenshot(bytes(row.png), row.width, row.height, bool(row.cut))
+
+    @unavailable_on_connection_errors
+    async def capture(self, job_id: UUID, kind: str, index: int) -> bytes | None:
+        """The ``index``-th file of the job's ``kind`` actions (screenshot, pdf), if stored."""
+        body = await self.text(job_id, capture_format(kind, index))
+        return None if body is None else base64.b64decode(body)
 
     @unavailable_on_connection_errors
     async def links_of(self, job_id: UUID, *, after: int = 0, limit: int = 100) -> list[StoredLink]:

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 
 from taskcrawler.domain.exports import ArchivedResponse, ExportPosition
 from taskcrawler.domain.jobs import Job, JobStatus
+from taskcrawler.storage.content import CAPTURE_PREFIX
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.rows import JOB_COLUMNS, row_to_job
@@ -102,7 +103,10 @@ class ExportStore:
         found: dict[UUID, dict[str, str]] = {job_id: {} for job_id in job_ids}
         if not job_ids:
             return found
-        stmt = sa.select(job_contents).where(self.db.backend.any_of(job_contents.c.job_id, job_ids))
+        stmt = sa.select(job_contents).where(
+            self.db.backend.any_of(job_contents.c.job_id, job_ids),
+            ~job_contents.c.format.startswith(CAPTURE_PREFIX, autoescape=True),
+        )
         async with self.db.read() as conn:
             for row in await conn.execute(stmt):
                 found[row.job_id][row.format] = row.body

@@ -206,6 +206,10 @@ class ContentRepository(Protocol):
 
     async def screenshot(self, job_id: UUID) -> Screenshot | None: ...
 
+    async def capture(self, job_id: UUID, kind: str, index: int) -> bytes | None:
+        """The ``index``-th file of the job's ``kind`` actions (screenshot, pdf), if stored."""
+        ...
+
     async def links_of(
         self, job_id: UUID, *, after: int = 0, limit: int = 100
     ) -> list[StoredLink]: ...

@@ -27,7 +27,8 @@ from taskcrawler.browser.availability import Availability
 from taskcrawler.browser.locale import timezone_for
 from taskcrawler.browser.options import RenderOptions, RenderResult
 from taskcrawler.domain import ClaimedJob, ErrorCode, FetchError, Outcome
-from taskcrawler.domain.pages import FetchedPage, PageContent, Screenshot
+from taskcrawler.domain.actions import with_capture_paths
+from taskcrawler.domain.pages import Capture, FetchedPage, PageContent, Screenshot
 from taskcrawler.domain.rendering import SCREENSHOT, RenderRequest, browser_need
 from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS, ScrapeOptions
 from taskcrawler.extract.appshell import ShellVerdict, shell_verdict
@@ -65,6 +66,8 @@ class Rendered:
     screenshot: Screenshot | None = None
     #: What the page actions gave (Firecrawl's ``actions`` object), when any were asked.
     actions: dict[str, Any] | None = None
+    #: The files of its screenshot and pdf actions.
+    captures: tuple[Capture, ...] = ()
 
     def annotate(self, outcome: Outcome) -> Outcome:
         """The extraction's outcome with the render noted in its result and the screenshot
@@ -77,6 +80,8 @@ class Rendered:
         content = outcome.content
         if self.screenshot is not None:
             content = dataclasses.replace(content or PageContent(), screenshot=self.screenshot)
+        if self.captures:
+            content = dataclasses.replace(content or PageContent(), captures=self.captures)
         return dataclasses.replace(outcome, result=result, content=content)
 
 
@@ -171,7 +176,10 @@ class RenderStep:
             info["ads"] = result.ads_note
         if wants_picture and result.screenshot is None:
             info["screenshot"] = "over the size limit: none kept"
-        return Rendered(_rendered_page(page, result), info, result.screenshot, result.actions)
+        acted = None if result.actions is None else with_capture_paths(result.actions, job.id)
+        return Rendered(
+            _rendered_page(page, result), info, result.screenshot, acted, result.captures
+        )
 
     async def _verdict(self, page: FetchedPage) -> ShellVerdict:
         try:

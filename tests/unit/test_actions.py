@@ -3,13 +3,21 @@ the list is bounded, and a checked list survives storage and asks for a browser.
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
 from taskcrawler.api.schemas import JobCreate, scrape_options_of
-from taskcrawler.domain.actions import MAX_ACTIONS, Action, InvalidAction, parse_actions
+from taskcrawler.domain.actions import (
+    MAX_ACTIONS,
+    MAX_CAPTURES,
+    Action,
+    InvalidAction,
+    parse_actions,
+    with_capture_paths,
+)
 from taskcrawler.domain.rendering import RenderRequest, effective_mode
 from taskcrawler.domain.scrape_options import ScrapeOptions
 from taskcrawler.service.firecrawl import Unsupported, page_options, scrape_options
@@ -57,8 +65,15 @@ def test_a_checked_list_is_stored_and_asks_for_a_browser() -> None:
         ([{"type": "write", "text": ""}], "actions[0].text: a string of 1 to"),
         ([{"type": "executeJavascript", "script": "x" * 50_001}], "actions[0].script"),
         ([{"type": "scroll", "direction": "left"}], "actions[0].direction: up or down"),
-        ([{"type": "screenshot"}], "actions[0].type: 'screenshot' actions are not supported"),
-        ([{"type": "pdf"}], "actions[0].type: 'pdf' actions are not supported"),
+        ([{"type": "screenshot", "quality": 80}], "actions[0].quality: TaskCrawler's screen"),
+        ([{"type": "screenshot", "fullPage": "yes"}], "actions[0].fullPage: true or false"),
+        ([{"type": "screenshot", "viewport": {"width": 100, "height": 600}}], "viewport"),
+        ([{"type": "screenshot", "viewport": [800, 600]}], "actions[0].viewport: {width"),
+        ([{"type": "pdf", "format": "A9"}], "actions[0].format: one of A0"),
+        ([{"type": "pdf", "scale": 3}], "actions[0].scale: a number from 0.1 to 2.0"),
+        ([{"type": "pdf", "landscape": 1}], "actions[0].landscape: true or false"),
+        ([{"type": "pdf", "selector": "p"}], "actions[0].selector: not a field of a pdf"),
+        ([{"type": "pdf"}] * (MAX_CAPTURES + 1), f"at most {MAX_CAPTURES} screenshot and pdf"),
     ],
 )
 def test_a_bad_action_is_refused_naming_it(actions: Any, named: str) -> None:
@@ -68,6 +83,34 @@ def test_a_bad_action_is_refused_naming_it(actions: Any, named: str) -> None:
     with pytest.raises(Unsupported) as refused:
         scrape_options(actions=actions)
     assert named in str(refused.value)
+
+
+def test_screenshots_and_pdfs_are_checked_kept_and_served_at_paths() -> None:
+    actions = parse_actions(
+        [
+            {"type": "screenshot", "fullPage": True, "viewport": {"width": 800, "height": 600}},
+            {"type": "pdf", "format": "A4", "landscape": True, "scale": 0.5},
+            {"type": "screenshot"},
+        ]
+    )
+    assert actions == (
+        Action("screenshot", full_page=True, viewport=(800, 600)),
+        Action("pdf", paper="A4", landscape=True, scale=0.5),
+        Action("screenshot"),
+    )
+    options = ScrapeOptions(actions=actions)
+    assert ScrapeOptions.from_json(options.to_json()) == options
+    job = uuid.UUID(int=7)
+    given = {"screenshots": [0, 1], "scrapes": [], "javascriptReturns": [], "pdfs": [0]}
+    assert with_capture_paths(given, job) == {
+        "screenshots": [
+            f"/api/v1/jobs/{job}/actions/screenshots/0",
+            f"/api/v1/jobs/{job}/actions/screenshots/1",
+        ],
+        "scrapes": [],
+        "javascriptReturns": [],
+        "pdfs": [f"/api/v1/jobs/{job}/actions/pdfs/0"],
+    }
 
 
 def test_the_native_api_takes_mobile_and_actions_in_options() -> None:

@@ -1,16 +1,17 @@
 """What a page says beyond its metadata: main content as Markdown/text, raw HTML, links,
-screenshots."""
+screenshots, the files of its actions."""
 
 from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Path, Query
 from fastapi.responses import Response
 
 from taskcrawler.api.deps import CallerDep, ServicesDep
 from taskcrawler.api.inputs import Id
 from taskcrawler.api.schemas import ErrorOut, LinkPage
+from taskcrawler.domain.actions import MAX_CAPTURES
 
 router = APIRouter(tags=["content"])
 
@@ -58,6 +59,34 @@ async def job_screenshot(job_id: Id, services: ServicesDep, caller: CallerDep) -
     shot = await services.content.screenshot(caller, job_id)
     headers = {"X-Screenshot-Cut": "true" if shot.cut else "false"}
     return Response(shot.png, media_type="image/png", headers=headers)
+
+
+#: The files of a job's actions, by the list of Firecrawl's ``actions`` object they are in.
+CAPTURE_KINDS = {"screenshots": ("screenshot", "image/png"), "pdfs": ("pdf", "application/pdf")}
+
+
+@router.get(
+    "/api/v1/jobs/{job_id}/actions/{kind}/{index}",
+    response_class=Response,
+    responses={
+        200: {
+            "content": {"image/png": {}, "application/pdf": {}},
+            "description": "A screenshot action's PNG, or a pdf action's PDF.",
+        },
+        404: {"model": ErrorOut, "description": "No such file, or an unknown job."},
+    },
+    summary="A file of the page's actions: the index-th screenshot or pdf action's (0 first)",
+)
+async def job_action_file(
+    job_id: Id,
+    kind: Literal["screenshots", "pdfs"],
+    index: Annotated[int, Path(ge=0, le=MAX_CAPTURES - 1)],
+    services: ServicesDep,
+    caller: CallerDep,
+) -> Response:
+    action, media_type = CAPTURE_KINDS[kind]
+    data = await services.content.capture(caller, job_id, action, index)
+    return Response(data, media_type=media_type)
 
 
 @router.get(
