@@ -4,33 +4,19 @@ goes through the address guard as the page's own requests do."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 from urllib.parse import urlencode
 
+import pypdfium2 as pdfium
 import pytest
 
 from taskcrawler.browser import BrowserRenderer, RenderOptions
 from taskcrawler.browser import actions as actions_module
+from taskcrawler.browser.renderer import png_size
 from taskcrawler.domain import ErrorCode, FetchError
 from taskcrawler.domain.actions import parse_actions
 from taskcrawler.domain.rendering import MOBILE_VIEWPORT
-from tests.browser.test_renderer import new_renderer
 from tests.support.render_site import RenderSite
-
-
-@pytest.fixture(scope="module")
-async def site() -> AsyncIterator[RenderSite]:
-    server = await RenderSite("127.0.0.1").start()
-    yield server
-    await server.stop()
-
-
-@pytest.fixture(scope="module")
-async def renderer() -> AsyncIterator[BrowserRenderer]:
-    shared = new_renderer()
-    yield shared
-    await shared.close()
 
 
 def _options(**values: Any) -> RenderOptions:
@@ -48,13 +34,6 @@ async def test_a_mobile_render_is_a_phone_and_a_desktop_one_is_not(
     assert "Mobile" in site.user_agents[-1] and "TaskCrawler" in site.user_agents[-1]
     desktop = await renderer.render(site.url("/device"), _options())
     assert "width:1280 touch:0 mobile-ua:false" in desktop.html
-
-
-@pytest.fixture(scope="module")
-async def intranet() -> AsyncIterator[RenderSite]:
-    server = await RenderSite("127.0.0.2").start()
-    yield server
-    await server.stop()
 
 
 def _acting(*actions: dict[str, Any]) -> RenderOptions:
@@ -122,6 +101,36 @@ async def test_a_failing_action_fails_the_render_naming_it(
     assert caught.value.code == ErrorCode.ACTION_FAILED and not caught.value.transient
     assert reason in caught.value.message
     assert "Traceback" not in caught.value.message and "\n" not in caught.value.message
+
+
+async def test_screenshot_and_pdf_actions_give_their_files_in_order(
+    renderer: BrowserRenderer, site: RenderSite
+) -> None:
+    result = await renderer.render(
+        site.url("/tall?h=1500"),
+        _acting(
+            {"type": "screenshot"},
+            {"type": "pdf", "format": "A4", "landscape": True},
+            {"type": "screenshot", "fullPage": True, "viewport": {"width": 600, "height": 400}},
+            {"type": "executeJavascript", "script": "innerWidth"},
+        ),
+    )
+    assert result.actions is not None
+    assert result.actions["screenshots"] == [0, 1] and result.actions["pdfs"] == [0]
+    viewport, pdf, whole = result.captures
+    assert (viewport.kind, pdf.kind, whole.kind) == ("screenshot", "pdf", "screenshot")
+    assert png_size(viewport.data) == (1280, 800)
+    assert png_size(whole.data) == (600, 1500)  # the whole page, at the viewport asked for
+    document = pdfium.PdfDocument(pdf.data)
+    try:
+        width, height = document[0].get_size()
+        text = document[0].get_textpage().get_text_range()
+    finally:
+        document.close()
+    assert abs(width - 842) < 3 and abs(height - 595) < 3, (width, height)  # A4, lying
+    assert "tall" in text
+    # The page gets its own viewport back once the picture is taken.
+    assert result.actions["javascriptReturns"] == [{"type": "number", "value": 1280}]
 
 
 async def test_where_an_action_leads_goes_through_the_address_guard(

@@ -6,7 +6,6 @@ against ``taskcrawler serve`` whose worker renders with Debian's chromium: the d
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -15,17 +14,11 @@ from firecrawl import Firecrawl
 from firecrawl.v1 import V1FirecrawlApp
 
 from taskcrawler.browser.renderer import png_size
+from taskcrawler.client import AsyncTaskCrawler
 from tests.browser.conftest import chromium_path
 from tests.support.processes import ProcessManager
 from tests.support.render_site import RenderSite
 from tests.support.served import FIRECRAWL_ENV, Served, serve
-
-
-@pytest.fixture
-async def site() -> AsyncIterator[RenderSite]:
-    server = await RenderSite("127.0.0.1").start()
-    yield server
-    await server.stop()
 
 
 @pytest.fixture
@@ -108,11 +101,25 @@ async def test_the_v2_sdk_gets_a_viewport_screenshot_and_waits(
             {"type": "wait", "selector": "#shown"},
             {"type": "executeJavascript", "script": "document.querySelectorAll('p').length"},
             {"type": "scrape"},
+            {"type": "screenshot", "viewport": {"width": 640, "height": 480}},
+            {"type": "pdf", "format": "A5"},
         ],
     )
     assert "Revealed text" in acted.markdown and acted.actions is not None
     assert acted.actions["javascriptReturns"] == [{"type": "number", "value": 3}]
     assert "Revealed text" in acted.actions["scrapes"][0]["html"]
+    [shot_url], [pdf_url] = acted.actions["screenshots"], acted.actions["pdfs"]
+    assert shot_url.endswith("/actions/screenshots/0") and pdf_url.endswith("/actions/pdfs/0")
+    shot, pdf = await _picture(served, shot_url, key), await _picture(served, pdf_url, key)
+    assert shot.headers["content-type"] == "image/png" and png_size(shot.content) == (640, 480)
+    assert pdf.headers["content-type"] == "application/pdf" and pdf.content.startswith(b"%PDF-")
+    assert (await _picture(served, pdf_url, None)).status_code == 401
+    # The native API lists the same files as paths, and its client reads them.
+    job_id = acted.metadata.scrape_id
+    async with AsyncTaskCrawler(served.base_url, api_key=key) as tc:
+        job = await tc.get_job(job_id)
+        assert job.result["actions"]["pdfs"] == [f"/api/v1/jobs/{job_id}/actions/pdfs/0"]
+        assert await tc.action_file(job_id, "pdfs", 0) == pdf.content
     failing = {"type": "executeJavascript", "script": "throw new Error('boom')"}
     async with httpx.AsyncClient(timeout=60) as http:
         refused = await http.post(

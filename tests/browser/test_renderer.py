@@ -9,11 +9,9 @@ request must not reach it at all.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -33,85 +31,25 @@ from taskcrawler.domain import ErrorCode, FetchError
 from taskcrawler.extract import extract
 from taskcrawler.extract.appshell import shell_verdict
 from taskcrawler.fetch import Fetcher
-from taskcrawler.fetch.guard import AddressGuard
-from taskcrawler.settings import Settings
-from tests.browser.conftest import chromium_path
+from tests.browser.conftest import (
+    GONE_WITHIN_SECONDS,
+    chromium_path,
+    gone,
+    new_renderer,
+    pretend_public,
+    render_settings,
+    resolver,
+)
 from tests.support.hostile import StaticResolver
 from tests.support.render_site import RenderSite
 from tests.unit.test_appshell import CORPUS
 from tests.unit.test_appshell import manifest as appshell_manifest
-
-PUBLIC_IP = ipaddress.ip_address("127.0.0.1")
-GONE_WITHIN_SECONDS = 30.0  # a bound for a hang, not a speed claim
-
-
-def render_settings(**overrides: Any) -> Settings:
-    values: dict[str, Any] = {
-        "browser": chromium_path(),
-        "respect_robots": False,
-        "render_timeout_seconds": 15.0,
-        "browser_concurrency": 2,
-    }
-    values.update(overrides)
-    return Settings(_env_file=None, **values)
-
-
-def pretend_public() -> AddressGuard:
-    """The production guard, except that 127.0.0.1 counts as a public address."""
-    return AddressGuard(allow=lambda ip: ip == PUBLIC_IP)
-
-
-def resolver() -> StaticResolver:
-    return StaticResolver({"public.test": ["127.0.0.1"], "intranet.test": ["127.0.0.2"]})
-
-
-def new_renderer(**overrides: Any) -> BrowserRenderer:
-    return BrowserRenderer(
-        render_settings(**overrides), guard=pretend_public(), resolver=resolver()
-    )
-
-
-@pytest.fixture(scope="module")
-async def site() -> AsyncIterator[RenderSite]:
-    server = await RenderSite("127.0.0.1").start()
-    yield server
-    await server.stop()
-
-
-@pytest.fixture(scope="module")
-async def intranet() -> AsyncIterator[RenderSite]:
-    server = await RenderSite("127.0.0.2").start()
-    yield server
-    await server.stop()
-
-
-@pytest.fixture(scope="module")
-async def renderer() -> AsyncIterator[BrowserRenderer]:
-    shared = new_renderer()
-    yield shared
-    await shared.close()
 
 
 async def render_error(renderer: BrowserRenderer, url: str, **options: Any) -> FetchError:
     with pytest.raises(FetchError) as caught:
         await renderer.render(url, RenderOptions(**options))
     return caught.value
-
-
-async def gone(pgid: int, instance: str) -> list[processes.ProcessInfo]:
-    """Wait (bounded) until no process of the group or carrying the marker is left; return
-    what is left (zombies included: a process nobody reaped is a leak too)."""
-    left: list[processes.ProcessInfo] = []
-    for _ in range(int(GONE_WITHIN_SECONDS / 0.1)):
-        marked = [
-            processes.read_process(pid)
-            for pid in processes.carrying_variable(INSTANCE_VARIABLE, instance)
-        ]
-        left = processes.group_members(pgid) + [p for p in marked if p is not None]
-        if not left:
-            return []
-        await asyncio.sleep(0.1)
-    return left
 
 
 async def settles_to(renderer: BrowserRenderer, count: int) -> bool:

@@ -19,8 +19,6 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 
-import pytest
-
 from taskcrawler import bootstrap
 from taskcrawler.browser import BrowserRenderer, processes
 from taskcrawler.browser.renderer import png_size
@@ -32,26 +30,11 @@ from taskcrawler.queue.memory import MemoryQueue
 from taskcrawler.storage import Storage
 from taskcrawler.worker.rendering import RenderStep
 from taskcrawler.worker.worker import Worker
-from tests.browser.conftest import chromium_path
-from tests.browser.test_renderer import gone, pretend_public, render_settings, resolver
+from tests.browser.conftest import chromium_path, gone, pretend_public, render_settings, resolver
 from tests.e2e.harness import fast_settings, running
 from tests.support.render_site import RenderSite
 
 FINAL_WITHIN_SECONDS = 90.0  # a bound for a hang, not a speed claim
-
-
-@pytest.fixture
-async def site() -> AsyncIterator[RenderSite]:
-    server = await RenderSite("127.0.0.1").start()
-    yield server
-    await server.stop()
-
-
-@pytest.fixture
-async def intranet() -> AsyncIterator[RenderSite]:
-    server = await RenderSite("127.0.0.2").start()
-    yield server
-    await server.stop()
 
 
 def our_chromium() -> list[processes.ProcessInfo]:

@@ -3,13 +3,17 @@ the list is bounded, and a checked list survives storage and asks for a browser.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
-from typing import Any
+from typing import Any, cast
 
 import pytest
+from playwright.async_api import Page
 from pydantic import ValidationError
 
 from taskcrawler.api.schemas import JobCreate, scrape_options_of
+from taskcrawler.browser.actions import run_actions
+from taskcrawler.domain import ErrorCode, FetchError
 from taskcrawler.domain.actions import (
     MAX_ACTIONS,
     MAX_CAPTURES,
@@ -111,6 +115,32 @@ def test_screenshots_and_pdfs_are_checked_kept_and_served_at_paths() -> None:
         "javascriptReturns": [],
         "pdfs": [f"/api/v1/jobs/{job}/actions/pdfs/0"],
     }
+
+
+async def test_the_files_of_the_actions_are_bounded_together() -> None:
+    async def capture(page: Page, action: Action, room: int) -> bytes | None:
+        return b"x" * 600 if room >= 600 else None  # as the renderer's: None when over
+
+    async def serialize(page: Page) -> str:
+        return "<html></html>"
+
+    page = cast(Page, object())  # screenshots and PDFs reach the page through capture only
+    deadline = asyncio.get_running_loop().time() + 30
+    acted = await run_actions(
+        page, parse_actions([{"type": "pdf"}]), deadline, serialize, capture, 1000
+    )
+    assert acted.output["pdfs"] == [0] and [c.kind for c in acted.captures] == ["pdf"]
+    with pytest.raises(FetchError) as caught:
+        await run_actions(
+            page,
+            parse_actions([{"type": "screenshot"}, {"type": "screenshot"}]),
+            deadline,
+            serialize,
+            capture,
+            1000,
+        )
+    assert caught.value.code == ErrorCode.ACTION_FAILED
+    assert "actions[1] (screenshot) failed: its file is over the 1,000 bytes" in str(caught.value)
 
 
 def test_the_native_api_takes_mobile_and_actions_in_options() -> None:
