@@ -35,6 +35,28 @@ await run("scrape_pdf", () => app.scrape(`${site}/doc.pdf?${mine}`, { parsers: [
 await run("scrape_tls_skipped", () =>
   app.scrape(`${tls}/article?${mine}`, { skipTlsVerification: true, maxAge: 0 }),
 );
+await run("scrape_actions", () =>
+  app.scrape(`${site}/article?actions&${mine}`, {
+    formats: ["markdown"],
+    actions: [
+      { type: "executeJavascript", script: "document.title" },
+      { type: "screenshot", fullPage: true },
+      { type: "pdf", format: "A4" },
+      { type: "scrape" },
+    ],
+  }),
+);
+await run("extract", () =>
+  app.extract({
+    urls: [`${site}/article?extract&${mine}`],
+    schema: {
+      type: "object",
+      properties: { title: { type: "string" }, words: { type: "integer" } },
+      required: ["title"],
+    },
+    pollInterval: 1,
+  }),
+);
 await run("mapped", () => app.map(`${site}/crawl/0`, { sitemap: "skip" }));
 let crawlId = null;
 await run("crawl", async () => {

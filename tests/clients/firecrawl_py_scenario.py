@@ -18,7 +18,23 @@ from typing import Any
 
 import firecrawl
 from firecrawl import Firecrawl
-from firecrawl.v2.types import Location, PDFParser, ScrapeOptions, WebhookConfig
+from firecrawl.v2.types import (
+    ExecuteJavascriptAction,
+    Location,
+    PDFAction,
+    PDFParser,
+    ScrapeAction,
+    ScrapeOptions,
+    ScreenshotAction,
+    WebhookConfig,
+)
+
+#: What /v2/extract is asked for (the test's fake model answers it).
+EXTRACT_SCHEMA = {
+    "type": "object",
+    "properties": {"title": {"type": "string"}, "words": {"type": "integer"}},
+    "required": ["title"],
+}
 
 
 def _doc(doc: Any) -> dict[str, Any]:
@@ -35,6 +51,10 @@ def _doc(doc: Any) -> dict[str, Any]:
         "error": getattr(metadata, "error", None) if metadata else None,
         "change_tracking": _plain(getattr(doc, "change_tracking", None)),
     }
+
+
+def _acted(doc: Any) -> dict[str, Any]:
+    return {**_doc(doc), "actions": _plain(doc.actions)}
 
 
 def _plain(value: Any) -> Any:
@@ -131,6 +151,34 @@ def main() -> None:
         out,
         "scrape_block_ads",
         lambda: _doc(fc.scrape(f"{site}/article?ads&{mine}", block_ads=True)),
+    )
+    run(
+        out,
+        "scrape_actions",
+        lambda: _acted(
+            fc.scrape(
+                f"{site}/article?actions&{mine}",
+                formats=["markdown"],
+                actions=[
+                    ExecuteJavascriptAction(script="document.title"),
+                    ScreenshotAction(full_page=True),
+                    PDFAction(format="A4"),
+                    ScrapeAction(),
+                ],
+            )
+        ),
+    )
+    run(
+        out,
+        "extract",
+        lambda: _plain(
+            fc.extract(
+                [f"{site}/article?extract&{mine}"],
+                schema=EXTRACT_SCHEMA,
+                poll_interval=1,
+                timeout=60,
+            )
+        ),
     )
     run(
         out,

@@ -1,6 +1,7 @@
 """Firecrawl's own clients, as their users run them, against TaskCrawler in both modes:
 firecrawl-py 4.54.0 and 4.55.0 (the v2 client, with its defaults and with the options users
-send), ``@mendable/firecrawl-js`` 4.42.0 on Node, and Firecrawl's MCP server ``firecrawl-mcp``
+send, page actions rendered by Debian's chromium, extract through a local fake model),
+``@mendable/firecrawl-js`` 4.42.0 on Node, and Firecrawl's MCP server ``firecrawl-mcp``
 3.26.0 driven by the ``mcp`` Python client. A local site serves the pages, PDFs included; a
 local receiver gets the webhooks. Keys are not required, so the SDKs' placeholder key is the
 anonymous tenant, as a self-hoster's first try would have it.
@@ -24,10 +25,12 @@ import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from taskcrawler.browser.renderer import png_size
 from taskcrawler.domain.change_tracking import changed_lines
 from taskcrawler.storage import upgrade_database
 from tests.e2e.harness import fast_settings
 from tests.support.databases import DatabasePool
+from tests.support.fake_services import FakeLLM, fake_llm
 from tests.support.firecrawl_clients import (
     NODE_MODULES,
     ServedApp,
@@ -59,12 +62,19 @@ async def receiver() -> AsyncIterator[Receiver]:
         yield running
 
 
+@pytest.fixture(scope="module")
+async def model() -> AsyncIterator[tuple[FakeLLM, str]]:
+    async with fake_llm() as running_model:
+        yield running_model
+
+
 @pytest.fixture(scope="module", params=["embedded", "production"])
 async def served(
     request: pytest.FixtureRequest,
     tmp_path_factory: pytest.TempPathFactory,
     pg_pool: DatabasePool,
     redis_url: str,
+    model: tuple[FakeLLM, str],
 ) -> AsyncIterator[ServedApp]:
     mode: str = request.param
     base: dict[str, Any] = {}
@@ -90,6 +100,9 @@ async def served(
         max_body_bytes=2 * 1024 * 1024,
         webhook_retry_base_seconds=0.05,
         webhook_retry_max_seconds=0.2,
+        llm_url=model[1],
+        llm_model="fake",
+        llm_max_retries=0,
     )
     try:
         async with served_app(mode, settings) as app:
@@ -118,6 +131,26 @@ async def client_runs(served: ServedApp, site: FirecrawlSite, receiver: Receiver
         python_sdk("4.54.0", config), python_sdk("4.55.0", config), js_sdk(config)
     )
     return {"4.54.0": old, "4.55.0": new, "js": js}
+
+
+#: What the fake model reads from the site's article (no ``llm-`` word in it: untitled).
+EXTRACTED = {"title": "untitled", "words": 2}
+
+
+async def _check_actions(scraped: dict[str, Any], served: ServedApp) -> None:
+    """A scrape whose actions ran a script, took a full-page screenshot and a PDF, and read
+    the DOM: Firecrawl's actions object, its files at URLs the jobs API serves."""
+    assert "River bridge repairs" in scraped["markdown"], scraped
+    acted = scraped["actions"]
+    assert acted["javascriptReturns"] == [{"type": "string", "value": "changed"}], acted
+    assert "River bridge repairs" in acted["scrapes"][0]["html"]
+    [shot], [pdf] = acted["screenshots"], acted["pdfs"]
+    assert shot.startswith(f"{served.base_url}/api/v1/jobs/") and pdf.startswith(served.base_url)
+    async with httpx.AsyncClient(timeout=30) as http:
+        picture, printed = await http.get(shot), await http.get(pdf)
+    assert picture.status_code == 200 and png_size(picture.content)[0] == 1280
+    assert printed.headers["content-type"] == "application/pdf"
+    assert printed.content.startswith(b"%PDF-")
 
 
 def _signed_by_firecrawl(received: Any) -> bool:
@@ -181,6 +214,9 @@ async def test_firecrawl_py_with_its_defaults_and_its_options(
     assert "Revenue grew" in one_page["markdown"] and "third page" not in one_page["markdown"]
 
     assert "River bridge repairs" in out["scrape_block_ads"]["markdown"]
+    await _check_actions(out["scrape_actions"], served)
+    extracted = out["extract"]
+    assert extracted["status"] == "completed" and extracted["data"] == EXTRACTED, extracted
 
     # changeTracking: this key's previous scrape of the page, from the run history.
     for page, second in [("tick", "changed"), ("static", "same"), ("once", "removed")]:
@@ -249,6 +285,9 @@ async def test_firecrawl_js_with_its_defaults_and_its_options(
     assert "Buy our widgets" not in out["scrape_tags"]["markdown"]
     assert out["scrape_pdf"]["markdown"].startswith(f"# {PDF_TITLE}")
     assert "River bridge repairs" in out["scrape_tls_skipped"]["markdown"]
+    await _check_actions(out["scrape_actions"], served)
+    extracted = out["extract"]
+    assert extracted["status"] == "completed" and extracted["data"] == EXTRACTED, extracted
     assert out["crawl"]["status"] == "completed" and out["crawl"]["completed"] == 3, out["crawl"]
     assert out["batch"]["status"] == "completed", out["batch"]
     assert out["activeCrawls"]["success"] is True
