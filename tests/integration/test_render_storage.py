@@ -1,13 +1,15 @@
-"""A job's render options and its screenshot, stored and read back on both databases."""
+"""A job's render options, its screenshot and its actions' files, stored and read back on both
+databases."""
 
 from __future__ import annotations
 
 import uuid
 
 from taskcrawler.domain import Outcome
-from taskcrawler.domain.pages import PageContent, Screenshot
+from taskcrawler.domain.pages import Capture, PageContent, Screenshot
 from taskcrawler.domain.rendering import RenderRequest
 from taskcrawler.storage import ContentStore, NewJob
+from taskcrawler.storage.exports import ExportStore
 from tests.support.stores import Stores
 from tests.support.transitions import decided
 
@@ -54,12 +56,24 @@ async def test_a_screenshot_is_stored_with_the_outcome_and_replaced_by_a_rerun(
     assert await content.screenshot(job_id) is None
     [job] = await store.work.claim([job_id], lease_seconds=30, redispatch_after=30)
     shot = Screenshot(PNG, 1280, 3000, cut=True)
-    page = PageContent(texts={}, screenshot=shot)
+    files = (
+        Capture("screenshot", PNG[:50]),
+        Capture("pdf", b"%PDF-1.4\x00\xff"),
+        Capture("screenshot", PNG),
+    )
+    page = PageContent(texts={"markdown": "# Shot"}, screenshot=shot, captures=files)
     await store.work.record_transitions(
         decided([Outcome(job=job, http_status=200, content=page, result={})])
     )
     assert await content.screenshot(job_id) == shot
     assert await content.screenshot(uuid.uuid4()) is None
+    # The actions' files, each by its kind and its index among those of its kind.
+    assert await content.capture(job_id, "screenshot", 0) == PNG[:50]
+    assert await content.capture(job_id, "screenshot", 1) == PNG
+    assert await content.capture(job_id, "pdf", 0) == b"%PDF-1.4\x00\xff"
+    assert await content.capture(job_id, "pdf", 1) is None
+    # They are no text of the job: an export leaves them out.
+    assert await ExportStore(store.db).texts([job_id]) == {job_id: {"markdown": "# Shot"}}
 
     await store.jobs.restart([job_id], owner="", redispatch_after=0)
     [again] = await store.work.claim([job_id], lease_seconds=30, redispatch_after=30)
@@ -71,3 +85,4 @@ async def test_a_screenshot_is_stored_with_the_outcome_and_replaced_by_a_rerun(
         )
     )
     assert await content.screenshot(job_id) == newer
+    assert await content.capture(job_id, "screenshot", 0) is None  # the rerun took none
