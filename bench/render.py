@@ -12,6 +12,10 @@ with ``--concurrency`` pages in flight, as one worker process would, and reports
   process, after the first 10% of the pages and at the end, both times with no page in flight
   (the most the browser held while rendering is sampled too).
 
+With ``--actions`` every render also runs Firecrawl's page actions (:data:`ACTIONS`: a wait for
+a selector, a click, a scroll, a script, a scrape, a viewport screenshot and a PDF) before the
+page is taken, and the report adds actions/s.
+
 The site runs in a child process so it does not share this process's event loop. Not a test:
 figures depend on the machine; bench/RESULTS.md keeps the latest measured.
 """
@@ -26,6 +30,7 @@ import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from aiohttp import web
 
@@ -38,6 +43,16 @@ fetch("/api/{n}").then(r => r.json()).then(d => {{
 }});
 </script></body></html>"""
 SENTENCE = "Rendered text number {n} was built by a script from a JSON answer of the local site."
+#: The page actions of ``--actions``: one of each kind that does something to a shell's page.
+ACTIONS: list[dict[str, object]] = [
+    {"type": "wait", "selector": "main h1"},
+    {"type": "click", "selector": "main h1"},
+    {"type": "scroll", "direction": "down"},
+    {"type": "executeJavascript", "script": "document.querySelectorAll('main p').length"},
+    {"type": "scrape"},
+    {"type": "screenshot"},
+    {"type": "pdf", "format": "A4"},
+]
 
 
 def serve(port: int) -> None:
@@ -74,6 +89,8 @@ class Report:
     recycle_pages: int
     seconds: float
     pages_per_second: float
+    actions_per_page: int
+    actions_per_second: float
     failed: int
     launches: int
     recycled_after_pages: int
@@ -104,6 +121,20 @@ def _kinds(pgid: int) -> list[str]:
     return sorted(kinds)
 
 
+def _acted_fully(result: Any, actions: tuple[Any, ...]) -> bool:
+    """Every action gave what it should: the script's count, a scrape, a PNG and a PDF."""
+    if not actions:
+        return True
+    acted = result.actions or {}
+    kinds = [capture.kind for capture in result.captures]
+    return (
+        acted.get("javascriptReturns") == [{"type": "number", "value": 5}]
+        and len(acted.get("scrapes") or ()) == 1
+        and kinds == ["screenshot", "pdf"]
+        and result.captures[1].data.startswith(b"%PDF-")
+    )
+
+
 def _rss_mb(pid: int | None) -> float:
     from taskcrawler.browser import processes
 
@@ -114,6 +145,7 @@ def _rss_mb(pid: int | None) -> float:
 async def run(args: argparse.Namespace, port: int) -> Report:
     from taskcrawler.browser import BrowserRenderer, RenderOptions, processes
     from taskcrawler.browser.launcher import INSTANCE_VARIABLE
+    from taskcrawler.domain.actions import parse_actions
     from taskcrawler.settings import Settings
 
     settings = Settings(
@@ -123,7 +155,8 @@ async def run(args: argparse.Namespace, port: int) -> Report:
         browser_recycle_pages=args.recycle_pages,
     )
     renderer = BrowserRenderer(settings)
-    options = RenderOptions(wait_for_selector="main h1")
+    actions = parse_actions(ACTIONS) if args.actions else ()
+    options = RenderOptions(wait_for_selector="main h1", actions=actions)
     instances: set[str] = set()
     most, most_kinds, most_rss = 0, [], 0.0
     done = failed = 0
@@ -171,7 +204,7 @@ async def run(args: argparse.Namespace, port: int) -> Report:
                 n = queue.get_nowait()
                 try:
                     result = await renderer.render(f"http://127.0.0.1:{port}/app/{n}", options)
-                    if f"Item {n}" not in result.html:
+                    if f"Item {n}" not in result.html or not _acted_fully(result, actions):
                         failed += 1
                 except Exception as exc:
                     failed += 1
@@ -205,6 +238,8 @@ async def run(args: argparse.Namespace, port: int) -> Report:
         recycle_pages=args.recycle_pages,
         seconds=round(seconds, 2),
         pages_per_second=round(args.pages / seconds, 2),
+        actions_per_page=len(actions),
+        actions_per_second=round(args.pages * len(actions) / seconds, 2),
         failed=failed,
         launches=stats.launches,
         recycled_after_pages=stats.recycled_after_pages,
@@ -223,6 +258,8 @@ def print_report(report: Report) -> None:
         f"{report.recycle_pages}: {report.pages_per_second} pages/s ({report.seconds} s), "
         f"{report.failed} failed, {report.launches} browsers started"
     )
+    if report.actions_per_page:
+        print(f"{report.actions_per_page} actions a page: {report.actions_per_second} actions/s")
     print(
         f"most chromium processes seen while rendering: {report.most_browser_processes} "
         f"({', '.join(report.most_processes_were)}); most browser RSS "
@@ -241,6 +278,9 @@ def main() -> None:
     parser.add_argument("--pages", type=int, default=5000)
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--recycle-pages", type=int, default=200)
+    parser.add_argument(
+        "--actions", action="store_true", help="run the page actions of ACTIONS on every page"
+    )
     parser.add_argument("--json", action="store_true", help="print the report as one JSON line")
     parser.add_argument("--serve", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
