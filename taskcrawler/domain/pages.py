@@ -78,5 +78,7 @@ class PageContent:
     archive: FetchedPage | None = None
     #: a picture of the rendered page, when the job asked for the screenshot format
     screenshot: Screenshot | None = None
-    #: the files its page actions made, in the order they ran
-    captures: tuple[Capture, ...] = ()
+    #: the files its page actions made, in the order they ran, replacing an earlier run's; None
+    #: when this run made none of its own (a page extracted again from its stored copy): the
+    #: earlier run's are kept, as the result's ``actions`` that lists them is
+    captures: tuple[Capture, ...] | None = None

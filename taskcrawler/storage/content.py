@@ -93,6 +93,8 @@ class ContentRows:
     relinked: list[UUID] = field(default_factory=list)
     rearchived: list[UUID] = field(default_factory=list)
     reshot: list[UUID] = field(default_factory=list)
+    # The jobs whose actions' files are replaced (kept by a record that made none).
+    recaptured: list[UUID] = field(default_factory=list)
 
     def only(self, job_ids: set[UUID]) -> ContentRows:
         """The rows of ``job_ids`` alone (the jobs a transaction found it still holds)."""
@@ -106,6 +108,7 @@ class ContentRows:
             [i for i in self.relinked if i in job_ids],
             [i for i in self.rearchived if i in job_ids],
             [i for i in self.reshot if i in job_ids],
+            [i for i in self.recaptured if i in job_ids],
         )
 
 
@@ -118,7 +121,7 @@ def content_rows(records: Sequence[ContentRecord]) -> ContentRows:
             for r in records
             for fmt, body in r.content.texts.items()
         ]
-        + [row for r in records for row in _capture_rows(r.job_id, r.content.captures)],
+        + [row for r in records for row in _capture_rows(r.job_id, r.content.captures or ())],
         links=[_link_row(r, link) for r in with_links for link in r.content.links or ()],
         archives=[
             _archive_row(r.job_id, r.content.archive)
@@ -134,6 +137,7 @@ def content_rows(records: Sequence[ContentRecord]) -> ContentRows:
         relinked=[r.job_id for r in with_links if r.replaces],
         rearchived=[r.job_id for r in records if r.replaces and r.content.archive is not None],
         reshot=[r.job_id for r in records if r.replaces and r.content.screenshot is not None],
+        recaptured=[r.job_id for r in records if r.replaces and r.content.captures is not None],
     )
 
 
@@ -154,7 +158,7 @@ async def prepare_content(records: Sequence[ContentRecord]) -> ContentRows:
 
 def _archived_bytes(records: Sequence[ContentRecord]) -> int:
     archived = sum(len(r.content.archive.body) for r in records if r.content.archive is not None)
-    return archived + sum(len(c.data) for r in records for c in r.content.captures)
+    return archived + sum(len(c.data) for r in records for c in r.content.captures or ())
 
 
 async def write_content(conn: AsyncConnection, backend: Backend, rows: ContentRows) -> None:
@@ -162,14 +166,17 @@ async def write_content(conn: AsyncConnection, backend: Backend, rows: ContentRo
     earlier run left. Links and the archive are replaced only when the record carried them."""
     if not rows.job_ids:
         return
-    for table, replaced in (
-        (job_contents, rows.retexted),
-        (job_links, rows.relinked),
-        (page_archive, rows.rearchived),
-        (job_screenshots, rows.reshot),
+    captured = job_contents.c.format.startswith(CAPTURE_PREFIX, autoescape=True)
+    for table, replaced, which in (
+        (job_contents, rows.retexted, ~captured),
+        (job_contents, rows.recaptured, captured),
+        (job_links, rows.relinked, None),
+        (page_archive, rows.rearchived, None),
+        (job_screenshots, rows.reshot, None),
     ):
         if replaced:
-            await conn.execute(table.delete().where(backend.any_of(table.c.job_id, replaced)))
+            stmt = table.delete().where(backend.any_of(table.c.job_id, replaced))
+            await conn.execute(stmt if which is None else stmt.where(which))
     for table, values in (
         (job_contents, rows.texts),
         (job_links, rows.links),

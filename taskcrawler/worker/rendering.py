@@ -80,7 +80,8 @@ class Rendered:
         content = outcome.content
         if self.screenshot is not None:
             content = dataclasses.replace(content or PageContent(), screenshot=self.screenshot)
-        if self.captures:
+        if self.captures or content is not None:
+            # A render replaces what an earlier one's actions made, with nothing if need be.
             content = dataclasses.replace(content or PageContent(), captures=self.captures)
         return dataclasses.replace(outcome, result=result, content=content)
 

@@ -636,5 +636,5 @@ def _held_bytes(outcome: Outcome) -> int:
         return 0
     archived = len(content.archive.body) if content.archive is not None else 0
     pictured = len(content.screenshot.png) if content.screenshot is not None else 0
-    pictured += sum(len(capture.data) for capture in content.captures)
+    pictured += sum(len(capture.data) for capture in content.captures or ())
     return archived + pictured + sum(len(text) for text in content.texts.values())

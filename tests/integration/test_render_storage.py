@@ -75,14 +75,18 @@ async def test_a_screenshot_is_stored_with_the_outcome_and_replaced_by_a_rerun(
     # They are no text of the job: an export leaves them out.
     assert await ExportStore(store.db).texts([job_id]) == {job_id: {"markdown": "# Shot"}}
 
-    await store.jobs.restart([job_id], owner="", redispatch_after=0)
-    [again] = await store.work.claim([job_id], lease_seconds=30, redispatch_after=30)
-    assert again.run_count == 1
-    newer = Screenshot(PNG[:100], 800, 600, cut=False)
-    await store.work.record_transitions(
-        decided(
-            [Outcome(job=again, http_status=200, content=PageContent(screenshot=newer), result={})]
+    # A run that made no files of its own (extracted again from the stored copy) keeps them;
+    # one whose render made none replaces them with nothing.
+    for run, made in [(1, None), (2, ())]:
+        await store.jobs.restart([job_id], owner="", redispatch_after=0)
+        [again] = await store.work.claim([job_id], lease_seconds=30, redispatch_after=30)
+        assert again.run_count == run
+        newer = Screenshot(PNG[:100], 800, 600, cut=False)
+        page = PageContent(texts={"markdown": f"# Run {run}"}, screenshot=newer, captures=made)
+        await store.work.record_transitions(
+            decided([Outcome(job=again, http_status=200, content=page, result={})])
         )
-    )
-    assert await content.screenshot(job_id) == newer
-    assert await content.capture(job_id, "screenshot", 0) is None  # the rerun took none
+        assert await content.screenshot(job_id) == newer
+        assert await content.text(job_id, "markdown") == f"# Run {run}"
+        kept = await content.capture(job_id, "pdf", 0)
+        assert kept == (b"%PDF-1.4\x00\xff" if made is None else None), run
