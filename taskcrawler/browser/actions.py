@@ -1,7 +1,9 @@
 """Runs a render's page actions (:mod:`taskcrawler.domain.actions`) in order on its page.
 
 Each action gets :data:`ACTION_SECONDS` at most, and never more than the render has left; the
-page's navigations and requests go through the page's proxy, as the page's own do. A failing
+page's navigations and requests go through the page's proxy, as the page's own do. A
+``screenshot`` or ``pdf`` action's file is made by the renderer (its ``capture``), within what
+the actions' earlier files left of their byte budget. A failing
 action raises ``action_failed`` naming its index, its type and a short reason: never the
 text of Playwright's own error, which describes its internals.
 """
