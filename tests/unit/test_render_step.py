@@ -11,7 +11,8 @@ import pytest
 
 from taskcrawler.browser import Availability, RenderOptions, RenderResult
 from taskcrawler.domain import ClaimedJob, ErrorCode, FetchError, Outcome
-from taskcrawler.domain.pages import FetchedPage, PageContent, Screenshot
+from taskcrawler.domain.actions import parse_actions
+from taskcrawler.domain.pages import Capture, FetchedPage, PageContent, Screenshot
 from taskcrawler.domain.rendering import MOBILE_VIEWPORT, RenderRequest, effective_mode
 from taskcrawler.domain.scrape_options import ScrapeOptions
 from taskcrawler.worker.parsing import PageParser
@@ -27,6 +28,7 @@ DEFAULT_OPTIONS = RenderOptions()
 class StandIn:
     def __init__(self, error: FetchError | None = None) -> None:
         self.error = error
+        self.acted: tuple[dict[str, Any], tuple[Capture, ...]] | None = None
         self.calls: list[tuple[str, RenderOptions, FetchedPage | None]] = []
 
     async def render(
@@ -45,6 +47,8 @@ class StandIn:
             requests=3,
             blocked_requests=1,
             blocked=("10.0.0.1:80 (private)",),
+            actions=None if self.acted is None else self.acted[0],
+            captures=() if self.acted is None else self.acted[1],
         )
 
     async def close(self) -> None:
@@ -164,6 +168,32 @@ async def test_a_mobile_job_renders_as_a_phone_even_on_auto_or_never(
     with pytest.raises(ValueError, match=r"options\.mobile needs a browser"):
         effective_mode("never", None, phone_options)
     assert ScrapeOptions.from_json(phone_options.to_json()) == phone_options
+
+
+async def test_the_actions_files_land_in_the_content_and_their_paths_in_the_result(
+    parser: PageParser,
+) -> None:
+    renderer = StandIn()
+    files = (Capture("screenshot", b"\x89PNG"), Capture("pdf", b"%PDF-"))
+    renderer.acted = (
+        {"screenshots": [0], "scrapes": [], "javascriptReturns": [], "pdfs": [0]},
+        files,
+    )
+    step = RenderStep(renderer, AVAILABLE, parser)
+    acting = ScrapeOptions(actions=parse_actions([{"type": "screenshot"}, {"type": "pdf"}]))
+    claimed = _with(job("never"), acting)
+    rendered = await step.prepare(claimed, page(STATIC))
+    assert rendered is not None and rendered.captures == files
+    annotated = rendered.annotate(Outcome(job=claimed, result={}, content=PageContent()))
+    assert annotated.content is not None and annotated.content.captures == files
+    assert annotated.result is not None
+    assert annotated.result["actions"]["pdfs"] == [f"/api/v1/jobs/{claimed.id}/actions/pdfs/0"]
+    # A render whose actions made no file replaces an earlier run's with none.
+    renderer.acted = ({"screenshots": [], "scrapes": [], "javascriptReturns": [], "pdfs": []}, ())
+    again = await step.prepare(claimed, page(STATIC))
+    assert again is not None
+    emptied = again.annotate(Outcome(job=claimed, result={}, content=PageContent()))
+    assert emptied.content is not None and emptied.content.captures == ()
 
 
 def _with(claimed: ClaimedJob, options: ScrapeOptions) -> ClaimedJob:
