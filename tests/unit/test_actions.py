@@ -153,6 +153,15 @@ def test_the_native_api_takes_mobile_and_actions_in_options() -> None:
     assert created.render == "always"
     asked = scrape_options_of(created.options)
     assert asked is not None and asked.mobile and asked.actions == (Action("scrape"),)
+    pictured = JobCreate.model_validate(
+        {
+            "url": "https://example.com/",
+            "options": {"actions": [{"type": "screenshot", "fullPage": True}, {"type": "pdf"}]},
+        }
+    )
+    asked = scrape_options_of(pictured.options)
+    assert pictured.render == "always" and asked is not None
+    assert asked.actions == (Action("screenshot", full_page=True), Action("pdf"))
     with pytest.raises(ValidationError, match=r"actions\[0\]\.selector: a click action needs it"):
         JobCreate.model_validate(
             {"url": "https://example.com/", "options": {"actions": [{"type": "click"}]}}
