@@ -110,16 +110,18 @@ async def test_the_v2_sdk_gets_a_viewport_screenshot_and_waits(
     assert "Revealed text" in acted.actions["scrapes"][0]["html"]
     [shot_url], [pdf_url] = acted.actions["screenshots"], acted.actions["pdfs"]
     assert shot_url.endswith("/actions/screenshots/0") and pdf_url.endswith("/actions/pdfs/0")
-    shot, pdf = await _picture(served, shot_url, key), await _picture(served, pdf_url, key)
-    assert shot.headers["content-type"] == "image/png" and png_size(shot.content) == (640, 480)
-    assert pdf.headers["content-type"] == "application/pdf" and pdf.content.startswith(b"%PDF-")
+    taken, printed = await _picture(served, shot_url, key), await _picture(served, pdf_url, key)
+    assert taken.headers["content-type"] == "image/png" and png_size(taken.content) == (640, 480)
+    assert printed.headers["content-type"] == "application/pdf"
+    assert printed.content.startswith(b"%PDF-")
     assert (await _picture(served, pdf_url, None)).status_code == 401
     # The native API lists the same files as paths, and its client reads them.
     job_id = acted.metadata.scrape_id
     async with AsyncTaskCrawler(served.base_url, api_key=key) as tc:
         job = await tc.get_job(job_id)
+        assert job.result is not None
         assert job.result["actions"]["pdfs"] == [f"/api/v1/jobs/{job_id}/actions/pdfs/0"]
-        assert await tc.action_file(job_id, "pdfs", 0) == pdf.content
+        assert await tc.action_file(job_id, "pdfs", 0) == printed.content
     failing = {"type": "executeJavascript", "script": "throw new Error('boom')"}
     async with httpx.AsyncClient(timeout=60) as http:
         refused = await http.post(
