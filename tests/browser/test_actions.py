@@ -147,3 +147,16 @@ async def test_where_an_action_leads_goes_through_the_address_guard(
         )
     assert caught.value.code == ErrorCode.BLOCKED_ADDRESS, caught.value.message
     assert intranet.total_hits == before
+
+
+async def test_what_printing_loads_goes_through_the_address_guard(
+    renderer: BrowserRenderer, site: RenderSite, intranet: RenderSite
+) -> None:
+    inward = intranet.url("/secret", host="intranet.test")
+    before = intranet.total_hits
+    result = await renderer.render(
+        site.url("/actions?" + urlencode({"printed": inward})), _acting({"type": "pdf"})
+    )
+    [printed] = result.captures
+    assert printed.data.startswith(b"%PDF-")
+    assert result.blocked_requests >= 1 and intranet.total_hits == before

@@ -116,7 +116,8 @@ document.getElementById("device").textContent = [
 </script></body></html>"""
 
 # A page to act on: a button that reveals text, a field and the keys typed in it, a tall body
-# to scroll, a link inward (the intranet's address comes in the query).
+# to scroll, a link inward and a background only printing loads (the intranet's addresses come
+# in the query).
 ACTIONS = """<!doctype html><html><head><title>actions</title></head><body>
 <button id="more" onclick="setTimeout(() => {
   const p = document.createElement('p'); p.id = 'shown'; p.textContent = 'Revealed text';
@@ -131,6 +132,9 @@ q.addEventListener("keydown", e => {
 addEventListener("scroll", () => {
   document.getElementById("scrolled").textContent = "scrolled"; });
 document.getElementById("inward").href = new URLSearchParams(location.search).get("inward") || "";
+const printed = new URLSearchParams(location.search).get("printed");
+if (printed) document.head.appendChild(document.createElement("style")).textContent =
+  "@media print { body { background: url(" + JSON.stringify(printed) + ") } }";
 </script></body></html>"""
 
 
