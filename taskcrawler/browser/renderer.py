@@ -42,7 +42,7 @@ from taskcrawler.browser.launcher import BrowserError, BrowserProcess
 from taskcrawler.browser.options import RenderOptions, RenderResult
 from taskcrawler.browser.proxy import Egress, PageProxy, PageTraffic
 from taskcrawler.domain import ErrorCode, FetchError
-from taskcrawler.domain.actions import Action
+from taskcrawler.domain.actions import MAX_PDF_PAGES, Action
 from taskcrawler.domain.pages import FetchedPage, Screenshot
 from taskcrawler.domain.rendering import mobile_user_agent
 from taskcrawler.fetch.fetcher import ALLOWED_CONTENT_TYPES
@@ -574,6 +574,7 @@ class BrowserRenderer:
                 landscape=action.landscape,
                 scale=action.scale or 1.0,
                 print_background=True,
+                page_ranges=f"1-{MAX_PDF_PAGES}",
             )
             return pdf if len(pdf) <= limit else None
         viewport = (options.viewport_width, options.viewport_height)

@@ -36,6 +36,8 @@ MAX_CAPTURES = 10
 #: Chromium's paper sizes a ``pdf`` action may ask for (Firecrawl's names).
 PDF_FORMATS = ("A0", "A1", "A2", "A3", "A4", "A5", "A6", "Letter", "Legal", "Tabloid", "Ledger")
 MIN_PDF_SCALE, MAX_PDF_SCALE = 0.1, 2.0
+#: A PDF is printed from its first this many pages, as a screenshot is cut at its height.
+MAX_PDF_PAGES = 100
 #: The bounds of every viewport a job asks for (its render's, a screenshot action's).
 MIN_VIEWPORT, MAX_VIEWPORT = 200, 4096
 

@@ -14,7 +14,7 @@ from taskcrawler.browser import BrowserRenderer, RenderOptions
 from taskcrawler.browser import actions as actions_module
 from taskcrawler.browser.renderer import png_size
 from taskcrawler.domain import ErrorCode, FetchError
-from taskcrawler.domain.actions import parse_actions
+from taskcrawler.domain.actions import MAX_PDF_PAGES, parse_actions
 from taskcrawler.domain.rendering import MOBILE_VIEWPORT
 from tests.support.render_site import RenderSite
 
@@ -131,6 +131,18 @@ async def test_screenshot_and_pdf_actions_give_their_files_in_order(
     assert "tall" in text
     # The page gets its own viewport back once the picture is taken.
     assert result.actions["javascriptReturns"] == [{"type": "number", "value": 1280}]
+
+
+async def test_a_pdf_is_cut_at_its_page_bound(renderer: BrowserRenderer, site: RenderSite) -> None:
+    result = await renderer.render(
+        site.url("/tall?h=160000"), _acting({"type": "pdf", "format": "A6"})
+    )
+    [printed] = result.captures
+    document = pdfium.PdfDocument(printed.data)
+    try:
+        assert len(document) == MAX_PDF_PAGES
+    finally:
+        document.close()
 
 
 async def test_where_an_action_leads_goes_through_the_address_guard(
