@@ -42,6 +42,15 @@ class Waiting:
     count: int
 
 
+@dataclass(frozen=True, slots=True)
+class Ready:
+    """The hosts that may be asked for a slot now, and how many hosts have ids waiting (those
+    resting included): while any has, a worker looks again soon rather than block on the queue."""
+
+    hosts: list[Waiting]
+    lines: int
+
+
 class HostLines(Protocol):
     """Job ids waiting for a politeness slot, one line per site host (a crawler frontier's back
     queues). Ids here are not claimed: the database still has them PENDING."""
@@ -55,7 +64,7 @@ class HostLines(Protocol):
         out; returns how many were added (the rest are left PENDING, for the sweeper)."""
         ...
 
-    async def ready(self, limit: int, *, wake: Sequence[str] = ()) -> list[Waiting]:
+    async def ready(self, limit: int, *, wake: Sequence[str] = ()) -> Ready:
         """Up to ``limit`` hosts whose rest is over, the longest waiting first. ``wake``: hosts
         a slot just came back to, ready at once."""
         ...

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from uuid import UUID
 
-from taskcrawler.queue.base import Waiting
+from taskcrawler.queue.base import Ready, Waiting
 
 
 class MemoryQueue:
@@ -88,7 +88,7 @@ class MemoryHostLines:
         self._drop_empty()
         return added
 
-    async def ready(self, limit: int, *, wake: Sequence[str] = ()) -> list[Waiting]:
+    async def ready(self, limit: int, *, wake: Sequence[str] = ()) -> Ready:
         for host in wake:
             if (line := self._lines.get(host)) is not None:
                 line.not_before = 0.0
@@ -99,7 +99,7 @@ class MemoryHostLines:
                 break
             if line.not_before <= now:
                 ready.append(Waiting(host, line.url, len(line.ids)))
-        return ready
+        return Ready(ready, len(self._lines))
 
     async def take(
         self, counts: Mapping[str, int], rest: Mapping[str, float] = MappingProxyType({})

@@ -11,7 +11,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from taskcrawler.common.errors import translate_errors
 from taskcrawler.domain import QueueUnavailable
-from taskcrawler.queue.base import Waiting
+from taskcrawler.queue.base import Ready, Waiting
 
 
 def _queue_error(exc: Exception) -> Exception | None:
@@ -132,7 +132,7 @@ _READY = (
 for i = 3, #ARGV do
   redis.call('ZADD', KEYS[1], 'XX', 'LT', now, ARGV[i])
 end
-local out = {}
+local out = {redis.call('ZCARD', KEYS[1])}
 for _, host in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, ARGV[2])) do
   local waiting = redis.call('LLEN', ARGV[1] .. host)
   if waiting == 0 then
@@ -207,13 +207,14 @@ class RedisHostLines:
         return int(await self._park(keys=keys, args=args))
 
     @_unavailable_on_connection_errors
-    async def ready(self, limit: int, *, wake: Sequence[str] = ()) -> list[Waiting]:
+    async def ready(self, limit: int, *, wake: Sequence[str] = ()) -> Ready:
         args: list[str | int] = [self._line, limit, *wake]
-        flat = await self._ready_script(keys=[self._ready, self._urls], args=args)
-        return [
+        lines, *flat = await self._ready_script(keys=[self._ready, self._urls], args=args)
+        hosts = [
             Waiting(_text(flat[i]), _text(flat[i + 1]), int(flat[i + 2]))
             for i in range(0, len(flat), 3)
         ]
+        return Ready(hosts, int(lines))
 
     @_unavailable_on_connection_errors
     async def take(

@@ -123,8 +123,8 @@ class HostFrontier:
         self._pass_on_spare(turn)
         woken, self._woken = self._woken, set()
         ready = await self.lines.ready(max(1, wanted), wake=sorted(woken))
-        self.waiting = bool(ready)
-        for waiting in ready:
+        self.waiting = ready.lines > 0
+        for waiting in ready.hosts:
             if turn.budget <= 0:
                 break
             if waiting.host not in turn.tokens:

@@ -88,7 +88,8 @@ async def test_a_host_that_spaces_its_requests_never_passes_a_slot_on() -> None:
     gate.done(first, pass_on=True)
     assert limiter.in_flight("polite.test") == 0
     assert await gate.take(5) == []  # resting until its gap is over
-    assert await gate.lines.ready(5) == []
+    assert (await gate.lines.ready(5)).hosts == []
+    assert gate.waiting  # one line has ids: the worker looks again soon
 
 
 async def test_until_robots_txt_is_known_a_host_gets_one_fetch_at_a_time() -> None:
