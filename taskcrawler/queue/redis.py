@@ -89,7 +89,13 @@ class RedisQueue:
 
     @_unavailable_on_connection_errors
     async def depth(self) -> int:
-        return int(await self.client.llen(self.key))
+        """Ids waiting, in the queue and in the hosts' lines (:class:`RedisHostLines`): where
+        the backlog of a busy host waits is not a reason to count it less."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.llen(self.key)
+        pipe.scard(_waiting_ids_key(self.prefix))
+        queued, waiting = await pipe.execute()
+        return int(queued) + int(waiting)
 
     @_unavailable_on_connection_errors
     async def ping(self) -> None:
@@ -191,7 +197,11 @@ class RedisHostLines:
         self.client = client
         base = f"{prefix}:hosts"
         self._line = f"{base}:line:"
-        self._ids, self._ready, self._urls = f"{base}:ids", f"{base}:ready", f"{base}:url"
+        self._ids, self._ready, self._urls = (
+            _waiting_ids_key(prefix),
+            f"{base}:ready",
+            f"{base}:url",
+        )
         self._park = client.register_script(_PARK)
         self._ready_script = client.register_script(_READY)
         self._take = client.register_script(_TAKE)
@@ -241,6 +251,10 @@ class RedisHostLines:
 
     async def clear(self) -> list[UUID]:
         return []
+
+
+def _waiting_ids_key(prefix: str) -> str:
+    return f"{prefix}:hosts:ids"
 
 
 def _text(item: str | bytes | int) -> str:

@@ -97,7 +97,9 @@ class Sweeper:
     async def _queue_is_drained(self) -> bool:
         """Re-publishing jobs that were published once only helps when their message was lost;
         while the queue still holds a backlog, it would only add duplicates to it."""
-        waiting = await self.lines.size() if self.lines is not None else 0
+        lines = self.lines
+        # Shared lines are in Redis beside the queue, whose depth counts them already.
+        waiting = await lines.size() if lines is not None and not lines.shared else 0
         return await self.queue.depth() + waiting < REDISPATCH_MAX_BACKLOG
 
     async def _publish(self, ids: list[UUID]) -> None:

@@ -13,7 +13,7 @@ import pytest
 
 from taskcrawler.fetch.politeness import MemoryHostLimiter
 from taskcrawler.queue import HostLines, MemoryHostLines
-from taskcrawler.queue.redis import RedisHostLines, redis_client
+from taskcrawler.queue.redis import RedisHostLines, RedisQueue, redis_client
 from taskcrawler.worker.frontier import HostFrontier
 
 
@@ -105,3 +105,20 @@ async def test_two_worker_hosts_take_from_the_same_lines(redis_url: str, redis_p
     finally:
         for client in clients:
             await client.aclose()
+
+
+async def test_the_queue_depth_counts_ids_waiting_in_the_lines(
+    redis_url: str, redis_prefix: str
+) -> None:
+    """The backlog (the queue depth metric, the sweeper's drained check) includes a busy host's
+    ids waiting in its line."""
+    client = redis_client(redis_url)
+    try:
+        queue = RedisQueue(client, prefix=redis_prefix)
+        await queue.publish([uuid.uuid4()])
+        await RedisHostLines(client, prefix=redis_prefix).park(
+            entries("a.test", [uuid.uuid4(), uuid.uuid4()])
+        )
+        assert await queue.depth() == 3
+    finally:
+        await client.aclose()
