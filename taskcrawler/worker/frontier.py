@@ -167,7 +167,8 @@ class HostFrontier:
             # Its first fetch here is reading robots.txt: wait for what that says.
             turn.rest[host] = RETRY_MAX_SECONDS
             return
-        turn.asks.append(SlotAsk(host, count if known else 1, delay))
+        count = count if known else 1  # its first fetch reads robots.txt
+        turn.asks.append(SlotAsk(host, count, delay))
         turn.budget -= count
 
     def _note(self, turn: _Turn, host: str, slots: Slots) -> None:
