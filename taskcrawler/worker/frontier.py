@@ -118,17 +118,19 @@ class HostFrontier:
 
     async def take(self, wanted: int) -> list[Admitted]:
         """Up to ``wanted`` parked ids whose hosts give them a slot now, hosts taken in turn;
-        three round trips: the ready hosts, their slots, their ids."""
+        three round trips at most: the ready hosts, their slots, their ids (only the last when
+        slots passed on by finished fetches fill ``wanted``)."""
         turn = _Turn(asyncio.get_running_loop().time(), wanted)
         self._pass_on_spare(turn)
-        woken, self._woken = self._woken, set()
-        ready = await self.lines.ready(max(1, wanted), wake=sorted(woken))
-        self.waiting = ready.lines > 0
-        for waiting in ready.hosts:
-            if turn.budget <= 0:
-                break
-            if waiting.host not in turn.tokens:
-                self._plan(turn, waiting)
+        if turn.budget > 0:  # slots passed on filled none of it: the lines are read
+            woken, self._woken = self._woken, set()
+            ready = await self.lines.ready(max(1, wanted), wake=sorted(woken))
+            self.waiting = ready.lines > 0
+            for waiting in ready.hosts:
+                if turn.budget <= 0:
+                    break
+                if waiting.host not in turn.tokens:
+                    self._plan(turn, waiting)
         answers: list[Slots] = []
         if turn.asks and self.limiter is not None:
             answers = await self.limiter.try_slots_each(turn.asks)
