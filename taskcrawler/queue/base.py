@@ -43,12 +43,22 @@ class Waiting:
 
 
 @dataclass(frozen=True, slots=True)
+class Taken:
+    """Ids taken from the front of a host's line, and how many are left in it."""
+
+    ids: list[UUID]
+    left: int
+
+
+@dataclass(frozen=True, slots=True)
 class Ready:
     """The hosts that may be asked for a slot now, and how many hosts have ids waiting (those
     resting included): while any has, a worker looks again soon rather than block on the queue."""
 
     hosts: list[Waiting]
     lines: int
+    #: Seconds until the first resting host may be asked again (0 with hosts ready now).
+    next_in: float = 0.0
 
 
 class HostLines(Protocol):
@@ -71,7 +81,7 @@ class HostLines(Protocol):
 
     async def take(
         self, counts: Mapping[str, int], rest: Mapping[str, float] = MappingProxyType({})
-    ) -> dict[str, list[UUID]]:
+    ) -> dict[str, Taken]:
         """Up to ``counts[host]`` ids from the front of each host's line (a host served goes
         to the back of the hosts); each host of ``rest`` is not ready for that many seconds."""
         ...

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from uuid import UUID
 
-from taskcrawler.queue.base import Ready, Waiting
+from taskcrawler.queue.base import Ready, Taken, Waiting
 
 
 class MemoryQueue:
@@ -94,17 +94,18 @@ class MemoryHostLines:
                 line.not_before = 0.0
         now = time.monotonic()
         ready: list[Waiting] = []
+        next_in = float("inf")
         for host, line in self._lines.items():
-            if len(ready) >= limit:
-                break
-            if line.not_before <= now:
+            if line.not_before > now:
+                next_in = min(next_in, line.not_before - now)
+            elif len(ready) < limit:
                 ready.append(Waiting(host, line.url, len(line.ids)))
-        return Ready(ready, len(self._lines))
+        return Ready(ready, len(self._lines), 0.0 if ready or not self._lines else next_in)
 
     async def take(
         self, counts: Mapping[str, int], rest: Mapping[str, float] = MappingProxyType({})
-    ) -> dict[str, list[UUID]]:
-        taken: dict[str, list[UUID]] = {}
+    ) -> dict[str, Taken]:
+        taken: dict[str, Taken] = {}
         for host, count in counts.items():
             line = self._lines.get(host)
             if line is None or count <= 0:
@@ -113,7 +114,7 @@ class MemoryHostLines:
             for job_id in ids:
                 del line.ids[job_id]
             self._size -= len(ids)
-            taken[host] = ids
+            taken[host] = Taken(ids, len(line.ids))
             del self._lines[host]
             if line.ids:  # served: behind the hosts that waited longer
                 self._lines[host] = line

@@ -11,7 +11,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from taskcrawler.common.errors import translate_errors
 from taskcrawler.domain import QueueUnavailable
-from taskcrawler.queue.base import Ready, Waiting
+from taskcrawler.queue.base import Ready, Taken, Waiting
 
 
 def _queue_error(exc: Exception) -> Exception | None:
@@ -131,14 +131,18 @@ return added
 """
 )
 
-# KEYS: ready hosts, hosts' URLs. ARGV: line key prefix, limit, hosts to wake...
+# KEYS: ready hosts, hosts' URLs. ARGV: line key prefix, limit, hosts to wake... Answers how
+# many hosts have lines, ms until the first may be asked, then (host, url, ids waiting) triples.
 _READY = (
     _NOW
     + """
 for i = 3, #ARGV do
   redis.call('ZADD', KEYS[1], 'XX', 'LT', now, ARGV[i])
 end
-local out = {redis.call('ZCARD', KEYS[1])}
+local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local next_in = 0
+if first[2] then next_in = math.max(0, tonumber(first[2]) - now) end
+local out = {redis.call('ZCARD', KEYS[1]), next_in}
 for _, host in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, ARGV[2])) do
   local waiting = redis.call('LLEN', ARGV[1] .. host)
   if waiting == 0 then
@@ -155,7 +159,8 @@ return out
 )
 
 # KEYS: ids set, ready hosts, hosts' URLs. ARGV: line key prefix, how many hosts to take
-# from, then (host, count) pairs, then (host, ms to rest) pairs.
+# from, then (host, count) pairs, then (host, ms to rest) pairs. Answers, for each host taken
+# from, its ids followed by how many are left in its line.
 _TAKE = (
     _NOW
     + """
@@ -165,12 +170,14 @@ for i = 3, last, 2 do
   local host, line = ARGV[i], ARGV[1] .. ARGV[i]
   local ids = redis.call('LPOP', line, tonumber(ARGV[i + 1])) or {}
   for _, id in ipairs(ids) do redis.call('SREM', KEYS[1], id) end
-  if redis.call('LLEN', line) == 0 then
+  local left = redis.call('LLEN', line)
+  if left == 0 then
     redis.call('ZREM', KEYS[2], host)
     redis.call('HDEL', KEYS[3], host)
   else
     redis.call('ZADD', KEYS[2], 'XX', now, host)
   end
+  table.insert(ids, left)
   table.insert(out, ids)
 end
 for i = last + 1, #ARGV, 2 do
@@ -219,17 +226,17 @@ class RedisHostLines:
     @_unavailable_on_connection_errors
     async def ready(self, limit: int, *, wake: Sequence[str] = ()) -> Ready:
         args: list[str | int] = [self._line, limit, *wake]
-        lines, *flat = await self._ready_script(keys=[self._ready, self._urls], args=args)
+        lines, next_ms, *flat = await self._ready_script(keys=[self._ready, self._urls], args=args)
         hosts = [
             Waiting(_text(flat[i]), _text(flat[i + 1]), int(flat[i + 2]))
             for i in range(0, len(flat), 3)
         ]
-        return Ready(hosts, int(lines))
+        return Ready(hosts, int(lines), int(next_ms) / 1000)
 
     @_unavailable_on_connection_errors
     async def take(
         self, counts: Mapping[str, int], rest: Mapping[str, float] = MappingProxyType({})
-    ) -> dict[str, list[UUID]]:
+    ) -> dict[str, Taken]:
         asked = [(host, count) for host, count in counts.items() if count > 0]
         if not asked and not rest:
             return {}
@@ -241,8 +248,8 @@ class RedisHostLines:
         keys = [self._ids, self._ready, self._urls]
         replies = await self._take(keys=keys, args=args)
         return {
-            host: [UUID(_text(item)) for item in ids]
-            for (host, _), ids in zip(asked, replies, strict=True)
+            host: Taken([UUID(_text(item)) for item in reply[:-1]], int(reply[-1]))
+            for (host, _), reply in zip(asked, replies, strict=True)
         }
 
     @_unavailable_on_connection_errors

@@ -31,7 +31,7 @@ from uuid import UUID
 from yarl import URL
 
 from taskcrawler.fetch.politeness import HostLimiter, SlotAsk, Slots, host_key
-from taskcrawler.queue.base import HostLines, Waiting
+from taskcrawler.queue.base import HostLines, Taken, Waiting
 from taskcrawler.storage.ports import WorkRepository
 
 #: A slot is passed on from one fetch of a host to the next for at most this long after it
@@ -105,6 +105,8 @@ class HostFrontier:
         self.left_out = 0
         #: Whether any line had ids at the last look (then the loop polls instead of blocking).
         self.waiting = False
+        #: Seconds until a host of the lines may be asked for a slot again, at the last look.
+        self.next_in = 0.0
 
     async def park(self, job_ids: Sequence[UUID]) -> None:
         """Read the URLs of the claimable ones of ``job_ids`` and park each in its host's line."""
@@ -125,7 +127,7 @@ class HostFrontier:
         if turn.budget > 0:  # slots passed on filled none of it: the lines are read
             woken, self._woken = self._woken, set()
             ready = await self.lines.ready(max(1, wanted), wake=sorted(woken))
-            self.waiting = ready.lines > 0
+            self.waiting, self.next_in = ready.lines > 0, ready.next_in
             for waiting in ready.hosts:
                 if turn.budget <= 0:
                     break
@@ -136,6 +138,8 @@ class HostFrontier:
             answers = await self.limiter.try_slots_each(turn.asks)
         for ask, slots in zip(turn.asks, answers, strict=True):
             self._note(turn, ask.host, slots)
+        if turn.rest:
+            self.next_in = min(self.next_in or float("inf"), *turn.rest.values())
         counts = {host: len(tokens) for host, tokens in turn.tokens.items() if tokens}
         try:
             taken = await self.lines.take(counts, turn.rest)
@@ -186,15 +190,16 @@ class HostFrontier:
             rest = turn.rest[host] = self._backoff.get(host, RETRY_MIN_SECONDS)
             self._backoff[host] = min(rest * 2, RETRY_MAX_SECONDS)
 
-    def _hand_out(self, turn: _Turn, taken: dict[str, list[UUID]]) -> list[Admitted]:
+    def _hand_out(self, turn: _Turn, taken: dict[str, Taken]) -> list[Admitted]:
         """Each id taken with one of its host's slots; slots left over (another worker took
         the ids first) are handed back."""
         admitted = []
         for host, tokens in turn.tokens.items():
-            ids = taken.get(host, [])
+            line = taken.get(host, Taken([], 0))
+            ids = line.ids
             state = self._hosts.setdefault(host, _Host())
             state.in_flight += len(ids)
-            state.waiting = max(0, state.waiting - len(ids))
+            state.waiting = line.left  # what a finished fetch may pass its slot on to
             admitted += [
                 Admitted(job_id, host, token, since)
                 for job_id, (token, since) in zip(ids, tokens, strict=False)

@@ -276,7 +276,7 @@ class Worker:
             raise
         if not admitted and not ids and self.frontier.waiting:
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(PARKED_POLL_SECONDS):
+                async with asyncio.timeout(min(self.frontier.next_in, PARKED_POLL_SECONDS)):
                     await self._slot_returned.wait()
         return admitted
 

@@ -12,7 +12,7 @@ from uuid import UUID
 import pytest
 
 from taskcrawler.fetch.politeness import MemoryHostLimiter
-from taskcrawler.queue import HostLines, MemoryHostLines
+from taskcrawler.queue import HostLines, MemoryHostLines, Taken
 from taskcrawler.queue.redis import RedisHostLines, RedisQueue, redis_client
 from taskcrawler.worker.frontier import HostFrontier
 
@@ -61,9 +61,10 @@ async def test_hosts_are_served_in_turn_and_a_duplicate_waits_once(lines: HostLi
         ("a.test", "http://a.test/", 3),
         ("b.test", "http://b.test/", 2),
     ]
-    assert await lines.take({"a.test": 2}) == {"a.test": a[:2]}
+    assert await lines.take({"a.test": 2}) == {"a.test": Taken(a[:2], 1)}
     assert [w.host for w in (await lines.ready(10)).hosts] == ["b.test", "a.test"]  # a.test last
-    assert await lines.take({"a.test": 5, "b.test": 5}) == {"a.test": a[2:], "b.test": b}
+    taken = await lines.take({"a.test": 5, "b.test": 5})
+    assert taken == {"a.test": Taken(a[2:], 0), "b.test": Taken(b, 0)}
     assert (await lines.ready(10)).lines == 0 and await lines.size() == 0
 
 
