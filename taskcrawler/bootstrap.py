@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from taskcrawler import __version__
-from taskcrawler.queue import JobQueue, MemoryQueue
+from taskcrawler.queue import HostLines, JobQueue, MemoryQueue
 from taskcrawler.service import Services
 from taskcrawler.service.content import ContentService
 from taskcrawler.service.deliveries import DeliveryService
@@ -287,6 +287,19 @@ def host_limiter(settings: Settings, redis: Redis | None = None) -> HostLimiter:
     return make_host_limiter(settings, redis)
 
 
+def host_lines(runtime: Runtime) -> HostLines:
+    """Where job ids wait for their host's politeness slot: in Redis when there is one (every
+    worker of the deployment takes from the same lines), else in this process, whose queue is
+    its own too."""
+    from taskcrawler.queue import MemoryHostLines
+
+    if runtime.redis is None:
+        return MemoryHostLines()
+    from taskcrawler.queue.redis import RedisHostLines
+
+    return RedisHostLines(runtime.redis, prefix=runtime.settings.redis_prefix)
+
+
 def fetcher(settings: Settings, redis: Redis | None = None) -> Fetcher:
     """A fetcher whose politeness and robots cache are shared through ``redis`` when given."""
     from taskcrawler.fetch import Fetcher
@@ -453,6 +466,7 @@ def worker(
             SitemapLimits.from_settings(runtime.settings),
             parser.pool,
         ),
+        lines=host_lines(runtime),
     )
 
 

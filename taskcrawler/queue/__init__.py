@@ -6,7 +6,7 @@ claim make both harmless. That is why the transport is this small.
 
 from __future__ import annotations
 
-from taskcrawler.queue.base import JobQueue
-from taskcrawler.queue.memory import MemoryQueue
+from taskcrawler.queue.base import HostLines, JobQueue, Ready, Taken, Waiting
+from taskcrawler.queue.memory import MemoryHostLines, MemoryQueue
 
-__all__ = ["JobQueue", "MemoryQueue"]
+__all__ = ["HostLines", "JobQueue", "MemoryHostLines", "MemoryQueue", "Ready", "Taken", "Waiting"]

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from types import MappingProxyType
 from typing import Any
 from uuid import UUID
 
@@ -10,6 +11,7 @@ from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from taskcrawler.common.errors import translate_errors
 from taskcrawler.domain import QueueUnavailable
+from taskcrawler.queue.base import Ready, Taken, Waiting
 
 
 def _queue_error(exc: Exception) -> Exception | None:
@@ -87,7 +89,13 @@ class RedisQueue:
 
     @_unavailable_on_connection_errors
     async def depth(self) -> int:
-        return int(await self.client.llen(self.key))
+        """Ids waiting, in the queue and in the hosts' lines (:class:`RedisHostLines`): where
+        the backlog of a busy host waits is not a reason to count it less."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.llen(self.key)
+        pipe.scard(_waiting_ids_key(self.prefix))
+        queued, waiting = await pipe.execute()
+        return int(queued) + int(waiting)
 
     @_unavailable_on_connection_errors
     async def ping(self) -> None:
@@ -96,3 +104,165 @@ class RedisQueue:
     async def close(self) -> None:
         if self._owns_client:
             await self.client.aclose()
+
+
+#: Redis's own clock (ms), so that worker hosts whose clocks differ agree on when a host rests.
+_NOW = """
+local clock = redis.call('TIME')
+local now = clock[1] * 1000 + math.floor(clock[2] / 1000)
+"""
+
+# KEYS: ids set, ready hosts (scored by when each may be asked next, ms), hosts' URLs.
+# ARGV: line key prefix, then (host, url, id) triples.
+_PARK = (
+    _NOW
+    + """
+local added = 0
+for i = 2, #ARGV, 3 do
+  local host, url, id = ARGV[i], ARGV[i + 1], ARGV[i + 2]
+  if redis.call('SADD', KEYS[1], id) == 1 then
+    redis.call('RPUSH', ARGV[1] .. host, id)
+    redis.call('HSETNX', KEYS[3], host, url)
+    redis.call('ZADD', KEYS[2], 'NX', now, host)
+    added = added + 1
+  end
+end
+return added
+"""
+)
+
+# KEYS: ready hosts, hosts' URLs. ARGV: line key prefix, limit, hosts to wake... Answers how
+# many hosts have lines, ms until the first may be asked, then (host, url, ids waiting) triples.
+_READY = (
+    _NOW
+    + """
+for i = 3, #ARGV do
+  redis.call('ZADD', KEYS[1], 'XX', 'LT', now, ARGV[i])
+end
+local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local next_in = 0
+if first[2] then next_in = math.max(0, tonumber(first[2]) - now) end
+local out = {redis.call('ZCARD', KEYS[1]), next_in}
+for _, host in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, ARGV[2])) do
+  local waiting = redis.call('LLEN', ARGV[1] .. host)
+  if waiting == 0 then
+    redis.call('ZREM', KEYS[1], host)
+    redis.call('HDEL', KEYS[2], host)
+  else
+    table.insert(out, host)
+    table.insert(out, redis.call('HGET', KEYS[2], host) or '')
+    table.insert(out, waiting)
+  end
+end
+return out
+"""
+)
+
+# KEYS: ids set, ready hosts, hosts' URLs. ARGV: line key prefix, how many hosts to take
+# from, then (host, count) pairs, then (host, ms to rest) pairs. Answers, for each host taken
+# from, its ids followed by how many are left in its line.
+_TAKE = (
+    _NOW
+    + """
+local out = {}
+local last = 2 + 2 * tonumber(ARGV[2])
+for i = 3, last, 2 do
+  local host, line = ARGV[i], ARGV[1] .. ARGV[i]
+  local ids = redis.call('LPOP', line, tonumber(ARGV[i + 1])) or {}
+  for _, id in ipairs(ids) do redis.call('SREM', KEYS[1], id) end
+  local left = redis.call('LLEN', line)
+  if left == 0 then
+    redis.call('ZREM', KEYS[2], host)
+    redis.call('HDEL', KEYS[3], host)
+  else
+    redis.call('ZADD', KEYS[2], 'XX', now, host)
+  end
+  table.insert(ids, left)
+  table.insert(out, ids)
+end
+for i = last + 1, #ARGV, 2 do
+  redis.call('ZADD', KEYS[2], 'XX', now + tonumber(ARGV[i + 1]), ARGV[i])
+end
+return out
+"""
+)
+
+
+class RedisHostLines:
+    """Per-host lines in Redis, shared by every worker of the deployment (Mercator's back
+    queues): ``<prefix>:hosts:line:<host>`` a list of job ids, ``<prefix>:hosts:ready`` the
+    hosts with ids waiting, scored by when each may be asked for a slot next (a host given
+    none rests; a slot handed back wakes it), ``<prefix>:hosts:url`` one URL of each host,
+    ``<prefix>:hosts:ids`` the ids waiting (a duplicate is parked once). A worker takes ids
+    only of hosts that gave it slots, so no id waits where another worker cannot see it; ids
+    taken by a worker that dies before claiming them are PENDING jobs the sweeper publishes
+    again. Each call is one script, atomic."""
+
+    shared = True
+
+    def __init__(self, client: aioredis.Redis, *, prefix: str) -> None:
+        self.client = client
+        base = f"{prefix}:hosts"
+        self._line = f"{base}:line:"
+        self._ids, self._ready, self._urls = (
+            _waiting_ids_key(prefix),
+            f"{base}:ready",
+            f"{base}:url",
+        )
+        self._park = client.register_script(_PARK)
+        self._ready_script = client.register_script(_READY)
+        self._take = client.register_script(_TAKE)
+
+    @_unavailable_on_connection_errors
+    async def park(self, entries: Sequence[tuple[str, str, UUID]]) -> int:
+        if not entries:
+            return 0
+        args: list[str | int] = [self._line]
+        for host, url, job_id in entries:
+            args += [host, url, str(job_id)]
+        keys = [self._ids, self._ready, self._urls]
+        return int(await self._park(keys=keys, args=args))
+
+    @_unavailable_on_connection_errors
+    async def ready(self, limit: int, *, wake: Sequence[str] = ()) -> Ready:
+        args: list[str | int] = [self._line, limit, *wake]
+        lines, next_ms, *flat = await self._ready_script(keys=[self._ready, self._urls], args=args)
+        hosts = [
+            Waiting(_text(flat[i]), _text(flat[i + 1]), int(flat[i + 2]))
+            for i in range(0, len(flat), 3)
+        ]
+        return Ready(hosts, int(lines), int(next_ms) / 1000)
+
+    @_unavailable_on_connection_errors
+    async def take(
+        self, counts: Mapping[str, int], rest: Mapping[str, float] = MappingProxyType({})
+    ) -> dict[str, Taken]:
+        asked = [(host, count) for host, count in counts.items() if count > 0]
+        if not asked and not rest:
+            return {}
+        args: list[str | int] = [self._line, len(asked)]
+        for host, count in asked:
+            args += [host, count]
+        for host, seconds in rest.items():
+            args += [host, max(1, int(seconds * 1000))]
+        keys = [self._ids, self._ready, self._urls]
+        replies = await self._take(keys=keys, args=args)
+        return {
+            host: Taken([UUID(_text(item)) for item in reply[:-1]], int(reply[-1]))
+            for (host, _), reply in zip(asked, replies, strict=True)
+        }
+
+    @_unavailable_on_connection_errors
+    async def size(self) -> int:
+        return int(await self.client.scard(self._ids))
+
+    async def clear(self) -> list[UUID]:
+        return []
+
+
+def _waiting_ids_key(prefix: str) -> str:
+    return f"{prefix}:hosts:ids"
+
+
+def _text(item: str | bytes | int) -> str:
+    return item.decode() if isinstance(item, bytes) else str(item)

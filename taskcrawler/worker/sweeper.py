@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from uuid import UUID
 
 from taskcrawler.domain import QueueUnavailable, ServiceUnavailable
-from taskcrawler.queue import JobQueue
+from taskcrawler.queue import HostLines, JobQueue
 from taskcrawler.storage.ports import WorkRepository
 
 log = logging.getLogger(__name__)
@@ -33,10 +33,17 @@ class SweepConfig:
 
 
 class Sweeper:
-    def __init__(self, config: SweepConfig, store: WorkRepository, queue: JobQueue) -> None:
+    def __init__(
+        self,
+        config: SweepConfig,
+        store: WorkRepository,
+        queue: JobQueue,
+        lines: HostLines | None = None,
+    ) -> None:
         self.config = config
         self.store = store
         self.queue = queue
+        self.lines = lines  # ids waiting for their host's slot are a backlog too
         self.recovered = 0
         self.redispatched = 0
         #: Set once the first sweep, the one after a (re)start, has run: with an in-process
@@ -90,7 +97,10 @@ class Sweeper:
     async def _queue_is_drained(self) -> bool:
         """Re-publishing jobs that were published once only helps when their message was lost;
         while the queue still holds a backlog, it would only add duplicates to it."""
-        return await self.queue.depth() < REDISPATCH_MAX_BACKLOG
+        lines = self.lines
+        # Shared lines are in Redis beside the queue, whose depth counts them already.
+        waiting = await lines.size() if lines is not None and not lines.shared else 0
+        return await self.queue.depth() + waiting < REDISPATCH_MAX_BACKLOG
 
     async def _publish(self, ids: list[UUID]) -> None:
         try:

@@ -31,7 +31,7 @@ from taskcrawler.domain.transitions import RetryPolicy, Transition, decide, refu
 from taskcrawler.extract.pdf import UnreadablePdf
 from taskcrawler.fetch import Fetcher
 from taskcrawler.observability import WorkerMetrics, bind_job, log_transition
-from taskcrawler.queue import JobQueue
+from taskcrawler.queue import HostLines, JobQueue, MemoryHostLines
 from taskcrawler.storage.content import Archived
 from taskcrawler.storage.ports import WorkRepository
 from taskcrawler.worker.chunking import PageChunker, with_chunks
@@ -120,7 +120,9 @@ class Worker:
         chunker: PageChunker | None = None,
         crawls: CrawlPages | None = None,
         structuring: StructuringStep | None = None,
+        lines: HostLines | None = None,
     ) -> None:
+        """``lines``: where ids wait for their host's slot (by default in this process)."""
         self.config = config
         self.chunker = chunker
         # Without a model of its own the worker still reads selector schemas.
@@ -135,8 +137,9 @@ class Worker:
         self.crawls = crawls
         self.rng = rng or random.Random()
         self.stats = WorkerStats()
-        self.sweeper = Sweeper(config.sweep, store, queue)
-        self.frontier = HostFrontier(store, fetcher.limiter, fetcher.robots_known)
+        lines = lines or MemoryHostLines()
+        self.sweeper = Sweeper(config.sweep, store, queue, lines)
+        self.frontier = HostFrontier(store, lines, fetcher.limiter, fetcher.robots_known)
         self._slots: dict[UUID, Admitted] = {}  # the politeness slot each claimed job holds
         self._slot_returned = asyncio.Event()  # a host slot came back: a parked id may go
         self._next_queue_look = 0.0  # while parked ids flow, the queue is read this often
@@ -166,8 +169,10 @@ class Worker:
         # some fetch ends: otherwise the grace period starts only after that.
         self._slot_freed.set()
         await asyncio.gather(consumer, return_exceptions=True)
-        # Parked ids were never claimed: back to the queue, for whichever worker is up.
-        await self._requeue(self.frontier.clear())
+        # Ids parked in this process's own lines were never claimed: back to the queue, for
+        # whichever worker is up (shared lines stay where the other workers take from them).
+        with contextlib.suppress(ServiceUnavailable):
+            await self._requeue(await self.frontier.clear())
         await self._shutdown()
         for task in helpers:
             task.cancel()
@@ -210,15 +215,16 @@ class Worker:
                 self._slot_freed.clear()
                 await self._slot_freed.wait()
                 continue
-            ids: list[UUID] = []
+            # Ids taken from the queue or the lines and not yet claimed: if what follows fails
+            # (the database is down), they go back to the queue, or they would wait out the
+            # sweeper's redispatch delay once it is up again.
+            unclaimed: list[UUID] = []
             try:
                 wanted = min(self.free_slots, MAX_CLAIM_BATCH)
-                admitted = await self._admit(wanted, ids)
-                claimed = await self._claim(admitted)
+                admitted = await self._admit(wanted, unclaimed)
+                claimed = await self._claim(admitted, unclaimed)
             except ServiceUnavailable as exc:
-                # Taken from the queue but not claimed (the database is down): put them back,
-                # or they would wait out the sweeper's redispatch delay once it is up again.
-                await self._requeue(self.frontier.unparked(ids))
+                await self._requeue(unclaimed)
                 failures += 1
                 delay = backoff_delay(failures, base=0.2, cap=5.0, rng=self.rng)
                 log.warning("%s unavailable, retrying in %.1fs: %s", exc.dependency, delay, exc)
@@ -226,7 +232,7 @@ class Worker:
                 continue
             except Exception:
                 # A bug must not silently stop this worker from consuming while it looks alive.
-                await self._requeue(self.frontier.unparked(ids))
+                await self._requeue(unclaimed)
                 failures += 1
                 log.exception("unexpected error while consuming; retrying")
                 await asyncio.sleep(backoff_delay(failures, base=0.5, cap=10.0, rng=self.rng))
@@ -244,29 +250,33 @@ class Worker:
             # The queue is down too: the sweeper publishes them once both are back.
             log.warning("could not put %d job ids back in the queue: %s", len(ids), exc)
 
-    async def _admit(self, wanted: int, ids: list[UUID]) -> list[Admitted]:
-        """Up to ``wanted`` ids whose hosts gave them a slot (worker/frontier.py): parked ones
-        first, then new ones from the queue (added to ``ids``, for the caller to put back if
-        what follows fails). While ids are parked and none could go, it waits for a slot to
-        come back here, a host's gap to end, or a short poll, whichever is first."""
+    async def _admit(self, wanted: int, unclaimed: list[UUID]) -> list[Admitted]:
+        """Up to ``wanted`` ids whose hosts gave them a slot (worker/frontier.py): from the
+        hosts' lines first, then new ones from the queue, parked and taken in turn. Ids taken
+        from the queue are added to ``unclaimed`` until they are parked, for the caller to put
+        back if what follows fails. While ids wait in the lines and none could go, it waits
+        for a slot to come back here or a short poll, whichever is first."""
         self._slot_returned.clear()
         admitted = await self.frontier.take(wanted)
         now = asyncio.get_running_loop().time()
         if len(admitted) >= wanted or (admitted and now < self._next_queue_look):
             return admitted  # claimed at once; the queue is looked at on a later turn
         self._next_queue_look = now + PARKED_POLL_SECONDS
-        parked = self.frontier.parked > 0 or bool(admitted)
-        wait = 0.0 if parked else CONSUME_WAIT_SECONDS
+        waiting = self.frontier.waiting or bool(admitted)
         try:
-            ids += await self._consume(wanted - len(admitted), wait)
+            wait = 0.0 if waiting else CONSUME_WAIT_SECONDS
+            ids = await self._consume(wanted - len(admitted), wait)
+            unclaimed += ids
             await self.frontier.park(ids)
-            admitted += await self.frontier.take(wanted - len(admitted))
+            unclaimed.clear()  # in the lines now
+            if ids:
+                admitted += await self.frontier.take(wanted - len(admitted))
         except BaseException:
-            self.frontier.give_back(admitted)  # parked again, their slots handed back
+            unclaimed += self.frontier.give_back(admitted)  # their slots handed back
             raise
-        if not admitted and not ids and (retry := self.frontier.next_retry()) is not None:
+        if not admitted and not ids and self.frontier.waiting:
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(min(retry, PARKED_POLL_SECONDS)):
+                async with asyncio.timeout(min(self.frontier.next_in, PARKED_POLL_SECONDS)):
                     await self._slot_returned.wait()
         return admitted
 
@@ -292,9 +302,10 @@ class Worker:
             await asyncio.gather(consume, stopping, return_exceptions=True)
         return [] if consume.cancelled() else consume.result()
 
-    async def _claim(self, admitted: Sequence[Admitted]) -> list[ClaimedJob]:
+    async def _claim(self, admitted: Sequence[Admitted], unclaimed: list[UUID]) -> list[ClaimedJob]:
         """Claim the admitted ids; the slots of those not claimed (a duplicate message, a job
-        no longer due) are handed back at once."""
+        no longer due) are handed back at once. If the claim fails, their ids are added to
+        ``unclaimed``, to publish again."""
         if not admitted:
             return []
         try:
@@ -304,7 +315,7 @@ class Worker:
                 redispatch_after=self.config.sweep.redispatch_seconds,
             )
         except BaseException:
-            self.frontier.give_back(admitted)  # parked again, to be claimed once it can be
+            unclaimed += self.frontier.give_back(admitted)
             raise
         held = {job.id for job in claimed}
         for slot in admitted:

@@ -40,7 +40,13 @@ async def kill9_worker(
     first = await d.started_worker(
         "worker-a", worker_concurrency=concurrency, worker_processes=processes
     )
-    await d.wait_until(lambda c: c["COMPLETED"] >= jobs // 3, within=60, what="a third done")
+    # Jobs are fetched in waves (a batch of slots starts together): the kill waits for a
+    # moment when one is in flight, not only for the count, which a wave's commit just raised.
+    await d.wait_until(
+        lambda c: c["COMPLETED"] >= jobs // 3 and c["PROCESSING"] > 0,
+        within=60,
+        what="a third done, a batch in flight",
+    )
     first.kill()
     in_flight = (await d.counts())["PROCESSING"]
     assert in_flight > 0, "the kill should land in the middle of a batch"

@@ -1,5 +1,6 @@
-"""The worker's host frontier: ids wait for their host's slot before they are claimed, a busy
-host holds up no other host, slots come back and are passed on, and nothing is left behind."""
+"""The worker's host frontier over lines of its own process: ids wait for their host's slot
+before they are claimed, a busy host holds up no other host, slots come back and are passed
+on, and nothing is left behind. (The same over Redis: tests/integration/test_host_lines.py.)"""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from typing import Any
 from uuid import UUID
 
 from taskcrawler.fetch.politeness import MemoryHostLimiter
+from taskcrawler.queue import MemoryHostLines
 from taskcrawler.worker.frontier import HostFrontier, host_of
 
 
@@ -33,7 +35,7 @@ def frontier(
     urls: Urls, limiter: MemoryHostLimiter | None, robots: Any = None, **bounds: int
 ) -> HostFrontier:
     known = robots or (lambda url: (True, None))
-    return HostFrontier(urls, limiter, known, **bounds)  # type: ignore[arg-type]
+    return HostFrontier(urls, MemoryHostLines(**bounds), limiter, known)  # type: ignore[arg-type]
 
 
 async def test_a_busy_host_holds_up_no_other_host() -> None:
@@ -46,7 +48,7 @@ async def test_a_busy_host_holds_up_no_other_host() -> None:
     first = await gate.take(10)
     assert [a.job_id for a in first] == slow[:2] + fast[:2]  # two slots each
     assert {a.host for a in first} == {"slow.test", "fast.test"}
-    assert gate.parked == 19  # the rest wait, unclaimed
+    assert await gate.lines.size() == 19  # the rest wait, unclaimed
     assert await gate.take(10) == []  # no slot is free: nothing to claim
 
     for admitted in first:
@@ -73,7 +75,7 @@ async def test_a_finished_fetch_passes_its_slot_to_the_next_id_of_its_host() -> 
     assert third.job_id == ids[2]
     gate.done(third, pass_on=True)  # nothing of its host is left to pass it to
     assert limiter.in_flight("one.test") == 0
-    assert gate.parked == 0
+    assert await gate.lines.size() == 0
 
 
 async def test_a_host_that_spaces_its_requests_never_passes_a_slot_on() -> None:
@@ -85,8 +87,9 @@ async def test_a_host_that_spaces_its_requests_never_passes_a_slot_on() -> None:
     [first] = await gate.take(5)  # one start per gap, however many slots
     gate.done(first, pass_on=True)
     assert limiter.in_flight("polite.test") == 0
-    assert await gate.take(5) == []
-    assert gate.next_retry() is not None and gate.next_retry() > 50  # type: ignore[operator]
+    assert await gate.take(5) == []  # resting until its gap is over
+    assert (await gate.lines.ready(5)).hosts == []
+    assert gate.waiting  # one line has ids: the worker looks again soon
 
 
 async def test_until_robots_txt_is_known_a_host_gets_one_fetch_at_a_time() -> None:
@@ -109,8 +112,7 @@ async def test_ids_not_claimable_or_already_parked_are_not_parked_twice() -> Non
     gate = frontier(urls, MemoryHostLimiter(1))
     await gate.park([job, gone])
     await gate.park([job])  # published again by the sweeper
-    assert gate.parked == 1 and urls.reads == 1
-    assert gate.unparked([job, gone]) == [gone]
+    assert await gate.lines.size() == 1 and gate.left_out == 1
 
 
 async def test_past_its_bounds_an_id_is_left_for_the_sweeper() -> None:
@@ -119,21 +121,21 @@ async def test_past_its_bounds_an_id_is_left_for_the_sweeper() -> None:
     other = urls.add("http://other.test/", 2)
     gate = frontier(urls, MemoryHostLimiter(1), max_per_host=3, max_total=4)
     await gate.park(many + other)
-    assert gate.parked == 4 and gate.overflowed == 3
-    assert set(gate.clear()) == set(many[:3] + other[:1])
-    assert gate.parked == 0
+    assert await gate.lines.size() == 4 and gate.left_out == 3
+    assert set(await gate.clear()) == set(many[:3] + other[:1])
+    assert await gate.lines.size() == 0
 
 
-async def test_ids_that_could_not_be_claimed_go_back_to_the_front_with_their_slots_freed() -> None:
+async def test_ids_that_could_not_be_claimed_are_returned_with_their_slots_freed() -> None:
     urls = Urls()
     ids = urls.add("http://back.test/", 2)
     limiter = MemoryHostLimiter(1)
     gate = frontier(urls, limiter)
     await gate.park(ids)
     admitted = await gate.take(5)
-    gate.give_back(admitted)  # the database was down
+    assert gate.give_back(admitted) == [ids[0]]  # the database was down: published again
     assert limiter.in_flight("back.test") == 0
-    assert [a.job_id for a in await gate.take(5)] == [ids[0]]
+    assert [a.job_id for a in await gate.take(5)] == [ids[1]]
 
 
 async def test_without_politeness_every_id_goes_at_once() -> None:
