@@ -318,7 +318,7 @@ class Cleaner:
     def strip_flagged(self, flagged: list[LexborNode], choice: Choice) -> None:
         """Step 4, first half: the flagged nodes, but those holding the chosen content or an
         ``h1``."""
-        keep = self.holds_content | _with_ancestors(choice.nodes)
+        keep = self.holds_content | _with_ancestors(choice.nodes) | _with_ancestors(choice.parts)
         if self._is_thread(choice):
             keep = keep | self.comment_ids
             _add_nodes(choice, self.comment_blocks)
@@ -495,6 +495,7 @@ def strip_link_blocks(choice: Choice) -> None:
     """Step 4, second half: blocks inside the content whose text is mostly link text (menus,
     tag lists, "read more" lines, lists of other articles). The chosen nodes themselves stay.
     A block inside one already doomed is not measured again."""
+    protected = _with_ancestors(choice.parts)  # the scored parts of a page of sections
     for root in choice.nodes:
         links = LinkTotals.of(root)
         if not links.totals:
@@ -505,7 +506,12 @@ def strip_link_blocks(choice: Choice) -> None:
         for block in root.css(_LINK_LIKE_BLOCKS):  # outermost first
             key = block.mem_id
             linked = links.totals.get(key, 0)
-            if not linked or key == root.mem_id or _under_doomed(key, links.parents, under):
+            if (
+                not linked
+                or key == root.mem_id
+                or key in protected
+                or _under_doomed(key, links.parents, under)
+            ):
                 continue
             most = _MAX_TABLE_LINK_SHARE if block.tag == "table" else _MAX_LINK_SHARE
             chars = visible_chars(block)
@@ -557,6 +563,65 @@ def _under_doomed(key: int, parents: dict[int, int], under: dict[int, bool]) -> 
     for node in path:
         under[node] = answer
     return answer
+
+
+_REPEAT_PARAGRAPHS = "p, li, h1, h2, h3, h4, h5, h6, dd"
+_MIN_REPEAT_CHARS = 40
+_MIN_REPEAT_BLOCK_CHARS = 80
+# Code is said again on purpose (the same lines in each step that needs them).
+_MEANT_TWICE = frozenset({"pre", "code"})
+
+
+def strip_repeated_blocks(choice: Choice) -> None:
+    """A block said twice, word for word, is one block drawn twice for different screens (a
+    phone's copy and a desktop's, one of them hidden by the style sheet): a reader sees it
+    once. A quotation repeats on purpose (a reply quoting the post it answers) and stays."""
+    for root in choice.nodes:
+        if not _repeats_a_paragraph(root):
+            continue  # most pages: one query, no block's text built
+        seen: dict[str, LexborNode] = {}
+        doomed: list[LexborNode] = []
+        skip: set[int] = set()
+        for node in root.traverse():
+            if node.tag in ("-text", "-comment"):
+                continue
+            parent = node.parent
+            if (parent is not None and parent.mem_id in skip) or node.tag in _MEANT_TWICE:
+                skip.add(node.mem_id)
+                continue
+            text = " ".join(node.text_lexbor().split())
+            if len(text) < _MIN_REPEAT_BLOCK_CHARS:
+                skip.add(node.mem_id)
+                continue
+            first = seen.get(text)
+            if first is None:
+                seen[text] = node
+            elif not _is_ancestor(first, node):
+                doomed.append(node)
+                skip.add(node.mem_id)
+        for node in reversed(doomed):
+            node.decompose()
+
+
+def _repeats_a_paragraph(root: LexborNode) -> bool:
+    said: set[str] = set()
+    for node in root.css(_REPEAT_PARAGRAPHS):
+        text = " ".join(node.text_lexbor().split())
+        if len(text) < _MIN_REPEAT_CHARS:
+            continue
+        if text in said:
+            return True
+        said.add(text)
+    return False
+
+
+def _is_ancestor(ancestor: LexborNode, node: LexborNode) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if parent.mem_id == ancestor.mem_id:
+            return True
+        parent = parent.parent
+    return False
 
 
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
@@ -764,7 +829,53 @@ def _choose(tree: LexborHTMLParser, cleaner: Cleaner, flagged: list[LexborNode])
     if choice is None:
         root = fallback_root(tree)
         return Choice([root], scored=False) if root is not None else None
+    _widen_to_sections(choice)
     return choice
+
+
+# A page of sections (a service or product page built of blocks, a landing page): its prose is
+# many short blocks far apart, none of them an article's length, and the scoring finds some of
+# them. The content is the block that holds them all, less its furniture; an article's prose
+# has one long run, and a stray box beside it does not widen it.
+_MIN_SECTION_CHARS = 100  # a part this long counts: not a badge, a price or a popup's line
+_MIN_SECTIONS = 2
+_MAX_SECTION_CHARS = 1500  # a longer run of prose is an article's body: it stands alone
+_PAGE_TAGS = frozenset({"html", "body"})
+
+
+def _widen_to_sections(choice: Choice) -> None:
+    """When the content chosen is several short parts in different places, it becomes their
+    nearest common ancestor (not the whole body); the parts are remembered, so that no block
+    holding one of them is removed afterwards for its name or its links."""
+    nodes = choice.nodes
+    if len(nodes) < _MIN_SECTIONS or len({_parent_id(node) for node in nodes}) == 1:
+        return  # one part, or siblings: already one block of the page
+    sizes = [visible_chars(node) for node in nodes]
+    if max(sizes) > _MAX_SECTION_CHARS:
+        return
+    if sum(size >= _MIN_SECTION_CHARS for size in sizes) < _MIN_SECTIONS:
+        return
+    common = _common_ancestor(nodes)
+    if common is None or common.tag in _PAGE_TAGS:
+        return
+    choice.parts = list(nodes)
+    choice.nodes[:] = [common]
+
+
+def _parent_id(node: LexborNode) -> int | None:
+    parent = node.parent
+    return parent.mem_id if parent is not None else None
+
+
+def _common_ancestor(nodes: list[LexborNode]) -> LexborNode | None:
+    """The nearest node that holds all of ``nodes`` (none of which holds another)."""
+    others = [_with_ancestors([node]) for node in nodes[1:]]
+    current = nodes[0].parent
+    while current is not None:
+        if all(current.mem_id in ids for ids in others):
+            return current
+        current = current.parent
+    return None
 
 
 def main_content(tree: LexborHTMLParser) -> MainContent:
@@ -782,6 +893,7 @@ def main_content(tree: LexborHTMLParser) -> MainContent:
         cleaner.strip_flagged(flagged, choice)
         if choice.scored:
             strip_link_blocks(choice)
+            strip_repeated_blocks(choice)
             strip_orphan_headings(choice)
             choice.nodes[:0] = leads(tree, choice.nodes)
         nodes = choice.nodes
