@@ -570,49 +570,69 @@ _MIN_REPEAT_CHARS = 40
 _MIN_REPEAT_BLOCK_CHARS = 80
 # Code is said again on purpose (the same lines in each step that needs them).
 _MEANT_TWICE = frozenset({"pre", "code"})
+_COPIES = 2
 
 
 def strip_repeated_blocks(choice: Choice) -> None:
     """A block said twice, word for word, is one block drawn twice for different screens (a
     phone's copy and a desktop's, one of them hidden by the style sheet): a reader sees it
-    once. A quotation repeats on purpose (a reply quoting the post it answers) and stays."""
+    once. Text said three times or more is a pattern of the page (a line each item repeats),
+    not a copy, and stays."""
     for root in choice.nodes:
         if not _repeats_a_paragraph(root):
             continue  # most pages: one query, no block's text built
-        seen: dict[str, LexborNode] = {}
+        copies = _copies(root)
         doomed: list[LexborNode] = []
         skip: set[int] = set()
         for node in root.traverse():
-            if node.tag in ("-text", "-comment"):
-                continue
             parent = node.parent
-            if (parent is not None and parent.mem_id in skip) or node.tag in _MEANT_TWICE:
+            if parent is not None and parent.mem_id in skip:
                 skip.add(node.mem_id)
                 continue
-            text = " ".join(node.text_lexbor().split())
-            if len(text) < _MIN_REPEAT_BLOCK_CHARS:
-                skip.add(node.mem_id)
-                continue
-            first = seen.get(text)
-            if first is None:
-                seen[text] = node
-            elif not _is_ancestor(first, node):
+            found = copies.get(node.mem_id)
+            if found is not None and found[1].mem_id == node.mem_id:
                 doomed.append(node)
                 skip.add(node.mem_id)
         for node in reversed(doomed):
             node.decompose()
 
 
-def _repeats_a_paragraph(root: LexborNode) -> bool:
-    said: set[str] = set()
-    for node in root.css(_REPEAT_PARAGRAPHS):
-        text = " ".join(node.text_lexbor().split())
-        if len(text) < _MIN_REPEAT_CHARS:
+def _copies(root: LexborNode) -> dict[int, tuple[LexborNode, LexborNode]]:
+    """The blocks under ``root`` whose text (of a paragraph's length at least) is said by
+    exactly one other block, not one around or inside it, each to the pair (in document
+    order). Code is left alone: it is said again on purpose."""
+    said: dict[str, list[LexborNode]] = {}
+    small: set[int] = set()
+    for node in root.traverse():
+        tag = node.tag
+        if tag in ("-text", "-comment"):
             continue
-        if text in said:
-            return True
-        said.add(text)
-    return False
+        parent = node.parent
+        if (parent is not None and parent.mem_id in small) or tag in _MEANT_TWICE:
+            small.add(node.mem_id)
+            continue
+        text = " ".join(node.text_lexbor().split())
+        if len(text) < _MIN_REPEAT_BLOCK_CHARS:
+            small.add(node.mem_id)  # nor is anything inside it
+            continue
+        nodes = said.setdefault(text, [])
+        if not nodes or not _is_ancestor(nodes[-1], node):
+            nodes.append(node)
+    pairs: dict[int, tuple[LexborNode, LexborNode]] = {}
+    for nodes in said.values():
+        if len(nodes) == _COPIES:
+            pair = (nodes[0], nodes[1])
+            pairs[nodes[0].mem_id] = pairs[nodes[1].mem_id] = pair
+    return pairs
+
+
+def _repeats_a_paragraph(root: LexborNode) -> bool:
+    said: dict[str, int] = {}
+    for node in root.css(_REPEAT_PARAGRAPHS):
+        text = node.text_lexbor().strip()
+        if len(text) >= _MIN_REPEAT_CHARS:
+            said[text] = said.get(text, 0) + 1
+    return _COPIES in said.values()
 
 
 def _is_ancestor(ancestor: LexborNode, node: LexborNode) -> bool:
