@@ -455,13 +455,23 @@ def _is_copy(alt: str, caption: str) -> bool:
     return len(shorter) >= _COPY_SHARE * len(longer) and shorter in longer
 
 
+# A closed tab or accordion panel is content a click away, not furniture: a tab panel, or a
+# region named by its heading (WAI-ARIA's accordion: role=region, aria-labelledby).
+_PANEL_ROLES = frozenset({"tabpanel", "region"})
+
+
 def _is_furniture(node: LexborNode) -> bool:
     attrs = node.attributes
     role = (attrs.get("role") or "").strip().lower()
     if "hidden" in attrs or (attrs.get("aria-hidden") or "").lower() == "true":
-        # a tab or an accordion's closed panel is content a click away, not furniture
-        return role != "tabpanel"
+        return not _is_closed_panel(role, attrs)
     return role in _FURNITURE_ROLES
+
+
+def _is_closed_panel(role: str, attrs: dict[str, str | None]) -> bool:
+    if role == "tabpanel":
+        return True
+    return role == "region" and bool(attrs.get("aria-labelledby"))
 
 
 def fallback_root(tree: LexborHTMLParser) -> LexborNode | None:
