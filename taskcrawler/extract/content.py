@@ -252,6 +252,7 @@ class Cleaner:
         """Step 1: what is never content, and the page furniture, everywhere."""
         tree = self.tree
         _unwrap_noscript_pages(tree)
+        controlled = _controlled_ids(tree)
         tree.strip_tags(_NEVER_CONTENT)
         body = tree.body
         if body is None:
@@ -264,7 +265,7 @@ class Cleaner:
         max_chars = _MAX_REMOVED_SHARE * max(0, len(text) - removed)
         for tag in _GUARDED_TAGS:
             self.remove(tree.tags(tag), guarded=True, max_chars=max_chars)
-        flagged = [node for node in body.css(_FURNITURE_ATTRS) if _is_furniture(node)]
+        flagged = [node for node in body.css(_FURNITURE_ATTRS) if _is_furniture(node, controlled)]
         self.remove(flagged, guarded=True, max_chars=max_chars)
 
     def flagged(self, body: LexborNode) -> list[LexborNode]:
@@ -460,18 +461,34 @@ def _is_copy(alt: str, caption: str) -> bool:
 _PANEL_ROLES = frozenset({"tabpanel", "region"})
 
 
-def _is_furniture(node: LexborNode) -> bool:
+_MAX_CONTROLLED = 1000
+
+
+def _controlled_ids(tree: LexborHTMLParser) -> frozenset[str]:
+    """The ids of the blocks a control on the page opens (its ``aria-controls``): read before
+    the buttons go with the rest of what is never content. Bounded: a hostile page's
+    thousands of controls do not all count."""
+    ids: set[str] = set()
+    for control in tree.css("[aria-controls]")[:_MAX_CONTROLLED]:
+        ids.update((control.attributes.get("aria-controls") or "").split())
+    return frozenset(ids)
+
+
+def _is_furniture(node: LexborNode, controlled: frozenset[str] = frozenset()) -> bool:
     attrs = node.attributes
     role = (attrs.get("role") or "").strip().lower()
     if "hidden" in attrs or (attrs.get("aria-hidden") or "").lower() == "true":
-        return not _is_closed_panel(role, attrs)
+        return not _is_closed_panel(role, attrs, controlled)
     return role in _FURNITURE_ROLES
 
 
-def _is_closed_panel(role: str, attrs: dict[str, str | None]) -> bool:
+def _is_closed_panel(role: str, attrs: dict[str, str | None], controlled: frozenset[str]) -> bool:
     if role == "tabpanel":
         return True
-    return role == "region" and bool(attrs.get("aria-labelledby"))
+    if role == "region" and attrs.get("aria-labelledby"):
+        return True
+    own = attrs.get("id")
+    return own is not None and own in controlled
 
 
 def fallback_root(tree: LexborHTMLParser) -> LexborNode | None:

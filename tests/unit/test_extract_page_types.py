@@ -200,3 +200,21 @@ def test_a_line_every_item_repeats_and_repeated_code_stay() -> None:
     )
     assert text.count("billed yearly") == 3
     assert text.count("export TWILIO_ACCOUNT_SID") == 2
+
+
+def test_a_closed_accordion_panel_is_content_and_a_hidden_menu_is_not() -> None:
+    faq = (
+        "<h3><button aria-expanded='false' aria-controls='a1'>Can I use my own vet?</button>"
+        "</h3><div id='a1' aria-hidden='true'><p>Yes: any licensed vet in the country, and "
+        "the claim is paid to you within ten days of the bill.</p></div>"
+        "<h3 id='h2'>Is there a waiting period?</h3><div role='region' aria-labelledby='h2' "
+        "hidden><p>Fourteen days for illness and two for accidents, counted from the day the "
+        "policy starts.</p></div>"
+    )
+    menu = (
+        "<div id='m' hidden><p>Sign in to your account to see your policies, your claims and "
+        "the vets near you.</p></div>"
+    )
+    text = _text(f"<main><h1>Pet insurance</h1>{_PROSE * 2}{faq}{menu}</main>")
+    assert "within ten days of the bill" in text and "Fourteen days for illness" in text
+    assert "Sign in to your account" not in text
