@@ -4,18 +4,22 @@ Four steps, with the heavy lifting in lexbor (CSS queries, ``strip_tags``, ``dec
 
 1. Drop what is never content (scripts, styles, form controls, embedded objects), the captions
    of pictures unless they are most of the page's text (a gallery), and the page furniture
-   that says what it is: ``nav``, ``aside``, ``footer``, ``dialog``, hidden nodes,
-   navigation/banner/search landmarks, and site headers and forms that do not hold the content.
-   Nothing that holds a ``main`` or the article is removed.
+   that says what it is: ``nav``, ``aside``, ``footer``, ``dialog``, hidden nodes (but a
+   closed tab or accordion panel, content a click away), navigation/banner/search landmarks,
+   and site headers and forms that do not hold the content. Nothing that holds a ``main`` or
+   the article is removed.
 2. Flag the blocks whose class or id names boilerplate (comments, sharing, related posts, widgets,
    newsletters, cookie notices, …) unless another of their names says content
    (``entry-content``). Flagged blocks are not removed yet: their paragraphs stop counting.
 3. Score the candidates (see :mod:`taskcrawler.extract.scoring`): the densest cluster of prose
-   with little link text wins, with those of its siblings that score close to it.
+   with little link text wins, with those of its siblings that score close to it. A page of
+   sections (a service, product or landing page), whose prose is several short blocks far
+   apart, none an article's length, is taken as the block that holds them all.
 4. Inside what was chosen, remove the flagged blocks and the blocks that read like navigation
    (mostly link text); add the standfirst, the prose between the headline and the content
    (too short to score, but the article's first words). On a thread, where the blocks named
-   as comments say more than the post they answer, those replies are content too.
+   as comments say more than the post they answer, those replies are content too. A block
+   drawn twice (a phone's copy and a desktop's) is said once.
 
 When the scoring finds too little prose (short pages, pages of lists or tables) the content is
 ``<main>``, a single ``<article>``, or else the whole cleaned body: a page that says little is
