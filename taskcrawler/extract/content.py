@@ -6,7 +6,7 @@ Four steps, with the heavy lifting in lexbor (CSS queries, ``strip_tags``, ``dec
    of pictures unless they are most of the page's text (a gallery), and the page furniture
    that says what it is: ``nav``, ``aside``, ``footer``, ``dialog``, hidden nodes (but a
    closed tab or accordion panel, content a click away), navigation/banner/search landmarks,
-   and site headers and forms that do not hold the content. Nothing that holds a ``main`` or
+   and site headers (not a section's, inside ``main``) and forms that do not hold the content. Nothing that holds a ``main`` or
    the article is removed.
 2. Flag the blocks whose class or id names boilerplate (comments, sharing, related posts, widgets,
    newsletters, cookie notices, …) unless another of their names says content
@@ -70,6 +70,7 @@ _CAPTION = "figcaption"
 _GALLERY_SHARE = 0.5
 _FURNITURE_TAGS = ("nav", "aside", "footer", "dialog")
 _GUARDED_TAGS = ("header", "form")
+_MAIN_REGION = "main, [role=main]"
 _FURNITURE_ATTRS = "[hidden], [aria-hidden=true i], [role]"
 _FURNITURE_ROLES = frozenset(
     {"navigation", "contentinfo", "complementary", "search", "dialog", "alertdialog", "menu"}
@@ -267,8 +268,13 @@ class Cleaner:
         removed, self.removed_visible = _strip_captions(tree, text)
         self.body_text = text
         max_chars = _MAX_REMOVED_SHARE * max(0, len(text) - removed)
+        mains = {node.mem_id for node in body.css(_MAIN_REGION)}
         for tag in _GUARDED_TAGS:
-            self.remove(tree.tags(tag), guarded=True, max_chars=max_chars)
+            nodes = tree.tags(tag)
+            if tag == "header" and mains:
+                # a header inside the page's main region heads a section of it, not the site
+                nodes = [node for node in nodes if not _inside(node, mains)]
+            self.remove(nodes, guarded=True, max_chars=max_chars)
         flagged = [node for node in body.css(_FURNITURE_ATTRS) if _is_furniture(node, controlled)]
         self.remove(flagged, guarded=True, max_chars=max_chars)
 

@@ -218,3 +218,19 @@ def test_a_closed_accordion_panel_is_content_and_a_hidden_menu_is_not() -> None:
     text = _text(f"<main><h1>Pet insurance</h1>{_PROSE * 2}{faq}{menu}</main>")
     assert "within ten days of the bill" in text and "Fourteen days for illness" in text
     assert "Sign in to your account" not in text
+
+
+def test_a_header_inside_main_heads_a_section_and_the_sites_header_goes() -> None:
+    sections = "".join(
+        f"<section><header><h2>{title}</h2><p>{lead}</p></header><p>{prose}</p></section>"
+        for title, lead, prose in (
+            ("Record", "Lightning fast screen recording", _SECTIONS[0]),
+            ("Share", "Send a link, not a file", _SECTIONS[1]),
+        )
+    )
+    text = _text(
+        "<header class='site'><a href='/'>Loomish</a><span>Sign up free today</span></header>"
+        f"<main><h1>The screen recorder</h1>{sections}</main>"
+    )
+    assert "Lightning fast screen recording" in text and "Send a link, not a file" in text
+    assert "Sign up free today" not in text
