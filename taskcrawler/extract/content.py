@@ -6,8 +6,8 @@ Four steps, with the heavy lifting in lexbor (CSS queries, ``strip_tags``, ``dec
    of pictures unless they are most of the page's text (a gallery), and the page furniture
    that says what it is: ``nav``, ``aside``, ``footer``, ``dialog``, hidden nodes (but a
    closed tab or accordion panel, content a click away), navigation/banner/search landmarks,
-   and site headers (not a section's, inside ``main``) and forms that do not hold the content. Nothing that holds a ``main`` or
-   the article is removed.
+   and site headers (not a section's, inside ``main``) and forms that do not hold the
+   content. Nothing that holds a ``main`` or the article is removed.
 2. Flag the blocks whose class or id names boilerplate (comments, sharing, related posts, widgets,
    newsletters, cookie notices, …) unless another of their names says content
    (``entry-content``). Flagged blocks are not removed yet: their paragraphs stop counting.
@@ -666,8 +666,9 @@ def _copies(root: LexborNode) -> dict[int, tuple[LexborNode, LexborNode]]:
 def _repeats_a_paragraph(root: LexborNode) -> bool:
     said: dict[str, int] = {}
     for node in root.css(_REPEAT_PARAGRAPHS):
-        text = node.text_lexbor().strip()
-        if len(text) >= _MIN_REPEAT_CHARS:
+        text = node.text_lexbor()
+        if len(text) >= _MIN_REPEAT_CHARS:  # most are shorter: no stripping
+            text = text.strip()
             said[text] = said.get(text, 0) + 1
     return _COPIES in said.values()
 
