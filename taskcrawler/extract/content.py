@@ -4,18 +4,22 @@ Four steps, with the heavy lifting in lexbor (CSS queries, ``strip_tags``, ``dec
 
 1. Drop what is never content (scripts, styles, form controls, embedded objects), the captions
    of pictures unless they are most of the page's text (a gallery), and the page furniture
-   that says what it is: ``nav``, ``aside``, ``footer``, ``dialog``, hidden nodes,
-   navigation/banner/search landmarks, and site headers and forms that do not hold the content.
-   Nothing that holds a ``main`` or the article is removed.
+   that says what it is: ``nav``, ``aside``, ``footer``, ``dialog``, hidden nodes (but a
+   closed tab or accordion panel, content a click away), navigation/banner/search landmarks,
+   and site headers (not a section's, inside ``main``) and forms that do not hold the
+   content. Nothing that holds a ``main`` or the article is removed.
 2. Flag the blocks whose class or id names boilerplate (comments, sharing, related posts, widgets,
    newsletters, cookie notices, …) unless another of their names says content
    (``entry-content``). Flagged blocks are not removed yet: their paragraphs stop counting.
 3. Score the candidates (see :mod:`taskcrawler.extract.scoring`): the densest cluster of prose
-   with little link text wins, with those of its siblings that score close to it.
+   with little link text wins, with those of its siblings that score close to it. A page of
+   sections (a service, product or landing page), whose prose is several short blocks far
+   apart, none an article's length, is taken as the block that holds them all.
 4. Inside what was chosen, remove the flagged blocks and the blocks that read like navigation
    (mostly link text); add the standfirst, the prose between the headline and the content
    (too short to score, but the article's first words). On a thread, where the blocks named
-   as comments say more than the post they answer, those replies are content too.
+   as comments say more than the post they answer, those replies are content too. A block
+   drawn twice (a phone's copy and a desktop's) is said once.
 
 When the scoring finds too little prose (short pages, pages of lists or tables) the content is
 ``<main>``, a single ``<article>``, or else the whole cleaned body: a page that says little is
@@ -66,6 +70,7 @@ _CAPTION = "figcaption"
 _GALLERY_SHARE = 0.5
 _FURNITURE_TAGS = ("nav", "aside", "footer", "dialog")
 _GUARDED_TAGS = ("header", "form")
+_MAIN_REGION = "main, [role=main]"
 _FURNITURE_ATTRS = "[hidden], [aria-hidden=true i], [role]"
 _FURNITURE_ROLES = frozenset(
     {"navigation", "contentinfo", "complementary", "search", "dialog", "alertdialog", "menu"}
@@ -252,6 +257,7 @@ class Cleaner:
         """Step 1: what is never content, and the page furniture, everywhere."""
         tree = self.tree
         _unwrap_noscript_pages(tree)
+        controlled = _controlled_ids(tree)
         tree.strip_tags(_NEVER_CONTENT)
         body = tree.body
         if body is None:
@@ -262,9 +268,14 @@ class Cleaner:
         removed, self.removed_visible = _strip_captions(tree, text)
         self.body_text = text
         max_chars = _MAX_REMOVED_SHARE * max(0, len(text) - removed)
+        mains = {node.mem_id for node in body.css(_MAIN_REGION)}
         for tag in _GUARDED_TAGS:
-            self.remove(tree.tags(tag), guarded=True, max_chars=max_chars)
-        flagged = [node for node in body.css(_FURNITURE_ATTRS) if _is_furniture(node)]
+            nodes = tree.tags(tag)
+            if tag == "header" and mains:
+                # a header inside the page's main region heads a section of it, not the site
+                nodes = [node for node in nodes if not _inside(node, mains)]
+            self.remove(nodes, guarded=True, max_chars=max_chars)
+        flagged = [node for node in body.css(_FURNITURE_ATTRS) if _is_furniture(node, controlled)]
         self.remove(flagged, guarded=True, max_chars=max_chars)
 
     def flagged(self, body: LexborNode) -> list[LexborNode]:
@@ -318,7 +329,7 @@ class Cleaner:
     def strip_flagged(self, flagged: list[LexborNode], choice: Choice) -> None:
         """Step 4, first half: the flagged nodes, but those holding the chosen content or an
         ``h1``."""
-        keep = self.holds_content | _with_ancestors(choice.nodes)
+        keep = self.holds_content | _with_ancestors(choice.nodes) | _with_ancestors(choice.parts)
         if self._is_thread(choice):
             keep = keep | self.comment_ids
             _add_nodes(choice, self.comment_blocks)
@@ -455,13 +466,39 @@ def _is_copy(alt: str, caption: str) -> bool:
     return len(shorter) >= _COPY_SHARE * len(longer) and shorter in longer
 
 
-def _is_furniture(node: LexborNode) -> bool:
+# A closed tab or accordion panel is content a click away, not furniture: a tab panel, or a
+# region named by its heading (WAI-ARIA's accordion: role=region, aria-labelledby).
+_PANEL_ROLES = frozenset({"tabpanel", "region"})
+
+
+_MAX_CONTROLLED = 1000
+
+
+def _controlled_ids(tree: LexborHTMLParser) -> frozenset[str]:
+    """The ids of the blocks a control on the page opens (its ``aria-controls``): read before
+    the buttons go with the rest of what is never content. Bounded: a hostile page's
+    thousands of controls do not all count."""
+    ids: set[str] = set()
+    for control in tree.css("[aria-controls]")[:_MAX_CONTROLLED]:
+        ids.update((control.attributes.get("aria-controls") or "").split())
+    return frozenset(ids)
+
+
+def _is_furniture(node: LexborNode, controlled: frozenset[str] = frozenset()) -> bool:
     attrs = node.attributes
     role = (attrs.get("role") or "").strip().lower()
     if "hidden" in attrs or (attrs.get("aria-hidden") or "").lower() == "true":
-        # a tab or an accordion's closed panel is content a click away, not furniture
-        return role != "tabpanel"
+        return not _is_closed_panel(role, attrs, controlled)
     return role in _FURNITURE_ROLES
+
+
+def _is_closed_panel(role: str, attrs: dict[str, str | None], controlled: frozenset[str]) -> bool:
+    if role == "tabpanel":
+        return True
+    if role == "region" and attrs.get("aria-labelledby"):
+        return True
+    own = attrs.get("id")
+    return own is not None and own in controlled
 
 
 def fallback_root(tree: LexborHTMLParser) -> LexborNode | None:
@@ -495,6 +532,7 @@ def strip_link_blocks(choice: Choice) -> None:
     """Step 4, second half: blocks inside the content whose text is mostly link text (menus,
     tag lists, "read more" lines, lists of other articles). The chosen nodes themselves stay.
     A block inside one already doomed is not measured again."""
+    protected = _with_ancestors(choice.parts)  # the scored parts of a page of sections
     for root in choice.nodes:
         links = LinkTotals.of(root)
         if not links.totals:
@@ -505,7 +543,12 @@ def strip_link_blocks(choice: Choice) -> None:
         for block in root.css(_LINK_LIKE_BLOCKS):  # outermost first
             key = block.mem_id
             linked = links.totals.get(key, 0)
-            if not linked or key == root.mem_id or _under_doomed(key, links.parents, under):
+            if (
+                not linked
+                or key == root.mem_id
+                or key in protected
+                or _under_doomed(key, links.parents, under)
+            ):
                 continue
             most = _MAX_TABLE_LINK_SHARE if block.tag == "table" else _MAX_LINK_SHARE
             chars = visible_chars(block)
@@ -557,6 +600,86 @@ def _under_doomed(key: int, parents: dict[int, int], under: dict[int, bool]) -> 
     for node in path:
         under[node] = answer
     return answer
+
+
+_REPEAT_PARAGRAPHS = "p, li, h1, h2, h3, h4, h5, h6, dd"
+_MIN_REPEAT_CHARS = 40
+_MIN_REPEAT_BLOCK_CHARS = 80
+# Code is said again on purpose (the same lines in each step that needs them).
+_MEANT_TWICE = frozenset({"pre", "code"})
+_COPIES = 2
+
+
+def strip_repeated_blocks(choice: Choice) -> None:
+    """A block said twice, word for word, is one block drawn twice for different screens (a
+    phone's copy and a desktop's, one of them hidden by the style sheet): a reader sees it
+    once. Text said three times or more is a pattern of the page (a line each item repeats),
+    not a copy, and stays."""
+    for root in choice.nodes:
+        if not _repeats_a_paragraph(root):
+            continue  # most pages: one query, no block's text built
+        copies = _copies(root)
+        doomed: list[LexborNode] = []
+        skip: set[int] = set()
+        for node in root.traverse():
+            parent = node.parent
+            if parent is not None and parent.mem_id in skip:
+                skip.add(node.mem_id)
+                continue
+            found = copies.get(node.mem_id)
+            if found is not None and found[1].mem_id == node.mem_id:
+                doomed.append(node)
+                skip.add(node.mem_id)
+        for node in reversed(doomed):
+            node.decompose()
+
+
+def _copies(root: LexborNode) -> dict[int, tuple[LexborNode, LexborNode]]:
+    """The blocks under ``root`` whose text (of a paragraph's length at least) is said by
+    exactly one other block, not one around or inside it, each to the pair (in document
+    order). Code is left alone: it is said again on purpose."""
+    said: dict[str, list[LexborNode]] = {}
+    small: set[int] = set()
+    for node in root.traverse():
+        tag = node.tag
+        if tag in ("-text", "-comment"):
+            continue
+        parent = node.parent
+        if (parent is not None and parent.mem_id in small) or tag in _MEANT_TWICE:
+            small.add(node.mem_id)
+            continue
+        text = " ".join(node.text_lexbor().split())
+        if len(text) < _MIN_REPEAT_BLOCK_CHARS:
+            small.add(node.mem_id)  # nor is anything inside it
+            continue
+        nodes = said.setdefault(text, [])
+        if not nodes or not _is_ancestor(nodes[-1], node):
+            nodes.append(node)
+    pairs: dict[int, tuple[LexborNode, LexborNode]] = {}
+    for nodes in said.values():
+        if len(nodes) == _COPIES:
+            pair = (nodes[0], nodes[1])
+            pairs[nodes[0].mem_id] = pairs[nodes[1].mem_id] = pair
+    return pairs
+
+
+def _repeats_a_paragraph(root: LexborNode) -> bool:
+    said: dict[str, int] = {}
+    for node in root.css(_REPEAT_PARAGRAPHS):
+        text = node.text_lexbor()
+        if len(text) >= _MIN_REPEAT_CHARS:  # most are shorter: no stripping
+            text = text.strip()
+            said[text] = said.get(text, 0) + 1
+    return _COPIES in said.values()
+
+
+def _is_ancestor(ancestor: LexborNode, node: LexborNode) -> bool:
+    parent = node.parent
+    while parent is not None:
+        if parent.mem_id == ancestor.mem_id:
+            return True
+        parent = parent.parent
+    return False
 
 
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
@@ -764,7 +887,53 @@ def _choose(tree: LexborHTMLParser, cleaner: Cleaner, flagged: list[LexborNode])
     if choice is None:
         root = fallback_root(tree)
         return Choice([root], scored=False) if root is not None else None
+    _widen_to_sections(choice)
     return choice
+
+
+# A page of sections (a service or product page built of blocks, a landing page): its prose is
+# many short blocks far apart, none of them an article's length, and the scoring finds some of
+# them. The content is the block that holds them all, less its furniture; an article's prose
+# has one long run, and a stray box beside it does not widen it.
+_MIN_SECTION_CHARS = 100  # a part this long counts: not a badge, a price or a popup's line
+_MIN_SECTIONS = 2
+_MAX_SECTION_CHARS = 1500  # a longer run of prose is an article's body: it stands alone
+_PAGE_TAGS = frozenset({"html", "body"})
+
+
+def _widen_to_sections(choice: Choice) -> None:
+    """When the content chosen is several short parts in different places, it becomes their
+    nearest common ancestor (not the whole body); the parts are remembered, so that no block
+    holding one of them is removed afterwards for its name or its links."""
+    nodes = choice.nodes
+    if len(nodes) < _MIN_SECTIONS or len({_parent_id(node) for node in nodes}) == 1:
+        return  # one part, or siblings: already one block of the page
+    sizes = [visible_chars(node) for node in nodes]
+    if max(sizes) > _MAX_SECTION_CHARS:
+        return
+    if sum(size >= _MIN_SECTION_CHARS for size in sizes) < _MIN_SECTIONS:
+        return
+    common = _common_ancestor(nodes)
+    if common is None or common.tag in _PAGE_TAGS:
+        return
+    choice.parts = list(nodes)
+    choice.nodes[:] = [common]
+
+
+def _parent_id(node: LexborNode) -> int | None:
+    parent = node.parent
+    return parent.mem_id if parent is not None else None
+
+
+def _common_ancestor(nodes: list[LexborNode]) -> LexborNode | None:
+    """The nearest node that holds all of ``nodes`` (none of which holds another)."""
+    others = [_with_ancestors([node]) for node in nodes[1:]]
+    current = nodes[0].parent
+    while current is not None:
+        if all(current.mem_id in ids for ids in others):
+            return current
+        current = current.parent
+    return None
 
 
 def main_content(tree: LexborHTMLParser) -> MainContent:
@@ -782,6 +951,7 @@ def main_content(tree: LexborHTMLParser) -> MainContent:
         cleaner.strip_flagged(flagged, choice)
         if choice.scored:
             strip_link_blocks(choice)
+            strip_repeated_blocks(choice)
             strip_orphan_headings(choice)
             choice.nodes[:0] = leads(tree, choice.nodes)
         nodes = choice.nodes

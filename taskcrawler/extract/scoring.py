@@ -22,7 +22,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Set
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from selectolax.lexbor import LexborNode
 
@@ -221,6 +221,9 @@ class Choice:
 
     nodes: list[LexborNode]
     scored: bool = True  # False: too little prose to score, the page is taken whole
+    # The scored parts when the content was widened to what holds them: they and the blocks
+    # around them stay whatever the names or links of those blocks say.
+    parts: list[LexborNode] = field(default_factory=list)
 
 
 def _paragraph_selector(tags: tuple[str, ...], *, outside: str | None) -> str:

@@ -115,3 +115,122 @@ def test_a_closed_tab_panel_is_content_and_a_hidden_block_is_not() -> None:
     text = _text(f"<main><h1>Plans</h1>{_PROSE * 2}{panels}</main>")
     assert "whole gym, serviced every quarter" in text
     assert "Sign in to see" not in text
+
+
+_SECTIONS = (
+    "We design packaging for cosmetics brands, from the first sketch of a jar to the print "
+    "files a factory needs, in six weeks.",
+    "Our studio has worked with small makers and with brands sold in every airport, and each "
+    "gets the same two designers from start to finish.",
+    "Every project begins with a workshop, where we learn who buys your products, where, and "
+    "what they compare them with on the shelf.",
+)
+
+
+def _section(title: str, prose: str, links: int = 0) -> str:
+    cards = "".join(f"<li><a href='/w{n}'>Case study {n}</a></li>" for n in range(links))
+    return (
+        f"<section class='blade'><div class='blade-inner'><h2>{title}</h2>"
+        f"<div class='copy'><p>{prose}</p></div><ul>{cards}</ul></div></section>"
+    )
+
+
+def test_a_page_of_short_sections_is_taken_whole() -> None:
+    # the scoring finds some of the sections' prose; the headings and short lines between
+    # them are the page's content too
+    body = "".join(
+        _section(title, prose)
+        for title, prose in zip(("Design", "Studio", "Workshop"), _SECTIONS, strict=True)
+    )
+    text = _text(
+        "<nav><a href='/'>Home</a></nav>"
+        f"<div class='page'><div class='hero'><h1>Cosmetic packaging</h1>"
+        f"<div class='tagline'>Jars, tubes, boxes</div></div>{body}"
+        "<div class='strip'><h3>Ready to start?</h3><div>Tell us about your range</div></div>"
+        "</div><footer>© Studio</footer>"
+    )
+    assert "six weeks" in text and "airport" in text and "on the shelf" in text
+    assert {"Design", "Studio", "Workshop", "Jars, tubes, boxes"} <= set(text.split("\n"))
+    assert "© Studio" not in text and "Home" not in text
+
+
+def test_a_section_with_many_links_keeps_its_prose_when_the_page_is_taken_whole() -> None:
+    # its case-study links are more of its text than its paragraph: still the section the
+    # scoring found, and only its link list goes
+    body = _section("Design", _SECTIONS[0]) + _section("Studio", _SECTIONS[1], links=30)
+    text = _text(f"<div class='page'><h1>Cosmetic packaging</h1>{body}</div>")
+    assert "six weeks" in text and "airport" in text
+    assert "Case study 3" not in text
+
+
+def test_an_articles_long_body_is_not_widened_by_a_box_beside_it() -> None:
+    # the box scores well enough to be taken as a part of its own, but the article's body is
+    # one long run of prose: what lies between them is not taken with them
+    box = "".join(f"<p>{prose}</p>" for prose in _SECTIONS * 3)
+    text = _text(
+        f"<div class='page'><div class='main-col'><h1>Repairs</h1>"
+        f"<div class='post-content'>{_PROSE * 14}</div></div>"
+        f"<div class='side-col'><div class='hours'>Open Monday to Friday</div>"
+        f"<div class='box'>{box}</div></div></div>"
+    )
+    assert "warrantied for ninety days" in text and "on the shelf" in text
+    assert "Open Monday to Friday" not in text
+
+
+def test_a_block_drawn_twice_for_two_screens_is_said_once() -> None:
+    description = (
+        "<div class='description'><p>A wheel thrown mug in a matte white speckle glaze, clear "
+        "glazed inside, that holds a large cup of tea.</p><p>Handmade stoneware, safe in the "
+        "dishwasher and the microwave; avoid sudden changes of heat.</p></div>"
+    )
+    text = _text(
+        f"<main><h1>White speckle mug</h1><div class='mobile-only'>{description}</div>"
+        f"<div class='desktop-only'>{description}</div></main>"
+    )
+    assert text.count("wheel thrown mug") == 1 and text.count("Handmade stoneware") == 1
+
+
+def test_a_line_every_item_repeats_and_repeated_code_stay() -> None:
+    note = "Each of these plans is billed yearly, and can be cancelled within the first month."
+    plans = "".join(f"<div class='plan'><h2>Plan {n}</h2><p>{note}</p></div>" for n in range(3))
+    code = "<pre>export TWILIO_ACCOUNT_SID=your_account_sid_here_and_the_token_beside_it</pre>"
+    text = _text(
+        f"<main><h1>Plans</h1>{_PROSE * 3}{plans}<p>Set the keys first:</p>{code}"
+        f"<p>Then set them again for the worker:</p>{code}</main>"
+    )
+    assert text.count("billed yearly") == 3
+    assert text.count("export TWILIO_ACCOUNT_SID") == 2
+
+
+def test_a_closed_accordion_panel_is_content_and_a_hidden_menu_is_not() -> None:
+    faq = (
+        "<h3><button aria-expanded='false' aria-controls='a1'>Can I use my own vet?</button>"
+        "</h3><div id='a1' aria-hidden='true'><p>Yes: any licensed vet in the country, and "
+        "the claim is paid to you within ten days of the bill.</p></div>"
+        "<h3 id='h2'>Is there a waiting period?</h3><div role='region' aria-labelledby='h2' "
+        "hidden><p>Fourteen days for illness and two for accidents, counted from the day the "
+        "policy starts.</p></div>"
+    )
+    menu = (
+        "<div id='m' hidden><p>Sign in to your account to see your policies, your claims and "
+        "the vets near you.</p></div>"
+    )
+    text = _text(f"<main><h1>Pet insurance</h1>{_PROSE * 2}{faq}{menu}</main>")
+    assert "within ten days of the bill" in text and "Fourteen days for illness" in text
+    assert "Sign in to your account" not in text
+
+
+def test_a_header_inside_main_heads_a_section_and_the_sites_header_goes() -> None:
+    sections = "".join(
+        f"<section><header><h2>{title}</h2><p>{lead}</p></header><p>{prose}</p></section>"
+        for title, lead, prose in (
+            ("Record", "Lightning fast screen recording", _SECTIONS[0]),
+            ("Share", "Send a link, not a file", _SECTIONS[1]),
+        )
+    )
+    text = _text(
+        "<header class='site'><a href='/'>Loomish</a><span>Sign up free today</span></header>"
+        f"<main><h1>The screen recorder</h1>{sections}</main>"
+    )
+    assert "Lightning fast screen recording" in text and "Send a link, not a file" in text
+    assert "Sign up free today" not in text
