@@ -4,8 +4,9 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 PYTEST_ARGS ?=
 # Test processes (pytest-xdist): a whole file goes to one process, so a module's fixtures (its
-# generated site, its services) start once; 0 runs everything in this process.
-PYTEST_WORKERS ?= 2
+# generated site, its services) start once; 0 runs everything in this process. Twice the cores
+# (at most 8): many tests wait on processes they started, so two per core keep the cores busy.
+PYTEST_WORKERS ?= $(shell $(PYTHON) -c "import os; print(min(8, 2 * (os.cpu_count() or 1)))")
 
 .DEFAULT_GOAL := help
 

@@ -15,6 +15,10 @@ bounded before MCP sees them:
   ``mcp_max_streams`` in all (a ``503``), both with ``Retry-After``;
 * a request that has sent nothing for ``mcp_idle_timeout_seconds`` is ended: a ``408`` when
   its body had not arrived by then, a ``504`` when its answer had not.
+
+The MCP SDK is imported by the first request, not with the API: it costs about a second of
+CPU (hundreds of pydantic models), which every API process, ``taskcrawler serve`` and restart
+would pay at start-up whether or not anyone asks for MCP.
 """
 
 from __future__ import annotations
@@ -23,13 +27,10 @@ import asyncio
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 from fastapi import FastAPI
-from mcp.server import ServerRequestContext
-from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
-from mcp.server.transport_security import TransportSecuritySettings
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import Message, Receive, Scope, Send
@@ -38,9 +39,13 @@ from taskcrawler.api.deps import _bearer_token
 from taskcrawler.client import AsyncTaskCrawler
 from taskcrawler.domain.errors import ServiceUnavailable, Unauthenticated
 from taskcrawler.domain.keys import Caller
-from taskcrawler.mcp_server import build_server
 from taskcrawler.service import Services
 from taskcrawler.settings import Settings
+
+if TYPE_CHECKING:
+    from mcp.server import ServerRequestContext
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+    from mcp.server.transport_security import TransportSecuritySettings
 
 PATH = "/mcp"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -58,6 +63,8 @@ def _security(settings: Settings) -> TransportSecuritySettings | None:
     resolves its own name to 127.0.0.1 (DNS rebinding) must not drive the tools."""
     if settings.auth_required or settings.host not in LOOPBACK:
         return None
+    from mcp.server.transport_security import TransportSecuritySettings
+
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
         allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
@@ -101,14 +108,9 @@ class McpEndpoint:
 
     def __init__(self, app: FastAPI, settings: Settings) -> None:
         self.app = app
+        self.settings = settings
         self.timeout = settings.fetch_timeout_seconds + 30
-        self.manager = StreamableHTTPSessionManager(
-            app=build_server(self._client_for),
-            stateless=True,
-            json_response=True,
-            security_settings=_security(settings),
-            max_request_body_size=settings.max_request_bytes,
-        )
+        self.manager: StreamableHTTPSessionManager | None = None
         self.slots = StreamSlots(
             total=settings.mcp_max_streams, per_key=settings.mcp_max_streams_per_key
         )
@@ -134,10 +136,11 @@ class McpEndpoint:
         async with self._starting:
             if self._holder is not None:
                 return
+            manager = self.manager = self._manager()
             started = asyncio.Event()
 
             async def hold() -> None:
-                async with self.manager.run():
+                async with manager.run():
                     started.set()
                     await self._stop.wait()
 
@@ -147,6 +150,19 @@ class McpEndpoint:
             waiting.cancel()
             if self._holder.done():
                 self._holder.result()  # it failed to start: raise why
+
+    def _manager(self) -> StreamableHTTPSessionManager:
+        from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+        from taskcrawler.mcp_server import build_server
+
+        return StreamableHTTPSessionManager(
+            app=build_server(self._client_for),
+            stateless=True,
+            json_response=True,
+            security_settings=_security(self.settings),
+            max_request_body_size=self.settings.max_request_bytes,
+        )
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         caller = await self._caller(scope, receive, send)
@@ -202,6 +218,7 @@ class McpEndpoint:
                     await send(message)
                     idle.reschedule(loop.time() + self.idle_timeout)
 
+                assert self.manager is not None  # made by _started
                 await self.manager.handle_request(scope, reading, sending)
         except TimeoutError:
             if not started:

@@ -132,7 +132,7 @@ class Deployment:
 
     async def started_worker(self, name: str = "worker", **settings: Any) -> ManagedProcess:
         process = self.worker(name, **settings)
-        await process.wait_for_output("worker started", within=30)
+        await process.wait_for_output("worker started")
         return process
 
     async def api(self, command: str = "api", **settings: Any) -> ManagedProcess:
@@ -141,7 +141,7 @@ class Deployment:
         env = self.env(port=port, **settings)
         process = self.processes.start([command], env, name=command)
         self.api_url = f"http://127.0.0.1:{port}"
-        await process.wait_for_http(f"{self.api_url}/healthz", within=30)
+        await process.wait_for_http(f"{self.api_url}/healthz")
         return process
 
     async def submit(self, urls: list[str]) -> list[str]:

@@ -23,6 +23,10 @@ import aiohttp
 from tests.support.servers import free_port, port_open
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+#: How long a started process may take to be ready: a process that exited fails at once, so
+#: this only bounds a slow start, which takes ten times its quiet time when the suite's
+#: processes and their children share two cores at their busiest.
+READY_SECONDS = 60.0
 # Seed-compatible aliases the settings also read: must not leak from the developer's shell either.
 _SEED_VARIABLES = {"POSTGRES_ASYNC_URL", "REDIS_URL"}
 # A terminal's size, which pytest-xdist's workers inherit set: a child writing to a pipe must
@@ -102,10 +106,12 @@ class ManagedProcess:
             await asyncio.sleep(0.02)
         return code
 
-    async def wait_for_port(self, port: int, host: str = "127.0.0.1", within: float = 30.0) -> None:
+    async def wait_for_port(
+        self, port: int, host: str = "127.0.0.1", within: float = READY_SECONDS
+    ) -> None:
         await self._until(lambda: _async_bool(port_open(port, host)), f"port {port}", within)
 
-    async def wait_for_http(self, url: str, within: float = 30.0) -> None:
+    async def wait_for_http(self, url: str, within: float = READY_SECONDS) -> None:
         """Until GET ``url`` answers 200 (e.g. ``.../healthz``)."""
         async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session:
 
@@ -118,7 +124,7 @@ class ManagedProcess:
 
             await self._until(ok, f"200 from {url}", within)
 
-    async def wait_for_output(self, text: str, within: float = 30.0) -> None:
+    async def wait_for_output(self, text: str, within: float = READY_SECONDS) -> None:
         await self._until(lambda: _async_bool(text in self.output()), repr(text), within)
 
     async def _until(self, check: _Check, what: str, within: float) -> None:

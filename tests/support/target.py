@@ -75,8 +75,12 @@ class TargetServer:
     async def _serve(self) -> None:
         app = web.Application(middlewares=[self._count])
         app.add_routes(self._routes())
-        # access_log=None: logging every request costs more than the handlers themselves.
-        self._runner = web.AppRunner(app, access_log=None, handle_signals=False)
+        # access_log=None: logging every request costs more than the handlers themselves. A
+        # slow page still being served when the session ends (``/slow?delay=30``) must not
+        # hold close() past its own wait.
+        self._runner = web.AppRunner(
+            app, access_log=None, handle_signals=False, shutdown_timeout=1.0
+        )
         await self._runner.setup()
         site = web.TCPSite(self._runner, "127.0.0.1", self.port, backlog=1024)
         await site.start()
