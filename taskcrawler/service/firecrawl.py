@@ -806,22 +806,25 @@ class FirecrawlService:
         made from the pages' answers when all are done (:meth:`extract_status`)."""
         options = replace(page.options, json_schema=request.schema_json, json_prompt=request.prompt)
         json_page = replace(page, formats=("json",), options=options)
-        scopes = [url for url in urls if is_wildcard(url)]
         limit = min(EXTRACT_CRAWL_PAGES, self.crawls.policy.max_limit)
-        specs = [
-            self._crawl_spec(
-                crawl_start(scope), json_page, limit=limit, include_paths=crawl_scope(scope)
+        specs = {
+            url: self._crawl_spec(
+                crawl_start(url), json_page, limit=limit, include_paths=crawl_scope(url)
             )
-            for scope in scopes
-        ]
-        pages = [url for url in urls if not is_wildcard(url)]
+            for url in urls
+            if is_wildcard(url)
+        }
+        pages = [url for url in urls if url not in specs]
         created = (
             await self.jobs.submit_batch(caller, pages, json_page.job_options(None))
             if pages
             else []
         )
-        starts = [(await self.crawls.start_with_page(caller, spec))[1] for spec in specs]
-        return await self.batches.create(caller.owner, [made.job.id for made in created] + starts)
+        ids = {url: made.job.id for url, made in zip(pages, created, strict=True)}
+        for url, spec in specs.items():
+            ids[url] = (await self.crawls.start_with_page(caller, spec))[1]
+        # In the order of ``urls``: the answers are merged in it.
+        return await self.batches.create(caller.owner, [ids[url] for url in urls])
 
     async def extract_status(self, caller: Caller, extract_id: UUID) -> ExtractStatus:
         """An extract as Firecrawl shows it: ``processing`` until every crawl has ended and
@@ -858,10 +861,10 @@ class FirecrawlService:
         """The extract's pages: its listed ones, each crawl's start page replaced by the
         crawl's pages (oldest first, so the start page's answer leads); None while a crawl
         is running."""
-        pages: dict[UUID, Job] = {}
+        pages: dict[str, Job] = {}  # a page listed and crawled too is read once
         for job in listed:
             if job.crawl_id is None:
-                pages.setdefault(job.id, job)
+                pages.setdefault(job.url, job)
                 continue
             crawl = await self.crawls.get(caller, job.crawl_id)
             if not crawl.status.is_final:
@@ -869,7 +872,7 @@ class FirecrawlService:
             query = JobQuery(limit=crawl.spec.limit)
             crawled, _ = await self.crawls.pages(caller, crawl.id, query)
             for page in sorted(crawled, key=lambda found: found.created_at):
-                pages.setdefault(page.id, page)
+                pages.setdefault(page.url, page)
         return list(pages.values())
 
     async def map(self, caller: Caller, url: str, **options: Any) -> list[str]:

@@ -228,34 +228,46 @@ async def test_firecrawl_py_extracts_from_the_pages_under_a_wildcard(
         warnings.simplefilter("ignore", DeprecationWarning)  # the SDK's note on extract
         answer = await asyncio.to_thread(
             _sdk(served).extract,
-            [f"{site}/docs/*"],
+            [f"{site}/docs/*", f"{site}/other"],
             schema=SCHEMA,
             show_sources=True,
             poll_interval=1,
             timeout=60,
         )
     assert answer.status == "completed", answer
-    # The crawl's start page answers first; /other is outside /docs.
+    # The crawl's start page answers first (the crawl is listed first), and the crawl kept
+    # to /docs: /other is read as the URL listed after it.
     assert answer.data == {"title": "llm-docsroot", "words": 2}
     assert answer.sources is not None
-    assert sorted(answer.sources["urls"]) == [f"{site}/docs/", f"{site}/docs/a", f"{site}/docs/b"]
+    crawled = [f"{site}/docs/", f"{site}/docs/a", f"{site}/docs/b"]
+    assert sorted(answer.sources["urls"][:3]) == crawled
+    assert answer.sources["urls"][3:] == [f"{site}/other"]
 
 
-async def test_an_extract_over_pages_the_model_fails_on_fails(served: ServedApp, site: str) -> None:
+async def _extract_ended(http: httpx.AsyncClient, version: str, body: dict[str, Any]) -> Any:
+    started = await http.post(f"/{version}/extract", json=body)
+    assert started.status_code == 200, started.text
+    status_url = f"/{version}/extract/{started.json()['id']}"
+    status = (await http.get(status_url)).json()
+    while status["status"] == "processing":
+        await asyncio.sleep(0.1)
+        status = (await http.get(status_url)).json()
+    return status
+
+
+async def test_an_extract_over_a_site_fails_when_no_page_answers(
+    served: ServedApp, site: str
+) -> None:
     async with httpx.AsyncClient(base_url=served.base_url, timeout=30) as http:
-        started = await http.post(
-            "/v1/extract", json={"urls": [f"{site}/broken/*"], "schema": SCHEMA}
-        )
-        assert started.status_code == 200, started.text
-        status = (await http.get(f"/v1/extract/{started.json()['id']}")).json()
-        while status["status"] == "processing":
-            await asyncio.sleep(0.1)
-            status = (await http.get(f"/v1/extract/{started.json()['id']}")).json()
+        status = await _extract_ended(http, "v1", {"urls": [f"{site}/broken/*"], "schema": SCHEMA})
+        gone = await _extract_ended(http, "v2", {"urls": [f"{site}/gone/*"], "prompt": "x"})
         too_many = await http.post(
             "/v2/extract", json={"urls": [f"{site}/s{n}/*" for n in range(6)], "prompt": "x"}
         )
     assert status["status"] == "failed", status
     assert status["error"].startswith("llm_unavailable: the model's server answered 503")
+    # A crawl that finds no page: failed with its start page's error.
+    assert gone["status"] == "failed" and gone["error"] == "http_404: HTTP 404 Not Found", gone
     assert too_many.status_code == 400 and "at most 5 URLs ending in /*" in too_many.json()["error"]
 
 
