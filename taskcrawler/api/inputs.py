@@ -41,6 +41,12 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from taskcrawler.api.errors import send_json
 from taskcrawler.domain import InvalidURL, validate_url
 from taskcrawler.domain.crawls import MAX_DEPTH, MAX_PATTERNS
+from taskcrawler.domain.extract_scope import (
+    MAX_EXTRACT_CRAWLS,
+    WILDCARD,
+    crawl_start,
+    is_wildcard,
+)
 from taskcrawler.domain.rendering import MAX_WAIT_SECONDS
 from taskcrawler.domain.scrape_options import MAX_CONCURRENCY, MAX_DELAY_SECONDS
 from taskcrawler.domain.urls import MAX_URL_LENGTH
@@ -365,32 +371,35 @@ class FirecrawlExtractIn(RequestModel):
         if value:
             raise ValueError(
                 f"{info.field_name}: true is not supported by TaskCrawler (it reads the URLs "
-                "given; a URL ending in /* is not crawled either)"
+                "given, and the pages under a URL ending in /*)"
             )
         return value
 
     @model_validator(mode="after")
     def _urls_scrapable(self) -> FirecrawlExtractIn:
+        if sum(is_wildcard(url) for url in self.urls) > MAX_EXTRACT_CRAWLS:
+            raise ValueError(
+                f"urls: at most {MAX_EXTRACT_CRAWLS} URLs ending in /* (each is a crawl)"
+            )
         for index, url in enumerate(self.urls):
-            if url.endswith("/*"):
-                raise ValueError(
-                    f"urls[{index}]: a wildcard (/*) asks for a crawl, which extract does "
-                    "not do in TaskCrawler: list the pages, or crawl with the json format"
-                )
             if not self.ignoreInvalidURLs:
                 try:
-                    validate_url(url)
+                    validate_url(crawl_start(url))
                 except InvalidURL as exc:
                     raise ValueError(f"urls[{index}]: {exc}") from None
         return self
 
     def valid_urls(self) -> list[str]:
+        """The URLs that can be read, a ``/*`` kept after its normalised start."""
         valid = []
         for url in self.urls:
             try:
-                valid.append(validate_url(url))
+                start = validate_url(crawl_start(url))
             except InvalidURL:
                 continue
+            if is_wildcard(url):
+                start = start.rstrip("/") + WILDCARD
+            valid.append(start)
         return list(dict.fromkeys(valid))
 
 

@@ -70,6 +70,11 @@ class CrawlService:
         """A RUNNING crawl, its start page published. Refused (:class:`LimitExceeded`) while
         the caller has its maximum of unfinished jobs: a crawl's pages are jobs; those it adds
         later are bounded by its ``limit`` instead."""
+        crawl, _ = await self.start_with_page(caller, spec)
+        return crawl
+
+    async def start_with_page(self, caller: Caller, spec: CrawlSpec) -> tuple[Crawl, UUID]:
+        """As :meth:`start`, with the start page's job id (which leads back to the crawl)."""
         check_model(spec.formats, spec.options.json, configured=self.policy.model_configured)
         callback = spec.callback_url or (caller.key.callback_url if caller.key else None)
         if spec.page_webhooks:
@@ -88,7 +93,7 @@ class CrawlService:
             redispatch_after=self.policy.redispatch_after,
         )
         await self._publish([start_id])
-        return crawl
+        return crawl, start_id
 
     async def _check_pending(self, caller: Caller) -> None:
         key_limit = caller.key.max_pending_jobs if caller.key else None

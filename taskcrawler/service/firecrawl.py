@@ -25,8 +25,14 @@ from taskcrawler.domain.change_tracking import (
     change_tracking,
     tracking_request,
 )
-from taskcrawler.domain.crawls import Crawl, CrawlStatus, InvalidCrawlSpec
+from taskcrawler.domain.crawls import Crawl, CrawlSpec, CrawlStatus, InvalidCrawlSpec
 from taskcrawler.domain.errors import Conflict, ErrorCode, InvalidURL, NotFound
+from taskcrawler.domain.extract_scope import (
+    EXTRACT_CRAWL_PAGES,
+    crawl_scope,
+    crawl_start,
+    is_wildcard,
+)
 from taskcrawler.domain.firecrawl_hooks import HOOK_EVENTS, FirecrawlHook, HookEvent, HookKind
 from taskcrawler.domain.jobs import Job, JobQuery, QueueCounts
 from taskcrawler.domain.keys import Caller
@@ -538,9 +544,17 @@ class FirecrawlService:
         """Start a crawl whose pages give ``page``'s formats, rendered as it asks; ``options``
         are :meth:`CrawlService.spec`'s. A bad option is refused naming Firecrawl's field.
         ``webhook``: told of the crawl's events (``api_url``: where this API is reached)."""
+        crawl = await self.crawls.start(caller, self._crawl_spec(url, page, **options))
+        if webhook is not None:
+            await self._hook(caller, "crawl", crawl.id, webhook, api_url)
+        return crawl.id
+
+    def _crawl_spec(self, url: str, page: PageOptions, **options: Any) -> CrawlSpec:
+        """The spec of a crawl whose pages give ``page``'s formats; a bad option is refused
+        naming Firecrawl's field."""
         render, render_options = page.render()
         try:
-            spec = self.crawls.spec(
+            return self.crawls.spec(
                 url,
                 formats=_our_formats(page.formats),
                 render=render,
@@ -553,10 +567,6 @@ class FirecrawlService:
             for ours, theirs in _CRAWL_FIELDS.items():
                 field = field.replace(ours, theirs, 1) if field.startswith(ours) else field
             raise Unsupported(f"{field}: {exc.message}") from None
-        crawl = await self.crawls.start(caller, spec)
-        if webhook is not None:
-            await self._hook(caller, "crawl", crawl.id, webhook, api_url)
-        return crawl.id
 
     async def _hook(
         self, caller: Caller, kind: HookKind, target: UUID, webhook: WebhookSpec, api_url: str
@@ -789,22 +799,42 @@ class FirecrawlService:
     async def start_extract(
         self, caller: Caller, urls: list[str], request: JsonRequest, page: PageOptions
     ) -> UUID:
-        """Every URL a job whose ``json`` format is ``request``, kept as a batch: the extract's
-        id. The answer is made from the pages' answers when all are done
-        (:meth:`extract_status`)."""
+        """Every URL a job whose ``json`` format is ``request``, and every URL ending in
+        ``/*`` a crawl of the pages under it (at most :data:`EXTRACT_CRAWL_PAGES`, or the
+        deployment's crawl limit when lower), kept as a batch: the extract's id. A crawl is
+        kept as its start page, whose job leads to the crawl's other pages. The answer is
+        made from the pages' answers when all are done (:meth:`extract_status`)."""
         options = replace(page.options, json_schema=request.schema_json, json_prompt=request.prompt)
         json_page = replace(page, formats=("json",), options=options)
-        created = await self.jobs.submit_batch(caller, urls, json_page.job_options(None))
-        return await self.batches.create(caller.owner, [made.job.id for made in created])
+        limit = min(EXTRACT_CRAWL_PAGES, self.crawls.policy.max_limit)
+        specs = {
+            url: self._crawl_spec(
+                crawl_start(url), json_page, limit=limit, include_paths=crawl_scope(url)
+            )
+            for url in urls
+            if is_wildcard(url)
+        }
+        pages = [url for url in urls if url not in specs]
+        created = (
+            await self.jobs.submit_batch(caller, pages, json_page.job_options(None))
+            if pages
+            else []
+        )
+        ids = {url: made.job.id for url, made in zip(pages, created, strict=True)}
+        for url, spec in specs.items():
+            ids[url] = (await self.crawls.start_with_page(caller, spec))[1]
+        # In the order of ``urls``: the answers are merged in it.
+        return await self.batches.create(caller.owner, [ids[url] for url in urls])
 
     async def extract_status(self, caller: Caller, extract_id: UUID) -> ExtractStatus:
-        """An extract as Firecrawl shows it: ``processing`` until every page is done, then
-        ``completed`` with the pages' answers merged into one (and validated against the
-        schema), or ``failed`` when no page gave one."""
-        jobs = await self.batches.jobs_of(caller.owner, extract_id)
-        if jobs is None:
+        """An extract as Firecrawl shows it: ``processing`` until every crawl has ended and
+        every page is done, then ``completed`` with the pages' answers merged into one (and
+        validated against the schema), or ``failed`` when no page gave one."""
+        listed = await self.batches.jobs_of(caller.owner, extract_id)
+        if listed is None:
             raise NotFound("no extract with this id")
-        if not all(job.status.is_final for job in jobs):
+        jobs = await self._extract_pages(caller, listed)
+        if jobs is None or not all(job.status.is_final for job in jobs):
             return ExtractStatus("processing")
         answers = [
             (job.result or {}).get("json") for job in jobs if job.status is JobStatus.COMPLETED
@@ -826,6 +856,24 @@ class FirecrawlService:
             else None
         )
         return ExtractStatus("completed", data=data, sources=sources, warning=warning)
+
+    async def _extract_pages(self, caller: Caller, listed: list[Job]) -> list[Job] | None:
+        """The extract's pages: its listed ones, each crawl's start page replaced by the
+        crawl's pages (oldest first, so the start page's answer leads); None while a crawl
+        is running."""
+        pages: dict[str, Job] = {}  # a page listed and crawled too is read once
+        for job in listed:
+            if job.crawl_id is None:
+                pages.setdefault(job.url, job)
+                continue
+            crawl = await self.crawls.get(caller, job.crawl_id)
+            if not crawl.status.is_final:
+                return None
+            query = JobQuery(limit=crawl.spec.limit)
+            crawled, _ = await self.crawls.pages(caller, crawl.id, query)
+            for page in sorted(crawled, key=lambda found: found.created_at):
+                pages.setdefault(page.url, page)
+        return list(pages.values())
 
     async def map(self, caller: Caller, url: str, **options: Any) -> list[str]:
         request = self.mapper.request(url, **options)

@@ -58,6 +58,34 @@ async def shop() -> AsyncIterator[str]:
         yield f"{url}/shop"
 
 
+@pytest.fixture(scope="module")
+async def site() -> AsyncIterator[str]:
+    """A few pages under /docs (and one beside it) whose titles the fake model answers with;
+    under /broken, pages the model fails on."""
+    pages = {
+        "/docs/": ("llm-docsroot", ["/docs/a", "/docs/b", "/other"]),
+        "/docs/a": ("llm-docsa", ["/docs/"]),
+        "/docs/b": ("llm-docsb", []),
+        "/other": ("llm-other", []),
+        "/broken/": ("llm-5xx", ["/broken/x"]),
+        "/broken/x": ("llm-5xx", []),
+    }
+
+    async def page(request: web.Request) -> web.Response:
+        if request.path not in pages:
+            raise web.HTTPNotFound
+        title, links = pages[request.path]
+        anchors = "".join(f'<p><a href="{link}">more</a></p>' for link in links)
+        head = f"<head><title>{title}</title></head>"
+        body = f"<html>{head}<body><h1>{title}</h1>{anchors}</body></html>"
+        return web.Response(text=body, content_type="text/html")
+
+    app = web.Application()
+    app.router.add_get("/{tail:.*}", page)
+    async with serving(app) as url:
+        yield url
+
+
 @pytest.fixture(scope="module", params=["embedded", "production"])
 async def served(
     request: pytest.FixtureRequest,
@@ -189,10 +217,58 @@ async def test_firecrawl_py_extracts_one_schema_from_several_pages(
     # Merged: the first page's title, its word count.
     assert answer.data == {"title": f"llm-ex0{served.mode}", "words": 2}
     async with httpx.AsyncClient(base_url=served.base_url, timeout=30) as http:
-        refused = await http.post("/v1/extract", json={"urls": [target.url("/") + "*"]})
         missing = await http.get("/v2/extract/00000000-0000-4000-8000-000000000000")
-    assert refused.status_code == 400 and "wildcard" in refused.json()["error"]
     assert missing.status_code == 404 and missing.json()["success"] is False
+
+
+async def test_firecrawl_py_extracts_from_the_pages_under_a_wildcard(
+    served: ServedApp, site: str
+) -> None:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # the SDK's note on extract
+        answer = await asyncio.to_thread(
+            _sdk(served).extract,
+            [f"{site}/docs/*", f"{site}/other"],
+            schema=SCHEMA,
+            show_sources=True,
+            poll_interval=1,
+            timeout=60,
+        )
+    assert answer.status == "completed", answer
+    # The crawl's start page answers first (the crawl is listed first), and the crawl kept
+    # to /docs: /other is read as the URL listed after it.
+    assert answer.data == {"title": "llm-docsroot", "words": 2}
+    assert answer.sources is not None
+    crawled = [f"{site}/docs/", f"{site}/docs/a", f"{site}/docs/b"]
+    assert sorted(answer.sources["urls"][:3]) == crawled
+    assert answer.sources["urls"][3:] == [f"{site}/other"]
+
+
+async def _extract_ended(http: httpx.AsyncClient, version: str, body: dict[str, Any]) -> Any:
+    started = await http.post(f"/{version}/extract", json=body)
+    assert started.status_code == 200, started.text
+    status_url = f"/{version}/extract/{started.json()['id']}"
+    status = (await http.get(status_url)).json()
+    while status["status"] == "processing":
+        await asyncio.sleep(0.1)
+        status = (await http.get(status_url)).json()
+    return status
+
+
+async def test_an_extract_over_a_site_fails_when_no_page_answers(
+    served: ServedApp, site: str
+) -> None:
+    async with httpx.AsyncClient(base_url=served.base_url, timeout=30) as http:
+        status = await _extract_ended(http, "v1", {"urls": [f"{site}/broken/*"], "schema": SCHEMA})
+        gone = await _extract_ended(http, "v2", {"urls": [f"{site}/gone/*"], "prompt": "x"})
+        too_many = await http.post(
+            "/v2/extract", json={"urls": [f"{site}/s{n}/*" for n in range(6)], "prompt": "x"}
+        )
+    assert status["status"] == "failed", status
+    assert status["error"].startswith("llm_unavailable: the model's server answered 503")
+    # A crawl that finds no page: failed with its start page's error.
+    assert gone["status"] == "failed" and gone["error"] == "http_404: HTTP 404 Not Found", gone
+    assert too_many.status_code == 400 and "at most 5 URLs ending in /*" in too_many.json()["error"]
 
 
 async def test_firecrawl_py_searches_through_searxng(
