@@ -143,7 +143,8 @@ local first = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local next_in = 0
 if first[2] then next_in = math.max(0, tonumber(first[2]) - now) end
 local out = {redis.call('ZCARD', KEYS[1]), next_in}
-for _, host in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, ARGV[2])) do
+local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now + 0.5, 'LIMIT', 0, ARGV[2])
+for _, host in ipairs(due) do
   local waiting = redis.call('LLEN', ARGV[1] .. host)
   if waiting == 0 then
     redis.call('ZREM', KEYS[1], host)
@@ -175,7 +176,8 @@ for i = 3, last, 2 do
     redis.call('ZREM', KEYS[2], host)
     redis.call('HDEL', KEYS[3], host)
   else
-    redis.call('ZADD', KEYS[2], 'XX', now, host)
+    -- Behind the hosts that were ready this millisecond: a host just served goes last.
+    redis.call('ZADD', KEYS[2], 'XX', now + 0.5, host)
   end
   table.insert(ids, left)
   table.insert(out, ids)

@@ -401,6 +401,9 @@ BASELINES: dict[tuple[str, str], Callable[[Context], Any]] = {
     ("path", "change_id"): lambda ctx: "00000000-0000-4000-8000-000000000000",
     # Firecrawl's routes that TaskCrawler does not offer answer Firecrawl's 404.
     ("path", "rest"): lambda ctx: "agent",
+    # The job took no screenshot: asking for its first is a valid request all the same.
+    ("path", "kind"): lambda ctx: "screenshots",
+    ("path", "index"): lambda ctx: "0",
 }
 
 

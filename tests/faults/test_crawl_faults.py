@@ -161,16 +161,18 @@ async def test_redis_emptied_mid_crawl(
     first = await d.started_worker("worker")
     crawl_id = await start_crawl(d, site)
     await wait_crawl(d, crawl_id, lambda c: c["completed"] >= 40, within=60)
-    # A running worker parks the ids it took under their hosts, out of Redis; a graceful stop
-    # hands them back to the queue, so that the queue then holds every waiting page.
+    # The waiting page ids are in Redis, in the queue or in their hosts' lines, which a
+    # graceful stop leaves there for the other workers.
     first.terminate()
     assert await first.wait(within=60) == 0
     assert (await crawl_state(d, crawl_id))["pending"] > 0, "the stop should land mid-crawl"
     assert d.redis_url is not None
     client = aioredis.Redis.from_url(d.redis_url)
     try:
-        # Every queued page id is gone: only the database still knows them.
-        assert await client.delete(f"{d.redis_prefix}:queue") == 1
+        # Every key of the deployment is gone: only the database still knows the pages.
+        keys = [key async for key in client.scan_iter(match=f"{d.redis_prefix}:*")]
+        assert any(b":queue" in key or b":hosts:line:" in key for key in keys), keys
+        assert await client.delete(*keys) == len(keys)
     finally:
         await client.aclose()
     await d.started_worker("worker-b")

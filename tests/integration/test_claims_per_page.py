@@ -190,13 +190,14 @@ async def test_many_hosts_cost_one_claim_a_page(shared: Shared, site: Site) -> N
     assert_one_claim_a_page(drained, len(urls), site)
 
 
+# Over Redis only: in-process, each worker process has a queue and lines of its own.
+@pytest.mark.parametrize("shared", ["redis"], indirect=True)
 async def test_two_workers_on_one_slow_host_cost_one_claim_a_page(
     shared: Shared, site: Site
 ) -> None:
     """Two workers of one deployment (two worker hosts, over Redis): neither claims a page
     whose host the other holds every slot of."""
-    if not shared.make_lines().shared:
-        pytest.skip("without Redis each worker process has a queue of its own")
+    assert shared.make_lines().shared
     urls = [f"http://slow.test:{site.port}/p/{i}" for i in range(40)]
     drained = await drain(shared, urls, workers=2)
     assert_one_claim_a_page(drained, len(urls), site)
