@@ -198,3 +198,12 @@ async def test_wakeup_benchmark_measures_a_serve(
     figures = json.loads(out.strip().splitlines()[-1])
     assert figures["jobs"] == 3
     assert 0 <= figures["p50_ms"] <= figures["max_ms"]
+
+
+def test_startup_benchmark_starts_the_api() -> None:
+    out = run_bench("startup", "--runs", "1", "--commands", "api", timeout=120)
+    [line] = out.strip().splitlines()
+    figures = json.loads(line)
+    assert figures["command"] == "api" and figures["runs"] == 1, figures
+    assert 0 < figures["cpu_s"] <= figures["cpu_settled_s"], figures
+    assert figures["ready_s"] > 0, figures
