@@ -15,7 +15,6 @@ import argparse
 import asyncio
 import json
 import os
-import socket
 import statistics
 import sys
 import tempfile
@@ -25,31 +24,12 @@ from subprocess import DEVNULL
 
 import aiohttp
 
+from bench.measure import tree_cpu_seconds
+from tests.support.processes import free_port
+
 COMMANDS = ("api", "serve")
 READY_WITHIN_SECONDS = 60.0
 SETTLE_SECONDS = 2.0
-TICKS_PER_SECOND = os.sysconf("SC_CLK_TCK")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def children(pid: int) -> list[int]:
-    path = Path(f"/proc/{pid}/task/{pid}/children")
-    return [int(child) for child in path.read_text().split()] if path.exists() else []
-
-
-def tree_cpu_seconds(pid: int) -> float:
-    """utime + stime of ``pid`` and its descendants still running."""
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    except OSError:
-        return 0.0
-    own = (int(fields[11]) + int(fields[12])) / TICKS_PER_SECOND
-    return own + sum(tree_cpu_seconds(child) for child in children(pid))
 
 
 async def ready(url: str) -> None:
