@@ -47,7 +47,10 @@ from taskcrawler.domain.webhooks import WebhookEvent
 from taskcrawler.storage import reuse
 from taskcrawler.storage.backend import Backend
 from taskcrawler.storage.database import Database
-from taskcrawler.storage.errors import unavailable_on_connection_errors
+from taskcrawler.storage.errors import (
+    retried_when_rolled_back,
+    unavailable_on_connection_errors,
+)
 from taskcrawler.storage.rows import PENDING, PROCESSING, frontier_key, utcnow
 from taskcrawler.storage.tables import crawls, jobs, webhook_deliveries
 
@@ -563,6 +566,7 @@ class CrawlStore:
         return found, encode_list_cursor(last.created_at, last.id) if more and last else None
 
     @unavailable_on_connection_errors
+    @retried_when_rolled_back()
     async def cancel(self, crawl_id: UUID, *, owner: str) -> Crawl | None:
         """RUNNING -> CANCELLED, its PENDING pages CANCELLED with it, in one transaction under
         the crawl's lock: a page finishing meanwhile adds nothing to it. A finished crawl is

@@ -1,5 +1,11 @@
 from __future__ import annotations
 
+import asyncio
+import random
+from collections.abc import Callable, Coroutine
+from functools import wraps
+from typing import Any, ParamSpec, TypeVar
+
 import asyncpg
 import orjson
 import sqlalchemy as sa
@@ -39,6 +45,53 @@ def _storage_error(exc: Exception) -> Exception | None:
 
 #: Decorator for every storage coroutine: callers see one exception type for "database down".
 unavailable_on_connection_errors = translate_errors(_storage_error)
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+#: 40001 serialization failure, 40P01 deadlock detected: PostgreSQL rolled the whole
+#: transaction back, so running it again from the start is what it asks of the client.
+_ROLLED_BACK_STATES = ("40001", "40P01")
+
+
+def _rolled_back(exc: BaseException) -> bool:
+    current: BaseException | None = exc
+    for _ in range(4):  # the driver's error, SQLAlchemy's wrapper, a translated one
+        if current is None:
+            return False
+        if (getattr(current, "sqlstate", None) or "") in _ROLLED_BACK_STATES:
+            return True
+        orig = getattr(current, "orig", None)
+        current = orig if isinstance(orig, BaseException) else current.__cause__
+    return False
+
+
+def retried_when_rolled_back(
+    attempts: int = 3,
+) -> Callable[[Callable[P, Coroutine[Any, Any, R]]], Callable[P, Coroutine[Any, Any, R]]]:
+    """Run a one-transaction write again when PostgreSQL rolled it back to break a deadlock
+    with another writer (a worker finishing one of its jobs, the scheduler firing it).
+
+    Only for coroutines whose writes are all in one transaction: a rolled-back attempt left
+    nothing behind, so the next starts from what is committed. The last failure goes through.
+    """
+
+    def decorate(fn: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Coroutine[Any, Any, R]]:
+        @wraps(fn)
+        async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+            for attempt in range(1, attempts + 1):
+                try:
+                    return await fn(*args, **kwargs)
+                except Exception as exc:
+                    if attempt == attempts or not _rolled_back(exc):
+                        raise
+                # Jittered, so the two writers do not meet again in the same order.
+                await asyncio.sleep(random.uniform(0.005, 0.05) * attempt)
+            raise AssertionError("unreachable")
+
+        return wrapper
+
+    return decorate
 
 
 #: SQLSTATE classes of a value the database refuses: 22 data exception (a NUL in text, the

@@ -28,7 +28,10 @@ from taskcrawler.domain.rendering import SCREENSHOT, RenderRequest
 from taskcrawler.domain.resubmission import Action, Asked, Existing, Plan, plan
 from taskcrawler.domain.scrape_options import ScrapeOptions
 from taskcrawler.storage.database import Database
-from taskcrawler.storage.errors import unavailable_on_connection_errors
+from taskcrawler.storage.errors import (
+    retried_when_rolled_back,
+    unavailable_on_connection_errors,
+)
 from taskcrawler.storage.rows import (
     FINAL_STATUSES,
     JOB_COLUMNS,
@@ -196,6 +199,7 @@ class JobStore:
         return await self.get_job(job_id, owner=owner), False
 
     @unavailable_on_connection_errors
+    @retried_when_rolled_back()
     async def cancel_matching(self, query: JobQuery, *, limit: int) -> Cancelled | None:
         """Bulk cancel: ``query.owner``'s jobs that match, oldest first, at most ``limit``;
         None when ``query.batch_id`` is no batch of the owner's.

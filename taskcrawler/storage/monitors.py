@@ -54,7 +54,10 @@ from taskcrawler.domain.urls import crawl_key, normalize_url
 from taskcrawler.domain.webhooks import DeliveryStatus, change_webhook
 from taskcrawler.storage.crawls import cancel_running, start_crawl
 from taskcrawler.storage.database import Database
-from taskcrawler.storage.errors import unavailable_on_connection_errors
+from taskcrawler.storage.errors import (
+    retried_when_rolled_back,
+    unavailable_on_connection_errors,
+)
 from taskcrawler.storage.jobs import resubmit, start_new_runs
 from taskcrawler.storage.rows import FINAL_STATUSES, PENDING, utcnow
 from taskcrawler.storage.tables import (
@@ -277,6 +280,7 @@ class MonitorStore:
         return None if monitor is None else (monitor, dispatched)
 
     @unavailable_on_connection_errors
+    @retried_when_rolled_back()
     async def delete(self, monitor_id: UUID, *, owner: str) -> bool:
         """The monitor, its jobs, their runs and its changes; its crawl still running is
         cancelled."""
