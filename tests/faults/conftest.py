@@ -69,10 +69,20 @@ async def _deployed(
     processes: ProcessManager,
     target: FaultTarget,
     database_url: str,
-    **queue: str,
+    *,
+    redis_url: str | None = None,
+    redis_prefix: str = "taskcrawler",
 ) -> AsyncIterator[Deployment]:
-    """A deployment whose processes are stopped before its own resources are released."""
-    deployment = Deployment(processes, target, database_url, **queue)
+    """A deployment whose processes are stopped before its own resources are released; its
+    API in the test's own process (kit.Deployment says why)."""
+    deployment = Deployment(
+        processes,
+        target,
+        database_url,
+        redis_url=redis_url,
+        redis_prefix=redis_prefix,
+        api_in_process=True,
+    )
     try:
         yield deployment
     finally:

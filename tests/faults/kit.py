@@ -7,6 +7,7 @@ Shared by tests/faults (small sizes, assertions) and bench/faults.py (larger siz
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -18,6 +19,8 @@ import sqlalchemy as sa
 from aiohttp import web
 from sqlalchemy.ext.asyncio import create_async_engine
 
+from taskcrawler.settings import Settings
+from tests.support.firecrawl_clients import served_app
 from tests.support.processes import ManagedProcess, ProcessManager, free_port
 from tests.support.target import TargetServer, page_html
 
@@ -83,7 +86,12 @@ class Outcome:
 
 
 class Deployment:
-    """``taskcrawler api`` / ``worker`` / ``serve`` processes sharing one database and queue."""
+    """``taskcrawler api`` / ``worker`` / ``serve`` processes sharing one database and queue.
+
+    ``api_in_process``: the API is served from this process's event loop instead of a
+    ``taskcrawler api`` process of its own. The tests ask for it: they kill and restart workers,
+    Redis and PostgreSQL, never the API, whose process start would cost each test about two
+    seconds of CPU that prove nothing. ``bench/faults.py`` keeps the process, as deployed."""
 
     def __init__(
         self,
@@ -94,6 +102,7 @@ class Deployment:
         redis_url: str | None = None,
         redis_prefix: str = "taskcrawler",
         settings: Mapping[str, Any] | None = None,
+        api_in_process: bool = False,
     ) -> None:
         self.processes = processes
         self.target = target
@@ -119,12 +128,19 @@ class Deployment:
             **(settings or {}),
         }
         self.api_url = ""
+        self.api_in_process = api_in_process
         self._engine = create_async_engine(database_url)
+        self._served = contextlib.AsyncExitStack()
 
-    def env(self, **overrides: Any) -> dict[str, str]:
+    def values(self, **overrides: Any) -> dict[str, Any]:
+        """The settings of a process of this deployment: ``overrides`` on top of its own."""
         values = {**self.settings, **overrides, "database_url": self.database_url}
         if self.redis_url:
             values |= {"redis_url": self.redis_url, "redis_prefix": self.redis_prefix}
+        return values
+
+    def env(self, **overrides: Any) -> dict[str, str]:
+        values = self.values(**overrides)
         return {f"TASKCRAWLER_{k.upper()}": _env_value(v) for k, v in values.items()}
 
     def worker(self, name: str = "worker", **settings: Any) -> ManagedProcess:
@@ -135,8 +151,19 @@ class Deployment:
         await process.wait_for_output("worker started")
         return process
 
-    async def api(self, command: str = "api", **settings: Any) -> ManagedProcess:
-        """Start ``taskcrawler api`` (or ``serve``) and wait until it answers."""
+    async def api(self, **settings: Any) -> None:
+        """Start the API (see ``api_in_process``) and wait until it answers."""
+        if not self.api_in_process:
+            await self._answering("api", settings)
+            return
+        served = served_app("api", Settings(**self.values(**settings)))
+        self.api_url = (await self._served.enter_async_context(served)).base_url
+
+    async def serve(self, **settings: Any) -> ManagedProcess:
+        """Start ``taskcrawler serve`` (embedded mode) and wait until it answers."""
+        return await self._answering("serve", settings)
+
+    async def _answering(self, command: str, settings: Mapping[str, Any]) -> ManagedProcess:
         port = free_port()
         env = self.env(port=port, **settings)
         process = self.processes.start([command], env, name=command)
@@ -231,6 +258,7 @@ class Deployment:
         )
 
     async def close(self) -> None:
+        await self._served.aclose()
         await self._engine.dispose()
 
 

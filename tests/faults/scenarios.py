@@ -316,14 +316,14 @@ async def duplicate_delivery(d: Deployment, *, jobs: int, copies: int, workers: 
 async def embedded_restart(d: Deployment, *, jobs: int, delay: float, concurrency: int) -> Outcome:
     """``taskcrawler serve`` (SQLite, in-process queue) killed with jobs pending and in flight,
     restarted on the same file: the in-memory queue is gone, the database is not."""
-    server = await d.api("serve", worker_concurrency=concurrency)
+    server = await d.serve(worker_concurrency=concurrency)
     started = time.monotonic()
     await d.submit(urls_for(d.target, _keys("embedded", jobs), delay))
     await d.wait_until(lambda c: c["COMPLETED"] >= jobs // 4, within=60, what="a quarter done")
     server.kill()
     counts = await d.counts()
     assert counts["PENDING"] > 0 and counts["PROCESSING"] > 0, counts
-    await d.api("serve", worker_concurrency=concurrency)
+    await d.serve(worker_concurrency=concurrency)
     await d.wait_final(jobs, within=60)
     outcome = await d.outcome("kill -9 embedded serve", started=started, total=jobs)
     outcome.notes.append(

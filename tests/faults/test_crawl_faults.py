@@ -20,7 +20,9 @@ from tests.support.processes import ManagedProcess
 from tests.support.site import CrawlTruth, Site, SiteHosts, SiteServer
 from tests.support.webhook_receiver import webhook_receiver
 
-SITE_OPTIONS = {"seed": 3, "pages": 400, "hosts": SiteHosts.loopback()}
+#: Every kind of page the generated site has, about 110 of them in scope: enough for a fault to
+#: land mid-crawl (after 40 pages) with most of the crawl still to come.
+SITE_OPTIONS = {"seed": 3, "pages": 150, "archive_pages": 40, "hosts": SiteHosts.loopback()}
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 #: Slows the crawl (one host: a start every 20 ms at most) so that a fault lands mid-crawl.
 CRAWL_SETTINGS = {"respect_robots": True, "host_delay_seconds": 0.02, "worker_concurrency": 8}

@@ -29,26 +29,26 @@ def assert_clean(outcome: Outcome, *, repeats_allowed: bool = True) -> None:
 
 
 async def test_kill9_worker_mid_batch(production: Deployment) -> None:
-    outcome = await scenarios.kill9_worker(production, jobs=300, delay=0.3, concurrency=50)
+    outcome = await scenarios.kill9_worker(production, jobs=150, delay=0.3, concurrency=25)
     assert_clean(outcome)
 
 
 async def test_kill9_worker_of_two_processes_mid_batch(production: Deployment) -> None:
     outcome = await scenarios.kill9_worker(
-        production, jobs=300, delay=0.3, concurrency=25, processes=2
+        production, jobs=150, delay=0.3, concurrency=12, processes=2
     )
     assert_clean(outcome)
 
 
 async def test_kill9_one_of_a_workers_processes(production: Deployment) -> None:
     outcome = await scenarios.kill9_one_worker_process(
-        production, jobs=300, delay=0.3, concurrency=25
+        production, jobs=150, delay=0.3, concurrency=12
     )
     assert_clean(outcome)
 
 
 async def test_worker_processes_stop_when_their_parent_is_killed(production: Deployment) -> None:
-    outcome = await scenarios.worker_parent_killed(production, jobs=200, delay=0.3, concurrency=25)
+    outcome = await scenarios.worker_parent_killed(production, jobs=100, delay=0.3, concurrency=12)
     # They stopped gracefully: what they held was finished or handed back, never run twice.
     assert_clean(outcome, repeats_allowed=False)
 
@@ -57,7 +57,7 @@ async def test_redis_flushall_and_restart(
     with_own_redis: Deployment, own_redis: RedisProcess
 ) -> None:
     outcome = await scenarios.redis_flush_and_restart(
-        with_own_redis, own_redis, jobs=300, delay=0.1, concurrency=20
+        with_own_redis, own_redis, jobs=150, delay=0.1, concurrency=10
     )
     assert_clean(outcome, repeats_allowed=False)
 
@@ -79,9 +79,9 @@ async def test_postgres_outage(
     outcome = await scenarios.postgres_outage(
         with_own_postgres,
         own_postgres,
-        jobs=200,
+        jobs=100,
         delay=0.2,
-        concurrency=20,
+        concurrency=10,
         outage=3.0,
         recover_within=15,
     )
@@ -101,7 +101,7 @@ async def test_worker_started_while_postgres_is_down(
 
 
 async def test_sigterm_rolling_restart(production: Deployment) -> None:
-    outcome = await scenarios.sigterm_rolling(production, jobs=200, delay=0.3, concurrency=20)
+    outcome = await scenarios.sigterm_rolling(production, jobs=100, delay=0.3, concurrency=10)
     assert_clean(outcome, repeats_allowed=False)
 
 
@@ -111,10 +111,10 @@ async def test_sigterm_hands_back_jobs_that_outlast_grace(production: Deployment
 
 
 async def test_duplicate_delivery(production: Deployment) -> None:
-    outcome = await scenarios.duplicate_delivery(production, jobs=200, copies=3, workers=2)
+    outcome = await scenarios.duplicate_delivery(production, jobs=100, copies=3, workers=2)
     assert_clean(outcome, repeats_allowed=False)
 
 
 async def test_embedded_serve_killed_and_restarted(embedded: Deployment) -> None:
-    outcome = await scenarios.embedded_restart(embedded, jobs=200, delay=0.2, concurrency=20)
+    outcome = await scenarios.embedded_restart(embedded, jobs=100, delay=0.2, concurrency=10)
     assert_clean(outcome)

@@ -151,9 +151,10 @@ class Site:
         port: int,
         hosts: SiteHosts | None = None,
         crawl_delay: float = 0.5,
+        archive_pages: int = ARCHIVE_PAGES,
     ) -> Site:
         site = cls(hosts or SiteHosts.named(), port, seed, crawl_delay)
-        site._build(random.Random(seed), pages)
+        site._build(random.Random(seed), pages, archive_pages)
         return site
 
     def url(self, host: str, path: str) -> str:
@@ -171,9 +172,9 @@ class Site:
         self.pages[url] = page
         return page
 
-    def _build(self, rng: random.Random, total: int) -> None:
+    def _build(self, rng: random.Random, total: int, archive_pages: int) -> None:
         fixed = 1 + 2 + PRIVATE_PAGES + SECRET_PAGES + HIDDEN_PAGES + 1
-        per_section = max(4, (total - fixed - ARCHIVE_PAGES - EXTRA_PAGES) // len(SECTIONS))
+        per_section = max(4, (total - fixed - archive_pages - EXTRA_PAGES) // len(SECTIONS))
         section_urls = {
             name: [self.main(f"/{name}/{i}") for i in range(per_section)] for name in SECTIONS
         }
@@ -195,7 +196,7 @@ class Site:
         self._build_loop()
         self._build_other_hosts(rng, everything)
         self._build_home(home, section_urls)
-        self._build_sitemaps(rng, everything)
+        self._build_sitemaps(rng, everything, archive_pages)
         self._build_robots()
 
     def _twin_link(self, rng: random.Random, target: str) -> LinkRef:
@@ -270,11 +271,13 @@ class Site:
         home.links = links
         self._add(self.main("/missing/0"), "Missing", status=404)
 
-    def _build_sitemaps(self, rng: random.Random, everything: list[str]) -> None:
+    def _build_sitemaps(
+        self, rng: random.Random, everything: list[str], archive_pages: int
+    ) -> None:
         listed = [url for url in everything if rng.random() < 0.5]
         listed += [self.main(f"/docs/{3}") + "?utm_source=sitemap"]
         archive = [
-            self._add(self.main(f"/archive/{i}"), f"Archive {i}").url for i in range(ARCHIVE_PAGES)
+            self._add(self.main(f"/archive/{i}"), f"Archive {i}").url for i in range(archive_pages)
         ]
         children = []
         for k in range(0, len(listed), SITEMAP_CHUNK):
@@ -529,10 +532,12 @@ class SiteServer(TargetServer):
         pages: int = 3_000,
         crawl_delay: float = 0.5,
         hosts: SiteHosts | None = None,
+        archive_pages: int = ARCHIVE_PAGES,
     ) -> None:
         super().__init__()
         self._seed = seed
         self._pages = pages
+        self._archive_pages = archive_pages
         self._crawl_delay = crawl_delay
         self._hosts = hosts
         self.site: Site | None = None
@@ -547,6 +552,7 @@ class SiteServer(TargetServer):
             port=self.port,
             hosts=self._hosts,
             crawl_delay=self._crawl_delay,
+            archive_pages=self._archive_pages,
         )
 
     def reset(self) -> None:
@@ -640,8 +646,14 @@ async def _stall(request: web.Request) -> None:
 
 
 def start_site(
-    seed: int = 1, pages: int = 3_000, crawl_delay: float = 0.5, hosts: SiteHosts | None = None
+    seed: int = 1,
+    pages: int = 3_000,
+    crawl_delay: float = 0.5,
+    hosts: SiteHosts | None = None,
+    archive_pages: int = ARCHIVE_PAGES,
 ) -> SiteServer:
-    server = SiteServer(seed, pages, crawl_delay, hosts)
+    """``archive_pages``: how many pages only the gzipped sitemaps list (a crawl's largest
+    share of a small site)."""
+    server = SiteServer(seed, pages, crawl_delay, hosts, archive_pages)
     server.start()
     return server
