@@ -17,7 +17,6 @@ import hmac
 import itertools
 import json
 from collections.abc import AsyncIterator, Iterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -27,9 +26,7 @@ from mcp.client.stdio import stdio_client
 
 from taskcrawler.browser.renderer import png_size
 from taskcrawler.domain.change_tracking import changed_lines
-from taskcrawler.storage import upgrade_database
 from tests.e2e.harness import fast_settings
-from tests.support.databases import DatabasePool
 from tests.support.fake_services import FakeLLM, fake_llm
 from tests.support.firecrawl_clients import (
     NODE_MODULES,
@@ -41,6 +38,7 @@ from tests.support.firecrawl_clients import (
     served_app,
 )
 from tests.support.firecrawl_site import PDF_TITLE, FirecrawlSite
+from tests.support.services import DatabasePool, backing_store
 from tests.support.webhook_receiver import Receiver, webhook_receiver
 
 WEBHOOK_SECRET = "whsec-firecrawl-clients"
@@ -77,39 +75,22 @@ async def served(
     model: tuple[FakeLLM, str],
 ) -> AsyncIterator[ServedApp]:
     mode: str = request.param
-    base: dict[str, Any] = {}
-    pool: DatabasePool | None = None
-    name = ""
-    if mode == "embedded":
-        path: Path = tmp_path_factory.mktemp("firecrawl-clients") / "tc.db"
-        base["database_url"] = f"sqlite+aiosqlite:///{path}"
-        await upgrade_database(base["database_url"])
-    else:
-        pool = pg_pool
-        name = await pool.acquire()
-        base.update(
-            database_url=pool.url(name),
-            redis_url=redis_url,
-            redis_prefix=f"fc-clients-{name}",
+    directory = tmp_path_factory.mktemp("firecrawl-clients")
+    async with backing_store(mode, directory, pg_pool, redis_url) as store:
+        settings = fast_settings(
+            **store,
+            max_retries=0,
+            fetch_timeout_seconds=10.0,
+            webhook_secret=WEBHOOK_SECRET,
+            max_body_bytes=2 * 1024 * 1024,
+            webhook_retry_base_seconds=0.05,
+            webhook_retry_max_seconds=0.2,
+            llm_url=model[1],
+            llm_model="fake",
+            llm_max_retries=0,
         )
-    settings = fast_settings(
-        **base,
-        max_retries=0,
-        fetch_timeout_seconds=10.0,
-        webhook_secret=WEBHOOK_SECRET,
-        max_body_bytes=2 * 1024 * 1024,
-        webhook_retry_base_seconds=0.05,
-        webhook_retry_max_seconds=0.2,
-        llm_url=model[1],
-        llm_model="fake",
-        llm_max_retries=0,
-    )
-    try:
         async with served_app(mode, settings) as app:
             yield app
-    finally:
-        if pool is not None:
-            await pool.release(name)
 
 
 def _config(served: ServedApp, site: FirecrawlSite, receiver: Receiver) -> dict[str, str]:

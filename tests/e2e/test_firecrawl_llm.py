@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import warnings
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -21,9 +20,9 @@ from firecrawl.v2.types import ScrapeOptions
 from taskcrawler.client import AsyncTaskCrawler
 from taskcrawler.storage import upgrade_database
 from tests.e2e.harness import fast_settings, running
-from tests.support.databases import DatabasePool
 from tests.support.fake_services import FakeLLM, FakeSearxng, fake_llm, fake_searxng, serving
 from tests.support.firecrawl_clients import ServedApp, served_app
+from tests.support.services import DatabasePool, backing_store
 from tests.support.target import TargetServer
 from tests.unit.test_structured import PAGE, PRODUCTS
 
@@ -96,33 +95,20 @@ async def served(
     searx: tuple[FakeSearxng, str],
 ) -> AsyncIterator[ServedApp]:
     mode: str = request.param
-    base: dict[str, Any] = {}
-    name = ""
-    if mode == "embedded":
-        path: Path = tmp_path_factory.mktemp("firecrawl-llm") / "tc.db"
-        base["database_url"] = f"sqlite+aiosqlite:///{path}"
-        await upgrade_database(base["database_url"])
-    else:
-        name = await pg_pool.acquire()
-        base.update(
-            database_url=pg_pool.url(name), redis_url=redis_url, redis_prefix=f"fc-llm-{name}"
+    directory = tmp_path_factory.mktemp("firecrawl-llm")
+    async with backing_store(mode, directory, pg_pool, redis_url) as store:
+        settings = fast_settings(
+            **store,
+            max_retries=0,
+            llm_url=model[1],
+            llm_model="fake",
+            llm_timeout_seconds=1.5,
+            llm_max_retries=0,
+            llm_max_response_bytes=64 * 1024,
+            searxng_url=searx[1],
         )
-    settings = fast_settings(
-        **base,
-        max_retries=0,
-        llm_url=model[1],
-        llm_model="fake",
-        llm_timeout_seconds=1.5,
-        llm_max_retries=0,
-        llm_max_response_bytes=64 * 1024,
-        searxng_url=searx[1],
-    )
-    try:
         async with served_app(mode, settings) as app:
             yield app
-    finally:
-        if name:
-            await pg_pool.release(name)
 
 
 def _sdk(served: ServedApp) -> Firecrawl:

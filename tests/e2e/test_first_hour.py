@@ -10,14 +10,12 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from taskcrawler.storage import upgrade_database
 from tests.e2e.harness import Service, ServiceFactory, fast_settings, running
-from tests.support.services import DatabasePool, delete_prefix, unique_name
+from tests.support.services import DatabasePool, backing_store
 from tests.support.target import TargetServer
 
 
@@ -35,20 +33,12 @@ async def service(
     backing: tuple[str, DatabasePool | None, str], tmp_path_factory: pytest.TempPathFactory
 ) -> AsyncIterator[Service]:
     mode, pool, redis_url = backing
-    if pool is None:
-        url = f"sqlite+aiosqlite:///{Path(tmp_path_factory.mktemp('first-hour')) / 'tc.db'}"
-        await upgrade_database(url)
-        async with running(mode, fast_settings(database_url=url)) as served:
-            yield served
-        return
-    name, prefix = await pool.acquire(), unique_name("tctest:")
-    settings = fast_settings(database_url=pool.url(name), redis_url=redis_url, redis_prefix=prefix)
-    try:
-        async with running(mode, settings) as served:
-            yield served
-    finally:
-        await pool.release(name)
-        await delete_prefix(redis_url, prefix)
+    directory = tmp_path_factory.mktemp("first-hour")
+    async with (
+        backing_store(mode, directory, pool, redis_url) as store,
+        running(mode, fast_settings(**store)) as served,
+    ):
+        yield served
 
 
 async def post(service: Service, path: str, body: dict[str, Any], expect: int = 200) -> Any:

