@@ -408,6 +408,8 @@ def embedder(settings: Settings) -> Embedder:
             timeout_seconds=settings.embedder_timeout_seconds,
             batch_size=settings.embedder_batch_size,
             max_retries=settings.embedder_max_retries,
+            query_prefix=settings.embedder_query_prefix,
+            document_prefix=settings.embedder_document_prefix,
         )
     )
 
