@@ -96,6 +96,42 @@ def hits_of(ids: list[int]) -> sa.Select[Any]:
 #: What every write to ``chunks`` moves (migration 0015's triggers).
 CHUNKS_VERSION = sa.text("SELECT version FROM chunks_version")
 
+#: The database's writes to ``chunks`` as of one snapshot: the counter every inserted, deleted
+#: or updated row moves, the ids ever given (AUTOINCREMENT's sequence: one per inserted row)
+#: and the chunks there are. Between two readings, the rows inserted are the sequence's move and
+#: those deleted what the count did not gain of them; the counter's move beyond both is updates.
+CHUNK_WRITES = sa.text(
+    "SELECT (SELECT version FROM chunks_version) AS version,"
+    " coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'chunks'), 0) AS inserted,"
+    " (SELECT count(*) FROM chunks) AS total"
+)
+
+
+def owner_vectors(owner: str, model: str, after: int) -> sa.Select[Any]:
+    """The ``owner``'s chunks of ``model`` with ids above ``after`` (``id``, ``dim``,
+    ``embedding``; by id): read by the primary key from ``after`` on."""
+    return (
+        sa.select(chunks.c.id, chunks.c.dim, chunks.c.embedding)
+        .where(chunks.c.owner == owner, chunks.c.model == model, chunks.c.id > after)
+        .order_by(chunks.c.id)
+    )
+
+
+def owner_id_figures(owner: str, model: str, upto: int) -> sa.Select[Any]:
+    """How many of the ``owner``'s chunks of ``model`` there are up to id ``upto``, and their
+    ids' sum: read from the (owner, model) index alone."""
+    return sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(chunks.c.id), 0)).where(
+        chunks.c.owner == owner, chunks.c.model == model, chunks.c.id <= upto
+    )
+
+
+def owner_ids(owner: str, model: str, upto: int) -> sa.Select[Any]:
+    """The ids of the ``owner``'s chunks of ``model`` up to ``upto``, from the same index."""
+    return sa.select(chunks.c.id).where(
+        chunks.c.owner == owner, chunks.c.model == model, chunks.c.id <= upto
+    )
+
+
 #: Chunks in the FTS5 index, for BM25's rarity of a term.
 COUNT_CHUNKS = sa.select(sa.func.count()).select_from(chunks)
 

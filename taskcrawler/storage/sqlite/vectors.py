@@ -37,6 +37,10 @@ class VectorIndex:
     def __len__(self) -> int:
         return len(self.ids)
 
+    @classmethod
+    def empty(cls, np: Any, dim: int) -> VectorIndex:
+        return cls(np.empty(0, np.int64), np.empty((0, dim), np.float32), None)
+
 
 def vector_index(np: Any, ids: Any, matrix: Any, *, signs_from: int = SIGNS_FROM) -> VectorIndex:
     """The index of ``matrix`` (rows are vectors of ``ids``), its signs packed when it has at
@@ -45,6 +49,30 @@ def vector_index(np: Any, ids: Any, matrix: Any, *, signs_from: int = SIGNS_FROM
     if len(ids) >= signs_from:
         signs = np.ascontiguousarray(_packed_signs(np, matrix).T)
     return VectorIndex(ids, matrix, signs)
+
+
+def extended(
+    np: Any, index: VectorIndex, ids: Any, matrix: Any, *, signs_from: int = SIGNS_FROM
+) -> VectorIndex:
+    """``index`` with the vectors ``matrix`` of ``ids`` after its own: the new rows' signs
+    packed alone (the matrix is copied once, never read back from the database)."""
+    if not len(ids):
+        return index
+    all_ids = np.concatenate([index.ids, ids])
+    all_rows = np.concatenate([index.matrix, matrix])
+    if index.signs is None:
+        return vector_index(np, all_ids, all_rows, signs_from=signs_from)
+    signs = np.concatenate([index.signs, _packed_signs(np, matrix).T], axis=1)
+    return VectorIndex(all_ids, all_rows, np.ascontiguousarray(signs))
+
+
+def kept(np: Any, index: VectorIndex, ids: Any) -> VectorIndex:
+    """``index`` without the rows whose ids are not among ``ids``."""
+    keep = np.isin(index.ids, ids)
+    if keep.all():
+        return index
+    signs = None if index.signs is None else np.ascontiguousarray(index.signs[:, keep])
+    return VectorIndex(index.ids[keep], index.matrix[keep], signs)
 
 
 def _packed_signs(np: Any, matrix: Any) -> Any:
