@@ -304,9 +304,7 @@ def tail_in_time(sent_at: list[float], latencies: list[float]) -> dict[str, Any]
     later = [latency for at, latency in zip(sent_at, latencies, strict=True) if at >= 1.0]
     return {
         "p99_after_first_second_ms": percentile(later, 99) * 1000,
-        "p99_ms_by_second": [
-            round(percentile(seconds[s], 99) * 1000, 1) for s in sorted(seconds)
-        ],
+        "p99_ms_by_second": [round(percentile(seconds[s], 99) * 1000, 1) for s in sorted(seconds)],
     }
 
 
