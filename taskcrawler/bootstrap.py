@@ -17,21 +17,10 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from taskcrawler import __version__
-from taskcrawler.queue import HostLines, JobQueue, MemoryQueue
-from taskcrawler.service import Services
-from taskcrawler.service.content import ContentService
-from taskcrawler.service.deliveries import DeliveryService
-from taskcrawler.service.exports import ExportService
-from taskcrawler.service.health import HealthService
-from taskcrawler.service.idempotency import IdempotencyService
-from taskcrawler.service.jobs import JobPolicy, JobService
-from taskcrawler.service.keys import KeyService
-from taskcrawler.service.monitors import MonitorPolicy, MonitorService
-from taskcrawler.service.ratelimit import MemoryRateLimiter, RateLimiter, RedisRateLimiter
 from taskcrawler.settings import Settings
 from taskcrawler.storage import Storage, open_storage
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # and imported where used: `taskcrawler keys` needs the storage alone
     import asyncio
 
     from redis.asyncio import Redis
@@ -43,7 +32,14 @@ if TYPE_CHECKING:
     from taskcrawler.fetch import Fetcher, HostLimiter
     from taskcrawler.llm import ChatModel
     from taskcrawler.observability import WorkerMetrics
+    from taskcrawler.queue import HostLines, JobQueue
     from taskcrawler.rerank import Reranker
+    from taskcrawler.service import Services
+    from taskcrawler.service.exports import ExportService
+    from taskcrawler.service.jobs import JobPolicy
+    from taskcrawler.service.keys import KeyService
+    from taskcrawler.service.monitors import MonitorService
+    from taskcrawler.service.ratelimit import RateLimiter
     from taskcrawler.websearch import WebSearch
     from taskcrawler.worker import Worker
     from taskcrawler.worker.firecrawl_hooks import HookAnnouncer
@@ -68,6 +64,8 @@ class Runtime:
     @classmethod
     def open(cls, settings: Settings, *, queue: JobQueue | None = None) -> Runtime:
         """Redis when configured; else ``queue``, by default one in this process."""
+        from taskcrawler.queue import MemoryQueue
+
         storage = storage_of(settings)
         if settings.redis_url is None:
             return cls(settings, storage, queue or MemoryQueue())
@@ -100,6 +98,8 @@ async def storage_only(settings: Settings, *, pool_size: int) -> AsyncIterator[S
 
 def key_service(storage: Storage, settings: Settings) -> KeyService:
     """Keys as the API and ``taskcrawler keys`` manage them, on ``storage``."""
+    from taskcrawler.service.keys import KeyService
+
     return KeyService(storage.keys, required=settings.auth_required)
 
 
@@ -107,6 +107,8 @@ def key_service(storage: Storage, settings: Settings) -> KeyService:
 
 
 def job_policy(settings: Settings) -> JobPolicy:
+    from taskcrawler.service.jobs import JobPolicy
+
     return JobPolicy(
         redispatch_after=settings.redispatch_seconds,
         rate_limit_per_minute=settings.rate_limit_per_minute,
@@ -122,6 +124,8 @@ def model_configured(settings: Settings) -> bool:
 
 def rate_limiter(runtime: Runtime) -> RateLimiter:
     """Shared through Redis when there is one, so every API process counts together."""
+    from taskcrawler.service.ratelimit import MemoryRateLimiter, RedisRateLimiter
+
     if runtime.redis is None:
         return MemoryRateLimiter()
     return RedisRateLimiter(runtime.redis, prefix=runtime.settings.redis_prefix)
@@ -165,8 +169,14 @@ def api_services(
     web_engine: WebSearch | None = None,
     on_created: Callable[[int], object] = lambda count: None,
 ) -> Services:
+    from taskcrawler.service import Services
+    from taskcrawler.service.content import ContentService
     from taskcrawler.service.crawls import CrawlPolicy, CrawlService
+    from taskcrawler.service.deliveries import DeliveryService
     from taskcrawler.service.firecrawl import FirecrawlService
+    from taskcrawler.service.health import HealthService
+    from taskcrawler.service.idempotency import IdempotencyService
+    from taskcrawler.service.jobs import JobService
     from taskcrawler.service.mapping import MapService
     from taskcrawler.service.search import SearchService
     from taskcrawler.service.web_search import WebSearchService
@@ -229,6 +239,8 @@ def api_services(
 
 
 def export_service(storage: Storage, settings: Settings) -> ExportService:
+    from taskcrawler.service.exports import ExportService
+
     return ExportService(
         storage.exports,
         request_headers={"user-agent": settings.user_agent},
@@ -237,6 +249,8 @@ def export_service(storage: Storage, settings: Settings) -> ExportService:
 
 
 def monitor_service(runtime: Runtime) -> MonitorService:
+    from taskcrawler.service.monitors import MonitorPolicy, MonitorService
+
     settings = runtime.settings
     policy = MonitorPolicy(
         min_interval_seconds=settings.monitor_min_interval_seconds,

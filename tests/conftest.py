@@ -8,7 +8,6 @@ Everything a test creates is named with a random suffix and removed afterwards, 
 from __future__ import annotations
 
 import compileall
-import shutil
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -16,6 +15,7 @@ import pytest
 
 from taskcrawler.storage import upgrade_database
 from tests.support.processes import REPO_ROOT, ProcessManager
+from tests.support.served import sqlite_copy
 from tests.support.services import (
     DatabasePool,
     Resolved,
@@ -176,9 +176,7 @@ async def _sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def sqlite_url(tmp_path: Path, _sqlite_template: Path) -> str:
     """SQLAlchemy URL of a migrated SQLite file in the test's own tmp_path (a copy of the
     session's migrated template)."""
-    path = tmp_path / "tc.db"
-    shutil.copyfile(_sqlite_template, path)
-    return f"sqlite+aiosqlite:///{path}"
+    return sqlite_copy(_sqlite_template, tmp_path)
 
 
 @pytest.fixture(params=["sqlite", "postgresql"])

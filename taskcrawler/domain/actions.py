@@ -17,8 +17,6 @@ from dataclasses import asdict, dataclass
 from typing import Any
 from uuid import UUID
 
-from selectolax.lexbor import LexborHTMLParser, SelectolaxError
-
 MAX_ACTIONS = 50
 #: One ``wait`` of milliseconds at most (Firecrawl's own bound for all waits is 60 s).
 MAX_WAIT_MS = 30_000
@@ -227,6 +225,9 @@ def _pdf(values: dict[str, Any], where: str) -> dict[str, Any]:
 
 def _selector(value: Any, where: str) -> str:
     _text(value, MAX_SELECTOR_CHARS, where)
+    # Here: the command line's client commands import this module and never check a selector.
+    from selectolax.lexbor import LexborHTMLParser, SelectolaxError
+
     try:
         LexborHTMLParser("").css_first(value)
     except SelectolaxError:

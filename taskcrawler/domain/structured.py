@@ -24,8 +24,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import orjson
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError
 
 from taskcrawler.domain.errors import HOW_TO_CONFIGURE
 from taskcrawler.domain.selectors import InvalidSelector, parse_ignore_selectors
@@ -149,6 +147,9 @@ def _checked_schema(schema: Any, where: str) -> dict[str, Any]:
             raise InvalidJsonRequest(
                 f"{path}.$ref", "only references to a part of the schema itself (#/$defs/…)"
             )
+    from jsonschema import Draft202012Validator  # here: most imports of this module never check
+    from jsonschema.exceptions import SchemaError
+
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as exc:
@@ -337,6 +338,8 @@ def validated(value: Any, schema: Mapping[str, Any] | None) -> Any:
         raise AnswerRejected(f"the answer is over {MAX_RESULT_BYTES:,} bytes of JSON")
     if schema is None:
         return value
+    from jsonschema import Draft202012Validator
+
     try:
         error = next(iter(Draft202012Validator(schema).iter_errors(value)), None)
     except RecursionError:  # a recursive schema ($ref: #) over an answer nested very deep

@@ -3,20 +3,22 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from taskcrawler.service.content import ContentService
-from taskcrawler.service.crawls import CrawlService
-from taskcrawler.service.deliveries import DeliveryService
-from taskcrawler.service.exports import ExportService
-from taskcrawler.service.firecrawl import FirecrawlService
-from taskcrawler.service.health import HealthService
-from taskcrawler.service.idempotency import IdempotencyService
-from taskcrawler.service.jobs import JobService
-from taskcrawler.service.keys import KeyService
-from taskcrawler.service.mapping import MapService
-from taskcrawler.service.monitors import MonitorService
-from taskcrawler.service.search import SearchService
-from taskcrawler.service.web_search import WebSearchService
+if TYPE_CHECKING:  # the services are imported by whoever builds them (bootstrap.py)
+    from taskcrawler.service.content import ContentService
+    from taskcrawler.service.crawls import CrawlService
+    from taskcrawler.service.deliveries import DeliveryService
+    from taskcrawler.service.exports import ExportService
+    from taskcrawler.service.firecrawl import FirecrawlService
+    from taskcrawler.service.health import HealthService
+    from taskcrawler.service.idempotency import IdempotencyService
+    from taskcrawler.service.jobs import JobService
+    from taskcrawler.service.keys import KeyService
+    from taskcrawler.service.mapping import MapService
+    from taskcrawler.service.monitors import MonitorService
+    from taskcrawler.service.search import SearchService
+    from taskcrawler.service.web_search import WebSearchService
 
 
 @dataclass(frozen=True, slots=True)

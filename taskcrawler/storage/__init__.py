@@ -18,7 +18,6 @@ from taskcrawler.storage.firecrawl_hooks import FirecrawlHookStore
 from taskcrawler.storage.idempotency import IdempotencyStore
 from taskcrawler.storage.jobs import JobStore
 from taskcrawler.storage.keys import KeyStore
-from taskcrawler.storage.migrate import upgrade_database
 from taskcrawler.storage.monitors import MonitorStore
 from taskcrawler.storage.ports import (
     BatchRepository,
@@ -101,3 +100,10 @@ __all__ = [
     "open_storage",
     "upgrade_database",
 ]
+
+
+async def upgrade_database(database_url: str, revision: str = "head") -> None:
+    """Migrate the database (Alembic, imported only here: the API and workers never need it)."""
+    from taskcrawler.storage.migrate import upgrade_database as upgrade
+
+    await upgrade(database_url, revision)

@@ -1,5 +1,11 @@
-"""``taskcrawler submit`` and ``taskcrawler jobs`` as a user runs them: real subprocesses against a
-real ``taskcrawler serve`` (or a stub API for answers a real one rarely gives)."""
+"""``taskcrawler submit`` and ``taskcrawler jobs`` as a user runs them, against a real
+``taskcrawler serve`` (or a stub API for answers a real one rarely gives).
+
+The commands run in the test's process (tests/support/cli.py): what they print and their exit
+codes are the same in a child process, which costs a new interpreter a call. The module's tests
+share one server, each with a key of its own; :func:`test_both_entry_points_run_as_processes`
+runs real ones.
+"""
 
 from __future__ import annotations
 
@@ -9,46 +15,47 @@ import subprocess
 import sys
 import uuid
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from aiohttp import web
 
+from tests.support.cli import Api, Result, run_cli
 from tests.support.processes import ProcessManager, clean_env
-from tests.support.served import Served, serve
+from tests.support.served import Served, serve, served_by_module, sqlite_copy
 from tests.support.services import free_port
 from tests.support.target import TargetServer
 
-
-@dataclass
-class Result:
-    code: int
-    out: str
-    err: str
+__all__ = ["Result", "cli"]  # the other command-line tests use them
 
 
 async def cli(*args: str, api: str | None = None, key: str | None = None, cwd: Path) -> Result:
-    """Run ``python -m taskcrawler *args`` in a thread, so the test's loop (a stub) keeps going."""
+    """``taskcrawler *args [--api api]`` with ``key`` in TASKCRAWLER_API_KEY."""
     env = {"TASKCRAWLER_API_KEY": key} if key else {}
-    command = [sys.executable, "-m", "taskcrawler", *args, *(["--api", api] if api else [])]
-    done = await asyncio.to_thread(
-        subprocess.run, command, env=clean_env(env), cwd=cwd, capture_output=True, text=True,
-        timeout=120,
-    )  # fmt: skip
-    return Result(done.returncode, done.stdout, done.stderr)
+    return await run_cli(*args, *(["--api", api] if api else []), cwd=cwd, env=env)
+
+
+@pytest.fixture(scope="module")
+async def _server(
+    tmp_path_factory: pytest.TempPathFactory, _sqlite_template: Path
+) -> AsyncIterator[Served]:
+    workdir = tmp_path_factory.mktemp("served")
+    database_url = sqlite_copy(_sqlite_template, workdir)
+    async with served_by_module(workdir, database_url, TASKCRAWLER_MAX_RETRIES="1") as served:
+        yield served
 
 
 @pytest.fixture
-async def served(processes: ProcessManager, tmp_path: Path, sqlite_url: str) -> Served:
-    return await serve(processes, tmp_path, sqlite_url, TASKCRAWLER_MAX_RETRIES="1")
+async def api(_server: Served, request: pytest.FixtureRequest) -> Api:
+    """The module's server, as this test's own key sees it."""
+    return Api(_server.base_url, await _server.new_key(request.node.name))
 
 
 async def test_submit_and_wait_shows_progress_and_a_summary_and_fails_if_a_job_failed(
-    served: Served, target: TargetServer, tmp_path: Path
+    api: Api, target: TargetServer, tmp_path: Path
 ) -> None:
     urls = [target.url("/page/1"), target.url("/page/2"), target.url("/status/404")]
-    result = await cli("submit", *urls, "--wait", api=served.base_url, cwd=tmp_path)
+    result = await api.cli("submit", *urls, "--wait", cwd=tmp_path)
     assert result.code == 1, result
     assert "Submitted 3 URLs: 3 new, 0 already known (3 jobs)." in result.err
     assert "progress: 3/3 done, 1 failed" in result.err  # no terminal: plain progress lines
@@ -60,12 +67,12 @@ async def test_submit_and_wait_shows_progress_and_a_summary_and_fails_if_a_job_f
 
 
 async def test_submit_a_file_and_wait_with_json_exits_0_when_all_completed(
-    served: Served, target: TargetServer, tmp_path: Path
+    api: Api, target: TargetServer, tmp_path: Path
 ) -> None:
     urls = [target.url(f"/page/{n}") for n in range(10, 15)]
     listing = tmp_path / "urls.txt"
     listing.write_text("# pages\n\n" + "\n".join(urls) + "\n" + urls[0] + "\n")
-    result = await cli("submit", "-f", str(listing), "--wait", "--json", api=served.base_url,
+    result = await api.cli("submit", "-f", str(listing), "--wait", "--json",
                        cwd=tmp_path)  # fmt: skip
     assert result.code == 0, result
     jobs = json.loads(result.out)
@@ -75,41 +82,41 @@ async def test_submit_a_file_and_wait_with_json_exits_0_when_all_completed(
 
 
 async def test_submit_without_wait_then_jobs_list_show_retry_cancel(
-    served: Served, target: TargetServer, tmp_path: Path
+    api: Api, target: TargetServer, tmp_path: Path
 ) -> None:
     url = target.url("/title/Shown")
-    submitted = await cli("submit", url, api=served.base_url, cwd=tmp_path)
+    submitted = await api.cli("submit", url, cwd=tmp_path)
     assert submitted.code == 0, submitted
     job_id, status, echoed = submitted.out.strip().split("\t")
     uuid.UUID(job_id)
     assert status in ("PENDING", "PROCESSING", "COMPLETED") and echoed == url
 
-    again = await cli("submit", url, "--wait", api=served.base_url, cwd=tmp_path)
+    again = await api.cli("submit", url, "--wait", cwd=tmp_path)
     assert again.code == 0 and "0 new, 1 already known" in again.err
 
-    listed = await cli("jobs", "list", "--json", api=served.base_url, cwd=tmp_path)
+    listed = await api.cli("jobs", "list", "--json", cwd=tmp_path)
     assert listed.code == 0
     assert [job["id"] for job in json.loads(listed.out)["jobs"]] == [job_id]
-    table = await cli("jobs", "list", "--status", "completed", api=served.base_url, cwd=tmp_path)
+    table = await api.cli("jobs", "list", "--status", "completed", cwd=tmp_path)
     assert job_id[:8] in table.out and "Shown" in table.out  # a short id
-    none = await cli("jobs", "list", "--status", "FAILED", api=served.base_url, cwd=tmp_path)
+    none = await api.cli("jobs", "list", "--status", "FAILED", cwd=tmp_path)
     assert none.code == 0 and "No jobs." in none.err
 
-    shown = await cli("jobs", "show", job_id, api=served.base_url, cwd=tmp_path)
+    shown = await api.cli("jobs", "show", job_id, cwd=tmp_path)
     assert shown.code == 0
     for text in ("COMPLETED", url, "Shown", "text/html", "took"):
         assert text in shown.out
 
-    retried = await cli("jobs", "retry", job_id, api=served.base_url, cwd=tmp_path)
+    retried = await api.cli("jobs", "retry", job_id, cwd=tmp_path)
     assert retried.code == 0, retried
     assert f"Job {job_id} is PENDING again, run 2: {url}" in retried.out
-    shown = await cli("jobs", "show", job_id, "--json", api=served.base_url, cwd=tmp_path)
+    shown = await api.cli("jobs", "show", job_id, "--json", cwd=tmp_path)
     assert json.loads(shown.out)["runs"][0]["status"] == "COMPLETED"
 
     # Cancelling a finished job is refused by the API: one line, exit 2.
-    rerun = await cli("submit", url, "--wait", api=served.base_url, cwd=tmp_path)
+    rerun = await api.cli("submit", url, "--wait", cwd=tmp_path)
     assert rerun.code == 0, rerun
-    cancel = await cli("jobs", "cancel", job_id, api=served.base_url, cwd=tmp_path)
+    cancel = await api.cli("jobs", "cancel", job_id, cwd=tmp_path)
     assert cancel.code == 2
     assert cancel.err.startswith("error: 409 Conflict:") and cancel.err.count("\n") == 1
 
@@ -151,20 +158,20 @@ async def test_no_server_is_one_clear_line(tmp_path: Path) -> None:
     api = f"http://127.0.0.1:{free_port()}"
     for args in (("submit", "https://example.com/"), ("jobs", "list")):
         result = await cli(*args, api=api, cwd=tmp_path)
-        assert result.code == 2
+        assert result.code == 2, result
         assert result.err.startswith(f"error: cannot connect to the API at {api}")
         assert "taskcrawler serve" in result.err and result.err.count("\n") == 1
         assert "Traceback" not in result.err
 
 
-async def test_a_malformed_id_is_one_clear_line(served: Served, tmp_path: Path) -> None:
-    result = await cli("jobs", "show", "not-a-uuid", api=served.base_url, cwd=tmp_path)
+async def test_a_malformed_id_is_one_clear_line(api: Api, tmp_path: Path) -> None:
+    result = await api.cli("jobs", "show", "not-a-uuid", cwd=tmp_path)
     assert result.code == 2
     assert result.err == (
         "error: 'not-a-uuid': a short id is 4 to 32 hexadecimal digits (dashes allowed), "
         "the start of an id\n"
     )
-    unknown = await cli("jobs", "show", str(uuid.uuid4()), api=served.base_url, cwd=tmp_path)
+    unknown = await api.cli("jobs", "show", str(uuid.uuid4()), cwd=tmp_path)
     assert unknown.code == 2 and "404 Not Found: no job with this id" in unknown.err
 
 
@@ -221,14 +228,49 @@ async def test_an_address_that_is_not_the_api_says_so(
 
 
 async def test_submit_with_render_sends_the_option_for_every_url(
-    served: Served, target: TargetServer, tmp_path: Path
+    api: Api, target: TargetServer, tmp_path: Path
 ) -> None:
-    one = await cli("submit", target.url("/page/40"), "--render", "auto", "--json",
-                    api=served.base_url, cwd=tmp_path)  # fmt: skip
-    many = await cli("submit", target.url("/page/41"), target.url("/page/42"), "--render",
-                     "always", "--json", api=served.base_url, cwd=tmp_path)  # fmt: skip
+    one = await api.cli("submit", target.url("/page/40"), "--render", "auto", "--json",
+                    cwd=tmp_path)  # fmt: skip
+    many = await api.cli("submit", target.url("/page/41"), target.url("/page/42"), "--render",
+                     "always", "--json", cwd=tmp_path)  # fmt: skip
     assert one.code == 0 and many.code == 0, (one, many)
     assert [job["render"] for job in json.loads(one.out)] == ["auto"]
     assert [job["render"] for job in json.loads(many.out)] == ["always", "always"]
-    wrong = await cli("submit", target.url("/page/43"), "--render", "maybe", cwd=tmp_path)
+    wrong = await api.cli("submit", target.url("/page/43"), "--render", "maybe", cwd=tmp_path)
     assert wrong.code == 2 and "invalid choice" in wrong.err
+
+
+def _as_a_process(*command: str, cwd: Path, stdin: str = "") -> Result:
+    done = subprocess.run(
+        list(command), env=clean_env({}), cwd=cwd, input=stdin, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    return Result(done.returncode, done.stdout, done.stderr)
+
+
+@pytest.mark.parametrize(
+    "entry_point",
+    [(sys.executable, "-m", "taskcrawler"), (str(Path(sys.executable).with_name("taskcrawler")),)],
+    ids=["python -m taskcrawler", "taskcrawler"],
+)
+async def test_both_entry_points_run_as_processes(
+    entry_point: tuple[str, ...], tmp_path: Path
+) -> None:
+    """What only a process shows: its exit status, and its standard streams as pipes (the
+    URLs read from standard input, the job on stdout, the one-line error on stderr)."""
+    api = f"http://127.0.0.1:{free_port()}"
+    version = await asyncio.to_thread(_as_a_process, *entry_point, "--version", cwd=tmp_path)
+    assert version.code == 0 and version.out.startswith("taskcrawler "), version
+    refused = await asyncio.to_thread(
+        _as_a_process, *entry_point, "jobs", "list", "--api", api, cwd=tmp_path
+    )
+    assert refused.code == 2 and refused.out == "", refused
+    assert refused.err.startswith(f"error: cannot connect to the API at {api}")
+    assert refused.err.count("\n") == 1 and "Traceback" not in refused.err
+    read = await asyncio.to_thread(
+        _as_a_process, *entry_point, "submit", "-f", "-", "--api", api, cwd=tmp_path,
+        stdin="# from a pipe\nhttps://ok.example/\nnot a url\n",
+    )  # fmt: skip
+    assert read.code == 2 and read.out == "", read
+    assert read.err.startswith("error: <stdin>:3: not a url:"), read

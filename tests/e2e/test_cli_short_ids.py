@@ -1,55 +1,85 @@
-"""The command line at 80 columns, with short ids, and its bulk cancel: real subprocesses against
-a real ``taskcrawler serve`` in both modes (and a stub API for an ambiguous short id, which a
-real one gives only by chance)."""
+"""The command line at 80 columns, with short ids, and its bulk cancel, run in the test's process
+(tests/support/cli.py) against a real ``taskcrawler serve`` in both modes, one for the module in
+each, a key for each test (and a stub API for an ambiguous short id, which a real one gives only
+by chance)."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-import subprocess
-import sys
 import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from aiohttp import web
 
 from tests.e2e.test_cli_client import Result, stub  # noqa: F401 - the stub fixture
-from tests.support.processes import ProcessManager, clean_env
-from tests.support.served import Served, serve
+from tests.support.cli import Api
+from tests.support.served import Served, served_by_module, sqlite_copy
+from tests.support.services import DatabasePool, delete_prefix, unique_name
 from tests.support.target import TargetServer
 from tests.unit.test_client import JOB
 
 LONG_TITLE = "A page whose title is far longer than any column of an eighty column table"
+#: As in a terminal 80 columns wide.
+EIGHTY = {"COLUMNS": "80"}
 
 
-async def run(*args: str, api: str, cwd: Path, columns: int = 80) -> Result:
-    """``python -m taskcrawler *args`` as in a terminal ``columns`` wide."""
-    command = [sys.executable, "-m", "taskcrawler", *args, "--api", api]
-    done = await asyncio.to_thread(
-        subprocess.run, command, env=clean_env({"COLUMNS": str(columns)}), cwd=cwd,
-        capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
-    return Result(done.returncode, done.stdout, done.stderr)
+async def run(*args: str, api: Api | str, cwd: Path) -> Result:
+    """``taskcrawler *args --api ...`` as in a terminal 80 columns wide."""
+    return await (api if isinstance(api, Api) else Api(api)).cli(*args, cwd=cwd, env=EIGHTY)
 
 
-@pytest.fixture(params=["embedded", "production"])
-def backend(request: pytest.FixtureRequest) -> tuple[str, dict[str, str]]:
-    """The database URL and the environment of each mode."""
+@dataclass(frozen=True)
+class Mode:
+    """What a mode's server runs on: a copy of the SQLite template, or PostgreSQL and Redis."""
+
+    sqlite_template: Path | None = None
+    pg_pool: DatabasePool | None = None
+    redis_url: str | None = None
+
+
+@pytest.fixture(scope="module", params=["embedded", "production"])
+def _mode(request: pytest.FixtureRequest) -> Mode:
+    # Looked up here, outside the event loop (an async fixture cannot set up another), so that
+    # PostgreSQL and Redis start only for the production mode.
     if request.param == "embedded":
-        return request.getfixturevalue("sqlite_url"), {}
-    return request.getfixturevalue("pg_url"), {
-        "TASKCRAWLER_REDIS_URL": request.getfixturevalue("redis_url"),
-        "TASKCRAWLER_REDIS_PREFIX": request.getfixturevalue("redis_prefix"),
-    }
+        return Mode(sqlite_template=request.getfixturevalue("_sqlite_template"))
+    return Mode(
+        pg_pool=request.getfixturevalue("pg_pool"),
+        redis_url=request.getfixturevalue("redis_service").url,
+    )
+
+
+@pytest.fixture(scope="module")
+async def _server(_mode: Mode, tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Served]:
+    """``taskcrawler serve`` in each mode, on a database (and Redis prefix) of its own."""
+    workdir = tmp_path_factory.mktemp("served")
+    if _mode.sqlite_template is not None:
+        async with served_by_module(workdir, sqlite_copy(_mode.sqlite_template, workdir)) as served:
+            yield served
+        return
+    assert _mode.pg_pool is not None and _mode.redis_url is not None
+    pool, redis_url = _mode.pg_pool, _mode.redis_url
+    name, prefix = await pool.acquire(), unique_name("tctest:")
+    try:
+        async with served_by_module(
+            workdir,
+            pool.url(name),
+            TASKCRAWLER_REDIS_URL=redis_url,
+            TASKCRAWLER_REDIS_PREFIX=prefix,
+        ) as served:
+            yield served
+    finally:
+        await delete_prefix(redis_url, prefix)
+        await pool.release(name)
 
 
 @pytest.fixture
-async def served(
-    backend: tuple[str, dict[str, str]], processes: ProcessManager, tmp_path: Path
-) -> Served:
-    database_url, env = backend
-    return await serve(processes, tmp_path, database_url, **env)
+async def served(_server: Served, request: pytest.FixtureRequest) -> Api:
+    """The module's server of this mode, as this test's own key sees it."""
+    return Api(_server.base_url, await _server.new_key(request.node.name))
 
 
 def _fits(output: str, columns: int = 80) -> None:
@@ -58,9 +88,9 @@ def _fits(output: str, columns: int = 80) -> None:
 
 
 async def test_tables_fit_80_columns_and_short_ids_are_taken_everywhere(
-    served: Served, target: TargetServer, tmp_path: Path
+    served: Api, target: TargetServer, tmp_path: Path
 ) -> None:
-    api = served.base_url
+    api = served
     urls = [
         target.url(f"/title/{LONG_TITLE.replace(' ', '%20')}?padding={'x' * 60}&n={n}")
         for n in range(3)
@@ -107,9 +137,9 @@ async def test_tables_fit_80_columns_and_short_ids_are_taken_everywhere(
 
 
 async def test_jobs_cancel_takes_a_filter(
-    served: Served, target: TargetServer, tmp_path: Path
+    served: Api, target: TargetServer, tmp_path: Path
 ) -> None:
-    api = served.base_url
+    api = served
     finished = await run("submit", target.url("/page/3"), "--wait", "--json", api=api, cwd=tmp_path)
     [done] = json.loads(finished.out)
     urls = [target.url(f"/slow?delay=15&n={n}") for n in range(3)]

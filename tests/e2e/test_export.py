@@ -6,8 +6,6 @@ from __future__ import annotations
 import asyncio
 import io
 import json
-import subprocess
-import sys
 import tracemalloc
 import uuid
 from pathlib import Path
@@ -25,7 +23,8 @@ from taskcrawler.storage import Database
 from taskcrawler.storage.tables import jobs
 from tests.e2e.harness import Service
 from tests.support import seeding
-from tests.support.processes import ProcessManager, clean_env
+from tests.support.cli import Result, run_cli
+from tests.support.processes import ProcessManager
 from tests.support.served import Served, serve
 from tests.support.target import TargetServer
 
@@ -184,11 +183,9 @@ async def served(processes: ProcessManager, tmp_path: Path, sqlite_url: str) -> 
     return await serve(processes, tmp_path, sqlite_url)
 
 
-def cli(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "taskcrawler", "export", *args],
-        env=clean_env({}), cwd=cwd, capture_output=True, text=True, timeout=120,
-    )  # fmt: skip
+async def cli(*args: str, cwd: Path) -> Result:
+    """``taskcrawler export *args``, in the test's process (tests/support/cli.py)."""
+    return await run_cli("export", *args, cwd=cwd)
 
 
 async def test_the_command_and_the_clients_resume_with_a_cursor_file(
@@ -203,10 +200,8 @@ async def test_the_command_and_the_clients_resume_with_a_cursor_file(
 
     state, out = tmp_path / "cursor", tmp_path / "one.jsonl"
     api = ("--api", served.base_url)
-    done = await asyncio.to_thread(
-        cli, "--cursor-file", str(state), "-o", str(out), *api, cwd=tmp_path
-    )
-    assert done.returncode == 0, done.stderr
+    done = await cli("--cursor-file", str(state), "-o", str(out), *api, cwd=tmp_path)
+    assert done.code == 0, done.err
     assert [json.loads(line)["job"]["id"] for line in out.read_text().splitlines()] == [
         str(first.id)
     ]
@@ -215,21 +210,21 @@ async def test_the_command_and_the_clients_resume_with_a_cursor_file(
     with TaskCrawler(served.base_url) as tc:
         second = tc.submit(target.url("/title/Second")).job
         tc.wait(second.id, interval=0.05, timeout=30)
-    again = await asyncio.to_thread(cli, "--cursor-file", str(state), *api, cwd=tmp_path)
-    assert again.returncode == 0, again.stderr
-    assert [json.loads(line)["job"]["id"] for line in again.stdout.splitlines()] == [str(second.id)]
+    again = await cli("--cursor-file", str(state), *api, cwd=tmp_path)
+    assert again.code == 0, again.err
+    assert [json.loads(line)["job"]["id"] for line in again.out.splitlines()] == [str(second.id)]
 
     warc = tmp_path / "all.warc.gz"
-    whole = await asyncio.to_thread(cli, "--format", "warc", "-o", str(warc), *api, cwd=tmp_path)
-    assert whole.returncode == 0, whole.stderr
+    whole = await cli("--format", "warc", "-o", str(warc), *api, cwd=tmp_path)
+    assert whole.code == 0, whole.err
     with warc.open("rb") as stream:
         responses = [
             r for r in ArchiveIterator(stream, check_digests="raise") if r.rec_type == "response"
         ]
     assert len(responses) == 2
 
-    bad = await asyncio.to_thread(cli, "--since", "nonsense", *api, cwd=tmp_path)
-    assert bad.returncode == 2 and bad.stderr.startswith("error: 422 Unprocessable Entity: since:")
+    bad = await cli("--since", "nonsense", *api, cwd=tmp_path)
+    assert bad.code == 2 and bad.err.startswith("error: 422 Unprocessable Entity: since:")
     assert uuid.UUID(str(first.id))
 
 
@@ -247,10 +242,10 @@ async def test_the_command_exports_one_crawl(
     assert sorted(r.job.url for r in records) == [target.url("/page/0"), target.url("/page/1")]
 
     api = ("--api", served.base_url)
-    done = await asyncio.to_thread(cli, "--crawl", str(crawl.id), *api, cwd=tmp_path)
-    assert done.returncode == 0, done.stderr
-    exported = sorted(json.loads(line)["job"]["url"] for line in done.stdout.splitlines())
+    done = await cli("--crawl", str(crawl.id), *api, cwd=tmp_path)
+    assert done.code == 0, done.err
+    exported = sorted(json.loads(line)["job"]["url"] for line in done.out.splitlines())
     assert exported == [target.url("/page/0"), target.url("/page/1")]
-    bad = await asyncio.to_thread(cli, "--crawl", "nonsense", *api, cwd=tmp_path)
+    bad = await cli("--crawl", "nonsense", *api, cwd=tmp_path)
     # The command takes a start of an id and refuses what cannot be one, naming it.
-    assert bad.returncode == 2 and "'nonsense': a short id is" in bad.stderr, bad.stderr
+    assert bad.code == 2 and "'nonsense': a short id is" in bad.err, bad.err

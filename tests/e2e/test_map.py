@@ -3,15 +3,13 @@ builds for itself (so TASKCRAWLER_ALLOW_PRIVATE_NETWORKS and robots.txt are the 
 
 from __future__ import annotations
 
-import asyncio
-import os
-import sys
 from pathlib import Path
 
 import orjson
 import pytest
 
 from tests.e2e.harness import ServiceFactory
+from tests.support.cli import run_cli
 from tests.support.site import Site, SiteHosts, SiteServer
 
 SITE_OPTIONS = {"pages": 600, "hosts": SiteHosts.loopback()}
@@ -89,25 +87,10 @@ async def test_private_addresses_are_refused_unless_allowed(
 
 
 async def taskcrawler_map(cwd: Path, *args: str) -> tuple[int | None, bytes, bytes]:
-    """``taskcrawler map ARGS`` in a subprocess (its working directory has no .env)."""
-    env = {
-        **os.environ,
-        "TASKCRAWLER_ALLOW_PRIVATE_NETWORKS": "true",
-        "TASKCRAWLER_LOG_LEVEL": "ERROR",
-    }
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-m",
-        "taskcrawler",
-        "map",
-        *args,
-        cwd=cwd,
-        env=env,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-    )
-    out, err = await process.communicate()
-    return process.returncode, out, err
+    """``taskcrawler map ARGS`` in the test's process (tests/support/cli.py), in ``cwd``."""
+    env = {"TASKCRAWLER_ALLOW_PRIVATE_NETWORKS": "true", "TASKCRAWLER_LOG_LEVEL": "ERROR"}
+    result = await run_cli("map", *args, cwd=cwd, env=env)
+    return result.code, result.out.encode(), result.err.encode()
 
 
 async def test_the_command_line(site: Site, tmp_path: Path) -> None:

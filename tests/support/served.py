@@ -3,6 +3,9 @@
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,3 +54,19 @@ async def serve(processes: ProcessManager, tmp_path: Path, sqlite_url: str, **en
     base_url = f"http://127.0.0.1:{port}"
     await process.wait_for_http(f"{base_url}/healthz")
     return Served(base_url, process, sqlite_url)
+
+
+@contextlib.asynccontextmanager
+async def served_by_module(workdir: Path, database_url: str, **env: str) -> AsyncIterator[Served]:
+    """:func:`serve` for a whole test module, in processes of its own: its tests keep out of
+    each other's way with a key each (:meth:`Served.new_key`: a key sees its own jobs, crawls
+    and monitors only)."""
+    async with ProcessManager(workdir / "processes") as processes:
+        yield await serve(processes, workdir, database_url, **env)
+
+
+def sqlite_copy(template: Path, folder: Path) -> str:
+    """The URL of a copy of the session's migrated SQLite template in ``folder``."""
+    path = folder / "tc.db"
+    shutil.copyfile(template, path)
+    return f"sqlite+aiosqlite:///{path}"
