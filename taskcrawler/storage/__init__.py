@@ -19,6 +19,7 @@ from taskcrawler.storage.idempotency import IdempotencyStore
 from taskcrawler.storage.jobs import JobStore
 from taskcrawler.storage.keys import KeyStore
 from taskcrawler.storage.migrate import upgrade_database
+from taskcrawler.storage.monitor_work import MonitorWorkStore
 from taskcrawler.storage.monitors import MonitorStore
 from taskcrawler.storage.ports import (
     BatchRepository,
@@ -31,6 +32,7 @@ from taskcrawler.storage.ports import (
     JobRepository,
     KeyRepository,
     MonitorRepository,
+    MonitorWorkRepository,
     TrackingRepository,
     WebhookRepository,
     WorkRepository,
@@ -54,6 +56,7 @@ class Storage:
     chunks: ChunkRepository
     crawls: CrawlRepository
     monitors: MonitorRepository
+    monitor_work: MonitorWorkRepository
     exports: ExportRepository
     batches: BatchRepository
     firecrawl_hooks: FirecrawlHookRepository
@@ -72,6 +75,7 @@ class Storage:
             chunks=db.backend.chunk_store(db),
             crawls=CrawlStore(db),
             monitors=MonitorStore(db),
+            monitor_work=MonitorWorkStore(db),
             exports=ExportStore(db),
             batches=BatchStore(db),
             firecrawl_hooks=FirecrawlHookStore(db),
@@ -95,6 +99,7 @@ __all__ = [
     "JobStore",
     "KeyStore",
     "MonitorStore",
+    "MonitorWorkStore",
     "NewJob",
     "Storage",
     "WorkStore",
