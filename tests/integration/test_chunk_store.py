@@ -423,3 +423,84 @@ async def test_a_keyword_search_crowded_out_by_other_owners_reads_every_match(
     await storage.chunks.replace(_page(mine, [("a zeppelin", _unit(1, 0, 0, 0))]), "h")
     [found] = await storage.chunks.keyword(SearchQuery("", "zeppelin kettle", k=2))
     assert found.url == "http://mine.test/"
+
+
+@pytest.fixture
+def vector_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The id after which each read of an owner's vectors on SQLite started (0: all of them)."""
+    reads: list[int] = []
+    read = sqlite_chunks.sql.owner_vectors
+
+    def spied(owner: str, model: str, after: int) -> Any:
+        reads.append(after)
+        return read(owner, model, after)
+
+    monkeypatch.setattr(sqlite_chunks.sql, "owner_vectors", spied)
+    return reads
+
+
+async def _texts(storage: Storage, owner: str, vector: list[float], k: int = 10) -> list[str]:
+    hits = await storage.chunks.semantic(SearchQuery(owner, "q", k=k), model=MODEL, vector=vector)
+    return [h.text for h in hits]
+
+
+async def test_sqlite_keeps_each_owner_s_vectors_current_reading_only_what_changed(
+    sqlite_url: str, vector_reads: list[int]
+) -> None:
+    """Another process (a second store on the same file) writes: the searching store reads the
+    owner's new vectors and drops its deleted ones, never another owner's; an update of a vector
+    in place has every vector read again."""
+    searching, writing = open_storage(sqlite_url), open_storage(sqlite_url)
+    try:
+        mine = await _job(writing, "http://a.test/", owner="me")
+        theirs = await _job(writing, "http://b.test/", owner="them")
+        await writing.chunks.replace(
+            _page(mine, [("east", _unit(1, 0, 0, 0)), ("north", _unit(0, 1, 0, 0))], owner="me"),
+            "h",
+        )
+        assert await _texts(searching, "me", _unit(1, 0, 0, 0)) == ["east", "north"]
+        assert vector_reads == [0]
+
+        await writing.chunks.replace(
+            _page(theirs, [("their east", _unit(1, 0, 0, 0))], owner="them"), "h"
+        )
+        more = await _job(writing, "http://c.test/", owner="me")
+        await writing.chunks.replace(_page(more, [("up", _unit(0, 0, 1, 0))], owner="me"), "h")
+        assert await _texts(searching, "me", _unit(1, 0, 0, 0)) == ["east", "north", "up"]
+        assert vector_reads[1] > 0  # the owner's new chunks appended, the others not read again
+        assert await _texts(searching, "them", _unit(1, 0, 0, 0)) == ["their east"]
+        first_reads = len(vector_reads)
+
+        # A page fetched again: its chunks deleted and inserted anew.
+        await writing.chunks.replace(_page(mine, [("west", _unit(-1, 0, 0, 0))], owner="me"), "h2")
+        await writing.chunks.replace(_page(theirs, [], owner="them"), "h2")
+        assert await _texts(searching, "me", _unit(1, 0, 0, 0)) == ["up", "west"]
+        assert await _texts(searching, "them", _unit(1, 0, 0, 0)) == []
+        assert len(vector_reads) > first_reads and 0 not in vector_reads[first_reads:]
+
+        # Vectors changed in place by another process's re-index: the ids alone cannot tell.
+        [west] = [c for c in await writing.chunks.stale("other") if c.text == "west"]
+        await writing.chunks.set_embeddings(MODEL, [Reembedded(west.id, "", _unit(1, 0, 0, 0))])
+        reads_before = len(vector_reads)
+        assert await _texts(searching, "me", _unit(1, 0, 0, 0), k=1) == ["west"]
+        assert vector_reads[reads_before:] == [0]
+    finally:
+        await searching.close()
+        await writing.close()
+
+
+async def test_sqlite_reads_every_vector_again_when_a_job_s_deletion_cascades(
+    sqlite_url: str, vector_reads: list[int]
+) -> None:
+    storage = open_storage(sqlite_url)
+    try:
+        job = await _job(storage, "http://a.test/")
+        kept_job = await _job(storage, "http://b.test/")
+        await storage.chunks.replace(_page(job, [("gone", _unit(1, 0, 0, 0))]), "h")
+        await storage.chunks.replace(_page(kept_job, [("kept", _unit(0, 1, 0, 0))]), "h")
+        assert await _texts(storage, "", _unit(1, 0, 0, 0)) == ["gone", "kept"]
+        async with storage.db.write() as conn:
+            await conn.execute(jobs.delete().where(jobs.c.id == job))
+        assert await _texts(storage, "", _unit(1, 0, 0, 0)) == ["kept"]
+    finally:
+        await storage.close()

@@ -58,3 +58,31 @@ def test_an_empty_index_or_no_k_finds_nothing() -> None:
     assert nearest(np, empty, np.ones(4, np.float32), 5) == []
     assert nearest(np, one, np.ones(4, np.float32), 0) == []
     assert [chunk for chunk, _ in nearest(np, one, np.ones(4, np.float32), 5)] == [1]
+
+
+def test_an_index_extended_and_kept_is_the_index_of_its_rows(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    matrix, query = _clustered(600, 70)
+    whole = vector_index(np, np.arange(600), matrix, signs_from=100)
+
+    grown = vectors.extended(
+        np,
+        vector_index(np, np.arange(50), matrix[:50], signs_from=100),  # no signs yet
+        np.arange(50, 600),
+        matrix[50:],
+        signs_from=100,
+    )
+    shrunk = vectors.kept(np, grown, np.arange(0, 600, 2))
+
+    assert grown.signs is not None and np.array_equal(grown.signs, whole.signs)
+    assert np.array_equal(grown.ids, whole.ids) and np.array_equal(grown.matrix, whole.matrix)
+    assert shrunk.signs is not None and np.array_equal(
+        shrunk.signs, vector_index(np, np.arange(0, 600, 2), matrix[::2], signs_from=1).signs
+    )
+    monkeypatch.setattr(vectors, "RESCORED_SHARE", 1)  # exact: same answer either way
+    assert nearest(np, shrunk, query, 5) == nearest(
+        np, vector_index(np, np.arange(0, 600, 2), matrix[::2]), query, 5
+    )
+    assert vectors.kept(np, grown, grown.ids) is grown
+    assert vectors.extended(np, grown, np.arange(0), matrix[:0]) is grown

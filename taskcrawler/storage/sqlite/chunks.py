@@ -15,6 +15,7 @@ import time
 from array import array
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -31,7 +32,7 @@ from taskcrawler.domain.chunks import (
 from taskcrawler.storage.chunks import HIT_COLUMNS, ChunkStoreBase, hit, scope
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.sqlite import sql
-from taskcrawler.storage.sqlite.vectors import VectorIndex, nearest, vector_index
+from taskcrawler.storage.sqlite.vectors import VectorIndex, extended, kept, nearest
 from taskcrawler.storage.tables import chunks, jobs
 
 if TYPE_CHECKING:
@@ -73,7 +74,7 @@ CACHED_MATRICES = 4
 class SqliteChunkStore(ChunkStoreBase):
     def __init__(self, db: Database) -> None:
         super().__init__(db)
-        self._indexes: OrderedDict[tuple[str, str, int], tuple[Any, VectorIndex]] = OrderedDict()
+        self._indexes: OrderedDict[tuple[str, str, int], _Matrix] = OrderedDict()
         self._counted: tuple[float, int] = (-math.inf, 0)  # (when counted, chunks)
         self._rarity: dict[str, int] = {}  # term -> chunks holding it, when counted
 
@@ -132,7 +133,7 @@ class SqliteChunkStore(ChunkStoreBase):
         async with self.db.read() as conn:
             if not query.filtered:
                 key = (query.owner, model, len(vector))
-                index = await self._index(conn, conditions, key)
+                index = await self._index(conn, key)
             else:
                 ids, matrix = await _load(conn, conditions, len(vector))
                 index = VectorIndex(ids, matrix, signs=None)  # read for this search alone
@@ -150,27 +151,55 @@ class SqliteChunkStore(ChunkStoreBase):
         by_id = {row.id: row for row in found}
         return [hit(by_id[i], score) for i, score in score_of.items() if i in by_id]
 
-    async def _index(
-        self,
-        conn: AsyncConnection,
-        conditions: list[Any],
-        key: tuple[str, str, int],
-    ) -> VectorIndex:
-        """The vectors of ``conditions``' chunks, from memory while no chunk has been
-        written since they were read (``chunks_version``, which every write moves: reading it
-        costs nothing, where counting the owner's chunks read an index of every one)."""
-        version = ((await conn.execute(sql.CHUNKS_VERSION)).scalar_one(),)
+    async def _index(self, conn: AsyncConnection, key: tuple[str, str, int]) -> VectorIndex:
+        """The vectors of the owner's chunks of a model and dimension (``key``), from memory
+        while no chunk has been written since they were read (``chunks_version``, which every
+        write moves: reading it costs nothing). Where chunks were only inserted and deleted
+        since, the owner's new vectors are read and its deleted ones dropped (counting its ids
+        reads its index only); an update anywhere has them all read again."""
+        version = (await conn.execute(sql.CHUNKS_VERSION)).scalar_one()
         cached = self._indexes.get(key)
-        if cached is not None and cached[0] == version:
+        if cached is not None and cached.writes[0] == version:
             self._indexes.move_to_end(key)
-            return cached[1]
-        np = await numpy()
-        ids, matrix = await _load(conn, conditions, key[2])
-        index = await asyncio.to_thread(vector_index, np, ids, matrix)
-        self._indexes[key] = (version, index)
+            return cached.index
+        writes = tuple((await conn.execute(sql.CHUNK_WRITES)).one())
+        if cached is None or not inserts_and_deletes_only(cached.writes, writes):
+            cached = _Matrix(writes, 0, (0, 0), VectorIndex.empty(await numpy(), key[2]))
+        cached = await self._synced(conn, key, writes, cached)
+        self._indexes[key] = cached
         while len(self._indexes) > CACHED_MATRICES:
             self._indexes.popitem(last=False)
-        return index
+        return cached.index
+
+    async def _synced(
+        self,
+        conn: AsyncConnection,
+        key: tuple[str, str, int],
+        writes: tuple[int, ...],
+        cached: _Matrix,
+    ) -> _Matrix:
+        """``cached`` brought up to ``writes``, chunks having been inserted and deleted only
+        since: if the owner's chunks up to the newest id it holds are no longer those it holds
+        (their count and ids' sum), the ones gone dropped; the owner's chunks of higher ids
+        appended."""
+        np = await numpy()
+        owner, model, dim = key
+        index, figures = cached.index, cached.figures
+        if cached.newest:
+            now = (await conn.execute(sql.owner_id_figures(owner, model, cached.newest))).one()
+            if (int(now[0]), int(now[1])) != figures:
+                stmt = sql.owner_ids(owner, model, cached.newest)
+                ids = (await conn.execute(stmt)).scalars().all()
+                present = np.fromiter(ids, dtype=np.int64, count=len(ids))
+                index = await asyncio.to_thread(kept, np, index, present)
+                figures = (len(ids), int(present.sum()))
+        rows = (await conn.execute(sql.owner_vectors(owner, model, cached.newest))).all()
+        if not rows:
+            return _Matrix(writes, cached.newest, figures, index)
+        figures = (figures[0] + len(rows), figures[1] + sum(row.id for row in rows))
+        ids, matrix = _matrix(np, [row for row in rows if row.dim == dim], dim)
+        index = await asyncio.to_thread(extended, np, index, ids, matrix)
+        return _Matrix(writes, rows[-1].id, figures, index)
 
     @unavailable_on_connection_errors
     async def keyword(self, query: SearchQuery) -> list[SearchHit]:
@@ -209,28 +238,12 @@ class SqliteChunkStore(ChunkStoreBase):
         that holds no common term scores nothing for them. Chunks holding common terms only
         are left out: each of their terms is one that thousands of chunks hold."""
         rare, common = split_by_rarity(terms, holding, POSTINGS_BUDGET)
-        depth = max(KEYWORD_CANDIDATES, 4 * query.k)
-        ranked = await self._ranks(conn, fts_match(rare), depth)
+        matches = [fts_match(rare)]
         if common:
-            both = f"({fts_match(rare)}) AND ({fts_match(common)})"
-            ranked |= await self._ranks(conn, both, depth)
-        best = sorted(ranked.items(), key=lambda item: (item[1], item[0]))[:depth]
-        if not best:
-            return []
-        # The caller's among them first, by id alone: reading every candidate's text and page
-        # cost more than ranking them. Their owners are compared here, not in SQL, where the
-        # condition would lead SQLite to read the owner's every chunk by the owner's index.
-        owners = await conn.execute(sql.owners_of([chunk_id for chunk_id, _ in best]))
-        mine = {row.id for row in owners if row.owner == query.owner}
-        best = [(chunk_id, rank) for chunk_id, rank in best if chunk_id in mine][: query.k]
-        stmt = sql.hits_of([chunk_id for chunk_id, _ in best])
-        found = {row.id: row for row in await conn.execute(stmt)}
-        return [_Scored(found[chunk_id], -rank) for chunk_id, rank in best if chunk_id in found]
-
-    async def _ranks(self, conn: AsyncConnection, match: str, limit: int) -> dict[int, float]:
-        """FTS5's ``limit`` best matches of ``match``: chunk id -> rank (BM25, negated)."""
-        rows = await conn.execute(sql.fts_ranks(match, limit))
-        return {int(row.rowid): float(row.rank) for row in rows}
+            matches.append(f"({fts_match(rare)}) AND ({fts_match(common)})")
+        depth = max(KEYWORD_CANDIDATES, 4 * query.k)
+        stmt = sql.pruned_keyword_search(query.owner, matches, depth, query.k)
+        return list(await conn.execute(stmt))
 
     async def _holding(self, conn: AsyncConnection, terms: list[str]) -> tuple[int, dict[str, int]]:
         """The chunks in the index and how many hold each of ``terms``: counted at most every
@@ -248,15 +261,16 @@ class SqliteChunkStore(ChunkStoreBase):
         return self._counted[1], {term: self._rarity[term] for term in terms}
 
 
-class _Scored:
-    """A hit's row with its score beside it (``hit`` reads ``row.score``'s fields by name)."""
+@dataclass(frozen=True, slots=True)
+class _Matrix:
+    """An owner's vectors of a model in memory: read as of ``writes`` (:data:`sql.CHUNK_WRITES`),
+    none of ids above ``newest``; ``figures``, the count and sum of the owner's ids of the model
+    up to ``newest`` as they stood (every dimension's, as the owner's index counts them)."""
 
-    def __init__(self, row: Any, score: float) -> None:
-        self._row = row
-        self.score = score
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._row, name)
+    writes: tuple[int, ...]
+    newest: int
+    figures: tuple[int, int]
+    index: VectorIndex
 
 
 def fts_match(terms: Sequence[str]) -> str:
@@ -289,6 +303,20 @@ async def _load(conn: AsyncConnection, conditions: list[Any], dim: int) -> tuple
             .where(*conditions)
         )
     ).all()
+    return _matrix(np, rows, dim)
+
+
+def _matrix(np: Any, rows: Sequence[Any], dim: int) -> tuple[Any, Any]:
+    """Rows of ``id`` and ``embedding`` (float32 BLOBs of ``dim``) as ids and a matrix."""
     ids = np.fromiter((row.id for row in rows), dtype=np.int64, count=len(rows))
     matrix = np.frombuffer(b"".join(row.embedding for row in rows), dtype=np.float32)
     return ids, matrix.reshape(len(rows), dim)
+
+
+def inserts_and_deletes_only(before: Sequence[int], now: Sequence[int]) -> bool:
+    """Whether ``chunks`` saw inserts and deletes only between two readings of
+    :data:`sql.CHUNK_WRITES` (version, ids given, chunks): an update moves the version
+    without moving the other two."""
+    inserted = now[1] - before[1]
+    deleted = inserted - (now[2] - before[2])
+    return inserted >= 0 and deleted >= 0 and now[0] - before[0] == inserted + deleted

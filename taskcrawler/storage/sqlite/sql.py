@@ -79,22 +79,77 @@ def fts_ranks(match: str, limit: int) -> sa.Select[Any]:
     )
 
 
-def owners_of(ids: list[int]) -> sa.Select[Any]:
-    """The chunks ``ids`` (``id``, ``owner``), looked up by their ids."""
-    return sa.select(chunks.c.id, chunks.c.owner).where(chunks.c.id.in_(ids))
-
-
-def hits_of(ids: list[int]) -> sa.Select[Any]:
-    """What a search answers with of the chunks ``ids``."""
+def pruned_keyword_search(owner: str, matches: list[str], depth: int, k: int) -> sa.Select[Any]:
+    """The ``owner``'s best ``k`` among the ``depth`` best chunks that FTS5 ranks for any of
+    ``matches`` (a chunk ranked by several takes its best rank), with what a search answers
+    and ``score``: one statement, where ranking, telling the owners and reading the hits were
+    four round trips to the connection's thread. The owner is compared row by row (``+owner``):
+    as an indexed condition it had SQLite read the owner's every chunk by the (owner, model)
+    index."""
+    ranked = " UNION ALL ".join(
+        f"SELECT * FROM (SELECT rowid AS id, rank FROM chunks_fts WHERE chunks_fts MATCH :m{n}"
+        " ORDER BY rank LIMIT :depth)"
+        for n in range(len(matches))
+    )
+    best = (
+        sa.text(
+            f"SELECT id, min(rank) AS rank FROM ({ranked}) GROUP BY id ORDER BY rank, id"
+            " LIMIT :depth"
+        )
+        .bindparams(depth=depth, **{f"m{n}": match for n, match in enumerate(matches)})
+        .columns(sa.column("id", sa.Integer()), sa.column("rank", sa.Float()))
+        .cte("best")
+    )
+    mine: sa.ColumnElement[bool] = sa.literal_column("+chunks.owner") == owner
     return (
-        sa.select(chunks.c.id, *HIT_COLUMNS)
+        sa.select(*HIT_COLUMNS, (-best.c.rank).label("score"))
+        .select_from(best)
+        .join(chunks, chunks.c.id == best.c.id)
         .join(jobs, jobs.c.id == chunks.c.job_id)
-        .where(chunks.c.id.in_(ids))
+        .where(mine)
+        .order_by(best.c.rank, best.c.id)
+        .limit(k)
     )
 
 
 #: What every write to ``chunks`` moves (migration 0015's triggers).
 CHUNKS_VERSION = sa.text("SELECT version FROM chunks_version")
+
+#: The database's writes to ``chunks`` as of one snapshot: the counter every inserted, deleted
+#: or updated row moves, the ids ever given (AUTOINCREMENT's sequence: one per inserted row)
+#: and the chunks there are. Between two readings, the rows inserted are the sequence's move and
+#: those deleted what the count did not gain of them; the counter's move beyond both is updates.
+CHUNK_WRITES = sa.text(
+    "SELECT (SELECT version FROM chunks_version) AS version,"
+    " coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'chunks'), 0) AS inserted,"
+    " (SELECT count(*) FROM chunks) AS total"
+)
+
+
+def owner_vectors(owner: str, model: str, after: int) -> sa.Select[Any]:
+    """The ``owner``'s chunks of ``model`` with ids above ``after`` (``id``, ``dim``,
+    ``embedding``; by id): read by the primary key from ``after`` on."""
+    return (
+        sa.select(chunks.c.id, chunks.c.dim, chunks.c.embedding)
+        .where(chunks.c.owner == owner, chunks.c.model == model, chunks.c.id > after)
+        .order_by(chunks.c.id)
+    )
+
+
+def owner_id_figures(owner: str, model: str, upto: int) -> sa.Select[Any]:
+    """How many of the ``owner``'s chunks of ``model`` there are up to id ``upto``, and their
+    ids' sum: read from the (owner, model) index alone."""
+    return sa.select(sa.func.count(), sa.func.coalesce(sa.func.sum(chunks.c.id), 0)).where(
+        chunks.c.owner == owner, chunks.c.model == model, chunks.c.id <= upto
+    )
+
+
+def owner_ids(owner: str, model: str, upto: int) -> sa.Select[Any]:
+    """The ids of the ``owner``'s chunks of ``model`` up to ``upto``, from the same index."""
+    return sa.select(chunks.c.id).where(
+        chunks.c.owner == owner, chunks.c.model == model, chunks.c.id <= upto
+    )
+
 
 #: Chunks in the FTS5 index, for BM25's rarity of a term.
 COUNT_CHUNKS = sa.select(sa.func.count()).select_from(chunks)
