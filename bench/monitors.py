@@ -128,7 +128,7 @@ async def measure(args: argparse.Namespace) -> None:
             worker = Worker(bootstrap.worker_config(settings), storage.work, queue, fetcher, parser)
             clock = Clock(T0)
             scheduler = MonitorScheduler(
-                MonitorConfig(batch=500), storage.monitors, queue, parser, clock=clock
+                MonitorConfig(batch=500), storage.monitor_work, queue, parser, clock=clock
             )
             try:
                 # Monitors are created once the worker's restart sweep is over: that sweep

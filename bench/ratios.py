@@ -159,6 +159,8 @@ def line(label: str, r: dict[str, Any]) -> str:
         f"draining: p50 {o['p50_ms']:.1f} p99 {o['p99_ms']:.1f} max {o['max_ms']:.0f} ms, "
         f"errors+dropped {o['errors'] + o['dropped']} (bare: p99 {b['p99_ms']:.1f} ms; the worker "
         f"idle but for the load's jobs: p99 {r['open_quiet']['p99_ms']:.1f} ms); "
+        f"draining, p99 after the first second {o.get('p99_after_first_second_ms', 0):.1f} ms, "
+        f"by second {o.get('p99_ms_by_second')}; "
         f"backlog left {r['backlog_left']}"
     )
 

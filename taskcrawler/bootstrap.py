@@ -601,4 +601,4 @@ def monitor_scheduler(runtime: Runtime, parser: PageParser) -> MonitorScheduler:
             keep_days=settings.change_retention_days,
         ),
     )
-    return MonitorScheduler(config, runtime.storage.monitors, runtime.queue, parser)
+    return MonitorScheduler(config, runtime.storage.monitor_work, runtime.queue, parser)

@@ -255,13 +255,14 @@ class Renderer:
         escape to not open a block. ``collapsed``: ``parts`` is one text :meth:`_text` made,
         its whitespace collapsed already (looking for runs again costs a scan per kind)."""
         joined = parts if isinstance(parts, str) else "".join(parts)
-        if _BREAK not in joined:  # most paragraphs: one line
+        if _BREAK not in joined:  # most paragraphs: one line, no list of lines to build
             line = (joined if collapsed else _collapse(joined)).strip()
             if not self.markdown or not line:
                 return line
-            lines = [line]
-        else:
-            lines = [_collapse(line).strip() for line in joined.split(_BREAK)]
+            if block_start and not self._in_cell and _may_start_block(line):
+                line = _BLOCK_START.sub(_escape_marker, line)
+            return _inline_syntax(line)
+        lines = [_collapse(line).strip() for line in joined.split(_BREAK)]
         if not self.markdown:
             return "\n".join(line for line in lines if line)
         # A hard line break as CommonMark has it from Markdown itself: two trailing spaces.
@@ -273,12 +274,7 @@ class Renderer:
                 _LINE_CONTINUES.sub(_escape_marker, line) if _may_start_block(line) else line
                 for line in lines[1:]
             ]
-        text = "  \n".join(lines)
-        if "](" in text and _touches_a_word(text):
-            text = _whole_word_links(text)
-        if _OPENS in text:
-            text = _flank(text)
-        return _EMPTY_STRONG.sub(_merge_strong, text) if "**" in text else text
+        return _inline_syntax("  \n".join(lines))
 
     def _heading(self, node: LexborNode, level: int, depth: int) -> list[str]:
         only = _only_text(node)
@@ -483,6 +479,15 @@ class Renderer:
         if not self.markdown or not _has_special(text):
             return text
         return _ESCAPE.sub(_backslashed, text)
+
+
+def _inline_syntax(text: str) -> str:
+    """A paragraph's links, emphasis and strong runs as CommonMark reads them."""
+    if "](" in text and _touches_a_word(text):
+        text = _whole_word_links(text)
+    if _OPENS in text:
+        text = _flank(text)
+    return _EMPTY_STRONG.sub(_merge_strong, text) if "**" in text else text
 
 
 def _canonical(text: str) -> str:

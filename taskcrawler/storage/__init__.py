@@ -18,6 +18,7 @@ from taskcrawler.storage.firecrawl_hooks import FirecrawlHookStore
 from taskcrawler.storage.idempotency import IdempotencyStore
 from taskcrawler.storage.jobs import JobStore
 from taskcrawler.storage.keys import KeyStore
+from taskcrawler.storage.monitor_work import MonitorWorkStore
 from taskcrawler.storage.monitors import MonitorStore
 from taskcrawler.storage.ports import (
     BatchRepository,
@@ -30,6 +31,7 @@ from taskcrawler.storage.ports import (
     JobRepository,
     KeyRepository,
     MonitorRepository,
+    MonitorWorkRepository,
     TrackingRepository,
     WebhookRepository,
     WorkRepository,
@@ -53,6 +55,7 @@ class Storage:
     chunks: ChunkRepository
     crawls: CrawlRepository
     monitors: MonitorRepository
+    monitor_work: MonitorWorkRepository
     exports: ExportRepository
     batches: BatchRepository
     firecrawl_hooks: FirecrawlHookRepository
@@ -71,6 +74,7 @@ class Storage:
             chunks=db.backend.chunk_store(db),
             crawls=CrawlStore(db),
             monitors=MonitorStore(db),
+            monitor_work=MonitorWorkStore(db),
             exports=ExportStore(db),
             batches=BatchStore(db),
             firecrawl_hooks=FirecrawlHookStore(db),
@@ -94,6 +98,7 @@ __all__ = [
     "JobStore",
     "KeyStore",
     "MonitorStore",
+    "MonitorWorkStore",
     "NewJob",
     "Storage",
     "WorkStore",

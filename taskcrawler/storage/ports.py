@@ -325,8 +325,8 @@ class ChunkRepository(Protocol):
 
 
 class MonitorRepository(Protocol):
-    """Monitors, their pages (ordinary jobs), the slots fired, run history and changes. Every
-    method that takes ``owner`` sees that tenant's monitors only."""
+    """Monitors as the API sees them: their specs, pages (ordinary jobs), run history and
+    changes. Every method that takes ``owner`` sees that tenant's monitors only."""
 
     async def create(
         self, owner: str, spec: MonitorSpec, *, now: datetime, redispatch_after: float
@@ -379,16 +379,21 @@ class MonitorRepository(Protocol):
 
     async def change(self, monitor_id: UUID, change_id: UUID, *, owner: str) -> Change | None: ...
 
-    async def prune_history(self, retention: ChangeRetention, *, now: datetime, limit: int) -> int:
-        """One bounded step of pruning monitors' history; rows touched (below ``limit``:
-        nothing more to do for now)."""
-        ...
-
     async def rounds(self, monitor_id: UUID) -> list[tuple[datetime, int]]: ...
 
     async def run(
         self, job_id: UUID, run: int, *, owner: str
     ) -> tuple[StoredRun, RunContent] | None: ...
+
+
+class MonitorWorkRepository(Protocol):
+    """Monitors as the workers see them: the slots fired, the runs and crawl rounds change
+    detection claims and records, and the pruning of their history."""
+
+    async def prune_history(self, retention: ChangeRetention, *, now: datetime, limit: int) -> int:
+        """One bounded step of pruning monitors' history; rows touched (below ``limit``:
+        nothing more to do for now)."""
+        ...
 
     async def fire_due(
         self, *, now: datetime, redispatch_after: float, limit: int = 100

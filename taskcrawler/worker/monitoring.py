@@ -51,7 +51,7 @@ from taskcrawler.domain.monitors import (
 )
 from taskcrawler.domain.runs import RetentionPolicy
 from taskcrawler.queue import JobQueue
-from taskcrawler.storage.ports import MonitorRepository
+from taskcrawler.storage.ports import MonitorWorkRepository
 from taskcrawler.worker.parsing import PageParser, ParseTimeout
 
 log = logging.getLogger(__name__)
@@ -96,7 +96,7 @@ class MonitorScheduler:
     def __init__(
         self,
         config: MonitorConfig,
-        store: MonitorRepository,
+        store: MonitorWorkRepository,
         queue: JobQueue,
         parser: PageParser,
         *,

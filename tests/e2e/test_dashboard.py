@@ -40,6 +40,7 @@ async def test_dashboard_is_html_that_loads_only_our_own_files(api: Service) -> 
 async def test_static_files_have_their_types(api: Service) -> None:
     for name, kind in (
         ("dashboard.js", "javascript"),
+        ("dashboard/common.js", "javascript"),  # a module: browsers load it only as JavaScript
         ("dashboard.css", "text/css"),
         ("favicon.svg", "image/svg+xml"),
     ):

@@ -116,7 +116,7 @@ async def rig(storage: Storage) -> AsyncIterator[Rig]:
     clock = Clock(T0)
     scheduler = MonitorScheduler(
         MonitorConfig(retention=RetentionPolicy(keep_runs=None)),
-        storage.monitors,
+        storage.monitor_work,
         queue,
         parser,
         clock=clock,
@@ -302,15 +302,15 @@ async def test_a_round_is_recorded_once_when_its_lease_is_taken_over(
     rig.clock.now = T0 + timedelta(seconds=INTERVAL)
     await rig.scheduler.tick()
     await wait_crawls_stopped(rig.storage)
-    slow = await rig.storage.monitors.claim_crawl_rounds()
-    assert len(slow) == 1 and await rig.storage.monitors.claim_crawl_rounds() == []  # leased
+    slow = await rig.storage.monitor_work.claim_crawl_rounds()
+    assert len(slow) == 1 and await rig.storage.monitor_work.claim_crawl_rounds() == []  # leased
     async with rig.storage.db.write() as conn:  # the slow reader's lease runs out
         await conn.execute(
             monitor_crawls.update().values(reading_until=datetime.now(UTC) - timedelta(seconds=1))
         )
     assert await rig.scheduler.read_crawl_rounds() == 1  # taken over, and recorded
     stale = read_crawl_round(slow[0], now=rig.clock.now, new_id=uuid.uuid4)
-    assert await rig.storage.monitors.record_crawl_round(stale, []) is False
+    assert await rig.storage.monitor_work.record_crawl_round(stale, []) is False
     changes, _ = await rig.storage.monitors.changes(monitor.id, owner="o")
     assert [(c.kind, urlsplit(c.url).path) for c in changes] == [(ChangeKind.CHANGED, edit.path)]
 
@@ -369,7 +369,7 @@ async def test_a_round_fires_and_starts_its_crawl_once_with_two_workers(
             now = T0 + timedelta(seconds=k * INTERVAL + 1)
             for _ in range(2):
                 results = await asyncio.gather(
-                    *(s.monitors.fire_due(now=now, redispatch_after=30) for s in stores)
+                    *(s.monitor_work.fire_due(now=now, redispatch_after=30) for s in stores)
                 )
                 fired.extend(slot for batch in results for slot in batch)
         assert [slot.slot_at for slot in fired] == [

@@ -104,7 +104,7 @@ def scheduler(
 ) -> MonitorScheduler:
     config = MonitorConfig(change_retention=retention, prune_batch=4, prune_batches=100)
     return MonitorScheduler(
-        config, storage.monitors, MemoryQueue(), PageParser(), clock=lambda: clock[0]
+        config, storage.monitor_work, MemoryQueue(), PageParser(), clock=lambda: clock[0]
     )
 
 
@@ -181,7 +181,7 @@ async def test_a_crawl_rounds_pages_are_cleared_once_a_later_round_was_read(
                   "pages": pages if read else None}],
             )  # fmt: skip
     retention = ChangeRetention(keep_changes=None, keep_days=None)
-    assert await storage.monitors.prune_history(retention, now=T0, limit=10) == 1
+    assert await storage.monitor_work.prune_history(retention, now=T0, limit=10) == 1
     async with storage.db.read() as conn:
         kept_pages = [
             row.pages is not None
@@ -191,4 +191,4 @@ async def test_a_crawl_rounds_pages_are_cleared_once_a_later_round_was_read(
         ]
     # The newest read round is what the unread one will be compared with: it stays.
     assert kept_pages == [False, True, False]
-    assert await storage.monitors.prune_history(retention, now=T0, limit=10) == 0
+    assert await storage.monitor_work.prune_history(retention, now=T0, limit=10) == 0

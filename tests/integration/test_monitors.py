@@ -75,7 +75,7 @@ async def test_each_due_slot_fires_once_across_workers_and_restarts(database_url
         now = T0 + timedelta(seconds=k * INTERVAL + 1)
         for _ in range(2):  # a second pass at the same moment finds nothing due
             results = await asyncio.gather(
-                *(s.monitors.fire_due(now=now, redispatch_after=30) for s in first)
+                *(s.monitor_work.fire_due(now=now, redispatch_after=30) for s in first)
             )
             fired.extend(slot.slot_at for batch in results for slot in batch)
     for store in first:
@@ -85,7 +85,7 @@ async def test_each_due_slot_fires_once_across_workers_and_restarts(database_url
     try:
         late = T0 + timedelta(seconds=10 * INTERVAL + 30)
         results = await asyncio.gather(
-            *(s.monitors.fire_due(now=late, redispatch_after=30) for s in again)
+            *(s.monitor_work.fire_due(now=late, redispatch_after=30) for s in again)
         )
         slots = [slot for batch in results for slot in batch]
         assert [(s.slot_at, s.missed) for s in slots] == [(T0 + timedelta(minutes=10), 4)]
@@ -118,7 +118,7 @@ async def test_a_restarted_worker_leaves_a_monitors_pages_to_their_first_slot(
     )
     await sweeper.sweep(after_restart=True)
     assert await queue.depth() == 0
-    [slot] = await storage.monitors.fire_due(now=now, redispatch_after=0)  # its publish lost
+    [slot] = await storage.monitor_work.fire_due(now=now, redispatch_after=0)  # its publish lost
     assert set(slot.job_ids) == {page.job_id for page in monitor.pages}
     await sweeper.sweep()
     assert sorted(await queue.consume(10, 0)) == sorted(slot.job_ids)
@@ -128,13 +128,13 @@ async def test_pause_resume_and_a_new_interval(storage: Storage) -> None:
     monitor = await storage.monitors.create(
         "o", spec(["http://a.test/"]), now=T0, redispatch_after=30
     )
-    assert len(await storage.monitors.fire_due(now=T0, redispatch_after=30)) == 1
+    assert len(await storage.monitor_work.fire_due(now=T0, redispatch_after=30)) == 1
     paused = await storage.monitors.update(monitor.id, owner="o", now=T0, paused=True)
     assert paused is not None and paused.paused
     later = T0 + timedelta(seconds=5 * INTERVAL + 1)
-    assert await storage.monitors.fire_due(now=later, redispatch_after=30) == []
+    assert await storage.monitor_work.fire_due(now=later, redispatch_after=30) == []
     await storage.monitors.update(monitor.id, owner="o", now=later, paused=False)
-    [resumed] = await storage.monitors.fire_due(now=later, redispatch_after=30)
+    [resumed] = await storage.monitor_work.fire_due(now=later, redispatch_after=30)
     assert (resumed.slot_at, resumed.missed) == (T0 + timedelta(seconds=5 * INTERVAL), 4)
     # A new interval starts its slots now: the next comes one new interval later.
     changed = await storage.monitors.update(
@@ -143,12 +143,12 @@ async def test_pause_resume_and_a_new_interval(storage: Storage) -> None:
     assert changed is not None and changed.spec.interval_seconds == 2 * INTERVAL
     assert changed.next_due_at == later + timedelta(seconds=2 * INTERVAL)
     assert (
-        await storage.monitors.fire_due(
+        await storage.monitor_work.fire_due(
             now=later + timedelta(seconds=INTERVAL), redispatch_after=30
         )
         == []
     )
-    [next_slot] = await storage.monitors.fire_due(
+    [next_slot] = await storage.monitor_work.fire_due(
         now=later + timedelta(seconds=2 * INTERVAL), redispatch_after=30
     )
     assert next_slot.slot_at == later + timedelta(seconds=2 * INTERVAL)
@@ -230,7 +230,7 @@ async def rig(storage: Storage) -> AsyncIterator[Rig]:
     clock = Clock(T0)
     scheduler = MonitorScheduler(
         MonitorConfig(retention=RetentionPolicy(keep_runs=None)),
-        storage.monitors,
+        storage.monitor_work,
         queue,
         parser,
         clock=clock,
@@ -359,7 +359,7 @@ async def test_a_run_is_recorded_once_by_racing_schedulers(
     )
     job_ids = [page.job_id for page in monitor.pages]
     other = MonitorScheduler(
-        MonitorConfig(), rig.storage.monitors, rig.queue, rig.scheduler.parser, clock=rig.clock
+        MonitorConfig(), rig.storage.monitor_work, rig.queue, rig.scheduler.parser, clock=rig.clock
     )
     for k in range(3):
         rig.clock.now = T0 + timedelta(seconds=k * INTERVAL)
@@ -429,11 +429,11 @@ async def test_retention_keeps_the_newest_runs_and_what_they_read(storage: Stora
                 await conn.execute(page_archive.delete())
                 fetched = FetchedPage(page.url, page.url, 200, {}, "text/html", "utf-8", body)
                 await conn.execute(page_archive.insert(), [_archive_row(page.job_id, fetched)])
-        [unread] = await storage.monitors.claim_unread_runs()
+        [unread] = await storage.monitor_work.claim_unread_runs()
         rig_parser = PageParser(processes=1)
         try:
             scheduler = MonitorScheduler(
-                MonitorConfig(retention=policy), storage.monitors, MemoryQueue(), rig_parser
+                MonitorConfig(retention=policy), storage.monitor_work, MemoryQueue(), rig_parser
             )
             assert await scheduler._read([unread]) == 1
         finally:

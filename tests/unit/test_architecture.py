@@ -79,6 +79,56 @@ def test_layers_import_only_downwards(folder: str, forbidden: str) -> None:
     assert importing(modules(folder), forbidden) == {}
 
 
+def names_imported_from(path: Path, module: str) -> set[str]:
+    """The names ``path`` imports from ``module`` (``from module import name``)."""
+    return {
+        alias.name
+        for node in ast.walk(ast.parse(path.read_text(), str(path)))
+        if isinstance(node, ast.ImportFrom) and node.module == module
+        for alias in node.names
+    }
+
+
+#: The repositories split by who calls them: the API's side, and the workers' side.
+API_PORTS = {"JobRepository", "MonitorRepository"}
+WORKER_PORTS = {"WorkRepository", "MonitorWorkRepository"}
+
+
+@pytest.mark.parametrize(
+    ("folder", "forbidden"),
+    [("api", WORKER_PORTS), ("service", WORKER_PORTS), ("worker", API_PORTS)],
+)
+def test_each_side_asks_storage_through_its_own_ports(folder: str, forbidden: set[str]) -> None:
+    asking = {
+        str(path.relative_to(PACKAGE)): sorted(
+            names_imported_from(path, "taskcrawler.storage.ports") & forbidden
+        )
+        for path in modules(folder)
+    }
+    assert {path: names for path, names in asking.items() if names} == {}
+
+
+@pytest.mark.parametrize(
+    ("api_side", "worker_side"),
+    [
+        ("storage/jobs.py", "taskcrawler.storage.work"),
+        ("storage/monitors.py", "taskcrawler.storage.monitor_work"),
+    ],
+)
+def test_the_api_side_of_storage_needs_nothing_of_the_workers_side(
+    api_side: str, worker_side: str
+) -> None:
+    assert importing([PACKAGE / api_side], worker_side) == {}
+
+
+def test_the_ports_the_rules_name_exist() -> None:
+    """A port renamed would otherwise leave the rule above checking for nothing."""
+    from taskcrawler.storage import ports
+
+    for name in API_PORTS | WORKER_PORTS:
+        assert isinstance(getattr(ports, name), type)
+
+
 def test_the_common_helpers_know_nothing_of_the_application() -> None:
     used = {
         path: [name for name in names if not name.startswith("taskcrawler.common")]

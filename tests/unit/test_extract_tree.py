@@ -37,3 +37,15 @@ def test_each_thread_has_its_own_engine() -> None:
         theirs = pool.submit(engine_and_result, "<ul><li>y</li><li>z</li></ul>").result()
     assert ours[1] == ["x"] and theirs[1] == ["y", "z"]
     assert ours[0] != theirs[0]
+
+
+def test_a_tree_read_in_another_thread_answers_with_its_own_nodes() -> None:
+    # The engine is looked up when the tree is made; a tree handed to another thread (not
+    # what the parse lanes do, but nothing forbids it) still answers its own queries there.
+    tree = PageTree("<ol><li>made here</li></ol>")
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        there = pool.submit(lambda: [node.text() for node in tree.css("li")]).result()
+        theirs = pool.submit(lambda: PageTree("<li>there</li>").css_first("li")).result()
+    assert there == ["made here"]
+    assert theirs is not None and theirs.text() == "there"
+    assert [node.text() for node in tree.css("li")] == ["made here"]

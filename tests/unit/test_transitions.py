@@ -26,7 +26,7 @@ from taskcrawler.domain.transitions import (
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 POLICY = RetryPolicy(max_retries=3, base_seconds=1.0, max_seconds=60.0)
-DASHBOARD = Path(__file__).resolve().parents[2] / "taskcrawler/api/static/dashboard.js"
+DASHBOARD = Path(__file__).resolve().parents[2] / "taskcrawler/api/static/dashboard/common.js"
 
 
 def attempt(retry_count: int = 0, **fields: object) -> Outcome:

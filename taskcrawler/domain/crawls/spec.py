@@ -1,6 +1,4 @@
-"""Crawls, without I/O: what a crawl asks for (:class:`CrawlSpec`), which URLs belong to it
-(:class:`Scope`), the key it deduplicates them on (:func:`crawl_key`), and what one fetched page
-adds to its frontier (:func:`discover`).
+"""What a crawl asks for (:class:`CrawlSpec`), each field checked, and its path patterns.
 
 Path patterns come from users, so they are compiled with RE2 (``google-re2``): matching takes
 time linear in the path whatever the pattern, so no pattern can be catastrophic to evaluate.
@@ -10,15 +8,10 @@ that names the field.
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from datetime import datetime
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass
 from enum import StrEnum
-from functools import lru_cache
-from typing import Any, Protocol
-from urllib.parse import unquote, urlsplit
-from uuid import UUID
+from typing import Any
 
 import re2
 
@@ -26,22 +19,42 @@ from taskcrawler.domain.errors import InvalidURL
 from taskcrawler.domain.jobs import DEFAULT_FORMATS, UNSTATED_FORMATS
 from taskcrawler.domain.rendering import RENDER_MODES, RenderRequest, effective_mode
 from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS, ScrapeOptions
-from taskcrawler.domain.urls import crawl_key, validate_url
+from taskcrawler.domain.urls import validate_url
 
 DEFAULT_LIMIT = 10_000
+
+
 #: The largest ``limit`` unless the deployment sets another (TASKCRAWLER_CRAWL_MAX_LIMIT).
 DEFAULT_MAX_LIMIT = 100_000
+
+
 MAX_DEPTH = 1_000
+
+
 MAX_PATTERNS = 100
+
+
 MAX_PATTERN_LENGTH = 1_000
+
+
 #: Memory RE2 may use for one compiled pattern; a bigger program is refused as too complex.
 PATTERN_MAX_MEMORY = 1 << 20
+
+
 #: A century, as for jobs: older than any page can be.
 MAX_AGE_SECONDS = 100 * 365 * 24 * 3600
+
+
 #: The webhook events a crawl can announce to its callback URL: each finished page, and the end.
 CRAWL_PAGE_EVENT = "crawl.page"
+
+
 CRAWL_COMPLETED_EVENT = "crawl.completed"
+
+
 WEBHOOK_EVENTS = (CRAWL_PAGE_EVENT, CRAWL_COMPLETED_EVENT)
+
+
 DEFAULT_WEBHOOK_EVENTS = (CRAWL_COMPLETED_EVENT,)
 
 
@@ -49,16 +62,6 @@ def stored_webhook_events(spec: Mapping[str, Any]) -> tuple[str, ...]:
     """The webhook events of a crawl's stored spec (:meth:`CrawlSpec.to_dict`); a spec stored
     without them asked for the default."""
     return tuple(spec.get("webhook_events", DEFAULT_WEBHOOK_EVENTS))
-
-
-class CrawlStatus(StrEnum):
-    RUNNING = "RUNNING"
-    COMPLETED = "COMPLETED"
-    CANCELLED = "CANCELLED"
-
-    @property
-    def is_final(self) -> bool:
-        return self is not CrawlStatus.RUNNING
 
 
 class SitemapMode(StrEnum):
@@ -77,9 +80,6 @@ class InvalidCrawlSpec(ValueError):
         super().__init__(f"{field}: {message}")
         self.field = field
         self.message = message
-
-
-# --- path patterns ---------------------------------------------------------------------------
 
 
 def _re2_options() -> re2.Options:
@@ -114,9 +114,6 @@ def compile_patterns(patterns: Sequence[str], field: str) -> tuple[re2._Regexp, 
     if len(patterns) > MAX_PATTERNS:
         raise InvalidCrawlSpec(field, f"at most {MAX_PATTERNS} patterns")
     return tuple(compile_pattern(p, f"{field}[{i}]") for i, p in enumerate(patterns))
-
-
-# --- the spec --------------------------------------------------------------------------------
 
 
 def _checked_url(value: object, field: str) -> str:
@@ -357,330 +354,3 @@ class CrawlSpec:
             webhook_events=stored_webhook_events(data),
             options=ScrapeOptions.from_json(data.get("options")),
         )
-
-
-# --- a crawl, as stored and as shown ------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class CrawlCounts:
-    """A crawl's pages by state, counted in one statement, so they always add up:
-    ``discovered == pending + completed + failed + cancelled`` (``pending`` includes the pages
-    being fetched, ``processing`` of them)."""
-
-    pending: int = 0
-    processing: int = 0
-    completed: int = 0
-    failed: int = 0
-    cancelled: int = 0
-
-    @property
-    def discovered(self) -> int:
-        return self.pending + self.completed + self.failed + self.cancelled
-
-    @classmethod
-    def of(cls, by_status: Mapping[str, int]) -> CrawlCounts:
-        """From job counts by job status (``PENDING``, ``PROCESSING``, …)."""
-        processing = by_status.get("PROCESSING", 0)
-        return cls(
-            pending=by_status.get("PENDING", 0) + processing,
-            processing=processing,
-            completed=by_status.get("COMPLETED", 0),
-            failed=by_status.get("FAILED", 0),
-            cancelled=by_status.get("CANCELLED", 0),
-        )
-
-
-@dataclass(frozen=True, slots=True)
-class Crawl:
-    """A crawl: its spec, its state, and (when read with them) its pages' counts."""
-
-    id: UUID
-    owner: str
-    spec: CrawlSpec
-    status: CrawlStatus
-    created_at: datetime
-    finished_at: datetime | None = None
-    counts: CrawlCounts = field(default_factory=CrawlCounts)
-
-    @property
-    def url(self) -> str:
-        return self.spec.url
-
-
-# --- scope -----------------------------------------------------------------------------------
-
-
-class Verdict(StrEnum):
-    """Whether a URL belongs to a crawl, and if not, why not."""
-
-    IN_SCOPE = "in_scope"
-    INVALID_URL = "invalid_url"  # not http(s), no host, credentials, too long, …
-    EXTERNAL = "external"  # another site, and allow_external is off
-    SUBDOMAIN = "subdomain"  # a subdomain of the start's site, and allow_subdomains is off
-    EXCLUDED = "excluded"  # the path matches an exclude_paths pattern
-    NOT_INCLUDED = "not_included"  # include_paths is set and the path matches none
-    TOO_DEEP = "too_deep"  # more link hops from the start than max_depth
-    NOFOLLOW = "nofollow"  # the link (or its page) says nofollow
-
-
-def site_of(host: str) -> str:
-    """The host a crawl is scoped to: lower case, no trailing dot, no leading ``www.``."""
-    host = host.lower().rstrip(".")
-    return host[4:] if host.startswith("www.") else host
-
-
-@lru_cache(maxsize=16384)
-def _site_and_path(key: str) -> tuple[str, str]:
-    """A key's site (:func:`site_of`) and path. Cached as :func:`crawl_key` is: a site's pages
-    link to the same few URLs (its navigation) on every page."""
-    parts = urlsplit(key)
-    return site_of(parts.hostname or ""), parts.path
-
-
-class Scope:
-    """Decides whether a URL belongs to a crawl.
-
-    * http and https only, both schemes alike;
-    * the start URL's host, with or without ``www.`` (``example.com`` and ``www.example.com`` are
-      one site), any port; its subdomains only with ``allow_subdomains``; any host with
-      ``allow_external`` (which implies subdomains);
-    * then the path: excluded when an ``exclude_paths`` pattern is found in it, else included
-      when ``include_paths`` is empty or one of its patterns is found in it.
-    """
-
-    __slots__ = ("_exclude", "_include", "_site", "allow_external", "allow_subdomains")
-
-    def __init__(
-        self,
-        start_url: str,
-        *,
-        include_paths: Sequence[str] = (),
-        exclude_paths: Sequence[str] = (),
-        allow_subdomains: bool = False,
-        allow_external: bool = False,
-    ) -> None:
-        host = urlsplit(crawl_key(_checked_url(start_url, "url"))).hostname or ""
-        self._site = site_of(host)
-        self._include = compile_patterns(include_paths, "include_paths")
-        self._exclude = compile_patterns(exclude_paths, "exclude_paths")
-        self.allow_subdomains = allow_subdomains or allow_external
-        self.allow_external = allow_external
-
-    @classmethod
-    def of(cls, spec: CrawlSpec) -> Scope:
-        return cls(
-            spec.url,
-            include_paths=spec.include_paths,
-            exclude_paths=spec.exclude_paths,
-            allow_subdomains=spec.allow_subdomains,
-            allow_external=spec.allow_external,
-        )
-
-    @property
-    def site(self) -> str:
-        return self._site
-
-    def check(self, url: str) -> Verdict:
-        """The verdict on ``url`` (absolute; keyed or not)."""
-        try:
-            key = crawl_key(url)
-        except InvalidURL:
-            return Verdict.INVALID_URL
-        return self.check_key(key)
-
-    def check_key(self, key: str) -> Verdict:
-        """The verdict on a URL already made a key by :func:`crawl_key`."""
-        site, path = _site_and_path(key)
-        verdict = self._host_verdict(site)
-        if verdict is not Verdict.IN_SCOPE:
-            return verdict
-        return self._path_verdict(path)
-
-    def allows(self, url: str) -> bool:
-        return self.check(url) is Verdict.IN_SCOPE
-
-    def _host_verdict(self, site: str) -> Verdict:
-        if site == self._site:
-            return Verdict.IN_SCOPE
-        if site.endswith("." + self._site):
-            return Verdict.IN_SCOPE if self.allow_subdomains else Verdict.SUBDOMAIN
-        return Verdict.IN_SCOPE if self.allow_external else Verdict.EXTERNAL
-
-    def _path_verdict(self, path: str) -> Verdict:
-        if any(pattern.search(path) for pattern in self._exclude):
-            return Verdict.EXCLUDED
-        if self._include and not any(pattern.search(path) for pattern in self._include):
-            return Verdict.NOT_INCLUDED
-        return Verdict.IN_SCOPE
-
-
-# --- discovery -------------------------------------------------------------------------------
-
-
-class LinkLike(Protocol):
-    """What discovery needs of a link (``taskcrawler.extract.Link`` is one)."""
-
-    @property
-    def url(self) -> str: ...
-
-    @property
-    def nofollow(self) -> bool: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """A URL for the frontier: ``key`` is what the crawl deduplicates on (and fetches: the key
-    is a valid URL, with tracking parameters and fragment gone), ``depth`` its link hops."""
-
-    key: str
-    depth: int
-
-
-@dataclass(slots=True)
-class Discovery:
-    """What one page adds to its crawl.
-
-    ``candidates``: distinct in-scope URLs in document order, the page's canonical first when
-    it has one elsewhere. ``duplicate_of``: the canonical URL's key when the page names another
-    in-scope URL as canonical (the crawl may count the page as a twin of it). ``rejected``:
-    how many links were left out, by verdict.
-    """
-
-    candidates: list[Candidate] = field(default_factory=list)
-    duplicate_of: str | None = None
-    rejected: Counter[Verdict] = field(default_factory=Counter)
-
-
-def discover(
-    page_url: str,
-    links: Iterable[LinkLike],
-    canonical: str | None,
-    depth: int,
-    spec: CrawlSpec,
-    scope: Scope,
-) -> Discovery:
-    """The frontier candidates of a page fetched at ``depth`` whose final URL is ``page_url``.
-
-    * Links marked nofollow (``rel="nofollow"``, or a page-level ``<meta name="robots"
-      content="nofollow">``, which the extractor folds into every link) are not followed: the
-      site asked crawlers not to, and a crawl honours robots.txt for the same reason.
-    * A canonical URL other than the page's own is a candidate at the page's own depth (it is the
-      same document, not a hop further), and the page is reported as its duplicate. The page's
-      links are still followed: a canonical pointing every page at the home page is a common
-      mistake that must not end a crawl.
-    * Links past ``max_depth`` are dropped; the caller deduplicates against what the crawl has.
-    """
-    result = Discovery()
-    seen: set[str] = set()
-    own_key = _key_or_none(page_url)
-    if own_key is not None:
-        seen.add(own_key)
-    if canonical:
-        key = _key_or_none(canonical)
-        if key is not None and key not in seen:
-            verdict = scope.check_key(key)
-            if verdict is Verdict.IN_SCOPE:
-                result.duplicate_of = key
-                result.candidates.append(Candidate(key, depth))
-            seen.add(key)
-    next_depth = depth + 1
-    too_deep = spec.max_depth is not None and next_depth > spec.max_depth
-    for link in links:
-        key = _key_or_none(link.url)
-        if key is None:
-            result.rejected[Verdict.INVALID_URL] += 1
-            continue
-        if key in seen:
-            continue
-        seen.add(key)
-        verdict = _link_verdict(link, key, scope, too_deep)
-        if verdict is Verdict.IN_SCOPE:
-            result.candidates.append(Candidate(key, next_depth))
-        else:
-            result.rejected[verdict] += 1
-    return result
-
-
-def _link_verdict(link: LinkLike, key: str, scope: Scope, too_deep: bool) -> Verdict:
-    if link.nofollow:
-        return Verdict.NOFOLLOW
-    verdict = scope.check_key(key)
-    if verdict is Verdict.IN_SCOPE and too_deep:
-        return Verdict.TOO_DEEP
-    return verdict
-
-
-def sitemap_candidates(
-    urls: Iterable[str], spec: CrawlSpec, scope: Scope
-) -> tuple[list[Candidate], Counter[Verdict]]:
-    """Candidates from a site's sitemaps: one hop from the start (so none with ``max_depth``
-    0), deduplicated, in sitemap order; and how many were left out, by verdict."""
-    candidates: list[Candidate] = []
-    rejected: Counter[Verdict] = Counter()
-    seen: set[str] = set()
-    too_deep = spec.max_depth is not None and spec.max_depth < 1
-    for url in urls:
-        key = _key_or_none(url)
-        if key is None:
-            rejected[Verdict.INVALID_URL] += 1
-            continue
-        if key in seen:
-            continue
-        seen.add(key)
-        verdict = scope.check_key(key)
-        if verdict is Verdict.IN_SCOPE and too_deep:
-            verdict = Verdict.TOO_DEEP
-        if verdict is Verdict.IN_SCOPE:
-            candidates.append(Candidate(key, 1))
-        else:
-            rejected[verdict] += 1
-    return candidates, rejected
-
-
-def sitemap_keys(urls: Sequence[str], spec: CrawlSpec, words: Sequence[str] = ()) -> list[str]:
-    """The keys of :func:`sitemap_candidates` (each one hop from the start) that contain every
-    one of ``words`` (:func:`matches_search`): a slice of a big sitemap's work, which callers
-    run in a process of its own (keying costs tens of microseconds a URL)."""
-    candidates, _rejected = sitemap_candidates(urls, spec, Scope.of(spec))
-    keys = [candidate.key for candidate in candidates]
-    return [key for key in keys if matches_search(key, words)] if words else keys
-
-
-def matches_search(url: str, words: Sequence[str]) -> bool:
-    """Every word (lower case) is in the percent-decoded, lower-cased URL."""
-    text = unquote(url).lower()
-    return all(word in text for word in words)
-
-
-def _key_or_none(url: str) -> str | None:
-    try:
-        return crawl_key(url)
-    except InvalidURL:
-        return None
-
-
-__all__ = [
-    "DEFAULT_LIMIT",
-    "DEFAULT_MAX_LIMIT",
-    "DEFAULT_WEBHOOK_EVENTS",
-    "WEBHOOK_EVENTS",
-    "Candidate",
-    "Crawl",
-    "CrawlCounts",
-    "CrawlSpec",
-    "CrawlStatus",
-    "Discovery",
-    "InvalidCrawlSpec",
-    "LinkLike",
-    "Scope",
-    "SitemapMode",
-    "Verdict",
-    "crawl_key",
-    "discover",
-    "matches_search",
-    "site_of",
-    "sitemap_candidates",
-    "sitemap_keys",
-    "stored_webhook_events",
-]
