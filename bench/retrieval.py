@@ -253,7 +253,7 @@ class RandomVectors:
         self.dim = dim
         self.rng = random.Random(7)
 
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+    async def embed(self, texts: Sequence[str], *, purpose: str = "document") -> list[list[float]]:
         return [self._unit() for _ in texts]
 
     def _unit(self) -> list[float]:

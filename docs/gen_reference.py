@@ -41,6 +41,8 @@ def _default(field: FieldInfo) -> str:
         return f"`{str(value).lower()}`"
     if isinstance(value, float) and value.is_integer():
         value = int(value)
+    if value == "":
+        return "empty"
     return f"`{value}`"
 
 

@@ -264,12 +264,13 @@ def worker_config(settings: Settings, *, sweeps: bool = True) -> WorkerConfig:
     from taskcrawler.worker.sweeper import SweepConfig
     from taskcrawler.worker.worker import WorkerConfig
 
+    retry = retry_policy(settings)
     return WorkerConfig(
         concurrency=settings.worker_concurrency,
-        retry=retry_policy(settings),
+        retry=retry,
         sweep=SweepConfig(
             interval_seconds=settings.sweep_interval_seconds,
-            max_retries=settings.max_retries,
+            retry=retry,
             redispatch_seconds=settings.redispatch_seconds,
         ),
         lease_seconds=settings.lease_seconds,
@@ -408,6 +409,8 @@ def embedder(settings: Settings) -> Embedder:
             timeout_seconds=settings.embedder_timeout_seconds,
             batch_size=settings.embedder_batch_size,
             max_retries=settings.embedder_max_retries,
+            query_prefix=settings.embedder_query_prefix,
+            document_prefix=settings.embedder_document_prefix,
         )
     )
 

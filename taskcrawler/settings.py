@@ -259,6 +259,20 @@ class Settings(BaseSettings):
         60.0, gt=0, description="Deadline of one embedding request (or local batch)."
     )
     embedder_batch_size: int = Field(64, ge=1, le=2048, description="Texts per embedding request.")
+    embedder_query_prefix: str = Field(
+        "",
+        max_length=200,
+        description="Put before each search query the model embeds, for models trained with "
+        'an instruction (E5: "query: ", BGE: "Represent this sentence for searching relevant '
+        'passages: ", Nomic: "search_query: "). Changing it makes stored chunks stale: run '
+        "`taskcrawler reindex`.",
+    )
+    embedder_document_prefix: str = Field(
+        "",
+        max_length=200,
+        description='Put before each chunk the model embeds (E5: "passage: ", Nomic: '
+        '"search_document: "). Changing it makes stored chunks stale: run `taskcrawler reindex`.',
+    )
     embedder_max_retries: int = Field(
         4, ge=0, description="Tries again after a 429, a 5xx or a lost connection this many times."
     )

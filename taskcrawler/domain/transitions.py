@@ -9,6 +9,7 @@ from datetime import datetime, timedelta
 from enum import StrEnum
 
 from taskcrawler.domain.backoff import backoff_delay
+from taskcrawler.domain.errors import ErrorCode
 from taskcrawler.domain.jobs import ClaimedJob, JobStatus, Outcome
 from taskcrawler.domain.storable import unstorable
 
@@ -102,6 +103,19 @@ def decide(outcome: Outcome, policy: RetryPolicy, *, rng: random.Random) -> Tran
         next_attempt_at=now + timedelta(seconds=policy.delay(outcome, rng)),
         error_code=outcome.error_code,
         error_log=outcome.error_log,
+    )
+
+
+def lease_expired(job: ClaimedJob, now: datetime) -> Outcome:
+    """The attempt of a job whose worker stopped renewing its lease (killed, cut off, stalled):
+    lost with its worker, a transient failure like a timeout, decided by :func:`decide` like
+    any other attempt."""
+    return Outcome(
+        job,
+        error_code=ErrorCode.WORKER_LOST,
+        error_message="the worker stopped renewing its lease",
+        transient=True,
+        finished_at=now,
     )
 
 

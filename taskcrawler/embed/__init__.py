@@ -8,12 +8,17 @@ not loaded by a process that never embeds.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Literal, Protocol
 
 #: A vector as stored and compared: unit length, so cosine similarity is a dot product.
 Vector = list[float]
+
+#: What a text is to the model: a page's chunk, or a search's query. Asymmetric models (E5,
+#: BGE, Nomic, GTE) are trained with a different instruction before each.
+Purpose = Literal["document", "query"]
 
 
 class EmbeddingFailed(Exception):
@@ -29,7 +34,7 @@ class Embedder(Protocol):
     @property
     def model(self) -> str: ...
 
-    async def embed(self, texts: Sequence[str]) -> list[Vector]:
+    async def embed(self, texts: Sequence[str], *, purpose: Purpose = "document") -> list[Vector]:
         """One unit vector per text, in order. Raises :class:`EmbeddingFailed`."""
         ...
 
@@ -46,6 +51,21 @@ class EmbedderConfig:
     batch_size: int = 64
     max_retries: int = 4
     retry_base_seconds: float = 0.5
+    # Put before each text of that purpose, e.g. "query: " and "passage: " for E5 models.
+    query_prefix: str = ""
+    document_prefix: str = ""
+
+    def prefixed(self, texts: Sequence[str], purpose: Purpose) -> list[str]:
+        prefix = self.query_prefix if purpose == "query" else self.document_prefix
+        return [prefix + text for text in texts] if prefix else list(texts)
+
+    def space(self, model: str) -> str:
+        """The name of the vectors' space: the model, and the prefixes when there are any
+        (vectors made with other prefixes are another space, re-embedded by ``reindex``)."""
+        if not (self.query_prefix or self.document_prefix):
+            return model
+        both = f"{self.query_prefix}\0{self.document_prefix}".encode()
+        return f"{model}+prefixes-{hashlib.sha256(both).hexdigest()[:8]}"
 
 
 def build_embedder(config: EmbedderConfig) -> Embedder:
@@ -70,6 +90,7 @@ __all__ = [
     "Embedder",
     "EmbedderConfig",
     "EmbeddingFailed",
+    "Purpose",
     "Vector",
     "build_embedder",
     "normalized",

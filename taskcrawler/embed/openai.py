@@ -25,7 +25,7 @@ from taskcrawler.common.http_json import (
     retry_after_seconds,
 )
 from taskcrawler.domain.backoff import backoff_delay
-from taskcrawler.embed import EmbedderConfig, EmbeddingFailed, Vector, normalized
+from taskcrawler.embed import EmbedderConfig, EmbeddingFailed, Purpose, Vector, normalized
 
 #: An answer bigger than this is refused (64 MiB: 2,000 inputs of 3,072 floats as JSON fit).
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024
@@ -46,7 +46,7 @@ class OpenAIEmbedder:
 
     @property
     def model(self) -> str:
-        return f"openai/{self._model}"
+        return self._config.space(f"openai/{self._model}")
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None:
@@ -59,11 +59,12 @@ class OpenAIEmbedder:
             )
         return self._session
 
-    async def embed(self, texts: Sequence[str]) -> list[Vector]:
+    async def embed(self, texts: Sequence[str], *, purpose: Purpose = "document") -> list[Vector]:
+        inputs = self._config.prefixed(texts, purpose)
         vectors: list[Vector] = []
         size = max(1, self._config.batch_size)
-        for start in range(0, len(texts), size):
-            vectors.extend(await self._batch(list(texts[start : start + size])))
+        for start in range(0, len(inputs), size):
+            vectors.extend(await self._batch(inputs[start : start + size]))
         if vectors and len({len(v) for v in vectors}) != 1:
             raise EmbeddingFailed("the server answered vectors of different sizes", transient=False)
         return vectors

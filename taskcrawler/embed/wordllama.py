@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from taskcrawler.common.processes import CallTimeout, ChildDied, ProcessPool
-from taskcrawler.embed import EmbedderConfig, EmbeddingFailed, Vector
+from taskcrawler.embed import EmbedderConfig, EmbeddingFailed, Purpose, Vector
 
 MODEL_CONFIG = "l2_supercat"
 DIMENSIONS = 256
@@ -61,13 +61,14 @@ class WordLlamaEmbedder:
 
     @property
     def model(self) -> str:
-        return f"wordllama/{MODEL_CONFIG}-{DIMENSIONS}"
+        return self._config.space(f"wordllama/{MODEL_CONFIG}-{DIMENSIONS}")
 
-    async def embed(self, texts: Sequence[str]) -> list[Vector]:
+    async def embed(self, texts: Sequence[str], *, purpose: Purpose = "document") -> list[Vector]:
         if not texts:
             return []
+        inputs = self._config.prefixed(texts, purpose)
         try:
-            raw = await self._pool.run(embed_in_child, list(texts), self._config.batch_size)
+            raw = await self._pool.run(embed_in_child, inputs, self._config.batch_size)
         except CallTimeout:
             raise EmbeddingFailed(
                 f"embedding {len(texts)} texts took over {self._config.timeout_seconds:g}s",

@@ -123,7 +123,7 @@ class SearchService:
         if not await self.chunks.vectors_available():
             raise VectorsUnavailable("this PostgreSQL has no pgvector")
         try:
-            [vector] = await self.embedder.embed([query.text])
+            [vector] = await self.embedder.embed([query.text], purpose="query")
         except EmbeddingFailed as exc:
             raise EmbedderUnavailable(str(exc)) from None
         return await self.chunks.semantic(query, model=self.embedder.model, vector=vector)

@@ -204,6 +204,7 @@ class MonitorStore:
         ) if more and found else None
 
     @unavailable_on_connection_errors
+    @retried_when_rolled_back()
     async def update(
         self,
         monitor_id: UUID,
@@ -244,6 +245,7 @@ class MonitorStore:
         return await self.get(monitor_id, owner=owner)
 
     @unavailable_on_connection_errors
+    @retried_when_rolled_back()
     async def add_formats(
         self,
         monitor_id: UUID,

@@ -7,7 +7,7 @@ raises :class:`~taskcrawler.domain.StorageUnavailable` when the database cannot 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from datetime import datetime
 from typing import Protocol, Self
 from uuid import UUID
@@ -141,8 +141,12 @@ class WorkRepository(Protocol):
         ...
 
     async def recover_expired_leases(
-        self, *, max_retries: int, limit: int = 1000
-    ) -> list[UUID]: ...
+        self,
+        decide: Callable[[ClaimedJob, datetime], Transition],
+        *,
+        limit: int = 1000,
+        redispatch_after: float = 30.0,
+    ) -> list[Transition]: ...
 
     async def take_due_dispatches(
         self,

@@ -61,14 +61,6 @@ async def enqueue_for_outcomes(
     return await _insert(conn, (row for row in rows if (row.id, row.finished_at) in wanted))
 
 
-async def enqueue_for_jobs(conn: AsyncConnection, backend: Backend, job_ids: Sequence[UUID]) -> int:
-    """Queue deliveries for jobs this transaction just made final by other means (the sweeper
-    failing a job whose worker was lost)."""
-    if not job_ids:
-        return 0
-    return await _insert(conn, await _final_jobs(conn, backend, job_ids))
-
-
 async def _final_jobs(
     conn: AsyncConnection, backend: Backend, job_ids: Iterable[UUID]
 ) -> list[Any]:

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import uuid
 from collections import defaultdict
-from collections.abc import Sequence
-from datetime import timedelta
+from collections.abc import Callable, Sequence
+from datetime import datetime, timedelta
 from typing import Any
 from uuid import UUID
 
 import sqlalchemy as sa
+from sqlalchemy.ext.asyncio import AsyncConnection
 
-from taskcrawler.domain import ClaimedJob, JobStatus
-from taskcrawler.domain.errors import ErrorCode
+from taskcrawler.domain import ClaimedJob
 from taskcrawler.domain.rendering import RenderRequest
 from taskcrawler.domain.scrape_options import ScrapeOptions
 from taskcrawler.domain.transitions import Transition, TransitionKind
@@ -21,6 +21,7 @@ from taskcrawler.storage import crawls, webhooks
 from taskcrawler.storage.content import (
     Archived,
     ContentRecord,
+    ContentRows,
     archived_copy,
     prepare_content,
     write_content,
@@ -28,7 +29,7 @@ from taskcrawler.storage.content import (
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors, unavailable_or_unstorable
 from taskcrawler.storage.jobs import mark_dispatch_due
-from taskcrawler.storage.rows import PENDING, PROCESSING, formats_of, utcnow
+from taskcrawler.storage.rows import CLAIMED_COLUMNS, PENDING, PROCESSING, formats_of, utcnow
 from taskcrawler.storage.tables import jobs
 
 
@@ -58,28 +59,7 @@ class WorkStore:
         rows = await self.db.backend.claim(
             self.db, job_ids, token=token, lease_expires_at=lease_expires_at, now=now
         )
-        return [
-            ClaimedJob(
-                r.id,
-                r.url,
-                r.retry_count,
-                token,
-                formats_of(r.formats),
-                etag=r.etag,
-                last_modified=r.last_modified,
-                callback_url=r.callback_url,
-                created_at=r.created_at,
-                run_count=r.run_count,
-                owner=r.owner,
-                render=r.render or "never",
-                render_options=RenderRequest.from_json(r.render_options),
-                options=ScrapeOptions.from_json(r.options),
-                crawl_id=r.crawl_id,
-                depth=r.depth or 0,
-                from_archive=bool(r.from_archive),
-            )
-            for r in rows
-        ]
+        return [_claimed_job(row, token) for row in rows]
 
     @unavailable_on_connection_errors
     async def claimable_urls(self, job_ids: Sequence[UUID]) -> dict[UUID, str]:
@@ -167,6 +147,26 @@ class WorkStore:
         (:func:`taskcrawler.storage.crawls.advance`). Returns the ids of the new pages: the
         caller publishes them (they are published again by the sweeper if that is lost).
         """
+        outcomes = [t.outcome for t in transitions]
+        content = await prepare_content(
+            [
+                ContentRecord(o.job.id, o.job.owner, o.content, replaces=o.job.run_count > 0)
+                for o in outcomes
+                if o.content
+            ]
+        )
+        async with self.db.write() as conn:
+            return await self._write_transitions(conn, transitions, content, redispatch_after)
+
+    async def _write_transitions(
+        self,
+        conn: AsyncConnection,
+        transitions: Sequence[Transition],
+        content: ContentRows,
+        redispatch_after: float,
+    ) -> list[UUID]:
+        """The guarded updates of ``transitions``, their webhooks, content and crawl frontier,
+        on ``conn``'s transaction. Returns the ids of the crawls' new pages."""
         # One statement per set of columns written (a kind of transition, fetched or not).
         groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for transition in transitions:
@@ -174,30 +174,23 @@ class WorkStore:
             values = _row_values(transition)
             groups[",".join(values)].append(values | {"b_id": job.id, "b_token": job.lease_token})
         outcomes = [t.outcome for t in transitions]
-        with_content = [o for o in outcomes if o.content is not None]
         pages = [t for t in transitions if t.job.crawl_id is not None]
         # A crawl page's frontier is written only if its outcome was: ask which were held.
-        watched = with_content + [t.outcome for t in pages if t.outcome.content is None]
-        content = await prepare_content(
-            [
-                ContentRecord(o.job.id, o.job.owner, o.content, replaces=o.job.run_count > 0)
-                for o in with_content
-                if o.content
-            ]
+        watched = [o for o in outcomes if o.content is not None] + [
+            t.outcome for t in pages if t.outcome.content is None
+        ]
+        # Content is written only for jobs this batch still held when its guarded updates
+        # released their leases: those updates hold the rows' locks until the commit.
+        backend = self.db.backend
+        held = await backend.update_outcomes(conn, groups, watched)
+        await webhooks.enqueue_for_outcomes(conn, backend, outcomes)  # the outbox
+        await write_content(conn, backend, content.only(held))
+        if not pages:
+            return []
+        advanced = await crawls.advance(
+            conn, backend, pages, held, redispatch_after=redispatch_after, known=self._known
         )
-        async with self.db.write() as conn:
-            # Content is written only for jobs this batch still held when its guarded updates
-            # released their leases: those updates hold the rows' locks until the commit.
-            backend = self.db.backend
-            held = await backend.update_outcomes(conn, groups, watched)
-            await webhooks.enqueue_for_outcomes(conn, backend, outcomes)  # the outbox
-            await write_content(conn, backend, content.only(held))
-            if not pages:
-                return []
-            advanced = await crawls.advance(
-                conn, backend, pages, held, redispatch_after=redispatch_after, known=self._known
-            )
-        self._known.learn(advanced.seen)  # committed: they are the crawls' pages now
+        self._known.learn(advanced.seen)
         return advanced.new_ids
 
     @unavailable_on_connection_errors
@@ -206,53 +199,32 @@ class WorkStore:
 
     # --- sweeper --------------------------------------------------------------------------
 
-    @unavailable_on_connection_errors
-    async def recover_expired_leases(self, *, max_retries: int, limit: int = 1000) -> list[UUID]:
-        """PROCESSING jobs whose worker stopped renewing the lease go back to PENDING (one more
-        attempt counted), or to FAILED past the retry limit. Returns the ids to publish again."""
+    @unavailable_or_unstorable
+    async def recover_expired_leases(
+        self,
+        decide: Callable[[ClaimedJob, datetime], Transition],
+        *,
+        limit: int = 1000,
+        redispatch_after: float = 30.0,
+    ) -> list[Transition]:
+        """PROCESSING jobs whose worker stopped renewing the lease: each attempt is given up as
+        ``decide`` says (the domain's decision, as for an attempt a worker finished) and written
+        as a worker writes its outcomes. Their rows stay locked from the look to the write, so a
+        late renewal waits and then finds the lease gone. Returns what was decided."""
         now = utcnow()
         expired = (
-            sa.select(jobs.c.id)
+            sa.select(*(jobs.c[column] for column in CLAIMED_COLUMNS), jobs.c.lease_token)
             .where(jobs.c.status == PROCESSING, jobs.c.lease_expires_at < now)
             .order_by(jobs.c.lease_expires_at)
             .limit(limit)
             .with_for_update(skip_locked=True)
         )
-        reason = f"{ErrorCode.WORKER_LOST}: the worker stopped renewing its lease"
-        base = jobs.update().where(
-            jobs.c.id.in_(expired.scalar_subquery()),
-            jobs.c.status == PROCESSING,
-            jobs.c.lease_expires_at < now,
-        )
         async with self.db.write() as conn:
-            failed = await conn.execute(
-                base.where(jobs.c.retry_count >= max_retries)
-                .values(
-                    status=JobStatus.FAILED.value,
-                    error_code=ErrorCode.WORKER_LOST.value,
-                    error_log=reason,
-                    finished_at=now,
-                    lease_token=None,
-                    lease_expires_at=None,
-                )
-                .returning(jobs.c.id)
-            )
-            await webhooks.enqueue_for_jobs(conn, self.db.backend, list(failed.scalars()))
-            rows = await conn.execute(
-                base.where(jobs.c.retry_count < max_retries)
-                .values(
-                    status=PENDING,
-                    retry_count=jobs.c.retry_count + 1,
-                    error_code=ErrorCode.WORKER_LOST.value,
-                    error_log=reason,
-                    next_attempt_at=None,
-                    dispatch_at=now,
-                    lease_token=None,
-                    lease_expires_at=None,
-                )
-                .returning(jobs.c.id)
-            )
-            return list(rows.scalars())
+            rows = (await conn.execute(expired)).all()
+            transitions = [decide(_claimed_job(row, row.lease_token), now) for row in rows]
+            if transitions:
+                await self._write_transitions(conn, transitions, ContentRows(), redispatch_after)
+        return transitions
 
     @unavailable_on_connection_errors
     async def take_due_dispatches(
@@ -338,3 +310,25 @@ def _row_values(transition: Transition) -> dict[str, Any]:
         if outcome.fetched:  # a result made from a stored copy is no fresher than that copy
             values["fetched_at"] = outcome.fetched_at or transition.finished_at
     return values
+
+
+def _claimed_job(row: Any, token: UUID) -> ClaimedJob:
+    return ClaimedJob(
+        row.id,
+        row.url,
+        row.retry_count,
+        token,
+        formats_of(row.formats),
+        etag=row.etag,
+        last_modified=row.last_modified,
+        callback_url=row.callback_url,
+        created_at=row.created_at,
+        run_count=row.run_count,
+        owner=row.owner,
+        render=row.render or "never",
+        render_options=RenderRequest.from_json(row.render_options),
+        options=ScrapeOptions.from_json(row.options),
+        crawl_id=row.crawl_id,
+        depth=row.depth or 0,
+        from_archive=bool(row.from_archive),
+    )

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from dataclasses import dataclass
+import random
+from dataclasses import dataclass, field
+from datetime import datetime
 from uuid import UUID
 
-from taskcrawler.domain import QueueUnavailable, ServiceUnavailable
+from taskcrawler.domain import ClaimedJob, QueueUnavailable, ServiceUnavailable
+from taskcrawler.domain.transitions import RetryPolicy, Transition, decide, lease_expired
 from taskcrawler.queue import HostLines, JobQueue
 from taskcrawler.storage.ports import WorkRepository
 
@@ -26,8 +29,8 @@ REDISPATCH_MAX_BACKLOG = 100
 @dataclass(frozen=True, slots=True)
 class SweepConfig:
     interval_seconds: float = 1.0
-    #: A job whose lease expired this many times already is FAILED, not retried.
-    max_retries: int = 3
+    #: A lost attempt is retried, or its job FAILED, as the worker's own attempts are.
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
     #: A job published but not claimed within this long is published again.
     redispatch_seconds: float = 30.0
 
@@ -39,8 +42,11 @@ class Sweeper:
         store: WorkRepository,
         queue: JobQueue,
         lines: HostLines | None = None,
+        *,
+        rng: random.Random | None = None,
     ) -> None:
         self.config = config
+        self.rng = rng or random.Random()
         self.store = store
         self.queue = queue
         self.lines = lines  # ids waiting for their host's slot are a backlog too
@@ -70,13 +76,12 @@ class Sweeper:
 
     async def sweep(self, *, after_restart: bool = False) -> None:
         """Recover expired leases, then publish every due PENDING job nobody holds."""
-        while ids := await self.store.recover_expired_leases(
-            max_retries=self.config.max_retries, limit=BATCH
+        while lost := await self.store.recover_expired_leases(
+            self._decide_lost, limit=BATCH, redispatch_after=self.config.redispatch_seconds
         ):
-            self.recovered += len(ids)
-            log.warning("recovered %d jobs whose worker was lost", len(ids))
-            await self._publish(ids)
-            if len(ids) < BATCH:
+            self.recovered += len(lost)
+            log.warning("recovered %d jobs whose worker was lost", len(lost))
+            if len(lost) < BATCH:
                 break
         # A crawl whose last page was finished by other means than an outcome (a lease given
         # up on above, a page cancelled) has no outcome transaction to complete it.
@@ -93,6 +98,11 @@ class Sweeper:
             await self._publish(ids)
             if len(ids) < BATCH:
                 break
+
+    def _decide_lost(self, job: ClaimedJob, now: datetime) -> Transition:
+        """A job's lost attempt, decided as its worker would have: retried after a backoff
+        (published by the dispatch step below when due), or FAILED past its retries."""
+        return decide(lease_expired(job, now), self.config.retry, rng=self.rng)
 
     async def _queue_is_drained(self) -> bool:
         """Re-publishing jobs that were published once only helps when their message was lost;

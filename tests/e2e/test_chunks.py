@@ -12,6 +12,7 @@ import pytest
 from aiohttp import web
 
 from tests.e2e.harness import Service, fast_settings, running
+from tests.support.fake_services import fake_embeddings
 from tests.support.rag_corpus import TOPICS, corpus_app
 
 PAGES = (0, 8, 18, 33, 58)  # sourdough, photosynthesis, interest rates, SQL joins, tides
@@ -179,6 +180,32 @@ async def test_an_embedder_that_cannot_be_reached_fails_the_job_after_its_retrie
     assert job["status"] == "FAILED"
     assert job["retry_count"] == 1  # transient: retried like a failed fetch
     assert job["error_log"].startswith("embedding_failed: http://127.0.0.1:9/v1/embeddings")
+
+
+async def test_an_instruction_trained_model_gets_its_prefixes(sqlite_url: str, corpus: str) -> None:
+    """E5-like models want "passage: " before what they index and "query: " before what
+    they are asked: the operator's prefixes reach the model, each for its purpose."""
+    async with fake_embeddings() as (model, url):
+        settings = fast_settings(
+            database_url=sqlite_url,
+            embedder="openai",
+            embedder_url=url,
+            embedder_model="e5-small",
+            embedder_query_prefix="query: ",
+            embedder_document_prefix="passage: ",
+        )
+        async with running("embedded", settings) as service:
+            [job] = await _scrape_all(service, [f"{corpus}/kb/18"])
+            found = await service.client.get(
+                "/api/v1/search", params={"q": "interest rates", "mode": "semantic"}
+            )
+    assert job["status"] == "COMPLETED", job
+    assert found.status_code == 200, found.text
+    assert found.json()["results"][0]["job_id"] == job["id"]
+    [indexed, asked] = [request["input"] for request in model.requests]
+    assert len(indexed) == 1 and indexed[0].startswith("passage: ")
+    assert asked == ["query: interest rates"]
+    assert job["result"]["chunks"]["model"].startswith("openai/e5-small+prefixes-")
 
 
 # --- a crawl's chunks ---------------------------------------------------------------------------

@@ -32,6 +32,7 @@ from taskcrawler.storage import Storage, open_storage
 from taskcrawler.worker.crawling import CrawlPages
 from taskcrawler.worker.worker import Worker
 from tests.support.site import Site, SiteServer
+from tests.support.transitions import lost_attempts
 
 SITE_OPTIONS = {"seed": 11, "pages": 300, "crawl_delay": 0.01}
 OWNER = Caller(owner="crawler")
@@ -433,8 +434,8 @@ async def test_two_workers_finding_one_url_create_one_page(rig: Rig, site: Site)
 
 
 async def test_the_sweeper_completes_a_crawl_whose_last_page_was_given_up(rig: Rig) -> None:
-    """The last page failed by the sweeper (its worker lost too often) has no outcome to
-    complete its crawl: the sweeper's safety net does."""
+    """The last page failed by the sweeper (its worker lost too often) is written as any
+    failed page is, and its crawl, with nothing left, completes in the same transaction."""
     crawl = await rig.start(limit=1)
     [start] = await rig.pages(crawl.id)
     work = rig.storage.work
@@ -442,11 +443,11 @@ async def test_the_sweeper_completes_a_crawl_whose_last_page_was_given_up(rig: R
         claimed = await work.claim([start.id], lease_seconds=0.01, redispatch_after=1)
         assert claimed
         await asyncio.sleep(0.05)
-        await work.recover_expired_leases(max_retries=rig.settings.max_retries)
+        await work.recover_expired_leases(lost_attempts(max_retries=rig.settings.max_retries))
+        await work.take_due_dispatches(redispatch_after=1)
     page = await rig.storage.jobs.get_job(start.id, owner=OWNER.owner)
     assert page is not None and page.status is JobStatus.FAILED
-    assert (await rig.service.get(OWNER, crawl.id)).status is CrawlStatus.RUNNING
-    assert await work.complete_idle_crawls() == [crawl.id]
+    # Given up as every failed page is: its crawl, with nothing left, completes with it.
     assert (await rig.service.get(OWNER, crawl.id)).status is CrawlStatus.COMPLETED
     assert await work.complete_idle_crawls() == []
 

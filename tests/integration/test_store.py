@@ -14,7 +14,7 @@ from taskcrawler.storage.jobs import _new_row
 from taskcrawler.storage.rows import NEW_JOB_COLUMNS, utcnow
 from taskcrawler.storage.tables import job_contents, jobs
 from tests.support.stores import Stores
-from tests.support.transitions import decided
+from tests.support.transitions import decided, lost_attempts
 
 
 async def new_job(store: Stores, url: str = "http://example.com/") -> ClaimedJob:
@@ -273,7 +273,8 @@ async def test_a_retry_counted_for_a_lost_worker_keeps_its_cause_when_deferred(
     host busy): the job says worker_lost, not host_busy, beside its retry_count of 1."""
     [created] = await store.jobs.create_jobs([NewJob("http://lost.test/")], redispatch_after=30)
     await store.work.claim([created.job.id], lease_seconds=-1, redispatch_after=30)
-    assert await store.work.recover_expired_leases(max_retries=3) == [created.job.id]
+    assert await _recovered(store) == [created.job.id]
+    assert await store.work.take_due_dispatches(redispatch_after=30) == [created.job.id]
     [again] = await store.work.claim([created.job.id], lease_seconds=30, redispatch_after=30)
     busy = Outcome(job=again, error_code=ErrorCode.HOST_BUSY, error_message="busy", transient=True)
     await store.work.record_transitions(decided([busy], max_retries=3))
@@ -381,14 +382,26 @@ async def test_permanent_error_fails_at_once(store: Stores) -> None:
     assert (job.status, job.retry_count, job.http_status) == (JobStatus.FAILED, 0, 404)
 
 
+async def _recovered(store: Stores, *, max_retries: int = 3, delay: float = 0.0) -> list[uuid.UUID]:
+    """The jobs the sweeper gives up on as lost, by its decision (retried after ``delay``)."""
+    lost = await store.work.recover_expired_leases(
+        lost_attempts(max_retries=max_retries, delay=delay)
+    )
+    return [transition.job.id for transition in lost]
+
+
 async def test_expired_lease_is_recovered_and_counted(store: Stores) -> None:
     claimed = await new_job(store)
-    assert await store.work.recover_expired_leases(max_retries=3) == []
+    assert await _recovered(store) == []
     await _expire_leases(store)
-    assert await store.work.recover_expired_leases(max_retries=3) == [claimed.id]
+    assert await _recovered(store, delay=60) == [claimed.id]
     job = await store.jobs.get_job(claimed.id)
     assert job is not None
     assert (job.status, job.retry_count, job.error_code) == (JobStatus.PENDING, 1, "worker_lost")
+    # Retried as a failed attempt is: after the policy's backoff, not at once.
+    assert job.next_attempt_at is not None
+    assert job.next_attempt_at > utcnow() + timedelta(seconds=50)
+    assert await store.work.take_due_dispatches(redispatch_after=30) == []
     # The lost worker's late write is refused: its token is gone.
     await store.work.record_transitions(
         decided([Outcome(job=claimed, http_status=200, scraped_title="late")], max_retries=3)
@@ -400,7 +413,7 @@ async def test_expired_lease_is_recovered_and_counted(store: Stores) -> None:
 async def test_expired_lease_past_the_limit_fails_as_worker_lost(store: Stores) -> None:
     claimed = await new_job(store)
     await _expire_leases(store, retry_count=3)
-    assert await store.work.recover_expired_leases(max_retries=3) == []
+    assert await _recovered(store) == [claimed.id]
     job = await store.jobs.get_job(claimed.id)
     assert job is not None and job.status is JobStatus.FAILED
     assert job.error_log is not None and job.error_log.startswith("worker_lost:")
@@ -410,7 +423,7 @@ async def test_heartbeat_keeps_a_lease_alive(store: Stores) -> None:
     claimed = await new_job(store)
     await _expire_leases(store)
     assert await store.work.renew_leases([claimed.lease_token], lease_seconds=30) == 1
-    assert await store.work.recover_expired_leases(max_retries=3) == []
+    assert await _recovered(store) == []
 
 
 async def test_released_job_is_due_again_without_counting_an_attempt(store: Stores) -> None:
@@ -504,4 +517,4 @@ async def _renewal_skips_the_locked_job(store: Stores) -> None:
             store.work.renew_leases([writing.lease_token], lease_seconds=30), timeout=10
         )
     assert renewed == 1
-    assert await store.work.recover_expired_leases(max_retries=3) == [writing.id]
+    assert await _recovered(store) == [writing.id]

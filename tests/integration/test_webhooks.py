@@ -25,7 +25,7 @@ from taskcrawler.storage.tables import jobs, webhook_deliveries
 from taskcrawler.storage.webhooks import WebhookStore
 from taskcrawler.worker.webhooks import WebhookDispatcher
 from tests.support.hostile import StaticResolver
-from tests.support.transitions import decided
+from tests.support.transitions import decided, lost_attempts
 from tests.support.webhook_receiver import Receiver, webhook_receiver
 
 HOOK = "https://hooks.example.com/in"
@@ -155,7 +155,8 @@ async def test_a_job_failed_by_the_sweeper_gets_a_delivery(store: Stores) -> Non
             .where(jobs.c.id == job.id)
             .values(lease_expires_at=utcnow() - timedelta(seconds=1))
         )
-    assert await store.work.recover_expired_leases(max_retries=0) == []
+    [lost] = await store.work.recover_expired_leases(lost_attempts(max_retries=0))
+    assert lost.status is JobStatus.FAILED
     [row] = await rows(store)
     assert (row.job_id, row.event) == (job.id, "job.failed")
     assert row.payload["error_code"] == "worker_lost"

@@ -1,5 +1,6 @@
 """Local fakes of the servers an operator configures: an OpenAI-compatible chat endpoint
-that also misbehaves, and a SearXNG instance. Both run in the test's event loop.
+that also misbehaves, an OpenAI-compatible embeddings endpoint, and a SearXNG instance. All
+run in the test's event loop.
 
 The fake model's behaviour is chosen by a word in the request's last user message (the page's
 Markdown holds its title, so a page titled ``llm-slow`` makes the model slow):
@@ -122,6 +123,38 @@ class FakeSearxng:
         return web.json_response({"query": query, "number_of_results": 30, "results": results})
 
 
+@dataclass
+class FakeEmbeddings:
+    """An OpenAI-compatible ``/v1/embeddings``: each request gets the next scripted answer
+    (``"ok"`` by default), and is recorded."""
+
+    script: list[str] = field(default_factory=list)
+    requests: list[dict[str, Any]] = field(default_factory=list)
+    authorizations: list[str | None] = field(default_factory=list)
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        body = await request.json()
+        self.requests.append(body)
+        self.authorizations.append(request.headers.get("Authorization"))
+        answer = self.script.pop(0) if self.script else "ok"
+        if answer == "slow":
+            await asyncio.sleep(5)
+        if answer.isdigit():
+            return web.json_response(
+                {"error": "scripted"}, status=int(answer), headers={"Retry-After": "0"}
+            )
+        inputs = body["input"]
+        if answer == "short":
+            inputs = inputs[:-1]
+        data = [
+            {"object": "embedding", "index": i, "embedding": [float(len(text)), 3.0, 4.0]}
+            for i, text in reversed(list(enumerate(inputs)))  # any order: "index" says
+        ]
+        if answer == "empty":
+            data[0]["embedding"] = []
+        return web.json_response({"object": "list", "data": data, "model": body["model"]})
+
+
 @contextlib.asynccontextmanager
 async def serving(app: web.Application) -> AsyncIterator[str]:
     """``app`` on a free port of 127.0.0.1: its base URL."""
@@ -154,3 +187,13 @@ async def fake_searxng(site: str) -> AsyncIterator[tuple[FakeSearxng, str]]:
     app.router.add_get("/search", fake.handle)
     async with serving(app) as url:
         yield fake, url
+
+
+@contextlib.asynccontextmanager
+async def fake_embeddings() -> AsyncIterator[tuple[FakeEmbeddings, str]]:
+    """A fake OpenAI-compatible embeddings server and its base URL (``…/v1``)."""
+    fake = FakeEmbeddings()
+    app = web.Application()
+    app.router.add_post("/v1/embeddings", fake.handle)
+    async with serving(app) as url:
+        yield fake, f"{url}/v1"

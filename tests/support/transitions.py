@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import datetime
 
-from taskcrawler.domain import Outcome
-from taskcrawler.domain.transitions import RetryPolicy, Transition, decide
+from taskcrawler.domain import ClaimedJob, Outcome
+from taskcrawler.domain.transitions import RetryPolicy, Transition, decide, lease_expired
 
 
 class _Ceiling(random.Random):
@@ -23,3 +24,12 @@ def decided(
     (or the server's Retry-After, when longer)."""
     policy = RetryPolicy(max_retries=max_retries, base_seconds=delay, max_seconds=delay)
     return [decide(outcome, policy, rng=_Ceiling()) for outcome in outcomes]
+
+
+def lost_attempts(
+    *, max_retries: int = 3, delay: float = 0.0
+) -> Callable[[ClaimedJob, datetime], Transition]:
+    """The sweeper's decision for a job whose lease expired, under the policy of
+    :func:`decided`."""
+    policy = RetryPolicy(max_retries=max_retries, base_seconds=delay, max_seconds=delay)
+    return lambda job, now: decide(lease_expired(job, now), policy, rng=_Ceiling())

@@ -6,59 +6,18 @@ from __future__ import annotations
 import asyncio
 import math
 from collections.abc import AsyncIterator, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
-from aiohttp import web
 
 from taskcrawler.embed import EmbedderConfig, EmbeddingFailed, build_embedder
-
-
-@dataclass
-class FakeEmbeddings:
-    """An OpenAI-compatible ``/v1/embeddings``: each request gets the next scripted answer
-    (``"ok"`` by default), and is recorded."""
-
-    script: list[str] = field(default_factory=list)
-    requests: list[dict[str, Any]] = field(default_factory=list)
-    authorizations: list[str | None] = field(default_factory=list)
-
-    async def handle(self, request: web.Request) -> web.StreamResponse:
-        body = await request.json()
-        self.requests.append(body)
-        self.authorizations.append(request.headers.get("Authorization"))
-        answer = self.script.pop(0) if self.script else "ok"
-        if answer == "slow":
-            await asyncio.sleep(5)
-        if answer.isdigit():
-            return web.json_response(
-                {"error": "scripted"}, status=int(answer), headers={"Retry-After": "0"}
-            )
-        inputs = body["input"]
-        if answer == "short":
-            inputs = inputs[:-1]
-        data = [
-            {"object": "embedding", "index": i, "embedding": [float(len(text)), 3.0, 4.0]}
-            for i, text in reversed(list(enumerate(inputs)))  # any order: "index" says
-        ]
-        if answer == "empty":
-            data[0]["embedding"] = []
-        return web.json_response({"object": "list", "data": data, "model": body["model"]})
+from tests.support.fake_services import FakeEmbeddings, fake_embeddings
 
 
 @pytest.fixture
 async def fake() -> AsyncIterator[tuple[FakeEmbeddings, str]]:
-    server = FakeEmbeddings()
-    app = web.Application()
-    app.router.add_post("/v1/embeddings", server.handle)
-    runner = web.AppRunner(app)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-    yield server, f"http://127.0.0.1:{port}/v1"
-    await runner.cleanup()
+    async with fake_embeddings() as served:
+        yield served
 
 
 def vars_of(config: EmbedderConfig) -> dict[str, Any]:
@@ -98,6 +57,27 @@ async def test_openai_batches_and_returns_unit_vectors_in_order(
     for text, vector in zip(["a", "bbb", "cc", "dddd", "e"], vectors, strict=True):
         norm = math.sqrt(len(text) ** 2 + 25)
         assert vector == pytest.approx([len(text) / norm, 3 / norm, 4 / norm])
+
+
+async def test_openai_puts_each_purposes_prefix_before_its_texts(
+    fake: tuple[FakeEmbeddings, str],
+) -> None:
+    server, url = fake
+    config = _config(url, query_prefix="query: ", document_prefix="passage: ")
+    embedder = build_embedder(config)
+    try:
+        await embedder.embed(["tides", "moon"])
+        await embedder.embed(["why tides"], purpose="query")
+    finally:
+        await embedder.close()
+    assert [request["input"] for request in server.requests] == [
+        ["passage: tides", "passage: moon"],
+        ["query: why tides"],
+    ]
+    # Vectors made with other prefixes are another space: searches never compare them.
+    assert embedder.model.startswith("openai/tiny+prefixes-")
+    assert embedder.model != build_embedder(_config(url, query_prefix="query:")).model
+    assert build_embedder(_config(url)).model == "openai/tiny"
 
 
 @pytest.mark.parametrize("failure", ["429", "500", "503"])

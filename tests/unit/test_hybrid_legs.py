@@ -50,7 +50,7 @@ class Embedder:
         self.embedded = embedded
         self.fails = fails
 
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+    async def embed(self, texts: Sequence[str], *, purpose: str = "document") -> list[list[float]]:
         await asyncio.sleep(0)  # the keyword leg is waiting by now, if it started
         if self.fails:
             raise EmbeddingFailed("the model is gone", transient=True)

@@ -16,7 +16,13 @@ from taskcrawler.cli.client import FINISHED
 from taskcrawler.domain import ClaimedJob, ErrorCode, JobStatus, Outcome
 from taskcrawler.domain.jobs import FINAL_STATUSES
 from taskcrawler.domain.pages import PageContent
-from taskcrawler.domain.transitions import RetryPolicy, TransitionKind, decide, refused
+from taskcrawler.domain.transitions import (
+    RetryPolicy,
+    TransitionKind,
+    decide,
+    lease_expired,
+    refused,
+)
 
 NOW = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 POLICY = RetryPolicy(max_retries=3, base_seconds=1.0, max_seconds=60.0)
@@ -32,6 +38,24 @@ def failure(code: str, *, transient: bool, retry_count: int = 0, **fields: objec
     return attempt(
         retry_count, error_code=code, error_message="boom", transient=transient, **fields
     )
+
+
+@pytest.mark.parametrize(("retry_count", "kind"), [(0, "retried"), (2, "retried"), (3, "failed")])
+def test_an_expired_lease_is_decided_as_a_transient_failure(retry_count: int, kind: str) -> None:
+    """The sweeper's lost attempts take the same policy as the worker's own: counted, retried
+    after a backoff that grows with the attempts, FAILED past the limit, all as worker_lost."""
+    job = ClaimedJob(uuid.uuid4(), "https://example.com/", retry_count, uuid.uuid4())
+    transition = decide(lease_expired(job, NOW), POLICY, rng=random.Random(3))
+    assert transition.kind == kind
+    assert transition.error_code == ErrorCode.WORKER_LOST
+    assert transition.error_log is not None and "lease" in transition.error_log
+    if kind == "retried":
+        assert transition.retry_count == retry_count + 1
+        assert transition.next_attempt_at is not None
+        ceiling = POLICY.base_seconds * 2**retry_count  # full jitter under the cap
+        assert NOW <= transition.next_attempt_at <= NOW + timedelta(seconds=ceiling)
+    else:
+        assert (transition.status, transition.finished_at) == (JobStatus.FAILED, NOW)
 
 
 def test_a_deferral_keeps_the_error_that_counted_the_last_retry() -> None:

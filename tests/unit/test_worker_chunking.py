@@ -73,7 +73,7 @@ async def test_a_huge_page_keeps_its_first_chunks_only() -> None:
     class Embedder:
         model = "fake/1"
 
-        async def embed(self, texts: list[str]) -> list[list[float]]:
+        async def embed(self, texts: list[str], *, purpose: str = "document") -> list[list[float]]:
             return [[1.0] for _ in texts]
 
     store = Store()
