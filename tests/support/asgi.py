@@ -40,7 +40,7 @@ class Answer:
 
 
 def without_dot_segments(path: str) -> str:
-    """``path`` with its "." and ".." segments resolved (RFC 3986, 5.2.4), as a client does."""
+    """``path`` with its "." and ".." segments resolved (RFC 3986, 5.2.4), as httpx does."""
     segments = path.split("/")
     if "." not in segments and ".." not in segments:
         return path
@@ -51,7 +51,7 @@ def without_dot_segments(path: str) -> str:
                 kept.pop()
         elif segment != ".":
             kept.append(segment)
-    return "/".join(kept)
+    return "/".join(kept) or "/"  # nothing left is the root, as httpx sends it
 
 
 class DirectClient:
