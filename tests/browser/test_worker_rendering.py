@@ -230,11 +230,12 @@ async def test_a_browser_killed_mid_render_loses_no_job_and_leaves_no_process(
             render_options=RenderRequest(wait_for="#never", wait_seconds=4),
             formats=("text",),
         )
+        served = site.hits["/late"]
         deadline = time.monotonic() + FINAL_WITHIN_SECONDS
-        while renderer.browser_pid is None or renderer.browser_processes() < 2:
+        # Until the browser has the page: it is waiting for its selector then.
+        while renderer.browser_pid is None or site.hits["/late"] == served:
             assert time.monotonic() < deadline, "the render never started"
             await asyncio.sleep(0.05)
-        await asyncio.sleep(0.5)  # the page is waiting for its selector
         killed = renderer.browser_pid
         first = renderer._current
         assert killed is not None and first is not None
