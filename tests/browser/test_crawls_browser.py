@@ -14,6 +14,7 @@ import pytest
 from aiohttp import web
 from playwright.async_api import Browser, Page, expect
 
+from tests.support.dashboard import open_dashboard
 from tests.support.processes import ProcessManager
 from tests.support.served import Served, serve
 from tests.support.services import free_port
@@ -87,7 +88,7 @@ async def page(browser: Browser, served: Served) -> AsyncIterator[Page]:
 
 async def test_start_watch_and_cancel_a_crawl(page: Page, served: Served, chain: str) -> None:
     start = chain + "/p/0"
-    await page.goto(served.base_url + "/crawls")
+    await open_dashboard(page, served.base_url + "/crawls")
     await expect(page).to_have_title("Crawls · TaskCrawler")
     await expect(page.locator("#crawls-body")).to_contain_text("No crawls yet", timeout=WAIT_MS)
 
@@ -131,7 +132,7 @@ async def test_start_watch_and_cancel_a_crawl(page: Page, served: Served, chain:
     await first.get_by_role("link").click()
     await expect(page).to_have_url(f"{served.base_url}/jobs/{job_id}")
 
-    await page.goto(served.base_url + "/crawls")
+    await open_dashboard(page, served.base_url + "/crawls")
     await expect(row.locator(".badge")).to_have_text("CANCELLED", timeout=WAIT_MS)
 
 
@@ -152,7 +153,7 @@ async def test_a_crawls_pages_are_paged_through(page: Page, served: Served) -> N
                     break
                 await asyncio.sleep(0.2)
 
-    await page.goto(f"{served.base_url}/crawls/{crawl_id}")
+    await open_dashboard(page, f"{served.base_url}/crawls/{crawl_id}")
     rows = page.locator("#crawl-jobs-body tr[data-job-id]")
     shown = page.locator("#crawl-jobs-range")
     older, newer, newest = (page.locator(f"#crawl-{name}") for name in ("older", "newer", "newest"))

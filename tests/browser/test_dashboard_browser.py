@@ -6,11 +6,13 @@ import re
 import struct
 from collections.abc import AsyncIterator
 from pathlib import Path
+from urllib.parse import urlencode
 
 import aiohttp
 import pytest
 from playwright.async_api import Browser, Page, expect
 
+from tests.support.dashboard import dashboard_ready, open_dashboard
 from tests.support.processes import ProcessManager
 from tests.support.served import Served, serve
 from tests.support.target import TargetServer
@@ -58,7 +60,7 @@ async def test_submit_a_url_and_watch_it_complete(
     page: Page, served: Served, target: TargetServer
 ) -> None:
     url = target.url("/title/Dashboard%20works")
-    await page.goto(served.base_url + "/")
+    await open_dashboard(page, served.base_url + "/")
     await expect(page).to_have_title("Jobs · TaskCrawler")
     await page.get_by_label("URLs").fill(url)
     # The formats: metadata and Markdown by default; the text asked for too.
@@ -107,7 +109,7 @@ async def test_many_urls_filters_failures_and_retry(
 ) -> None:
     good = [target.url(f"/page/{n}") for n in range(3)]
     bad = target.url("/status/404")
-    await page.goto(served.base_url + "/")
+    await open_dashboard(page, served.base_url + "/")
     await page.get_by_label("URLs").fill("\n".join([*good, "", "# a comment", bad]))
     await page.get_by_role("button", name="Submit", exact=True).click()
     await expect(page.locator("#submit-result")).to_have_text(
@@ -137,7 +139,7 @@ async def test_many_urls_filters_failures_and_retry(
     await expect(page.locator("#jobs-body")).to_contain_text("No job matches these filters.")
 
     # Retry the failed job from its page: a new run, failed again, with history.
-    await page.goto(served.base_url + "/?status=FAILED")
+    await open_dashboard(page, served.base_url + "/?status=FAILED")
     await row_of(page, bad).get_by_role("link").click()
     await expect(page.locator("#error-card")).to_be_visible(timeout=WAIT_MS)
     await expect(page.locator("#error-log")).to_contain_text("HTTP 404")
@@ -153,7 +155,7 @@ async def test_with_auth_required_the_dashboard_asks_for_a_key(
 ) -> None:
     served = await serve(processes, tmp_path, sqlite_url, TASKCRAWLER_AUTH_REQUIRED="true")
     token = await served.new_key()
-    await page.goto(served.base_url + "/")
+    await open_dashboard(page, served.base_url + "/")
     dialog = page.get_by_role("dialog", name="API key")
     await expect(dialog).to_be_visible(timeout=WAIT_MS)
     await expect(dialog).to_contain_text("401")
@@ -193,7 +195,7 @@ async def test_screenshot_of_a_busy_dashboard(
         session.post(f"{served.base_url}/api/v1/jobs/batch", json={"urls": urls}) as response,
     ):
         assert response.status == 200
-    await page.goto(served.base_url + "/")
+    await open_dashboard(page, served.base_url + "/")
     await expect(page.locator("#jobs-body tr[data-status]")).to_have_count(len(urls))
     for url in urls:
         await expect(row_of(page, url)).to_have_attribute(
@@ -235,18 +237,24 @@ async def test_search_finds_a_page_scraped_with_chunks(page: Page, served: Serve
             ) as response,
         ):
             assert response.status == 201
-        await page.goto(served.base_url + "/")
+        await open_dashboard(page, served.base_url + "/")
         await expect(row_of(page, url)).to_have_attribute(
             "data-status", "COMPLETED", timeout=WAIT_MS
         )
         await page.get_by_role("link", name="Search").click()
         await expect(page).to_have_title("Search · TaskCrawler")
+        await dashboard_ready(page)
         await page.get_by_label("Question").fill(TOPICS[9].question)
         await page.get_by_label("Mode").select_option("semantic")
         await page.get_by_role("button", name="Search", exact=True).click()
         first = page.locator("#search-results li").first
         await expect(first).to_contain_text("Black holes", timeout=WAIT_MS)
         await expect(first).to_contain_text("event horizon")
+        # A search's URL is searched on arrival: shared, bookmarked, or sent before the script ran.
+        asked = urlencode({"q": "black holes event horizon", "mode": "keyword", "k": 3})
+        await open_dashboard(page, f"{served.base_url}/search?{asked}")
+        await expect(page.get_by_label("Mode")).to_have_value("keyword")
+        await expect(first).to_contain_text("Black holes", timeout=WAIT_MS)
         await first.get_by_role("link", name="Black holes").click()
         await expect(page.locator("#job-status")).to_have_text("COMPLETED", timeout=WAIT_MS)
     finally:

@@ -12,6 +12,7 @@ import pytest
 from playwright.async_api import Browser, Page, expect
 
 from tests.support.changing_site import ChangingSiteServer, start_changing_site
+from tests.support.dashboard import open_dashboard
 from tests.support.processes import ProcessManager
 from tests.support.served import Served, serve
 
@@ -69,7 +70,7 @@ async def test_a_change_is_shown_with_its_diff(
     ):
         assert response.status == 201
         monitor = await response.json()
-    await page.goto(served.base_url + "/monitors")
+    await open_dashboard(page, served.base_url + "/monitors")
     await expect(page).to_have_title("Monitors · TaskCrawler")
     row = page.locator(f'#monitors-body tr[data-monitor-id="{monitor["id"]}"]')
     await expect(row.locator(".badge")).to_have_text("ACTIVE", timeout=WAIT_MS)

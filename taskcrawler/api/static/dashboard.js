@@ -27,4 +27,6 @@ document.addEventListener("DOMContentLoaded", () => {
   else if (page === "monitor") refresh = monitorPage(document.body.dataset.monitorId);
   else if (page === "crawls") refresh = crawlsPage();
   else if (page === "crawl") refresh = crawlPage(document.body.dataset.crawlId);
+  // The page's forms are wired: what a script driving it (a browser test) waits for.
+  document.documentElement.dataset.ready = "true";
 });

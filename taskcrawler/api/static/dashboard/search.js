@@ -36,7 +36,18 @@ export function searchPage() {
   }
   $("search-form").addEventListener("submit", (event) => {
     event.preventDefault();
+    const params = { q: $("search-q").value.trim(), mode: $("search-mode").value, k: $("search-k").value };
+    history.replaceState(null, "", `/search${query(params)}`);
     search();
   });
+  // The form is a plain GET form: a search's URL (shared, bookmarked, or the form sent before
+  // this module had loaded) is searched on arrival.
+  const asked = new URLSearchParams(window.location.search);
+  if (asked.get("q")) {
+    $("search-q").value = asked.get("q");
+    if (asked.get("mode")) $("search-mode").value = asked.get("mode");
+    if (asked.get("k")) $("search-k").value = asked.get("k");
+    search();
+  }
   return search;
 }
