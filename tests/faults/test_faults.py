@@ -94,6 +94,9 @@ async def test_worker_started_while_postgres_is_down(
     # The default redispatch delay: without the worker putting back what it could not claim,
     # those jobs would wait 30 s for the sweeper.
     with_own_postgres.settings["redispatch_seconds"] = 30
+    # Leases long enough to outlast the pool's reconnection after the restart: a lease that
+    # ran out meanwhile would have its job fetched again, which this scenario is not about.
+    with_own_postgres.settings["lease_seconds"] = 15
     outcome = await scenarios.postgres_down_at_worker_start(
         with_own_postgres, own_postgres, jobs=50, outage=2.0, recover_within=15
     )

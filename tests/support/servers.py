@@ -11,6 +11,7 @@ import asyncio
 import atexit
 import contextlib
 import os
+import random
 import shutil
 import signal
 import socket
@@ -40,8 +41,34 @@ def scratch_dir() -> str | None:
     return str(shm) if usage.free > 1 << 30 and os.access(shm, os.W_OK) else None
 
 
+#: Where free ports are drawn from: below the kernel's ephemeral range.
+_LOWEST_PORT = 10_000
+
+
+def _ephemeral_start() -> int:
+    """The first port of the kernel's ephemeral range (Linux: 32768 unless set otherwise)."""
+    with contextlib.suppress(OSError, ValueError):
+        return int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    return 32_768
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    """A port nobody listens on right now (the kernel's choice; the race until use is tiny)."""
+    """A port nobody listens on right now, drawn at random below the kernel's ephemeral range.
+
+    A port the kernel hands out for ``bind(0)`` comes from that range, which is also where every
+    outgoing connection takes its source port: with the suite's thousands of connections (to
+    PostgreSQL, Redis, its sites), one of them took such a port before the server meant to
+    listen on it did. Below the range, only another ``free_port`` draw can meet it."""
+    highest = _ephemeral_start()
+    if highest > _LOWEST_PORT + 1_000:
+        for _ in range(200):
+            port = random.randrange(_LOWEST_PORT, highest)
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+                try:
+                    sock.bind((host, port))
+                except OSError:
+                    continue
+                return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind((host, 0))
         return int(sock.getsockname()[1])
