@@ -15,4 +15,3 @@ def test_a_free_port_is_below_the_ephemeral_range_and_can_be_bound() -> None:
     port = ports.pop()
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", port))
-
