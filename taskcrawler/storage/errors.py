@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import asyncio
 import random
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from functools import wraps
 from typing import Any, ParamSpec, TypeVar
 
@@ -54,16 +54,22 @@ R = TypeVar("R")
 _ROLLED_BACK_STATES = ("40001", "40P01")
 
 
-def _rolled_back(exc: BaseException) -> bool:
+def _chain(exc: BaseException) -> Iterator[BaseException]:
+    """``exc``, then what it wraps: SQLAlchemy's ``orig`` (the driver's error), else its
+    ``__cause__`` (a translated one), each once."""
+    seen: set[int] = set()
     current: BaseException | None = exc
-    for _ in range(4):  # the driver's error, SQLAlchemy's wrapper, a translated one
-        if current is None:
-            return False
-        if (getattr(current, "sqlstate", None) or "") in _ROLLED_BACK_STATES:
-            return True
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        yield current
         orig = getattr(current, "orig", None)
         current = orig if isinstance(orig, BaseException) else current.__cause__
-    return False
+
+
+def _rolled_back(exc: BaseException) -> bool:
+    return any(
+        (getattr(error, "sqlstate", None) or "") in _ROLLED_BACK_STATES for error in _chain(exc)
+    )
 
 
 def retried_when_rolled_back(
@@ -79,15 +85,15 @@ def retried_when_rolled_back(
     def decorate(fn: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, Coroutine[Any, Any, R]]:
         @wraps(fn)
         async def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-            for attempt in range(1, attempts + 1):
+            for attempt in range(1, attempts):
                 try:
                     return await fn(*args, **kwargs)
                 except Exception as exc:
-                    if attempt == attempts or not _rolled_back(exc):
+                    if not _rolled_back(exc):
                         raise
                 # Jittered, so the two writers do not meet again in the same order.
                 await asyncio.sleep(random.uniform(0.005, 0.05) * attempt)
-            raise AssertionError("unreachable")
+            return await fn(*args, **kwargs)  # the last try: its failure goes through
 
         return wrapper
 
@@ -102,18 +108,11 @@ _DATA_STATES = ("22", "54")
 def _refused_data(exc: BaseException) -> BaseException | None:
     """The error in ``exc``'s chain that says a value was refused, if any: by PostgreSQL, or
     before it was sent (a string no driver can encode, JSON orjson cannot write)."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
-        if isinstance(
-            current, UnicodeEncodeError | orjson.JSONEncodeError | asyncpg_base.DataError
-        ):
-            return current
-        if (getattr(current, "sqlstate", None) or "").startswith(_DATA_STATES):
-            return current
-        orig = getattr(current, "orig", None)
-        current = orig if isinstance(orig, BaseException) else current.__cause__
+    for error in _chain(exc):
+        if isinstance(error, UnicodeEncodeError | orjson.JSONEncodeError | asyncpg_base.DataError):
+            return error
+        if (getattr(error, "sqlstate", None) or "").startswith(_DATA_STATES):
+            return error
     return None
 
 
