@@ -6,10 +6,10 @@ import { $, api, el, query, showAlert } from "./common.js";
 
 export function searchPage() {
   const results = $("search-results");
+  const asked = () => ({ q: $("search-q").value.trim(), mode: $("search-mode").value, k: $("search-k").value });
   async function search() {
-    const q = $("search-q").value.trim();
-    if (!q) return;
-    const params = { q, mode: $("search-mode").value, k: $("search-k").value };
+    const params = asked();
+    if (!params.q) return;
     try {
       const data = await api("GET", `/api/v1/search${query(params)}`);
       showAlert("");
@@ -36,17 +36,16 @@ export function searchPage() {
   }
   $("search-form").addEventListener("submit", (event) => {
     event.preventDefault();
-    const params = { q: $("search-q").value.trim(), mode: $("search-mode").value, k: $("search-k").value };
-    history.replaceState(null, "", `/search${query(params)}`);
+    history.replaceState(null, "", `/search${query(asked())}`);
     search();
   });
   // The form is a plain GET form: a search's URL (shared, bookmarked, or the form sent before
   // this module had loaded) is searched on arrival.
-  const asked = new URLSearchParams(window.location.search);
-  if (asked.get("q")) {
-    $("search-q").value = asked.get("q");
-    if (asked.get("mode")) $("search-mode").value = asked.get("mode");
-    if (asked.get("k")) $("search-k").value = asked.get("k");
+  const inURL = new URLSearchParams(window.location.search);
+  if (inURL.get("q")) {
+    $("search-q").value = inURL.get("q");
+    if (inURL.get("mode")) $("search-mode").value = inURL.get("mode");
+    if (inURL.get("k")) $("search-k").value = inURL.get("k");
     search();
   }
   return search;
