@@ -118,14 +118,7 @@ async def test_pool_hands_back_an_emptied_database(pg_pool: DatabasePool) -> Non
     # ``conn`` stays open: the pool must end it before anyone else gets the database.
     assert await pg_pool.release(name)
     assert conn.is_closed() or not await _alive(conn)
-    again = await pg_pool.acquire()
-    try:
-        assert again == name
-        conn = await asyncpg.connect(asyncpg_url(pg_pool.url(again)))
-        assert await conn.fetchval("SELECT count(*) FROM jobs") == 0
-        await conn.close()
-    finally:
-        await pg_pool.release(again)
+    await _given_back_empty(pg_pool, name)
 
 
 async def test_pool_drops_a_database_whose_schema_changed(
@@ -205,14 +198,7 @@ async def test_a_production_backing_store_deletes_its_keys_and_hands_its_databas
             await insert_some_row(conn, "jobs")
             await conn.close()
         assert [key async for key in client.scan_iter(match=f"{prefix}*")] == []
-        again = await pg_pool.acquire()
-        try:
-            assert again == name
-            conn = await asyncpg.connect(asyncpg_url(pg_pool.url(again)))
-            assert await conn.fetchval("SELECT count(*) FROM jobs") == 0
-            await conn.close()
-        finally:
-            await pg_pool.release(again)
+        await _given_back_empty(pg_pool, name)
     finally:
         await client.aclose()
 
@@ -397,3 +383,15 @@ async def test_processes_wait_for_http_signal_and_cleanup(processes: ProcessMana
     assert stuck.running
     await processes.close(grace=0.5)
     assert not stuck.running
+
+
+async def _given_back_empty(pg_pool: DatabasePool, name: str) -> None:
+    """The pool's next database is ``name`` again, its jobs emptied."""
+    again = await pg_pool.acquire()
+    try:
+        assert again == name
+        conn = await asyncpg.connect(asyncpg_url(pg_pool.url(again)))
+        assert await conn.fetchval("SELECT count(*) FROM jobs") == 0
+        await conn.close()
+    finally:
+        await pg_pool.release(again)
