@@ -85,9 +85,12 @@ async def test_the_hostile_corpus_leaves_the_worker_memory_bounded(
         hostile = [target.url(f"/hostile/links?copy={n}") for n in range(LINK_PAGES)]
         hostile += [target.url(f"/hostile/{name}") for name in ("deep", "giant", "json-ld", "head")]
         clean = [target.url(f"/page/{n}") for n in range(100, 130)]
+        # Small pages parse in the worker itself; a page over the thread lane's limit goes to the
+        # parser processes.
+        clean += [target.url(f"/big?bytes=600000&copy={n}") for n in range(2)]
         # The clean pages go after the hostile ones: a parser process that held too much after a
-        # hostile page is ended and only replaced by the next parse, so the processes read below
-        # are the ones that parsed after the hostile corpus.
+        # hostile page is ended and only replaced by the next parse in a process, so the processes
+        # read below are the ones that parsed after the hostile corpus (at least one is alive).
         done = await run(hostile)
         done += await run(clean)
         await asyncio.sleep(0)
