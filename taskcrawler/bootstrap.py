@@ -36,6 +36,7 @@ if TYPE_CHECKING:  # and imported where used: `taskcrawler keys` needs the stora
     from taskcrawler.rerank import Reranker
     from taskcrawler.service import Services
     from taskcrawler.service.exports import ExportService
+    from taskcrawler.service.firecrawl import FirecrawlService
     from taskcrawler.service.jobs import JobPolicy
     from taskcrawler.service.keys import KeyService
     from taskcrawler.service.monitors import MonitorService
@@ -173,7 +174,6 @@ def api_services(
     from taskcrawler.service.content import ContentService
     from taskcrawler.service.crawls import CrawlPolicy, CrawlService
     from taskcrawler.service.deliveries import DeliveryService
-    from taskcrawler.service.firecrawl import FirecrawlService
     from taskcrawler.service.health import HealthService
     from taskcrawler.service.idempotency import IdempotencyService
     from taskcrawler.service.jobs import JobService
@@ -223,18 +223,25 @@ def api_services(
         crawls=crawls,
         monitors=monitor_service(runtime),
         exports=export_service(storage, runtime.settings),
-        firecrawl=FirecrawlService(
-            jobs,
-            content,
-            mapper,
-            storage.batches,
-            crawls,
-            storage.firecrawl_hooks,
-            storage.tracking,
-            web=web_search,
-            max_wait_seconds=runtime.settings.scrape_max_wait_seconds,
-            worker_concurrency=runtime.settings.worker_concurrency,
-        ),
+    )
+
+
+def firecrawl_service(runtime: Runtime, services: Services) -> FirecrawlService:
+    """Firecrawl's compatible API, on the use cases of :func:`api_services`."""
+    from taskcrawler.service.firecrawl import FirecrawlService
+
+    storage = runtime.storage
+    return FirecrawlService(
+        services.jobs,
+        services.content,
+        services.mapper,
+        storage.batches,
+        services.crawls,
+        storage.firecrawl_hooks,
+        storage.tracking,
+        web=services.web_search,
+        max_wait_seconds=runtime.settings.scrape_max_wait_seconds,
+        worker_concurrency=runtime.settings.worker_concurrency,
     )
 
 

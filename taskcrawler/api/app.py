@@ -89,6 +89,7 @@ def create_app(
             web_engine=web_engine,
             on_created=api_metrics.created,
         )
+        app.state.firecrawl = bootstrap.firecrawl_service(shared, app.state.services)
         stop = asyncio.Event()
         worker_task = (
             _start_worker(settings, shared, stop, registry, embedder) if run_worker else None
