@@ -30,20 +30,20 @@ if TYPE_CHECKING:  # and imported where used: `taskcrawler keys` needs the stora
     from taskcrawler.embed import Embedder
     from taskcrawler.extract.chunking import ChunkingConfig
     from taskcrawler.fetch import Fetcher, HostLimiter
+    from taskcrawler.firecrawl.announcer import HookAnnouncer
+    from taskcrawler.firecrawl.service import FirecrawlService
     from taskcrawler.llm import ChatModel
     from taskcrawler.observability import WorkerMetrics
     from taskcrawler.queue import HostLines, JobQueue
     from taskcrawler.rerank import Reranker
     from taskcrawler.service import Services
     from taskcrawler.service.exports import ExportService
-    from taskcrawler.service.firecrawl import FirecrawlService
     from taskcrawler.service.jobs import JobPolicy
     from taskcrawler.service.keys import KeyService
     from taskcrawler.service.monitors import MonitorService
     from taskcrawler.service.ratelimit import RateLimiter
     from taskcrawler.websearch import WebSearch
     from taskcrawler.worker import Worker
-    from taskcrawler.worker.firecrawl_hooks import HookAnnouncer
     from taskcrawler.worker.monitoring import MonitorScheduler
     from taskcrawler.worker.parsing import PageParser
     from taskcrawler.worker.process import WorkerProcess, WorkerProcesses
@@ -228,7 +228,8 @@ def api_services(
 
 def firecrawl_service(runtime: Runtime, services: Services) -> FirecrawlService:
     """Firecrawl's compatible API, on the use cases of :func:`api_services`."""
-    from taskcrawler.service.firecrawl import FirecrawlService
+    from taskcrawler.firecrawl.hook_store import FirecrawlHookStore
+    from taskcrawler.firecrawl.service import FirecrawlService
 
     storage = runtime.storage
     return FirecrawlService(
@@ -237,7 +238,7 @@ def firecrawl_service(runtime: Runtime, services: Services) -> FirecrawlService:
         services.mapper,
         storage.batches,
         services.crawls,
-        storage.firecrawl_hooks,
+        FirecrawlHookStore(storage.db),
         storage.tracking,
         web=services.web_search,
         max_wait_seconds=runtime.settings.scrape_max_wait_seconds,
@@ -502,9 +503,10 @@ def webhook_dispatcher(runtime: Runtime) -> WebhookDispatcher:
 
 def hook_announcer(runtime: Runtime) -> HookAnnouncer:
     """Announces Firecrawl crawls' and batch scrapes' events to their webhooks."""
-    from taskcrawler.worker.firecrawl_hooks import HookAnnouncer
+    from taskcrawler.firecrawl.announcer import HookAnnouncer
+    from taskcrawler.firecrawl.hook_store import FirecrawlHookStore
 
-    return HookAnnouncer(runtime.storage.firecrawl_hooks, runtime.storage.content)
+    return HookAnnouncer(FirecrawlHookStore(runtime.storage.db), runtime.storage.content)
 
 
 # --- serve: the API with its worker in a child process ------------------------------------------

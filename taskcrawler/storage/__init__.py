@@ -14,7 +14,6 @@ from taskcrawler.storage.content import ContentStore
 from taskcrawler.storage.crawls import CrawlStore
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.exports import ExportStore
-from taskcrawler.storage.firecrawl_hooks import FirecrawlHookStore
 from taskcrawler.storage.idempotency import IdempotencyStore
 from taskcrawler.storage.jobs import JobStore
 from taskcrawler.storage.keys import KeyStore
@@ -26,7 +25,6 @@ from taskcrawler.storage.ports import (
     ContentRepository,
     CrawlRepository,
     ExportRepository,
-    FirecrawlHookRepository,
     IdempotencyRepository,
     JobRepository,
     KeyRepository,
@@ -58,7 +56,6 @@ class Storage:
     monitor_work: MonitorWorkRepository
     exports: ExportRepository
     batches: BatchRepository
-    firecrawl_hooks: FirecrawlHookRepository
     tracking: TrackingRepository
 
     @classmethod
@@ -77,7 +74,6 @@ class Storage:
             monitor_work=MonitorWorkStore(db),
             exports=ExportStore(db),
             batches=BatchStore(db),
-            firecrawl_hooks=FirecrawlHookStore(db),
             tracking=TrackingStore(db),
         )
 

@@ -79,6 +79,29 @@ def test_layers_import_only_downwards(folder: str, forbidden: str) -> None:
     assert importing(modules(folder), forbidden) == {}
 
 
+#: Who may import the Firecrawl adapter: the composition root builds its pieces, the app mounts
+#: its routes and error answers. The core (domain, services, storage, worker) never does.
+FIRECRAWL_WIRING = {"bootstrap.py", "api/app.py"}
+
+
+def test_only_the_wiring_imports_the_firecrawl_adapter() -> None:
+    outside = [
+        path
+        for path in PACKAGE.rglob("*.py")
+        if (PACKAGE / "firecrawl") not in path.parents
+        and str(path.relative_to(PACKAGE)) not in FIRECRAWL_WIRING
+    ]
+    assert importing(outside, "taskcrawler.firecrawl") == {}
+
+
+def test_the_firecrawl_adapter_is_wired_where_the_rule_says() -> None:
+    """A wiring module renamed would otherwise leave the rule above allowing nothing."""
+    wired = {
+        path for path in FIRECRAWL_WIRING if importing([PACKAGE / path], "taskcrawler.firecrawl")
+    }
+    assert wired == FIRECRAWL_WIRING
+
+
 def names_imported_from(path: Path, module: str) -> set[str]:
     """The names ``path`` imports from ``module`` (``from module import name``)."""
     return {

@@ -18,17 +18,7 @@ from fastapi.types import DecoratedCallable
 from starlette.responses import StreamingResponse
 
 from taskcrawler.api.deps import ForeignCallerDep as CallerDep
-from taskcrawler.api.inputs import (
-    FirecrawlBatchIn,
-    FirecrawlCrawlIn,
-    FirecrawlExtractIn,
-    FirecrawlMapIn,
-    FirecrawlScrapeIn,
-    FirecrawlScrapeOptions,
-    FirecrawlSearchIn,
-    FirecrawlWebhook,
-    Id,
-)
+from taskcrawler.api.inputs import Id
 from taskcrawler.api.schemas import (
     FirecrawlActiveCrawl,
     FirecrawlActiveCrawls,
@@ -61,15 +51,21 @@ from taskcrawler.api.schemas import (
 from taskcrawler.api.streamed import json_with_list
 from taskcrawler.domain.errors import NotFound
 from taskcrawler.domain.web_search import SOURCES, TBS_RANGES, web_query
-from taskcrawler.service.firecrawl import (
-    CRAWL_PAGE,
+from taskcrawler.firecrawl.documents import ScreenshotURL
+from taskcrawler.firecrawl.inputs import (
+    FirecrawlBatchIn,
+    FirecrawlCrawlIn,
+    FirecrawlExtractIn,
+    FirecrawlMapIn,
+    FirecrawlScrapeIn,
+    FirecrawlScrapeOptions,
+    FirecrawlSearchIn,
+    FirecrawlWebhook,
+)
+from taskcrawler.firecrawl.options import (
     DEFAULT_TIMEOUT_MS,
-    CrawlErrors,
-    FirecrawlService,
     PageOptions,
     ScrapeSpec,
-    ScreenshotURL,
-    SearchAnswer,
     Unsupported,
     WebhookSpec,
     json_format,
@@ -77,6 +73,7 @@ from taskcrawler.service.firecrawl import (
     scrape_options,
     webhook_spec,
 )
+from taskcrawler.firecrawl.service import CRAWL_PAGE, CrawlErrors, FirecrawlService, SearchAnswer
 
 router = APIRouter(tags=["firecrawl"])
 
