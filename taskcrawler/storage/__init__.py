@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from taskcrawler.domain.jobs import Created, NewJob
+from taskcrawler.storage.adapters import chunk_store_for, open_database
 from taskcrawler.storage.batches import BatchStore
 from taskcrawler.storage.content import ContentStore
 from taskcrawler.storage.crawls import CrawlStore
@@ -68,7 +69,7 @@ class Storage:
             keys=KeyStore(db),
             idempotency=IdempotencyStore(db),
             webhooks=WebhookStore(db),
-            chunks=db.backend.chunk_store(db),
+            chunks=chunk_store_for(db),
             crawls=CrawlStore(db),
             monitors=MonitorStore(db),
             monitor_work=MonitorWorkStore(db),
@@ -84,7 +85,7 @@ class Storage:
 def open_storage(url: str, *, pool_size: int = 10) -> Storage:
     """The database at ``url`` (``postgresql+asyncpg://…`` or ``sqlite+aiosqlite://…``) and
     its repositories. Close it with :meth:`Storage.close`."""
-    return Storage.on(Database.from_url(url, pool_size=pool_size))
+    return Storage.on(open_database(url, pool_size=pool_size))
 
 
 __all__ = [
