@@ -23,6 +23,7 @@ from taskcrawler.domain.chunks import (
 )
 from taskcrawler.domain.crawls import Crawl, CrawlSpec
 from taskcrawler.domain.exports import ArchivedResponse, ExportPosition
+from taskcrawler.domain.idempotency import StoredResponse
 from taskcrawler.domain.jobs import (
     Cancelled,
     ClaimedJob,
@@ -47,13 +48,11 @@ from taskcrawler.domain.monitors import (
     Snapshot,
     StoredRun,
 )
-from taskcrawler.domain.pages import FetchedPage, Screenshot, StoredLink
+from taskcrawler.domain.pages import Archived, FetchedPage, Reextracted, Screenshot, StoredLink
 from taskcrawler.domain.runs import RetentionPolicy, RunContent
 from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS, ScrapeOptions
 from taskcrawler.domain.transitions import Transition
 from taskcrawler.domain.webhooks import ClaimedDelivery, Delivery, DeliveryStatus
-from taskcrawler.storage.content import Archived, Reextracted
-from taskcrawler.storage.idempotency import StoredResponse
 
 
 class JobRepository(Protocol):
