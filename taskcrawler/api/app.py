@@ -162,7 +162,7 @@ def _start_worker(
     registry: CollectorRegistry,
     embedder: Embedder,
 ) -> asyncio.Task[Worker]:
-    from taskcrawler.worker.runner import run_worker  # the API-only process needs no fetcher
+    from taskcrawler.running import run_worker  # the API-only process needs no fetcher
 
     return asyncio.create_task(
         run_worker(settings, runtime=runtime, stop=stop, registry=registry, embedder=embedder)
