@@ -6,7 +6,6 @@ import asyncio
 import itertools
 import json
 import sys
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -75,17 +74,35 @@ async def test_instances_sharing_redis_share_the_limit(
 
 
 async def test_starts_are_spaced_by_the_delay(redis: tuple[Redis, str]) -> None:
-    limiters = [_limiter(redis, concurrency=10, delay_seconds=0.05) for _ in range(2)]
-    starts: list[float] = []
+    """Starts are spaced on Redis's clock, where the script grants them: each lease's score is
+    its grant time plus the lease. A time taken in this process after a grant would be late by
+    however long the loaded machine took to hand the reply on, and a late first start makes the
+    next gap look short; Redis's clock has no such lateness."""
+    lease_seconds, delay_seconds, count = 30.0, 0.05, 6
+    limiters = [
+        _limiter(redis, concurrency=10, delay_seconds=delay_seconds, lease_seconds=lease_seconds)
+        for _ in range(2)
+    ]
+    client, _prefix = redis
+    leases = limiters[0].keys("a.test")[0]
+    held, all_held = 0, asyncio.Event()
+    granted_ms: list[float] = []
 
     async def one(limiter: RedisHostLimiter) -> None:
+        nonlocal held
         async with limiter.slot("a.test"):
-            starts.append(time.monotonic())
+            held += 1
+            if held == count:
+                # Every lease is still held (none released yet), so all six scores are there.
+                scores = await client.zrange(leases, 0, -1, withscores=True)
+                granted_ms.extend(score - lease_seconds * 1000 for _token, score in scores)
+                all_held.set()
+            await all_held.wait()
 
-    await asyncio.gather(*(one(limiters[i % 2]) for i in range(6)))
-    starts.sort()
-    gaps = [b - a for a, b in itertools.pairwise(starts)]
-    assert min(gaps) >= 0.045  # Redis's clock is in milliseconds
+    await asyncio.wait_for(asyncio.gather(*(one(limiters[i % 2]) for i in range(count))), 60)
+    assert len(granted_ms) == count
+    gaps_ms = [b - a for a, b in itertools.pairwise(sorted(granted_ms))]
+    assert min(gaps_ms) >= delay_seconds * 1000, gaps_ms
 
 
 async def test_a_crashed_holders_slot_frees_itself(redis: tuple[Redis, str]) -> None:
