@@ -30,6 +30,10 @@ from tests.support.render_site import RenderSite
 
 PUBLIC_IP = ipaddress.ip_address("127.0.0.1")
 GONE_WITHIN_SECONDS = 30.0  # a bound for a hang, not a speed claim
+#: The render deadline of a page whose scripts never stop. Its document must arrive before it
+#: (else the render fails as the network's timeout, not render_timeout), which takes seconds on
+#: a loaded machine; the page spins a core until then, so no longer than that.
+LOOPING_PAGE_DEADLINE_SECONDS = 10.0
 
 CHROMIUM_ARGS = [
     "--headless",

@@ -33,6 +33,7 @@ from taskcrawler.extract.appshell import shell_verdict
 from taskcrawler.fetch import Fetcher
 from tests.browser.conftest import (
     GONE_WITHIN_SECONDS,
+    LOOPING_PAGE_DEADLINE_SECONDS,
     chromium_path,
     gone,
     new_renderer,
@@ -310,9 +311,9 @@ async def test_a_rebinding_name_never_reaches_the_intranet(
 async def test_a_page_that_loops_forever_fails_render_timeout_and_the_next_one_renders(
     site: RenderSite, path: str
 ) -> None:
-    hasty = new_renderer(render_timeout_seconds=4.0)
+    hasty = new_renderer(render_timeout_seconds=LOOPING_PAGE_DEADLINE_SECONDS)
     try:
-        async with asyncio.timeout(4.0 + GONE_WITHIN_SECONDS):
+        async with asyncio.timeout(LOOPING_PAGE_DEADLINE_SECONDS + GONE_WITHIN_SECONDS):
             error = await render_error(hasty, site.url(path))
         assert error.code == ErrorCode.RENDER_TIMEOUT and not error.transient
         pid = hasty.browser_pid

@@ -30,7 +30,14 @@ from taskcrawler.queue.memory import MemoryQueue
 from taskcrawler.storage import Storage
 from taskcrawler.worker.rendering import RenderStep
 from taskcrawler.worker.worker import Worker
-from tests.browser.conftest import chromium_path, gone, pretend_public, render_settings, resolver
+from tests.browser.conftest import (
+    LOOPING_PAGE_DEADLINE_SECONDS,
+    chromium_path,
+    gone,
+    pretend_public,
+    render_settings,
+    resolver,
+)
 from tests.e2e.harness import fast_settings, running
 from tests.support.render_site import RenderSite
 
@@ -204,7 +211,8 @@ async def test_a_rendered_page_cannot_reach_inward(
 async def test_a_hanging_page_fails_render_timeout_and_the_next_job_renders(
     site: RenderSite, sqlite_url: str
 ) -> None:
-    async with guarded_worker(sqlite_url, render_timeout_seconds=4.0) as running_worker:
+    deadline = LOOPING_PAGE_DEADLINE_SECONDS
+    async with guarded_worker(sqlite_url, render_timeout_seconds=deadline) as running_worker:
         hung = await running_worker.final(
             await running_worker.submit(site.url("/loop"), render="always")
         )
