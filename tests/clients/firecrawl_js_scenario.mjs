@@ -11,6 +11,9 @@ const app = new Firecrawl({ apiKey: "fc-YOUR-API-KEY", apiUrl: config.api_url })
 const out = { version: require("@mendable/firecrawl-js/package.json").version };
 // Pages of its own: one job per URL and key, and the other clients run at the same time.
 const mine = "c=js";
+// How long the scrape with actions may take, above the test deployment's render deadline
+// (RENDER_SECONDS in tests/e2e/test_firecrawl_clients.py) so that deadline is what bounds it.
+const ACTIONS_TIMEOUT_MS = 120000;
 
 async function run(name, call) {
   try {
@@ -44,6 +47,7 @@ await run("scrape_actions", () =>
       { type: "pdf", format: "A4" },
       { type: "scrape" },
     ],
+    timeout: ACTIONS_TIMEOUT_MS,
   }),
 );
 await run("extract", () =>

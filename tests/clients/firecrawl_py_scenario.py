@@ -29,6 +29,9 @@ from firecrawl.v2.types import (
     WebhookConfig,
 )
 
+#: How long the scrape with actions may take, above the test deployment's render deadline
+#: (RENDER_SECONDS in tests/e2e/test_firecrawl_clients.py) so that deadline is what bounds it.
+ACTIONS_TIMEOUT_MS = 120_000
 #: What /v2/extract is asked for (the test's fake model answers it).
 EXTRACT_SCHEMA = {
     "type": "object",
@@ -165,6 +168,7 @@ def main() -> None:
                     PDFAction(format="A4"),
                     ScrapeAction(),
                 ],
+                timeout=ACTIONS_TIMEOUT_MS,
             )
         ),
     )

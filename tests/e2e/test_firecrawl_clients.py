@@ -60,6 +60,13 @@ async def receiver() -> AsyncIterator[Receiver]:
         yield running
 
 
+#: A render's deadline here. The three clients' scrapes with actions (a full-page screenshot and a
+#: PDF each) render at once, and on a loaded machine that took longer than the default 30 s. The
+#: scenarios ask for a longer wait than this (``ACTIONS_TIMEOUT_MS``) so the render's own
+#: deadline, not the request's, is what bounds them.
+RENDER_SECONDS = 90.0
+
+
 @pytest.fixture(scope="module")
 async def model() -> AsyncIterator[tuple[FakeLLM, str]]:
     async with fake_llm() as running_model:
@@ -81,6 +88,7 @@ async def served(
             **store,
             max_retries=0,
             fetch_timeout_seconds=10.0,
+            render_timeout_seconds=RENDER_SECONDS,
             webhook_secret=WEBHOOK_SECRET,
             max_body_bytes=2 * 1024 * 1024,
             webhook_retry_base_seconds=0.05,
