@@ -33,6 +33,9 @@ from tests.support.hostile import (
 )
 
 OK = "ok"
+#: Past a fetch's deadline, what a loaded machine may take to end it: well under the 30 s the
+#: holding routes hold.
+SCHEDULING_SLACK_SECONDS = 5.0
 BLOCKED = ErrorCode.BLOCKED_ADDRESS.value
 LIMITS: dict[str, Any] = {
     "allow_private_networks": True,
@@ -320,8 +323,10 @@ async def test_hostile_input(case: Case, servers: Servers) -> None:
     if case.expect == BLOCKED:
         assert row.local_hits == 0
         assert "is blocked" in row.message
-    # A hostile server never holds a fetch past its deadline (plus scheduling slack).
-    assert row.seconds < fetch_settings(**case.settings).fetch_timeout_seconds + 0.5
+    # A hostile server never holds a fetch past its deadline. Those that hold do so for 30 s or
+    # for ever, so the slack a loaded machine needs to wind the fetch down still tells them apart.
+    deadline = fetch_settings(**case.settings).fetch_timeout_seconds
+    assert row.seconds < deadline + SCHEDULING_SLACK_SECONDS, row.seconds
 
 
 if __name__ == "__main__":

@@ -19,6 +19,9 @@ from taskcrawler.fetch import Fetcher
 from tests.support.hostile import PAGE, HostileServer, RawServer, fetch_settings, gzip_bomb
 
 LOCAL = {"allow_private_networks": True}
+#: A bound for a hang, not a speed claim: what it guards never ends on its own, and a loaded
+#: machine may take seconds past a 1 s deadline to wind a fetch down.
+HANG_SECONDS = 20.0
 
 
 @pytest.fixture(scope="module")
@@ -74,8 +77,8 @@ async def test_a_slow_drip_is_cut_at_the_total_deadline(server: HostileServer) -
     assert caught.value.code == ErrorCode.TIMEOUT
     assert caught.value.transient is True
     # Not cut before the deadline; the drip never ends, so only the deadline stopped it (the
-    # upper bound only guards against a hang, with room for a loaded machine).
-    assert 0.9 < elapsed < 5
+    # upper bound only guards against a hang).
+    assert 0.9 < elapsed < HANG_SECONDS
 
 
 async def test_the_deadline_covers_all_redirect_hops(server: HostileServer) -> None:
@@ -89,7 +92,7 @@ async def test_the_deadline_covers_all_redirect_hops(server: HostileServer) -> N
         await fetcher.close()
     # Each hop alone is within the deadline, so a timeout means the deadline spans all hops.
     assert caught.value.code == ErrorCode.TIMEOUT
-    assert time.perf_counter() - started < 5
+    assert time.perf_counter() - started < HANG_SECONDS
 
 
 async def test_retry_after_as_an_http_date(fetcher: Fetcher, server: HostileServer) -> None:
@@ -127,24 +130,26 @@ async def test_a_response_without_content_type_is_accepted() -> None:
     assert page.content_type is None
 
 
-async def test_one_session_is_reused_and_fast(server: HostileServer) -> None:
-    """Connections are pooled across fetches: many small pages go at well over 500/s here."""
-    fetcher = Fetcher(fetch_settings(**LOCAL, worker_concurrency=100))
+async def test_one_session_and_its_connections_are_reused(server: HostileServer) -> None:
+    """Connections are pooled across fetches: 2,000 small pages, 100 at a time, come on no more
+    connections than are in flight at once (a connection per fetch would be 2,001)."""
+    in_flight = 100
+    fetcher = Fetcher(fetch_settings(**LOCAL, worker_concurrency=in_flight))
     count = 2000
-    semaphore = asyncio.Semaphore(100)
+    semaphore = asyncio.Semaphore(in_flight)
 
     async def one() -> None:
         async with semaphore:
             await fetcher.fetch(server.url("/page"))
 
+    known, hits = set(server.connections), server.hits["/page"]  # the module shares the server
     try:
         await fetcher.fetch(server.url("/page"))
         session = fetcher._session
-        started = time.perf_counter()
         await asyncio.gather(*(one() for _ in range(count)))
-        rate = count / (time.perf_counter() - started)
         assert fetcher._session is session
     finally:
         await fetcher.close()
-    print(f"\n{rate:.0f} fetches/s (client and server share one core here)")
-    assert rate > 300
+    assert server.hits["/page"] - hits == count + 1
+    opened = len(server.connections - known)
+    assert opened <= in_flight, opened

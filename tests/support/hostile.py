@@ -50,6 +50,8 @@ class HostileServer:
         self.max_in_flight = 0
         self.page_delay = 0.0
         self.request_starts: list[float] = []
+        #: The connections requests came on (held, so each stays a distinct object).
+        self.connections: set[asyncio.BaseTransport] = set()
         self._runner: web.AppRunner | None = None
         self.port = 0
 
@@ -80,6 +82,8 @@ class HostileServer:
     ) -> web.StreamResponse:
         self.hits[request.path] += 1
         self.request_starts.append(asyncio.get_running_loop().time())
+        if request.transport is not None:
+            self.connections.add(request.transport)
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
