@@ -271,8 +271,9 @@ async def sigterm_hand_back(d: Deployment, *, jobs: int, delay: float, grace: fl
     code = await old.wait(within=grace + 10)
     took = time.monotonic() - signalled
     assert code == 0, old.output()[-3000:]
-    # Within the grace period plus shutdown work; not held until a fetch happens to finish.
-    assert took < grace + 2.0 < delay, f"SIGTERM took {took:.1f} s with a {grace} s grace period"
+    # Within the grace period plus shutdown work (seconds on a loaded machine); not held until
+    # a fetch happens to finish. The jobs handed back below are the proof that none finished.
+    assert took < grace + 4.0 < delay, f"SIGTERM took {took:.1f} s with a {grace} s grace period"
     handed_back = (await d.counts())["PENDING"]
     assert handed_back == jobs, await d.counts()
     await d.started_worker("worker-new", worker_concurrency=jobs)

@@ -86,7 +86,7 @@ async def test_a_cancelled_waiter_passes_its_wake_up_on() -> None:
     await asyncio.sleep(0.01)  # both are parked now
     await held.__aexit__(None, None, None)  # wakes `second` (no await in between)...
     second.cancel()  # ...which is cancelled before it can run
-    await asyncio.wait_for(third, 1)
+    await asyncio.wait_for(third, 30)  # for ever if the wake-up were lost
     assert got == ["third"]
     assert second.cancelled()
     assert limiter.in_flight("a.test") == 0
