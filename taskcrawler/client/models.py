@@ -1,7 +1,7 @@
 """What the API answers, as typed models.
 
 The job is :class:`~taskcrawler.domain.views.JobView`, the very model the API renders; the
-other answers mirror their models in ``taskcrawler.api.schemas`` field for field (a test keeps
+other answers mirror their models in ``taskcrawler.contract`` field for field (a test keeps
 them equal) without importing the server, so ``import taskcrawler.client`` stays light.
 """
 

@@ -147,8 +147,13 @@ def test_sync_and_async_clients_have_the_same_methods() -> None:
 
 
 def test_the_client_models_are_the_apis() -> None:
-    from taskcrawler.api import schemas
+    from types import SimpleNamespace
+
     from taskcrawler.client import models
+    from taskcrawler.contract import crawls, deliveries, jobs, keys, links, maps, monitors, search
+
+    resources = (crawls, jobs, keys, links, maps, monitors, search)
+    schemas = SimpleNamespace(**{k: v for m in resources for k, v in vars(m).items()})
 
     pairs = [
         (models.Job, schemas.JobOut),
@@ -165,7 +170,7 @@ def test_the_client_models_are_the_apis() -> None:
         (models.SearchResults, schemas.SearchResults),
         (models.Cancelled, schemas.CancelOut),
         (models.Restarted, schemas.RetryOut),
-        (models.Delivery, schemas.DeliveryOut),
+        (models.Delivery, deliveries.DeliveryOut),
         (models.Chunk, schemas.ChunkOut),
         (models.Chunks, schemas.ChunkList),
         (models.MonitorPageEntry, schemas.MonitorPageOut),

@@ -28,7 +28,6 @@ from taskcrawler.api.inputs import (
     FirecrawlScrapeOptions,
     FirecrawlSearchIn,
     FirecrawlWebhook,
-    Id,
 )
 from taskcrawler.api.schemas import (
     FirecrawlActiveCrawl,
@@ -60,6 +59,7 @@ from taskcrawler.api.schemas import (
     FirecrawlUsageHistory,
 )
 from taskcrawler.api.streamed import json_with_list
+from taskcrawler.contract.base import Id
 from taskcrawler.domain.errors import NotFound
 from taskcrawler.domain.web_search import SOURCES, TBS_RANGES, web_query
 from taskcrawler.service.firecrawl import (

@@ -7,23 +7,21 @@ from fastapi.responses import Response
 
 from taskcrawler.api.deps import CallDep, CallerDep, ServicesDep
 from taskcrawler.api.idempotency import IdempotencyKey, answer_once
-from taskcrawler.api.inputs import Id, Instant
-from taskcrawler.api.schemas import (
+from taskcrawler.contract.base import ErrorOut, Id, Instant
+from taskcrawler.contract.jobs import (
     BatchCreate,
     BatchItem,
     BatchOut,
     CancelFilter,
     CancelOut,
-    ErrorOut,
     JobCreate,
-    JobOptionsIn,
     JobOut,
     JobPage,
     RetryFilter,
     RetryOut,
     RunOut,
-    scrape_options_of,
 )
+from taskcrawler.contract.options import JobOptionsIn, scrape_options_of
 from taskcrawler.domain import JobStatus
 from taskcrawler.domain.jobs import JobQuery
 from taskcrawler.service.jobs import JobOptions

@@ -10,7 +10,8 @@ from fastapi import APIRouter
 
 from taskcrawler.api.deps import CallerDep, ServicesDep
 from taskcrawler.api.routes.jobs import job_options
-from taskcrawler.api.schemas import ErrorOut, WebSearchIn, WebSearchOut, WebSearchResultOut
+from taskcrawler.contract.base import ErrorOut
+from taskcrawler.contract.web_search import WebSearchIn, WebSearchOut, WebSearchResultOut
 from taskcrawler.domain.web_search import web_query
 
 router = APIRouter(tags=["search"])
