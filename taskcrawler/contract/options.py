@@ -14,6 +14,7 @@ from taskcrawler.contract.base import (
     checked_url,
 )
 from taskcrawler.domain.actions import MAX_ACTIONS
+from taskcrawler.domain.jobs import JobOptions
 from taskcrawler.domain.rendering import (
     BLOCKABLE,
     MAX_SELECTOR_CHARS,
@@ -285,6 +286,17 @@ class JobOptionsIn(RequestModel):
         description="Headers, TLS, languages, what the Markdown holds, PDFs. A URL asked for "
         "with other options than its job has is scraped again with them (same job, a new run).",
     )
+
+    def job_options(self) -> JobOptions:
+        """What the request asks of its jobs."""
+        return JobOptions(
+            formats=tuple(self.formats) if self.formats else None,
+            callback_url=self.callback_url,
+            max_age=self.max_age,
+            render=self.render or "never",
+            render_options=self.render_options.request() if self.render_options else None,
+            options=scrape_options_of(self.options),
+        )
 
     @field_validator("callback_url")
     @classmethod

@@ -34,7 +34,7 @@ from taskcrawler.domain.extract_scope import (
     is_wildcard,
 )
 from taskcrawler.domain.firecrawl_hooks import HOOK_EVENTS, FirecrawlHook, HookEvent, HookKind
-from taskcrawler.domain.jobs import Job, JobQuery, QueueCounts
+from taskcrawler.domain.jobs import Job, JobOptions, JobQuery, QueueCounts
 from taskcrawler.domain.keys import Caller
 from taskcrawler.domain.rendering import (
     DEFAULT_RENDER,
@@ -63,7 +63,7 @@ from taskcrawler.domain.urls import validate_url
 from taskcrawler.domain.web_search import WebQuery, WebResult
 from taskcrawler.service.content import ContentService
 from taskcrawler.service.crawls import CrawlService
-from taskcrawler.service.jobs import JobOptions, JobService
+from taskcrawler.service.jobs import JobService
 from taskcrawler.service.mapping import MapService
 from taskcrawler.service.web_search import WebSearchService
 from taskcrawler.storage.ports import (
@@ -255,9 +255,8 @@ class PageOptions:
     def job_options(self, max_age_ms: int | None) -> JobOptions:
         render, render_options = self.render()
         return JobOptions(
-            _our_formats(self.formats),
-            None,
-            None if max_age_ms is None else max_age_ms / 1000,
+            formats=_our_formats(self.formats),
+            max_age=None if max_age_ms is None else max_age_ms / 1000,
             render=render,
             render_options=render_options,
             options=self.options,
