@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Annotated, Any, Literal
+from typing import TYPE_CHECKING, Annotated, Any, Literal
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from taskcrawler.contract.base import RequestModel
-from taskcrawler.domain.monitors import Change, Monitor, RunView, change_document
+
+if TYPE_CHECKING:
+    from taskcrawler.domain.monitors import Change, Monitor, RunView
 
 #: What a monitor's jobs may keep (as for any job).
 MonitorFormat = Literal["metadata", "markdown", "text", "html", "links"]
@@ -135,6 +137,9 @@ class ChangeOut(BaseModel):
 
     @classmethod
     def of(cls, change: Change) -> ChangeOut:
+        # Imported here: the client reads changes with this model and needs no monitors.
+        from taskcrawler.domain.monitors import change_document
+
         return cls.model_validate(change_document(change))
 
 
