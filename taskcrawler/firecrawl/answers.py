@@ -1,5 +1,5 @@
-"""The Firecrawl-compatible answers (/v1, /v2), in Firecrawl's field names. TaskCrawler's own
-API's bodies are in :mod:`taskcrawler.contract`."""
+"""Firecrawl's answers (/v1, /v2), in Firecrawl's field names: the models its routes render.
+TaskCrawler's own API's bodies are in :mod:`taskcrawler.contract`."""
 
 from __future__ import annotations
 
