@@ -13,10 +13,10 @@ from taskcrawler.contract.base import (
     Format,
     RequestModel,
 )
-from taskcrawler.contract.options import RenderOptionsIn, ScrapeOptionsIn, check_json_asked
+from taskcrawler.contract.options import RenderOptionsIn, ScrapeOptionsIn, checked_render
 from taskcrawler.domain.crawls import DEFAULT_LIMIT, MAX_DEPTH, MAX_PATTERNS, WEBHOOK_EVENTS
 from taskcrawler.domain.jobs import DEFAULT_FORMATS
-from taskcrawler.domain.rendering import RenderMode, effective_mode
+from taskcrawler.domain.rendering import RenderMode
 from taskcrawler.domain.urls import MAX_URL_LENGTH
 from taskcrawler.domain.views import CrawlView
 
@@ -109,17 +109,8 @@ class CrawlIn(RequestModel):
     )
 
     @model_validator(mode="after")
-    def _json_asked_with_what_to_read(self) -> CrawlIn:
-        check_json_asked(self.formats, self.options)
-        return self
-
-    @model_validator(mode="after")
-    def _render_fits_formats(self) -> CrawlIn:
-        try:
-            asked = self.options.scrape_options() if self.options else None
-            self.render = effective_mode(self.render, self.formats, asked)
-        except ValueError as exc:
-            raise ValueError(str(exc)) from None
+    def _formats_readable(self) -> CrawlIn:
+        self.render = checked_render(self.render, self.formats, self.options)
         return self
 
 

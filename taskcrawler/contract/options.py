@@ -232,13 +232,27 @@ class ScrapeOptionsIn(RequestModel):
             raise ValueError(str(exc).replace("options.json.", "json_", 1)) from None
 
 
-def check_json_asked(formats: list[Format] | None, options: ScrapeOptionsIn | None) -> None:
+def _check_json_asked(formats: list[Format] | None, options: ScrapeOptionsIn | None) -> None:
     """The json format needs to know what to read: a schema, a prompt, or both."""
     asked = options is not None and (
         options.json_schema is not None or options.json_prompt is not None
     )
     if formats and "json" in formats and not asked:
         raise ValueError("formats: json needs options.json_schema, options.json_prompt or both")
+
+
+def checked_render(
+    render: RenderMode | None, formats: list[Format] | None, options: ScrapeOptionsIn | None
+) -> RenderMode | None:
+    """The render mode a request's jobs run with, once its formats are known to be readable:
+    the json format told what to read, and the render asked fit for the formats and options
+    (a screenshot needs a browser)."""
+    _check_json_asked(formats, options)
+    try:
+        asked = options.scrape_options() if options else None
+        return effective_mode(render, formats, asked)
+    except ValueError as exc:
+        raise ValueError(str(exc)) from None
 
 
 def scrape_options_of(options: ScrapeOptionsIn | None) -> ScrapeOptions | None:
@@ -304,17 +318,8 @@ class JobOptionsIn(RequestModel):
         return None if url is None else checked_url(url)
 
     @model_validator(mode="after")
-    def _json_asked_with_what_to_read(self) -> JobOptionsIn:
-        check_json_asked(self.formats, self.options)
-        return self
-
-    @model_validator(mode="after")
-    def _render_fits_formats(self) -> JobOptionsIn:
-        try:
-            asked = self.options.scrape_options() if self.options else None
-            self.render = effective_mode(self.render, self.formats, asked)
-        except ValueError as exc:
-            raise ValueError(str(exc)) from None
+    def _formats_readable(self) -> JobOptionsIn:
+        self.render = checked_render(self.render, self.formats, self.options)
         return self
 
     @field_validator("formats")
