@@ -120,17 +120,20 @@ async def test_a_crashed_holders_slot_frees_itself(redis: tuple[Redis, str]) -> 
 
 async def test_a_cancelled_fetch_hands_its_slot_back(redis: tuple[Redis, str]) -> None:
     limiter = _limiter(redis, concurrency=1)
+    holding = asyncio.Event()
 
     async def hold() -> None:
         async with limiter.slot("a.test"):
-            await asyncio.sleep(10)
+            holding.set()
+            await asyncio.sleep(60)
 
     task = asyncio.create_task(hold())
-    await asyncio.sleep(0.05)
+    await asyncio.wait_for(holding.wait(), 30)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    async with limiter.slot("a.test", max_wait=0.5):
+    # Well under the 30 s lease: only a slot handed back comes within it.
+    async with limiter.slot("a.test", max_wait=10):
         pass
 
 
@@ -248,7 +251,8 @@ async def test_a_lease_granted_to_a_task_that_gave_up_is_handed_back(
     waiter = asyncio.create_task(limiter.hold("a.test", None))
     with pytest.raises(asyncio.CancelledError):
         await waiter
-    await asyncio.sleep(0.05)  # the asker hands out, then the release is flushed
+    # The asker hands out (queueing the release) and ends; closing flushes the release.
+    await asyncio.wait_for(asyncio.gather(*limiter._askers.values()), 30)
     await limiter.close()
     client, _prefix = redis
     assert await client.zcard(limiter.keys("a.test")[0]) == 0
@@ -311,7 +315,11 @@ async def test_waiting_past_the_deadline_is_host_busy_not_timeout(
     )
     try:
         holding = asyncio.create_task(holder.fetch(server.url("/page")))
-        await asyncio.sleep(0.3)  # the holder has the slot by now
+        for _ in range(3000):  # until the holder has the slot (30 s at most)
+            if limiter.in_flight("127.0.0.1"):
+                break
+            await asyncio.sleep(0.01)
+        assert limiter.in_flight("127.0.0.1") == 1
         with pytest.raises(FetchError) as waited:
             await waiter.fetch(server.url("/page"))
         with pytest.raises(FetchError) as held:
