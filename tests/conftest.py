@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from taskcrawler.storage import upgrade_database
+from tests.support.bytecode import already_rewritten, rewritten_modules, write_rewritten
 from tests.support.processes import REPO_ROOT, ProcessManager
 from tests.support.served import sqlite_copy
 from tests.support.services import (
@@ -51,6 +52,10 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     for folder in COMPILED:
         compileall.compile_dir(REPO_ROOT / folder, quiet=1)
+    if config.getvalue("dist") != "no":
+        # Each test process would rewrite the test modules' asserts (tests/support/bytecode.py).
+        modules = rewritten_modules(config, REPO_ROOT / "tests") + already_rewritten(config)
+        write_rewritten(config, modules)
 
 
 # --------------------------------------------------------------------------- PostgreSQL
