@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.harness import Service, ServiceFactory, fast_settings, running
-from tests.support.processes import ProcessManager
-from tests.support.served import FIRECRAWL_ENV, Served, serve
+from tests.support.served import FIRECRAWL_ENV, Served, served_by_module, sqlite_copy
 
 
 @pytest.fixture(params=["embedded", "production"])
@@ -39,7 +38,14 @@ async def service(service_factory: ServiceFactory) -> AsyncIterator[Service]:
         yield running_service
 
 
-@pytest.fixture
-async def firecrawl_served(processes: ProcessManager, tmp_path: Path, sqlite_url: str) -> Served:
-    """``taskcrawler serve`` as the Firecrawl SDKs meet it: keys required, no retries."""
-    return await serve(processes, tmp_path, sqlite_url, **FIRECRAWL_ENV)
+@pytest.fixture(scope="module")
+async def firecrawl_served(
+    tmp_path_factory: pytest.TempPathFactory, _sqlite_template: Path
+) -> AsyncIterator[Served]:
+    """``taskcrawler serve`` as the Firecrawl SDKs meet it: keys required, no retries. One per
+    module: each test uses keys of its own (:meth:`Served.new_key`), and a key sees only its
+    own scrapes, batches and crawls."""
+    workdir = tmp_path_factory.mktemp("firecrawl-served")
+    database_url = sqlite_copy(_sqlite_template, workdir)
+    async with served_by_module(workdir, database_url, **FIRECRAWL_ENV) as served:
+        yield served
