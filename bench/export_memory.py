@@ -19,7 +19,7 @@ from pathlib import Path
 from taskcrawler.domain.keys import Caller
 from taskcrawler.service.exports import ExportService
 from taskcrawler.storage import Storage, upgrade_database
-from taskcrawler.storage.database import Database
+from taskcrawler.storage.adapters import open_database
 from tests.support import seeding
 
 
@@ -43,7 +43,7 @@ async def measure(service: ExportService) -> tuple[int, int, float, int, int]:
 
 async def main(url: str, count: int, text_kb: int) -> None:
     await upgrade_database(url)
-    storage = Storage.on(Database.from_url(url))
+    storage = Storage.on(open_database(url))
     try:
         await seeding.finished_jobs(storage, count, "word " * (text_kb * 1024 // 5))
         service = ExportService(storage.exports, request_headers={}, software="bench")

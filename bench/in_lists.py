@@ -20,7 +20,7 @@ import sqlalchemy as sa
 
 from bench.deployment import postgres
 from bench.measure import cpu_seconds
-from taskcrawler.storage.engine import create_engine
+from taskcrawler.storage.adapters import create_engine
 from taskcrawler.storage.postgres.sql import any_of
 from taskcrawler.storage.rows import PROCESSING
 from taskcrawler.storage.tables import jobs, metadata

@@ -40,7 +40,8 @@ from taskcrawler.domain.monitors import MonitorSpec
 from taskcrawler.fetch import Fetcher
 from taskcrawler.queue import MemoryQueue
 from taskcrawler.settings import Settings
-from taskcrawler.storage import Database, Storage, upgrade_database
+from taskcrawler.storage import Storage, upgrade_database
+from taskcrawler.storage.adapters import open_database
 from taskcrawler.storage.tables import jobs
 from taskcrawler.worker.monitoring import MonitorConfig, MonitorScheduler
 from taskcrawler.worker.parsing import PageParser
@@ -121,7 +122,7 @@ async def measure(args: argparse.Namespace) -> None:
     )
     try:
         async with database(args.sqlite, args.pg_url) as url:
-            storage = Storage.on(Database.from_url(url, pool_size=10))
+            storage = Storage.on(open_database(url, pool_size=10))
             queue = MemoryQueue()
             fetcher = Fetcher(settings)
             parser = PageParser(processes=1)

@@ -94,7 +94,11 @@ async def one_run(settings_env: dict[str, str], target: str, jobs: int, formats:
     from taskcrawler.settings import Settings
     from taskcrawler.storage.migrate import upgrade_database
     from taskcrawler.worker import runner
-    from taskcrawler.worker.runner import run_worker
+
+    try:
+        from taskcrawler.running import run_worker
+    except ImportError:  # a version measured from before run_worker left the worker package
+        run_worker = runner.run_worker  # type: ignore[attr-defined]
 
     os.environ.update(settings_env)
     _configure_like_the_worker(settings_env)

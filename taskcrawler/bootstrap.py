@@ -30,6 +30,8 @@ if TYPE_CHECKING:  # and imported where used: `taskcrawler keys` needs the stora
     from taskcrawler.embed import Embedder
     from taskcrawler.extract.chunking import ChunkingConfig
     from taskcrawler.fetch import Fetcher, HostLimiter
+    from taskcrawler.firecrawl.announcer import HookAnnouncer
+    from taskcrawler.firecrawl.service import FirecrawlService
     from taskcrawler.llm import ChatModel
     from taskcrawler.observability import WorkerMetrics
     from taskcrawler.queue import HostLines, JobQueue
@@ -42,7 +44,6 @@ if TYPE_CHECKING:  # and imported where used: `taskcrawler keys` needs the stora
     from taskcrawler.service.ratelimit import RateLimiter
     from taskcrawler.websearch import WebSearch
     from taskcrawler.worker import Worker
-    from taskcrawler.worker.firecrawl_hooks import HookAnnouncer
     from taskcrawler.worker.monitoring import MonitorScheduler
     from taskcrawler.worker.parsing import PageParser
     from taskcrawler.worker.process import WorkerProcess, WorkerProcesses
@@ -173,7 +174,6 @@ def api_services(
     from taskcrawler.service.content import ContentService
     from taskcrawler.service.crawls import CrawlPolicy, CrawlService
     from taskcrawler.service.deliveries import DeliveryService
-    from taskcrawler.service.firecrawl import FirecrawlService
     from taskcrawler.service.health import HealthService
     from taskcrawler.service.idempotency import IdempotencyService
     from taskcrawler.service.jobs import JobService
@@ -223,18 +223,26 @@ def api_services(
         crawls=crawls,
         monitors=monitor_service(runtime),
         exports=export_service(storage, runtime.settings),
-        firecrawl=FirecrawlService(
-            jobs,
-            content,
-            mapper,
-            storage.batches,
-            crawls,
-            storage.firecrawl_hooks,
-            storage.tracking,
-            web=web_search,
-            max_wait_seconds=runtime.settings.scrape_max_wait_seconds,
-            worker_concurrency=runtime.settings.worker_concurrency,
-        ),
+    )
+
+
+def firecrawl_service(runtime: Runtime, services: Services) -> FirecrawlService:
+    """Firecrawl's compatible API, on the use cases of :func:`api_services`."""
+    from taskcrawler.firecrawl.hook_store import FirecrawlHookStore
+    from taskcrawler.firecrawl.service import FirecrawlService
+
+    storage = runtime.storage
+    return FirecrawlService(
+        services.jobs,
+        services.content,
+        services.mapper,
+        storage.batches,
+        services.crawls,
+        FirecrawlHookStore(storage.db),
+        storage.tracking,
+        web=services.web_search,
+        max_wait_seconds=runtime.settings.scrape_max_wait_seconds,
+        worker_concurrency=runtime.settings.worker_concurrency,
     )
 
 
@@ -495,9 +503,10 @@ def webhook_dispatcher(runtime: Runtime) -> WebhookDispatcher:
 
 def hook_announcer(runtime: Runtime) -> HookAnnouncer:
     """Announces Firecrawl crawls' and batch scrapes' events to their webhooks."""
-    from taskcrawler.worker.firecrawl_hooks import HookAnnouncer
+    from taskcrawler.firecrawl.announcer import HookAnnouncer
+    from taskcrawler.firecrawl.hook_store import FirecrawlHookStore
 
-    return HookAnnouncer(runtime.storage.firecrawl_hooks, runtime.storage.content)
+    return HookAnnouncer(FirecrawlHookStore(runtime.storage.db), runtime.storage.content)
 
 
 # --- serve: the API with its worker in a child process ------------------------------------------

@@ -12,7 +12,6 @@ from starlette.routing import Route
 
 from taskcrawler import __version__, bootstrap
 from taskcrawler.api.errors import install_error_handlers
-from taskcrawler.api.firecrawl import FirecrawlErrors
 from taskcrawler.api.inputs import EdgeGuard
 from taskcrawler.api.limits import BodySizeLimit
 from taskcrawler.api.routes import content, health, jobs
@@ -20,13 +19,14 @@ from taskcrawler.api.routes import crawls as crawls_routes
 from taskcrawler.api.routes import dashboard as dashboard_routes
 from taskcrawler.api.routes import deliveries as deliveries_routes
 from taskcrawler.api.routes import export as export_routes
-from taskcrawler.api.routes import firecrawl as firecrawl_routes
 from taskcrawler.api.routes import keys as keys_routes
 from taskcrawler.api.routes import map as map_routes
 from taskcrawler.api.routes import monitors as monitor_routes
 from taskcrawler.api.routes import search as search_routes
 from taskcrawler.api.routes import web_search as web_search_routes
 from taskcrawler.bootstrap import Runtime
+from taskcrawler.firecrawl import errors as firecrawl_errors
+from taskcrawler.firecrawl import routes as firecrawl_routes
 from taskcrawler.observability import ApiMetrics, QueueDepth, process_registry
 from taskcrawler.observability.http import ChildMetrics, MetricsEndpoint
 from taskcrawler.observability.http import router as metrics_router
@@ -89,6 +89,7 @@ def create_app(
             web_engine=web_engine,
             on_created=api_metrics.created,
         )
+        app.state.firecrawl = bootstrap.firecrawl_service(shared, app.state.services)
         stop = asyncio.Event()
         worker_task = (
             _start_worker(settings, shared, stop, registry, embedder) if run_worker else None
@@ -123,11 +124,12 @@ def create_app(
         lifespan=lifespan,
     )
     install_error_handlers(app)
+    firecrawl_errors.install_error_handlers(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_request_bytes)
     app.add_middleware(EdgeGuard)  # a NUL anywhere in the request line or headers: a 422
     # Added last, the outermost: Firecrawl's error body on /v1 and /v2 for every refusal, the
     # edge guard's included.
-    app.add_middleware(FirecrawlErrors)
+    app.add_middleware(firecrawl_errors.FirecrawlErrors)
     app.include_router(jobs.router)
     app.include_router(deliveries_routes.router)
     app.include_router(content.router)
@@ -160,7 +162,7 @@ def _start_worker(
     registry: CollectorRegistry,
     embedder: Embedder,
 ) -> asyncio.Task[Worker]:
-    from taskcrawler.worker.runner import run_worker  # the API-only process needs no fetcher
+    from taskcrawler.running import run_worker  # the API-only process needs no fetcher
 
     return asyncio.create_task(
         run_worker(settings, runtime=runtime, stop=stop, registry=registry, embedder=embedder)

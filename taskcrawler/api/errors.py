@@ -1,5 +1,6 @@
-"""Every refusal of a service, mapped to its HTTP status here and nowhere else; and how errors
-are answered: JSON always, whatever the request held."""
+"""Every refusal of a core service, mapped to its HTTP status here and nowhere else (the
+Firecrawl adapter maps its own, :mod:`taskcrawler.firecrawl.errors`); and how errors are
+answered: JSON always, whatever the request held."""
 
 from __future__ import annotations
 
@@ -27,11 +28,10 @@ from taskcrawler.domain.errors import (
 from taskcrawler.domain.jobs import InvalidJobFilter
 from taskcrawler.domain.structured import ModelNotConfigured
 from taskcrawler.domain.web_search import InvalidWebQuery, WebSearchFailed, WebSearchNotConfigured
-from taskcrawler.service.firecrawl import ScrapeFailed, ScrapeTimedOut, Unsupported
 from taskcrawler.service.mapping import MapRefused
 
 
-def _detail(
+def detail_answer(
     status_code: int, headers: dict[str, str] | None = None
 ) -> Callable[[Request, Exception], Awaitable[Response]]:
     async def answer(_: Request, exc: Exception) -> Response:
@@ -158,18 +158,15 @@ def install_error_handlers(app: FastAPI) -> None:
         InvalidCursor: _invalid_cursor,
         InvalidCrawlSpec: _invalid_crawl_spec,
         InvalidJobFilter: _invalid_crawl_spec,
-        MapRefused: _detail(422),
-        NotFound: _detail(404),
-        Conflict: _detail(409),
-        Unauthenticated: _detail(401, {"WWW-Authenticate": "Bearer"}),
-        Forbidden: _detail(403),
-        Unsupported: _detail(400),
-        ModelNotConfigured: _detail(400),
-        WebSearchNotConfigured: _detail(400),
+        MapRefused: detail_answer(422),
+        NotFound: detail_answer(404),
+        Conflict: detail_answer(409),
+        Unauthenticated: detail_answer(401, {"WWW-Authenticate": "Bearer"}),
+        Forbidden: detail_answer(403),
+        ModelNotConfigured: detail_answer(400),
+        WebSearchNotConfigured: detail_answer(400),
         InvalidWebQuery: _invalid_web_query,
-        WebSearchFailed: _detail(502),
-        ScrapeTimedOut: _detail(408),
-        ScrapeFailed: _detail(500),
+        WebSearchFailed: detail_answer(502),
     }
     for error, handler in handlers.items():
         app.add_exception_handler(error, handler)

@@ -28,9 +28,10 @@ async def _run(
     wake_fd: int | None, parent_fd: int | None, metrics_socket: str | None, duties: Duties
 ) -> None:
     from taskcrawler import bootstrap
+    from taskcrawler.running import run_worker
     from taskcrawler.settings import get_settings
     from taskcrawler.worker.process import parent_gone as pipe_closed
-    from taskcrawler.worker.runner import collect_less_often, lower_priority, run_worker
+    from taskcrawler.worker.runner import collect_less_often, lower_priority
 
     settings = get_settings()
     lower_priority(settings.worker_nice)

@@ -133,7 +133,8 @@ def _sigterm_exits_normally() -> Iterator[None]:
 
 def cmd_worker(settings: Settings, args: argparse.Namespace) -> int:
     from taskcrawler.bootstrap import worker_processes
-    from taskcrawler.worker.runner import collect_less_often, lower_priority, run_worker
+    from taskcrawler.running import run_worker
+    from taskcrawler.worker.runner import collect_less_often, lower_priority
 
     supervisor = worker_processes(settings)
 

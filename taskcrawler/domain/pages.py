@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import Any, Literal
 from uuid import UUID
 
 
@@ -82,3 +82,38 @@ class PageContent:
     #: when this run made none of its own (a page extracted again from its stored copy): the
     #: earlier run's are kept, as the result's ``actions`` that lists them is
     captures: tuple[Capture, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Archived:
+    """A job's stored copy of its page, to extract again."""
+
+    job_id: UUID
+    owner: str
+    formats: tuple[str, ...]
+    page: FetchedPage
+    #: The stored result: what a re-extraction does not make (``render``) is kept from it.
+    result: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ContentRecord:
+    """What one job's page leaves beside the job: its texts, links, copy and files."""
+
+    job_id: UUID
+    owner: str
+    content: PageContent
+    #: Whether an earlier run may have stored rows that these replace. Only a finished job is
+    #: ever restarted, and restarting counts a run, so a job on its first run has none: its
+    #: writes skip the DELETEs, two of a lone metadata-only outcome's five statements.
+    replaces: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class Reextracted:
+    """A page extracted again from its stored copy: what replaces its content, title and
+    result."""
+
+    record: ContentRecord
+    title: str | None
+    result: dict[str, Any]

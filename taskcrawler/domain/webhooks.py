@@ -44,6 +44,8 @@ SIGNATURE_HEADER = "X-TaskCrawler-Signature"
 SIGNATURE_VERSION = "v1"
 #: Firecrawl's signature of its webhooks: ``sha256=<hex HMAC-SHA256 of the raw body>``.
 FIRECRAWL_SIGNATURE_HEADER = "X-Firecrawl-Signature"
+#: The delivery style (the outbox's ``style``) of a webhook signed as Firecrawl signs.
+FIRECRAWL_STYLE = "firecrawl"
 #: A receiver should refuse signatures older (or newer) than this, against replays.
 DEFAULT_TOLERANCE_SECONDS = 300
 
@@ -207,7 +209,7 @@ class ClaimedDelivery:
     payload: dict[str, Any]
     attempts: int
     secret: str | None
-    #: ``firecrawl`` for a Firecrawl webhook (signed its way too), else None.
+    #: :data:`FIRECRAWL_STYLE` for a Firecrawl webhook (signed its way too), else None.
     style: str | None = None
     #: The receiver's own headers (a Firecrawl webhook's ``headers``).
     headers: Mapping[str, str] | None = field(default=None, repr=False)

@@ -21,6 +21,7 @@ from taskcrawler.extract.content import MainContent, chosen_content, main_conten
 from taskcrawler.extract.decode import decode_html
 from taskcrawler.extract.ignore import outermost_matched, remove_ignored
 from taskcrawler.extract.links import MAX_LINKS_PER_PAGE, collect_links, count_links
+from taskcrawler.extract.markdown import LAZY_SOURCES, MarkdownRenderer
 from taskcrawler.extract.metadata import (
     HeadInfo,
     head_metadata,
@@ -29,7 +30,6 @@ from taskcrawler.extract.metadata import (
     read_json_ld,
 )
 from taskcrawler.extract.nesting import limit_nesting
-from taskcrawler.extract.render import LAZY_SOURCES, Renderer
 from taskcrawler.extract.tree import PageTree
 from taskcrawler.extract.urls import Resolver
 
@@ -161,11 +161,11 @@ def extract(
     )
     title = None if choice.include else _outside_title(content.nodes, metadata["headings"]["h1"])
     if "markdown" in wanted:
-        result.markdown = Renderer(
+        result.markdown = MarkdownRenderer(
             resolver, markdown=True, keep_data_images=choice.keep_data_images
         ).render(content.nodes, title=title, trim_tail=content.scored)
     if "text" in wanted:
-        result.text = Renderer(resolver, markdown=False).render(
+        result.text = MarkdownRenderer(resolver, markdown=False).render(
             content.nodes, title=title, trim_tail=content.scored
         )
     if "clean_html" in wanted:

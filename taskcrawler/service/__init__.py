@@ -10,7 +10,6 @@ if TYPE_CHECKING:  # the services are imported by whoever builds them (bootstrap
     from taskcrawler.service.crawls import CrawlService
     from taskcrawler.service.deliveries import DeliveryService
     from taskcrawler.service.exports import ExportService
-    from taskcrawler.service.firecrawl import FirecrawlService
     from taskcrawler.service.health import HealthService
     from taskcrawler.service.idempotency import IdempotencyService
     from taskcrawler.service.jobs import JobService
@@ -36,7 +35,6 @@ class Services:
     crawls: CrawlService
     monitors: MonitorService
     exports: ExportService
-    firecrawl: FirecrawlService
     web_search: WebSearchService
 
 

@@ -7,8 +7,8 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from taskcrawler.domain.errors import Conflict
+from taskcrawler.domain.idempotency import StoredResponse
 from taskcrawler.domain.keys import Caller
-from taskcrawler.storage.idempotency import StoredResponse
 from taskcrawler.storage.ports import IdempotencyRepository
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 import logging
 
+from taskcrawler.domain.pages import Archived, ContentRecord, Reextracted
 from taskcrawler.domain.storable import storable_content, storable_json, storable_text
 from taskcrawler.extract.documents import extract_page
-from taskcrawler.storage.content import Archived, ContentRecord, Reextracted
+from taskcrawler.extract.stored import extracted_formats, page_content, rederived_result
 from taskcrawler.storage.ports import ContentRepository
-from taskcrawler.worker.content import extracted_formats, page_content, rederived_result
 
 log = logging.getLogger(__name__)
 

@@ -8,8 +8,8 @@ from typing import Any
 from taskcrawler.domain import FetchError, validate_url
 from taskcrawler.domain.jobs import DEFAULT_FORMATS
 from taskcrawler.extract import extract
+from taskcrawler.extract.stored import TEXT_FORMATS
 from taskcrawler.fetch import Fetcher
-from taskcrawler.worker.content import TEXT_FORMATS
 
 #: What ``scrape_once`` can make (chunks and screenshots need the service).
 SCRAPE_FORMATS = ("metadata", *TEXT_FORMATS, "links")

@@ -9,12 +9,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from taskcrawler.domain.jobs import Created, NewJob
+from taskcrawler.storage.adapters import chunk_store_for, open_database
 from taskcrawler.storage.batches import BatchStore
 from taskcrawler.storage.content import ContentStore
 from taskcrawler.storage.crawls import CrawlStore
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.exports import ExportStore
-from taskcrawler.storage.firecrawl_hooks import FirecrawlHookStore
 from taskcrawler.storage.idempotency import IdempotencyStore
 from taskcrawler.storage.jobs import JobStore
 from taskcrawler.storage.keys import KeyStore
@@ -26,7 +26,6 @@ from taskcrawler.storage.ports import (
     ContentRepository,
     CrawlRepository,
     ExportRepository,
-    FirecrawlHookRepository,
     IdempotencyRepository,
     JobRepository,
     KeyRepository,
@@ -58,7 +57,6 @@ class Storage:
     monitor_work: MonitorWorkRepository
     exports: ExportRepository
     batches: BatchRepository
-    firecrawl_hooks: FirecrawlHookRepository
     tracking: TrackingRepository
 
     @classmethod
@@ -71,13 +69,12 @@ class Storage:
             keys=KeyStore(db),
             idempotency=IdempotencyStore(db),
             webhooks=WebhookStore(db),
-            chunks=db.backend.chunk_store(db),
+            chunks=chunk_store_for(db),
             crawls=CrawlStore(db),
             monitors=MonitorStore(db),
             monitor_work=MonitorWorkStore(db),
             exports=ExportStore(db),
             batches=BatchStore(db),
-            firecrawl_hooks=FirecrawlHookStore(db),
             tracking=TrackingStore(db),
         )
 
@@ -88,7 +85,7 @@ class Storage:
 def open_storage(url: str, *, pool_size: int = 10) -> Storage:
     """The database at ``url`` (``postgresql+asyncpg://…`` or ``sqlite+aiosqlite://…``) and
     its repositories. Close it with :meth:`Storage.close`."""
-    return Storage.on(Database.from_url(url, pool_size=pool_size))
+    return Storage.on(open_database(url, pool_size=pool_size))
 
 
 __all__ = [

@@ -2,8 +2,8 @@
 
 The repositories (``storage/jobs.py``, ``work.py``, …) are SQLAlchemy Core written once; where
 PostgreSQL and SQLite need different statements, or the same statement sent another way, they ask
-their database's :class:`Backend`. :func:`backend_for` picks it from the URL's scheme: the only
-place a scheme is read. Each backend's raw SQL lives in its own ``sql.py``.
+their database's :class:`Backend`. :mod:`taskcrawler.storage.adapters` picks it from the URL's
+scheme. Each backend's raw SQL lives in its own ``sql.py``.
 """
 
 from __future__ import annotations
@@ -15,17 +15,23 @@ from typing import TYPE_CHECKING, Any, Protocol
 from uuid import UUID
 
 import sqlalchemy as sa
-from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 if TYPE_CHECKING:
     from taskcrawler.domain import Outcome
-    from taskcrawler.storage.database import Database
-    from taskcrawler.storage.ports import ChunkRepository
     from taskcrawler.storage.postgres.pinned import PinnedConnection
 
 #: Rows to write: column (or ``b_``-prefixed guard) name -> value.
 Rows = Sequence[Mapping[str, Any]]
+
+
+class Writes(Protocol):
+    """What a backend's own statements ask of their database (a
+    :class:`~taskcrawler.storage.database.Database`)."""
+
+    def write(self) -> AbstractAsyncContextManager[AsyncConnection]: ...
+
+    def write_statement(self) -> AbstractAsyncContextManager[AsyncConnection]: ...
 
 
 class Backend(Protocol):
@@ -68,12 +74,8 @@ class Backend(Protocol):
 
     def pinned_connection(self, autocommit: AsyncEngine) -> PinnedConnection: ...
 
-    def chunk_store(self, db: Database) -> ChunkRepository:
-        """Chunks differ in more than a statement (vectors, full-text search): a store each."""
-        ...
-
     async def insert_new_jobs(
-        self, db: Database, rows: Rows, pinned: PinnedConnection | None
+        self, db: Writes, rows: Rows, pinned: PinnedConnection | None
     ) -> set[UUID]:
         """Insert the job rows whose (owner, url_key) is new; the ids of those inserted."""
         ...
@@ -85,7 +87,7 @@ class Backend(Protocol):
 
     async def claim(
         self,
-        db: Database,
+        db: Writes,
         job_ids: Sequence[UUID],
         *,
         token: UUID,
@@ -110,18 +112,3 @@ class Backend(Protocol):
         """Export positions below this are final: no transaction still running can add one.
         None when every committed position is (one writer at a time)."""
         ...
-
-
-def backend_for(url: str) -> Backend:
-    """The backend of a SQLAlchemy URL: ``postgresql+asyncpg://…`` or ``sqlite+aiosqlite://…``.
-    Each is imported only when used: the embedded mode never loads PostgreSQL's."""
-    name = make_url(url).get_backend_name()
-    if name == "postgresql":
-        from taskcrawler.storage.postgres import PostgresBackend
-
-        return PostgresBackend()
-    if name == "sqlite":
-        from taskcrawler.storage.sqlite import SqliteBackend
-
-        return SqliteBackend()
-    raise ValueError(f"no storage backend for {name!r} URLs: use postgresql:// or sqlite://")

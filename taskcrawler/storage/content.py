@@ -16,7 +16,16 @@ import sqlalchemy as sa
 from isal import igzip
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from taskcrawler.domain.pages import Capture, FetchedPage, Link, PageContent, Screenshot, StoredLink
+from taskcrawler.domain.pages import (
+    Archived,
+    Capture,
+    ContentRecord,
+    FetchedPage,
+    Link,
+    Reextracted,
+    Screenshot,
+    StoredLink,
+)
 from taskcrawler.storage.backend import Backend
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
@@ -50,32 +59,11 @@ def _capture_rows(job_id: UUID, captures: Sequence[Capture]) -> list[dict[str, A
     return rows
 
 
-@dataclass(frozen=True, slots=True)
-class Archived:
-    job_id: UUID
-    owner: str
-    formats: tuple[str, ...]
-    page: FetchedPage
-    #: The stored result: what a re-extraction does not make (``render``) is kept from it.
-    result: dict[str, Any] | None = None
-
-
 def _link_key(url: str) -> str:
     try:
         return url_key(url)
     except ValueError:  # a link TaskCrawler could not scrape itself is still recorded
         return hashlib.sha256(url.encode()).hexdigest()
-
-
-@dataclass(frozen=True, slots=True)
-class ContentRecord:
-    job_id: UUID
-    owner: str
-    content: PageContent
-    #: Whether an earlier run may have stored rows that these replace. Only a finished job is
-    #: ever restarted, and restarting counts a run, so a job on its first run has none: its
-    #: writes skip the DELETEs, two of a lone metadata-only outcome's five statements.
-    replaces: bool = True
 
 
 @dataclass(slots=True)
@@ -327,13 +315,6 @@ class ContentStore:
                 return
             yield [_archived(row) for row in rows]
             after = rows[-1].job_id
-
-
-@dataclass(frozen=True, slots=True)
-class Reextracted:
-    record: ContentRecord
-    title: str | None
-    result: dict[str, Any]
 
 
 #: Archived bodies bigger than this are decompressed off the event loop.

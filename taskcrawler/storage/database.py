@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from taskcrawler.storage.backend import Backend, backend_for
+from taskcrawler.storage.backend import Backend
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 
 if TYPE_CHECKING:
@@ -19,7 +19,8 @@ if TYPE_CHECKING:
 
 class Database:
     """An engine, its transactions, and the backend of its kind of database
-    (:mod:`taskcrawler.storage.backend`), picked from the URL by :meth:`from_url`."""
+    (:mod:`taskcrawler.storage.backend`), picked from the URL by
+    :func:`taskcrawler.storage.adapters.open_database`."""
 
     def __init__(self, engine: AsyncEngine, backend: Backend) -> None:
         self.engine = engine
@@ -28,11 +29,6 @@ class Database:
         self._write_lock = asyncio.Lock() if backend.serializes_writes else None
         self._autocommit = engine.execution_options(isolation_level="AUTOCOMMIT")
         self._pinned: list[PinnedConnection] = []
-
-    @classmethod
-    def from_url(cls, url: str, *, pool_size: int = 10) -> Database:
-        backend = backend_for(url)
-        return cls(backend.create_engine(url, pool_size=pool_size), backend)
 
     async def close(self) -> None:
         for pinned in self._pinned:

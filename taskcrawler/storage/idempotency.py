@@ -2,22 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
-
 import sqlalchemy as sa
 
+from taskcrawler.domain.idempotency import StoredResponse
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.rows import utcnow
 from taskcrawler.storage.tables import idempotent_requests
-
-
-@dataclass(frozen=True, slots=True)
-class StoredResponse:
-    request_hash: str
-    status_code: int
-    body: Any
 
 
 class IdempotencyStore:

@@ -9,7 +9,7 @@ from alembic import command
 from alembic.config import Config
 from sqlalchemy import Connection
 
-from taskcrawler.storage.engine import create_engine
+from taskcrawler.storage.adapters import create_engine
 
 MIGRATIONS_DIR = Path(__file__).parent / "migrations"
 

@@ -23,7 +23,7 @@ from taskcrawler.domain.chunks import (
 )
 from taskcrawler.domain.crawls import Crawl, CrawlSpec
 from taskcrawler.domain.exports import ArchivedResponse, ExportPosition
-from taskcrawler.domain.firecrawl_hooks import FirecrawlHook
+from taskcrawler.domain.idempotency import StoredResponse
 from taskcrawler.domain.jobs import (
     Cancelled,
     ClaimedJob,
@@ -48,14 +48,11 @@ from taskcrawler.domain.monitors import (
     Snapshot,
     StoredRun,
 )
-from taskcrawler.domain.pages import FetchedPage, Screenshot, StoredLink
+from taskcrawler.domain.pages import Archived, FetchedPage, Reextracted, Screenshot, StoredLink
 from taskcrawler.domain.runs import RetentionPolicy, RunContent
 from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS, ScrapeOptions
 from taskcrawler.domain.transitions import Transition
 from taskcrawler.domain.webhooks import ClaimedDelivery, Delivery, DeliveryStatus
-from taskcrawler.storage.content import Archived, Reextracted
-from taskcrawler.storage.firecrawl_hooks import Announcement, HookProgress
-from taskcrawler.storage.idempotency import StoredResponse
 
 
 class JobRepository(Protocol):
@@ -476,22 +473,6 @@ class BatchRepository(Protocol):
     async def create(self, owner: str, job_ids: Sequence[UUID]) -> UUID: ...
 
     async def jobs_of(self, owner: str, batch_id: UUID) -> list[Job] | None: ...
-
-
-class FirecrawlHookRepository(Protocol):
-    """Firecrawl's webhooks of crawls and batch scrapes, and what they announced."""
-
-    async def create(self, hook: FirecrawlHook) -> None: ...
-
-    async def claim(self, *, limit: int, lease_seconds: float) -> list[FirecrawlHook]: ...
-
-    async def unannounced(self, hook: FirecrawlHook, *, limit: int) -> list[tuple[Job, int]]: ...
-
-    async def progress(self, hook: FirecrawlHook) -> HookProgress: ...
-
-    async def first_job(self, hook: FirecrawlHook) -> UUID | None: ...
-
-    async def record(self, hook: FirecrawlHook, announcement: Announcement) -> bool: ...
 
 
 class TrackingRepository(Protocol):

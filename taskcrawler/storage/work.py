@@ -14,13 +14,12 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from taskcrawler.domain import ClaimedJob
+from taskcrawler.domain.pages import Archived, ContentRecord
 from taskcrawler.domain.rendering import RenderRequest
 from taskcrawler.domain.scrape_options import ScrapeOptions
 from taskcrawler.domain.transitions import Transition, TransitionKind
 from taskcrawler.storage import crawls, webhooks
 from taskcrawler.storage.content import (
-    Archived,
-    ContentRecord,
     ContentRows,
     archived_copy,
     prepare_content,

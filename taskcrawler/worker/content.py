@@ -1,46 +1,11 @@
-"""From an extraction to what is stored beside the job (shared by the worker and reextract)."""
+"""What a job's options ask of its extraction, and a format that could not be made after it."""
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
-from typing import Any
-
 from taskcrawler.domain import Outcome
-from taskcrawler.domain.chunks import CHUNKS_FORMAT
-from taskcrawler.domain.pages import FetchedPage, PageContent
 from taskcrawler.domain.scrape_options import ScrapeOptions
 from taskcrawler.domain.selectors import parse_ignore_selectors
-from taskcrawler.domain.structured import STRUCTURED_FORMATS
-from taskcrawler.extract import Extraction
 from taskcrawler.extract.page import WHOLE_CONTENT, ContentChoice
-
-TEXT_FORMATS = ("markdown", "text", "html", "clean_html", "images")
-#: Formats a job may ask for that the extractor does not make: the browser takes screenshots,
-#: chunks are cut from the Markdown, a model (or selectors) make json and summary.
-NOT_EXTRACTED = frozenset({"screenshot", CHUNKS_FORMAT}) | STRUCTURED_FORMATS
-#: Formats made from the page's Markdown.
-_FROM_MARKDOWN = frozenset({CHUNKS_FORMAT}) | STRUCTURED_FORMATS
-
-
-def extracted_formats(formats: Collection[str]) -> tuple[str, ...]:
-    """What the extractor is asked for, of a job's formats (chunks, json and summary need
-    the Markdown)."""
-    wanted = [fmt for fmt in formats if fmt not in NOT_EXTRACTED]
-    if _FROM_MARKDOWN & set(formats) and "markdown" not in wanted:
-        wanted.append("markdown")
-    return tuple(wanted)
-
-
-def page_content(
-    extraction: Extraction, formats: Collection[str], archive: FetchedPage | None
-) -> PageContent:
-    texts = {
-        fmt: "\n".join(body) if isinstance(body, list) else body
-        for fmt in TEXT_FORMATS
-        if fmt in formats and (body := getattr(extraction, fmt)) is not None
-    }
-    links = tuple(extraction.links) if "links" in formats else None
-    return PageContent(texts=texts, links=links, archive=archive)
 
 
 def content_choice(options: ScrapeOptions) -> ContentChoice:
@@ -74,11 +39,3 @@ def format_failed(outcome: Outcome, code: str, message: str, *, transient: bool 
         error_message=message,
         transient=transient,
     )
-
-
-def rederived_result(
-    stored: Mapping[str, Any] | None, extracted: Mapping[str, Any] | None
-) -> dict[str, Any]:
-    """The result of a page extracted again from its stored copy: what the extraction made,
-    over what it does not make (how the page was rendered) kept from the stored result."""
-    return {**(stored or {}), **(extracted or {})}

@@ -25,9 +25,9 @@ from aiohttp.abc import AbstractResolver
 from yarl import URL
 
 from taskcrawler.domain import ErrorCode, FetchError, InvalidURL, ServiceUnavailable
-from taskcrawler.domain.firecrawl_hooks import FIRECRAWL_STYLE
 from taskcrawler.domain.urls import request_target
 from taskcrawler.domain.webhooks import (
+    FIRECRAWL_STYLE,
     AttemptResult,
     ClaimedDelivery,
     DeliveryStatus,

@@ -19,10 +19,10 @@ import httpx
 from fastapi import FastAPI
 
 from taskcrawler.api import create_app
+from taskcrawler.running import run_worker
 from taskcrawler.service import Services
 from taskcrawler.settings import Settings
 from taskcrawler.storage import Storage
-from taskcrawler.worker.runner import run_worker
 
 FINAL = {"COMPLETED", "FAILED", "CANCELLED"}
 

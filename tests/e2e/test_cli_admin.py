@@ -8,7 +8,8 @@ import json
 import re
 from pathlib import Path
 
-from taskcrawler.storage import Database, KeyStore
+from taskcrawler.storage import KeyStore
+from taskcrawler.storage.adapters import open_database
 from tests.support.cli import Result, run_cli
 from tests.support.processes import ProcessManager, free_port
 from tests.support.target import TargetServer
@@ -59,7 +60,7 @@ async def test_keys_show_their_webhook_secret_once_and_rotate_it(tmp_path: Path)
     assert code == 0
     rotated = out.strip().splitlines()[-1]
 
-    db = Database.from_url(env["TASKCRAWLER_DATABASE_URL"])
+    db = open_database(env["TASKCRAWLER_DATABASE_URL"])
     try:
         stored = {key.id: key.webhook_secret for key in await KeyStore(db).list_keys()}
     finally:

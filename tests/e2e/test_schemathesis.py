@@ -26,7 +26,8 @@ from schemathesis.specs.openapi.checks import response_schema_conformance
 
 from taskcrawler.api import create_app
 from taskcrawler.settings import Settings
-from taskcrawler.storage import Database, KeyStore, upgrade_database
+from taskcrawler.storage import KeyStore, upgrade_database
+from taskcrawler.storage.adapters import open_database
 from tests.e2e.harness import Service
 from tests.support.fuzzing import fuzz_settings
 
@@ -42,7 +43,7 @@ async def embedded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     path: Path = tmp_path_factory.mktemp("schemathesis") / "tc.db"
     url = f"sqlite+aiosqlite:///{path}"
     await upgrade_database(url)
-    db = Database.from_url(url)
+    db = open_database(url)
     try:
         new, _ = await KeyStore(db).create("fuzzer", is_admin=True)
     finally:

@@ -17,6 +17,7 @@ import pytest
 
 from taskcrawler.domain import StorageUnavailable
 from taskcrawler.storage import Database, WorkStore
+from taskcrawler.storage.adapters import open_database
 
 SSL_REQUEST = 80877103
 
@@ -60,7 +61,7 @@ async def _refusing_server(sqlstate: str, message: str) -> AsyncIterator[int]:
 )
 async def refusing_db(request: pytest.FixtureRequest) -> AsyncIterator[Database]:
     async for port in _refusing_server(*request.param):
-        db = Database.from_url(f"postgresql+asyncpg://postgres@127.0.0.1:{port}/tc")
+        db = open_database(f"postgresql+asyncpg://postgres@127.0.0.1:{port}/tc")
         try:
             yield db
         finally:

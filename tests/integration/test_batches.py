@@ -8,12 +8,13 @@ from collections.abc import AsyncIterator
 import pytest
 
 from taskcrawler.storage import Database, JobStore, NewJob
+from taskcrawler.storage.adapters import open_database
 from taskcrawler.storage.batches import BatchStore
 
 
 @pytest.fixture
 async def db(database_url: str) -> AsyncIterator[Database]:
-    database = Database.from_url(database_url)
+    database = open_database(database_url)
     yield database
     await database.close()
 

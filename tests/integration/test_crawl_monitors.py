@@ -30,7 +30,8 @@ from taskcrawler.fetch import Fetcher
 from taskcrawler.fetch.sitemaps import SitemapLimits
 from taskcrawler.queue import MemoryQueue
 from taskcrawler.settings import Settings
-from taskcrawler.storage import Database, Storage
+from taskcrawler.storage import Storage
+from taskcrawler.storage.adapters import open_database
 from taskcrawler.storage.tables import crawls, jobs, monitor_crawls
 from taskcrawler.worker.crawling import CrawlPages
 from taskcrawler.worker.monitoring import MonitorConfig, MonitorScheduler
@@ -79,7 +80,7 @@ class Rig:
 
 @pytest.fixture
 async def storage(database_url: str) -> AsyncIterator[Storage]:
-    store = Storage.on(Database.from_url(database_url, pool_size=10))
+    store = Storage.on(open_database(database_url, pool_size=10))
     yield store
     await store.close()
 
@@ -359,7 +360,7 @@ async def test_a_round_cut_short_reports_no_removal(
 async def test_a_round_fires_and_starts_its_crawl_once_with_two_workers(
     database_url: str,
 ) -> None:
-    stores = [Storage.on(Database.from_url(database_url, pool_size=5)) for _ in range(2)]
+    stores = [Storage.on(open_database(database_url, pool_size=5)) for _ in range(2)]
     try:
         monitor = await stores[0].monitors.create(
             "o", crawl_spec("http://site.test/"), now=T0, redispatch_after=30

@@ -17,6 +17,7 @@ from taskcrawler.domain.exports import START
 from taskcrawler.domain.keys import Caller
 from taskcrawler.service.exports import ExportService
 from taskcrawler.storage import Database, JobStore, NewJob, WorkStore
+from taskcrawler.storage.adapters import open_database
 from taskcrawler.storage.exports import ExportStore
 from taskcrawler.storage.tables import jobs
 from tests.support.transitions import decided
@@ -27,7 +28,7 @@ CALLER = Caller(owner=OWNER)
 
 @pytest.fixture
 async def db(database_url: str) -> Database:
-    database = Database.from_url(database_url)
+    database = open_database(database_url)
     yield database  # type: ignore[misc]
     await database.close()
 
@@ -130,7 +131,7 @@ async def test_a_finish_committed_late_is_not_passed_over(pg_url: str) -> None:
     between must not hand out the later one's job with a cursor that skips the earlier one's.
     (PostgreSQL only: SQLite runs one writer at a time, so no two finishing transactions
     overlap.)"""
-    db = Database.from_url(pg_url)
+    db = open_database(pg_url)
     try:
         await _late_commit(db)
     finally:

@@ -11,8 +11,8 @@ import aiohttp
 import orjson
 from prometheus_client.parser import text_string_to_metric_families
 
+from taskcrawler.running import run_worker
 from taskcrawler.storage import upgrade_database
-from taskcrawler.worker.runner import run_worker
 from tests.e2e.harness import Service, fast_settings, running
 from tests.support.processes import ProcessManager
 from tests.support.services import free_port

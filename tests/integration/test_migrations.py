@@ -8,7 +8,7 @@ from alembic.autogenerate import compare_metadata
 from alembic.migration import MigrationContext
 
 from taskcrawler.storage import upgrade_database
-from taskcrawler.storage.engine import create_engine
+from taskcrawler.storage.adapters import create_engine
 from taskcrawler.storage.migrate import downgrade_database
 from taskcrawler.storage.tables import (
     BACKEND_ONLY_COLUMNS,

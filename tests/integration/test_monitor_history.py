@@ -16,7 +16,8 @@ from taskcrawler.domain.keys import Caller
 from taskcrawler.domain.monitors import ChangeRetention, MonitorSpec
 from taskcrawler.queue import MemoryQueue
 from taskcrawler.service.monitors import ChangeNotFound, MonitorPolicy, MonitorService
-from taskcrawler.storage import Database, Storage
+from taskcrawler.storage import Storage
+from taskcrawler.storage.adapters import open_database
 from taskcrawler.storage.tables import crawls, monitor_crawls
 from taskcrawler.worker.monitoring import MonitorConfig, MonitorScheduler
 from taskcrawler.worker.parsing import PageParser
@@ -28,7 +29,7 @@ KIB = 1024
 
 @pytest.fixture
 async def storage(database_url: str) -> AsyncIterator[Storage]:
-    store = Storage.on(Database.from_url(database_url, pool_size=5))
+    store = Storage.on(open_database(database_url, pool_size=5))
     yield store
     await store.close()
 

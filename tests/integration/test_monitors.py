@@ -26,7 +26,8 @@ from taskcrawler.domain.webhooks import verify_signature
 from taskcrawler.fetch import Fetcher
 from taskcrawler.queue import MemoryQueue
 from taskcrawler.settings import Settings
-from taskcrawler.storage import Database, Storage
+from taskcrawler.storage import Storage
+from taskcrawler.storage.adapters import open_database
 from taskcrawler.storage.content import _archive_row
 from taskcrawler.storage.tables import job_runs, jobs, monitor_pages, page_archive
 from taskcrawler.worker import monitoring
@@ -58,7 +59,7 @@ def spec(urls: list[str], **options: object) -> MonitorSpec:
 
 @pytest.fixture
 async def storage(database_url: str) -> AsyncIterator[Storage]:
-    store = Storage.on(Database.from_url(database_url, pool_size=10))
+    store = Storage.on(open_database(database_url, pool_size=10))
     yield store
     await store.close()
 
@@ -66,7 +67,7 @@ async def storage(database_url: str) -> AsyncIterator[Storage]:
 async def test_each_due_slot_fires_once_across_workers_and_restarts(database_url: str) -> None:
     """Two workers (each its own engine) race for every slot; both are restarted after a
     stretch with no worker up; each due slot fires once, a late one once for all it missed."""
-    first = [Storage.on(Database.from_url(database_url, pool_size=5)) for _ in range(2)]
+    first = [Storage.on(open_database(database_url, pool_size=5)) for _ in range(2)]
     monitor = await first[0].monitors.create(
         "o", spec(["http://a.test/", "http://b.test/"]), now=T0, redispatch_after=30
     )
@@ -81,7 +82,7 @@ async def test_each_due_slot_fires_once_across_workers_and_restarts(database_url
     for store in first:
         await store.close()
     # Both workers down for five intervals, then up again (new engines, nothing in memory).
-    again = [Storage.on(Database.from_url(database_url, pool_size=5)) for _ in range(2)]
+    again = [Storage.on(open_database(database_url, pool_size=5)) for _ in range(2)]
     try:
         late = T0 + timedelta(seconds=10 * INTERVAL + 30)
         results = await asyncio.gather(

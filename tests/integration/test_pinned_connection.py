@@ -13,12 +13,13 @@ import sqlalchemy as sa
 
 from taskcrawler.domain import StorageUnavailable
 from taskcrawler.storage import Database, JobStore, NewJob
+from taskcrawler.storage.adapters import open_database
 from taskcrawler.storage.postgres.pinned import PinnedConnection
 
 
 @pytest.fixture
 async def db(pg_url: str) -> AsyncIterator[Database]:
-    database = Database.from_url(pg_url, pool_size=4)
+    database = open_database(pg_url, pool_size=4)
     yield database
     await database.close()
 
@@ -88,7 +89,7 @@ async def test_other_errors_are_not_taken_for_an_unavailable_database(db: Databa
 
 
 async def test_sqlite_has_no_pinned_connections(sqlite_url: str) -> None:
-    db = Database.from_url(sqlite_url)
+    db = open_database(sqlite_url)
     try:
         assert JobStore(db).with_pinned_connection()._pinned is None
         with pytest.raises(ValueError, match="PostgreSQL only"):

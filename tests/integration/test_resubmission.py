@@ -14,7 +14,8 @@ import sqlalchemy as sa
 
 from taskcrawler.domain import ClaimedJob, ErrorCode, JobStatus, Outcome
 from taskcrawler.domain.pages import FetchedPage, PageContent
-from taskcrawler.storage import Database, JobStore, NewJob
+from taskcrawler.storage import JobStore, NewJob
+from taskcrawler.storage.adapters import open_database
 from taskcrawler.storage.rows import utcnow
 from taskcrawler.storage.tables import jobs
 from tests.support.stores import Stores
@@ -190,7 +191,7 @@ async def test_max_age_zero_fetches_again_with_every_format(store: Stores) -> No
 async def other_stores(database_url: str) -> AsyncIterator[list[JobStore]]:
     """Job stores over databases of their own: submissions racing as API processes would (on
     SQLite, each engine queues for the file's writer lock as another process does)."""
-    databases = [Database.from_url(database_url, pool_size=4) for _ in range(3)]
+    databases = [open_database(database_url, pool_size=4) for _ in range(3)]
     yield [JobStore(db) for db in databases]
     for db in databases:
         await db.close()

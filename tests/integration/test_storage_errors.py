@@ -11,6 +11,7 @@ import sqlalchemy as sa
 
 from taskcrawler.domain import StorageUnavailable
 from taskcrawler.storage import Database
+from taskcrawler.storage.adapters import open_database
 from taskcrawler.storage.errors import retried_when_rolled_back, unavailable_on_connection_errors
 from taskcrawler.storage.tables import crawls
 
@@ -29,7 +30,7 @@ async def _two_crawls(db: Database) -> tuple[uuid.UUID, uuid.UUID]:
 
 
 async def test_a_deadlock_victim_is_unavailable_not_a_crash(pg_url: str) -> None:
-    db = Database.from_url(pg_url, pool_size=4)
+    db = open_database(pg_url, pool_size=4)
     try:
         first, second = await _two_crawls(db)
         both_hold_one = asyncio.Barrier(2)
@@ -55,7 +56,7 @@ async def test_a_deadlock_victim_is_unavailable_not_a_crash(pg_url: str) -> None
 async def test_a_one_transaction_write_rolled_back_by_a_deadlock_runs_again(
     pg_url: str,
 ) -> None:
-    db = Database.from_url(pg_url, pool_size=4)
+    db = open_database(pg_url, pool_size=4)
     attempts: list[uuid.UUID] = []
     try:
         first, second = await _two_crawls(db)

@@ -9,7 +9,8 @@ import sqlalchemy as sa
 
 from taskcrawler.domain import ClaimedJob, ErrorCode, JobStatus, Outcome, StorageUnavailable
 from taskcrawler.domain.pages import PageContent
-from taskcrawler.storage import Database, JobStore, NewJob, WorkStore
+from taskcrawler.storage import JobStore, NewJob, WorkStore
+from taskcrawler.storage.adapters import open_database
 from taskcrawler.storage.jobs import _new_row
 from taskcrawler.storage.rows import NEW_JOB_COLUMNS, utcnow
 from taskcrawler.storage.tables import job_contents, jobs
@@ -445,7 +446,7 @@ async def test_lost_publish_is_redispatched_after_the_delay(store: Stores) -> No
 
 
 async def test_unreachable_database_is_storage_unavailable() -> None:
-    db = Database.from_url("postgresql+asyncpg://postgres@127.0.0.1:1/none")
+    db = open_database("postgresql+asyncpg://postgres@127.0.0.1:1/none")
     with pytest.raises(StorageUnavailable):
         await JobStore(db).get_job(uuid.uuid4())
     with pytest.raises(StorageUnavailable):
@@ -494,7 +495,7 @@ async def test_a_renewal_skips_a_job_whose_outcome_is_being_written(pg_url: str)
     them while holding others would deadlock with it. It renews the rest and leaves that one
     (its lease ends with the outcome). PostgreSQL only: SQLite has one writer at a time and no
     row locks."""
-    db = Database.from_url(pg_url, pool_size=5)
+    db = open_database(pg_url, pool_size=5)
     try:
         await _renewal_skips_the_locked_job(Stores(db, JobStore(db), WorkStore(db)))
     finally:

@@ -29,7 +29,8 @@ from taskcrawler.domain.storable import storable_outcome
 from taskcrawler.domain.transitions import Transition
 from taskcrawler.queue.memory import MemoryQueue
 from taskcrawler.settings import Settings
-from taskcrawler.storage import Database, NewJob, WorkStore
+from taskcrawler.storage import NewJob, WorkStore
+from taskcrawler.storage.adapters import open_database
 from taskcrawler.storage.ports import WorkRepository
 from taskcrawler.storage.tables import job_contents, job_links, jobs, page_archive
 from taskcrawler.storage.tables import webhook_deliveries as deliveries
@@ -211,7 +212,7 @@ async def test_a_lone_refused_outcome_fails_without_a_second_try(
 
 async def test_a_lost_database_is_waited_out_not_blamed_on_the_data(sqlite_url: str) -> None:
     """An outage is not a refusal: the batch is neither split nor failed, but retried whole."""
-    db = Database.from_url("postgresql+asyncpg://nobody@127.0.0.1:1/none", pool_size=1)
+    db = open_database("postgresql+asyncpg://nobody@127.0.0.1:1/none", pool_size=1)
     jobs_ = [ClaimedJob(uuid.uuid4(), "http://x.test/", 0, uuid.uuid4()) for _ in range(3)]
     try:
         async with worker_on(WorkStore(db), sqlite_url) as worker:

@@ -20,6 +20,7 @@ from taskcrawler.fetch import AddressGuard
 from taskcrawler.settings import Settings
 from taskcrawler.storage import Database, JobStore, KeyStore, NewJob, WorkStore
 from taskcrawler.storage import webhooks as outbox
+from taskcrawler.storage.adapters import open_database
 from taskcrawler.storage.rows import utcnow
 from taskcrawler.storage.tables import jobs, webhook_deliveries
 from taskcrawler.storage.webhooks import WebhookStore
@@ -41,7 +42,7 @@ class Stores:
 
 @pytest.fixture
 async def store(database_url: str) -> AsyncIterator[Stores]:
-    db = Database.from_url(database_url, pool_size=20)
+    db = open_database(database_url, pool_size=20)
     yield Stores(db, JobStore(db), WorkStore(db), WebhookStore(db))
     await db.close()
 
@@ -168,7 +169,7 @@ async def test_a_job_failed_by_the_sweeper_gets_a_delivery(store: Stores) -> Non
 async def test_dispatchers_claim_disjoint_batches_under_a_lease(store: Stores) -> None:
     jobs_ = await claimed_jobs(store, 30)
     await record(store, [completed(j) for j in jobs_])
-    other = WebhookStore(Database.from_url(str(store.db.engine.url), pool_size=5))
+    other = WebhookStore(open_database(str(store.db.engine.url), pool_size=5))
     try:
         a, b = await asyncio.gather(
             store.hooks.claim_due(limit=20, lease_seconds=30, default_secret=None),

@@ -28,8 +28,8 @@ from typing import Any
 import uvicorn
 
 from taskcrawler.api import create_app
+from taskcrawler.running import run_worker
 from taskcrawler.settings import Settings
-from taskcrawler.worker.runner import run_worker
 from tests.support.processes import REPO_ROOT, clean_env
 from tests.support.servers import free_port
 

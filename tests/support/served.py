@@ -9,7 +9,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from taskcrawler.storage import Database, KeyStore
+from taskcrawler.storage import KeyStore
+from taskcrawler.storage.adapters import open_database
 from tests.support.processes import ManagedProcess, ProcessManager
 from tests.support.services import free_port
 
@@ -26,7 +27,7 @@ class Served:
 
     async def new_key(self, name: str = "dashboard") -> str:
         """A token of a fresh API key, written straight to the server's database."""
-        db = Database.from_url(self.database_url)
+        db = open_database(self.database_url)
         try:
             new, _ = await KeyStore(db).create(name)
         finally:

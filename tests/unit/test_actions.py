@@ -24,7 +24,7 @@ from taskcrawler.domain.actions import (
 )
 from taskcrawler.domain.rendering import RenderRequest, effective_mode
 from taskcrawler.domain.scrape_options import ScrapeOptions
-from taskcrawler.service.firecrawl import Unsupported, page_options, scrape_options
+from taskcrawler.firecrawl.options import Unsupported, page_options, scrape_options
 
 
 def test_a_checked_list_is_stored_and_asks_for_a_browser() -> None:

@@ -71,12 +71,41 @@ def importing(paths: list[Path], prefix: str) -> dict[str, list[str]]:
         ("websearch", "taskcrawler.api"),
         ("service", "taskcrawler.api"),
         ("service", "taskcrawler.bootstrap"),  # the composition root builds services, not back
+        ("service", "taskcrawler.worker"),  # what both need of an extraction is extract/stored.py
+        ("service", "taskcrawler.running"),
         ("storage", "taskcrawler.service"),
         ("worker", "taskcrawler.api"),
+        ("worker", "taskcrawler.bootstrap"),  # running.py runs what bootstrap builds
+        ("worker", "taskcrawler.running"),
+        ("storage", "taskcrawler.worker"),
+        ("storage", "taskcrawler.bootstrap"),
     ],
 )
 def test_layers_import_only_downwards(folder: str, forbidden: str) -> None:
     assert importing(modules(folder), forbidden) == {}
+
+
+#: Who may import the Firecrawl adapter: the composition root builds its pieces, the app mounts
+#: its routes and error answers. The core (domain, services, storage, worker) never does.
+FIRECRAWL_WIRING = {"bootstrap.py", "api/app.py"}
+
+
+def test_only_the_wiring_imports_the_firecrawl_adapter() -> None:
+    outside = [
+        path
+        for path in PACKAGE.rglob("*.py")
+        if (PACKAGE / "firecrawl") not in path.parents
+        and str(path.relative_to(PACKAGE)) not in FIRECRAWL_WIRING
+    ]
+    assert importing(outside, "taskcrawler.firecrawl") == {}
+
+
+def test_the_firecrawl_adapter_is_wired_where_the_rule_says() -> None:
+    """A wiring module renamed would otherwise leave the rule above allowing nothing."""
+    wired = {
+        path for path in FIRECRAWL_WIRING if importing([PACKAGE / path], "taskcrawler.firecrawl")
+    }
+    assert wired == FIRECRAWL_WIRING
 
 
 def names_imported_from(path: Path, module: str) -> set[str]:
@@ -127,6 +156,98 @@ def test_the_ports_the_rules_name_exist() -> None:
 
     for name in API_PORTS | WORKER_PORTS:
         assert isinstance(getattr(ports, name), type)
+
+
+def test_the_ports_import_nothing_of_what_implements_them() -> None:
+    """Their value types are the domain's: a port that imported a repository's module would
+    tie every repository to every other."""
+    assert importing([PACKAGE / "storage" / "ports.py"], "taskcrawler.storage") == {}
+
+
+#: A backend's type the others may name (a connection the API's group commit keeps).
+BACKEND_TYPES = {"taskcrawler.storage.postgres.pinned"}
+
+
+def test_only_the_adapters_module_picks_a_backend_or_a_chunk_store() -> None:
+    shared = [
+        path
+        for path in modules("storage")
+        if not path.is_relative_to(PACKAGE / "storage" / "postgres")
+        and not path.is_relative_to(PACKAGE / "storage" / "sqlite")
+    ]
+    choosing = {
+        path: [name for name in names if name not in BACKEND_TYPES]
+        for backend in ("taskcrawler.storage.postgres", "taskcrawler.storage.sqlite")
+        for path, names in importing(shared, backend).items()
+    }
+    assert {path for path, names in choosing.items() if names} == {"storage/adapters.py"}
+
+
+def _module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _import_graph(folder: str) -> dict[str, set[str]]:
+    """Module -> the modules of ``folder`` it imports (``from pkg import mod`` names mod, not
+    pkg: as ``python -m bench.import_cycles`` counts them)."""
+    names = {_module_name(path): path for path in modules(folder)}
+    graph: dict[str, set[str]] = {}
+    for name, path in names.items():
+        found: set[str] = set()
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                found.update(alias.name for alias in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module:
+                found.update(
+                    f"{node.module}.{alias.name}"
+                    if f"{node.module}.{alias.name}" in names
+                    else node.module
+                    for alias in node.names
+                )
+        targets = set()
+        for target in found:
+            while target and target not in names:
+                target = target.rpartition(".")[0]
+            if target and target != name:
+                targets.add(target)
+        graph[name] = targets
+    return graph
+
+
+def _a_circle(graph: dict[str, set[str]]) -> list[str]:
+    """One import circle of ``graph`` (its modules in order), or [] when there is none."""
+    done: set[str] = set()
+    for root in sorted(graph):
+        path: list[str] = []
+        stack = [(root, iter(sorted(graph[root])))]
+        on_path = {root}
+        path.append(root)
+        while stack:
+            node, children = stack[-1]
+            child = next(children, None)
+            if child is None:
+                stack.pop()
+                path.pop()
+                on_path.discard(node)
+                done.add(node)
+            elif child in on_path:
+                return [*path[path.index(child) :], child]
+            elif child not in done:
+                stack.append((child, iter(sorted(graph[child]))))
+                path.append(child)
+                on_path.add(child)
+    return []
+
+
+def test_the_storage_package_has_no_import_circle() -> None:
+    """``python -m bench.import_cycles`` lists them all (16 of its modules were one)."""
+    assert _a_circle(_import_graph("storage")) == []
+
+
+def test_the_circle_check_finds_a_circle() -> None:
+    assert _a_circle({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == ["a", "b", "c", "a"]
+    assert _a_circle({"a": {"b"}, "b": set()}) == []
 
 
 def test_the_common_helpers_know_nothing_of_the_application() -> None:

@@ -21,7 +21,7 @@ from taskcrawler.extract.metadata import (
     MAX_JSON_LD_ITEMS,
     MAX_PROPERTIES,
 )
-from taskcrawler.worker.content import page_content
+from taskcrawler.extract.stored import page_content
 from tests.support.hostile_pages import BUILDERS, LINKS, hostile_page
 from tests.unit.test_storable import is_storable, strings_in
 

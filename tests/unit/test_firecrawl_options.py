@@ -12,10 +12,10 @@ import pytest
 from taskcrawler.domain import JobStatus
 from taskcrawler.domain.jobs import Job
 from taskcrawler.domain.rendering import RenderRequest
-from taskcrawler.service.firecrawl import (
+from taskcrawler.firecrawl.documents import firecrawl_document
+from taskcrawler.firecrawl.options import (
     ScreenshotSpec,
     Unsupported,
-    firecrawl_document,
     page_options,
     scrape_options,
     webhook_spec,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
-from taskcrawler.storage.database import Database
+from taskcrawler.storage.adapters import open_database
 from taskcrawler.storage.sqlite.locking import WriterLock, locking_connection, writer_lock
 from taskcrawler.storage.sqlite.sql import BEGIN_WRITE
 
@@ -86,7 +86,7 @@ def test_only_a_database_file_has_a_lock_file() -> None:
 async def test_two_databases_on_one_file_take_turns_to_write(tmp_path: Path) -> None:
     """As ``serve``'s API and worker processes do: a write waits for the other's, however long."""
     url = f"sqlite+aiosqlite:///{tmp_path}/t.db"
-    one, two = Database.from_url(url), Database.from_url(url)
+    one, two = open_database(url), open_database(url)
     try:
         async with one.write() as conn:
             await conn.execute(sa.text("CREATE TABLE t (x)"))

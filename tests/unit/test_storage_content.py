@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from taskcrawler.domain.pages import FetchedPage, PageContent
+from taskcrawler.domain.pages import ContentRecord, FetchedPage, PageContent
 from taskcrawler.storage import content
-from taskcrawler.storage.content import ContentRecord, content_rows, prepare_content
+from taskcrawler.storage.content import content_rows, prepare_content
 
 
 def _record(body: bytes) -> ContentRecord:

@@ -3,7 +3,7 @@ import uuid
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql, sqlite
 
-from taskcrawler.storage.backend import backend_for
+from taskcrawler.storage.adapters import backend_for
 from taskcrawler.storage.tables import jobs
 
 

@@ -7,8 +7,8 @@ from uuid import uuid4
 from taskcrawler.domain import ClaimedJob, Outcome
 from taskcrawler.domain.chunks import MAX_CONTEXT_CHARS, chunk_context, embedded_text
 from taskcrawler.extract.chunking import ChunkingConfig
+from taskcrawler.extract.stored import extracted_formats
 from taskcrawler.worker.chunking import chunk_page, with_chunks
-from taskcrawler.worker.content import extracted_formats
 
 
 def _outcome(formats: tuple[str, ...], **fields: object) -> Outcome:

@@ -12,15 +12,13 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from taskcrawler.storage.backend import Rows
+from taskcrawler.storage.backend import Rows, Writes
 from taskcrawler.storage.engine import JSON_CODEC
 from taskcrawler.storage.postgres import sql
 from taskcrawler.storage.postgres.pinned import PinnedConnection
 
 if TYPE_CHECKING:
     from taskcrawler.domain import Outcome
-    from taskcrawler.storage.database import Database
-    from taskcrawler.storage.postgres.chunks import PostgresChunkStore
 
 
 class PostgresBackend:
@@ -68,16 +66,11 @@ class PostgresBackend:
         arrays = sql.column_arrays(rows, sql.table_columns(table, names))
         await conn.exec_driver_sql(sql.unnest_insert(table, names), arrays)
 
-    def chunk_store(self, db: Database) -> PostgresChunkStore:
-        from taskcrawler.storage.postgres.chunks import PostgresChunkStore
-
-        return PostgresChunkStore(db)
-
     def pinned_connection(self, autocommit: AsyncEngine) -> PinnedConnection:
         return PinnedConnection(autocommit)
 
     async def insert_new_jobs(
-        self, db: Database, rows: Rows, pinned: PinnedConnection | None
+        self, db: Writes, rows: Rows, pinned: PinnedConnection | None
     ) -> set[UUID]:
         arrays = sql.column_arrays(rows, sql.NEW_JOB_ARRAYS)
         if pinned is not None:
@@ -94,7 +87,7 @@ class PostgresBackend:
 
     async def claim(
         self,
-        db: Database,
+        db: Writes,
         job_ids: Sequence[UUID],
         *,
         token: UUID,

@@ -14,7 +14,7 @@ from sqlalchemy.dialects import sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from taskcrawler.storage.backend import Rows
+from taskcrawler.storage.backend import Rows, Writes
 from taskcrawler.storage.engine import JSON_CODEC
 from taskcrawler.storage.rows import CLAIMED_COLUMNS, LEASE_ENDED, PENDING, PROCESSING
 from taskcrawler.storage.sqlite import sql
@@ -23,8 +23,6 @@ from taskcrawler.storage.tables import jobs
 
 if TYPE_CHECKING:
     from taskcrawler.domain import Outcome
-    from taskcrawler.storage.database import Database
-    from taskcrawler.storage.sqlite.chunks import SqliteChunkStore
 
 #: An outcome's write matches its job only while the attempt's lease still holds it.
 _GUARDED = sa.and_(
@@ -94,15 +92,10 @@ class SqliteBackend:
     async def insert_rows(self, conn: AsyncConnection, table: sa.Table, rows: Rows) -> None:
         await conn.execute(table.insert(), list(rows))
 
-    def chunk_store(self, db: Database) -> SqliteChunkStore:
-        from taskcrawler.storage.sqlite.chunks import SqliteChunkStore
-
-        return SqliteChunkStore(db)
-
     def pinned_connection(self, autocommit: AsyncEngine) -> NoReturn:
         raise ValueError("pinned connections send statements to asyncpg: PostgreSQL only")
 
-    async def insert_new_jobs(self, db: Database, rows: Rows, pinned: object) -> set[UUID]:
+    async def insert_new_jobs(self, db: Writes, rows: Rows, pinned: object) -> set[UUID]:
         async with db.write_statement() as conn:
             result = await conn.execute(sql.INSERT_NEW_JOBS, list(rows))
             return {row[0] for row in result}
@@ -113,7 +106,7 @@ class SqliteBackend:
 
     async def claim(
         self,
-        db: Database,
+        db: Writes,
         job_ids: Sequence[UUID],
         *,
         token: UUID,

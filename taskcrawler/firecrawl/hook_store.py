@@ -1,6 +1,6 @@
 """Firecrawl's webhooks of crawls and batch scrapes: the hooks, the pages they announced, and
 their deliveries, written to the webhook outbox in the transaction that records what was
-announced (:mod:`taskcrawler.domain.firecrawl_hooks` says what is sent).
+announced (:mod:`taskcrawler.firecrawl.hooks` says what is sent).
 
 A hook is taken by one worker at a time under a lease (``reading_until``). A page is announced
 once per finish: ``firecrawl_hook_pages`` keeps the job's ``export_seq`` of the finish that was
@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 from uuid import UUID
@@ -21,14 +20,16 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from taskcrawler.domain.crawls import CrawlStatus
-from taskcrawler.domain.firecrawl_hooks import (
+from taskcrawler.domain.jobs import Job, JobStatus
+from taskcrawler.domain.webhooks import FIRECRAWL_STYLE
+from taskcrawler.firecrawl.hooks import (
     ENDING_DELAY_SECONDS,
     ENDINGS,
-    FIRECRAWL_STYLE,
+    Announcement,
     FirecrawlHook,
     HookEvent,
+    HookProgress,
 )
-from taskcrawler.domain.jobs import Job, JobStatus
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.rows import JOB_COLUMNS, row_to_job, utcnow
@@ -44,28 +45,6 @@ from taskcrawler.storage.tables import (
 hooks = firecrawl_hooks
 _FETCHED = (JobStatus.COMPLETED.value, JobStatus.FAILED.value)
 _UNFINISHED = (JobStatus.PENDING.value, JobStatus.PROCESSING.value)
-
-
-@dataclass(frozen=True, slots=True)
-class HookProgress:
-    """Where a hook's crawl or batch stands."""
-
-    pages: int
-    completed: int
-    #: Nothing of it is left to run (a crawl no longer RUNNING; a batch's jobs all final).
-    finished: bool
-
-
-@dataclass(frozen=True, slots=True)
-class Announcement:
-    """What one pass announces: the events to send (event, body, the job the delivery is
-    filed under), the pages it covers (job id, the finish's ``export_seq``), and whether
-    the hook is started and finished once it is written."""
-
-    events: Sequence[tuple[HookEvent, dict[str, Any], UUID]]
-    pages: Sequence[tuple[UUID, int]]
-    started: bool
-    finished: bool
 
 
 class FirecrawlHookStore:
@@ -258,4 +237,4 @@ def _row_to_hook(row: Any) -> FirecrawlHook:
     )
 
 
-__all__ = ["Announcement", "FirecrawlHookStore", "HookProgress"]
+__all__ = ["FirecrawlHookStore"]

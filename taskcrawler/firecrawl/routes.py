@@ -13,23 +13,12 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.types import DecoratedCallable
 from starlette.responses import StreamingResponse
 
 from taskcrawler.api.deps import ForeignCallerDep as CallerDep
-from taskcrawler.api.deps import ServicesDep
-from taskcrawler.api.inputs import (
-    FirecrawlBatchIn,
-    FirecrawlCrawlIn,
-    FirecrawlExtractIn,
-    FirecrawlMapIn,
-    FirecrawlScrapeIn,
-    FirecrawlScrapeOptions,
-    FirecrawlSearchIn,
-    FirecrawlWebhook,
-    Id,
-)
+from taskcrawler.api.inputs import Id
 from taskcrawler.api.schemas import (
     FirecrawlActiveCrawl,
     FirecrawlActiveCrawls,
@@ -62,14 +51,21 @@ from taskcrawler.api.schemas import (
 from taskcrawler.api.streamed import json_with_list
 from taskcrawler.domain.errors import NotFound
 from taskcrawler.domain.web_search import SOURCES, TBS_RANGES, web_query
-from taskcrawler.service.firecrawl import (
-    CRAWL_PAGE,
+from taskcrawler.firecrawl.documents import ScreenshotURL
+from taskcrawler.firecrawl.inputs import (
+    FirecrawlBatchIn,
+    FirecrawlCrawlIn,
+    FirecrawlExtractIn,
+    FirecrawlMapIn,
+    FirecrawlScrapeIn,
+    FirecrawlScrapeOptions,
+    FirecrawlSearchIn,
+    FirecrawlWebhook,
+)
+from taskcrawler.firecrawl.options import (
     DEFAULT_TIMEOUT_MS,
-    CrawlErrors,
     PageOptions,
     ScrapeSpec,
-    ScreenshotURL,
-    SearchAnswer,
     Unsupported,
     WebhookSpec,
     json_format,
@@ -77,8 +73,18 @@ from taskcrawler.service.firecrawl import (
     scrape_options,
     webhook_spec,
 )
+from taskcrawler.firecrawl.service import CRAWL_PAGE, CrawlErrors, FirecrawlService, SearchAnswer
 
 router = APIRouter(tags=["firecrawl"])
+
+
+async def get_firecrawl(request: Request) -> FirecrawlService:
+    """The service the lifespan built beside the others (``app.state.firecrawl``)."""
+    firecrawl: FirecrawlService = request.app.state.firecrawl
+    return firecrawl
+
+
+FirecrawlDep = Annotated[FirecrawlService, Depends(get_firecrawl)]
 
 VERSIONS = ("v1", "v2")
 #: Firecrawl's default ``maxAge`` in v2 (two days); v1 scrapes afresh unless told otherwise.
@@ -225,7 +231,7 @@ def _register(version: str) -> None:
 
     @route("POST", "/scrape", "scrape", FirecrawlScrapeOut, "scrape a URL")
     async def scrape(
-        body: FirecrawlScrapeIn, request: Request, services: ServicesDep, caller: CallerDep
+        body: FirecrawlScrapeIn, request: Request, firecrawl: FirecrawlDep, caller: CallerDep
     ) -> FirecrawlScrapeOut:
         page = _page(body)
         spec = ScrapeSpec(
@@ -234,16 +240,16 @@ def _register(version: str) -> None:
             max_age_ms=_max_age_ms(body.maxAge, version, tracked=page.tracking is not None),
             timeout_ms=body.timeout or DEFAULT_TIMEOUT_MS,
         )
-        document = await services.firecrawl.scrape(caller, spec, _screenshot_url(request))
+        document = await firecrawl.scrape(caller, spec, _screenshot_url(request))
         return FirecrawlScrapeOut(data=FirecrawlDocument.model_validate(document))
 
     @route(
         "POST", "/map", "map", FirecrawlMapOutV1 if version == "v1" else FirecrawlMapOutV2, "map"
     )
     async def map_site(
-        body: FirecrawlMapIn, services: ServicesDep, caller: CallerDep
+        body: FirecrawlMapIn, firecrawl: FirecrawlDep, caller: CallerDep
     ) -> StreamingResponse:
-        links = await services.firecrawl.map(
+        links = await firecrawl.map(
             caller,
             body.url,
             limit=body.limit,
@@ -258,13 +264,13 @@ def _register(version: str) -> None:
 
     @route("POST", "/batch/scrape", "start_batch", FirecrawlBatchStarted, "start a batch scrape")
     async def start_batch(
-        body: FirecrawlBatchIn, request: Request, services: ServicesDep, caller: CallerDep
+        body: FirecrawlBatchIn, request: Request, firecrawl: FirecrawlDep, caller: CallerDep
     ) -> FirecrawlBatchStarted:
         valid = body.valid_urls()
         invalid = [url for url in body.urls if url not in set(valid)]
         if not valid:
             raise Unsupported("urls: none of them can be scraped")
-        batch_id = await services.firecrawl.start_batch(
+        batch_id = await firecrawl.start_batch(
             caller,
             valid,
             _untracked(_page(body), ""),
@@ -287,11 +293,9 @@ def _register(version: str) -> None:
         found=True,
     )
     async def batch_status(
-        batch_id: Id, request: Request, services: ServicesDep, caller: CallerDep, skip: Skip = 0
+        batch_id: Id, request: Request, firecrawl: FirecrawlDep, caller: CallerDep, skip: Skip = 0
     ) -> FirecrawlBatchStatus:
-        found = await services.firecrawl.batch_status(
-            caller, batch_id, _screenshot_url(request), skip=skip
-        )
+        found = await firecrawl.batch_status(caller, batch_id, _screenshot_url(request), skip=skip)
         return FirecrawlBatchStatus(
             status="completed" if found.status == "completed" else "scraping",
             **_progress(found.total, found.completed, found.documents),
@@ -300,9 +304,9 @@ def _register(version: str) -> None:
 
     @route("POST", "/crawl", "start_crawl", FirecrawlCrawlStarted, "start a crawl")
     async def start_crawl(
-        body: FirecrawlCrawlIn, request: Request, services: ServicesDep, caller: CallerDep
+        body: FirecrawlCrawlIn, request: Request, firecrawl: FirecrawlDep, caller: CallerDep
     ) -> FirecrawlCrawlStarted:
-        crawl_id = await services.firecrawl.start_crawl(
+        crawl_id = await firecrawl.start_crawl(
             caller,
             body.url,
             _untracked(
@@ -330,8 +334,8 @@ def _register(version: str) -> None:
         )
 
     @route("GET", "/crawl/active", "active_crawls", FirecrawlActiveCrawls, "the running crawls")
-    async def active_crawls(services: ServicesDep, caller: CallerDep) -> FirecrawlActiveCrawls:
-        crawls = await services.firecrawl.active_crawls(caller)
+    async def active_crawls(firecrawl: FirecrawlDep, caller: CallerDep) -> FirecrawlActiveCrawls:
+        crawls = await firecrawl.active_crawls(caller)
         return FirecrawlActiveCrawls(
             crawls=[
                 FirecrawlActiveCrawl(
@@ -355,12 +359,12 @@ def _register(version: str) -> None:
     async def crawl_status(
         crawl_id: Id,
         request: Request,
-        services: ServicesDep,
+        firecrawl: FirecrawlDep,
         caller: CallerDep,
         cursor: Cursor = None,
         limit: PageSize = CRAWL_PAGE,
     ) -> FirecrawlCrawlStatus:
-        found = await services.firecrawl.crawl_status(
+        found = await firecrawl.crawl_status(
             caller, crawl_id, _screenshot_url(request), cursor=cursor, limit=limit
         )
         return FirecrawlCrawlStatus(
@@ -378,9 +382,9 @@ def _register(version: str) -> None:
         found=True,
     )
     async def crawl_errors(
-        crawl_id: Id, services: ServicesDep, caller: CallerDep
+        crawl_id: Id, firecrawl: FirecrawlDep, caller: CallerDep
     ) -> FirecrawlCrawlErrors:
-        return _errors_out(await services.firecrawl.crawl_errors(caller, crawl_id))
+        return _errors_out(await firecrawl.crawl_errors(caller, crawl_id))
 
     @route(
         "GET",
@@ -391,9 +395,9 @@ def _register(version: str) -> None:
         found=True,
     )
     async def batch_errors(
-        batch_id: Id, services: ServicesDep, caller: CallerDep
+        batch_id: Id, firecrawl: FirecrawlDep, caller: CallerDep
     ) -> FirecrawlCrawlErrors:
-        return _errors_out(await services.firecrawl.batch_errors(caller, batch_id))
+        return _errors_out(await firecrawl.batch_errors(caller, batch_id))
 
     @route("GET", "/team/credit-usage", "credit_usage", FirecrawlUsage, "credits left (unmetered)")
     async def credit_usage(caller: CallerDep) -> FirecrawlUsage:
@@ -424,13 +428,13 @@ def _register(version: str) -> None:
         FirecrawlQueueStatus,
         "the key's jobs waiting and under way",
     )
-    async def queue_status(services: ServicesDep, caller: CallerDep) -> FirecrawlQueueStatus:
-        counts = await services.firecrawl.queue(caller)
+    async def queue_status(firecrawl: FirecrawlDep, caller: CallerDep) -> FirecrawlQueueStatus:
+        counts = await firecrawl.queue(caller)
         return FirecrawlQueueStatus(
             jobsInQueue=counts.pending + counts.processing,
             activeJobsInQueue=counts.processing,
             waitingJobsInQueue=counts.pending,
-            maxConcurrency=services.firecrawl.max_concurrency(caller),
+            maxConcurrency=firecrawl.max_concurrency(caller),
             mostRecentSuccess=counts.last_completed_at,
         )
 
@@ -441,11 +445,11 @@ def _register(version: str) -> None:
         FirecrawlConcurrency,
         "the key's jobs under way, and how many may be",
     )
-    async def concurrency_check(services: ServicesDep, caller: CallerDep) -> FirecrawlConcurrency:
-        counts = await services.firecrawl.queue(caller)
+    async def concurrency_check(firecrawl: FirecrawlDep, caller: CallerDep) -> FirecrawlConcurrency:
+        counts = await firecrawl.queue(caller)
         return FirecrawlConcurrency(
             concurrency=counts.processing,
-            maxConcurrency=services.firecrawl.max_concurrency(caller),
+            maxConcurrency=firecrawl.max_concurrency(caller),
         )
 
     @route(
@@ -456,7 +460,7 @@ def _register(version: str) -> None:
         "search the web (TASKCRAWLER_SEARXNG_URL), each result scraped with scrapeOptions",
     )
     async def search(
-        body: FirecrawlSearchIn, request: Request, services: ServicesDep, caller: CallerDep
+        body: FirecrawlSearchIn, request: Request, firecrawl: FirecrawlDep, caller: CallerDep
     ) -> FirecrawlSearchOutV1 | FirecrawlSearchOutV2:
         page = _scraped(body.scrapeOptions)
         sources = _sources(body.sources) if version == "v2" else ("web",)
@@ -471,7 +475,7 @@ def _register(version: str) -> None:
                 include_domains=body.includeDomains,
                 exclude_domains=body.excludeDomains,
             )
-            answers[source] = await services.firecrawl.search(
+            answers[source] = await firecrawl.search(
                 caller,
                 query,
                 page if source != "images" else None,
@@ -494,7 +498,7 @@ def _register(version: str) -> None:
         "read one schema or prompt from several pages (TASKCRAWLER_LLM_URL)",
     )
     async def start_extract(
-        body: FirecrawlExtractIn, request: Request, services: ServicesDep, caller: CallerDep
+        body: FirecrawlExtractIn, request: Request, firecrawl: FirecrawlDep, caller: CallerDep
     ) -> FirecrawlExtractStarted:
         valid = body.valid_urls()
         if not valid:
@@ -506,7 +510,7 @@ def _register(version: str) -> None:
         }
         json = json_format({k: v for k, v in asked.items() if v is not None}, "extract")
         page = _page(body.scrapeOptions, "scrapeOptions.")
-        extract_id = await services.firecrawl.start_extract(caller, valid, json, page)
+        extract_id = await firecrawl.start_extract(caller, valid, json, page)
         invalid = [url for url in body.urls if url not in set(valid)]
         return FirecrawlExtractStarted(
             id=str(extract_id),
@@ -523,9 +527,9 @@ def _register(version: str) -> None:
         found=True,
     )
     async def extract_status(
-        extract_id: Id, services: ServicesDep, caller: CallerDep
+        extract_id: Id, firecrawl: FirecrawlDep, caller: CallerDep
     ) -> FirecrawlExtractStatus:
-        found = await services.firecrawl.extract_status(caller, extract_id)
+        found = await firecrawl.extract_status(caller, extract_id)
         return FirecrawlExtractStatus(
             status=found.status,
             data=found.data,
@@ -544,9 +548,9 @@ def _register(version: str) -> None:
         found=True,
     )
     async def cancel_crawl(
-        crawl_id: Id, services: ServicesDep, caller: CallerDep
+        crawl_id: Id, firecrawl: FirecrawlDep, caller: CallerDep
     ) -> FirecrawlCrawlCancelled:
-        await services.firecrawl.cancel_crawl(caller, crawl_id)
+        await firecrawl.cancel_crawl(caller, crawl_id)
         return FirecrawlCrawlCancelled()
 
 

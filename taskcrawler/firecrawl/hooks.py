@@ -1,4 +1,5 @@
-"""Firecrawl's webhooks for crawls and batch scrapes: which events, and the body of each. Pure.
+"""Firecrawl's webhooks for crawls and batch scrapes: which events, the body of each, and the
+port they are kept through. Pure.
 
 A crawl or batch scrape started through the Firecrawl-compatible API with a ``webhook`` is told,
 as Firecrawl tells it: ``crawl.started`` (``batch_scrape.started``) once, ``crawl.page`` for
@@ -14,15 +15,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 from uuid import UUID
+
+from taskcrawler.domain.jobs import Job
 
 HookKind = Literal["crawl", "batch_scrape"]
 HookEvent = Literal["started", "page", "completed", "failed"]
 #: Every event, the default of a webhook that names none.
 HOOK_EVENTS: tuple[HookEvent, ...] = ("started", "page", "completed", "failed")
-#: The delivery style of these webhooks (the outbox's ``style``).
-FIRECRAWL_STYLE = "firecrawl"
 #: The ending event is announced in a pass of its own, after every page's, and sent this long
 #: after it is queued: the pages' POSTs (sent concurrently) go first.
 ENDING_DELAY_SECONDS = 1.0
@@ -73,4 +74,51 @@ def ending(pages_completed: int, pages: int) -> tuple[HookEvent, str | None]:
     return "completed", None
 
 
-__all__ = ["FIRECRAWL_STYLE", "HOOK_EVENTS", "FirecrawlHook", "HookEvent", "HookKind", "ending"]
+@dataclass(frozen=True, slots=True)
+class HookProgress:
+    """Where a hook's crawl or batch stands."""
+
+    pages: int
+    completed: int
+    #: Nothing of it is left to run (a crawl no longer RUNNING; a batch's jobs all final).
+    finished: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Announcement:
+    """What one pass announces: the events to send (event, body, the job the delivery is
+    filed under), the pages it covers (job id, the finish's ``export_seq``), and whether
+    the hook is started and finished once it is written."""
+
+    events: Sequence[tuple[HookEvent, dict[str, Any], UUID]]
+    pages: Sequence[tuple[UUID, int]]
+    started: bool
+    finished: bool
+
+
+class FirecrawlHookRepository(Protocol):
+    """Firecrawl's webhooks of crawls and batch scrapes, and what they announced."""
+
+    async def create(self, hook: FirecrawlHook) -> None: ...
+
+    async def claim(self, *, limit: int, lease_seconds: float) -> list[FirecrawlHook]: ...
+
+    async def unannounced(self, hook: FirecrawlHook, *, limit: int) -> list[tuple[Job, int]]: ...
+
+    async def progress(self, hook: FirecrawlHook) -> HookProgress: ...
+
+    async def first_job(self, hook: FirecrawlHook) -> UUID | None: ...
+
+    async def record(self, hook: FirecrawlHook, announcement: Announcement) -> bool: ...
+
+
+__all__ = [
+    "HOOK_EVENTS",
+    "Announcement",
+    "FirecrawlHook",
+    "FirecrawlHookRepository",
+    "HookEvent",
+    "HookKind",
+    "HookProgress",
+    "ending",
+]

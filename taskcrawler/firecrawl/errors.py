@@ -4,14 +4,32 @@ whoever raised it (the key check, a rate limit, validation, a route)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
+from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from taskcrawler.api.errors import detail_answer
+from taskcrawler.firecrawl.options import Unsupported
+from taskcrawler.firecrawl.service import ScrapeFailed, ScrapeTimedOut
 
 PREFIXES = ("/v1/", "/v2/")
 #: An error body is small (a message, validation errors); a larger one is passed on as it is.
 MAX_ERROR_BYTES = 256 * 1024
+#: The Firecrawl service's refusals, and the status each is answered with.
+STATUSES: Mapping[type[Exception], int] = {
+    Unsupported: 400,
+    ScrapeTimedOut: 408,
+    ScrapeFailed: 500,
+}
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Answer the Firecrawl service's refusals (beside the core's, ``api/errors.py``)."""
+    for error, status in STATUSES.items():
+        app.add_exception_handler(error, detail_answer(status))
 
 
 def firecrawl_error(body: Any) -> dict[str, Any]:

@@ -1,5 +1,5 @@
 """Announces Firecrawl crawls' and batch scrapes' events to their webhooks
-(:mod:`taskcrawler.domain.firecrawl_hooks`): every worker polls the open hooks, each taken by
+(:mod:`taskcrawler.firecrawl.hooks`): every worker polls the open hooks, each taken by
 one worker at a time under a lease, and queues their deliveries in the webhook outbox, from
 where the dispatcher sends them (guarded, signed, retried) like every webhook."""
 
@@ -12,11 +12,16 @@ from typing import Any
 from uuid import UUID
 
 from taskcrawler.domain import ServiceUnavailable
-from taskcrawler.domain.firecrawl_hooks import FirecrawlHook, HookEvent, ending
 from taskcrawler.domain.jobs import Job
-from taskcrawler.service.firecrawl import firecrawl_document, their_formats
-from taskcrawler.storage.firecrawl_hooks import Announcement
-from taskcrawler.storage.ports import ContentRepository, FirecrawlHookRepository
+from taskcrawler.firecrawl.documents import firecrawl_document, their_formats
+from taskcrawler.firecrawl.hooks import (
+    Announcement,
+    FirecrawlHook,
+    FirecrawlHookRepository,
+    HookEvent,
+    ending,
+)
+from taskcrawler.storage.ports import ContentRepository
 
 log = logging.getLogger(__name__)
 

@@ -111,7 +111,7 @@ def _children(node: LexborNode) -> Iterator[LexborNode]:
     return node.iter(include_text=True)
 
 
-class Renderer:
+class MarkdownRenderer:
     """Renders one subtree; ``markdown=False`` gives plain text with the same block structure."""
 
     def __init__(
