@@ -8,6 +8,7 @@ Everything a test creates is named with a random suffix and removed afterwards, 
 from __future__ import annotations
 
 import compileall
+import signal
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
@@ -48,6 +49,7 @@ def pytest_configure(config: pytest.Config) -> None:
     processes (``taskcrawler serve``, workers, parser processes, CLI calls); where
     ``PYTHONDONTWRITEBYTECODE`` is set, as on CI's machines, each of them would compile the
     package's sources again (about a tenth of a second of CPU for the API's imports)."""
+    _interruptible()
     if hasattr(config, "workerinput"):
         return
     for folder in COMPILED:
@@ -56,6 +58,14 @@ def pytest_configure(config: pytest.Config) -> None:
         # Each test process would rewrite the test modules' asserts (tests/support/bytecode.py).
         modules = rewritten_modules(config, REPO_ROOT / "tests") + already_rewritten(config)
         write_rewritten(config, modules)
+
+
+def _interruptible() -> None:
+    """SIGINT as in a terminal, in this process and the processes it starts. A shell without job
+    control starts a command run in the background (``make test &``) with SIGINT ignored, and a
+    child inherits that: a test that interrupts a child it started would wait for it in vain."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 # --------------------------------------------------------------------------- PostgreSQL
