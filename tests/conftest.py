@@ -17,7 +17,7 @@ import pytest
 from taskcrawler.storage import upgrade_database
 from tests.support.bytecode import already_rewritten, rewritten_modules, write_rewritten
 from tests.support.processes import REPO_ROOT, ProcessManager
-from tests.support.served import sqlite_copy
+from tests.support.served import Served, served_on_sqlite, sqlite_copy
 from tests.support.services import (
     DatabasePool,
     Resolved,
@@ -254,6 +254,18 @@ async def processes(tmp_path: Path) -> AsyncIterator[ProcessManager]:
         yield manager
     finally:
         await manager.close()
+
+
+@pytest.fixture(scope="module")
+async def keyed_server(
+    tmp_path_factory: pytest.TempPathFactory, _sqlite_template: Path
+) -> AsyncIterator[Served]:
+    """``taskcrawler serve`` for a whole module, keys required: its tests keep out of each
+    other's way with a key each (``tests.support.cli.keyed``), as a key sees only its own jobs,
+    crawls and monitors."""
+    auth = {"TASKCRAWLER_AUTH_REQUIRED": "true"}
+    async with served_on_sqlite(tmp_path_factory, _sqlite_template, **auth) as served:
+        yield served
 
 
 # --------------------------------------------------------------------------- the generated site

@@ -7,16 +7,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import aiohttp
 import pytest
 from aiohttp import web
 from playwright.async_api import Browser, Page, expect
 
-from tests.support.cli import Api
+from tests.support.cli import Api, keyed
 from tests.support.dashboard import open_dashboard
-from tests.support.served import Served, served_by_module, sqlite_copy
+from tests.support.served import Served
 from tests.support.services import free_port
 
 WAIT_MS = 30_000
@@ -58,22 +57,10 @@ async def chain() -> AsyncIterator[str]:
         yield base_url
 
 
-@pytest.fixture(scope="module")
-async def server(
-    tmp_path_factory: pytest.TempPathFactory, _sqlite_template: Path
-) -> AsyncIterator[Served]:
-    """One serve for the module, keys required: each test has a key of its own, and a key sees
-    only its own crawls."""
-    workdir = tmp_path_factory.mktemp("crawls-served")
-    database_url = sqlite_copy(_sqlite_template, workdir)
-    async with served_by_module(workdir, database_url, TASKCRAWLER_AUTH_REQUIRED="true") as served:
-        yield served
-
-
 @pytest.fixture
-async def served(server: Served, request: pytest.FixtureRequest) -> Api:
+async def served(keyed_server: Served, request: pytest.FixtureRequest) -> Api:
     """The module's server as this test's own key sees it."""
-    return Api(server.base_url, await server.new_key(request.node.name))
+    return await keyed(keyed_server, request)
 
 
 @pytest.fixture

@@ -16,28 +16,18 @@ import aiohttp
 import pytest
 from playwright.async_api import Browser, Page, expect
 
-from tests.support.cli import Api
+from tests.support.cli import Api, keyed
 from tests.support.dashboard import dashboard_ready, open_dashboard
-from tests.support.served import Served, served_by_module, sqlite_copy
+from tests.support.served import Served
 from tests.support.target import TargetServer
 
 WAIT_MS = 30_000
 
 
-@pytest.fixture(scope="module")
-async def server(
-    tmp_path_factory: pytest.TempPathFactory, _sqlite_template: Path
-) -> AsyncIterator[Served]:
-    workdir = tmp_path_factory.mktemp("dashboard-served")
-    database_url = sqlite_copy(_sqlite_template, workdir)
-    async with served_by_module(workdir, database_url, TASKCRAWLER_AUTH_REQUIRED="true") as served:
-        yield served
-
-
 @pytest.fixture
-async def served(server: Served, request: pytest.FixtureRequest) -> Api:
+async def served(keyed_server: Served, request: pytest.FixtureRequest) -> Api:
     """The module's server as this test's own key sees it."""
-    return Api(server.base_url, await server.new_key(request.node.name))
+    return await keyed(keyed_server, request)
 
 
 @pytest.fixture
@@ -49,7 +39,7 @@ async def page(browser: Browser, served: Api) -> AsyncIterator[Page]:
 
 
 @pytest.fixture
-async def page_without_key(browser: Browser, server: Served) -> AsyncIterator[Page]:
+async def page_without_key(browser: Browser, keyed_server: Served) -> AsyncIterator[Page]:
     """A fresh browser context whose dashboard holds no key yet: it asks for one."""
     async with new_page(browser, None) as opened:
         yield opened
@@ -188,11 +178,11 @@ async def test_many_urls_filters_failures_and_retry(
 
 
 async def test_with_auth_required_the_dashboard_asks_for_a_key(
-    page_without_key: Page, server: Served, target: TargetServer
+    page_without_key: Page, keyed_server: Served, target: TargetServer
 ) -> None:
     page = page_without_key
-    token = await server.new_key()
-    await open_dashboard(page, server.base_url + "/")
+    token = await keyed_server.new_key()
+    await open_dashboard(page, keyed_server.base_url + "/")
     dialog = page.get_by_role("dialog", name="API key")
     await expect(dialog).to_be_visible(timeout=WAIT_MS)
     await expect(dialog).to_contain_text("401")

@@ -18,7 +18,7 @@ from taskcrawler.browser.renderer import png_size
 from taskcrawler.client import AsyncTaskCrawler
 from tests.browser.conftest import chromium_path
 from tests.support.render_site import RenderSite
-from tests.support.served import FIRECRAWL_ENV, Served, served_by_module, sqlite_copy
+from tests.support.served import FIRECRAWL_ENV, Served, served_on_sqlite
 
 
 @pytest.fixture(scope="module")
@@ -26,10 +26,9 @@ async def served(
     tmp_path_factory: pytest.TempPathFactory, _sqlite_template: Path
 ) -> AsyncIterator[Served]:
     """One serve (and its browser) for the module: each test uses keys of its own."""
-    workdir = tmp_path_factory.mktemp("screenshots-served")
-    async with served_by_module(
-        workdir,
-        sqlite_copy(_sqlite_template, workdir),
+    async with served_on_sqlite(
+        tmp_path_factory,
+        _sqlite_template,
         **FIRECRAWL_ENV,
         TASKCRAWLER_BROWSER=chromium_path(),
         TASKCRAWLER_RENDER_TIMEOUT_SECONDS="30",

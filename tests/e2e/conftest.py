@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.harness import Service, ServiceFactory, fast_settings, running
-from tests.support.served import FIRECRAWL_ENV, Served, served_by_module, sqlite_copy
+from tests.support.served import FIRECRAWL_ENV, Served, served_on_sqlite
 
 
 @pytest.fixture(params=["embedded", "production"])
@@ -45,7 +45,5 @@ async def firecrawl_served(
     """``taskcrawler serve`` as the Firecrawl SDKs meet it: keys required, no retries. One per
     module: each test uses keys of its own (:meth:`Served.new_key`), and a key sees only its
     own scrapes, batches and crawls."""
-    workdir = tmp_path_factory.mktemp("firecrawl-served")
-    database_url = sqlite_copy(_sqlite_template, workdir)
-    async with served_by_module(workdir, database_url, **FIRECRAWL_ENV) as served:
+    async with served_on_sqlite(tmp_path_factory, _sqlite_template, **FIRECRAWL_ENV) as served:
         yield served

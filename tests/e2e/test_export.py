@@ -8,7 +8,6 @@ import io
 import json
 import tracemalloc
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -24,8 +23,8 @@ from taskcrawler.storage import Database
 from taskcrawler.storage.tables import jobs
 from tests.e2e.harness import Service
 from tests.support import seeding
-from tests.support.cli import Api, Result, run_cli
-from tests.support.served import Served, served_by_module, sqlite_copy
+from tests.support.cli import Api, Result, keyed, run_cli
+from tests.support.served import Served
 from tests.support.target import TargetServer
 
 
@@ -178,21 +177,10 @@ def test_the_client_reads_the_header_the_route_sends() -> None:
     assert CLIENT_NEXT_SINCE == NEXT_SINCE
 
 
-@pytest.fixture(scope="module")
-async def server(
-    tmp_path_factory: pytest.TempPathFactory, _sqlite_template: Path
-) -> AsyncIterator[Served]:
-    """One serve for the command's tests, keys required: a key exports only its own jobs."""
-    workdir = tmp_path_factory.mktemp("export-served")
-    database_url = sqlite_copy(_sqlite_template, workdir)
-    async with served_by_module(workdir, database_url, TASKCRAWLER_AUTH_REQUIRED="true") as served:
-        yield served
-
-
 @pytest.fixture
-async def served(server: Served, request: pytest.FixtureRequest) -> Api:
+async def served(keyed_server: Served, request: pytest.FixtureRequest) -> Api:
     """The module's server as this test's own key sees it."""
-    return Api(server.base_url, await server.new_key(request.node.name))
+    return await keyed(keyed_server, request)
 
 
 async def cli(served: Api, *args: str, cwd: Path) -> Result:
