@@ -89,7 +89,7 @@ def _on_key(
 def cmd_keys_create(settings: Settings, args: argparse.Namespace) -> int:
     from pydantic import ValidationError
 
-    from taskcrawler.api.schemas import KeyCreate
+    from taskcrawler.contract.keys import KeyCreate
 
     try:
         # The rules POST /api/v1/keys applies: what one database stores, the other must too.

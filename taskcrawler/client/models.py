@@ -1,20 +1,45 @@
-"""What the API answers, as typed models.
+"""What the API answers, as typed models: the very models the API renders
+(:mod:`taskcrawler.contract`), under the names the client has always given them. They import
+pydantic and the domain, not the server, so ``import taskcrawler.client`` stays light.
 
-The job is :class:`~taskcrawler.domain.views.JobView`, the very model the API renders; the
-other answers mirror their models in ``taskcrawler.api.schemas`` field for field (a test keeps
-them equal) without importing the server, so ``import taskcrawler.client`` stays light.
+A newer server may add fields: the models ignore fields they do not know rather than fail.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
-from typing import Any, Literal
-from uuid import UUID
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from taskcrawler.contract.crawls import CrawlList as CrawlPage
+from taskcrawler.contract.crawls import CrawlOut as Crawl
+from taskcrawler.contract.deliveries import DeliveryOut as Delivery
+from taskcrawler.contract.jobs import BatchItem as BatchJob
+from taskcrawler.contract.jobs import BatchOut as Batch
+from taskcrawler.contract.jobs import CancelOut as Cancelled
+from taskcrawler.contract.jobs import JobOut as Job
+from taskcrawler.contract.jobs import JobPage
+from taskcrawler.contract.jobs import RetryOut as Restarted
+from taskcrawler.contract.jobs import RunOut as Run
+from taskcrawler.contract.keys import KeyCreated as NewKey
+from taskcrawler.contract.keys import KeyOut as ApiKey
+from taskcrawler.contract.keys import KeyWithSecret
+from taskcrawler.contract.links import LinkOut as Link
+from taskcrawler.contract.links import LinkPage
+from taskcrawler.contract.maps import MapOut as MapResult
+from taskcrawler.contract.monitors import ChangeList as ChangePage
+from taskcrawler.contract.monitors import ChangeOut as Change
+from taskcrawler.contract.monitors import MonitorList as MonitorPage
+from taskcrawler.contract.monitors import MonitorOut as Monitor
+from taskcrawler.contract.monitors import MonitorPageOut as MonitorPageEntry
+from taskcrawler.contract.monitors import RunContentOut as RunContent
+from taskcrawler.contract.monitors import RunDiffOut as RunDiff
+from taskcrawler.contract.search import ChunkList as Chunks
+from taskcrawler.contract.search import ChunkOut as Chunk
+from taskcrawler.contract.search import SearchResult, SearchResults
+from taskcrawler.contract.web_search import WebSearchOut as WebSearchResults
+from taskcrawler.contract.web_search import WebSearchResultOut as WebSearchResult
 from taskcrawler.domain.jobs import JobStatus
-from taskcrawler.domain.views import CrawlView, JobView
 
 __all__ = [
     "ApiKey",
@@ -47,21 +72,12 @@ __all__ = [
     "SearchResult",
     "SearchResults",
     "Submitted",
+    "WebSearchResult",
+    "WebSearchResults",
 ]
 
 
-class _Answer(BaseModel):
-    # A newer server may add fields: an older client ignores them rather than failing.
-    model_config = ConfigDict(extra="ignore")
-
-
-class Job(JobView):
-    """A job: ``GET /api/v1/jobs/{id}``."""
-
-    model_config = ConfigDict(extra="ignore")
-
-
-class Submitted(_Answer):
+class Submitted(BaseModel):
     """``POST /api/v1/jobs``: the job, and whether this call created it (201) or the URL
     already had it (200)."""
 
@@ -69,56 +85,7 @@ class Submitted(_Answer):
     created: bool
 
 
-class BatchJob(Job):
-    created: bool = Field(description="False when the URL already had a job.")
-
-
-class Batch(_Answer):
-    jobs: list[BatchJob]
-    created: int
-    existing: int
-
-
-class JobPage(_Answer):
-    jobs: list[Job]
-    next_cursor: str | None
-
-
-class Run(_Answer):
-    run: int
-    status: str
-    retry_count: int
-    http_status: int | None
-    scraped_title: str | None
-    error_code: str | None
-    error_log: str | None
-    content_hash: str | None
-    started_at: datetime | None
-    finished_at: datetime | None
-
-
-class Link(_Answer):
-    id: int
-    job_id: UUID
-    url: str
-    text: str | None
-    rel: list[str]
-    internal: bool
-    nofollow: bool
-    source_url: str | None = None
-
-
-class LinkPage(_Answer):
-    links: list[Link]
-    next_cursor: int | None
-
-
-class MapResult(_Answer):
-    links: list[str]
-    warnings: list[str] = Field(default_factory=list)
-
-
-class ExportRecord(_Answer):
+class ExportRecord(BaseModel):
     """One line of ``GET /api/v1/export?format=jsonl``: a finished job, its texts, and the
     cursor that resumes the export after it."""
 
@@ -126,222 +93,3 @@ class ExportRecord(_Answer):
     job: Job
     content: dict[str, str] = Field(default_factory=dict)
     extra: dict[str, Any] = Field(default_factory=dict)
-
-
-class Crawl(CrawlView):
-    """A crawl and its pages' counts: ``GET /api/v1/crawls/{id}``."""
-
-    model_config = ConfigDict(extra="ignore")
-
-
-class CrawlPage(_Answer):
-    """``GET /api/v1/crawls``: a page of crawls, newest first."""
-
-    crawls: list[Crawl]
-    next_cursor: str | None
-
-
-class SearchResult(_Answer):
-    """A chunk found, and what a citation of it needs: its page's URL and title, the headings
-    it sits under, the characters of the page's Markdown it spans (``start``, ``end``), and
-    when the page was fetched."""
-
-    job_id: UUID
-    url: str
-    title: str | None
-    chunk_index: int
-    text: str
-    score: float
-    heading_path: list[str] = Field(default_factory=list)
-    start: int | None = None
-    end: int | None = None
-    fetched_at: datetime | None = None
-
-
-class SearchResults(_Answer):
-    """``GET /api/v1/search``: the best chunks first."""
-
-    results: list[SearchResult]
-
-
-class WebSearchResult(_Answer):
-    """A result of the web search engine, and its job when formats were asked."""
-
-    url: str
-    title: str
-    description: str
-    position: int
-    published: str | None = None
-    image_url: str | None = None
-    job_id: UUID | None = None
-
-
-class WebSearchResults(_Answer):
-    """``POST /api/v1/web-search``: the engine's results in its order."""
-
-    results: list[WebSearchResult]
-
-
-class Cancelled(_Answer):
-    """``POST /api/v1/jobs/cancel``: the jobs this call cancelled, oldest first, and whether
-    more matched than one call cancels."""
-
-    cancelled: int
-    ids: list[UUID]
-    more: bool
-
-
-class Restarted(_Answer):
-    """``POST /api/v1/jobs/retry``: the finished jobs this call ran again."""
-
-    restarted: int
-    ids: list[UUID]
-
-
-class Delivery(_Answer):
-    """A webhook delivery of a job: ``GET /api/v1/jobs/{id}/deliveries``."""
-
-    id: UUID
-    job_id: UUID
-    event: str
-    url: str
-    status: str
-    attempts: int
-    last_status_code: int | None
-    last_error: str | None
-    created_at: datetime
-    next_attempt_at: datetime | None
-    delivered_at: datetime | None
-
-
-class Chunk(_Answer):
-    index: int
-    text: str
-    heading_path: list[str]
-    token_count: int
-    start: int | None = None
-    end: int | None = None
-
-
-class Chunks(_Answer):
-    """``GET /api/v1/jobs/{id}/chunks``: the page's chunks, and the model that embedded them."""
-
-    chunks: list[Chunk]
-    model: str | None = None
-
-
-# --- monitors ---------------------------------------------------------------------------------
-
-
-class MonitorPageEntry(_Answer):
-    url: str
-    job_id: UUID
-
-
-class Monitor(_Answer):
-    """A monitor: ``GET /api/v1/monitors/{id}``."""
-
-    id: UUID
-    status: Literal["ACTIVE", "PAUSED"]
-    urls: list[str]
-    crawl: dict[str, Any] | None = None
-    interval_seconds: float
-    formats: list[str]
-    ignore_selectors: list[str]
-    callback_url: str | None
-    pages: list[MonitorPageEntry]
-    rounds: int
-    last_run_at: datetime | None
-    next_run_at: datetime | None
-    created_at: datetime
-    updated_at: datetime
-
-
-class MonitorPage(_Answer):
-    """``GET /api/v1/monitors``: a page of monitors, newest first."""
-
-    monitors: list[Monitor]
-    next_cursor: str | None
-
-
-class Change(_Answer):
-    """A change a monitor found, with its diff."""
-
-    id: UUID
-    monitor_id: UUID
-    kind: Literal["changed", "added", "removed"]
-    url: str
-    job_id: UUID
-    detected_at: datetime
-    run: int | None
-    previous_run: int | None
-    previous_job_id: UUID | None
-    diff: str | None
-    diff_complete: bool | None
-    metadata: dict[str, dict[str, Any]]
-
-
-class ChangePage(_Answer):
-    """``GET /api/v1/monitors/{id}/changes``: a page of changes, newest first."""
-
-    changes: list[Change]
-    next_cursor: str | None
-
-
-class RunContent(_Answer):
-    """An old run of a watched page, with the Markdown and text it read."""
-
-    job_id: UUID
-    run: int
-    status: str
-    http_status: int | None
-    fetched_at: datetime
-    content_run: int | None
-    metadata: dict[str, Any]
-    markdown: str
-    text: str
-
-
-class RunDiff(_Answer):
-    """The diff between two runs of a page (``from_run``, ``to_run``: the API's ``from`` and
-    ``to``)."""
-
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
-
-    job_id: UUID
-    from_run: int = Field(alias="from")
-    to_run: int = Field(alias="to")
-    diff: str
-    complete: bool
-    coarse: bool
-    added_lines: int
-    removed_lines: int
-    metadata: dict[str, dict[str, Any]]
-
-
-# --- keys (admin) -----------------------------------------------------------------------------
-
-
-class ApiKey(_Answer):
-    """An API key, without its secrets: ``GET /api/v1/keys``."""
-
-    id: str
-    name: str
-    is_admin: bool
-    requests_per_minute: int | None
-    max_pending_jobs: int | None
-    callback_url: str | None
-    created_at: datetime
-    revoked_at: datetime | None
-
-
-class KeyWithSecret(ApiKey):
-    """A key with its webhook signing secret (shown once)."""
-
-    webhook_secret: str
-
-
-class NewKey(KeyWithSecret):
-    """A key just created, with its token (shown once)."""
-
-    key: str

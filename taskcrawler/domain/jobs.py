@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from enum import StrEnum
 from typing import TYPE_CHECKING, Any
@@ -171,13 +171,15 @@ class Outcome:
 # --- what the API and the command line ask of jobs ------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class NewJob:
-    url: str
-    owner: str = ""
+@dataclass(frozen=True, slots=True, kw_only=True)
+class JobOptions:
+    """What a submission asks of its job, beside its URL: the one list of a job's options (a
+    crawl asks them of every page). Each None, or left out, is the default."""
+
     #: What to extract; an existing job of the URL is given those it lacks (see
-    #: :mod:`taskcrawler.domain.resubmission`).
-    formats: tuple[str, ...] = DEFAULT_FORMATS
+    #: :mod:`taskcrawler.domain.resubmission`). None: :data:`DEFAULT_FORMATS`.
+    formats: tuple[str, ...] | None = None
+    #: Gets a signed POST when the job completes or fails; None: the API key's.
     callback_url: str | None = None
     #: Seconds: an existing job whose page was fetched longer ago is scraped again (same id,
     #: a new run).
@@ -186,6 +188,26 @@ class NewJob:
     render_options: RenderRequest | None = None
     #: None: not asked (an existing job keeps its own); else what the page must be read with.
     options: ScrapeOptions | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class NewJob(JobOptions):
+    """A job to create: its URL, its owner, and its options with the defaults resolved."""
+
+    url: str
+    owner: str = ""
+    formats: tuple[str, ...] = field(default=DEFAULT_FORMATS, kw_only=True)
+
+    @classmethod
+    def asking(
+        cls, url: str, owner: str, options: JobOptions, *, default_callback: str | None
+    ) -> NewJob:
+        """The job ``options`` ask for at ``url``, the formats and the callback URL left out
+        given their defaults."""
+        asked = {option.name: getattr(options, option.name) for option in fields(JobOptions)}
+        asked["formats"] = options.formats or DEFAULT_FORMATS
+        asked["callback_url"] = options.callback_url or default_callback
+        return cls(url, owner, **asked)
 
 
 @dataclass(frozen=True, slots=True)

@@ -27,7 +27,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
 import orjson
@@ -35,7 +35,9 @@ import orjson
 from taskcrawler.domain.backoff import backoff_delay
 from taskcrawler.domain.crawls import CRAWL_COMPLETED_EVENT, CRAWL_PAGE_EVENT
 from taskcrawler.domain.jobs import JobStatus
-from taskcrawler.domain.monitors import Change, ChangeKind, change_document
+
+if TYPE_CHECKING:
+    from taskcrawler.domain.monitors import Change
 
 EVENT_HEADER = "X-TaskCrawler-Event"
 DELIVERY_HEADER = "X-TaskCrawler-Delivery"
@@ -82,16 +84,20 @@ def event_for(status: JobStatus, *, crawl_page: bool = False) -> WebhookEvent | 
     return None
 
 
+#: A change's event by its kind (a ChangeKind's value).
 _CHANGE_EVENTS = {
-    ChangeKind.CHANGED: WebhookEvent.PAGE_CHANGED,
-    ChangeKind.ADDED: WebhookEvent.PAGE_ADDED,
-    ChangeKind.REMOVED: WebhookEvent.PAGE_REMOVED,
+    "changed": WebhookEvent.PAGE_CHANGED,
+    "added": WebhookEvent.PAGE_ADDED,
+    "removed": WebhookEvent.PAGE_REMOVED,
 }
 
 
 def change_webhook(change: Change) -> tuple[WebhookEvent, dict[str, Any]]:
     """The event and the payload a monitor's change is announced with; the payload is signed
     and delivered like a job's (:func:`encode_body`, :func:`delivery_headers`)."""
+    # Imported here: delivery statuses are read by the API's client, which needs no monitors.
+    from taskcrawler.domain.monitors import change_document
+
     return _CHANGE_EVENTS[change.kind], change_document(change)
 
 

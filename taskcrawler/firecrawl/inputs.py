@@ -14,7 +14,7 @@ from pydantic import (
 )
 from pydantic_core.core_schema import ValidationInfo
 
-from taskcrawler.api.inputs import RequestModel
+from taskcrawler.contract.base import RequestModel
 from taskcrawler.domain import InvalidURL, validate_url
 from taskcrawler.domain.crawls import MAX_DEPTH, MAX_PATTERNS
 from taskcrawler.domain.extract_scope import (

@@ -19,6 +19,7 @@ from taskcrawler.domain.change_tracking import (
     tracking_request,
 )
 from taskcrawler.domain.errors import InvalidURL
+from taskcrawler.domain.jobs import JobOptions
 from taskcrawler.domain.rendering import (
     DEFAULT_RENDER,
     SCREENSHOT,
@@ -43,7 +44,6 @@ from taskcrawler.firecrawl.hooks import (
     HOOK_EVENTS,
     HookEvent,
 )
-from taskcrawler.service.jobs import JobOptions
 
 #: Firecrawl's formats and the TaskCrawler formats that make them.
 
@@ -169,9 +169,8 @@ class PageOptions:
     def job_options(self, max_age_ms: int | None) -> JobOptions:
         render, render_options = self.render()
         return JobOptions(
-            _our_formats(self.formats),
-            None,
-            None if max_age_ms is None else max_age_ms / 1000,
+            formats=_our_formats(self.formats),
+            max_age=None if max_age_ms is None else max_age_ms / 1000,
             render=render,
             render_options=render_options,
             options=self.options,

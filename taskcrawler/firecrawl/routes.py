@@ -18,8 +18,11 @@ from fastapi.types import DecoratedCallable
 from starlette.responses import StreamingResponse
 
 from taskcrawler.api.deps import ForeignCallerDep as CallerDep
-from taskcrawler.api.inputs import Id
-from taskcrawler.api.schemas import (
+from taskcrawler.api.streamed import json_with_list
+from taskcrawler.contract.base import Id
+from taskcrawler.domain.errors import NotFound
+from taskcrawler.domain.web_search import SOURCES, TBS_RANGES, web_query
+from taskcrawler.firecrawl.answers import (
     FirecrawlActiveCrawl,
     FirecrawlActiveCrawls,
     FirecrawlBatchStarted,
@@ -48,9 +51,6 @@ from taskcrawler.api.schemas import (
     FirecrawlUsage,
     FirecrawlUsageHistory,
 )
-from taskcrawler.api.streamed import json_with_list
-from taskcrawler.domain.errors import NotFound
-from taskcrawler.domain.web_search import SOURCES, TBS_RANGES, web_query
 from taskcrawler.firecrawl.documents import ScreenshotURL
 from taskcrawler.firecrawl.inputs import (
     FirecrawlBatchIn,

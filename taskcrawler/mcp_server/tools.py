@@ -16,9 +16,12 @@ from mcp.server import Server, ServerRequestContext
 from pydantic import BaseModel, Field, ValidationError
 
 from taskcrawler import __version__
-from taskcrawler.api.inputs import Id, RequestModel
-from taskcrawler.api.schemas import CrawlIn, Format, JobCreate, MapIn, SearchIn
 from taskcrawler.client import AsyncTaskCrawler, Job, JobStatus, TaskCrawlerError
+from taskcrawler.contract.base import Format, Id, RequestModel
+from taskcrawler.contract.crawls import CrawlIn
+from taskcrawler.contract.jobs import JobCreate
+from taskcrawler.contract.maps import MapIn
+from taskcrawler.contract.search import SearchIn
 
 log = logging.getLogger(__name__)
 

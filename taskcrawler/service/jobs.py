@@ -22,10 +22,10 @@ from taskcrawler.domain.errors import (
     NotFound,
 )
 from taskcrawler.domain.jobs import (
-    DEFAULT_FORMATS,
     MAX_BULK_CANCEL,
     Cancelled,
     Created,
+    JobOptions,
     JobQuery,
     JobRun,
     NewJob,
@@ -33,8 +33,6 @@ from taskcrawler.domain.jobs import (
     id_range,
 )
 from taskcrawler.domain.keys import Caller
-from taskcrawler.domain.rendering import RenderRequest
-from taskcrawler.domain.scrape_options import ScrapeOptions
 from taskcrawler.domain.structured import check_model
 from taskcrawler.queue import JobQueue
 from taskcrawler.service.ratelimit import RateLimiter
@@ -56,17 +54,6 @@ class JobPolicy:
     max_pending_jobs: int | None = None
     #: A language model is configured (TASKCRAWLER_LLM_URL): the json and summary formats.
     model_configured: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class JobOptions:
-    formats: tuple[str, ...] | None = None
-    callback_url: str | None = None
-    max_age: float | None = None
-    render: str = "never"
-    render_options: RenderRequest | None = None
-    #: None: not asked for; a URL's existing job keeps the options it has.
-    options: ScrapeOptions | None = None
 
 
 class JobService:
@@ -124,17 +111,8 @@ class JobService:
 
     def _new_job(self, caller: Caller, url: str, options: JobOptions) -> NewJob:
         self.check_options(options)
-        callback = options.callback_url or (caller.key.callback_url if caller.key else None)
-        return NewJob(
-            url=url,
-            owner=caller.owner,
-            formats=options.formats or DEFAULT_FORMATS,
-            callback_url=callback,
-            max_age=options.max_age,
-            render=options.render,
-            render_options=options.render_options,
-            options=options.options,
-        )
+        key_callback = caller.key.callback_url if caller.key else None
+        return NewJob.asking(url, caller.owner, options, default_callback=key_callback)
 
     async def submit(self, caller: Caller, url: str, options: JobOptions) -> Created:
         await self._check_pending(caller, 1)

@@ -42,6 +42,7 @@ from taskcrawler.domain.crawls import (
     discover,
     matches_search,
 )
+from taskcrawler.domain.crawls.discovery import DEFAULT_MAP_LIMIT, MAX_SEARCH_CHARS
 from taskcrawler.domain.errors import log_line
 from taskcrawler.domain.urls import crawl_key
 from taskcrawler.extract import extract
@@ -57,8 +58,6 @@ from taskcrawler.settings import Settings
 
 log = logging.getLogger(__name__)
 
-DEFAULT_MAP_LIMIT = 5_000
-MAX_SEARCH_CHARS = 500
 MAX_WARNINGS = 20
 #: The share of the map's deadline its fetches and parses may use; the rest is left to key
 #: what they found, so that it is listed in time.

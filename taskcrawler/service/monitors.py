@@ -23,11 +23,10 @@ from taskcrawler.domain.monitors import (
     Monitor,
     MonitorSpec,
     PageDiff,
+    RunView,
     Snapshot,
-    StoredRun,
     checked_interval,
 )
-from taskcrawler.domain.runs import RunContent
 from taskcrawler.queue import JobQueue
 from taskcrawler.storage.ports import MonitorRepository
 
@@ -74,12 +73,6 @@ class MonitorRequest:
     formats: Sequence[str] | None = None
     ignore_selectors: Sequence[str] | None = None
     callback_url: str | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class RunView:
-    record: StoredRun
-    content: RunContent
 
 
 def _utcnow() -> datetime:

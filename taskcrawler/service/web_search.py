@@ -7,9 +7,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from uuid import UUID
 
+from taskcrawler.domain.jobs import JobOptions
 from taskcrawler.domain.keys import Caller
 from taskcrawler.domain.web_search import WebQuery, WebResult, WebSearchNotConfigured
-from taskcrawler.service.jobs import JobOptions, JobService
+from taskcrawler.service.jobs import JobService
 from taskcrawler.websearch import WebSearch
 
 

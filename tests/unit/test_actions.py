@@ -11,8 +11,9 @@ import pytest
 from playwright.async_api import Page
 from pydantic import ValidationError
 
-from taskcrawler.api.schemas import JobCreate, scrape_options_of
 from taskcrawler.browser.actions import run_actions
+from taskcrawler.contract.jobs import JobCreate
+from taskcrawler.contract.options import scrape_options_of
 from taskcrawler.domain import ErrorCode, FetchError
 from taskcrawler.domain.actions import (
     MAX_ACTIONS,

@@ -5,7 +5,7 @@ import math
 import orjson
 
 from taskcrawler.api.errors import renderable
-from taskcrawler.api.inputs import unstorable
+from taskcrawler.contract.base import unstorable
 
 
 def test_anything_becomes_strict_json() -> None:

@@ -258,6 +258,22 @@ def test_the_common_helpers_know_nothing_of_the_application() -> None:
     assert {path: names for path, names in used.items() if names} == {}
 
 
+def test_the_api_contract_needs_only_the_domain_and_no_web_framework() -> None:
+    """The request and response models are shared by the API, the client, the MCP tools and
+    the command line: none of those may pay for the server's layers to read an answer."""
+    contract = modules("contract")
+    used = {
+        path: [
+            name
+            for name in names
+            if not name.startswith(("taskcrawler.contract", "taskcrawler.domain"))
+        ]
+        for path, names in importing(contract, "taskcrawler").items()
+    }
+    assert {path: names for path, names in used.items() if names} == {}
+    assert importing(contract, "fastapi") == importing(contract, "starlette") == {}
+
+
 def test_only_the_composition_root_picks_the_queue_and_builds_redis_clients() -> None:
     builders = {
         str(path.relative_to(PACKAGE))

@@ -146,43 +146,6 @@ def test_sync_and_async_clients_have_the_same_methods() -> None:
     assert sync == not_sync
 
 
-def test_the_client_models_are_the_apis() -> None:
-    from taskcrawler.api import schemas
-    from taskcrawler.client import models
-
-    pairs = [
-        (models.Job, schemas.JobOut),
-        (models.BatchJob, schemas.BatchItem),
-        (models.Batch, schemas.BatchOut),
-        (models.JobPage, schemas.JobPage),
-        (models.Run, schemas.RunOut),
-        (models.Link, schemas.LinkOut),
-        (models.LinkPage, schemas.LinkPage),
-        (models.MapResult, schemas.MapOut),
-        (models.Crawl, schemas.CrawlOut),
-        (models.CrawlPage, schemas.CrawlList),
-        (models.SearchResult, schemas.SearchResult),
-        (models.SearchResults, schemas.SearchResults),
-        (models.Cancelled, schemas.CancelOut),
-        (models.Restarted, schemas.RetryOut),
-        (models.Delivery, schemas.DeliveryOut),
-        (models.Chunk, schemas.ChunkOut),
-        (models.Chunks, schemas.ChunkList),
-        (models.MonitorPageEntry, schemas.MonitorPageOut),
-        (models.Monitor, schemas.MonitorOut),
-        (models.MonitorPage, schemas.MonitorList),
-        (models.Change, schemas.ChangeOut),
-        (models.ChangePage, schemas.ChangeList),
-        (models.RunContent, schemas.RunContentOut),
-        (models.RunDiff, schemas.RunDiffOut),
-        (models.ApiKey, schemas.KeyOut),
-        (models.KeyWithSecret, schemas.KeyWithSecret),
-        (models.NewKey, schemas.KeyCreated),
-    ]
-    for ours, theirs in pairs:
-        assert set(ours.model_fields) == set(theirs.model_fields), ours
-
-
 def test_importing_the_client_imports_no_server() -> None:
     code = (
         "import sys, taskcrawler.client; "

@@ -11,8 +11,8 @@ from typing import get_args
 
 import pytest
 
-from taskcrawler.api.schemas import FinishedStatus
 from taskcrawler.cli.client import FINISHED
+from taskcrawler.contract.base import FinishedStatus
 from taskcrawler.domain import ClaimedJob, ErrorCode, JobStatus, Outcome
 from taskcrawler.domain.jobs import FINAL_STATUSES
 from taskcrawler.domain.pages import PageContent

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 import pytest
 from fastapi.encoders import jsonable_encoder
 
-from taskcrawler.api.schemas import JobOut
+from taskcrawler.contract.jobs import JobOut
 from taskcrawler.domain import ErrorCode, FetchError, Job, JobStatus
 from taskcrawler.domain.views import job_document
 from taskcrawler.domain.webhooks import (

@@ -9,8 +9,8 @@ from fastapi import APIRouter, Path, Query
 from fastapi.responses import Response
 
 from taskcrawler.api.deps import CallerDep, ServicesDep
-from taskcrawler.api.inputs import Id
-from taskcrawler.api.schemas import ErrorOut, LinkPage
+from taskcrawler.contract.base import ErrorOut, Id
+from taskcrawler.contract.links import LinkPage
 from taskcrawler.domain.actions import MAX_CAPTURES
 
 router = APIRouter(tags=["content"])

@@ -7,16 +7,11 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, status
 
 from taskcrawler.api.deps import CallerDep, ServicesDep
-from taskcrawler.api.inputs import Id
 from taskcrawler.api.routes.jobs import COMMON, NOT_FOUND
-from taskcrawler.api.schemas import (
-    CrawlIn,
-    CrawlList,
-    CrawlOut,
-    JobOut,
-    JobPage,
-    scrape_options_of,
-)
+from taskcrawler.contract.base import Id
+from taskcrawler.contract.crawls import CrawlIn, CrawlList, CrawlOut
+from taskcrawler.contract.jobs import JobOut, JobPage
+from taskcrawler.contract.options import scrape_options_of
 from taskcrawler.domain import JobStatus
 from taskcrawler.domain.jobs import JobQuery
 from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS

@@ -17,7 +17,7 @@ from fastapi import APIRouter, HTTPException, status
 from fastapi.responses import FileResponse, HTMLResponse
 
 from taskcrawler import __version__
-from taskcrawler.api.inputs import is_canonical_id
+from taskcrawler.contract.base import is_canonical_id
 
 router = APIRouter(include_in_schema=False)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from fastapi import APIRouter
 
 from taskcrawler.api.deps import CallerDep, ServicesDep
-from taskcrawler.api.inputs import Id
 from taskcrawler.api.routes.jobs import NOT_FOUND
-from taskcrawler.api.schemas import DeliveryOut
+from taskcrawler.contract.base import Id
+from taskcrawler.contract.deliveries import DeliveryOut
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["webhooks"])
 

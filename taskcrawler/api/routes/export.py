@@ -8,8 +8,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
 
 from taskcrawler.api.deps import CallerDep, ServicesDep
-from taskcrawler.api.inputs import Id
-from taskcrawler.api.schemas import ErrorOut
+from taskcrawler.contract.base import ErrorOut, Id
 from taskcrawler.domain.exports import ExportFormat
 from taskcrawler.export.cursor import MAX_CURSOR_CHARS
 

@@ -4,7 +4,7 @@ from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 
 from taskcrawler.api.deps import ServicesDep
-from taskcrawler.api.schemas import Health
+from taskcrawler.contract.base import Health
 
 router = APIRouter(tags=["health"])
 

@@ -7,26 +7,22 @@ from fastapi.responses import Response
 
 from taskcrawler.api.deps import CallDep, CallerDep, ServicesDep
 from taskcrawler.api.idempotency import IdempotencyKey, answer_once
-from taskcrawler.api.inputs import Id, Instant
-from taskcrawler.api.schemas import (
+from taskcrawler.contract.base import ErrorOut, Id, Instant
+from taskcrawler.contract.jobs import (
     BatchCreate,
     BatchItem,
     BatchOut,
     CancelFilter,
     CancelOut,
-    ErrorOut,
     JobCreate,
-    JobOptionsIn,
     JobOut,
     JobPage,
     RetryFilter,
     RetryOut,
     RunOut,
-    scrape_options_of,
 )
 from taskcrawler.domain import JobStatus
 from taskcrawler.domain.jobs import JobQuery
-from taskcrawler.service.jobs import JobOptions
 
 router = APIRouter(prefix="/api/v1/jobs", tags=["jobs"])
 
@@ -37,18 +33,6 @@ COMMON: dict[int | str, dict[str, Any]] = {
 }
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut}, **COMMON}
 CONFLICT: dict[int | str, dict[str, Any]] = {409: {"model": ErrorOut}, **NOT_FOUND}
-
-
-def job_options(body: JobOptionsIn) -> JobOptions:
-    """What a request's job options ask of its jobs (shared by every route that makes jobs)."""
-    return JobOptions(
-        formats=tuple(body.formats) if body.formats else None,
-        callback_url=body.callback_url,
-        max_age=body.max_age,
-        render=body.render or "never",
-        render_options=body.render_options.request() if body.render_options else None,
-        options=scrape_options_of(body.options),
-    )
 
 
 @router.post(
@@ -66,7 +50,7 @@ async def create_job(
     services, caller = call.services, call.caller
 
     async def produce() -> tuple[int, JobOut]:
-        created = await services.jobs.submit(caller, body.url, job_options(body))
+        created = await services.jobs.submit(caller, body.url, body.job_options())
         code = status.HTTP_201_CREATED if created.created else status.HTTP_200_OK
         return code, JobOut.of(created.job)
 
@@ -86,7 +70,7 @@ async def create_batch(
     idempotency_key: IdempotencyKey = None,
 ) -> Response:
     async def produce() -> tuple[int, BatchOut]:
-        results = await services.jobs.submit_batch(caller, body.urls, job_options(body))
+        results = await services.jobs.submit_batch(caller, body.urls, body.job_options())
         items = [BatchItem.of_created(r) for r in results]
         created = sum(r.created for r in results)
         out = BatchOut(jobs=items, created=created, existing=len(results) - created)

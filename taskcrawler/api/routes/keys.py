@@ -5,7 +5,8 @@ from typing import Annotated
 from fastapi import APIRouter, Path, status
 
 from taskcrawler.api.deps import AdminDep, ServicesDep
-from taskcrawler.api.schemas import ErrorOut, KeyCreate, KeyCreated, KeyOut, KeyWithSecret
+from taskcrawler.contract.base import ErrorOut
+from taskcrawler.contract.keys import KeyCreate, KeyCreated, KeyOut, KeyWithSecret
 from taskcrawler.domain.keys import KEY_ID_PATTERN
 
 router = APIRouter(prefix="/api/v1/keys", tags=["keys (admin)"])

@@ -8,8 +8,8 @@ from fastapi import APIRouter
 from starlette.responses import StreamingResponse
 
 from taskcrawler.api.deps import CallerDep, ServicesDep
-from taskcrawler.api.schemas import MapIn, MapOut
 from taskcrawler.api.streamed import json_with_list
+from taskcrawler.contract.maps import MapIn, MapOut
 
 router = APIRouter(tags=["map"])
 

@@ -7,13 +7,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Response, status
 
 from taskcrawler.api.deps import CallerDep, ServicesDep
-from taskcrawler.api.inputs import Id, MonitorCreate, MonitorPatch
-from taskcrawler.api.schemas import (
+from taskcrawler.contract.base import ErrorOut, Id
+from taskcrawler.contract.monitors import (
     ChangeList,
     ChangeOut,
-    ErrorOut,
+    MonitorCreate,
     MonitorList,
     MonitorOut,
+    MonitorPatch,
     RunContentOut,
     RunDiffOut,
 )

@@ -7,15 +7,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from taskcrawler.api.deps import CallerDep, ServicesDep
-from taskcrawler.api.inputs import Id
-from taskcrawler.api.schemas import (
-    ChunkList,
-    ChunkOut,
-    ErrorOut,
-    SearchIn,
-    SearchResult,
-    SearchResults,
-)
+from taskcrawler.contract.base import ErrorOut, Id
+from taskcrawler.contract.search import ChunkList, ChunkOut, SearchIn, SearchResult, SearchResults
 
 router = APIRouter(tags=["search"])
 

@@ -9,8 +9,8 @@ from typing import Any
 from fastapi import APIRouter
 
 from taskcrawler.api.deps import CallerDep, ServicesDep
-from taskcrawler.api.routes.jobs import job_options
-from taskcrawler.api.schemas import ErrorOut, WebSearchIn, WebSearchOut, WebSearchResultOut
+from taskcrawler.contract.base import ErrorOut
+from taskcrawler.contract.web_search import WebSearchIn, WebSearchOut, WebSearchResultOut
 from taskcrawler.domain.web_search import web_query
 
 router = APIRouter(tags=["search"])
@@ -40,7 +40,7 @@ async def web_search(body: WebSearchIn, services: ServicesDep, caller: CallerDep
     )
     asked = body.formats is not None or body.options is not None
     found = await services.web_search.search_and_submit(
-        caller, query, job_options(body) if asked else None
+        caller, query, body.job_options() if asked else None
     )
     return WebSearchOut(
         results=[

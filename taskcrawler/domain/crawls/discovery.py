@@ -14,6 +14,10 @@ from taskcrawler.domain.crawls.spec import CrawlSpec
 from taskcrawler.domain.errors import InvalidURL
 from taskcrawler.domain.urls import crawl_key
 
+#: URLs a map lists unless asked for fewer, and the longest ``search`` it filters them by.
+DEFAULT_MAP_LIMIT = 5_000
+MAX_SEARCH_CHARS = 500
+
 
 class LinkLike(Protocol):
     """What discovery needs of a link (``taskcrawler.extract.Link`` is one)."""

@@ -8,8 +8,8 @@ that names the field.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import MISSING, Field, dataclass, fields
 from enum import StrEnum
 from typing import Any
 
@@ -302,29 +302,11 @@ class CrawlSpec:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form, for storing the spec with its crawl."""
-        return {
-            "url": self.url,
-            "max_depth": self.max_depth,
-            "limit": self.limit,
-            "include_paths": list(self.include_paths),
-            "exclude_paths": list(self.exclude_paths),
-            "allow_subdomains": self.allow_subdomains,
-            "allow_external": self.allow_external,
-            "sitemap": self.sitemap.value,
-            "formats": list(self.formats),
-            "callback_url": self.callback_url,
-            "max_age": self.max_age,
-            # Copied onto every page as a job stores them (storage.crawls._page_row).
-            "render": self.render,
-            "render_options": None
-            if self.render_options is None
-            else self.render_options.to_json(),
-            # Read on every page row too (storage.crawls.page_callback).
-            "webhook_events": list(self.webhook_events),
-            # Copied onto every page as a job stores them; holds the request headers.
-            "options": self.options.to_json(),
-        }
+        """A JSON-ready form, for storing the spec with its crawl: every field, by its name.
+        ``render``, ``render_options`` and ``options`` are copied onto every page as a job stores
+        them (storage.crawls._page_row; ``options`` holds the request headers);
+        ``webhook_events`` is read on every page row too (storage.crawls.page_callback)."""
+        return {field.name: _stored(getattr(self, field.name)) for field in fields(self)}
 
     def public_dict(self) -> dict[str, Any]:
         """:meth:`to_dict` as it may be shown: the request headers' names only."""
@@ -333,24 +315,42 @@ class CrawlSpec:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CrawlSpec:
         """The inverse of :meth:`to_dict` (a stored spec is not checked against today's
-        ``max_limit``: it was accepted when it was created)."""
-        return cls(
-            url=data["url"],
-            max_depth=data.get("max_depth"),
-            limit=data.get("limit", DEFAULT_LIMIT),
-            include_paths=tuple(data.get("include_paths", ())),
-            exclude_paths=tuple(data.get("exclude_paths", ())),
-            allow_subdomains=data.get("allow_subdomains", False),
-            allow_external=data.get("allow_external", False),
-            sitemap=SitemapMode(data.get("sitemap", SitemapMode.INCLUDE)),
-            # Stored specs name their formats; the oldest stated none and meant the metadata.
-            formats=tuple(data.get("formats", UNSTATED_FORMATS)),
-            callback_url=data.get("callback_url"),
-            max_age=data.get("max_age"),
-            render=data.get("render") or "never",
-            render_options=None
-            if data.get("render_options") is None
-            else RenderRequest.from_json(data["render_options"]),
-            webhook_events=stored_webhook_events(data),
-            options=ScrapeOptions.from_json(data.get("options")),
-        )
+        ``max_limit``: it was accepted when it was created). A field a spec was stored without
+        is its default."""
+        return cls(**{field.name: _read_stored(field, data) for field in fields(cls)})
+
+
+def _stored(value: Any) -> Any:
+    """A spec's field as :meth:`CrawlSpec.to_dict` stores it."""
+    if isinstance(value, tuple):
+        return list(value)
+    if isinstance(value, StrEnum):
+        return value.value
+    if isinstance(value, RenderRequest | ScrapeOptions):
+        return value.to_json()
+    return value
+
+
+#: How the fields that are not stored as they are, or not stored by every version, are read.
+_STORED_FORMS: dict[str, Callable[[Mapping[str, Any]], Any]] = {
+    "sitemap": lambda data: SitemapMode(data.get("sitemap", SitemapMode.INCLUDE)),
+    # Stored specs name their formats; the oldest stated none and meant the metadata.
+    "formats": lambda data: tuple(data.get("formats", UNSTATED_FORMATS)),
+    "render": lambda data: data.get("render") or "never",
+    "render_options": lambda data: (
+        None
+        if data.get("render_options") is None
+        else RenderRequest.from_json(data["render_options"])
+    ),
+    "webhook_events": stored_webhook_events,
+    "options": lambda data: ScrapeOptions.from_json(data.get("options")),
+}
+
+
+def _read_stored(field: Field[Any], data: Mapping[str, Any]) -> Any:
+    if (read := _STORED_FORMS.get(field.name)) is not None:
+        return read(data)
+    if field.default is MISSING:
+        return data[field.name]
+    value = data.get(field.name, field.default)
+    return tuple(value) if isinstance(value, list) else value

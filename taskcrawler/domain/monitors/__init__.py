@@ -47,6 +47,7 @@ from taskcrawler.domain.monitors.history import (
     ChangeKind,
     ChangeRetention,
     PageDiff,
+    RunView,
     StoredRun,
     change_document,
 )
@@ -86,6 +87,7 @@ __all__ = [
     "PageRun",
     "PageSetChanges",
     "RunReading",
+    "RunView",
     "Schedule",
     "SlotPlan",
     "Snapshot",

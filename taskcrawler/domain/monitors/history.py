@@ -14,6 +14,7 @@ from uuid import UUID
 from pydantic_core import to_jsonable_python
 
 from taskcrawler.domain.diffs import TextDiff
+from taskcrawler.domain.runs import RunContent
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,3 +119,11 @@ class StoredRun:
     digest: str | None
     content_run: int | None
     metadata: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class RunView:
+    """A run's record and the content it read."""
+
+    record: StoredRun
+    content: RunContent

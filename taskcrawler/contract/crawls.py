@@ -1,0 +1,123 @@
+"""Crawls: what starting one takes, and a crawl as every endpoint and its webhook show it."""
+
+from __future__ import annotations
+
+from typing import Literal, cast
+
+from pydantic import BaseModel, Field, model_validator
+
+from taskcrawler.contract.base import (
+    MAX_AGE_SECONDS,
+    MAX_FORMATS_LISTED,
+    MAX_INT32,
+    Format,
+    RequestModel,
+)
+from taskcrawler.contract.options import RenderOptionsIn, ScrapeOptionsIn, checked_render
+from taskcrawler.domain.crawls import DEFAULT_LIMIT, MAX_DEPTH, MAX_PATTERNS, WEBHOOK_EVENTS
+from taskcrawler.domain.jobs import DEFAULT_FORMATS
+from taskcrawler.domain.rendering import RenderMode
+from taskcrawler.domain.urls import MAX_URL_LENGTH
+from taskcrawler.domain.views import CrawlView
+
+
+def _default_formats() -> list[Format]:
+    return cast(list[Format], list(DEFAULT_FORMATS))
+
+
+CrawlEvent = Literal["crawl.page", "crawl.completed"]
+
+
+def _default_events() -> list[CrawlEvent]:
+    return ["crawl.completed"]
+
+
+class CrawlIn(RequestModel):
+    url: str = Field(
+        max_length=MAX_URL_LENGTH,
+        description="The start page (http or https); its host is the crawl's site.",
+        examples=["https://example.com"],
+    )
+    max_depth: int | None = Field(
+        None,
+        ge=0,
+        le=MAX_DEPTH,
+        description="Link hops from the start page at most (sitemap pages count as one hop); "
+        "default: no limit but `limit`.",
+    )
+    limit: int | None = Field(
+        None,
+        ge=1,
+        le=MAX_INT32,
+        description=f"Pages at most, the start included: default {DEFAULT_LIMIT:,} (or "
+        "TASKCRAWLER_CRAWL_MAX_LIMIT when lower), at most TASKCRAWLER_CRAWL_MAX_LIMIT.",
+    )
+    include_paths: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_PATTERNS,
+        description="RE2 patterns; a URL's path must contain a match of one of them.",
+    )
+    exclude_paths: list[str] = Field(
+        default_factory=list,
+        max_length=MAX_PATTERNS,
+        description="RE2 patterns; a URL whose path contains a match of one is left out.",
+    )
+    allow_subdomains: bool = Field(False, description="Subdomains of the site are in scope.")
+    allow_external: bool = Field(False, description="Every host is in scope.")
+    sitemap: Literal["include", "skip", "only"] = Field(
+        "include",
+        description="include: sitemaps and links; skip: links only; only: sitemap pages only.",
+    )
+    formats: list[Format] = Field(
+        default_factory=_default_formats,
+        min_length=1,
+        max_length=MAX_FORMATS_LISTED,
+        description='What to extract of every page, as for a job; default ["metadata", '
+        '"markdown"].',
+    )
+    callback_url: str | None = Field(
+        None,
+        max_length=MAX_URL_LENGTH,
+        description="Gets a signed POST of each event of webhook_events; default: the API "
+        "key's callback URL.",
+    )
+    webhook_events: list[CrawlEvent] = Field(
+        default_factory=_default_events,
+        max_length=len(WEBHOOK_EVENTS),
+        description="crawl.page: every page of the crawl once it is completed or failed (its "
+        "job); crawl.completed: the crawl once nothing of it is left. Default: "
+        "crawl.completed only.",
+    )
+    max_age: float | None = Field(
+        None,
+        ge=0,
+        le=MAX_AGE_SECONDS,
+        description="Seconds. A page this API key scraped (as a job or in a crawl) more "
+        "recently than this is reused, read again from its stored copy instead of fetched; "
+        "default: every page is fetched.",
+    )
+    render: RenderMode | None = Field(
+        None,
+        description="For every page, as for a job: never, auto or always. Default never, or "
+        "always when formats has screenshot.",
+    )
+    render_options: RenderOptionsIn | None = Field(
+        None, description="How to render every page, as for a job."
+    )
+    options: ScrapeOptionsIn | None = Field(
+        None, description="For every page, as for a job (delay: between its pages' requests)."
+    )
+
+    @model_validator(mode="after")
+    def _formats_readable(self) -> CrawlIn:
+        self.render = checked_render(self.render, self.formats, self.options)
+        return self
+
+
+class CrawlOut(CrawlView):
+    """A crawl, as every endpoint and its webhook show it."""
+
+
+class CrawlList(BaseModel):
+    crawls: list[CrawlOut]
+    next_cursor: str | None = Field(description="Pass as ?cursor= for the next page.")
