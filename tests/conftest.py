@@ -8,14 +8,16 @@ Everything a test creates is named with a random suffix and removed afterwards, 
 from __future__ import annotations
 
 import compileall
+import signal
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
 
 from taskcrawler.storage import upgrade_database
+from tests.support.bytecode import already_rewritten, rewritten_modules, write_rewritten
 from tests.support.processes import REPO_ROOT, ProcessManager
-from tests.support.served import sqlite_copy
+from tests.support.served import Served, served_on_sqlite, sqlite_copy
 from tests.support.services import (
     DatabasePool,
     Resolved,
@@ -47,10 +49,23 @@ def pytest_configure(config: pytest.Config) -> None:
     processes (``taskcrawler serve``, workers, parser processes, CLI calls); where
     ``PYTHONDONTWRITEBYTECODE`` is set, as on CI's machines, each of them would compile the
     package's sources again (about a tenth of a second of CPU for the API's imports)."""
+    _interruptible()
     if hasattr(config, "workerinput"):
         return
     for folder in COMPILED:
         compileall.compile_dir(REPO_ROOT / folder, quiet=1)
+    if config.getvalue("dist") != "no":
+        # Each test process would rewrite the test modules' asserts (tests/support/bytecode.py).
+        modules = rewritten_modules(config, REPO_ROOT / "tests") + already_rewritten(config)
+        write_rewritten(config, modules)
+
+
+def _interruptible() -> None:
+    """SIGINT as in a terminal, in this process and the processes it starts. A shell without job
+    control starts a command run in the background (``make test &``) with SIGINT ignored, and a
+    child inherits that: a test that interrupts a child it started would wait for it in vain."""
+    if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 # --------------------------------------------------------------------------- PostgreSQL
@@ -239,6 +254,18 @@ async def processes(tmp_path: Path) -> AsyncIterator[ProcessManager]:
         yield manager
     finally:
         await manager.close()
+
+
+@pytest.fixture(scope="module")
+async def keyed_server(
+    tmp_path_factory: pytest.TempPathFactory, _sqlite_template: Path
+) -> AsyncIterator[Served]:
+    """``taskcrawler serve`` for a whole module, keys required: its tests keep out of each
+    other's way with a key each (``tests.support.cli.keyed``), as a key sees only its own jobs,
+    crawls and monitors."""
+    auth = {"TASKCRAWLER_AUTH_REQUIRED": "true"}
+    async with served_on_sqlite(tmp_path_factory, _sqlite_template, **auth) as served:
+        yield served
 
 
 # --------------------------------------------------------------------------- the generated site

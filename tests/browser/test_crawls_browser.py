@@ -7,16 +7,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator
-from pathlib import Path
 
 import aiohttp
 import pytest
 from aiohttp import web
 from playwright.async_api import Browser, Page, expect
 
+from tests.support.cli import Api, keyed
 from tests.support.dashboard import open_dashboard
-from tests.support.processes import ProcessManager
-from tests.support.served import Served, serve
+from tests.support.served import Served
 from tests.support.services import free_port
 
 WAIT_MS = 30_000
@@ -59,14 +58,17 @@ async def chain() -> AsyncIterator[str]:
 
 
 @pytest.fixture
-async def served(processes: ProcessManager, tmp_path: Path, sqlite_url: str) -> Served:
-    return await serve(processes, tmp_path, sqlite_url)
+async def served(keyed_server: Served, request: pytest.FixtureRequest) -> Api:
+    """The module's server as this test's own key sees it."""
+    return await keyed(keyed_server, request)
 
 
 @pytest.fixture
-async def page(browser: Browser, served: Served) -> AsyncIterator[Page]:
-    """A fresh page; closed before the server stops, so its polling never finds it gone."""
+async def page(browser: Browser, served: Api) -> AsyncIterator[Page]:
+    """A fresh page whose dashboard holds the test's key; closed before the server stops, so
+    its polling never finds it gone."""
     context = await browser.new_context(viewport={"width": 1280, "height": 900})
+    await context.add_init_script(f"localStorage.setItem('taskcrawler.apiKey', '{served.key}')")
     opened = await context.new_page()
     problems: list[str] = []
     opened.on("pageerror", lambda error: problems.append(f"page error: {error}"))
@@ -86,7 +88,7 @@ async def page(browser: Browser, served: Served) -> AsyncIterator[Page]:
     assert not problems, problems
 
 
-async def test_start_watch_and_cancel_a_crawl(page: Page, served: Served, chain: str) -> None:
+async def test_start_watch_and_cancel_a_crawl(page: Page, served: Api, chain: str) -> None:
     start = chain + "/p/0"
     await open_dashboard(page, served.base_url + "/crawls")
     await expect(page).to_have_title("Crawls · TaskCrawler")
@@ -136,10 +138,15 @@ async def test_start_watch_and_cancel_a_crawl(page: Page, served: Served, chain:
     await expect(row.locator(".badge")).to_have_text("CANCELLED", timeout=WAIT_MS)
 
 
-async def test_a_crawls_pages_are_paged_through(page: Page, served: Served) -> None:
+async def test_a_crawls_pages_are_paged_through(page: Page, served: Api) -> None:
     """More pages than one screen shows: Older, Newer and Newest walk the crawl's jobs with the
     API's cursor, and every page of the crawl is on exactly one screen."""
-    async with tree_site(0.0) as base_url, aiohttp.ClientSession(served.base_url) as http:
+    async with (
+        tree_site(0.0) as base_url,
+        aiohttp.ClientSession(
+            served.base_url, headers={"Authorization": f"Bearer {served.key}"}
+        ) as http,
+    ):
         started = await http.post(
             "/api/v1/crawls",
             json={"url": base_url + "/p/0", "limit": CRAWL_PAGES, "sitemap": "skip"},

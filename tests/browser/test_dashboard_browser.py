@@ -1,7 +1,11 @@
-"""The dashboard in a real browser (headless Chromium) against a real ``taskcrawler serve``."""
+"""The dashboard in a real browser (headless Chromium) against a real ``taskcrawler serve``.
+
+One serve for the module, with keys required: each test has a key of its own, which its page
+holds (as the dashboard keeps the key it was given), and a key sees only its own jobs."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import struct
 from collections.abc import AsyncIterator
@@ -12,27 +16,46 @@ import aiohttp
 import pytest
 from playwright.async_api import Browser, Page, expect
 
+from tests.support.cli import Api, keyed
 from tests.support.dashboard import dashboard_ready, open_dashboard
-from tests.support.processes import ProcessManager
-from tests.support.served import Served, serve
+from tests.support.served import Served
 from tests.support.target import TargetServer
 
 WAIT_MS = 30_000
 
 
 @pytest.fixture
-async def served(processes: ProcessManager, tmp_path: Path, sqlite_url: str) -> Served:
-    return await serve(processes, tmp_path, sqlite_url)
+async def served(keyed_server: Served, request: pytest.FixtureRequest) -> Api:
+    """The module's server as this test's own key sees it."""
+    return await keyed(keyed_server, request)
 
 
 @pytest.fixture
-async def page(browser: Browser, processes: ProcessManager) -> AsyncIterator[Page]:
+async def page(browser: Browser, served: Api) -> AsyncIterator[Page]:
+    """A fresh browser context whose dashboard holds the test's key (as it keeps the key it
+    was given)."""
+    async with new_page(browser, served.key) as opened:
+        yield opened
+
+
+@pytest.fixture
+async def page_without_key(browser: Browser, keyed_server: Served) -> AsyncIterator[Page]:
+    """A fresh browser context whose dashboard holds no key yet: it asks for one."""
+    async with new_page(browser, None) as opened:
+        yield opened
+
+
+@contextlib.asynccontextmanager
+async def new_page(browser: Browser, key: str | None) -> AsyncIterator[Page]:
     """A fresh browser context (own localStorage); console errors fail the test.
 
-    It asks for ``processes`` so that it is closed before the served process stops: a dashboard
-    still polling a server that is shutting down logs a refused connection, not a fault.
+    The fixtures ask for the server so that the page is closed before the served process stops:
+    a dashboard still polling a server that is shutting down logs a refused connection, not a
+    fault.
     """
     context = await browser.new_context(viewport={"width": 1280, "height": 900})
+    if key is not None:
+        await context.add_init_script(f"localStorage.setItem('taskcrawler.apiKey', '{key}')")
     opened = await context.new_page()
     problems: list[str] = []
     opened.on("pageerror", lambda error: problems.append(f"page error: {error}"))
@@ -57,7 +80,7 @@ def row_of(page: Page, url: str):  # type: ignore[no-untyped-def]
 
 
 async def test_submit_a_url_and_watch_it_complete(
-    page: Page, served: Served, target: TargetServer
+    page: Page, served: Api, target: TargetServer
 ) -> None:
     url = target.url("/title/Dashboard%20works")
     await open_dashboard(page, served.base_url + "/")
@@ -95,9 +118,13 @@ async def test_submit_a_url_and_watch_it_complete(
     await expect(page.locator("#job-result")).to_contain_text('"title": "Dashboard works"')
 
 
-async def row_id(page: Page, served: Served, url: str) -> str:
+def auth(served: Api) -> dict[str, str]:
+    return {"Authorization": f"Bearer {served.key}"}
+
+
+async def row_id(page: Page, served: Api, url: str) -> str:
     async with (
-        aiohttp.ClientSession() as session,
+        aiohttp.ClientSession(headers=auth(served)) as session,
         session.get(f"{served.base_url}/api/v1/jobs?limit=50") as response,
     ):
         jobs = (await response.json())["jobs"]
@@ -105,7 +132,7 @@ async def row_id(page: Page, served: Served, url: str) -> str:
 
 
 async def test_many_urls_filters_failures_and_retry(
-    page: Page, served: Served, target: TargetServer
+    page: Page, served: Api, target: TargetServer
 ) -> None:
     good = [target.url(f"/page/{n}") for n in range(3)]
     bad = target.url("/status/404")
@@ -151,11 +178,11 @@ async def test_many_urls_filters_failures_and_retry(
 
 
 async def test_with_auth_required_the_dashboard_asks_for_a_key(
-    page: Page, processes: ProcessManager, tmp_path: Path, sqlite_url: str, target: TargetServer
+    page_without_key: Page, keyed_server: Served, target: TargetServer
 ) -> None:
-    served = await serve(processes, tmp_path, sqlite_url, TASKCRAWLER_AUTH_REQUIRED="true")
-    token = await served.new_key()
-    await open_dashboard(page, served.base_url + "/")
+    page = page_without_key
+    token = await keyed_server.new_key()
+    await open_dashboard(page, keyed_server.base_url + "/")
     dialog = page.get_by_role("dialog", name="API key")
     await expect(dialog).to_be_visible(timeout=WAIT_MS)
     await expect(dialog).to_contain_text("401")
@@ -186,12 +213,12 @@ def png_size(data: bytes) -> tuple[int, int]:
 
 
 async def test_screenshot_of_a_busy_dashboard(
-    page: Page, served: Served, target: TargetServer, tmp_path: Path
+    page: Page, served: Api, target: TargetServer, tmp_path: Path
 ) -> None:
     urls = [target.url(f"/page/{n}") for n in range(1, 9)]
     urls += [target.url("/status/404"), target.url("/status/410"), target.url("/binary")]
     async with (
-        aiohttp.ClientSession() as session,
+        aiohttp.ClientSession(headers=auth(served)) as session,
         session.post(f"{served.base_url}/api/v1/jobs/batch", json={"urls": urls}) as response,
     ):
         assert response.status == 200
@@ -218,7 +245,7 @@ async def test_screenshot_of_a_busy_dashboard(
     assert png_size(job_shot.read_bytes())[0] == 1280
 
 
-async def test_search_finds_a_page_scraped_with_chunks(page: Page, served: Served) -> None:
+async def test_search_finds_a_page_scraped_with_chunks(page: Page, served: Api) -> None:
     from aiohttp import web
 
     from tests.support.rag_corpus import TOPICS, corpus_app
@@ -231,7 +258,7 @@ async def test_search_finds_a_page_scraped_with_chunks(page: Page, served: Serve
     try:
         url = f"http://127.0.0.1:{port}/kb/9"  # black holes
         async with (
-            aiohttp.ClientSession() as session,
+            aiohttp.ClientSession(headers=auth(served)) as session,
             session.post(
                 f"{served.base_url}/api/v1/jobs", json={"url": url, "formats": ["chunks"]}
             ) as response,

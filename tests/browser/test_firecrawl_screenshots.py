@@ -6,6 +6,7 @@ against ``taskcrawler serve`` whose worker renders with Debian's chromium: the d
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -16,21 +17,23 @@ from firecrawl.v1 import V1FirecrawlApp
 from taskcrawler.browser.renderer import png_size
 from taskcrawler.client import AsyncTaskCrawler
 from tests.browser.conftest import chromium_path
-from tests.support.processes import ProcessManager
 from tests.support.render_site import RenderSite
-from tests.support.served import FIRECRAWL_ENV, Served, serve
+from tests.support.served import FIRECRAWL_ENV, Served, served_on_sqlite
 
 
-@pytest.fixture
-async def served(processes: ProcessManager, tmp_path: Path, sqlite_url: str) -> Served:
-    return await serve(
-        processes,
-        tmp_path,
-        sqlite_url,
+@pytest.fixture(scope="module")
+async def served(
+    tmp_path_factory: pytest.TempPathFactory, _sqlite_template: Path
+) -> AsyncIterator[Served]:
+    """One serve (and its browser) for the module: each test uses keys of its own."""
+    async with served_on_sqlite(
+        tmp_path_factory,
+        _sqlite_template,
         **FIRECRAWL_ENV,
         TASKCRAWLER_BROWSER=chromium_path(),
         TASKCRAWLER_RENDER_TIMEOUT_SECONDS="30",
-    )
+    ) as served:
+        yield served
 
 
 async def _picture(served: Served, url: str, key: str | None) -> httpx.Response:

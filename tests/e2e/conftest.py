@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 
 from tests.e2e.harness import Service, ServiceFactory, fast_settings, running
-from tests.support.processes import ProcessManager
-from tests.support.served import FIRECRAWL_ENV, Served, serve
+from tests.support.served import FIRECRAWL_ENV, Served, served_on_sqlite
 
 
 @pytest.fixture(params=["embedded", "production"])
@@ -39,7 +38,12 @@ async def service(service_factory: ServiceFactory) -> AsyncIterator[Service]:
         yield running_service
 
 
-@pytest.fixture
-async def firecrawl_served(processes: ProcessManager, tmp_path: Path, sqlite_url: str) -> Served:
-    """``taskcrawler serve`` as the Firecrawl SDKs meet it: keys required, no retries."""
-    return await serve(processes, tmp_path, sqlite_url, **FIRECRAWL_ENV)
+@pytest.fixture(scope="module")
+async def firecrawl_served(
+    tmp_path_factory: pytest.TempPathFactory, _sqlite_template: Path
+) -> AsyncIterator[Served]:
+    """``taskcrawler serve`` as the Firecrawl SDKs meet it: keys required, no retries. One per
+    module: each test uses keys of its own (:meth:`Served.new_key`), and a key sees only its
+    own scrapes, batches and crawls."""
+    async with served_on_sqlite(tmp_path_factory, _sqlite_template, **FIRECRAWL_ENV) as served:
+        yield served

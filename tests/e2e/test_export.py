@@ -23,9 +23,8 @@ from taskcrawler.storage import Database
 from taskcrawler.storage.tables import jobs
 from tests.e2e.harness import Service
 from tests.support import seeding
-from tests.support.cli import Result, run_cli
-from tests.support.processes import ProcessManager
-from tests.support.served import Served, serve
+from tests.support.cli import Api, Result, keyed, run_cli
+from tests.support.served import Served
 from tests.support.target import TargetServer
 
 
@@ -179,19 +178,22 @@ def test_the_client_reads_the_header_the_route_sends() -> None:
 
 
 @pytest.fixture
-async def served(processes: ProcessManager, tmp_path: Path, sqlite_url: str) -> Served:
-    return await serve(processes, tmp_path, sqlite_url)
+async def served(keyed_server: Served, request: pytest.FixtureRequest) -> Api:
+    """The module's server as this test's own key sees it."""
+    return await keyed(keyed_server, request)
 
 
-async def cli(*args: str, cwd: Path) -> Result:
-    """``taskcrawler export *args``, in the test's process (tests/support/cli.py)."""
-    return await run_cli("export", *args, cwd=cwd)
+async def cli(served: Api, *args: str, cwd: Path) -> Result:
+    """``taskcrawler export *args`` with the test's key, in the test's process
+    (tests/support/cli.py)."""
+    assert served.key is not None
+    return await run_cli("export", *args, cwd=cwd, env={"TASKCRAWLER_API_KEY": served.key})
 
 
 async def test_the_command_and_the_clients_resume_with_a_cursor_file(
-    served: Served, target: TargetServer, tmp_path: Path
+    served: Api, target: TargetServer, tmp_path: Path
 ) -> None:
-    async with AsyncTaskCrawler(served.base_url) as tc:
+    async with AsyncTaskCrawler(served.base_url, api_key=served.key) as tc:
         first = (await tc.submit(target.url("/title/First"))).job
         async with asyncio.timeout(30):
             await tc.wait(first.id, interval=0.05)
@@ -200,22 +202,22 @@ async def test_the_command_and_the_clients_resume_with_a_cursor_file(
 
     state, out = tmp_path / "cursor", tmp_path / "one.jsonl"
     api = ("--api", served.base_url)
-    done = await cli("--cursor-file", str(state), "-o", str(out), *api, cwd=tmp_path)
+    done = await cli(served, "--cursor-file", str(state), "-o", str(out), *api, cwd=tmp_path)
     assert done.code == 0, done.err
     assert [json.loads(line)["job"]["id"] for line in out.read_text().splitlines()] == [
         str(first.id)
     ]
     assert state.read_text().strip() == records[0].cursor
 
-    with TaskCrawler(served.base_url) as tc:
+    with TaskCrawler(served.base_url, api_key=served.key) as tc:
         second = tc.submit(target.url("/title/Second")).job
         tc.wait(second.id, interval=0.05, timeout=30)
-    again = await cli("--cursor-file", str(state), *api, cwd=tmp_path)
+    again = await cli(served, "--cursor-file", str(state), *api, cwd=tmp_path)
     assert again.code == 0, again.err
     assert [json.loads(line)["job"]["id"] for line in again.out.splitlines()] == [str(second.id)]
 
     warc = tmp_path / "all.warc.gz"
-    whole = await cli("--format", "warc", "-o", str(warc), *api, cwd=tmp_path)
+    whole = await cli(served, "--format", "warc", "-o", str(warc), *api, cwd=tmp_path)
     assert whole.code == 0, whole.err
     with warc.open("rb") as stream:
         responses = [
@@ -223,15 +225,15 @@ async def test_the_command_and_the_clients_resume_with_a_cursor_file(
         ]
     assert len(responses) == 2
 
-    bad = await cli("--since", "nonsense", *api, cwd=tmp_path)
+    bad = await cli(served, "--since", "nonsense", *api, cwd=tmp_path)
     assert bad.code == 2 and bad.err.startswith("error: 422 Unprocessable Entity: since:")
     assert uuid.UUID(str(first.id))
 
 
 async def test_the_command_exports_one_crawl(
-    served: Served, target: TargetServer, tmp_path: Path
+    served: Api, target: TargetServer, tmp_path: Path
 ) -> None:
-    async with AsyncTaskCrawler(served.base_url) as tc:
+    async with AsyncTaskCrawler(served.base_url, api_key=served.key) as tc:
         alone = (await tc.submit(target.url("/title/Alone"))).job
         crawl = await tc.start_crawl(target.url("/page/0"), max_depth=1, sitemap="skip")
         async with asyncio.timeout(60):
@@ -242,10 +244,10 @@ async def test_the_command_exports_one_crawl(
     assert sorted(r.job.url for r in records) == [target.url("/page/0"), target.url("/page/1")]
 
     api = ("--api", served.base_url)
-    done = await cli("--crawl", str(crawl.id), *api, cwd=tmp_path)
+    done = await cli(served, "--crawl", str(crawl.id), *api, cwd=tmp_path)
     assert done.code == 0, done.err
     exported = sorted(json.loads(line)["job"]["url"] for line in done.out.splitlines())
     assert exported == [target.url("/page/0"), target.url("/page/1")]
-    bad = await cli("--crawl", "nonsense", *api, cwd=tmp_path)
+    bad = await cli(served, "--crawl", "nonsense", *api, cwd=tmp_path)
     # The command takes a start of an id and refuses what cannot be one, naming it.
     assert bad.code == 2 and "'nonsense': a short id is" in bad.err, bad.err

@@ -25,8 +25,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from unittest import mock
 
+import pytest
+
 from taskcrawler.cli import main as cli_main
 from tests.support.processes import clean_env
+from tests.support.served import Served
 
 #: One command at a time: the process's environment, directory and standard streams are global.
 _ONE_AT_A_TIME = threading.Lock()
@@ -59,6 +62,11 @@ class Api:
         """``taskcrawler *args --api base_url``, with the key in TASKCRAWLER_API_KEY."""
         keyed = {"TASKCRAWLER_API_KEY": self.key} if self.key else {}
         return await run_cli(*args, "--api", self.base_url, cwd=cwd, env={**keyed, **(env or {})})
+
+
+async def keyed(server: Served, request: pytest.FixtureRequest) -> Api:
+    """A module's ``server`` as the requesting test's own key sees it."""
+    return Api(server.base_url, await server.new_key(request.node.name))
 
 
 def run_cli_now(

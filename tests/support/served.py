@@ -9,6 +9,8 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import pytest
+
 from taskcrawler.storage import KeyStore
 from taskcrawler.storage.adapters import open_database
 from tests.support.processes import ManagedProcess, ProcessManager
@@ -64,6 +66,17 @@ async def served_by_module(workdir: Path, database_url: str, **env: str) -> Asyn
     and monitors only)."""
     async with ProcessManager(workdir / "processes") as processes:
         yield await serve(processes, workdir, database_url, **env)
+
+
+@contextlib.asynccontextmanager
+async def served_on_sqlite(
+    tmp_path_factory: pytest.TempPathFactory, template: Path, **env: str
+) -> AsyncIterator[Served]:
+    """:func:`served_by_module` on a copy of the session's migrated SQLite ``template``, in a
+    folder of its own."""
+    workdir = tmp_path_factory.mktemp("served")
+    async with served_by_module(workdir, sqlite_copy(template, workdir), **env) as served:
+        yield served
 
 
 def sqlite_copy(template: Path, folder: Path) -> str:
