@@ -233,6 +233,20 @@ async def test_target_hits_are_reset_between_tests(target: TargetServer) -> None
     assert target.total_hits == 0
 
 
+async def test_a_request_left_open_by_a_test_is_not_counted_against_the_next(
+    target: TargetServer,
+) -> None:
+    async with aiohttp.ClientSession() as http:
+        straggler = asyncio.ensure_future(http.get(target.url("/slow?delay=0.5")))
+        while target.in_flight == 0:  # noqa: ASYNC110 - counted in the server's own thread
+            await asyncio.sleep(0.01)
+        target.reset()  # the next test starts while the straggler is still answered
+        (await straggler).release()
+        async with http.get(target.url("/slow?delay=0.01")) as response:
+            assert response.status == 200
+    assert (target.in_flight, target.max_in_flight) == (0, 1)
+
+
 async def test_target_status_flaky_and_redirects(target: TargetServer) -> None:
     async with aiohttp.ClientSession() as session:
         async with session.get(target.url("/status/429?retry_after=7")) as response:

@@ -59,6 +59,9 @@ class TargetServer:
         # Requests being answered right now, and the most at once (politeness tests).
         self.in_flight = 0
         self.max_in_flight = 0
+        # Bumped by reset(): a request a previous test left open (a killed worker's, a fetch
+        # held forever) ends after the reset and must not be taken off this test's count.
+        self._generation = 0
         self.not_modified = 0  # 304s answered to conditional requests
         self._flaky_failures: Counter[str] = Counter()
         self._loop = _new_loop()
@@ -99,6 +102,7 @@ class TargetServer:
         self._flaky_failures.clear()
         self.robots_txt = None
         self.in_flight = self.max_in_flight = self.not_modified = 0
+        self._generation += 1
 
     # ------------------------------------------------------------------ for tests
 
@@ -124,12 +128,14 @@ class TargetServer:
         # Counted before the handler runs, so a slow or dropped request is counted too. Keys are
         # aiohttp's decoded path, without the query string.
         self.hits[request.path] += 1
+        generation = self._generation
         self.in_flight += 1
         self.max_in_flight = max(self.max_in_flight, self.in_flight)
         try:
             return await handler(request)
         finally:
-            self.in_flight -= 1
+            if generation == self._generation:
+                self.in_flight -= 1
 
     def _routes(self) -> list[web.RouteDef]:
         return [
