@@ -78,18 +78,28 @@ def fuzz(
     run()
 
 
+#: The operations are fuzzed in this many parts, each a work unit of its own that the suite's
+#: processes share (tests/support/scheduling.py: a ``shard`` is a work unit).
+SHARDS = 3
+
+
 # Every operation, valid and invalid: its time grows with the API (about a second an operation
 # on a quiet host), so it has a deadline of its own.
 @pytest.mark.timeout(600)
+@pytest.mark.parametrize(
+    "shard", range(SHARDS), ids=[f"shard-{n + 1}-of-{SHARDS}" for n in range(SHARDS)]
+)
 def test_the_api_answers_every_request_without_a_5xx_and_as_documented(
-    api_schema: schemathesis.BaseSchema, embedded: dict[str, Any]
+    api_schema: schemathesis.BaseSchema, embedded: dict[str, Any], shard: int
 ) -> None:
     # Valid and invalid input for every operation. (The lazy schemathesis.pytest loader does not
     # work with pytest 9: it writes node._nodeid.) Failures are collected, then shown together.
     cases: Counter[str] = Counter()
     failures: list[str] = []
     operations = [result.ok() for result in api_schema.get_all_operations()]
-    for operation in operations:
+    assert len(operations) >= 15
+    part = sorted(operations, key=lambda operation: operation.label)[shard::SHARDS]
+    for operation in part:
         for mode in (GenerationMode.POSITIVE, GenerationMode.NEGATIVE):
             try:
                 fuzz(operation, mode, embedded["headers"], cases)
@@ -97,9 +107,11 @@ def test_the_api_answers_every_request_without_a_5xx_and_as_documented(
                 pass  # nothing to make invalid (no parameters, no body)
             except (Exception, BaseExceptionGroup) as exc:  # schemathesis' FailureGroup
                 failures.append(f"{operation.label} ({mode.value}): {exc}")
-    print(f"schemathesis: {sum(cases.values())} requests, {len(operations)} operations")
+    print(
+        f"schemathesis part {shard + 1} of {SHARDS}: {sum(cases.values())} requests, "
+        f"{len(part)} of {len(operations)} operations"
+    )
     assert not failures, "\n\n".join(failures)
-    assert len(operations) >= 15
 
 
 # --- regressions: what schemathesis found, pinned on both modes ---------------------------

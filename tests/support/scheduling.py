@@ -22,6 +22,7 @@ from xdist.scheduler import LoadFileScheduling
 #: after them all, before the unit tests, ordered by how many tests it holds.
 LONGEST_FIRST = (
     "tests/e2e/test_fuzz_inputs",
+    "tests/e2e/test_schemathesis",
     "tests/bench/",
     "tests/faults/",
     "tests/multihost/",
