@@ -97,7 +97,10 @@ async def test_many_pages_all_complete(service: Service, target) -> None:
     jobs = [await service.submit(target.url(f"/page/{n}")) for n in range(200)]
     done = [await service.wait_for(job["id"]) for job in jobs]
     assert {job["status"] for job in done} == {"COMPLETED"}
-    assert all(target.hits_for(f"/page/{n}") == 1 for n in range(200))
+    fetched = {n: target.hits_for(f"/page/{n}") for n in range(200)}
+    assert {n: hits for n, hits in fetched.items() if hits != 1} == {}, [
+        job for job in done if fetched[int(job["url"].rsplit("/", 1)[1])] != 1
+    ]
 
 
 @pytest.mark.parametrize(
