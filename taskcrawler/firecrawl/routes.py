@@ -151,6 +151,12 @@ def _page(
         raise Unsupported(f"{where}{exc}") from None
 
 
+def _left_out(urls: list[str], kept: list[str]) -> list[str]:
+    """``urls`` that are not in ``kept``, in order (a batch holds up to 1,000: one set)."""
+    kept_once = set(kept)
+    return [url for url in urls if url not in kept_once]
+
+
 def _webhook(webhook: FirecrawlWebhook | str | None) -> WebhookSpec | None:
     """Firecrawl's ``webhook``: a URL, or ``{url, headers, metadata, events}``."""
     if webhook is None:
@@ -267,7 +273,7 @@ def _register(version: str) -> None:
         body: FirecrawlBatchIn, request: Request, firecrawl: FirecrawlDep, caller: CallerDep
     ) -> FirecrawlBatchStarted:
         valid = body.valid_urls()
-        invalid = [url for url in body.urls if url not in set(valid)]
+        invalid = _left_out(body.urls, valid)
         if not valid:
             raise Unsupported("urls: none of them can be scraped")
         batch_id = await firecrawl.start_batch(
@@ -511,7 +517,7 @@ def _register(version: str) -> None:
         json = json_format({k: v for k, v in asked.items() if v is not None}, "extract")
         page = _page(body.scrapeOptions, "scrapeOptions.")
         extract_id = await firecrawl.start_extract(caller, valid, json, page)
-        invalid = [url for url in body.urls if url not in set(valid)]
+        invalid = _left_out(body.urls, valid)
         return FirecrawlExtractStarted(
             id=str(extract_id),
             url=f"{request.base_url}{version}/extract/{extract_id}",
