@@ -6,6 +6,8 @@ from enum import StrEnum
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
 
+from pydantic import BaseModel, ConfigDict
+
 from taskcrawler.domain.errors import DEFERRAL_CODES, log_line
 from taskcrawler.domain.pages import Link, PageContent
 from taskcrawler.domain.rendering import DEFAULT_RENDER, RenderRequest
@@ -317,9 +319,11 @@ class QueueCounts:
     last_completed_at: datetime | None
 
 
-@dataclass(frozen=True, slots=True)
-class JobRun:
-    """An earlier run of a job, kept when it was run again."""
+class JobRun(BaseModel):
+    """An earlier run of a job, kept when it was run again. A model, not a dataclass: the API
+    shows it as it is (:class:`~taskcrawler.contract.jobs.RunOut`), from this one declaration."""
+
+    model_config = ConfigDict(frozen=True)
 
     run: int
     status: str

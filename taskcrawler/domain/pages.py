@@ -7,6 +7,8 @@ from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
 
+from pydantic import BaseModel, ConfigDict
+
 
 @dataclass(frozen=True, slots=True)
 class FetchedPage:
@@ -34,10 +36,12 @@ class Link:
     nofollow: bool
 
 
-@dataclass(frozen=True, slots=True)
-class StoredLink:
+class StoredLink(BaseModel):
     """A link found on a scraped page, as kept: ``id`` orders a page's links (and is their
-    cursor), ``source_url`` is the page it is on."""
+    cursor), ``source_url`` is the page it is on. A model, not a dataclass: the API shows it
+    as it is (:class:`~taskcrawler.contract.links.LinkOut`), from this one declaration."""
+
+    model_config = ConfigDict(frozen=True)
 
     id: int
     job_id: UUID
