@@ -3,18 +3,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
 from taskcrawler.domain.errors import DEFERRAL_CODES, log_line
-from taskcrawler.domain.pages import Link, PageContent
+from taskcrawler.domain.pages import Candidate, Link, PageContent
 from taskcrawler.domain.rendering import DEFAULT_RENDER, RenderRequest
 from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS, ScrapeOptions
-
-if TYPE_CHECKING:
-    from taskcrawler.domain.crawls import Candidate
 
 
 class JobStatus(StrEnum):

@@ -36,6 +36,16 @@ class Link:
     nofollow: bool
 
 
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    """A link on its way to a crawl's frontier (an attempt's outcome carries them): ``key`` is
+    what the crawl deduplicates on (and fetches: the key is a valid URL, with tracking
+    parameters and fragment gone), ``depth`` its link hops."""
+
+    key: str
+    depth: int
+
+
 class StoredLink(BaseModel):
     """A link found on a scraped page, as kept: ``id`` orders a page's links (and is their
     cursor), ``source_url`` is the page it is on. A model, not a dataclass: the API shows it
