@@ -13,6 +13,7 @@ from taskcrawler.contract.links import LinkOut
 from taskcrawler.contract.options import JOB_OPTIONS, JobOptionsIn
 from taskcrawler.contract.web_search import WebSearchIn
 from taskcrawler.domain import jobs
+from taskcrawler.domain.crawls import CrawlSpec
 from taskcrawler.domain.jobs import JobRun
 from taskcrawler.domain.pages import StoredLink
 
@@ -24,6 +25,10 @@ def test_every_request_with_job_options_takes_each_of_the_domains() -> None:
     assert set(JobOptionsIn.model_fields) == DOMAIN_OPTIONS
     for body in (JobCreate, BatchCreate, WebSearchIn, CrawlIn):
         assert set(body.model_fields) >= DOMAIN_OPTIONS, body.__name__
+
+
+def test_a_crawl_asks_each_job_option_of_its_pages() -> None:
+    assert {option.name for option in fields(CrawlSpec)} >= DOMAIN_OPTIONS
 
 
 def test_the_client_passes_each_job_option() -> None:
