@@ -41,8 +41,12 @@ clients: $(VENV)/.installed-clients ## install Firecrawl's clients for the tests
 serve: $(VENV)/.installed-run ## run the service (embedded: SQLite + in-process queue) on 127.0.0.1:8000
 	$(BIN)/taskcrawler serve
 
+# PYTHONDONTWRITEBYTECODE is emptied for the run: pytest keeps each test module's rewritten
+# assertions beside it as bytecode only when writing bytecode is allowed, and every test process
+# imports every test module, so without it each of them rewrites all ~300 again (seconds of
+# CPU a process, each run; bench/results/2026-12-07-suite-cpu.md).
 test: $(VENV)/.installed-test $(VENV)/.installed-clients chromium ## run the whole test suite (real PostgreSQL and Redis; started if absent)
-	$(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --durations=25 $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(BIN)/pytest -n $(PYTEST_WORKERS) --dist loadfile --durations=25 $(PYTEST_ARGS)
 
 UBLOCK_LISTS := /usr/share/chromium/extensions/ublock-origin/assets/thirdparties/easylist
 chromium: ## Debian's chromium (and uBlock Origin's filter lists, for blockAds) for the browser tests: installed with apt-get when missing (as root)
