@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 from fastapi.routing import APIRoute
 from fastapi.telemetry import get_telemetry_data
 from pydantic import BaseModel, ValidationError
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -47,7 +48,7 @@ def lean_json_route(body_model: type[M], lean: LeanHandler[M]) -> type[APIRoute]
 def _with_shortcut(standard: Handler, body_model: type[M], lean: LeanHandler[M]) -> Handler:
     async def handler(request: Request) -> Response:
         if _is_json(request) and get_telemetry_data() is None:
-            body = _valid_body(body_model, await request.body())  # Starlette keeps the bytes
+            body = _valid_body(body_model, await _read(request))  # Starlette keeps the bytes
             if body is not None:
                 response = await lean(request, body)
                 if response is not None:
@@ -55,6 +56,17 @@ def _with_shortcut(standard: Handler, body_model: type[M], lean: LeanHandler[M])
         return await standard(request)
 
     return handler
+
+
+async def _read(request: Request) -> bytes:
+    """The body, or the refusal FastAPI's handler makes of a body it could not read (a client
+    gone, a body over the limit cut short by :class:`~taskcrawler.api.limits.BodySizeLimit`)."""
+    try:
+        return await request.body()
+    except HTTPException:
+        raise
+    except Exception as exc:
+        raise HTTPException(status_code=400, detail="There was an error parsing the body") from exc
 
 
 def _is_json(request: Request) -> bool:
