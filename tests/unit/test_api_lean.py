@@ -13,6 +13,7 @@ import httpx
 import pytest
 from fastapi import APIRouter, FastAPI, Header, Request
 from fastapi.responses import JSONResponse, Response
+from opentelemetry import trace
 
 from taskcrawler.api.errors import install_error_handlers
 from taskcrawler.api.lean import lean_json_route
@@ -22,7 +23,7 @@ JSON = {"content-type": "application/json"}
 LONG_KEY = "k" * 256
 
 
-def _app() -> tuple[FastAPI, list[str]]:
+def _app(telemetry: dict[str, Any] | None = None) -> tuple[FastAPI, list[str]]:
     served: list[str] = []
 
     async def answer(body: JobCreate, key: str | None) -> Response:
@@ -50,14 +51,16 @@ def _app() -> tuple[FastAPI, list[str]]:
         status_code=201,
         route_class_override=lean_json_route(JobCreate, lean),
     )
-    app = FastAPI()
+    app = FastAPI(telemetry=telemetry)  # type: ignore[arg-type]
     install_error_handlers(app)
     app.include_router(router)
     return app, served
 
 
-async def _both(content: bytes, headers: dict[str, str]) -> tuple[Any, Any, list[str]]:
-    app, served = _app()
+async def _both(
+    content: bytes, headers: dict[str, str], telemetry: dict[str, Any] | None = None
+) -> tuple[Any, Any, list[str]]:
+    app, served = _app(telemetry)
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
         plain = await client.post("/plain", content=content, headers=headers)
@@ -115,4 +118,20 @@ async def test_any_other_request_gets_fastapis_own_answer(
 ) -> None:
     plain, lean, served = await _both(content, headers)
     assert lean == plain
+    assert served == []
+
+
+class TracerProvider(trace.TracerProvider):
+    """A provider an application configured (FastAPI takes the API's no-op one for none)."""
+
+    def get_tracer(self, *args: Any, **kwargs: Any) -> trace.Tracer:
+        return trace.NoOpTracer()
+
+
+async def test_a_request_fastapis_telemetry_records_goes_its_usual_way() -> None:
+    # Its spans and data come from FastAPI's handler.
+    telemetry = {"tracer_provider": TracerProvider()}
+    plain, lean, served = await _both(SERVED[0][0], SERVED[0][1], telemetry)
+    assert lean == plain
+    assert plain[0] == 201
     assert served == []
