@@ -7,14 +7,13 @@ do about it when that is clear (set the key, wait, start the server).
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, Self, Unpack
 
 from pydantic import BaseModel
 
-from taskcrawler.cli.commands import API_KEY_ENV, DEFAULT_API
+from taskcrawler.cli.commands import API_KEY_ENV, DEFAULT_API, api_key_from_env
 from taskcrawler.client import (
     MAX_PAGE,
     AsyncTaskCrawler,
@@ -61,10 +60,6 @@ class ApiError(Exception):
         if error.status is not None and (hint := _HINTS.get(error.status)):
             message += f" ({hint})"
         return cls(message, status=error.status, retry_after=error.retry_after)
-
-
-def api_key_from_env() -> str | None:
-    return os.environ.get(API_KEY_ENV, "").strip() or None
 
 
 def _json(model: BaseModel) -> dict[str, Any]:

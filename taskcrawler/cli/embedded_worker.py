@@ -71,7 +71,8 @@ async def _run(
 
 def main(argv: Sequence[str] | None = None) -> int:
     from taskcrawler.cli.logs import configure_logging
-    from taskcrawler.cli.main import freeze_startup_heap, run_async
+    from taskcrawler.cli.loop import run_async
+    from taskcrawler.cli.main import freeze_startup_heap
     from taskcrawler.settings import get_settings
     from taskcrawler.worker.runner import Duties
 

@@ -64,7 +64,7 @@ def add_keys_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def _with_keys(settings: Settings, action: Callable[[KeyService], Awaitable[T]]) -> T:
     from taskcrawler.bootstrap import key_service, storage_only
-    from taskcrawler.cli.main import run_async
+    from taskcrawler.cli.loop import run_async
 
     async def main() -> T:
         async with storage_only(settings, pool_size=1) as storage:

@@ -12,30 +12,20 @@ import gc
 import logging
 import signal
 import sys
-from collections.abc import Coroutine, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from types import FrameType
-from typing import Any, TypeVar
+from typing import Any
 
 from taskcrawler import __version__
 from taskcrawler.cli.commands import add_client_commands
 from taskcrawler.cli.keys import add_keys_parser
 from taskcrawler.cli.logs import configure_logging
+from taskcrawler.cli.loop import run_async
 from taskcrawler.settings import Settings, get_settings
 
-T = TypeVar("T")
 log = logging.getLogger(__name__)
 
 LOOPBACK_HOSTS = frozenset({"127.0.0.1", "localhost", "::1"})
-
-
-def run_async(main: Coroutine[Any, Any, T]) -> T:
-    """Run on uvloop where it is installed (it is on Linux and macOS), else plain asyncio."""
-    try:
-        import uvloop
-    except ImportError:
-        return asyncio.run(main)
-    result: T = uvloop.run(main)
-    return result
 
 
 # --- commands -------------------------------------------------------------------------------

@@ -81,7 +81,8 @@ def _model(model: Callable[[Any], T]) -> Callable[[int, Any], T]:
 
 class JobOptions(TypedDict, total=False):
     """A job's options (keyword arguments of ``submit`` and ``submit_batch``); each left out,
-    or None, is the server's default."""
+    or None, is the server's default. One key for each field of the domain's
+    :class:`~taskcrawler.domain.jobs.JobOptions` (a test holds them together)."""
 
     #: What to extract (metadata, markdown, text, html, links, screenshot, chunks); the server's
     #: default is metadata and markdown. A URL's existing job gains the formats it lacks.
@@ -94,6 +95,9 @@ class JobOptions(TypedDict, total=False):
     render: Render | None
     #: How to render: wait_until, wait_for, wait_seconds, block, viewport, full_page.
     render_options: Mapping[str, Any] | None
+    #: What to ask of the page beyond its formats: headers, TLS, languages, what the Markdown
+    #: holds, PDFs, actions, the json format's schema or prompt (the API's ``options``).
+    options: Mapping[str, Any] | None
 
 
 class SearchOptions(TypedDict, total=False):

@@ -4,19 +4,17 @@ from __future__ import annotations
 
 from typing import Literal, cast
 
-from pydantic import BaseModel, Field, model_validator
+from pydantic import BaseModel, Field
 
 from taskcrawler.contract.base import (
-    MAX_AGE_SECONDS,
     MAX_FORMATS_LISTED,
     MAX_INT32,
     Format,
     RequestModel,
 )
-from taskcrawler.contract.options import RenderOptionsIn, ScrapeOptionsIn, checked_render
+from taskcrawler.contract.options import JobOptionFields
 from taskcrawler.domain.crawls import DEFAULT_LIMIT, MAX_DEPTH, MAX_PATTERNS, WEBHOOK_EVENTS
 from taskcrawler.domain.jobs import DEFAULT_FORMATS
-from taskcrawler.domain.rendering import RenderMode
 from taskcrawler.domain.urls import MAX_URL_LENGTH
 from taskcrawler.domain.views import CrawlView
 
@@ -32,7 +30,9 @@ def _default_events() -> list[CrawlEvent]:
     return ["crawl.completed"]
 
 
-class CrawlIn(RequestModel):
+class CrawlScope(RequestModel):
+    """Where a crawl goes: its start, its bounds, and what its callback URL is told of."""
+
     url: str = Field(
         max_length=MAX_URL_LENGTH,
         description="The start page (http or https); its host is the crawl's site.",
@@ -68,19 +68,6 @@ class CrawlIn(RequestModel):
         "include",
         description="include: sitemaps and links; skip: links only; only: sitemap pages only.",
     )
-    formats: list[Format] = Field(
-        default_factory=_default_formats,
-        min_length=1,
-        max_length=MAX_FORMATS_LISTED,
-        description='What to extract of every page, as for a job; default ["metadata", '
-        '"markdown"].',
-    )
-    callback_url: str | None = Field(
-        None,
-        max_length=MAX_URL_LENGTH,
-        description="Gets a signed POST of each event of webhook_events; default: the API "
-        "key's callback URL.",
-    )
     webhook_events: list[CrawlEvent] = Field(
         default_factory=_default_events,
         max_length=len(WEBHOOK_EVENTS),
@@ -88,30 +75,21 @@ class CrawlIn(RequestModel):
         "job); crawl.completed: the crawl once nothing of it is left. Default: "
         "crawl.completed only.",
     )
-    max_age: float | None = Field(
-        None,
-        ge=0,
-        le=MAX_AGE_SECONDS,
-        description="Seconds. A page this API key scraped (as a job or in a crawl) more "
-        "recently than this is reused, read again from its stored copy instead of fetched; "
-        "default: every page is fetched.",
-    )
-    render: RenderMode | None = Field(
-        None,
-        description="For every page, as for a job: never, auto or always. Default never, or "
-        "always when formats has screenshot.",
-    )
-    render_options: RenderOptionsIn | None = Field(
-        None, description="How to render every page, as for a job."
-    )
-    options: ScrapeOptionsIn | None = Field(
-        None, description="For every page, as for a job (delay: between its pages' requests)."
-    )
 
-    @model_validator(mode="after")
-    def _formats_readable(self) -> CrawlIn:
-        self.render = checked_render(self.render, self.formats, self.options)
-        return self
+
+# The scope's fields come first (a model lists its bases' fields from the last base on).
+class CrawlIn(JobOptionFields, CrawlScope):
+    """A crawl: its scope, and the job options every page of it is scraped with."""
+
+    # A crawl always names its formats (its pages are jobs made with them), unlike a job,
+    # whose formats left out may mean "those it has".
+    formats: list[Format] = Field(
+        default_factory=_default_formats,
+        min_length=1,
+        max_length=MAX_FORMATS_LISTED,
+        description='What to extract of every page, as for a job; default ["metadata", '
+        '"markdown"].',
+    )
 
 
 class CrawlOut(CrawlView):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Literal
 from uuid import UUID
 
@@ -18,7 +17,7 @@ from taskcrawler.contract.base import (
 )
 from taskcrawler.contract.options import JobOptionsIn
 from taskcrawler.domain import InvalidURL, validate_url
-from taskcrawler.domain.jobs import Created
+from taskcrawler.domain.jobs import Created, JobRun
 from taskcrawler.domain.urls import MAX_URL_LENGTH
 from taskcrawler.domain.views import JobView
 
@@ -115,16 +114,7 @@ class CancelOut(BaseModel):
     )
 
 
-class RunOut(BaseModel):
-    model_config = ConfigDict(from_attributes=True)
+class RunOut(JobRun):
+    """An earlier run of a job, as the API shows it."""
 
-    run: int
-    status: str
-    retry_count: int
-    http_status: int | None
-    scraped_title: str | None
-    error_code: str | None
-    error_log: str | None
-    content_hash: str | None
-    started_at: datetime | None
-    finished_at: datetime | None
+    model_config = ConfigDict(from_attributes=True, frozen=False)

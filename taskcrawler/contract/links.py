@@ -2,24 +2,17 @@
 
 from __future__ import annotations
 
-from uuid import UUID
-
 from pydantic import BaseModel, ConfigDict
 
 from taskcrawler.domain.pages import StoredLink
 
 
-class LinkOut(BaseModel):
-    model_config = ConfigDict(from_attributes=True)
+class LinkOut(StoredLink):
+    """A link found on a scraped page: ``id`` orders its page's links (and is their cursor)."""
 
-    id: int
-    job_id: UUID
-    url: str
-    text: str | None
-    rel: list[str]
-    internal: bool
-    nofollow: bool
-    source_url: str | None = None
+    model_config = ConfigDict(from_attributes=True, frozen=False)
+
+    rel: list[str]  # type: ignore[assignment]
 
 
 class LinkPage(BaseModel):

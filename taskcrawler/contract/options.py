@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from dataclasses import fields
+from typing import Annotated, Any, Literal, Self
 
 from pydantic import Field, field_validator, model_validator
 
@@ -261,7 +262,11 @@ def scrape_options_of(options: ScrapeOptionsIn | None) -> ScrapeOptions | None:
     return None if options is None else options.scrape_options()
 
 
-class JobOptionsIn(RequestModel):
+class JobOptionFields(RequestModel):
+    """A job's options as a request spells them, declared once: a job's submission, a batch, a
+    web search's results and a crawl's pages take the same fields, one for each field of the
+    domain's :class:`~taskcrawler.domain.jobs.JobOptions`."""
+
     formats: list[Format] | None = Field(
         None,
         max_length=MAX_FORMATS_LISTED,
@@ -274,18 +279,20 @@ class JobOptionsIn(RequestModel):
     callback_url: str | None = Field(
         None,
         max_length=MAX_URL_LENGTH,
-        description="Gets a signed POST when the job completes or fails.",
+        description="Gets a signed POST when the job completes or fails (a crawl: of each "
+        "event of webhook_events); default: the API key's callback URL.",
     )
     max_age: float | None = Field(
         None,
         ge=0,
         le=MAX_AGE_SECONDS,
-        description="Seconds. If the URL already has a job whose page was fetched longer ago "
-        "than this, it is fetched again (same id, a new run, with every format asked so far); "
-        "a younger one is returned as it is (with the formats it lacked added). 0: always "
-        "fetch again.",
+        description="Seconds. A job: if the URL already has a job whose page was fetched "
+        "longer ago than this, it is fetched again (same id, a new run, with every format "
+        "asked so far); a younger one is returned as it is (with the formats it lacked added). "
+        "A crawl: a page this API key scraped (as a job or in a crawl) more recently than this "
+        "is reused, read again from its stored copy instead of fetched; default: every page is "
+        "fetched. 0: always fetch again.",
     )
-
     render: RenderMode | None = Field(
         None,
         description="never: fetch only; auto: render in a headless browser when the fetched "
@@ -297,30 +304,37 @@ class JobOptionsIn(RequestModel):
     )
     options: ScrapeOptionsIn | None = Field(
         None,
-        description="Headers, TLS, languages, what the Markdown holds, PDFs. A URL asked for "
-        "with other options than its job has is scraped again with them (same job, a new run).",
+        description="Headers, TLS, languages, what the Markdown holds, PDFs (a crawl: delay "
+        "between its pages' requests). A URL asked for with other options than its job has is "
+        "scraped again with them (same job, a new run).",
     )
 
     def job_options(self) -> JobOptions:
         """What the request asks of its jobs."""
-        return JobOptions(
-            formats=tuple(self.formats) if self.formats else None,
-            callback_url=self.callback_url,
-            max_age=self.max_age,
-            render=self.render or "never",
-            render_options=self.render_options.request() if self.render_options else None,
-            options=scrape_options_of(self.options),
-        )
+        asked = {name: getattr(self, name) for name in JOB_OPTIONS}
+        asked["formats"] = tuple(self.formats) if self.formats else None
+        asked["render"] = self.render or "never"
+        asked["render_options"] = self.render_options.request() if self.render_options else None
+        asked["options"] = scrape_options_of(self.options)
+        return JobOptions(**asked)
+
+    @model_validator(mode="after")
+    def _formats_readable(self) -> Self:
+        self.render = checked_render(self.render, self.formats, self.options)
+        return self
+
+
+#: The names of a job's options, as the domain lists them.
+JOB_OPTIONS = tuple(option.name for option in fields(JobOptions))
+
+
+class JobOptionsIn(JobOptionFields):
+    """A job's options as a submission gives them (one URL, a batch, a web search)."""
 
     @field_validator("callback_url")
     @classmethod
     def _callback_acceptable(cls, url: str | None) -> str | None:
         return None if url is None else checked_url(url)
-
-    @model_validator(mode="after")
-    def _formats_readable(self) -> JobOptionsIn:
-        self.render = checked_render(self.render, self.formats, self.options)
-        return self
 
     @field_validator("formats")
     @classmethod

@@ -3,16 +3,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, datetime
 from enum import StrEnum
-from typing import TYPE_CHECKING, Any
+from typing import Any
 from uuid import UUID
 
+from pydantic import BaseModel, ConfigDict
+
 from taskcrawler.domain.errors import DEFERRAL_CODES, log_line
-from taskcrawler.domain.pages import Link, PageContent
+from taskcrawler.domain.pages import Candidate, Link, PageContent
 from taskcrawler.domain.rendering import DEFAULT_RENDER, RenderRequest
 from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS, ScrapeOptions
-
-if TYPE_CHECKING:
-    from taskcrawler.domain.crawls import Candidate
 
 
 class JobStatus(StrEnum):
@@ -317,9 +316,11 @@ class QueueCounts:
     last_completed_at: datetime | None
 
 
-@dataclass(frozen=True, slots=True)
-class JobRun:
-    """An earlier run of a job, kept when it was run again."""
+class JobRun(BaseModel):
+    """An earlier run of a job, kept when it was run again. A model, not a dataclass: the API
+    shows it as it is (:class:`~taskcrawler.contract.jobs.RunOut`), from this one declaration."""
+
+    model_config = ConfigDict(frozen=True)
 
     run: int
     status: str

@@ -7,6 +7,8 @@ from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID
 
+from pydantic import BaseModel, ConfigDict
+
 
 @dataclass(frozen=True, slots=True)
 class FetchedPage:
@@ -35,9 +37,21 @@ class Link:
 
 
 @dataclass(frozen=True, slots=True)
-class StoredLink:
+class Candidate:
+    """A link on its way to a crawl's frontier (an attempt's outcome carries them): ``key`` is
+    what the crawl deduplicates on (and fetches: the key is a valid URL, with tracking
+    parameters and fragment gone), ``depth`` its link hops."""
+
+    key: str
+    depth: int
+
+
+class StoredLink(BaseModel):
     """A link found on a scraped page, as kept: ``id`` orders a page's links (and is their
-    cursor), ``source_url`` is the page it is on."""
+    cursor), ``source_url`` is the page it is on. A model, not a dataclass: the API shows it
+    as it is (:class:`~taskcrawler.contract.links.LinkOut`), from this one declaration."""
+
+    model_config = ConfigDict(frozen=True)
 
     id: int
     job_id: UUID

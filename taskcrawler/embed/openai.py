@@ -25,7 +25,7 @@ from taskcrawler.common.http_json import (
     retry_after_seconds,
 )
 from taskcrawler.domain.backoff import backoff_delay
-from taskcrawler.embed import EmbedderConfig, EmbeddingFailed, Purpose, Vector, normalized
+from taskcrawler.embed.base import EmbedderConfig, EmbeddingFailed, Purpose, Vector, normalized
 
 #: An answer bigger than this is refused (64 MiB: 2,000 inputs of 3,072 floats as JSON fit).
 MAX_RESPONSE_BYTES = 64 * 1024 * 1024

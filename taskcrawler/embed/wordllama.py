@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from taskcrawler.common.processes import CallTimeout, ChildDied, ProcessPool
-from taskcrawler.embed import EmbedderConfig, EmbeddingFailed, Purpose, Vector
+from taskcrawler.embed.base import EmbedderConfig, EmbeddingFailed, Purpose, Vector
 
 MODEL_CONFIG = "l2_supercat"
 DIMENSIONS = 256

@@ -27,7 +27,7 @@ from taskcrawler.common.http_json import (
     retry_after_seconds,
 )
 from taskcrawler.domain.backoff import backoff_delay
-from taskcrawler.llm import LLMConfig, LLMUnavailable, Message
+from taskcrawler.llm.base import LLMConfig, LLMUnavailable, Message
 
 log = logging.getLogger(__name__)
 

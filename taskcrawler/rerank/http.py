@@ -19,7 +19,7 @@ import aiohttp
 import orjson
 
 from taskcrawler.common.http_json import AnswerNotJSON, AnswerTooLarge, read_json
-from taskcrawler.rerank import RerankerConfig, RerankFailed
+from taskcrawler.rerank.base import RerankerConfig, RerankFailed
 
 #: An answer bigger than this is refused: 100 scores with their passages echoed fit easily.
 MAX_RESPONSE_BYTES = 4 * 1024 * 1024

@@ -275,7 +275,7 @@ class JobStore:
         """Earlier runs of a job, oldest first (the current run is the job itself)."""
         async with self.db.read() as conn:
             rows = await conn.execute(
-                sa.select(*(job_runs.c[name] for name in JobRun.__dataclass_fields__))
+                sa.select(*(job_runs.c[name] for name in JobRun.model_fields))
                 .where(job_runs.c.job_id == job_id)
                 .order_by(job_runs.c.run)
             )

@@ -22,7 +22,7 @@ from taskcrawler.domain.web_search import (
     WebSearchFailed,
     results_of,
 )
-from taskcrawler.websearch import SearxngConfig
+from taskcrawler.websearch.base import SearxngConfig
 
 log = logging.getLogger(__name__)
 

@@ -12,6 +12,7 @@ Exit codes: 0 success; 1 some submitted jobs failed, were cancelled or did not f
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable
 from importlib import import_module
 from pathlib import Path
@@ -37,6 +38,10 @@ EXIT_ERROR = 2
 
 # argparse's subparsers object has no public type.
 Subparsers = Any
+
+
+def api_key_from_env() -> str | None:
+    return os.environ.get(API_KEY_ENV, "").strip() or None
 
 
 def _positive(text: str) -> float:
@@ -87,8 +92,7 @@ def _runs(module: str) -> Callable[[Settings, argparse.Namespace], int]:
 
 
 def cmd_mcp(settings: Settings, args: argparse.Namespace) -> int:
-    from taskcrawler.cli.client import api_key_from_env
-    from taskcrawler.cli.main import run_async
+    from taskcrawler.cli.loop import run_async
     from taskcrawler.mcp_server.stdio import serve_stdio
 
     run_async(serve_stdio(args.api, api_key_from_env()))

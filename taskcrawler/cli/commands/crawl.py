@@ -24,7 +24,7 @@ from taskcrawler.cli import ids
 from taskcrawler.cli.client import ApiClient, ApiError, api_key_from_env
 from taskcrawler.cli.commands import EXIT_ERROR, EXIT_JOBS_FAILED, EXIT_OK
 from taskcrawler.cli.commands.render import duration, err, fail, out, print_json, status_text
-from taskcrawler.cli.main import run_async
+from taskcrawler.cli.loop import run_async
 
 ACTIONS = ("status", "cancel")
 #: While waiting, an unreachable or overloaded API is asked again for this long before giving up.

@@ -11,7 +11,7 @@ from typing import BinaryIO
 from taskcrawler.cli import ids
 from taskcrawler.cli.client import ApiClient, ApiError, api_key_from_env
 from taskcrawler.cli.commands import EXIT_ERROR, EXIT_OK
-from taskcrawler.cli.main import run_async
+from taskcrawler.cli.loop import run_async
 from taskcrawler.client import TaskCrawler, TaskCrawlerError
 
 

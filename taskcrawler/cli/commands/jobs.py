@@ -24,7 +24,7 @@ from taskcrawler.cli.commands.render import (
     seconds,
     status_text,
 )
-from taskcrawler.cli.main import run_async
+from taskcrawler.cli.loop import run_async
 from taskcrawler.client import CancelFilter
 
 

@@ -21,7 +21,7 @@ from taskcrawler.cli.commands.render import (
     out,
     print_json,
 )
-from taskcrawler.cli.main import run_async
+from taskcrawler.cli.loop import run_async
 
 
 def run(args: argparse.Namespace) -> int:

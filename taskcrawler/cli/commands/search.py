@@ -11,7 +11,7 @@ from taskcrawler.cli import ids
 from taskcrawler.cli.client import ApiClient, ApiError, api_key_from_env
 from taskcrawler.cli.commands import EXIT_ERROR, EXIT_OK
 from taskcrawler.cli.commands.render import err, fail, out, print_json
-from taskcrawler.cli.main import run_async
+from taskcrawler.cli.loop import run_async
 
 #: Characters of a chunk shown in the table; --json prints them whole.
 SHOWN_CHARS = 300

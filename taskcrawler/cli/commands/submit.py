@@ -50,7 +50,7 @@ from taskcrawler.cli.commands.render import (
     print_json,
     status_text,
 )
-from taskcrawler.cli.main import run_async
+from taskcrawler.cli.loop import run_async
 from taskcrawler.client import JobOptions
 from taskcrawler.domain import InvalidURL, validate_url
 

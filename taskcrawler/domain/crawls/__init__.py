@@ -5,7 +5,6 @@ frontier (:mod:`.discovery`). The URLs' key a crawl deduplicates on is
 """
 
 from taskcrawler.domain.crawls.discovery import (
-    Candidate,
     Discovery,
     LinkLike,
     discover,
@@ -29,6 +28,7 @@ from taskcrawler.domain.crawls.spec import (
     stored_webhook_events,
 )
 from taskcrawler.domain.crawls.state import Crawl, CrawlCounts, CrawlStatus
+from taskcrawler.domain.pages import Candidate
 from taskcrawler.domain.urls import crawl_key
 
 __all__ = [

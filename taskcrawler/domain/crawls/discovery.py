@@ -12,6 +12,7 @@ from urllib.parse import unquote
 from taskcrawler.domain.crawls.scope import Scope, Verdict
 from taskcrawler.domain.crawls.spec import CrawlSpec
 from taskcrawler.domain.errors import InvalidURL
+from taskcrawler.domain.pages import Candidate
 from taskcrawler.domain.urls import crawl_key
 
 #: URLs a map lists unless asked for fewer, and the longest ``search`` it filters them by.
@@ -27,15 +28,6 @@ class LinkLike(Protocol):
 
     @property
     def nofollow(self) -> bool: ...
-
-
-@dataclass(frozen=True, slots=True)
-class Candidate:
-    """A URL for the frontier: ``key`` is what the crawl deduplicates on (and fetches: the key
-    is a valid URL, with tracking parameters and fragment gone), ``depth`` its link hops."""
-
-    key: str
-    depth: int
 
 
 @dataclass(slots=True)

@@ -1,0 +1,71 @@
+"""A job's options are declared by the domain; the API's bodies and the client's keyword
+arguments must offer each of them, or an option added there would silently go unasked."""
+
+from __future__ import annotations
+
+from dataclasses import fields
+from typing import get_type_hints
+
+from taskcrawler.client import CrawlOptions, JobOptions
+from taskcrawler.contract.crawls import CrawlIn, CrawlScope
+from taskcrawler.contract.jobs import BatchCreate, JobCreate, RunOut
+from taskcrawler.contract.links import LinkOut
+from taskcrawler.contract.options import JOB_OPTIONS, JobOptionsIn
+from taskcrawler.contract.web_search import WebSearchIn
+from taskcrawler.domain import jobs
+from taskcrawler.domain.crawls import CrawlSpec
+from taskcrawler.domain.jobs import JobRun
+from taskcrawler.domain.pages import StoredLink
+
+DOMAIN_OPTIONS = {option.name for option in fields(jobs.JobOptions)}
+
+
+def test_every_request_with_job_options_takes_each_of_the_domains() -> None:
+    assert set(JOB_OPTIONS) == DOMAIN_OPTIONS
+    assert set(JobOptionsIn.model_fields) == DOMAIN_OPTIONS
+    for body in (JobCreate, BatchCreate, WebSearchIn, CrawlIn):
+        assert set(body.model_fields) >= DOMAIN_OPTIONS, body.__name__
+
+
+def test_a_crawl_asks_each_job_option_of_its_pages() -> None:
+    assert {option.name for option in fields(CrawlSpec)} >= DOMAIN_OPTIONS
+
+
+def test_the_client_passes_each_job_option() -> None:
+    assert set(get_type_hints(JobOptions)) == DOMAIN_OPTIONS
+
+
+def test_the_clients_crawl_options_are_the_crawl_requests_fields() -> None:
+    assert set(get_type_hints(CrawlOptions)) | {"url"} == set(CrawlIn.model_fields)
+    assert set(CrawlIn.model_fields) == set(CrawlScope.model_fields) | DOMAIN_OPTIONS
+
+
+def test_a_request_hands_every_option_it_was_given_to_the_domain() -> None:
+    asked = JobOptionsIn.model_validate(
+        {
+            "formats": ["text", "links"],
+            "callback_url": "https://hooks.example.net/done",
+            "max_age": 60,
+            "render": "always",
+            "render_options": {"wait_seconds": 2},
+            "options": {"only_main_content": False},
+        }
+    ).job_options()
+    default = jobs.JobOptions()
+    unchanged = [name for name in DOMAIN_OPTIONS if getattr(asked, name) == getattr(default, name)]
+    assert unchanged == []
+    assert asked.formats == ("text", "links")
+    assert asked.render_options is not None and asked.render_options.wait_seconds == 2
+    assert asked.options is not None and not asked.options.only_main_content
+
+
+def test_a_crawls_formats_keep_their_own_default() -> None:
+    """A crawl always names its pages' formats; a job left without them may mean "those the
+    URL's job has"."""
+    assert CrawlIn(url="https://example.com/").formats == ["metadata", "markdown"]
+    assert JobOptionsIn().formats is None
+
+
+def test_links_and_runs_are_shown_with_the_fields_they_are_kept_with() -> None:
+    assert list(LinkOut.model_fields) == list(StoredLink.model_fields)
+    assert list(RunOut.model_fields) == list(JobRun.model_fields)
