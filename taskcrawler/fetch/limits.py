@@ -55,6 +55,10 @@ async def read_limited(
 ) -> bytes:
     """Read a (decompressed) body, stopping as soon as it passes ``max_bytes``: with
     ``truncate`` the first ``max_bytes`` are returned, otherwise ``too_large`` is raised."""
+    if stream.is_eof():
+        # The whole body is here already (a small page comes in the packets of its headers):
+        # taken in one piece, without the chunk iterator's awaits.
+        return _within(stream.read_nowait(), max_bytes, truncate=truncate)
     body = bytearray()
     async for chunk in stream.iter_chunked(READ_CHUNK_BYTES):
         if len(body) + len(chunk) > max_bytes:
@@ -63,6 +67,14 @@ async def read_limited(
             raise _too_large(max_bytes, "")
         body += chunk
     return bytes(body)
+
+
+def _within(body: bytes, max_bytes: int, *, truncate: bool) -> bytes:
+    if len(body) <= max_bytes:
+        return body
+    if truncate:
+        return body[:max_bytes]
+    raise _too_large(max_bytes, "")
 
 
 def _too_large(max_bytes: int, detail: str) -> FetchError:

@@ -230,7 +230,10 @@ class HostFrontier:
         self._backoff.pop(admitted.host, None)
         if state is not None:
             state.in_flight = max(0, state.in_flight - 1)
-        self._drop_idle()
+            # Only this host's state changed: the others were left busy or dropped already
+            # (a look at every host, each job, grows with the hosts in flight).
+            if not state.in_flight and not state.spare:
+                del self._hosts[admitted.host]
 
     def _passes_on(self, admitted: Admitted, state: _Host | None) -> bool:
         if state is None or not state.waiting or self.limiter is None:

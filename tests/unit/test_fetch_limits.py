@@ -1,6 +1,10 @@
-"""Pure pieces of the hard limits: Retry-After, content types, declared lengths, error mapping."""
+"""Pieces of the hard limits: Retry-After, content types, declared lengths, reading a body
+within its limit, error mapping."""
 
 from __future__ import annotations
+
+import asyncio
+from unittest import mock
 
 import pytest
 from aiohttp import (
@@ -10,6 +14,7 @@ from aiohttp import (
     ClientOSError,
     ClientPayloadError,
     ServerDisconnectedError,
+    StreamReader,
 )
 from aiohttp.client_reqrep import ConnectionKey
 
@@ -21,6 +26,7 @@ from taskcrawler.fetch.limits import (
     check_content_type,
     check_declared_length,
     parse_retry_after,
+    read_limited,
 )
 
 NOW = 1_445_412_480.0  # Wed, 21 Oct 2015 07:28:00 GMT
@@ -101,3 +107,47 @@ def test_client_errors_map_to_codes(exc: Exception, code: str, transient: bool) 
     error = client_error(exc)
     assert error.code == code
     assert error.transient is transient
+
+
+def _stream(chunks: list[bytes], *, ended: bool) -> StreamReader:
+    """A response body as aiohttp hands it over: ``chunks`` received, the end too if
+    ``ended`` (a small page arrives whole with its headers), else fed after the read began."""
+    stream = StreamReader(mock.Mock(_reading_paused=False), 2**16, loop=asyncio.get_running_loop())
+    if ended:
+        for chunk in chunks:
+            stream.feed_data(chunk)
+        stream.feed_eof()
+        return stream
+
+    async def arrive() -> None:
+        for chunk in chunks:
+            await asyncio.sleep(0)
+            stream.feed_data(chunk)
+        stream.feed_eof()
+
+    task = asyncio.get_running_loop().create_task(arrive())
+    _ARRIVALS.add(task)
+    task.add_done_callback(_ARRIVALS.discard)
+    return stream
+
+
+_ARRIVALS: set[asyncio.Task[None]] = set()
+
+
+@pytest.mark.parametrize("ended", [True, False], ids=["whole", "streamed"])
+async def test_a_body_within_the_limit_is_read_whole(ended: bool) -> None:
+    body = await read_limited(_stream([b"abc", b"def"], ended=ended), 6)
+    assert body == b"abcdef"
+
+
+@pytest.mark.parametrize("ended", [True, False], ids=["whole", "streamed"])
+async def test_a_body_over_the_limit_is_refused(ended: bool) -> None:
+    with pytest.raises(FetchError) as raised:
+        await read_limited(_stream([b"abc", b"defg"], ended=ended), 6)
+    assert raised.value.code == ErrorCode.TOO_LARGE
+
+
+@pytest.mark.parametrize("ended", [True, False], ids=["whole", "streamed"])
+async def test_a_body_over_the_limit_is_cut_when_asked(ended: bool) -> None:
+    body = await read_limited(_stream([b"abc", b"defg"], ended=ended), 6, truncate=True)
+    assert body == b"abcdef"

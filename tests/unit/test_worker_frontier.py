@@ -150,3 +150,22 @@ async def test_without_politeness_every_id_goes_at_once() -> None:
 def test_the_host_of_a_url_is_its_politeness_key() -> None:
     assert host_of("http://Example.COM.:8080/x") == "example.com"
     assert host_of("not a url") == ""
+
+
+async def test_a_host_is_forgotten_once_its_last_fetch_ends_and_no_other_host_is() -> None:
+    """The frontier keeps state only for hosts with fetches under way: a crawl of many hosts
+    must not leave one entry per host ever seen."""
+    urls = Urls()
+    ones = urls.add("http://one.test/", 2)
+    [other] = urls.add("http://other.test/")
+    gate = frontier(urls, MemoryHostLimiter(2))
+    await gate.park([*ones, other])
+    taken = {a.job_id: a for a in await gate.take(10)}
+    assert set(taken) == {*ones, other}
+
+    gate.done(taken[ones[0]])
+    assert set(gate._hosts) == {"one.test", "other.test"}  # one of one.test's still runs
+    gate.done(taken[other])
+    assert set(gate._hosts) == {"one.test"}
+    gate.done(taken[ones[1]])
+    assert gate._hosts == {}
