@@ -8,6 +8,10 @@ others share, CPU per request moves much less than requests per second. ``--ref`
 ref's ``taskcrawler`` in a child process too, the two alternated ``--runs`` times. ``--profile``
 writes cProfile's stats of the first run (this tree's, in this process) to a file. Every run
 drops its database and deletes its Redis keys.
+
+``--alternate-lean`` measures the lean route (:mod:`taskcrawler.api.lean`) alone: one process,
+one app, one database, ``--runs`` pairs of ``--posts`` each, the lean path on and off in turns
+(off: FastAPI's own handler answers every request, as before the lean route).
 """
 
 from __future__ import annotations
@@ -89,22 +93,66 @@ async def _timed(app: Any, submit: Any, posts: int, concurrency: int,
     async with app.router.lifespan_context(app):
         for i in range(100):  # warm up: connections, caches
             await submit(f"w{i}")
-        todo = list(range(posts))
+        return await _load(submit, posts, concurrency, profile)
 
-        async def client() -> None:
-            while todo:
-                await submit(str(todo.pop()))
 
-        profiler = cProfile.Profile() if profile else None
-        wall, cpu = time.perf_counter(), time.process_time()
-        if profiler is not None:
-            profiler.enable()
-        await asyncio.gather(*(client() for _ in range(concurrency)))
-        if profiler is not None:
-            profiler.disable()
-            profiler.dump_stats(profile)
-        wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+async def _load(submit: Any, posts: int, concurrency: int,
+                profile: str | None) -> dict[str, float]:  # fmt: skip
+    todo = list(range(posts))
+
+    async def client() -> None:
+        while todo:
+            await submit(str(todo.pop()))
+
+    profiler = cProfile.Profile() if profile else None
+    wall, cpu = time.perf_counter(), time.process_time()
+    if profiler is not None:
+        profiler.enable()
+    await asyncio.gather(*(client() for _ in range(concurrency)))
+    if profiler is not None:
+        profiler.disable()
+        profiler.dump_stats(profile)
+    wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
     return {"cpu_us_per_post": cpu / posts * 1e6, "post_per_s": posts / wall}
+
+
+async def alternate_lean(args: argparse.Namespace) -> None:
+    import taskcrawler.api.lean as lean
+    from taskcrawler.api.app import create_app
+    from taskcrawler.settings import Settings
+    from taskcrawler.storage.migrate import upgrade_database
+
+    admin = args.pg_url or (await resolve_postgres()).url
+    redis_url = args.redis_url or (await resolve_redis()).url
+    plain_json = lean._is_json
+    figures: dict[str, list[float]] = {"lean": [], "off": []}
+    async with temporary_database(admin, prefix="bench_post_cpu_") as url:
+        await upgrade_database(url)
+        prefix = "bench_post_cpu_" + secrets.token_hex(4)
+        app = create_app(Settings(database_url=url, redis_url=redis_url, redis_prefix=prefix))
+        run, sent = secrets.token_hex(6), 0
+
+        async def submit(name: str) -> None:
+            nonlocal sent
+            sent += 1
+            body = json.dumps({"url": f"http://127.0.0.1:9/{run}/{sent}"}).encode()
+            if (status := await _post(app, body)) != 201:
+                raise RuntimeError(f"POST answered {status}")
+
+        try:
+            async with app.router.lifespan_context(app):
+                for n in range(args.runs):
+                    for mode in ("lean", "off") if n % 2 == 0 else ("off", "lean"):
+                        lean._is_json = plain_json if mode == "lean" else (lambda request: False)
+                        result = await _load(submit, args.posts, args.concurrency, None)
+                        figures[mode].append(result["cpu_us_per_post"])
+                        load = os.getloadavg()[0]
+                        print(f"pair {n + 1} {mode} (load {load:.1f}): {_show(result)}", flush=True)
+        finally:
+            lean._is_json = plain_json
+            await delete_prefix(redis_url, prefix)
+    for mode, runs in figures.items():
+        print(f"median {mode}: {statistics.median(runs):.0f} us CPU per POST")
 
 
 def _extract(ref: str, tree: Path) -> None:
@@ -166,6 +214,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--ref", help="also run this git ref's taskcrawler, alternated")
     parser.add_argument("--profile", help="write one run's cProfile stats here")
+    parser.add_argument("--alternate-lean", action="store_true",
+                        help="the lean route on and off in turns, in one process")  # fmt: skip
     parser.add_argument("--pg-url", help="an admin URL (default: found or started as tests do)")
     parser.add_argument("--redis-url")
     parser.add_argument("--database-url", help=argparse.SUPPRESS)
@@ -177,7 +227,7 @@ def main() -> None:
         )
         print(json.dumps(result))
         return
-    asyncio.run(main_async(args))
+    asyncio.run(alternate_lean(args) if args.alternate_lean else main_async(args))
 
 
 if __name__ == "__main__":

@@ -56,10 +56,14 @@ class Dataset:
     qrels: dict[str, set[str]]
 
 
-def load(folder: Path, limit: int | None = None) -> Dataset:
+def load(folder: Path, limit: int | None = None, only: set[str] | None = None) -> Dataset:
+    """The corpus, its claims and their judgements; ``only`` keeps those abstracts and the
+    claims all of whose relevant abstracts are among them."""
     with gzip.open(folder / "corpus.jsonl.gz", "rt") as lines:
         docs = {
-            row["_id"]: (row["title"], row["text"]) for row in (json.loads(line) for line in lines)
+            row["_id"]: (row["title"], row["text"])
+            for row in (json.loads(line) for line in lines)
+            if only is None or row["_id"] in only
         }
     qrels: dict[str, set[str]] = {}
     with open(folder / "qrels-train.tsv") as rows:
@@ -69,7 +73,7 @@ def load(folder: Path, limit: int | None = None) -> Dataset:
         queries = {
             row["_id"]: row["text"]
             for row in (json.loads(line) for line in lines)
-            if row["_id"] in qrels
+            if row["_id"] in qrels and qrels[row["_id"]] <= docs.keys()
         }
     if limit is not None:
         queries = dict(list(queries.items())[:limit])
@@ -293,9 +297,17 @@ async def scale(
 
 
 async def main(args: argparse.Namespace) -> None:
-    data = load(args.corpus, args.queries)
+    only = set(args.documents.read_text().split()) if args.documents else None
+    data = load(args.corpus, args.queries, only)
+    print(f"{len(data.docs):,} abstracts, {len(data.queries):,} claims")
     if args.embedder_url:
-        config = EmbedderConfig(kind="openai", url=args.embedder_url, model=args.embedder_model)
+        config = EmbedderConfig(
+            kind="openai",
+            url=args.embedder_url,
+            model=args.embedder_model,
+            query_model=args.embedder_query_model,
+            timeout_seconds=args.embedder_timeout,
+        )
     else:
         config = EmbedderConfig()
     embedder = build_embedder(config)
@@ -311,6 +323,12 @@ if __name__ == "__main__":
     parser.add_argument("--corpus", type=Path, default=CORPUS, help="scifact-train's folder")
     parser.add_argument("--backends", default="sqlite,postgresql")
     parser.add_argument("--queries", type=int, help="the first N train claims only")
+    parser.add_argument(
+        "--documents",
+        type=Path,
+        help="index only the abstracts listed in this file (an id a line, e.g. those a slow "
+        "embedder has embedded so far); claims with a relevant abstract not listed are left out",
+    )
     parser.add_argument("--no-quality", dest="quality", action="store_false")
     parser.add_argument(
         "--no-paraphrases",
@@ -323,5 +341,14 @@ if __name__ == "__main__":
         "--embedder-url", help="an OpenAI-compatible embeddings API instead of the default model"
     )
     parser.add_argument("--embedder-model", default="embedder", help="its model's name")
+    parser.add_argument(
+        "--embedder-query-model", help="the model name queries are sent with (unset: the same)"
+    )
+    parser.add_argument(
+        "--embedder-timeout",
+        type=float,
+        default=60.0,
+        help="seconds one embedding request may take (a slow model's batch of 64 pages: more)",
+    )
     parser.add_argument("--dump", help="write each query's rankings to DUMP.<backend>.json")
     asyncio.run(main(parser.parse_args()))

@@ -427,6 +427,7 @@ def embedder(settings: Settings) -> Embedder:
             kind=settings.embedder,
             url=settings.embedder_url,
             model=settings.embedder_model,
+            query_model=settings.embedder_query_model,
             api_key=settings.embedder_api_key,
             timeout_seconds=settings.embedder_timeout_seconds,
             batch_size=settings.embedder_batch_size,

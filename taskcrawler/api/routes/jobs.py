@@ -2,11 +2,12 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query, status
+from fastapi import APIRouter, Query, Request, status
 from fastapi.responses import Response
 
-from taskcrawler.api.deps import CallDep, CallerDep, ServicesDep
-from taskcrawler.api.idempotency import IdempotencyKey, answer_once
+from taskcrawler.api.deps import Call, CallDep, CallerDep, ServicesDep, get_call
+from taskcrawler.api.idempotency import MAX_IDEMPOTENCY_KEY, IdempotencyKey, answer_once
+from taskcrawler.api.lean import lean_json_route
 from taskcrawler.contract.base import ErrorOut, Id, Instant
 from taskcrawler.contract.jobs import (
     BatchCreate,
@@ -35,18 +36,24 @@ NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut}, **COMMON
 CONFLICT: dict[int | str, dict[str, Any]] = {409: {"model": ErrorOut}, **NOT_FOUND}
 
 
-@router.post(
-    "",
-    response_model=JobOut,
-    status_code=status.HTTP_201_CREATED,
-    responses={200: {"model": JobOut, "description": "The URL already has a job."}, **COMMON},
-    summary="Submit a URL",
-)
 async def create_job(
     body: JobCreate,
     call: CallDep,
     idempotency_key: IdempotencyKey = None,
 ) -> Response:
+    return await _submit(call, body, idempotency_key)
+
+
+async def _create_job_lean(request: Request, body: JobCreate) -> Response | None:
+    """:func:`create_job` without FastAPI's parameter solving (:mod:`taskcrawler.api.lean`):
+    the hottest route of the API."""
+    idempotency_key = request.headers.get("idempotency-key")
+    if idempotency_key is not None and len(idempotency_key) > MAX_IDEMPOTENCY_KEY:
+        return None  # FastAPI's handler refuses it, in its words
+    return await _submit(await get_call(request), body, idempotency_key)
+
+
+async def _submit(call: Call, body: JobCreate, idempotency_key: str | None) -> Response:
     services, caller = call.services, call.caller
 
     async def produce() -> tuple[int, JobOut]:
@@ -55,6 +62,18 @@ async def create_job(
         return code, JobOut.of(created.job)
 
     return await answer_once(services, caller, idempotency_key, body, produce)
+
+
+router.add_api_route(
+    "",
+    create_job,
+    methods=["POST"],
+    response_model=JobOut,
+    status_code=status.HTTP_201_CREATED,
+    responses={200: {"model": JobOut, "description": "The URL already has a job."}, **COMMON},
+    summary="Submit a URL",
+    route_class_override=lean_json_route(JobCreate, _create_job_lean),
+)
 
 
 @router.post(

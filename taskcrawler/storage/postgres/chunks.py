@@ -4,6 +4,8 @@ keyword search still works and vector operations raise :class:`VectorsUnavailabl
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -25,6 +27,8 @@ from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.postgres import sql
 
+log = logging.getLogger(__name__)
+
 
 def vector_text(vector: Sequence[float]) -> str:
     """pgvector's text form: ``[0.1,0.2,…]``."""
@@ -34,6 +38,11 @@ def vector_text(vector: Sequence[float]) -> str:
 #: How long an owner's chunk count and mean length (BM25's view of the corpus as a whole) are
 #: used before they are counted again: they move slowly, and counting reads every chunk.
 CORPUS_STATS_SECONDS = 60.0
+
+#: Up to how old they are still used while a task counts them again: counting reads every
+#: chunk of the owner's (420 ms at 100,000 here), which a search should not wait for.
+#: Older than this, a search counts them itself.
+CORPUS_STATS_STALE_SECONDS = 600.0
 
 
 #: How many postings of each query term an unfiltered keyword search reads, those of most
@@ -56,9 +65,10 @@ class PostgresChunkStore(ChunkStoreBase):
 
     def __init__(self, db: Database) -> None:
         super().__init__(db)
-        # owner -> (when counted, chunks, mean length)
-        self._corpus: dict[str, tuple[float, int, float]] = {}
+        # owner -> (when counted, chunks, mean length, newest chunk id)
+        self._corpus: dict[str, tuple[float, int, float, int]] = {}
         self._rarity: dict[str, dict[str, int]] = {}  # owner -> term -> chunks holding it
+        self._recounts: dict[str, asyncio.Task[None]] = {}  # owner -> its counting task
 
     @unavailable_on_connection_errors
     async def vectors_available(self) -> bool:
@@ -167,6 +177,9 @@ class PostgresChunkStore(ChunkStoreBase):
         held = [term for term in lexemes if holding.get(term)]
         if not held:
             return []
+        # The counts of chunks and of a term's are read apart: a page stored between the two
+        # may have a term held by more chunks than were counted.
+        count = max(count, *holding.values())
         idfs = [bm25_idf(count, holding[term]) for term in held]
         weight = query_weight(bm25_idf(count, holding.get(term, 0)) for term in lexemes)
         params = (held, idfs, weight, query.owner, query.k)
@@ -188,15 +201,41 @@ class PostgresChunkStore(ChunkStoreBase):
         return {term: known.get(term, 0) for term in terms}
 
     async def _corpus_stats(self, conn: AsyncConnection, owner: str) -> tuple[int, float]:
-        """``owner``'s chunk count and mean length, counted at most every
-        :data:`CORPUS_STATS_SECONDS` (an owner with no chunks yet, every time)."""
-        now = time.monotonic()
+        """``owner``'s chunk count and mean length: counted at most every
+        :data:`CORPUS_STATS_SECONDS` (an owner with no chunks yet, every time); once older, used
+        while a task counts them again, up to :data:`CORPUS_STATS_STALE_SECONDS`."""
         cached = self._corpus.get(owner)
-        if cached is not None and now - cached[0] < CORPUS_STATS_SECONDS:
-            return cached[1], cached[2]
+        if cached is not None:
+            age = time.monotonic() - cached[0]
+            if age >= CORPUS_STATS_SECONDS and age < CORPUS_STATS_STALE_SECONDS:
+                self._recount_later(owner)
+            if age < CORPUS_STATS_STALE_SECONDS:
+                return cached[1], cached[2]
+        return await self._count_corpus(conn, owner)
+
+    async def _count_corpus(self, conn: AsyncConnection, owner: str) -> tuple[int, float]:
+        """Count ``owner``'s chunks; its terms' counts are forgotten only if its chunks changed
+        (their count, mean length or newest id moved): counting a query's terms anew is what
+        made the searches after each count the slowest."""
         row = (await conn.exec_driver_sql(sql.CORPUS_STATS, (owner,))).one()
-        count, mean = int(row.n), max(1.0, float(row.mean))
+        count, mean, newest = int(row.n), max(1.0, float(row.mean)), int(row.newest)
         if count:
-            self._corpus[owner] = (now, count, mean)
-            self._rarity.pop(owner, None)
+            before = self._corpus.get(owner)
+            self._corpus[owner] = (time.monotonic(), count, mean, newest)
+            if before is None or before[1:] != (count, mean, newest):
+                self._rarity.pop(owner, None)
         return count, mean
+
+    def _recount_later(self, owner: str) -> None:
+        if owner in self._recounts:
+            return
+        task = asyncio.create_task(self._recount(owner))
+        self._recounts[owner] = task
+        task.add_done_callback(lambda _: self._recounts.pop(owner, None))
+
+    async def _recount(self, owner: str) -> None:
+        try:
+            async with self.db.read() as conn:
+                await self._count_corpus(conn, owner)
+        except Exception as exc:  # the counts stay as they were; a later search tries again
+            log.warning("counting the chunks for BM25 failed: %s", exc)

@@ -218,10 +218,11 @@ SET_EMBEDDINGS = (
     + _terms_of("updated")
 )
 
-#: What BM25 needs of an owner's chunks as a whole: how many, and their mean length.
+#: What BM25 needs of an owner's chunks as a whole: how many, and their mean length; and the
+#: newest chunk's id (a page stored since moves it).
 CORPUS_STATS = (
-    "SELECT count(*) AS n, coalesce(avg(search_length), 0)::float8 AS mean FROM chunks"
-    " WHERE owner = $1"
+    "SELECT count(*) AS n, coalesce(avg(search_length), 0)::float8 AS mean,"
+    " coalesce(max(id), 0) AS newest FROM chunks WHERE owner = $1"
 )
 
 #: What a search answers with, of chunk ``c`` and its job ``j``.

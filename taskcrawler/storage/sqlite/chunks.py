@@ -75,7 +75,8 @@ class SqliteChunkStore(ChunkStoreBase):
     def __init__(self, db: Database) -> None:
         super().__init__(db)
         self._indexes: OrderedDict[tuple[str, str, int], _Matrix] = OrderedDict()
-        self._counted: tuple[float, int] = (-math.inf, 0)  # (when counted, chunks)
+        # (when counted, chunks, chunks_version then)
+        self._counted: tuple[float, int, int] = (-math.inf, 0, -1)
         self._rarity: dict[str, int] = {}  # term -> chunks holding it, when counted
 
     async def vectors_available(self) -> bool:
@@ -247,13 +248,16 @@ class SqliteChunkStore(ChunkStoreBase):
 
     async def _holding(self, conn: AsyncConnection, terms: list[str]) -> tuple[int, dict[str, int]]:
         """The chunks in the index and how many hold each of ``terms``: counted at most every
-        :data:`CHUNK_COUNT_SECONDS` (a term no chunk held, every time: a page written since
-        may hold it)."""
+        :data:`CHUNK_COUNT_SECONDS`, and the terms again only if ``chunks_version`` moved
+        meanwhile (a term no chunk held, every time: a page written since may hold it)."""
         now = time.monotonic()
         if now - self._counted[0] >= CHUNK_COUNT_SECONDS or len(self._rarity) > CACHED_TERMS:
-            total = int((await conn.execute(sql.COUNT_CHUNKS)).scalar_one())
-            self._counted = (now, total)
-            self._rarity.clear()
+            version, total = (await conn.execute(sql.CORPUS_FIGURES)).one()
+            # Counted again only where a chunk was written since: counting a query's terms
+            # anew is what made the queries after each expiry the slowest.
+            if version != self._counted[2] or len(self._rarity) > CACHED_TERMS:
+                self._rarity.clear()
+            self._counted = (now, int(total), int(version))
         missing = [term for term in terms if not self._rarity.get(term)]
         if missing:
             counts = (await conn.execute(sql.holding(missing))).one()

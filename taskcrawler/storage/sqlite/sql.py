@@ -151,8 +151,11 @@ def owner_ids(owner: str, model: str, upto: int) -> sa.Select[Any]:
     )
 
 
-#: Chunks in the FTS5 index, for BM25's rarity of a term.
-COUNT_CHUNKS = sa.select(sa.func.count()).select_from(chunks)
+#: Chunks in the FTS5 index, for BM25's rarity of a term, and ``chunks_version`` (whether any
+#: chunk was written since the last count).
+CORPUS_FIGURES = sa.text(
+    "SELECT (SELECT version FROM chunks_version) AS version, (SELECT count(*) FROM chunks) AS n"
+)
 
 
 #: A crawl's new pages: the same statement, their rows carry ``crawl_id`` and ``depth`` too.

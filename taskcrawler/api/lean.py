@@ -1,0 +1,93 @@
+"""A cheaper way through FastAPI for a hot route's plainly well-formed requests.
+
+FastAPI serves a request by solving the route's parameters as a graph: the body read, its
+content type parsed with :mod:`email`, the JSON decoded to Python objects and validated again
+by pydantic, every header, query and path parameter looked up and validated, each dependency
+solved in its own pass. On the single submission that was about half of the API's CPU per
+request (bench/results/2026-12-07-post-cost.md). A route made with :func:`lean_json_route`
+validates the raw body with the model's own JSON validator (one call into pydantic-core) and
+hands it to a lean handler that reads what else it needs from the request itself.
+
+Only the plain case takes that way. FastAPI's own handler answers every other request: a body
+missing, not JSON, or invalid; whatever the lean handler declines; and every request while
+FastAPI's native telemetry records one (its spans and data come from that handler). So each
+refusal is FastAPI's, word for word, and the OpenAPI document is the route's as declared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import Any, TypeVar
+
+from fastapi.routing import APIRoute
+from fastapi.telemetry import get_telemetry_data
+from pydantic import BaseModel, ValidationError
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import Response
+
+M = TypeVar("M", bound=BaseModel)
+
+#: The lean handler: the request and its validated body, to the response; or None, decided
+#: before it has done anything (authenticated, counted a rate, written), for FastAPI to answer.
+LeanHandler = Callable[[Request, M], Awaitable[Response | None]]
+Handler = Callable[[Request], Coroutine[Any, Any, Response]]
+
+
+def lean_json_route(body_model: type[M], lean: LeanHandler[M]) -> type[APIRoute]:
+    """An :class:`APIRoute` class whose requests with a valid JSON ``body_model`` go to
+    ``lean``, and all others to FastAPI's handler of the route as declared."""
+
+    class LeanJsonRoute(APIRoute):
+        def get_route_handler(self) -> Handler:
+            return _with_shortcut(super().get_route_handler(), body_model, lean)
+
+    return LeanJsonRoute
+
+
+def _with_shortcut(standard: Handler, body_model: type[M], lean: LeanHandler[M]) -> Handler:
+    async def handler(request: Request) -> Response:
+        if _is_json(request) and get_telemetry_data() is None:
+            body = _valid_body(body_model, await _read(request))  # Starlette keeps the bytes
+            if body is not None:
+                response = await lean(request, body)
+                if response is not None:
+                    return response
+        return await standard(request)
+
+    return handler
+
+
+async def _read(request: Request) -> bytes:
+    """The body, or the refusal FastAPI's handler makes of a body it could not read (a client
+    gone, a body over the limit cut short by :class:`~taskcrawler.api.limits.BodySizeLimit`)."""
+    try:
+        return await request.body()
+    except HTTPException:
+        raise
+    except Exception as exc:
+        raise HTTPException(status_code=400, detail="There was an error parsing the body") from exc
+
+
+def _is_json(request: Request) -> bool:
+    """The body is declared as JSON the plain way (FastAPI also reads ``+json`` types and
+    parameters other than a charset: it answers those itself)."""
+    declared = request.headers.get("content-type")
+    if declared is None:
+        return False
+    media_type, _, parameter = declared.partition(";")
+    if media_type.strip().lower() != "application/json":
+        return False
+    return not parameter or parameter.strip().lower() in ("charset=utf-8", 'charset="utf-8"')
+
+
+def _valid_body(body_model: type[M], raw: bytes) -> M | None:
+    """``raw`` validated as ``body_model`` straight from the JSON; None where FastAPI's
+    handler has to say what is wrong (it decodes with :mod:`json` and validates the objects:
+    for JSON both accept, the same model)."""
+    if not raw:
+        return None
+    try:
+        return body_model.model_validate_json(raw)
+    except ValidationError:
+        return None
