@@ -61,15 +61,15 @@ async def read_limited(
         return _within(stream.read_nowait(), max_bytes, truncate=truncate)
     body = bytearray()
     async for chunk in stream.iter_chunked(READ_CHUNK_BYTES):
-        if len(body) + len(chunk) > max_bytes:
-            if truncate:
-                return bytes(body + chunk[: max_bytes - len(body)])
-            raise _too_large(max_bytes, "")
         body += chunk
+        if len(body) > max_bytes:
+            return _within(bytes(body), max_bytes, truncate=truncate)
     return bytes(body)
 
 
 def _within(body: bytes, max_bytes: int, *, truncate: bool) -> bytes:
+    """``body`` if it fits ``max_bytes``; else its first ``max_bytes`` with ``truncate``, or
+    ``too_large``."""
     if len(body) <= max_bytes:
         return body
     if truncate:

@@ -66,6 +66,11 @@ class _Host:
     #: Slots a finished fetch passed on to the next id of its host, with when each was taken.
     spare: list[tuple[str, float]] = field(default_factory=list)
 
+    @property
+    def idle(self) -> bool:
+        """Nothing of it left in this process: it can be forgotten."""
+        return not self.in_flight and not self.spare
+
 
 @dataclass(slots=True)
 class _Turn:
@@ -232,7 +237,7 @@ class HostFrontier:
             state.in_flight = max(0, state.in_flight - 1)
             # Only this host's state changed: the others were left busy or dropped already
             # (a look at every host, each job, grows with the hosts in flight).
-            if not state.in_flight and not state.spare:
+            if state.idle:
                 del self._hosts[admitted.host]
 
     def _passes_on(self, admitted: Admitted, state: _Host | None) -> bool:
@@ -265,7 +270,7 @@ class HostFrontier:
         self._drop_idle()
 
     def _drop_idle(self) -> None:
-        idle = [h for h, s in self._hosts.items() if not s.in_flight and not s.spare]
+        idle = [host for host, state in self._hosts.items() if state.idle]
         for host in idle:
             del self._hosts[host]
 
