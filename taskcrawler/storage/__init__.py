@@ -79,6 +79,7 @@ class Storage:
         )
 
     async def close(self) -> None:
+        await self.chunks.settle()
         await self.db.close()
 
 

@@ -119,6 +119,9 @@ class ChunkStoreBase:
     def __init__(self, db: Database) -> None:
         self.db = db
 
+    async def settle(self) -> None:
+        """Nothing runs in the background here."""
+
     @unavailable_on_connection_errors
     async def source_hash(self, job_id: UUID) -> str | None:
         async with self.db.read() as conn:

@@ -320,6 +320,11 @@ class ChunkRepository(Protocol):
 
     async def count(self, *, owner: str | None = None) -> int: ...
 
+    async def settle(self) -> None:
+        """Wait for the work a search left running in the background (closing the database
+        under it would fail it)."""
+        ...
+
 
 class MonitorRepository(Protocol):
     """Monitors as the API sees them: their specs, pages (ordinary jobs), run history and

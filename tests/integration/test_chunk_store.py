@@ -3,9 +3,8 @@ without pgvector still does."""
 
 from __future__ import annotations
 
-import asyncio
 import math
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any, cast
 from uuid import UUID, uuid4
@@ -566,15 +565,6 @@ async def _statements_like(storage: Storage, marker: str) -> list[str]:
     return seen
 
 
-async def _until(condition: Callable[[], bool]) -> None:
-    """Wait for what a background task does (bounded: a task that never runs fails the test)."""
-    for _ in range(500):
-        if condition():
-            return
-        await asyncio.sleep(0.01)
-    raise AssertionError("never happened")
-
-
 async def test_postgresql_counts_the_corpus_in_the_background_and_terms_after_writes(
     pgvector_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -593,19 +583,21 @@ async def test_postgresql_counts_the_corpus_in_the_background_and_terms_after_wr
         before = await storage.chunks.keyword(query)
         assert (len(corpus), len(terms)) == (1, 1)
         assert await storage.chunks.keyword(query) == before  # stale: counted in the background
-        await _until(lambda: len(corpus) == 2)
+        await storage.chunks.settle()
+        assert len(corpus) == 2
         assert await storage.chunks.keyword(query) == before
-        assert len(terms) == 1
+        await storage.chunks.settle()
+        assert (len(corpus), len(terms)) == (3, 1)  # counted again, the same: terms kept
 
         second = await _job(storage, "http://b.test/")
         more = [(f"kettle number {n}", _unit(1, 0, 0, 0)) for n in range(3)]
         await storage.chunks.replace(_page(second, more), "h")
-        await _until(lambda: len(corpus) >= 3)  # the last search's count, or the next one's
-        await storage.chunks.keyword(query)
-        await _until(lambda: len(corpus) >= 4)
+        stale = await storage.chunks.keyword(query)  # the old counts, while a task counts anew
+        await storage.chunks.settle()
+        assert (len(corpus), len(terms)) == (4, 1)
         after = await storage.chunks.keyword(query)
-        assert len(terms) == 2
-        await _until(lambda: len(corpus) >= 5)  # its own count, done before the store closes
+        assert [h.score for h in after] != [h.score for h in stale]
+        assert len(terms) == 2  # the chunks changed: their terms counted again
         anew = open_storage(pgvector_url)
         try:
             assert await anew.chunks.keyword(query) == after

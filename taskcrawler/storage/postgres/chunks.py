@@ -226,6 +226,11 @@ class PostgresChunkStore(ChunkStoreBase):
                 self._rarity.pop(owner, None)
         return count, mean
 
+    async def settle(self) -> None:
+        """Wait for the corpus counts in flight (each catches its own failure)."""
+        while self._recounts:
+            await asyncio.gather(*self._recounts.values())
+
     def _recount_later(self, owner: str) -> None:
         if owner in self._recounts:
             return
