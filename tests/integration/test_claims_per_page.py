@@ -35,6 +35,7 @@ PAGE_SECONDS = 0.02  # each page answers after this: its host stays busy while i
 HOST_CONCURRENCY = 2  # few slots per host, many fetch slots per worker: the storm's setting
 WORKER_CONCURRENCY = 20
 MAX_CLAIMS_PER_PAGE = 1.1
+DRAIN_SECONDS = 60
 
 
 class CountingClaims:
@@ -150,8 +151,10 @@ async def drain(shared: Shared, urls: list[str], workers: int = 1) -> tuple[list
     """Queue ``urls`` before any worker runs, then run ``workers`` workers until all are done.
     Returns the workers and the ids their claims handed the database."""
     hosts = sorted({url.split("/")[2].split(":")[0] for url in urls})
+    # Published once and not again: the sweeper publishes a PENDING job once more when its
+    # dispatch is this old, and a starved machine once took 30 s here (a duplicate costs a claim).
     created = await shared.storage.jobs.create_jobs(
-        [NewJob(url) for url in urls], redispatch_after=30
+        [NewJob(url) for url in urls], redispatch_after=DRAIN_SECONDS * 10
     )
     await shared.queue.publish([c.job.id for c in created])
     store = CountingClaims(shared.storage.work, len(urls))
@@ -160,7 +163,7 @@ async def drain(shared: Shared, urls: list[str], workers: int = 1) -> tuple[list
         async with AsyncExitStack() as stack:
             for worker, _ in built:
                 await stack.enter_async_context(running_worker(worker))
-            async with asyncio.timeout(60):
+            async with asyncio.timeout(DRAIN_SECONDS):
                 await store.final.wait()
     finally:
         for worker, fetcher in built:
