@@ -40,6 +40,9 @@ class Backend(Protocol):
     serializes_writes: bool
     #: How many outcome writes (group commits) a worker keeps in flight at once.
     concurrent_writes: int
+    #: How many transitions one outcome write (a worker's group commit) takes at most: the
+    #: write holds the database's locks, and on SQLite every other writer waits, that long.
+    outcome_batch: int
     #: Whether a caller may keep a connection of its own for its statements.
     pins_connections: bool
 

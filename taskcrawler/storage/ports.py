@@ -108,6 +108,11 @@ class WorkRepository(Protocol):
     @property
     def concurrent_writes(self) -> int: ...
 
+    @property
+    def outcome_batch(self) -> int:
+        """How many transitions one :meth:`record_transitions` of the worker takes at most."""
+        ...
+
     async def claim(
         self, job_ids: Sequence[UUID], *, lease_seconds: float, redispatch_after: float
     ) -> list[ClaimedJob]: ...

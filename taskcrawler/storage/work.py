@@ -42,6 +42,11 @@ class WorkStore:
         """How many outcome writes (group commits) a worker keeps in flight at once."""
         return self.db.backend.concurrent_writes
 
+    @property
+    def outcome_batch(self) -> int:
+        """How many transitions one outcome write takes at most."""
+        return self.db.backend.outcome_batch
+
     @unavailable_on_connection_errors
     async def claim(
         self, job_ids: Sequence[UUID], *, lease_seconds: float, redispatch_after: float

@@ -143,8 +143,10 @@ class Worker:
         self._saving_bytes = 0  # the pages those hold
         self._slot_freed = asyncio.Event()
         self._lease_holders: Counter[UUID] = Counter()
+        # The store bounds a batch: on SQLite every other writer (the API's inserts) waits
+        # for the whole of one.
         self._writer: Coalescer[Transition, Written] = Coalescer(
-            self._persist, max_batch=500, concurrency=store.concurrent_writes
+            self._persist, max_batch=store.outcome_batch, concurrency=store.concurrent_writes
         )
         self._stopping = asyncio.Event()
         self.metrics = metrics or WorkerMetrics(CollectorRegistry())

@@ -28,6 +28,9 @@ class PostgresBackend:
     #: the batches' jobs are disjoint, so the two transactions never wait for each other's rows.
     #: Measured: about a tenth more jobs/s than one at a time.
     concurrent_writes = 2
+    #: Row locks only, on jobs nobody else writes: a big batch blocks no other writer, and
+    #: takes fewer round trips and commits a job.
+    outcome_batch = 500
     pins_connections = True
 
     def write_transaction(
