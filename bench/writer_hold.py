@@ -1,0 +1,230 @@
+"""How long each write holds SQLite's writer lock in ``taskcrawler serve``, and what the API's
+POSTs see meanwhile: ``python -m bench.writer_hold``.
+
+Embedded mode only. Each round, for each version (``--ref`` and this checkout, alternated):
+
+1. ``--size`` jobs queued with the worker stopped, then drained: jobs/s and CPU ms per job;
+2. ``--backlog`` more queued through the batch endpoint, then single POSTs offered open-loop at
+   ``--rate`` for ``--seconds`` while the worker drains them (as ``bench.ratios`` measures the
+   p99 a user of a busy ``serve`` sees): p50/p99/max;
+3. every hold of the writer lock (``taskcrawler/storage/sqlite/locking.py``) by either process,
+   timed in the process that held it: the wait for it, the hold's wall time, and the CPU time the
+   holding thread spent in the hold. On a loaded machine a hold's wall time includes the holder
+   waiting for a core; its CPU time does not, so it compares across loads.
+
+The holds are timed without touching the product: a ``sitecustomize`` put on the services'
+``PYTHONPATH`` wraps ``fcntl.flock`` on the lock's file and appends one line per hold to a file
+per process.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import json
+import os
+import secrets
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from bench.ab import checkout
+from bench.deployment import deployment, loadgen, target_site
+from bench.loadgen import percentile
+from bench.phases import backlog
+from tests.support.processes import REPO_ROOT, ProcessManager
+
+#: Imported by every Python process of the deployment (it is on their PYTHONPATH).
+HOOK = """
+import fcntl, os, threading, time
+
+_DIR = os.environ.get("TC_HOLD_LOG_DIR")
+if _DIR:
+    _flock = fcntl.flock
+    _held = threading.local()
+    _out = {}
+
+    def _is_writer_lock(fd):
+        try:
+            return os.readlink(f"/proc/self/fd/{fd}").endswith("-writer")
+        except (OSError, TypeError):
+            return False
+
+    def _log(line):
+        pid = os.getpid()
+        if pid not in _out:
+            path = os.path.join(_DIR, f"holds-{pid}.txt")
+            _out[pid] = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.write(_out[pid], line.encode())
+
+    def flock(fd, operation):
+        if not _is_writer_lock(fd):
+            return _flock(fd, operation)
+        if operation & fcntl.LOCK_UN:
+            released, cpu = time.monotonic(), time.thread_time()
+            _flock(fd, operation)
+            taken = getattr(_held, "taken", None)
+            _held.taken = None
+            if taken is not None:
+                asked, got, cpu0 = taken
+                _log(f"{asked:.6f} {got:.6f} {released:.6f} {cpu - cpu0:.6f}\\n")
+            return None
+        asked = time.monotonic()
+        result = _flock(fd, operation)
+        _held.taken = (asked, time.monotonic(), time.thread_time())
+        return result
+
+    fcntl.flock = flock
+"""
+
+
+def read_holds(directory: Path) -> dict[int, list[tuple[float, float, float, float]]]:
+    """Each process's holds: (asked, got, released, CPU seconds of the hold)."""
+    holds: dict[int, list[tuple[float, float, float, float]]] = {}
+    for path in directory.glob("holds-*.txt"):
+        pid = int(path.stem.removeprefix("holds-"))
+        rows = [line.split() for line in path.read_text().splitlines() if line.strip()]
+        holds[pid] = [(float(a), float(g), float(r), float(c)) for a, g, r, c in rows]
+    return holds
+
+
+def summary(holds: list[tuple[float, float, float, float]]) -> dict[str, Any]:
+    """Milliseconds: the wait for the lock, the hold (wall), the hold's CPU."""
+    if not holds:
+        return {"holds": 0}
+    waits = [(got - asked) * 1000 for asked, got, _, _ in holds]
+    walls = [(released - got) * 1000 for _, got, released, _ in holds]
+    cpus = [cpu * 1000 for *_, cpu in holds]
+    figures: dict[str, Any] = {"holds": len(holds)}
+    for name, values in (("wait", waits), ("hold", walls), ("hold_cpu", cpus)):
+        for q in (50, 90, 99):
+            figures[f"{name}_p{q}_ms"] = round(percentile(values, q), 2)
+        figures[f"{name}_max_ms"] = round(max(values), 2)
+    figures["holds_over_25ms"] = sum(wall > 25 for wall in walls)
+    return figures
+
+
+def by_role(
+    holds: dict[int, list[tuple[float, float, float, float]]],
+    pids: dict[str, int],
+    window: tuple[float, float] | None = None,
+) -> dict[str, Any]:
+    """The summary of each process's holds (``serve`` is the API), those that began in
+    ``window`` if given."""
+    roles = {pid: name for name, pid in pids.items()}
+    grouped: dict[str, list[tuple[float, float, float, float]]] = {}
+    for pid, rows in holds.items():
+        if window is not None:
+            rows = [row for row in rows if window[0] <= row[1] <= window[1]]
+        grouped.setdefault(roles.get(pid, f"pid {pid}"), []).extend(rows)
+    return {role: summary(rows) for role, rows in sorted(grouped.items())}
+
+
+async def one_run(
+    args: argparse.Namespace, repo: Path, hook: Path, target: str, workdir: Path
+) -> dict[str, Any]:
+    logs = Path(tempfile.mkdtemp(prefix="holds_", dir=workdir))
+    settings = {"PYTHONPATH": f"{repo}{os.pathsep}{hook}", "TC_HOLD_LOG_DIR": str(logs)}
+    start = secrets.randbelow(1_000_000) * 100 + 100_000_000
+    # Embedded mode uses neither PostgreSQL nor Redis.
+    async with deployment(
+        "embedded", workdir, pg_admin="", redis_url="", repo=repo, settings=settings
+    ) as dep:
+        load = os.getloadavg()[0]
+        drained = await backlog(dep, target, start=start, size=args.size, within=args.timeout)
+        drain_window = (time.monotonic() - drained["seconds"], time.monotonic())
+        await loadgen(
+            dep.helpers, "batch", dep.api, target, start=start + 2_000_000, count=args.backlog,
+            max_seconds=args.timeout,
+        )  # fmt: skip
+        began = time.monotonic()
+        latency = await loadgen(
+            dep.helpers, "open", dep.api, target, start=start + 3_000_000, rate=args.rate,
+            duration=args.seconds, max_seconds=args.seconds + 30,
+        )  # fmt: skip
+        open_window = (began, time.monotonic())
+        pending = (await dep.counter.counts()).get("PENDING", 0)
+        pids = dict(dep.pids)
+    holds = read_holds(logs)
+    return {
+        "load_average": load,
+        "load_average_after": os.getloadavg()[0],
+        "jobs_per_s": drained["jobs_per_s"],
+        "cpu_ms_per_job": drained["cpu_ms_per_job"],
+        "open": {k: v for k, v in latency.items() if not k.endswith("by_second")},
+        "backlog_left": pending,
+        "holds_draining": by_role(holds, pids, drain_window),
+        "holds_open_loop": by_role(holds, pids, open_window),
+    }
+
+
+def line(label: str, r: dict[str, Any]) -> str:
+    o = r["open"]
+    worker = r["holds_open_loop"].get("worker", {})
+    api = r["holds_open_loop"].get("serve", {})
+    drain = r["holds_draining"].get("worker", {})
+    return (
+        f"{label} (load {r['load_average']:.1f}-{r['load_average_after']:.1f}): "
+        f"drain {r['jobs_per_s']:.0f} jobs/s, {r['cpu_ms_per_job']:.2f} CPU ms/job; "
+        f"worker holds while draining: {drain.get('holds', 0)}, wall p50/p99/max "
+        f"{drain.get('hold_p50_ms')}/{drain.get('hold_p99_ms')}/{drain.get('hold_max_ms')} ms, "
+        f"CPU p50/p99/max {drain.get('hold_cpu_p50_ms')}/{drain.get('hold_cpu_p99_ms')}/"
+        f"{drain.get('hold_cpu_max_ms')} ms | open loop {o['offered_per_second']:.0f}/s: "
+        f"p50 {o['p50_ms']:.1f} p99 {o['p99_ms']:.1f} max {o['max_ms']:.0f} ms, errors+dropped "
+        f"{o['errors'] + o['dropped']}; worker holds {worker.get('holds', 0)}, wall p50/p99/max "
+        f"{worker.get('hold_p50_ms')}/{worker.get('hold_p99_ms')}/{worker.get('hold_max_ms')} "
+        f"ms, CPU p99/max {worker.get('hold_cpu_p99_ms')}/{worker.get('hold_cpu_max_ms')} ms; "
+        f"API waits for the lock p50/p99/max {api.get('wait_p50_ms')}/{api.get('wait_p99_ms')}/"
+        f"{api.get('wait_max_ms')} ms; backlog left {r['backlog_left']}"
+    )
+
+
+async def main_async(args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
+    hook = workdir / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(HOOK)
+    results = []
+    async with contextlib.AsyncExitStack() as stack:
+        trees = {"this": REPO_ROOT}
+        if args.ref:
+            trees = {args.ref: stack.enter_context(checkout(args.ref, workdir)), **trees}
+        helpers = await stack.enter_async_context(ProcessManager(workdir / "helpers"))
+        target = await stack.enter_async_context(target_site(helpers))
+        for n in range(1, args.rounds + 1):
+            for label, tree in trees.items():
+                run = await one_run(args, tree, hook, target, workdir)
+                run |= {"version": label, "round": n, "at": time.time()}
+                results.append(run)
+                print(line(f"round {n} {label}", run), flush=True)
+    return results
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.writer_hold",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--size", type=int, default=3000, help="jobs drained, the API idle")
+    parser.add_argument("--backlog", type=int, default=3000, help="queued before the open load")
+    parser.add_argument("--rate", type=float, default=500.0)
+    parser.add_argument("--seconds", type=float, default=8.0)
+    parser.add_argument("--ref", help="also run this version (a git ref) in each round")
+    parser.add_argument("--timeout", type=float, default=600.0)
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    args = parser.parse_args()
+    workdir = Path(tempfile.mkdtemp(prefix="tc_holds_"))
+    try:
+        results = asyncio.run(main_async(args, workdir))
+    finally:
+        shutil.rmtree(workdir, ignore_errors=True)
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2, default=str))
+
+
+if __name__ == "__main__":
+    main()
