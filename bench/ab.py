@@ -45,7 +45,7 @@ from bench.deployment import (
     wait_final,
 )
 from bench.measure import cpu_speed_ms, tree_cpu_seconds
-from bench.phases import backlog, end_to_end, signal_tree
+from bench.phases import backlog, end_to_end, pause_worker, signal_tree
 from tests.support.processes import REPO_ROOT, ProcessManager
 
 
@@ -121,7 +121,7 @@ async def steady_load(
     run: dict[str, Any] = {}
     for seconds in (2.0, args.seconds):
         if paused:
-            signal_tree(dep.worker_pid, signal.SIGSTOP)
+            await pause_worker(dep)
         try:
             speed = cpu_speed_ms()
             cpu0 = {name: tree_cpu_seconds(pid) for name, pid in dep.pids.items()}

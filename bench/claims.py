@@ -37,7 +37,7 @@ import aiohttp
 from bench.ab import checkout, settings
 from bench.deployment import Deployment, deployment, loadgen, postgres, redis, target_site
 from bench.measure import descendants
-from bench.phases import signal_tree
+from bench.phases import pause_worker, signal_tree
 from tests.support.processes import REPO_ROOT, ProcessManager
 
 #: What a politeness-bound deployment runs with: the defaults, not the throughput benchmark's.
@@ -72,7 +72,7 @@ async def queue_then_drain(
 ) -> dict[str, Any]:
     """Queue ``batches`` (loadgen batch options) with the worker stopped, let it go, and time
     each batch's last job from then."""
-    signal_tree(dep.worker_pid, signal.SIGSTOP)
+    await pause_worker(dep)
     try:
         for batch in batches:
             await loadgen(dep.helpers, "batch", dep.api, target, max_seconds=within, **batch)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import contextlib
+import fcntl
 import json
 import os
 import signal
@@ -97,6 +99,72 @@ def signal_tree(pid: int, sig: signal.Signals) -> None:
             os.kill(member, sig)
 
 
+async def pause_worker(dep: Deployment) -> None:
+    """Stop the worker's processes (SIGCONT to :func:`signal_tree` lets them go). On SQLite
+    never while one holds the writer lock: the API's inserts would wait for it until the
+    worker is let go, after the inserts, that is never (a run of ``bench.writer_hold`` hung so,
+    the worker stopped in its first sweep's write)."""
+    lock = writer_lock_of(dep)
+    for _ in range(1000):
+        signal_tree(dep.worker_pid, signal.SIGSTOP)
+        if lock is None:
+            return
+        await stopped(dep.worker_pid)
+        if lock_free(lock):
+            return
+        signal_tree(dep.worker_pid, signal.SIGCONT)
+        await asyncio.sleep(0.005)
+    raise RuntimeError("the worker held SQLite's writer lock at every one of 1,000 stops")
+
+
+def writer_lock_of(dep: Deployment) -> str | None:
+    """The file of SQLite's writer lock (``taskcrawler/storage/sqlite/locking.py``); None on
+    PostgreSQL."""
+    from sqlalchemy.engine import make_url
+
+    from taskcrawler.storage.sqlite.locking import writer_lock
+
+    url = make_url(dep.env["TASKCRAWLER_DATABASE_URL"])
+    if not url.drivername.startswith("sqlite"):
+        return None
+    lock = writer_lock(url.database)
+    return None if lock is None else lock.path
+
+
+async def stopped(pid: int) -> None:
+    """Until every thread of ``pid`` and of its descendants is stopped: a signal is delivered
+    after ``kill`` returns."""
+    for _ in range(1000):
+        if all(state in "TtXZ" for state in thread_states(pid)):
+            return
+        await asyncio.sleep(0.001)
+
+
+def thread_states(pid: int) -> list[str]:
+    """The scheduler's state letter of each thread of ``pid`` and of its descendants."""
+    states = []
+    for member in [pid, *descendants(pid)]:
+        with contextlib.suppress(OSError):
+            for task in Path(f"/proc/{member}/task").iterdir():
+                with contextlib.suppress(OSError):
+                    states.append((task / "stat").read_text().rsplit(")", 1)[1].split()[0])
+    return states
+
+
+def lock_free(path: str) -> bool:
+    """Whether nobody holds the exclusive flock of ``path`` (taken and let go at once)."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return False
+    else:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+        return True
+    finally:
+        os.close(fd)
+
+
 async def backlog(
     dep: Deployment,
     target: str,
@@ -110,7 +178,7 @@ async def backlog(
     """``size`` new pages queued while the worker is stopped, then the worker let go and timed
     until every job is final: the worker's own throughput, the API idle. ``profile``: a py-spy
     recording of the worker (and its children) while it drains, in py-spy's raw format."""
-    signal_tree(dep.worker_pid, signal.SIGSTOP)
+    await pause_worker(dep)
     try:
         options = {"formats": formats} if formats else {}
         await loadgen(
@@ -257,7 +325,7 @@ async def run_mode(
         if mode == "production":
             # The same load with the worker paused: the API's own latency, apart from the CPU
             # it shares with a draining worker. The worker drains the backlog once resumed.
-            signal_tree(dep.worker_pid, signal.SIGSTOP)
+            await pause_worker(dep)
             try:
                 result.open_alone = await phases.steady_load(", worker paused")
             finally:

@@ -7,6 +7,8 @@ Embedded mode only. Each round, for each version (``--ref`` and this checkout, a
 2. ``--backlog`` more queued through the batch endpoint, then single POSTs offered open-loop at
    ``--rate`` for ``--seconds`` while the worker drains them (as ``bench.ratios`` measures the
    p99 a user of a busy ``serve`` sees): p50/p99/max;
+   ``--a-set`` / ``--b-set KEY=VALUE`` add ``TASKCRAWLER_*`` settings to the ref's runs / this
+   checkout's (``--ref .`` runs this checkout on both sides);
 3. every hold of the writer lock (``taskcrawler/storage/sqlite/locking.py``) by either process,
    timed in the process that held it: the wait for it, the hold's wall time, and the CPU time the
    holding thread spent in the hold. On a loaded machine a hold's wall time includes the holder
@@ -31,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.ab import checkout
+from bench.ab import checkout, settings
 from bench.deployment import deployment, loadgen, target_site
 from bench.loadgen import percentile
 from bench.phases import backlog
@@ -124,10 +126,15 @@ def by_role(
 
 
 async def one_run(
-    args: argparse.Namespace, repo: Path, hook: Path, target: str, workdir: Path
+    args: argparse.Namespace,
+    repo: Path,
+    hook: Path,
+    target: str,
+    workdir: Path,
+    extra: dict[str, str],
 ) -> dict[str, Any]:
     logs = Path(tempfile.mkdtemp(prefix="holds_", dir=workdir))
-    settings = {"PYTHONPATH": f"{repo}{os.pathsep}{hook}", "TC_HOLD_LOG_DIR": str(logs)}
+    settings = extra | {"PYTHONPATH": f"{repo}{os.pathsep}{hook}", "TC_HOLD_LOG_DIR": str(logs)}
     start = secrets.randbelow(1_000_000) * 100 + 100_000_000
     # Embedded mode uses neither PostgreSQL nor Redis.
     async with deployment(
@@ -188,14 +195,15 @@ async def main_async(args: argparse.Namespace, workdir: Path) -> list[dict[str, 
     (hook / "sitecustomize.py").write_text(HOOK)
     results = []
     async with contextlib.AsyncExitStack() as stack:
-        trees = {"this": REPO_ROOT}
+        trees = {"this": (REPO_ROOT, settings(args.b_set))}
         if args.ref:
-            trees = {args.ref: stack.enter_context(checkout(args.ref, workdir)), **trees}
+            ref_tree = stack.enter_context(checkout(args.ref, workdir))
+            trees = {args.ref: (ref_tree, settings(args.a_set)), **trees}
         helpers = await stack.enter_async_context(ProcessManager(workdir / "helpers"))
         target = await stack.enter_async_context(target_site(helpers))
         for n in range(1, args.rounds + 1):
-            for label, tree in trees.items():
-                run = await one_run(args, tree, hook, target, workdir)
+            for label, (tree, extra) in trees.items():
+                run = await one_run(args, tree, hook, target, workdir, extra)
                 run |= {"version": label, "round": n, "at": time.time()}
                 results.append(run)
                 print(line(f"round {n} {label}", run), flush=True)
@@ -214,6 +222,8 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=500.0)
     parser.add_argument("--seconds", type=float, default=8.0)
     parser.add_argument("--ref", help="also run this version (a git ref) in each round")
+    parser.add_argument("--a-set", action="append", default=[], metavar="TASKCRAWLER_KEY=VALUE")
+    parser.add_argument("--b-set", action="append", default=[], metavar="TASKCRAWLER_KEY=VALUE")
     parser.add_argument("--timeout", type=float, default=600.0)
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args()
