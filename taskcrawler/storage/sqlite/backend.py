@@ -45,9 +45,9 @@ class SqliteBackend:
     #: One writer at a time anyway: a second commit in flight measured no faster.
     concurrent_writes = 1
     #: A write holds the one writer lock of every process: the API's inserts of new jobs wait
-    #: behind it. 500 transitions held it up to half a second under load (the POSTs' p99);
-    #: this many keep a hold to a few milliseconds, at no measured cost in jobs/s
-    #: (bench/results/2026-12-07-sqlite-batch-hold.md).
+    #: behind it. A backlog's write of 500 took 33-39 ms of CPU in the lock (and its waits
+    #: between statements on the worker's busy loop); 32 take 5-6 ms, for a few percent more
+    #: of the worker's CPU a job (bench/results/2026-12-07-sqlite-batch-hold.md).
     outcome_batch = 32
     pins_connections = False
 
