@@ -45,10 +45,11 @@ class SqliteBackend:
     #: One writer at a time anyway: a second commit in flight measured no faster.
     concurrent_writes = 1
     #: A write holds the one writer lock of every process: the API's inserts of new jobs wait
-    #: behind it. A backlog's write of 500 took 33-39 ms of CPU in the lock (and its waits
-    #: between statements on the worker's busy loop); 32 take 5-6 ms, for a few percent more
-    #: of the worker's CPU a job (bench/results/2026-12-07-sqlite-batch-hold.md).
-    outcome_batch = 32
+    #: behind it. A backlog's write of 500 took 33-41 ms of CPU in the lock, and its waits on
+    #: the worker's busy loop between statements; of 64, 9-13 ms at p99. 32 took 6 ms but cost
+    #: jobs/s: each write also waits on the loop, whatever its size
+    #: (bench/results/2026-12-07-sqlite-batch-hold.md).
+    outcome_batch = 64
     pins_connections = False
 
     def __init__(self) -> None:
