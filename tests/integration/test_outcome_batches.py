@@ -123,7 +123,7 @@ async def test_a_sqlite_outcome_write_takes_at_most_the_bound(
     storage: Storage, site_port: int
 ) -> None:
     bound = storage.work.outcome_batch
-    jobs = 3 * bound + 5  # the held write's one, then more than three bounds' worth waiting
+    jobs = 3 * bound + 5  # whatever the held write took, more than a bound waits behind it
     created = await storage.jobs.create_jobs(
         [NewJob(f"http://{HOST}:{site_port}/p/{n}") for n in range(jobs)],
         redispatch_after=DRAIN_SECONDS * 10,
