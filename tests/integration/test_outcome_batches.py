@@ -1,6 +1,8 @@
 """On SQLite one outcome write holds the writer lock every process queues for (the API's inserts
-of new jobs too): the worker writes at most the store's bound of transitions in one transaction,
-however many wait, and each transition exactly once.
+of new jobs too): the worker writes at most the store's bound of transitions in one transaction
+(``outcome_batch``, the backend's), however many wait, and each transition exactly once. The
+store here gives a bound of its own, smaller than the backend's, so a worker that ignored it
+would be seen.
 
 Counted, not timed: the first write is held back until every job of the test waits for its
 write, so an unbounded group commit would take all the others in its next transaction."""
@@ -29,12 +31,16 @@ from tests.support.hostile import StaticResolver, fetch_settings
 from tests.support.workers import running_worker
 
 HOST = "batch.test"
+BOUND = 16
 DRAIN_SECONDS = 60
 
 
 class HeldFirstWrite:
-    """The worker's store, counting the transitions of each write (one transaction each); its
-    first write waits for ``release``, so the transitions decided meanwhile pile up."""
+    """The worker's store with the bound ``BOUND``, counting the transitions of each write (one
+    transaction each); its first write waits for ``release``, so the transitions decided
+    meanwhile pile up."""
+
+    outcome_batch = BOUND
 
     def __init__(self, inner: WorkRepository, jobs: int) -> None:
         self._inner = inner
@@ -122,8 +128,9 @@ def make_worker(
 async def test_a_sqlite_outcome_write_takes_at_most_the_bound(
     storage: Storage, site_port: int
 ) -> None:
-    bound = storage.work.outcome_batch
-    jobs = 3 * bound + 5  # whatever the held write took, more than a bound waits behind it
+    bound = BOUND
+    assert bound < storage.work.outcome_batch
+    jobs = 2 * bound + 5  # whatever the held write took, more than a bound waits behind it
     created = await storage.jobs.create_jobs(
         [NewJob(f"http://{HOST}:{site_port}/p/{n}") for n in range(jobs)],
         redispatch_after=DRAIN_SECONDS * 10,

@@ -44,12 +44,11 @@ class SqliteBackend:
     serializes_writes = True
     #: One writer at a time anyway: a second commit in flight measured no faster.
     concurrent_writes = 1
-    #: A write holds the one writer lock of every process: the API's inserts of new jobs wait
-    #: behind it. A backlog's write of 500 took 33-41 ms of CPU in the lock, and its waits on
-    #: the worker's busy loop between statements; of 64, 9-13 ms at p99. 32 took 6 ms but cost
-    #: jobs/s: each write also waits on the loop, whatever its size
-    #: (bench/results/2026-12-07-sqlite-batch-hold.md).
-    outcome_batch = 64
+    #: A write holds the one writer lock every process queues for, the API's inserts too; yet
+    #: 64 measured worse than 500 for them, and for jobs/s: a hold is mostly the worker's loop
+    #: between the write's statements, whatever its size, so smaller writes only make more
+    #: holds (bench/results/2026-12-07-sqlite-batch-hold.md).
+    outcome_batch = 500
     pins_connections = False
 
     def __init__(self) -> None:
