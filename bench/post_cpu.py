@@ -14,9 +14,11 @@ reach before the load; each run also gives the collector's CPU time and runs per
 profile is timed in CPU time (``time.process_time``): its shares leave out the waits for a
 core, which a wall-clock profile counts on a busy machine.
 
-``--alternate-lean`` measures the lean route (:mod:`taskcrawler.api.lean`) alone: one process,
-one app, one database, ``--runs`` pairs of ``--posts`` each, the lean path on and off in turns
-(off: FastAPI's own handler answers every request, as before the lean route).
+``--alternate NAME`` measures one shortcut alone: one process, one app, one database,
+``--runs`` pairs of ``--posts`` each, the shortcut on and off in turns. ``lean``: the lean route
+(:mod:`taskcrawler.api.lean`; off, FastAPI's own handler answers every request);
+``url``: the plain-URL shortcut of :mod:`taskcrawler.domain.urls` (off, both parsers read every
+URL). ``--alternate-lean`` is ``--alternate lean``.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ import cProfile
 import gc
 import json
 import os
+import re
 import secrets
 import statistics
 import subprocess
@@ -154,17 +157,41 @@ class _CollectorTime:
         gc.callbacks.remove(self._callback)
 
 
-async def alternate_lean(args: argparse.Namespace) -> None:
+#: What the switches replaced, put back when they are on.
+_ORIGINALS: dict[str, Any] = {}
+
+
+def _switch_lean(on: bool) -> None:
+    """Off: FastAPI's own handler answers every request, as before the lean route."""
     import taskcrawler.api.lean as lean
+
+    plain_json = _ORIGINALS.setdefault("lean", lean._is_json)
+    lean._is_json = plain_json if on else (lambda request: False)
+
+
+def _switch_url(on: bool) -> None:
+    """Off: every URL goes through both parsers (urlsplit and yarl), as before the plain-URL
+    shortcut; the key and the host are the same either way (tests/unit/test_url_fast_path.py)."""
+    import taskcrawler.domain.urls as urls
+
+    plain_url = _ORIGINALS.setdefault("url", urls._PLAIN_URL)
+    urls._PLAIN_URL = plain_url if on else re.compile(r"(?!)")  # matches nothing
+
+
+#: What each ``--alternate`` turns on and off, in this process.
+SWITCHES = {"lean": _switch_lean, "url": _switch_url}
+
+
+async def alternate(args: argparse.Namespace, name: str) -> None:
     from taskcrawler.api.app import create_app
     from taskcrawler.cli.main import freeze_startup_heap
     from taskcrawler.settings import Settings
     from taskcrawler.storage.migrate import upgrade_database
 
+    switch = SWITCHES[name]
     admin = args.pg_url or (await resolve_postgres()).url
     redis_url = args.redis_url or (await resolve_redis()).url
-    plain_json = lean._is_json
-    figures: dict[str, list[float]] = {"lean": [], "off": []}
+    figures: dict[str, list[float]] = {"on": [], "off": []}
     async with temporary_database(admin, prefix="bench_post_cpu_") as url:
         await upgrade_database(url)
         prefix = "bench_post_cpu_" + secrets.token_hex(4)
@@ -182,17 +209,22 @@ async def alternate_lean(args: argparse.Namespace) -> None:
         try:
             async with app.router.lifespan_context(app):
                 for n in range(args.runs):
-                    for mode in ("lean", "off") if n % 2 == 0 else ("off", "lean"):
-                        lean._is_json = plain_json if mode == "lean" else (lambda request: False)
+                    for mode in ("on", "off") if n % 2 == 0 else ("off", "on"):
+                        switch(mode == "on")
                         result = await _load(submit, args.posts, args.concurrency, None)
                         figures[mode].append(result["cpu_us_per_post"])
                         load = os.getloadavg()[0]
-                        print(f"pair {n + 1} {mode} (load {load:.1f}): {_show(result)}", flush=True)
+                        print(f"pair {n + 1} {name} {mode} (load {load:.1f}): {_show(result)}",
+                              flush=True)  # fmt: skip
         finally:
-            lean._is_json = plain_json
+            switch(True)
             await delete_prefix(redis_url, prefix)
     for mode, runs in figures.items():
-        print(f"median {mode}: {statistics.median(runs):.0f} us CPU per POST")
+        print(f"median {name} {mode}: {statistics.median(runs):.0f} us CPU per POST")
+    ratios = [on / off for on, off in zip(figures["on"], figures["off"], strict=True)]
+    lower = sum(ratio < 1 for ratio in ratios)
+    print(f"on / off per pair: {', '.join(f'{r:.2f}' for r in ratios)}; lower in {lower} of "
+          f"{len(ratios)}")  # fmt: skip
 
 
 def _extract(ref: str, tree: Path) -> None:
@@ -257,8 +289,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--ref", help="also run this git ref's taskcrawler, alternated")
     parser.add_argument("--profile", help="write one run's cProfile stats here")
-    parser.add_argument("--alternate-lean", action="store_true",
-                        help="the lean route on and off in turns, in one process")  # fmt: skip
+    parser.add_argument("--alternate", choices=sorted(SWITCHES),
+                        help="one shortcut on and off in turns, in one process")  # fmt: skip
+    parser.add_argument("--alternate-lean", action="store_const", const="lean",
+                        dest="alternate", help="--alternate lean")  # fmt: skip
     parser.add_argument("--pg-url", help="an admin URL (default: found or started as tests do)")
     parser.add_argument("--redis-url")
     parser.add_argument("--database-url", help=argparse.SUPPRESS)
@@ -270,7 +304,7 @@ def main() -> None:
         )
         print(json.dumps(result))
         return
-    asyncio.run(alternate_lean(args) if args.alternate_lean else main_async(args))
+    asyncio.run(alternate(args, args.alternate) if args.alternate else main_async(args))
 
 
 if __name__ == "__main__":
