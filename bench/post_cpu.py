@@ -242,8 +242,15 @@ def _child(tree: Path | None, args: argparse.Namespace, database_url: str, redis
     command = [sys.executable, "-m", "bench.post_cpu", "--child", "--database-url", database_url,
                "--redis-url", redis_url, "--posts", str(args.posts),
                "--concurrency", str(args.concurrency)]  # fmt: skip
-    out = subprocess.run(command, env=env, check=True, capture_output=True, text=True, timeout=600)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    # ``python -m`` puts the working directory first on sys.path: run from the ref's tree, or
+    # this checkout's taskcrawler would be imported in its place.
+    out = subprocess.run(command, env=env, cwd=tree or REPO_ROOT, check=True,
+                         capture_output=True, text=True, timeout=600)  # fmt: skip
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    imported = Path(result.pop("taskcrawler"))
+    if not imported.is_relative_to(tree or REPO_ROOT):
+        raise RuntimeError(f"the run imported {imported}, not the code of {tree or REPO_ROOT}")
+    return result
 
 
 async def main_async(args: argparse.Namespace) -> None:
@@ -302,7 +309,9 @@ def main() -> None:
         result = asyncio.run(
             one_run(args.database_url, args.redis_url, args.posts, args.concurrency, None)
         )
-        print(json.dumps(result))
+        import taskcrawler
+
+        print(json.dumps(result | {"taskcrawler": taskcrawler.__file__}))
         return
     asyncio.run(alternate(args, args.alternate) if args.alternate else main_async(args))
 
