@@ -167,8 +167,9 @@ def _child(tree: Path | None, args: argparse.Namespace, database_url: str, redis
     process of its own, as every run is: the same start for both."""
     path = str(REPO_ROOT) if tree is None else f"{tree}{os.pathsep}{REPO_ROOT}"
     env = os.environ | {"PYTHONPATH": path}
-    command = [sys.executable, "-m", "bench.post_cpu", "--child", "--database-url", database_url,
-               "--redis-url", redis_url, "--posts", str(args.posts),
+    # -P: the working directory's taskcrawler (this tree's) must not come before the ref's.
+    command = [sys.executable, "-P", "-m", "bench.post_cpu", "--child",
+               "--database-url", database_url, "--redis-url", redis_url, "--posts", str(args.posts),
                "--concurrency", str(args.concurrency)]  # fmt: skip
     out = subprocess.run(command, env=env, check=True, capture_output=True, text=True, timeout=600)
     return json.loads(out.stdout.strip().splitlines()[-1])

@@ -172,8 +172,9 @@ def _child(tree: Path | None, args: argparse.Namespace) -> dict[str, dict[str, f
     """One run of the code in ``tree`` (a ``git archive`` of the ref; None: this tree's)."""
     path = str(REPO_ROOT) if tree is None else f"{tree}{os.pathsep}{REPO_ROOT}"
     env = os.environ | {"PYTHONPATH": path}
-    command = [sys.executable, "-m", "bench.route_cpu", "--child", "--repeat", str(args.repeat),
-               "--runs", "1"]  # fmt: skip
+    # -P: the working directory's taskcrawler (this tree's) must not come before the ref's.
+    command = [sys.executable, "-P", "-m", "bench.route_cpu", "--child",
+               "--repeat", str(args.repeat), "--runs", "1"]  # fmt: skip
     out = subprocess.run(command, env=env, check=True, capture_output=True, text=True, timeout=900)
     figures: dict[str, dict[str, float]] = json.loads(out.stdout.strip().splitlines()[-1])
     return figures

@@ -27,7 +27,8 @@ from fastapi.routing import APIRoute
 
 def include_flat(target: APIRouter, router: APIRouter) -> None:
     """Declare every route of ``router`` on ``target`` itself, in order, instead of including
-    the router as a node that each request walks."""
+    the router as a node that each request walks. Only path operations are copied: a router
+    with event handlers or a lifespan of its own is for ``include_router``."""
     if router.on_startup or router.on_shutdown:
         raise TypeError("a router with event handlers is included with include_router")
     for route in router.routes:
