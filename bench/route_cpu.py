@@ -55,7 +55,7 @@ REQUESTS: list[tuple[str, str, str, bytes]] = [
 
 
 def _scope(method: str, path: str, body: bytes) -> Message:
-    headers = [(b"host", b"bench"), (b"accept", b"application/json, text/event-stream")]
+    headers = [(b"host", b"localhost:8000"), (b"accept", b"application/json, text/event-stream")]
     if body:
         headers += [(b"content-type", b"application/json"),
                     (b"content-length", str(len(body)).encode())]  # fmt: skip
@@ -134,9 +134,12 @@ async def measure(repeat: int, runs: int) -> dict[str, dict[str, float]]:
     """Every request's figures, in this process (this tree's or ``PYTHONPATH``'s code)."""
     from taskcrawler.api.app import create_app
     from taskcrawler.settings import Settings
+    from taskcrawler.storage.migrate import upgrade_database
 
     with tempfile.TemporaryDirectory() as workdir:
-        app: Any = create_app(Settings(database_url=f"sqlite+aiosqlite:///{workdir}/bench.db"))
+        url = f"sqlite+aiosqlite:///{workdir}/bench.db"
+        await upgrade_database(url)
+        app: Any = create_app(Settings(database_url=url))
         async with app.router.lifespan_context(app):
             status, body = await call(app, "POST", "/api/v1/jobs", SUBMITTED)
             if status not in (200, 201):
