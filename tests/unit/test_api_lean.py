@@ -43,7 +43,7 @@ def _app(telemetry: dict[str, Any] | None = None) -> tuple[FastAPI, list[str]]:
         served.append(body.url)
         return await answer(body, key)
 
-    router = APIRouter()  # declared on the app's router, as the app's routes are
+    router = APIRouter()  # served from the app's router, as the app's routes are
     router.add_api_route("/plain", endpoint, methods=["POST"], status_code=201)
     router.add_api_route(
         "/lean",

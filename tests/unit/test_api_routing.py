@@ -1,9 +1,9 @@
-"""The app's routes are declared on its own router, so a request is matched in one pass.
+"""The app's routes are on its own router, so a request is matched in one pass.
 
 A router that FastAPI includes stays a node that every request walks, route by route and twice
 for the router that matches (taskcrawler/api/routing.py): the app must not go back to that
-shape. And a router declared flat must be the router FastAPI would have included: the same
-OpenAPI document, the same answers, ``app.dependency_overrides`` obeyed.
+shape. And a router served flat must be the router FastAPI would have included: the same
+OpenAPI document, the same answers.
 """
 
 from __future__ import annotations
@@ -143,7 +143,7 @@ def _kitchen_sink() -> list[APIRouter]:
 
 
 def _apps() -> tuple[FastAPI, FastAPI]:
-    """The same routers, included by FastAPI and declared flat."""
+    """The same routers, included by FastAPI and served flat."""
     included, flat = FastAPI(title="t", version="1"), FastAPI(title="t", version="1")
     for router in _kitchen_sink():
         included.include_router(router)
@@ -151,7 +151,7 @@ def _apps() -> tuple[FastAPI, FastAPI]:
     return included, flat
 
 
-def test_a_router_declared_flat_has_the_openapi_document_of_one_included() -> None:
+def test_a_router_served_flat_has_the_openapi_document_of_one_included() -> None:
     included, flat = _apps()
     assert flat.openapi() == included.openapi()
     assert list(flat.openapi()["paths"]) == list(included.openapi()["paths"])
@@ -175,7 +175,7 @@ REQUESTS: list[tuple[str, str, dict[str, Any]]] = [
 
 
 @pytest.mark.parametrize(("method", "path", "options"), REQUESTS)
-async def test_a_router_declared_flat_answers_as_one_included(
+async def test_a_router_served_flat_answers_as_one_included(
     method: str, path: str, options: dict[str, Any]
 ) -> None:
     answers = []
@@ -188,10 +188,15 @@ async def test_a_router_declared_flat_answers_as_one_included(
     assert flat == included
 
 
-async def test_dependency_overrides_reach_a_router_declared_flat() -> None:
-    _, flat = _apps()
-    flat.dependency_overrides[_caller] = lambda: "override"
-    transport = httpx.ASGITransport(app=flat)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
-        answer = await client.post("/items", json={"name": "a"}, headers={"x-caller": "me"})
-    assert answer.json() == {"name": "override:a", "size": 0}
+@pytest.mark.parametrize(
+    "target",
+    [
+        FastAPI(dependencies=[Depends(_refuse_blocked)]),
+        FastAPI(default_response_class=HTMLResponse),
+        FastAPI(responses={418: {"description": "a teapot"}}),
+    ],
+    ids=["dependencies", "response class", "responses"],
+)
+def test_a_router_is_not_served_flat_on_one_that_adds_to_its_routes(target: FastAPI) -> None:
+    with pytest.raises(TypeError):
+        include_flat(target.router, _kitchen_sink()[0])
