@@ -18,7 +18,7 @@ from fastapi import APIRouter, Depends, FastAPI, Header, HTTPException, Query
 from fastapi.responses import HTMLResponse, PlainTextResponse
 from fastapi.routing import APIRoute
 from pydantic import BaseModel
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from taskcrawler.api.app import ROUTERS, create_app
 from taskcrawler.api.lean import lean_json_route
@@ -43,7 +43,8 @@ async def test_a_request_asks_each_route_at_most_once(monkeypatch: pytest.Monkey
     app = create_app(Settings())
     asked: list[int] = []
     inside: set[int] = set()
-    for kind in {APIRoute, Route} | {type(route) for route in app.routes}:
+    kinds: set[type[BaseRoute]] = {APIRoute, Route, *(type(route) for route in app.routes)}
+    for kind in kinds:
         monkeypatch.setattr(kind, "matches", _counted(kind.matches, asked, inside))
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
