@@ -592,9 +592,9 @@ async def test_postgresql_counts_the_corpus_in_the_background_and_terms_after_wr
         second = await _job(storage, "http://b.test/")
         more = [(f"kettle number {n}", _unit(1, 0, 0, 0)) for n in range(3)]
         await storage.chunks.replace(_page(second, more), "h")
-        stale = await storage.chunks.keyword(query)  # the old counts, while a task counts anew
+        stale = await storage.chunks.keyword(query)  # the old figures, while a task counts anew
         await storage.chunks.settle()
-        assert (len(corpus), len(terms)) == (4, 1)
+        assert len(corpus) == 4  # (the terms are counted again by whichever search is next)
         after = await storage.chunks.keyword(query)
         assert [h.score for h in after] != [h.score for h in stale]
         assert len(terms) == 2  # the chunks changed: their terms counted again
