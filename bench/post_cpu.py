@@ -239,9 +239,8 @@ def _child(tree: Path | None, args: argparse.Namespace, database_url: str, redis
     process of its own, as every run is: the same start for both."""
     path = str(REPO_ROOT) if tree is None else f"{tree}{os.pathsep}{REPO_ROOT}"
     env = os.environ | {"PYTHONPATH": path}
-    # -P: the working directory's taskcrawler (this tree's) must not come before the ref's.
-    command = [sys.executable, "-P", "-m", "bench.post_cpu", "--child",
-               "--database-url", database_url, "--redis-url", redis_url, "--posts", str(args.posts),
+    command = [sys.executable, "-m", "bench.post_cpu", "--child", "--database-url", database_url,
+               "--redis-url", redis_url, "--posts", str(args.posts),
                "--concurrency", str(args.concurrency)]  # fmt: skip
     # ``python -m`` puts the working directory first on sys.path: run from the ref's tree, or
     # this checkout's taskcrawler would be imported in its place.

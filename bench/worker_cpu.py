@@ -214,8 +214,7 @@ async def _deployment(args: argparse.Namespace, workdir: Path) -> AsyncIterator[
 def _child(tree: Path | None, args: argparse.Namespace, env: dict[str, str], target: str) -> Any:
     """One run of the code in ``tree`` (None: this tree's) in a process of its own."""
     path = str(REPO_ROOT) if tree is None else f"{tree}{os.pathsep}{REPO_ROOT}"
-    # -P: the working directory's taskcrawler (this tree's) must not come before the ref's.
-    command = [sys.executable, "-P", "-m", "bench.worker_cpu", "--child", "--target", target,
+    command = [sys.executable, "-m", "bench.worker_cpu", "--child", "--target", target,
                "--jobs", str(args.jobs), "--settings", json.dumps(env)]  # fmt: skip
     if args.formats:
         command += ["--formats", args.formats]
