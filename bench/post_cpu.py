@@ -9,9 +9,16 @@ ref's ``taskcrawler`` in a child process too, the two alternated ``--runs`` time
 writes cProfile's stats of the first run (this tree's, in this process) to a file. Every run
 drops its database and deletes its Redis keys.
 
-``--alternate-lean`` measures the lean route (:mod:`taskcrawler.api.lean`) alone: one process,
-one app, one database, ``--runs`` pairs of ``--posts`` each, the lean path on and off in turns
-(off: FastAPI's own handler answers every request, as before the lean route).
+As ``taskcrawler api`` does, what start-up built is frozen out of the garbage collector's
+reach before the load; each run also gives the collector's CPU time and runs per request. The
+profile is timed in CPU time (``time.process_time``): its shares leave out the waits for a
+core, which a wall-clock profile counts on a busy machine.
+
+``--alternate NAME`` measures one shortcut alone: one process, one app, one database,
+``--runs`` pairs of ``--posts`` each, the shortcut on and off in turns. ``lean``: the lean route
+(:mod:`taskcrawler.api.lean`; off, FastAPI's own handler answers every request);
+``url``: the plain-URL shortcut of :mod:`taskcrawler.domain.urls` (off, both parsers read every
+URL). ``--alternate-lean`` is ``--alternate lean``.
 """
 
 from __future__ import annotations
@@ -19,8 +26,10 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import gc
 import json
 import os
+import re
 import secrets
 import statistics
 import subprocess
@@ -68,12 +77,14 @@ async def _post(app: Any, body: bytes, path: str = "/api/v1/jobs") -> int:
 async def one_run(database_url: str, redis_url: str, posts: int, concurrency: int,
                   profile: str | None) -> dict[str, float]:  # fmt: skip
     from taskcrawler.api.app import create_app
+    from taskcrawler.cli.main import freeze_startup_heap
     from taskcrawler.settings import Settings
     from taskcrawler.storage.migrate import upgrade_database
 
     await upgrade_database(database_url)
     prefix = "bench_post_cpu_" + secrets.token_hex(4)
     app = create_app(Settings(database_url=database_url, redis_url=redis_url, redis_prefix=prefix))
+    freeze_startup_heap()
     run = secrets.token_hex(6)
 
     async def submit(name: str) -> None:
@@ -104,32 +115,88 @@ async def _load(submit: Any, posts: int, concurrency: int,
         while todo:
             await submit(str(todo.pop()))
 
-    profiler = cProfile.Profile() if profile else None
+    # CPU time, not wall time: on a machine others share, wall time counts the waits for a core.
+    profiler = cProfile.Profile(time.process_time)
+    collector = _CollectorTime()
     wall, cpu = time.perf_counter(), time.process_time()
-    if profiler is not None:
+    if profile:
         profiler.enable()
-    await asyncio.gather(*(client() for _ in range(concurrency)))
-    if profiler is not None:
+    with collector:
+        await asyncio.gather(*(client() for _ in range(concurrency)))
+    if profile:
         profiler.disable()
         profiler.dump_stats(profile)
     wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-    return {"cpu_us_per_post": cpu / posts * 1e6, "post_per_s": posts / wall}
+    return {
+        "cpu_us_per_post": cpu / posts * 1e6,
+        "post_per_s": posts / wall,
+        "gc_us_per_post": collector.cpu / posts * 1e6,
+        "gc_runs_per_post": collector.runs / posts,
+    }
 
 
-async def alternate_lean(args: argparse.Namespace) -> None:
+class _CollectorTime:
+    """The CPU time the garbage collector took while in the block, and how often it ran."""
+
+    def __init__(self) -> None:
+        self.cpu = 0.0
+        self.runs = 0
+        self._started = 0.0
+
+    def _callback(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._started = time.process_time()
+        else:
+            self.cpu += time.process_time() - self._started
+            self.runs += 1
+
+    def __enter__(self) -> None:
+        gc.callbacks.append(self._callback)
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._callback)
+
+
+#: What the switches replaced, put back when they are on.
+_ORIGINALS: dict[str, Any] = {}
+
+
+def _switch_lean(on: bool) -> None:
+    """Off: FastAPI's own handler answers every request, as before the lean route."""
     import taskcrawler.api.lean as lean
+
+    plain_json = _ORIGINALS.setdefault("lean", lean._is_json)
+    lean._is_json = plain_json if on else (lambda request: False)
+
+
+def _switch_url(on: bool) -> None:
+    """Off: every URL goes through both parsers (urlsplit and yarl), as before the plain-URL
+    shortcut; the key and the host are the same either way (tests/unit/test_url_fast_path.py)."""
+    import taskcrawler.domain.urls as urls
+
+    plain_url = _ORIGINALS.setdefault("url", urls._PLAIN_URL)
+    urls._PLAIN_URL = plain_url if on else re.compile(r"(?!)")  # matches nothing
+
+
+#: What each ``--alternate`` turns on and off, in this process.
+SWITCHES = {"lean": _switch_lean, "url": _switch_url}
+
+
+async def alternate(args: argparse.Namespace, name: str) -> None:
     from taskcrawler.api.app import create_app
+    from taskcrawler.cli.main import freeze_startup_heap
     from taskcrawler.settings import Settings
     from taskcrawler.storage.migrate import upgrade_database
 
+    switch = SWITCHES[name]
     admin = args.pg_url or (await resolve_postgres()).url
     redis_url = args.redis_url or (await resolve_redis()).url
-    plain_json = lean._is_json
-    figures: dict[str, list[float]] = {"lean": [], "off": []}
+    figures: dict[str, list[float]] = {"on": [], "off": []}
     async with temporary_database(admin, prefix="bench_post_cpu_") as url:
         await upgrade_database(url)
         prefix = "bench_post_cpu_" + secrets.token_hex(4)
         app = create_app(Settings(database_url=url, redis_url=redis_url, redis_prefix=prefix))
+        freeze_startup_heap()
         run, sent = secrets.token_hex(6), 0
 
         async def submit(name: str) -> None:
@@ -142,17 +209,22 @@ async def alternate_lean(args: argparse.Namespace) -> None:
         try:
             async with app.router.lifespan_context(app):
                 for n in range(args.runs):
-                    for mode in ("lean", "off") if n % 2 == 0 else ("off", "lean"):
-                        lean._is_json = plain_json if mode == "lean" else (lambda request: False)
+                    for mode in ("on", "off") if n % 2 == 0 else ("off", "on"):
+                        switch(mode == "on")
                         result = await _load(submit, args.posts, args.concurrency, None)
                         figures[mode].append(result["cpu_us_per_post"])
                         load = os.getloadavg()[0]
-                        print(f"pair {n + 1} {mode} (load {load:.1f}): {_show(result)}", flush=True)
+                        print(f"pair {n + 1} {name} {mode} (load {load:.1f}): {_show(result)}",
+                              flush=True)  # fmt: skip
         finally:
-            lean._is_json = plain_json
+            switch(True)
             await delete_prefix(redis_url, prefix)
     for mode, runs in figures.items():
-        print(f"median {mode}: {statistics.median(runs):.0f} us CPU per POST")
+        print(f"median {name} {mode}: {statistics.median(runs):.0f} us CPU per POST")
+    ratios = [on / off for on, off in zip(figures["on"], figures["off"], strict=True)]
+    lower = sum(ratio < 1 for ratio in ratios)
+    print(f"on / off per pair: {', '.join(f'{r:.2f}' for r in ratios)}; lower in {lower} of "
+          f"{len(ratios)}")  # fmt: skip
 
 
 def _extract(ref: str, tree: Path) -> None:
@@ -170,8 +242,15 @@ def _child(tree: Path | None, args: argparse.Namespace, database_url: str, redis
     command = [sys.executable, "-m", "bench.post_cpu", "--child", "--database-url", database_url,
                "--redis-url", redis_url, "--posts", str(args.posts),
                "--concurrency", str(args.concurrency)]  # fmt: skip
-    out = subprocess.run(command, env=env, check=True, capture_output=True, text=True, timeout=600)
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    # ``python -m`` puts the working directory first on sys.path: run from the ref's tree, or
+    # this checkout's taskcrawler would be imported in its place.
+    out = subprocess.run(command, env=env, cwd=tree or REPO_ROOT, check=True,
+                         capture_output=True, text=True, timeout=600)  # fmt: skip
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    imported = Path(result.pop("taskcrawler"))
+    if not imported.is_relative_to(tree or REPO_ROOT):
+        raise RuntimeError(f"the run imported {imported}, not the code of {tree or REPO_ROOT}")
+    return result
 
 
 async def main_async(args: argparse.Namespace) -> None:
@@ -204,7 +283,10 @@ async def main_async(args: argparse.Namespace) -> None:
 
 
 def _show(figures: dict[str, float]) -> str:
-    return f"{figures['cpu_us_per_post']:.0f} us CPU/POST, {figures['post_per_s']:.0f} POST/s"
+    return (
+        f"{figures['cpu_us_per_post']:.0f} us CPU/POST ({figures['gc_us_per_post']:.0f} in "
+        f"{figures['gc_runs_per_post']:.2f} collections), {figures['post_per_s']:.0f} POST/s"
+    )
 
 
 def main() -> None:
@@ -214,8 +296,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--ref", help="also run this git ref's taskcrawler, alternated")
     parser.add_argument("--profile", help="write one run's cProfile stats here")
-    parser.add_argument("--alternate-lean", action="store_true",
-                        help="the lean route on and off in turns, in one process")  # fmt: skip
+    parser.add_argument("--alternate", choices=sorted(SWITCHES),
+                        help="one shortcut on and off in turns, in one process")  # fmt: skip
+    parser.add_argument("--alternate-lean", action="store_const", const="lean",
+                        dest="alternate", help="--alternate lean")  # fmt: skip
     parser.add_argument("--pg-url", help="an admin URL (default: found or started as tests do)")
     parser.add_argument("--redis-url")
     parser.add_argument("--database-url", help=argparse.SUPPRESS)
@@ -225,9 +309,11 @@ def main() -> None:
         result = asyncio.run(
             one_run(args.database_url, args.redis_url, args.posts, args.concurrency, None)
         )
-        print(json.dumps(result))
+        import taskcrawler
+
+        print(json.dumps(result | {"taskcrawler": taskcrawler.__file__}))
         return
-    asyncio.run(alternate_lean(args) if args.alternate_lean else main_async(args))
+    asyncio.run(alternate(args, args.alternate) if args.alternate else main_async(args))
 
 
 if __name__ == "__main__":

@@ -218,9 +218,16 @@ def _child(tree: Path | None, args: argparse.Namespace, env: dict[str, str], tar
                "--jobs", str(args.jobs), "--settings", json.dumps(env)]  # fmt: skip
     if args.formats:
         command += ["--formats", args.formats]
-    out = subprocess.run(command, env=os.environ | {"PYTHONPATH": path}, check=True,
-                         capture_output=True, text=True, timeout=args.timeout + 120)  # fmt: skip
-    return json.loads(out.stdout.strip().splitlines()[-1])
+    # ``python -m`` puts the working directory first on sys.path: run from the ref's tree, or
+    # this checkout's taskcrawler would be imported in its place.
+    out = subprocess.run(command, env=os.environ | {"PYTHONPATH": path}, cwd=tree or REPO_ROOT,
+                         check=True, capture_output=True, text=True,
+                         timeout=args.timeout + 120)  # fmt: skip
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    imported = Path(result.pop("taskcrawler"))
+    if not imported.is_relative_to(tree or REPO_ROOT):
+        raise RuntimeError(f"the run imported {imported}, not the code of {tree or REPO_ROOT}")
+    return result
 
 
 async def main_async(args: argparse.Namespace) -> None:
@@ -306,7 +313,9 @@ def main() -> None:
     if args.child:
         env = json.loads(args.settings)
         result = asyncio.run(one_run(env, args.target, args.jobs, args.formats, None, args.timeout))
-        print(json.dumps(result))
+        import taskcrawler
+
+        print(json.dumps(result | {"taskcrawler": taskcrawler.__file__}))
         return
     uvloop.run(main_async(args))
 

@@ -24,6 +24,7 @@ from taskcrawler.api.routes import map as map_routes
 from taskcrawler.api.routes import monitors as monitor_routes
 from taskcrawler.api.routes import search as search_routes
 from taskcrawler.api.routes import web_search as web_search_routes
+from taskcrawler.api.routing import include_flat
 from taskcrawler.bootstrap import Runtime
 from taskcrawler.firecrawl import errors as firecrawl_errors
 from taskcrawler.firecrawl import routes as firecrawl_routes
@@ -37,6 +38,25 @@ if TYPE_CHECKING:
     from taskcrawler.worker import Worker
 
 log = logging.getLogger(__name__)
+
+#: The API's routers, in the order their routes are matched and documented.
+ROUTERS = (
+    jobs.router,
+    deliveries_routes.router,
+    content.router,
+    map_routes.router,
+    search_routes.router,
+    web_search_routes.router,
+    crawls_routes.router,
+    monitor_routes.router,
+    monitor_routes.runs_router,
+    export_routes.router,
+    firecrawl_routes.router,
+    keys_routes.router,
+    health.router,
+    dashboard_routes.router,
+    metrics_router,
+)
 
 DESCRIPTION = """
 Submit a URL; a worker fetches it in the background and stores what the page says.
@@ -130,22 +150,9 @@ def create_app(
     # Added last, the outermost: Firecrawl's error body on /v1 and /v2 for every refusal, the
     # edge guard's included.
     app.add_middleware(firecrawl_errors.FirecrawlErrors)
-    app.include_router(jobs.router)
-    app.include_router(deliveries_routes.router)
-    app.include_router(content.router)
-    app.include_router(map_routes.router)
-    app.include_router(search_routes.router)
-    app.include_router(web_search_routes.router)
-    app.include_router(crawls_routes.router)
-    app.include_router(monitor_routes.router)
-    app.include_router(monitor_routes.runs_router)
-    app.include_router(export_routes.router)
-    app.include_router(firecrawl_routes.router)
-    app.include_router(keys_routes.router)
-    app.include_router(health.router)
-    app.include_router(dashboard_routes.router)
+    for router in ROUTERS:
+        include_flat(app.router, router)
     app.state.metrics = metrics_endpoint
-    app.include_router(metrics_router)
     # Here, not at the top: the MCP tools read the request models of this package.
     from taskcrawler.api.mcp import PATH as MCP_PATH
     from taskcrawler.api.mcp import McpEndpoint

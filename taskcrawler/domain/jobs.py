@@ -203,10 +203,15 @@ class NewJob(JobOptions):
     ) -> NewJob:
         """The job ``options`` ask for at ``url``, the formats and the callback URL left out
         given their defaults."""
-        asked = {option.name: getattr(options, option.name) for option in fields(JobOptions)}
+        asked = {name: getattr(options, name) for name in _JOB_OPTION_NAMES}
         asked["formats"] = options.formats or DEFAULT_FORMATS
         asked["callback_url"] = options.callback_url or default_callback
         return cls(url, owner, **asked)
+
+
+#: The fields of :class:`JobOptions`, listed once: ``fields()`` walks the class per call, on
+#: every submission.
+_JOB_OPTION_NAMES = tuple(option.name for option in fields(JobOptions))
 
 
 @dataclass(frozen=True, slots=True)

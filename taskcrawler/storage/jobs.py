@@ -6,7 +6,6 @@ import uuid
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
 from uuid import UUID
 
 import sqlalchemy as sa
@@ -27,6 +26,7 @@ from taskcrawler.domain.jobs import (
 from taskcrawler.domain.rendering import SCREENSHOT, RenderRequest
 from taskcrawler.domain.resubmission import Action, Asked, Existing, Plan, plan
 from taskcrawler.domain.scrape_options import ScrapeOptions
+from taskcrawler.domain.urls import host_as_sent
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import (
     retried_when_rolled_back,
@@ -539,7 +539,7 @@ def _new_row(
         "owner": request.owner,
         "url": request.url,
         "url_key": key,
-        "host": (urlsplit(request.url).hostname or "").lower(),
+        "host": host_as_sent(request.url),
         "status": PENDING,
         "retry_count": 0,
         "created_at": now,

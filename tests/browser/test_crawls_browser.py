@@ -14,7 +14,7 @@ from aiohttp import web
 from playwright.async_api import Browser, Page, expect
 
 from tests.support.cli import Api, keyed
-from tests.support.dashboard import open_dashboard
+from tests.support.dashboard import open_dashboard, watched_page
 from tests.support.served import Served
 from tests.support.services import free_port
 
@@ -67,25 +67,9 @@ async def served(keyed_server: Served, request: pytest.FixtureRequest) -> Api:
 async def page(browser: Browser, served: Api) -> AsyncIterator[Page]:
     """A fresh page whose dashboard holds the test's key; closed before the server stops, so
     its polling never finds it gone."""
-    context = await browser.new_context(viewport={"width": 1280, "height": 900})
-    await context.add_init_script(f"localStorage.setItem('taskcrawler.apiKey', '{served.key}')")
-    opened = await context.new_page()
-    problems: list[str] = []
-    opened.on("pageerror", lambda error: problems.append(f"page error: {error}"))
-    opened.on(
-        "console",
-        # The browser logs every answer that is not 2xx; the 422 below is asked for.
-        lambda message: (
-            problems.append(message.text)
-            if message.type == "error" and "status of 422" not in message.text
-            else None
-        ),
-    )
-    try:
+    # The browser logs every answer that is not 2xx; the 422 below is asked for.
+    async with watched_page(browser, key=served.key, expected=("status of 422",)) as opened:
         yield opened
-    finally:
-        await context.close()
-    assert not problems, problems
 
 
 async def test_start_watch_and_cancel_a_crawl(page: Page, served: Api, chain: str) -> None:

@@ -5,7 +5,6 @@ holds (as the dashboard keeps the key it was given), and a key sees only its own
 
 from __future__ import annotations
 
-import contextlib
 import re
 import struct
 from collections.abc import AsyncIterator
@@ -17,7 +16,7 @@ import pytest
 from playwright.async_api import Browser, Page, expect
 
 from tests.support.cli import Api, keyed
-from tests.support.dashboard import dashboard_ready, open_dashboard
+from tests.support.dashboard import dashboard_ready, open_dashboard, watched_page
 from tests.support.served import Served
 from tests.support.target import TargetServer
 
@@ -34,45 +33,15 @@ async def served(keyed_server: Served, request: pytest.FixtureRequest) -> Api:
 async def page(browser: Browser, served: Api) -> AsyncIterator[Page]:
     """A fresh browser context whose dashboard holds the test's key (as it keeps the key it
     was given)."""
-    async with new_page(browser, served.key) as opened:
+    async with watched_page(browser, key=served.key, expected=("401",)) as opened:
         yield opened
 
 
 @pytest.fixture
 async def page_without_key(browser: Browser, keyed_server: Served) -> AsyncIterator[Page]:
     """A fresh browser context whose dashboard holds no key yet: it asks for one."""
-    async with new_page(browser, None) as opened:
+    async with watched_page(browser, expected=("401",)) as opened:
         yield opened
-
-
-@contextlib.asynccontextmanager
-async def new_page(browser: Browser, key: str | None) -> AsyncIterator[Page]:
-    """A fresh browser context (own localStorage); console errors fail the test.
-
-    The fixtures ask for the server so that the page is closed before the served process stops:
-    a dashboard still polling a server that is shutting down logs a refused connection, not a
-    fault.
-    """
-    context = await browser.new_context(viewport={"width": 1280, "height": 900})
-    if key is not None:
-        await context.add_init_script(f"localStorage.setItem('taskcrawler.apiKey', '{key}')")
-    opened = await context.new_page()
-    problems: list[str] = []
-    opened.on("pageerror", lambda error: problems.append(f"page error: {error}"))
-    opened.on(
-        "console",
-        lambda message: (
-            problems.append(f"console: {message.text}")
-            if message.type == "error" and "401" not in message.text
-            else None
-        ),
-    )
-    try:
-        yield opened
-    finally:
-        await context.close()
-    # A blocked inline script or style (CSP), a JS exception, a missing file: all show up here.
-    assert not problems, problems
 
 
 def row_of(page: Page, url: str):  # type: ignore[no-untyped-def]

@@ -12,7 +12,7 @@ import pytest
 from playwright.async_api import Browser, Page, expect
 
 from tests.support.changing_site import ChangingSiteServer, start_changing_site
-from tests.support.dashboard import open_dashboard
+from tests.support.dashboard import open_dashboard, watched_page
 from tests.support.processes import ProcessManager
 from tests.support.served import Served, serve
 
@@ -43,19 +43,8 @@ async def served(processes: ProcessManager, tmp_path: Path, sqlite_url: str) -> 
 async def page(browser: Browser, served: Served) -> AsyncIterator[Page]:
     # Closed before the server stops (it depends on it): the dashboard polls until then, and a
     # poll to a stopped server is a console error.
-    context = await browser.new_context(viewport={"width": 1280, "height": 900})
-    opened = await context.new_page()
-    problems: list[str] = []
-    opened.on("pageerror", lambda error: problems.append(f"page error: {error}"))
-    opened.on(
-        "console",
-        lambda message: problems.append(message.text) if message.type == "error" else None,
-    )
-    try:
+    async with watched_page(browser) as opened:
         yield opened
-    finally:
-        await context.close()
-    assert not problems, problems
 
 
 async def test_a_change_is_shown_with_its_diff(

@@ -279,23 +279,27 @@ async def test_an_unexpected_error_asking_reaches_every_waiting_task(
 async def test_the_fetcher_reports_host_busy_instead_of_waiting(
     redis: tuple[Redis, str], server: HostileServer
 ) -> None:
-    server.page_delay = 0.5
+    # The holder takes the one slot first (a wait as long as it needs), and holds it while the
+    # page takes its time; only then does the other ask, with a wait far shorter than that.
+    server.page_delay = 2.0
     limiter = _limiter(redis, concurrency=1)
-    fetcher = Fetcher(
-        fetch_settings(allow_private_networks=True), limiter=limiter, host_wait_seconds=0.05
-    )
+    settings = fetch_settings(allow_private_networks=True)
+    holder = Fetcher(settings, limiter=limiter)
+    waiter = Fetcher(settings, limiter=limiter, host_wait_seconds=0.05)
     try:
-        results = await asyncio.gather(
-            fetcher.fetch(server.url("/page")),
-            fetcher.fetch(server.url("/page")),
-            return_exceptions=True,
-        )
+        holding = asyncio.create_task(holder.fetch(server.url("/page")))
+        for _ in range(3000):  # until the holder's request has reached the page (30 s at most)
+            if server.hits["/page"]:
+                break
+            await asyncio.sleep(0.01)
+        with pytest.raises(FetchError) as refused:
+            await waiter.fetch(server.url("/page"))
+        await holding
     finally:
-        await fetcher.close()
-    errors = [r for r in results if isinstance(r, FetchError)]
-    assert len(errors) == 1
-    assert errors[0].code == ErrorCode.HOST_BUSY
-    assert errors[0].transient is True
+        await holder.close()
+        await waiter.close()
+    assert refused.value.code == ErrorCode.HOST_BUSY
+    assert refused.value.transient is True
     assert server.hits["/page"] == 1
 
 

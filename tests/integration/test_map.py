@@ -120,7 +120,7 @@ async def test_what_was_found_in_time_is_answered(site_server: SiteServer, site:
     finally:
         await service.fetcher.close()
     assert result.links == [url, url + "linked"]
-    assert any("stopped after 2 s" in warning for warning in result.warnings)
+    assert any("stopped after 8 s" in warning for warning in result.warnings)
 
 
 async def test_a_failed_start_page_is_a_warning(site: Site, mapper: MapService) -> None:
@@ -192,7 +192,9 @@ class FirstSliceOnly(InThreads):
 async def test_the_deadline_covers_keying_and_keeps_what_was_keyed(
     site_server: SiteServer, site: Site
 ) -> None:
-    service = make_service(site, sitemap_max_urls=3 * URL_SLICE, map_timeout_seconds=2)
+    # Long enough for the first slice to be fetched and keyed on a busy machine (2 s was not,
+    # once): the test waits it out, as the second slice never answers.
+    service = make_service(site, sitemap_max_urls=3 * URL_SLICE, map_timeout_seconds=8)
     service.runner = FirstSliceOnly()
     huge = f"http://{HOSTILE_HOSTS['huge']}:{site_server.port}/"
     try:
@@ -200,4 +202,4 @@ async def test_the_deadline_covers_keying_and_keeps_what_was_keyed(
     finally:
         await service.fetcher.close()
     assert result.links == [f"http://{HOSTILE_HOSTS['huge']}/p/{n}" for n in range(URL_SLICE)]
-    assert any("stopped after 2 s" in warning for warning in result.warnings)
+    assert any("stopped after 8 s" in warning for warning in result.warnings)

@@ -17,6 +17,7 @@ from opentelemetry import trace
 
 from taskcrawler.api.errors import install_error_handlers
 from taskcrawler.api.lean import lean_json_route
+from taskcrawler.api.routing import include_flat
 from taskcrawler.contract.jobs import JobCreate
 
 JSON = {"content-type": "application/json"}
@@ -42,7 +43,7 @@ def _app(telemetry: dict[str, Any] | None = None) -> tuple[FastAPI, list[str]]:
         served.append(body.url)
         return await answer(body, key)
 
-    router = APIRouter()  # included, as the app's routes are
+    router = APIRouter()  # served from the app's router, as the app's routes are
     router.add_api_route("/plain", endpoint, methods=["POST"], status_code=201)
     router.add_api_route(
         "/lean",
@@ -53,7 +54,7 @@ def _app(telemetry: dict[str, Any] | None = None) -> tuple[FastAPI, list[str]]:
     )
     app = FastAPI(telemetry=telemetry)  # type: ignore[arg-type]
     install_error_handlers(app)
-    app.include_router(router)
+    include_flat(app.router, router)
     return app, served
 
 
