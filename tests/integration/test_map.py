@@ -120,7 +120,7 @@ async def test_what_was_found_in_time_is_answered(site_server: SiteServer, site:
     finally:
         await service.fetcher.close()
     assert result.links == [url, url + "linked"]
-    assert any("stopped after 8 s" in warning for warning in result.warnings)
+    assert any("stopped after 2 s" in warning for warning in result.warnings)
 
 
 async def test_a_failed_start_page_is_a_warning(site: Site, mapper: MapService) -> None:
