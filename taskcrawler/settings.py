@@ -359,7 +359,9 @@ class Settings(BaseSettings):
         False, description="Require `Authorization: Bearer <key>` on every /api call."
     )
     rate_limit_per_minute: int | None = Field(
-        None, ge=1, description="Requests per minute per key, unless the key sets its own."
+        None,
+        ge=1,
+        description="Requests per key in any 60 seconds, unless the key sets its own.",
     )
     max_pending_jobs: int | None = Field(
         None, ge=1, description="Unfinished jobs per key at most, unless the key sets its own."

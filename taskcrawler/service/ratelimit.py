@@ -1,52 +1,142 @@
 """Requests per minute per key: in memory (embedded), or in Redis (shared by API processes).
 
-A fixed one-minute window per key: one INCR per request, no scans, nothing that grows. A burst
-of up to twice the limit across a window boundary is the accepted price of that simplicity.
+A sliding log: each key keeps the times of its requests allowed in the last 60 seconds. A
+request is allowed while fewer than the limit were allowed in the 60 seconds before it, so no
+60-second span ever holds more than the limit, and a key that was quiet may still send its whole
+limit at once. A refused request is not logged, so a client that comes back too early is not
+kept out longer for it. The answer to a refused one is exact: the seconds until the request that
+frees a place leaves the window, whatever the clock's minute.
+
+A changed limit holds from the next request, counting the requests already allowed: they are not
+trimmed to a lowered limit, so raising it again does not forget them. The log costs one entry per
+request allowed in the last minute, never more than the largest limit the key had in that
+minute, and is gone a minute after the key's last allowed request.
+
+GCRA (one time per key) would be smaller but cannot keep both promises: after a burst of the
+limit it lets one more through every 60/limit seconds, nearly twice the limit in a minute.
 """
 
 from __future__ import annotations
 
 import time
+from collections import OrderedDict, deque
+from collections.abc import Callable
 from typing import Protocol
 
 import redis.asyncio as aioredis
 
 WINDOW_SECONDS = 60
 
+#: Seconds now; only differences of it matter.
+Clock = Callable[[], float]
+
 
 class RateLimiter(Protocol):
     async def hit(self, key: str, limit: int) -> float | None:
-        """Count one request; None if allowed, else seconds until the next window."""
+        """Count one request of ``key``, allowed ``limit`` in any 60 seconds: None if it is
+        allowed, else the seconds until one would be (it is then not counted)."""
         ...
 
 
-def _window(now: float) -> tuple[int, float]:
-    start = int(now // WINDOW_SECONDS) * WINDOW_SECONDS
-    return start, start + WINDOW_SECONDS - now
+def _retry_after(counted: float, now: float) -> float:
+    """When a request allowed at ``counted`` leaves the window."""
+    return counted + WINDOW_SECONDS - now
+
+
+def _check_limit(limit: int) -> None:
+    if limit < 1:
+        raise ValueError(f"a rate limit allows at least one request, not {limit}")
 
 
 class MemoryRateLimiter:
-    def __init__(self) -> None:
-        self._counts: dict[str, tuple[int, int]] = {}
+    """One API process's limits. Keys whose last allowed request is a window old are
+    forgotten as others arrive, so the state holds only the keys active in the last minute."""
+
+    def __init__(self, clock: Clock = time.monotonic) -> None:
+        self._clock = clock
+        # Key -> times of its allowed requests, oldest first. Keys are ordered by their last
+        # allowed request, so the ones whose whole log has expired are at the front.
+        self._logs: OrderedDict[str, deque[float]] = OrderedDict()
+
+    def __len__(self) -> int:
+        """How many keys are remembered."""
+        return len(self._logs)
 
     async def hit(self, key: str, limit: int) -> float | None:
-        window, remaining = _window(time.time())
-        start, count = self._counts.get(key, (window, 0))
-        count = count + 1 if start == window else 1
-        self._counts[key] = (window, count)
-        return None if count <= limit else remaining
+        _check_limit(limit)
+        now = self._clock()
+        horizon = now - WINDOW_SECONDS
+        self._forget_idle_keys(horizon)
+        log = self._logs.get(key)
+        if log is None:
+            self._logs[key] = deque([now])
+            return None
+        while log and log[0] <= horizon:
+            log.popleft()
+        if len(log) >= limit:
+            return _retry_after(log[len(log) - limit], now)
+        log.append(now)
+        self._logs.move_to_end(key)
+        return None
+
+    def _forget_idle_keys(self, horizon: float) -> None:
+        while self._logs:
+            key, log = next(iter(self._logs.items()))
+            if log[-1] > horizon:
+                return
+            del self._logs[key]
+
+
+# KEYS[1]: the key's log, a list of the times (µs) of its allowed requests, oldest first.
+# ARGV: the limit, the window (µs), now (µs), or '' for Redis's clock, which every API process
+# shares. Allowed: logs the request and returns nil. Refused: returns the µs until a request
+# would be allowed. Times are whole µs and formatted by hand: Lua would print 15 digits as
+# 1.7e+15, losing the µs.
+_HIT = """
+local log = KEYS[1]
+local limit = tonumber(ARGV[1])
+local window = tonumber(ARGV[2])
+local now = tonumber(ARGV[3])
+if not now then
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local oldest = tonumber(redis.call('LINDEX', log, 0))
+while oldest and oldest <= now - window do
+  redis.call('LPOP', log)
+  oldest = tonumber(redis.call('LINDEX', log, 0))
+end
+local count = redis.call('LLEN', log)
+if count < limit then
+  redis.call('RPUSH', log, string.format('%.0f', now))
+  redis.call('PEXPIRE', log, math.ceil(window / 1000))
+  return false
+end
+return tonumber(redis.call('LINDEX', log, count - limit)) + window - now
+"""
+
+_MICROS = 1_000_000
 
 
 class RedisRateLimiter:
-    def __init__(self, client: aioredis.Redis, *, prefix: str) -> None:
+    """Limits shared by every API process on the same Redis and prefix: one list per key,
+    changed by one script call per request, expiring a window after the key's last allowed
+    request. Without a ``clock`` the time is Redis's own, so processes with skewed clocks agree.
+    """
+
+    def __init__(self, client: aioredis.Redis, *, prefix: str, clock: Clock | None = None) -> None:
         self.client = client
         self.prefix = prefix
+        self._clock = clock
+        self._hit = client.register_script(_HIT)
+
+    def log_key(self, key: str) -> str:
+        return f"{self.prefix}:ratelimit:{key}"
 
     async def hit(self, key: str, limit: int) -> float | None:
-        window, remaining = _window(time.time())
-        name = f"{self.prefix}:ratelimit:{key}:{window}"
-        async with self.client.pipeline(transaction=False) as pipe:
-            pipe.incr(name)
-            pipe.expire(name, WINDOW_SECONDS + 5)
-            count, _ = await pipe.execute()
-        return None if int(count) <= limit else remaining
+        _check_limit(limit)
+        now = "" if self._clock is None else str(round(self._clock() * _MICROS))
+        wait = await self._hit(
+            keys=[self.log_key(key)], args=[limit, WINDOW_SECONDS * _MICROS, now]
+        )
+        return None if wait is None else int(wait) / _MICROS
