@@ -16,6 +16,7 @@ from taskcrawler.service.ratelimit import (
     RateLimiter,
     RedisRateLimiter,
 )
+from tests.support.servers import free_port
 
 #: A multiple of 60 (a minute of the clock, where a fixed window would start).
 MINUTE_MARK = 1_800_000_000.0
@@ -174,3 +175,17 @@ async def test_memory_forgets_keys_a_window_after_their_last_request() -> None:
 async def test_a_limit_below_one_is_refused(make_limiter: MakeLimiter) -> None:
     with pytest.raises(ValueError, match="at least one"):
         await make_limiter(FakeClock()).hit("k", 0)
+
+
+async def test_with_redis_unreachable_requests_are_allowed(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """The API takes jobs with Redis down (the sweepers publish them later): a limit that
+    cannot be counted lets requests through instead of failing them."""
+    client = Redis(host="127.0.0.1", port=free_port(), socket_connect_timeout=1)
+    limiter = RedisRateLimiter(client, prefix="tc-test-down")
+    try:
+        assert await _hits(limiter, "k", 1, 3) == [None, None, None]
+    finally:
+        await client.aclose()
+    assert "rate limit not applied, redis unavailable" in caplog.text
