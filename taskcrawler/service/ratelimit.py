@@ -127,7 +127,10 @@ class RedisRateLimiter:
     """Limits shared by every API process on the same Redis and prefix: one list per key,
     changed by one script call per request, expiring a window after the key's last allowed
     request. Without a ``clock`` the time is Redis's own, so processes with skewed clocks agree.
-    While Redis cannot be reached, every request is allowed.
+
+    A request that cannot be counted in Redis (down, or every connection of the pool busy
+    past its wait: a flood, when the limit matters most) is counted in this process instead,
+    so a key gets at most its limit per process, never an unlimited rate.
     """
 
     def __init__(self, client: aioredis.Redis, *, prefix: str, clock: Clock | None = None) -> None:
@@ -135,6 +138,8 @@ class RedisRateLimiter:
         self.prefix = prefix
         self._clock = clock
         self._hit = client.register_script(_HIT)
+        self._fallback = MemoryRateLimiter() if clock is None else MemoryRateLimiter(clock)
+        self._unreachable = False  # warned once per outage, not once per request
 
     def log_key(self, key: str) -> str:
         return f"{self.prefix}:ratelimit:{key}"
@@ -148,7 +153,10 @@ class RedisRateLimiter:
             )
         except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
             # With Redis down the API still takes jobs (the sweepers publish them once it is
-            # back); a limit nobody can count lets requests through rather than failing them.
-            log.warning("rate limit not applied, redis unavailable: %s", exc)
-            return None
+            # back): the request is counted here rather than failed.
+            if not self._unreachable:
+                log.warning("rate limit counted per process, redis unavailable: %s", exc)
+            self._unreachable = True
+            return await self._fallback.hit(key, limit)
+        self._unreachable = False
         return None if wait is None else int(wait) / _MICROS

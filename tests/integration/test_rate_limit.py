@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 import pytest
-from redis.asyncio import Redis
+from redis.asyncio import BlockingConnectionPool, Redis
 
 from taskcrawler.service.ratelimit import (
     WINDOW_SECONDS,
@@ -177,15 +177,34 @@ async def test_a_limit_below_one_is_refused(make_limiter: MakeLimiter) -> None:
         await make_limiter(FakeClock()).hit("k", 0)
 
 
-async def test_with_redis_unreachable_requests_are_allowed(
+async def test_with_redis_unreachable_the_limit_is_counted_per_process(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    """The API takes jobs with Redis down (the sweepers publish them later): a limit that
-    cannot be counted lets requests through instead of failing them."""
+    """The API takes jobs with Redis down (the sweepers publish them later): a request that
+    cannot be counted in Redis is counted in the process, not failed, and not let through
+    unlimited. The outage is logged once, not once a request."""
     client = Redis(host="127.0.0.1", port=free_port(), socket_connect_timeout=1)
-    limiter = RedisRateLimiter(client, prefix="tc-test-down")
+    limiter = RedisRateLimiter(client, prefix="tc-test-down", clock=FakeClock())
     try:
-        assert await _hits(limiter, "k", 1, 3) == [None, None, None]
+        assert await _hits(limiter, "k", 2, 3) == [None, None, WINDOW_SECONDS]
     finally:
         await client.aclose()
-    assert "rate limit not applied, redis unavailable" in caplog.text
+    assert caplog.text.count("rate limit counted per process, redis unavailable") == 1
+
+
+async def test_with_every_connection_busy_the_limit_still_holds(
+    redis_url: str, redis_prefix: str
+) -> None:
+    """A pool whose connections are all taken past its wait (a flood) is no outage to exploit:
+    the requests it cannot count are counted in the process."""
+    pool = BlockingConnectionPool.from_url(
+        redis_url, decode_responses=True, max_connections=1, timeout=0.05
+    )
+    client = Redis.from_pool(pool)
+    limiter = RedisRateLimiter(client, prefix=redis_prefix, clock=FakeClock())
+    taken = await pool.get_connection()  # type: ignore[no-untyped-call]  # redis-py: untyped
+    try:
+        assert await _hits(limiter, "k", 1, 3) == [None, WINDOW_SECONDS, WINDOW_SECONDS]
+    finally:
+        await pool.release(taken)
+        await client.aclose()
