@@ -31,8 +31,10 @@ def include_flat(target: APIRouter, router: APIRouter) -> None:
     """
     if _adds_to_its_routes(target):
         raise TypeError("the routes would not get what the target router adds to its own")
-    if router.on_startup or router.on_shutdown:
-        raise TypeError("a router with event handlers is included with include_router")
+    if router.on_startup or router.on_shutdown or _has_a_lifespan(router):
+        raise TypeError(
+            "a router with event handlers or a lifespan is included with include_router"
+        )
     for route in router.routes:
         if not isinstance(route, APIRoute):
             raise TypeError(f"only path operations are served flat, not {route!r}")
@@ -52,3 +54,13 @@ def _adds_to_its_routes(router: APIRouter) -> bool:
         or not isinstance(router.default_response_class, DefaultPlaceholder)
         or not isinstance(router.generate_unique_id_function, DefaultPlaceholder)
     )
+
+
+#: The lifespan a router is given when it declares none (FastAPI has no public name for it):
+#: it runs only the router's event handlers, which are checked for apart.
+_NO_LIFESPAN = type(APIRouter().lifespan_context)
+
+
+def _has_a_lifespan(router: APIRouter) -> bool:
+    """``router`` declares a lifespan: the app's router would never enter it."""
+    return not isinstance(router.lifespan_context, _NO_LIFESPAN)

@@ -8,6 +8,7 @@ OpenAPI document, the same answers.
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from collections.abc import AsyncIterator, Callable
 from typing import Annotated, Any
@@ -201,3 +202,20 @@ async def test_a_router_served_flat_answers_as_one_included(
 def test_a_router_is_not_served_flat_on_one_that_adds_to_its_routes(target: FastAPI) -> None:
     with pytest.raises(TypeError):
         include_flat(target.router, _kitchen_sink()[0])
+
+
+def test_a_router_with_a_lifespan_is_not_served_flat() -> None:
+    """The app's router never enters an included router's lifespan: it would be dropped."""
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: Any) -> AsyncIterator[None]:
+        yield
+
+    router = APIRouter(lifespan=lifespan)
+
+    @router.get("/x")
+    async def x() -> int:
+        return 1
+
+    with pytest.raises(TypeError, match="lifespan"):
+        include_flat(FastAPI().router, router)
