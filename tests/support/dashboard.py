@@ -14,6 +14,7 @@ import contextlib
 from collections.abc import AsyncIterator, Sequence
 
 from playwright.async_api import Browser, Page, Request, expect
+from playwright.async_api import Error as PlaywrightError
 
 READY_MS = 30_000
 NETWORK_CHANGED = "net::ERR_NETWORK_CHANGED"
@@ -73,7 +74,13 @@ async def open_dashboard(page: Page, url: str) -> None:
     try:
         for load in range(1, LOADS + 1):
             aborted.clear()
-            await page.goto(url)
+            try:
+                await page.goto(url)
+            except PlaywrightError as exc:
+                # The document itself aborted: goto raises before anything is checked.
+                if NETWORK_CHANGED not in exc.message or load == LOADS:
+                    raise
+                continue
             try:
                 await dashboard_ready(page)
                 return
