@@ -279,23 +279,24 @@ async def test_an_unexpected_error_asking_reaches_every_waiting_task(
 async def test_the_fetcher_reports_host_busy_instead_of_waiting(
     redis: tuple[Redis, str], server: HostileServer
 ) -> None:
-    # The holder takes the one slot first (a wait as long as it needs), and holds it while the
-    # page takes its time; only then does the other ask, with a wait far shorter than that.
-    server.page_delay = 2.0
+    # The holder takes the one slot first (a wait as long as it needs), and its page answers
+    # only once the other, asking with a short wait, has been refused: however slow the
+    # machine, the slot is held all the while.
+    gate = server.page_gate = asyncio.Event()
     limiter = _limiter(redis, concurrency=1)
     settings = fetch_settings(allow_private_networks=True)
     holder = Fetcher(settings, limiter=limiter)
     waiter = Fetcher(settings, limiter=limiter, host_wait_seconds=0.05)
     try:
         holding = asyncio.create_task(holder.fetch(server.url("/page")))
-        for _ in range(3000):  # until the holder's request has reached the page (30 s at most)
-            if server.hits["/page"]:
-                break
-            await asyncio.sleep(0.01)
+        async with asyncio.timeout(30):  # a bound on a hang, not on the machine's speed
+            await server.page_reached.wait()
         with pytest.raises(FetchError) as refused:
             await waiter.fetch(server.url("/page"))
+        gate.set()
         await holding
     finally:
+        gate.set()
         await holder.close()
         await waiter.close()
     assert refused.value.code == ErrorCode.HOST_BUSY

@@ -49,6 +49,10 @@ class HostileServer:
         self.in_flight = 0
         self.max_in_flight = 0
         self.page_delay = 0.0
+        #: Set once ``/page`` is asked; when a gate is given, ``/page`` answers only once it is
+        #: set: a request held as long as a test needs.
+        self.page_reached = asyncio.Event()
+        self.page_gate: asyncio.Event | None = None
         self.request_starts: list[float] = []
         #: The connections requests came on (held, so each stays a distinct object).
         self.connections: set[asyncio.BaseTransport] = set()
@@ -116,6 +120,9 @@ class HostileServer:
         ]
 
     async def _page(self, request: web.Request) -> web.Response:
+        self.page_reached.set()
+        if self.page_gate is not None:
+            await self.page_gate.wait()
         if self.page_delay:
             await asyncio.sleep(self.page_delay)
         return web.Response(body=PAGE, content_type="text/html", charset="utf-8")
