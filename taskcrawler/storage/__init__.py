@@ -79,8 +79,10 @@ class Storage:
         )
 
     async def close(self) -> None:
-        await self.chunks.settle()
-        await self.db.close()
+        try:
+            await self.chunks.settle()
+        finally:
+            await self.db.close()
 
 
 def open_storage(url: str, *, pool_size: int = 10) -> Storage:

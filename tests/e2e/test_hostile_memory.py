@@ -48,8 +48,8 @@ def env_of(settings: dict[str, Any]) -> dict[str, str]:
     return {f"TASKCRAWLER_{key.upper()}": str(value) for key, value in settings.items()}
 
 
-# About 15 s of CPU in three processes: 10 s on a quiet machine, 37 s beside four busy ones, past
-# the default 120 s once in a full suite's busiest minutes.
+# About 15 s of CPU in three processes: 10 s on a quiet machine, 37 s beside four busy ones, and
+# more than the default 120 s in a full suite's busiest minutes.
 @pytest.mark.timeout(300)
 async def test_the_hostile_corpus_leaves_the_worker_memory_bounded(
     processes: ProcessManager,

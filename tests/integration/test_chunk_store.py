@@ -3,6 +3,7 @@ without pgvector still does."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
@@ -605,3 +606,32 @@ async def test_postgresql_counts_the_corpus_in_the_background_and_terms_after_wr
             await anew.close()
     finally:
         await storage.close()
+
+
+async def test_closing_the_store_ends_a_corpus_count_that_never_answers(
+    pgvector_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A background count stuck on a database that does not answer is cancelled once closing
+    has waited :data:`SETTLE_SECONDS` for it, and the database is closed all the same."""
+    monkeypatch.setattr(postgres_chunks, "CORPUS_STATS_SECONDS", 0.0)
+    monkeypatch.setattr(postgres_chunks, "SETTLE_SECONDS", 0.2)
+    storage = open_storage(pgvector_url)
+    job = await _job(storage, "http://a.test/")
+    await storage.chunks.replace(_page(job, [("kettle on the stove", _unit(1, 0, 0, 0))]), "h")
+    query = SearchQuery("", "kettle", k=3)
+    await storage.chunks.keyword(query)  # counted, by the search itself
+    stuck: list[asyncio.Task[Any]] = []
+
+    async def never_answers(*args: Any) -> tuple[int, float]:
+        task = asyncio.current_task()
+        assert task is not None
+        stuck.append(task)
+        await asyncio.Event().wait()
+        raise AssertionError("unreachable")
+
+    monkeypatch.setattr(storage.chunks, "_count_corpus", never_answers)
+    await storage.chunks.keyword(query)  # uses the counts, and starts a count that hangs
+    await asyncio.sleep(0)
+    await storage.close()
+    assert len(stuck) == 1 and stuck[0].cancelled()
+    assert storage.db.engine.pool.checkedout() == 0

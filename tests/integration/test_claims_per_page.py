@@ -152,7 +152,7 @@ async def drain(shared: Shared, urls: list[str], workers: int = 1) -> tuple[list
     Returns the workers and the ids their claims handed the database."""
     hosts = sorted({url.split("/")[2].split(":")[0] for url in urls})
     # Published once and not again: the sweeper publishes a PENDING job once more when its
-    # dispatch is this old, and a starved machine once took 30 s here (a duplicate costs a claim).
+    # dispatch is this old, which a starved machine can reach here (a duplicate costs a claim).
     created = await shared.storage.jobs.create_jobs(
         [NewJob(url) for url in urls], redispatch_after=DRAIN_SECONDS * 10
     )

@@ -192,8 +192,8 @@ class FirstSliceOnly(InThreads):
 async def test_the_deadline_covers_keying_and_keeps_what_was_keyed(
     site_server: SiteServer, site: Site
 ) -> None:
-    # Long enough for the first slice to be fetched and keyed on a busy machine (2 s was not,
-    # once): the test waits it out, as the second slice never answers.
+    # Long enough for the first slice to be fetched and keyed on a busy machine, where 2 s is
+    # not: the test waits it out, as the second slice never answers.
     service = make_service(site, sitemap_max_urls=3 * URL_SLICE, map_timeout_seconds=8)
     service.runner = FirstSliceOnly()
     huge = f"http://{HOSTILE_HOSTS['huge']}:{site_server.port}/"

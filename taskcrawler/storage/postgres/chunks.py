@@ -43,6 +43,8 @@ CORPUS_STATS_SECONDS = 60.0
 #: chunk of the owner's (420 ms at 100,000 here), which a search should not wait for.
 #: Older than this, a search counts them itself.
 CORPUS_STATS_STALE_SECONDS = 600.0
+#: How long closing the store waits for the corpus counts in flight.
+SETTLE_SECONDS = 5.0
 
 
 #: How many postings of each query term an unfiltered keyword search reads, those of most
@@ -227,9 +229,17 @@ class PostgresChunkStore(ChunkStoreBase):
         return count, mean
 
     async def settle(self) -> None:
-        """Wait for the corpus counts in flight (each catches its own failure)."""
-        while self._recounts:
-            await asyncio.gather(*self._recounts.values())
+        """Wait for the corpus counts in flight (each catches its own failure), for
+        :data:`SETTLE_SECONDS` at most: a count still running then is cancelled, as a database
+        that does not answer must not hold up a shutdown."""
+        try:
+            async with asyncio.timeout(SETTLE_SECONDS):
+                while self._recounts:
+                    await asyncio.gather(*self._recounts.values())
+        except TimeoutError:
+            for task in list(self._recounts.values()):
+                task.cancel()
+            log.warning("a corpus count still running at close was cancelled")
 
     def _recount_later(self, owner: str) -> None:
         if owner in self._recounts:
