@@ -22,26 +22,18 @@ import shutil
 import tempfile
 import threading
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from pathlib import Path
 from statistics import median
 from typing import Any
-from uuid import UUID
 
 from aiohttp import web
 
 from bench.loadgen import percentile
 from bench.target import page
-from taskcrawler import bootstrap
-from taskcrawler.domain.transitions import Transition
-from taskcrawler.fetch import Fetcher
-from taskcrawler.fetch.politeness import MemoryHostLimiter
 from taskcrawler.queue import MemoryQueue
-from taskcrawler.settings import Settings
 from taskcrawler.storage import NewJob, Storage, open_storage, upgrade_database
-from taskcrawler.storage.ports import WorkRepository
-from taskcrawler.worker.worker import Worker
-from tests.support.hostile import StaticResolver, fetch_settings
+from tests.support.held_writes import HeldFirstWrite, held_worker
 from tests.support.workers import running_worker
 
 HOST = "hold.test"
@@ -77,49 +69,6 @@ class Holds:
         return None
 
 
-class HeldFirstWrite:
-    """The worker's store with the bound ``outcome_batch``; its first write waits for every
-    job to be waiting; ``writes`` counts the transitions of each write."""
-
-    def __init__(self, inner: WorkRepository, jobs: int, bound: int) -> None:
-        self._inner = inner
-        self.jobs = jobs
-        self.outcome_batch = bound
-        self.writes: list[int] = []
-        self.release = asyncio.Event()
-        self.final = asyncio.Event()
-
-    async def record_transitions(
-        self, transitions: Sequence[Transition], **options: Any
-    ) -> list[UUID]:
-        if not self.writes:
-            self.writes.append(0)  # the held write: counted below, once it is written
-            await self.release.wait()
-            self.writes.pop()
-        added = await self._inner.record_transitions(transitions, **options)
-        self.writes.append(len(transitions))
-        if sum(self.writes) >= self.jobs:
-            self.final.set()
-        return added
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
-
-
-class SavesCounted(Worker):
-    def __init__(self, *args: Any, jobs: int, **options: Any) -> None:
-        super().__init__(*args, **options)
-        self.jobs = jobs
-        self.asked = 0
-        self.all_asked = asyncio.Event()
-
-    async def _save(self, transition: Transition) -> None:
-        self.asked += 1
-        if self.asked >= self.jobs:
-            self.all_asked.set()
-        await super()._save(transition)
-
-
 @contextlib.asynccontextmanager
 async def site() -> AsyncIterator[int]:
     async def serve(request: web.Request) -> web.Response:
@@ -148,20 +97,7 @@ async def one_run(template: Path, workdir: Path, port: int, jobs: int, bound: in
         queue = MemoryQueue()
         await queue.publish([c.job.id for c in created])
         store = HeldFirstWrite(storage.work, jobs, bound)
-        settings = Settings(_env_file=None, worker_concurrency=jobs)
-        fetcher = Fetcher(
-            fetch_settings(allow_private_networks=True),
-            resolver=StaticResolver({HOST: ["127.0.0.1"]}),
-            limiter=MemoryHostLimiter(jobs),
-        )
-        worker = SavesCounted(
-            bootstrap.worker_config(settings),
-            store,
-            queue,
-            fetcher,
-            bootstrap.page_parser(settings),
-            jobs=jobs,
-        )
+        worker, fetcher = held_worker(store, queue, HOST)
         try:
             async with running_worker(worker), asyncio.timeout(600):
                 await worker.all_asked.wait()
@@ -175,7 +111,7 @@ async def one_run(template: Path, workdir: Path, port: int, jobs: int, bound: in
             await worker.parser.aclose()
     finally:
         await storage.close()
-    return store.writes, holds.holds
+    return [len(write) for write in store.writes], holds.holds
 
 
 def summary(bound: int, runs: list[Any], jobs: int) -> str:

@@ -10,60 +10,20 @@ write, so an unbounded group commit would take all the others in its next transa
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Sequence
-from typing import Any
-from uuid import UUID
+from collections.abc import AsyncIterator
 
 import pytest
 import sqlalchemy as sa
 from aiohttp import web
 
-from taskcrawler import bootstrap
-from taskcrawler.domain.transitions import Transition
-from taskcrawler.fetch import Fetcher
-from taskcrawler.fetch.politeness import MemoryHostLimiter
 from taskcrawler.queue import MemoryQueue
-from taskcrawler.settings import Settings
 from taskcrawler.storage import NewJob, Storage, open_storage, tables
-from taskcrawler.storage.ports import WorkRepository
-from taskcrawler.worker.worker import Worker
-from tests.support.hostile import StaticResolver, fetch_settings
+from tests.support.held_writes import HeldFirstWrite, held_worker
 from tests.support.workers import running_worker
 
 HOST = "batch.test"
 BOUND = 16
 DRAIN_SECONDS = 60
-
-
-class HeldFirstWrite:
-    """The worker's store with the bound ``BOUND``, counting the transitions of each write (one
-    transaction each); its first write waits for ``release``, so the transitions decided
-    meanwhile pile up."""
-
-    outcome_batch = BOUND
-
-    def __init__(self, inner: WorkRepository, jobs: int) -> None:
-        self._inner = inner
-        self.jobs = jobs
-        self.writes: list[list[UUID]] = []
-        self.first_write = asyncio.Event()
-        self.release = asyncio.Event()
-        self.final = asyncio.Event()
-
-    async def record_transitions(
-        self, transitions: Sequence[Transition], **options: Any
-    ) -> list[UUID]:
-        if not self.first_write.is_set():
-            self.first_write.set()
-            await self.release.wait()
-        added = await self._inner.record_transitions(transitions, **options)
-        self.writes.append([t.job.id for t in transitions])
-        if sum(map(len, self.writes)) >= self.jobs:
-            self.final.set()
-        return added
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
 
 
 @pytest.fixture
@@ -88,43 +48,6 @@ async def storage(sqlite_url: str) -> AsyncIterator[Storage]:
     await opened.close()
 
 
-class SavesCounted(Worker):
-    """A worker that says when ``jobs`` of its attempts have asked for their write."""
-
-    def __init__(self, *args: Any, jobs: int, **options: Any) -> None:
-        super().__init__(*args, **options)
-        self.jobs = jobs
-        self.asked = 0
-        self.all_asked = asyncio.Event()
-
-    async def _save(self, transition: Transition) -> None:
-        self.asked += 1
-        if self.asked >= self.jobs:
-            self.all_asked.set()  # this one is handed to the writer before the test goes on
-        await super()._save(transition)
-
-
-def make_worker(
-    store: HeldFirstWrite, queue: MemoryQueue, jobs: int
-) -> tuple[SavesCounted, Fetcher]:
-    # Every job is fetched at once, so all of them wait behind the held write.
-    settings = Settings(_env_file=None, worker_concurrency=jobs)
-    fetcher = Fetcher(
-        fetch_settings(allow_private_networks=True),
-        resolver=StaticResolver({HOST: ["127.0.0.1"]}),
-        limiter=MemoryHostLimiter(jobs),
-    )
-    worker = SavesCounted(
-        bootstrap.worker_config(settings),
-        store,
-        queue,
-        fetcher,
-        bootstrap.page_parser(settings),
-        jobs=jobs,
-    )
-    return worker, fetcher
-
-
 async def test_a_sqlite_outcome_write_takes_at_most_the_bound(
     storage: Storage, site_port: int
 ) -> None:
@@ -137,8 +60,8 @@ async def test_a_sqlite_outcome_write_takes_at_most_the_bound(
     )
     queue = MemoryQueue()
     await queue.publish([c.job.id for c in created])
-    store = HeldFirstWrite(storage.work, jobs)
-    worker, fetcher = make_worker(store, queue, jobs)
+    store = HeldFirstWrite(storage.work, jobs, bound)
+    worker, fetcher = held_worker(store, queue, HOST)
     try:
         async with running_worker(worker), asyncio.timeout(DRAIN_SECONDS):
             await store.first_write.wait()
