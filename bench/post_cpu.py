@@ -54,8 +54,15 @@ async def _post(app: Any, body: bytes, path: str = "/api/v1/jobs") -> int:
         "headers": [(b"host", b"bench"), (b"content-type", b"application/json"),
                     (b"content-length", str(len(body)).encode())],
     }  # fmt: skip
+    status, _ = await asgi_call(app, scope, body)
+    return status
+
+
+async def asgi_call(app: Any, scope: Message, body: bytes) -> tuple[int, bytes]:
+    """One request, ``body`` in one piece, through ``app`` in this process: its status and
+    body."""
     sent = False
-    status = 0
+    status, answer = 0, bytearray()
 
     async def receive() -> Message:
         nonlocal sent
@@ -69,9 +76,11 @@ async def _post(app: Any, body: bytes, path: str = "/api/v1/jobs") -> int:
         nonlocal status
         if message["type"] == "http.response.start":
             status = message["status"]
+        elif message["type"] == "http.response.body":
+            answer.extend(message.get("body", b""))
 
     await app(scope, receive, send)
-    return status
+    return status, bytes(answer)
 
 
 async def one_run(database_url: str, redis_url: str, posts: int, concurrency: int,

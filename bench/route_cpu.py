@@ -33,7 +33,7 @@ from typing import Any
 
 from starlette.routing import Match
 
-from bench.post_cpu import _extract
+from bench.post_cpu import _extract, asgi_call
 from tests.support.processes import REPO_ROOT
 
 Message = dict[str, Any]
@@ -69,26 +69,7 @@ def _scope(method: str, path: str, body: bytes) -> Message:
 
 async def call(app: Asgi, method: str, path: str, body: bytes = b"") -> tuple[int, bytes]:
     """One request through the whole app: its status and body."""
-    sent = False
-    status, answer = 0, bytearray()
-
-    async def receive() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        await asyncio.Event().wait()  # the client never goes away
-        raise AssertionError
-
-    async def send(message: Message) -> None:
-        nonlocal status
-        if message["type"] == "http.response.start":
-            status = message["status"]
-        elif message["type"] == "http.response.body":
-            answer.extend(message.get("body", b""))
-
-    await app(_scope(method, path, body), receive, send)
-    return status, bytes(answer)
+    return await asgi_call(app, _scope(method, path, body), body)
 
 
 def match_once(routes: list[Any], scope: Message) -> Any:
