@@ -195,7 +195,7 @@ def main_runs(args: argparse.Namespace) -> None:
         if args.ref:
             results[args.ref] = []
         for n in range(args.runs):
-            order = ["this", args.ref] if n % 2 == 0 or not args.ref else [args.ref, "this"]
+            order = list(results) if n % 2 == 0 else list(reversed(results))
             for name in order:
                 results[name].append(_child(None if name == "this" else tree, args))
             print(f"run {n + 1} done (load {os.getloadavg()[0]:.1f})", flush=True)
