@@ -13,9 +13,13 @@ from taskcrawler.common.errors import translate_errors
 from taskcrawler.domain import QueueUnavailable
 from taskcrawler.queue.base import Ready, Taken, Waiting
 
+#: What the client raises when Redis cannot be reached or does not answer in time (a pool with
+#: every connection busy past its wait raises a ConnectionError too).
+UNREACHABLE = (RedisConnectionError, RedisTimeoutError, OSError)
+
 
 def _queue_error(exc: Exception) -> Exception | None:
-    if isinstance(exc, RedisConnectionError | RedisTimeoutError | OSError):
+    if isinstance(exc, UNREACHABLE):
         return QueueUnavailable(f"redis: {exc}")
     return None
 

@@ -25,8 +25,8 @@ from collections.abc import Callable
 from typing import Protocol
 
 import redis.asyncio as aioredis
-from redis.exceptions import ConnectionError as RedisConnectionError
-from redis.exceptions import TimeoutError as RedisTimeoutError
+
+from taskcrawler.queue.redis import UNREACHABLE
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +151,7 @@ class RedisRateLimiter:
             wait = await self._hit(
                 keys=[self.log_key(key)], args=[limit, WINDOW_SECONDS * _MICROS, now]
             )
-        except (RedisConnectionError, RedisTimeoutError, OSError) as exc:
+        except UNREACHABLE as exc:
             # With Redis down the API still takes jobs (the sweepers publish them once it is
             # back): the request is counted here rather than failed.
             if not self._unreachable:
