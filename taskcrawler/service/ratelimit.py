@@ -72,22 +72,22 @@ class MemoryRateLimiter:
         now = self._clock()
         horizon = now - WINDOW_SECONDS
         self._forget_idle_keys(horizon)
-        log = self._logs.get(key)
-        if log is None:
+        times = self._logs.get(key)
+        if times is None:
             self._logs[key] = deque([now])
             return None
-        while log and log[0] <= horizon:
-            log.popleft()
-        if len(log) >= limit:
-            return _retry_after(log[len(log) - limit], now)
-        log.append(now)
+        while times and times[0] <= horizon:
+            times.popleft()
+        if len(times) >= limit:
+            return _retry_after(times[len(times) - limit], now)
+        times.append(now)
         self._logs.move_to_end(key)
         return None
 
     def _forget_idle_keys(self, horizon: float) -> None:
         while self._logs:
-            key, log = next(iter(self._logs.items()))
-            if log[-1] > horizon:
+            key, times = next(iter(self._logs.items()))
+            if times[-1] > horizon:
                 return
             del self._logs[key]
 
