@@ -218,8 +218,8 @@ class SqliteChunkStore(ChunkStoreBase):
                 rows = await self._pruned(conn, query, present, holding)
             if len(rows) < query.k:
                 # Filtered, or other owners' chunks crowded the owner's out: every match.
-                stmt = sql.keyword_search(scope(query), fts_match(present))
-                rows = list(await conn.execute(stmt.limit(query.k)))
+                stmt = sql.keyword_search(scope(query), fts_match(present), query.k)
+                rows = list(await conn.execute(stmt))
         return [hit(row, row.score / weight) for row in rows]
 
     async def _pruned(
