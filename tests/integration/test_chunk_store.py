@@ -32,6 +32,7 @@ from taskcrawler.storage import Storage, open_storage, upgrade_database
 from taskcrawler.storage.migrate import downgrade_database
 from taskcrawler.storage.postgres import chunks as postgres_chunks
 from taskcrawler.storage.sqlite import chunks as sqlite_chunks
+from taskcrawler.storage.sqlite import sql as sqlite_sql
 from taskcrawler.storage.tables import chunks as chunks_table
 from taskcrawler.storage.tables import jobs
 from tests.support.services import has_pgvector
@@ -433,7 +434,7 @@ async def test_sqlite_builds_the_pruned_keyword_statement_once_and_binds_each_se
 ) -> None:
     """Searches of other owners, words and sizes run the statement built for the first (built
     and keyed anew each time, it took a tenth of a search's CPU), each with its own values."""
-    sqlite_chunks.sql.pruned_keyword_search.cache_clear()
+    sqlite_sql.pruned_keyword_search.cache_clear()
     storage = open_storage(sqlite_url)
     try:
         for owner in ("", "them"):
@@ -449,7 +450,7 @@ async def test_sqlite_builds_the_pruned_keyword_statement_once_and_binds_each_se
             ("http://them.test/", 8),
             ("http://them.test/", 7),
         ]
-        built = sqlite_chunks.sql.pruned_keyword_search.cache_info()
+        built = sqlite_sql.pruned_keyword_search.cache_info()
         assert (built.misses, built.hits) == (1, 1)
     finally:
         await storage.close()
