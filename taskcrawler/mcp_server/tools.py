@@ -93,11 +93,22 @@ async def _with_text(tc: AsyncTaskCrawler, job: Job, fmt: TextFormat | None) -> 
     return found
 
 
+#: Fields the tools' schemas accept (they are the API's request models) but do not send: the
+#: tools' documented arguments (docs/how-to/mcp.md) leave them out.
+UNSENT_JOB_OPTIONS = frozenset({"render", "render_options", "options"})
+UNSENT_CRAWL_FIELDS = UNSENT_JOB_OPTIONS | {"webhook_events"}
+
+
+def _sent(args: BaseModel, *, leave_out: frozenset[str]) -> dict[str, Any]:
+    """The request a tool's arguments make, each field of its model by name, so that a field
+    added to the API's model is sent without being listed here."""
+    return args.model_dump(exclude=set(leave_out))
+
+
 async def scrape(tc: AsyncTaskCrawler, args: ScrapeArgs) -> dict[str, Any]:
-    formats = args.formats or ["metadata", "markdown"]
-    submitted = await tc.submit(
-        args.url, formats=formats, callback_url=args.callback_url, max_age=args.max_age
-    )
+    options = _sent(args, leave_out=UNSENT_JOB_OPTIONS | {"url", "wait_seconds"})
+    options["formats"] = args.formats or ["metadata", "markdown"]
+    submitted = await tc.submit(args.url, **options)
     job = submitted.job
     if not job.status.is_final and args.wait_seconds > 0:
         try:
@@ -123,19 +134,8 @@ async def map_site(tc: AsyncTaskCrawler, args: MapArgs) -> dict[str, Any]:
 
 
 async def crawl(tc: AsyncTaskCrawler, args: CrawlArgs) -> dict[str, Any]:
-    started = await tc.start_crawl(
-        args.url,
-        max_depth=args.max_depth,
-        limit=args.limit,
-        include_paths=args.include_paths,
-        exclude_paths=args.exclude_paths,
-        allow_subdomains=args.allow_subdomains,
-        allow_external=args.allow_external,
-        sitemap=args.sitemap,
-        formats=args.formats,
-        callback_url=args.callback_url,
-        max_age=args.max_age,
-    )
+    options = _sent(args, leave_out=UNSENT_CRAWL_FIELDS | {"url"})
+    started = await tc.start_crawl(args.url, **options)
     return {"crawl": started.model_dump(mode="json")}
 
 

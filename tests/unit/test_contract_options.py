@@ -3,8 +3,13 @@ arguments must offer each of them, or an option added there would silently go un
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable, Coroutine
 from dataclasses import fields
-from typing import get_type_hints
+from typing import Any, get_type_hints
+
+import pytest
+from pydantic import BaseModel
 
 from taskcrawler.client import CrawlOptions, JobOptions
 from taskcrawler.contract.crawls import CrawlIn, CrawlScope
@@ -16,6 +21,7 @@ from taskcrawler.domain import jobs
 from taskcrawler.domain.crawls import CrawlSpec
 from taskcrawler.domain.jobs import JobRun
 from taskcrawler.domain.pages import StoredLink
+from taskcrawler.mcp_server import tools
 
 DOMAIN_OPTIONS = {option.name for option in fields(jobs.JobOptions)}
 
@@ -69,3 +75,55 @@ def test_a_crawls_formats_keep_their_own_default() -> None:
 def test_links_and_runs_are_shown_with_the_fields_they_are_kept_with() -> None:
     assert list(LinkOut.model_fields) == list(StoredLink.model_fields)
     assert list(RunOut.model_fields) == list(JobRun.model_fields)
+
+
+#: An MCP tool's function: a client and the tool's arguments in, its answer out.
+Tool = Callable[[Any, Any], Coroutine[Any, Any, Any]]
+
+
+class _Sent:
+    """A client that keeps what a tool asks of it, and answers nothing."""
+
+    def __init__(self) -> None:
+        self.asked: dict[str, Any] = {}
+
+    async def submit(self, url: str, **options: Any) -> None:
+        self.asked = {"url": url, **options}
+        raise _Stop
+
+    async def start_crawl(self, url: str, **options: Any) -> None:
+        self.asked = {"url": url, **options}
+        raise _Stop
+
+
+class _Stop(Exception):
+    pass
+
+
+def _asked_by(tool: Tool, args: BaseModel) -> dict[str, Any]:
+    client = _Sent()
+    with pytest.raises(_Stop):
+        asyncio.run(tool(client, args))
+    return client.asked
+
+
+@pytest.mark.parametrize(
+    ("tool", "model", "unsent"),
+    [
+        (tools.scrape, tools.ScrapeArgs, tools.UNSENT_JOB_OPTIONS | {"wait_seconds"}),
+        (tools.crawl, tools.CrawlArgs, tools.UNSENT_CRAWL_FIELDS),
+    ],
+)
+def test_the_mcp_tools_send_each_field_of_their_request_model(
+    tool: Tool,
+    model: type[BaseModel],
+    unsent: frozenset[str],
+) -> None:
+    """A field added to the API's request model is sent by the tool built on it, unlisted."""
+
+    class Grown(model):  # type: ignore[valid-type,misc]
+        added: int | None = None
+
+    asked = _asked_by(tool, Grown(url="https://example.com/", added=7))
+    assert asked["added"] == 7
+    assert set(asked) == set(Grown.model_fields) - unsent
