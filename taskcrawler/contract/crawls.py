@@ -13,7 +13,13 @@ from taskcrawler.contract.base import (
     RequestModel,
 )
 from taskcrawler.contract.options import JobOptionFields
-from taskcrawler.domain.crawls import DEFAULT_LIMIT, MAX_DEPTH, MAX_PATTERNS, WEBHOOK_EVENTS
+from taskcrawler.domain.crawls import (
+    DEFAULT_LIMIT,
+    MAX_DEPTH,
+    MAX_PATTERNS,
+    WEBHOOK_EVENTS,
+    Sitemap,
+)
 from taskcrawler.domain.jobs import DEFAULT_FORMATS
 from taskcrawler.domain.urls import MAX_URL_LENGTH
 from taskcrawler.domain.views import CrawlView
@@ -64,7 +70,7 @@ class CrawlScope(RequestModel):
     )
     allow_subdomains: bool = Field(False, description="Subdomains of the site are in scope.")
     allow_external: bool = Field(False, description="Every host is in scope.")
-    sitemap: Literal["include", "skip", "only"] = Field(
+    sitemap: Sitemap = Field(
         "include",
         description="include: sitemaps and links; skip: links only; only: sitemap pages only.",
     )

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable, Coroutine
 from dataclasses import fields
-from typing import Any, get_type_hints
+from typing import Any, get_args, get_type_hints
 
 import pytest
 from pydantic import BaseModel
@@ -18,7 +18,7 @@ from taskcrawler.contract.links import LinkOut
 from taskcrawler.contract.options import JOB_OPTIONS, JobOptionsIn
 from taskcrawler.contract.web_search import WebSearchIn
 from taskcrawler.domain import jobs
-from taskcrawler.domain.crawls import CrawlSpec
+from taskcrawler.domain.crawls import CrawlSpec, Sitemap, SitemapMode
 from taskcrawler.domain.jobs import JobRun
 from taskcrawler.domain.pages import StoredLink
 from taskcrawler.mcp_server import tools
@@ -127,3 +127,7 @@ def test_the_mcp_tools_send_each_field_of_their_request_model(
     asked = _asked_by(tool, Grown(url="https://example.com/", added=7))
     assert asked["added"] == 7
     assert set(asked) == set(Grown.model_fields) - unsent
+
+
+def test_a_sitemap_mode_is_spelled_as_the_domain_names_it() -> None:
+    assert get_args(Sitemap) == tuple(mode.value for mode in SitemapMode)

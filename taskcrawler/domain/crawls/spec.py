@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import MISSING, Field, dataclass, fields
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 import re2
 
@@ -70,6 +70,11 @@ class SitemapMode(StrEnum):
     INCLUDE = "include"
     SKIP = "skip"
     ONLY = "only"
+
+
+#: :class:`SitemapMode`'s values, as a request or a view spells them (a test holds the two
+#: together).
+Sitemap = Literal["include", "skip", "only"]
 
 
 class InvalidCrawlSpec(ValueError):
