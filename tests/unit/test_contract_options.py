@@ -3,19 +3,23 @@ arguments must offer each of them, or an option added there would silently go un
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 from collections.abc import Callable, Coroutine
 from dataclasses import fields
-from typing import Any, get_args, get_type_hints
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 import pytest
 from pydantic import BaseModel
 
+from taskcrawler.cli.commands.crawl import spec_of
+from taskcrawler.cli.commands.submit import job_options
+from taskcrawler.cli.main import build_parser
 from taskcrawler.client import CrawlOptions, JobOptions
 from taskcrawler.contract.crawls import CrawlIn, CrawlScope
 from taskcrawler.contract.jobs import BatchCreate, JobCreate, RunOut
 from taskcrawler.contract.links import LinkOut
-from taskcrawler.contract.options import JOB_OPTIONS, JobOptionsIn
+from taskcrawler.contract.options import JOB_OPTIONS, JobOptionFields, JobOptionsIn
 from taskcrawler.contract.web_search import WebSearchIn
 from taskcrawler.domain import jobs
 from taskcrawler.domain.crawls import CrawlSpec, Sitemap, SitemapMode
@@ -131,3 +135,41 @@ def test_the_mcp_tools_send_each_field_of_their_request_model(
 
 def test_a_sitemap_mode_is_spelled_as_the_domain_names_it() -> None:
     assert get_args(Sitemap) == tuple(mode.value for mode in SitemapMode)
+
+
+def _subcommand(name: str) -> argparse.ArgumentParser:
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    found: argparse.ArgumentParser = commands.choices[name]
+    return found
+
+
+def _literal_values(annotation: Any) -> set[Any]:
+    """Every value a Literal anywhere in ``annotation`` allows (``list[Format] | None``: the
+    formats)."""
+    if get_origin(annotation) is Literal:
+        return set(get_args(annotation))
+    return {value for inner in get_args(annotation) for value in _literal_values(inner)}
+
+
+@pytest.mark.parametrize(("command", "model"), [("submit", JobOptionFields), ("crawl", CrawlIn)])
+def test_the_command_lines_choices_are_the_apis(command: str, model: type[BaseModel]) -> None:
+    """A flag named after a request field offers only values the API takes for it."""
+    flags = [
+        action
+        for action in _subcommand(command)._actions
+        if action.dest in model.model_fields and action.choices is not None
+    ]
+    assert {action.dest for action in flags} >= {"formats", "render"}
+    for action in flags:
+        allowed = _literal_values(model.model_fields[action.dest].annotation)
+        assert set(action.choices or ()) <= allowed, action.dest
+
+
+def test_a_flag_named_after_a_request_field_is_sent_unlisted() -> None:
+    crawl = build_parser().parse_args(["crawl", "https://example.com/"])
+    crawl.allow_external = True
+    assert spec_of(crawl, "https://example.com/")["allow_external"] is True
+    submit = build_parser().parse_args(["submit", "https://example.com/"])
+    submit.callback_url = "https://hooks.example.net/done"
+    assert job_options(submit) == {"callback_url": "https://hooks.example.net/done"}
