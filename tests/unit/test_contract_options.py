@@ -173,3 +173,10 @@ def test_a_flag_named_after_a_request_field_is_sent_unlisted() -> None:
     submit = build_parser().parse_args(["submit", "https://example.com/"])
     submit.callback_url = "https://hooks.example.net/done"
     assert job_options(submit) == {"callback_url": "https://hooks.example.net/done"}
+
+
+def test_a_crawl_request_gives_the_domain_each_field_of_its_spec() -> None:
+    given = CrawlIn(url="https://example.com/", render_options={"wait_seconds": 2}).spec_fields()
+    assert set(given) == {field.name for field in fields(CrawlSpec)}
+    spec = CrawlSpec.create(**{name: value for name, value in given.items() if value is not None})
+    assert spec.render_options is not None and spec.render_options.wait_seconds == 2
