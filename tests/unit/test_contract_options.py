@@ -15,11 +15,16 @@ from pydantic import BaseModel
 from taskcrawler.cli.commands.crawl import spec_of
 from taskcrawler.cli.commands.submit import job_options
 from taskcrawler.cli.main import build_parser
-from taskcrawler.client import CrawlOptions, JobOptions
+from taskcrawler.client import CrawlOptions, JobOptions, _calls
+from taskcrawler.contract import jobs as jobs_contract
 from taskcrawler.contract.crawls import CrawlIn, CrawlScope
 from taskcrawler.contract.jobs import BatchCreate, JobCreate, RunOut
+from taskcrawler.contract.keys import KeyCreate
 from taskcrawler.contract.links import LinkOut
+from taskcrawler.contract.maps import MapIn
+from taskcrawler.contract.monitors import MonitorCreate, MonitorPatch
 from taskcrawler.contract.options import JOB_OPTIONS, JobOptionFields, JobOptionsIn
+from taskcrawler.contract.search import SearchIn
 from taskcrawler.contract.web_search import WebSearchIn
 from taskcrawler.domain import jobs
 from taskcrawler.domain.crawls import CrawlSpec, Sitemap, SitemapMode
@@ -180,3 +185,26 @@ def test_a_crawl_request_gives_the_domain_each_field_of_its_spec() -> None:
     assert set(given) == {field.name for field in fields(CrawlSpec)}
     spec = CrawlSpec.create(**{name: value for name, value in given.items() if value is not None})
     assert spec.render_options is not None and spec.render_options.wait_seconds == 2
+
+
+@pytest.mark.parametrize(
+    ("keywords", "body", "positional"),
+    [
+        (_calls.WebSearchOptions, WebSearchIn, {"query"}),
+        (_calls.MapOptions, MapIn, {"url"}),
+        (_calls.MonitorOptions, MonitorCreate, {"interval_seconds"}),
+        (_calls.MonitorChanges, MonitorPatch, set()),
+        (_calls.KeyOptions, KeyCreate, {"name"}),
+        (_calls.SearchOptions, SearchIn, {"q"}),
+        (_calls.CancelFilter, jobs_contract.CancelFilter, set()),
+        (_calls.RetryFilter, jobs_contract.RetryFilter, set()),
+    ],
+)
+def test_each_clients_keywords_are_its_requests_fields(
+    keywords: type, body: type[BaseModel], positional: set[str]
+) -> None:
+    """A client method's typed keyword arguments must list their keys (a TypedDict); they are
+    the fields of the request they make, but for its positional arguments (and a filter's
+    ``statuses``, which the API names ``status``)."""
+    named = {"status" if name == "statuses" else name for name in get_type_hints(keywords)}
+    assert named | positional == set(body.model_fields)
