@@ -93,20 +93,19 @@ async def _with_text(tc: AsyncTaskCrawler, job: Job, fmt: TextFormat | None) -> 
     return found
 
 
-#: Fields the tools' schemas accept (they are the API's request models) but do not send: the
-#: tools' documented arguments (docs/how-to/mcp.md) leave them out.
-UNSENT_JOB_OPTIONS = frozenset({"render", "render_options", "options"})
-UNSENT_CRAWL_FIELDS = UNSENT_JOB_OPTIONS | {"webhook_events"}
+#: The scrape tool's own arguments, not the API's: how long the call waits for its page.
+TOOL_ONLY_SCRAPE_ARGS = frozenset({"wait_seconds"})
 
 
-def _sent(args: BaseModel, *, leave_out: frozenset[str]) -> dict[str, Any]:
-    """The request a tool's arguments make, each field of its model by name, so that a field
-    added to the API's model is sent without being listed here."""
-    return args.model_dump(exclude=set(leave_out))
+def _sent(args: BaseModel, *, leave_out: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """The request a tool's arguments make, each field of its model by name: every argument
+    its schema accepts reaches the API, and a field added to the API's model is sent without
+    being listed here."""
+    return args.model_dump(exclude={"url", *leave_out})
 
 
 async def scrape(tc: AsyncTaskCrawler, args: ScrapeArgs) -> dict[str, Any]:
-    options = _sent(args, leave_out=UNSENT_JOB_OPTIONS | {"url", "wait_seconds"})
+    options = _sent(args, leave_out=TOOL_ONLY_SCRAPE_ARGS)
     options["formats"] = args.formats or ["metadata", "markdown"]
     submitted = await tc.submit(args.url, **options)
     job = submitted.job
@@ -134,7 +133,7 @@ async def map_site(tc: AsyncTaskCrawler, args: MapArgs) -> dict[str, Any]:
 
 
 async def crawl(tc: AsyncTaskCrawler, args: CrawlArgs) -> dict[str, Any]:
-    options = _sent(args, leave_out=UNSENT_CRAWL_FIELDS | {"url"})
+    options = _sent(args)
     started = await tc.start_crawl(args.url, **options)
     return {"crawl": started.model_dump(mode="json")}
 

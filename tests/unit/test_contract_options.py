@@ -119,8 +119,8 @@ def _asked_by(tool: Tool, args: BaseModel) -> dict[str, Any]:
 @pytest.mark.parametrize(
     ("tool", "model", "unsent"),
     [
-        (tools.scrape, tools.ScrapeArgs, tools.UNSENT_JOB_OPTIONS | {"wait_seconds"}),
-        (tools.crawl, tools.CrawlArgs, tools.UNSENT_CRAWL_FIELDS),
+        (tools.scrape, tools.ScrapeArgs, tools.TOOL_ONLY_SCRAPE_ARGS),
+        (tools.crawl, tools.CrawlArgs, frozenset()),
     ],
 )
 def test_the_mcp_tools_send_each_field_of_their_request_model(
