@@ -136,6 +136,14 @@ async def test_a_monitor_reports_a_change_with_its_diff(
         ({"crawl": {"url": "http://a.test/", "options": {"x": 1}}, "interval_seconds": 60}, "x"),
         ({"crawl": {"url": "http://a.test/", "options": []}, "interval_seconds": 60}, "options"),
         (
+            {"crawl": {"url": "http://a.test/", "include_paths": 5}, "interval_seconds": 60},
+            "include_paths",
+        ),
+        (
+            {"crawl": {"url": "http://a.test/", "exclude_paths": None}, "interval_seconds": 60},
+            "exclude_paths",
+        ),
+        (
             {
                 "crawl": {"url": "http://a.test/", "render_options": {"wait_seconds": 10**6}},
                 "interval_seconds": 60,
