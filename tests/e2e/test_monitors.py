@@ -133,7 +133,13 @@ async def test_a_monitor_reports_a_change_with_its_diff(
         ({"crawl": {"url": "http://a.test/", "limit": 0}, "interval_seconds": 60}, "limit"),
         ({"crawl": {"url": "http://a.test/", "depth": 2}, "interval_seconds": 60}, "depth"),
         ({"url": "http://a.test/", "interval_seconds": 60, "formats": ["pdf"]}, "formats"),
-        ({"crawl": {"url": "http://a.test/", "options": {"x": 1}}, "interval_seconds": 60}, "x"),
+        (
+            {
+                "crawl": {"url": "http://a.test/", "options": {"frobnicate": 1}},
+                "interval_seconds": 60,
+            },
+            "frobnicate",
+        ),
         ({"crawl": {"url": "http://a.test/", "options": []}, "interval_seconds": 60}, "options"),
         (
             {"crawl": {"url": "http://a.test/", "include_paths": 5}, "interval_seconds": 60},
