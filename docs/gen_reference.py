@@ -100,6 +100,14 @@ def _help_of(parser: argparse.ArgumentParser, name: str) -> str:
     return ""
 
 
+def _placeholder(action: argparse.Action) -> str:
+    """An option's value as the reference shows it: named after its long flag, which is what a
+    user types (its ``dest`` may be a request field's name)."""
+    long_flags = [flag for flag in action.option_strings if flag.startswith("--")]
+    name = long_flags[0][2:] if long_flags else action.dest
+    return name.upper().replace("-", "_")
+
+
 def _option_rows(parser: argparse.ArgumentParser) -> list[str]:
     rows = []
     for action in parser._actions:
@@ -108,7 +116,7 @@ def _option_rows(parser: argparse.ArgumentParser) -> list[str]:
         if action.option_strings:
             flags = ", ".join(action.option_strings)
             if action.nargs != 0:
-                flags += f" {action.metavar or action.dest.upper()}"
+                flags += f" {action.metavar or _placeholder(action)}"
         else:
             flags = str(action.metavar or action.dest)
         text = (action.help or "").replace("|", "\\|")
