@@ -36,6 +36,8 @@ class Writes(Protocol):
 
     def write_statement(self) -> AbstractAsyncContextManager[AsyncConnection]: ...
 
+    async def run_write(self, work: Callable[[Connection], T]) -> T: ...
+
 
 class Backend(Protocol):
     name: str

@@ -86,11 +86,12 @@ class WorkStore:
         due for the next sweep. Returns the ids released."""
         if not claimed:
             return []
-        released: list[UUID] = []
         now = utcnow()
-        async with self.db.write() as conn:
+
+        def release(conn: Connection) -> list[UUID]:
+            released: list[UUID] = []
             for job in claimed:
-                rows = await conn.execute(
+                rows = conn.execute(
                     jobs.update()
                     .where(
                         jobs.c.id == job.id,
@@ -108,7 +109,9 @@ class WorkStore:
                     .returning(jobs.c.id)
                 )
                 released.extend(rows.scalars())
-        return released
+            return released
+
+        return await self.db.run_write(release)
 
     @unavailable_on_connection_errors
     async def renew_leases(self, tokens: Sequence[UUID], *, lease_seconds: float) -> int:
@@ -129,13 +132,12 @@ class WorkStore:
             )
             .with_for_update(skip_locked=True)
         )
-        async with self.db.write() as conn:
-            result = await conn.execute(
-                jobs.update()
-                .where(jobs.c.id.in_(held.scalar_subquery()), jobs.c.status == PROCESSING)
-                .values(lease_expires_at=utcnow() + timedelta(seconds=lease_seconds))
-            )
-        return result.rowcount
+        renew = (
+            jobs.update()
+            .where(jobs.c.id.in_(held.scalar_subquery()), jobs.c.status == PROCESSING)
+            .values(lease_expires_at=utcnow() + timedelta(seconds=lease_seconds))
+        )
+        return await self.db.run_write(lambda conn: conn.execute(renew).rowcount)
 
     @unavailable_or_unstorable
     async def record_transitions(
@@ -281,8 +283,7 @@ class WorkStore:
             .values(next_attempt_at=None, dispatch_at=now + timedelta(seconds=redispatch_after))
             .returning(jobs.c.id)
         )
-        async with self.db.write() as conn:
-            return list((await conn.execute(stmt)).scalars())
+        return await self.db.run_write(lambda conn: list(conn.execute(stmt).scalars()))
 
     async def mark_dispatch_due(self, job_ids: Sequence[UUID]) -> None:
         await mark_dispatch_due(self.db, job_ids)

@@ -116,9 +116,10 @@ class SqliteBackend:
         raise ValueError("pinned connections send statements to asyncpg: PostgreSQL only")
 
     async def insert_new_jobs(self, db: Writes, rows: Rows, pinned: object) -> set[UUID]:
-        async with db.write_statement() as conn:
-            result = await conn.execute(sql.INSERT_NEW_JOBS, list(rows))
-            return {row[0] for row in result}
+        def insert(conn: Connection) -> set[UUID]:
+            return {row[0] for row in conn.execute(sql.INSERT_NEW_JOBS, list(rows))}
+
+        return await db.run_write(insert)
 
     def insert_frontier(self, conn: Connection, rows: Rows) -> list[UUID]:
         result = conn.execute(sql.INSERT_FRONTIER_JOBS, list(rows))
@@ -149,8 +150,11 @@ class SqliteBackend:
             )
             .returning(*(jobs.c[column] for column in CLAIMED_COLUMNS))
         )
-        async with db.write() as conn:
-            return (await conn.execute(stmt)).all()
+
+        def claim(conn: Connection) -> Sequence[Any]:
+            return conn.execute(stmt).all()
+
+        return await db.run_write(claim)
 
     async def export_horizon(self, conn: AsyncConnection) -> int | None:
         return None  # one writer at a time: positions are given in commit order
