@@ -46,9 +46,9 @@ class SqliteBackend:
     #: One writer at a time anyway: a second commit in flight measured no faster.
     concurrent_writes = 1
     #: A write holds the one writer lock every process queues for, the API's inserts too; yet
-    #: 64 measured worse than 500 for them, and for jobs/s: a hold is mostly the worker's loop
-    #: between the write's statements, whatever its size, so smaller writes only make more
-    #: holds (bench/results/2026-12-07-sqlite-batch-hold.md).
+    #: 64 measured no better than 500 for the API's p99, nor for jobs/s, with a write's
+    #: statements sent one by one (bench/results/2026-12-07-sqlite-batch-hold.md) or in one
+    #: call (2026-12-07-sqlite-one-call-writes.md).
     outcome_batch = 500
     pins_connections = False
 
