@@ -10,11 +10,11 @@
         print(tc.content(job.id))
 
 :class:`AsyncTaskCrawler` has the same methods, to ``await``. A job's options
-(:class:`JobOptions`: formats, callback_url, max_age, render, render_options, options) and a
-crawl's (:class:`CrawlOptions`), a map's (:class:`MapOptions`), a monitor's
-(:class:`MonitorOptions`) and a bulk cancel's filter (:class:`CancelFilter`) are keyword
-arguments. Both raise :class:`TaskCrawlerError` (``status``, ``detail``, ``retry_after``) for
-every refusal. It imports neither the server nor its database drivers: only httpx and pydantic.
+(:class:`JobOptions`, a keyword for each of the API's), a crawl's (:class:`CrawlOptions`), a
+map's (:class:`MapOptions`), a monitor's (:class:`MonitorOptions`) and a bulk cancel's filter
+(:class:`CancelFilter`) are keyword arguments. Both raise :class:`TaskCrawlerError` (``status``,
+``detail``, ``retry_after``) for every refusal. It imports neither the server nor its database
+drivers: only httpx and pydantic.
 """
 
 from taskcrawler.client._async import AsyncTaskCrawler

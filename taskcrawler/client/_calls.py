@@ -37,6 +37,9 @@ from taskcrawler.client.models import (
     Submitted,
     WebSearchResults,
 )
+from taskcrawler.contract.crawls import CrawlEvent
+from taskcrawler.domain.crawls import Sitemap
+from taskcrawler.domain.rendering import RenderMode as Render
 
 T = TypeVar("T")
 
@@ -51,9 +54,6 @@ NEXT_SINCE = "X-TaskCrawler-Next-Since"
 
 ContentFormat = Literal["markdown", "text", "html", "clean_html", "images"]
 ExportFormat = Literal["jsonl", "warc"]
-Sitemap = Literal["include", "skip", "only"]
-Render = Literal["never", "auto", "always"]
-CrawlEvent = Literal["crawl.page", "crawl.completed"]
 SearchMode = Literal["semantic", "keyword", "hybrid"]
 Params = list[tuple[str, str]]
 

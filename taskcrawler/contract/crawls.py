@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, cast
+from typing import Any, Literal, cast
 
 from pydantic import BaseModel, Field
 
@@ -12,9 +12,16 @@ from taskcrawler.contract.base import (
     Format,
     RequestModel,
 )
-from taskcrawler.contract.options import JobOptionFields
-from taskcrawler.domain.crawls import DEFAULT_LIMIT, MAX_DEPTH, MAX_PATTERNS, WEBHOOK_EVENTS
+from taskcrawler.contract.options import JOB_OPTIONS, JobOptionFields
+from taskcrawler.domain.crawls import (
+    DEFAULT_LIMIT,
+    MAX_DEPTH,
+    MAX_PATTERNS,
+    WEBHOOK_EVENTS,
+    Sitemap,
+)
 from taskcrawler.domain.jobs import DEFAULT_FORMATS
+from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS
 from taskcrawler.domain.urls import MAX_URL_LENGTH
 from taskcrawler.domain.views import CrawlView
 
@@ -64,7 +71,7 @@ class CrawlScope(RequestModel):
     )
     allow_subdomains: bool = Field(False, description="Subdomains of the site are in scope.")
     allow_external: bool = Field(False, description="Every host is in scope.")
-    sitemap: Literal["include", "skip", "only"] = Field(
+    sitemap: Sitemap = Field(
         "include",
         description="include: sitemaps and links; skip: links only; only: sitemap pages only.",
     )
@@ -90,6 +97,16 @@ class CrawlIn(JobOptionFields, CrawlScope):
         description='What to extract of every page, as for a job; default ["metadata", '
         '"markdown"].',
     )
+
+    def spec_fields(self) -> dict[str, Any]:
+        """The crawl as the domain's spec takes it, by field name: its scope as given, and its
+        pages' options read as a job's are (:meth:`job_options`), so that an option is
+        converted in one place."""
+        pages = self.job_options()
+        fields = self.model_dump(include=set(CrawlScope.model_fields))
+        fields.update((name, getattr(pages, name)) for name in JOB_OPTIONS)
+        fields["options"] = pages.options or DEFAULT_OPTIONS
+        return fields
 
 
 class CrawlOut(CrawlView):

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, Field
 
 from taskcrawler.contract.base import MAX_INT32, RequestModel
-from taskcrawler.domain.crawls import MAX_PATTERNS
+from taskcrawler.domain.crawls import MAX_PATTERNS, Sitemap
 from taskcrawler.domain.crawls.discovery import DEFAULT_MAP_LIMIT, MAX_SEARCH_CHARS
 from taskcrawler.domain.urls import MAX_URL_LENGTH
 
@@ -27,7 +25,7 @@ class MapIn(RequestModel):
         description=f"At most this many URLs: default {DEFAULT_MAP_LIMIT:,}, at most "
         "TASKCRAWLER_MAP_MAX_LIMIT.",
     )
-    sitemap: Literal["include", "skip", "only"] = Field(
+    sitemap: Sitemap = Field(
         "include",
         description="include: sitemaps and the start page's links; skip: links only; "
         "only: sitemaps only.",

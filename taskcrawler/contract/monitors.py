@@ -6,9 +6,10 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 from uuid import UUID
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from taskcrawler.contract.base import RequestModel
+from taskcrawler.contract.options import JobOptionsIn
 
 if TYPE_CHECKING:
     from taskcrawler.domain.monitors import Change, Monitor, RunView
@@ -17,6 +18,8 @@ if TYPE_CHECKING:
 MonitorFormat = Literal["metadata", "markdown", "text", "html", "links"]
 _URL_CHARS = 2048
 _MAX_MONITOR_URLS = 1000
+#: How a crawl monitor's pages are read: checked and converted as a job's options are.
+_PAGE_READING = ("render", "render_options", "options")
 
 
 class MonitorCreate(RequestModel):
@@ -50,6 +53,19 @@ class MonitorCreate(RequestModel):
         max_length=_URL_CHARS,
         description="Gets a signed page.changed POST for each change (default: the key's).",
     )
+
+    @field_validator("crawl")
+    @classmethod
+    def _crawl_pages_read_as_a_jobs(cls, crawl: dict[str, Any] | None) -> dict[str, Any] | None:
+        """The crawl's rendering and scrape options, with the bounds and in the types a job's
+        have; its other fields are the domain's to check."""
+        if crawl is None:
+            return None
+        asked = {name: crawl[name] for name in _PAGE_READING if crawl.get(name) is not None}
+        if not asked:
+            return crawl
+        pages = JobOptionsIn.model_validate(asked).job_options()
+        return {**crawl, **{name: getattr(pages, name) for name in asked}}
 
 
 class MonitorPatch(RequestModel):

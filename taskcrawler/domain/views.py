@@ -14,7 +14,7 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from taskcrawler.domain.crawls import Crawl
+from taskcrawler.domain.crawls import Crawl, Sitemap
 from taskcrawler.domain.jobs import Job, JobStatus
 from taskcrawler.domain.rendering import RenderRequest
 
@@ -88,7 +88,7 @@ class CrawlView(BaseModel):
     finished_at: datetime | None
     max_depth: int | None
     limit: int
-    sitemap: Literal["include", "skip", "only"]
+    sitemap: Sitemap
     formats: list[str] = Field(default_factory=list, description="Extracted of every page.")
     render: str = Field("never", description="How every page is rendered: never, auto, always.")
     max_age: float | None = Field(

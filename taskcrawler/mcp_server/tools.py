@@ -93,11 +93,21 @@ async def _with_text(tc: AsyncTaskCrawler, job: Job, fmt: TextFormat | None) -> 
     return found
 
 
+#: The scrape tool's own arguments, not the API's: how long the call waits for its page.
+TOOL_ONLY_SCRAPE_ARGS = frozenset({"wait_seconds"})
+
+
+def _sent(args: BaseModel, *, leave_out: frozenset[str] = frozenset()) -> dict[str, Any]:
+    """The request a tool's arguments make, each field of its model by name: every argument
+    its schema accepts reaches the API, and a field added to the API's model is sent without
+    being listed here."""
+    return args.model_dump(exclude={"url", *leave_out})
+
+
 async def scrape(tc: AsyncTaskCrawler, args: ScrapeArgs) -> dict[str, Any]:
-    formats = args.formats or ["metadata", "markdown"]
-    submitted = await tc.submit(
-        args.url, formats=formats, callback_url=args.callback_url, max_age=args.max_age
-    )
+    options = _sent(args, leave_out=TOOL_ONLY_SCRAPE_ARGS)
+    options["formats"] = args.formats or ["metadata", "markdown"]
+    submitted = await tc.submit(args.url, **options)
     job = submitted.job
     if not job.status.is_final and args.wait_seconds > 0:
         try:
@@ -123,19 +133,8 @@ async def map_site(tc: AsyncTaskCrawler, args: MapArgs) -> dict[str, Any]:
 
 
 async def crawl(tc: AsyncTaskCrawler, args: CrawlArgs) -> dict[str, Any]:
-    started = await tc.start_crawl(
-        args.url,
-        max_depth=args.max_depth,
-        limit=args.limit,
-        include_paths=args.include_paths,
-        exclude_paths=args.exclude_paths,
-        allow_subdomains=args.allow_subdomains,
-        allow_external=args.allow_external,
-        sitemap=args.sitemap,
-        formats=args.formats,
-        callback_url=args.callback_url,
-        max_age=args.max_age,
-    )
+    options = _sent(args)
+    started = await tc.start_crawl(args.url, **options)
     return {"crawl": started.model_dump(mode="json")}
 
 

@@ -75,6 +75,20 @@ async def exercise_every_tool(client: Client, target: TargetServer) -> None:
     assert grown["status"] == "COMPLETED" and "Agent" in again.structured_content["markdown"]
     text = await client.call_tool("get_job", {"job_id": grown["id"], "content": "text"})
     assert "Agent" in text.structured_content["text"]
+    # Every argument the tool's schema accepts reaches the job.
+    rendered = await client.call_tool(
+        "scrape",
+        {
+            "url": target.url("/title/Shell"),
+            "render": "auto",
+            "render_options": {"wait_seconds": 1},
+            "options": {"only_main_content": False},
+            "wait_seconds": 30,
+        },
+    )
+    assert not rendered.is_error, rendered.content
+    asked = rendered.structured_content["job"]
+    assert asked["render"] == "auto" and asked["render_options"]["wait_seconds"] == 1
     assert CrawlArgs(url=target.url("/")).formats == ["metadata", "markdown"]
     assert '["metadata", "markdown"]' in schemas["crawl"]["properties"]["formats"]["description"]
 

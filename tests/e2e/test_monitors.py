@@ -133,6 +133,15 @@ async def test_a_monitor_reports_a_change_with_its_diff(
         ({"crawl": {"url": "http://a.test/", "limit": 0}, "interval_seconds": 60}, "limit"),
         ({"crawl": {"url": "http://a.test/", "depth": 2}, "interval_seconds": 60}, "depth"),
         ({"url": "http://a.test/", "interval_seconds": 60, "formats": ["pdf"]}, "formats"),
+        ({"crawl": {"url": "http://a.test/", "options": {"x": 1}}, "interval_seconds": 60}, "x"),
+        ({"crawl": {"url": "http://a.test/", "options": []}, "interval_seconds": 60}, "options"),
+        (
+            {
+                "crawl": {"url": "http://a.test/", "render_options": {"wait_seconds": 10**6}},
+                "interval_seconds": 60,
+            },
+            "wait_seconds",
+        ),
     ],
 )
 async def test_bad_monitors_are_refused(
@@ -154,3 +163,22 @@ async def test_a_crawl_monitor_is_created_with_its_crawl(service: Service) -> No
     assert monitor["crawl"]["url"] == "http://a.test/" and monitor["crawl"]["limit"] == 50
     again = await service.client.get(f"/api/v1/monitors/{monitor['id']}")
     assert again.json()["crawl"] == monitor["crawl"]
+
+
+async def test_a_crawl_monitors_pages_are_read_with_the_options_it_gives(
+    service: Service,
+) -> None:
+    """A crawl monitor's page options are read as a crawl request's are."""
+    crawl = {
+        "url": "http://a.test/",
+        "render": "auto",
+        "render_options": {"wait_seconds": 2},
+        "options": {"only_main_content": False},
+    }
+    created = await service.client.post(
+        "/api/v1/monitors", json={"crawl": crawl, "interval_seconds": 60}
+    )
+    assert created.status_code == 201, created.text
+    kept = created.json()["crawl"]
+    assert kept["render"] == "auto" and kept["render_options"]["wait_seconds"] == 2
+    assert kept["options"]["only_main_content"] is False

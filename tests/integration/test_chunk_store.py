@@ -32,6 +32,7 @@ from taskcrawler.storage import Storage, open_storage, upgrade_database
 from taskcrawler.storage.migrate import downgrade_database
 from taskcrawler.storage.postgres import chunks as postgres_chunks
 from taskcrawler.storage.sqlite import chunks as sqlite_chunks
+from taskcrawler.storage.sqlite import sql as sqlite_sql
 from taskcrawler.storage.tables import chunks as chunks_table
 from taskcrawler.storage.tables import jobs
 from tests.support.services import has_pgvector
@@ -425,6 +426,34 @@ async def test_a_keyword_search_crowded_out_by_other_owners_reads_every_match(
     await storage.chunks.replace(_page(mine, [("a zeppelin", _unit(1, 0, 0, 0))]), "h")
     [found] = await storage.chunks.keyword(SearchQuery("", "zeppelin kettle", k=2))
     assert found.url == "http://mine.test/"
+
+
+@pytest.mark.usefixtures("small_posting_caps")
+async def test_sqlite_builds_the_pruned_keyword_statement_once_and_binds_each_search(
+    sqlite_url: str,
+) -> None:
+    """Searches of other owners, words and sizes run the statement built for the first (built
+    and keyed anew each time, it took a tenth of a search's CPU), each with its own values."""
+    sqlite_sql.pruned_keyword_search.cache_clear()
+    storage = open_storage(sqlite_url)
+    try:
+        for owner in ("", "them"):
+            job = await _job(storage, f"http://{owner or 'mine'}.test/", owner=owner)
+            texts = [f"kettle filler {n}" for n in range(6)] + [f"zeppelin kettle {owner}"]
+            texts += [f"zeppelin airship {owner}", f"airship kettle {owner}"]
+            page = _page(job, [(t, _unit(1, 0, 0, 0)) for t in texts], owner=owner)
+            await storage.chunks.replace(page, "h")
+        mine = await storage.chunks.keyword(SearchQuery("", "zeppelin kettle", k=1))
+        theirs = await storage.chunks.keyword(SearchQuery("them", "airship kettle", k=2))
+        assert [(h.url, h.chunk_index) for h in mine] == [("http://mine.test/", 6)]
+        assert [(h.url, h.chunk_index) for h in theirs] == [
+            ("http://them.test/", 8),
+            ("http://them.test/", 7),
+        ]
+        built = sqlite_sql.pruned_keyword_search.cache_info()
+        assert (built.misses, built.hits) == (1, 1)
+    finally:
+        await storage.close()
 
 
 @pytest.fixture

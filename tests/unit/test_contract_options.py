@@ -3,19 +3,34 @@ arguments must offer each of them, or an option added there would silently go un
 
 from __future__ import annotations
 
+import argparse
+import asyncio
+from collections.abc import Callable, Coroutine
 from dataclasses import fields
-from typing import get_type_hints
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
-from taskcrawler.client import CrawlOptions, JobOptions
+import pytest
+from pydantic import BaseModel
+
+from taskcrawler.cli.commands.crawl import spec_of
+from taskcrawler.cli.commands.submit import job_options
+from taskcrawler.cli.main import build_parser
+from taskcrawler.client import CrawlOptions, JobOptions, _calls
+from taskcrawler.contract import jobs as jobs_contract
 from taskcrawler.contract.crawls import CrawlIn, CrawlScope
 from taskcrawler.contract.jobs import BatchCreate, JobCreate, RunOut
+from taskcrawler.contract.keys import KeyCreate
 from taskcrawler.contract.links import LinkOut
-from taskcrawler.contract.options import JOB_OPTIONS, JobOptionsIn
+from taskcrawler.contract.maps import MapIn
+from taskcrawler.contract.monitors import MonitorCreate, MonitorPatch
+from taskcrawler.contract.options import JOB_OPTIONS, JobOptionFields, JobOptionsIn
+from taskcrawler.contract.search import SearchIn
 from taskcrawler.contract.web_search import WebSearchIn
 from taskcrawler.domain import jobs
-from taskcrawler.domain.crawls import CrawlSpec
+from taskcrawler.domain.crawls import CrawlSpec, Sitemap, SitemapMode
 from taskcrawler.domain.jobs import JobRun
 from taskcrawler.domain.pages import StoredLink
+from taskcrawler.mcp_server import tools
 
 DOMAIN_OPTIONS = {option.name for option in fields(jobs.JobOptions)}
 
@@ -69,3 +84,127 @@ def test_a_crawls_formats_keep_their_own_default() -> None:
 def test_links_and_runs_are_shown_with_the_fields_they_are_kept_with() -> None:
     assert list(LinkOut.model_fields) == list(StoredLink.model_fields)
     assert list(RunOut.model_fields) == list(JobRun.model_fields)
+
+
+#: An MCP tool's function: a client and the tool's arguments in, its answer out.
+Tool = Callable[[Any, Any], Coroutine[Any, Any, Any]]
+
+
+class _Sent:
+    """A client that keeps what a tool asks of it, and answers nothing."""
+
+    def __init__(self) -> None:
+        self.asked: dict[str, Any] = {}
+
+    async def submit(self, url: str, **options: Any) -> None:
+        self.asked = {"url": url, **options}
+        raise _Stop
+
+    async def start_crawl(self, url: str, **options: Any) -> None:
+        self.asked = {"url": url, **options}
+        raise _Stop
+
+
+class _Stop(Exception):
+    pass
+
+
+def _asked_by(tool: Tool, args: BaseModel) -> dict[str, Any]:
+    client = _Sent()
+    with pytest.raises(_Stop):
+        asyncio.run(tool(client, args))
+    return client.asked
+
+
+@pytest.mark.parametrize(
+    ("tool", "model", "unsent"),
+    [
+        (tools.scrape, tools.ScrapeArgs, tools.TOOL_ONLY_SCRAPE_ARGS),
+        (tools.crawl, tools.CrawlArgs, frozenset()),
+    ],
+)
+def test_the_mcp_tools_send_each_field_of_their_request_model(
+    tool: Tool,
+    model: type[BaseModel],
+    unsent: frozenset[str],
+) -> None:
+    """A field added to the API's request model is sent by the tool built on it, unlisted."""
+
+    class Grown(model):  # type: ignore[valid-type,misc]
+        added: int | None = None
+
+    asked = _asked_by(tool, Grown(url="https://example.com/", added=7))
+    assert asked["added"] == 7
+    assert set(asked) == set(Grown.model_fields) - unsent
+
+
+def test_a_sitemap_mode_is_spelled_as_the_domain_names_it() -> None:
+    assert get_args(Sitemap) == tuple(mode.value for mode in SitemapMode)
+
+
+def _subcommand(name: str) -> argparse.ArgumentParser:
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    found: argparse.ArgumentParser = commands.choices[name]
+    return found
+
+
+def _literal_values(annotation: Any) -> set[Any]:
+    """Every value a Literal anywhere in ``annotation`` allows (``list[Format] | None``: the
+    formats)."""
+    if get_origin(annotation) is Literal:
+        return set(get_args(annotation))
+    return {value for inner in get_args(annotation) for value in _literal_values(inner)}
+
+
+@pytest.mark.parametrize(("command", "model"), [("submit", JobOptionFields), ("crawl", CrawlIn)])
+def test_the_command_lines_choices_are_the_apis(command: str, model: type[BaseModel]) -> None:
+    """A flag named after a request field offers only values the API takes for it."""
+    flags = [
+        action
+        for action in _subcommand(command)._actions
+        if action.dest in model.model_fields and action.choices is not None
+    ]
+    assert {action.dest for action in flags} >= {"formats", "render"}
+    for action in flags:
+        allowed = _literal_values(model.model_fields[action.dest].annotation)
+        assert set(action.choices or ()) <= allowed, action.dest
+
+
+def test_a_flag_named_after_a_request_field_is_sent_unlisted() -> None:
+    crawl = build_parser().parse_args(["crawl", "https://example.com/"])
+    crawl.allow_external = True
+    assert spec_of(crawl, "https://example.com/")["allow_external"] is True
+    submit = build_parser().parse_args(["submit", "https://example.com/"])
+    submit.callback_url = "https://hooks.example.net/done"
+    assert job_options(submit) == {"callback_url": "https://hooks.example.net/done"}
+
+
+def test_a_crawl_request_gives_the_domain_each_field_of_its_spec() -> None:
+    given = CrawlIn(url="https://example.com/", render_options={"wait_seconds": 2}).spec_fields()
+    assert set(given) == {field.name for field in fields(CrawlSpec)}
+    spec = CrawlSpec.create(**{name: value for name, value in given.items() if value is not None})
+    assert spec.render_options is not None and spec.render_options.wait_seconds == 2
+
+
+@pytest.mark.parametrize(
+    ("keywords", "body", "positional"),
+    [
+        (_calls.WebSearchOptions, WebSearchIn, {"query"}),
+        (_calls.MapOptions, MapIn, {"url"}),
+        (_calls.MonitorOptions, MonitorCreate, {"interval_seconds"}),
+        (_calls.MonitorChanges, MonitorPatch, set()),
+        (_calls.KeyOptions, KeyCreate, {"name"}),
+        (_calls.SearchOptions, SearchIn, {"q"}),
+        (_calls.CancelFilter, jobs_contract.CancelFilter, set()),
+        (_calls.RetryFilter, jobs_contract.RetryFilter, set()),
+    ],
+)
+def test_each_clients_keywords_are_its_requests_fields(
+    keywords: type, body: type[BaseModel], positional: set[str]
+) -> None:
+    """A client method's typed keyword arguments must list their keys (a TypedDict); they are
+    the fields of the request they make, but for its positional arguments (and a filter's
+    ``statuses``, which the API names ``status``)."""
+    named = {"status" if name == "statuses" else name for name in get_type_hints(keywords)}
+    assert named | positional == set(body.model_fields)

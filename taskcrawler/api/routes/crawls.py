@@ -11,10 +11,8 @@ from taskcrawler.api.routes.jobs import COMMON, NOT_FOUND
 from taskcrawler.contract.base import Id
 from taskcrawler.contract.crawls import CrawlIn, CrawlList, CrawlOut
 from taskcrawler.contract.jobs import JobOut, JobPage
-from taskcrawler.contract.options import scrape_options_of
 from taskcrawler.domain import JobStatus
 from taskcrawler.domain.jobs import JobQuery
-from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS
 
 router = APIRouter(prefix="/api/v1/crawls", tags=["crawls"])
 
@@ -28,10 +26,7 @@ router = APIRouter(prefix="/api/v1/crawls", tags=["crawls"])
 )
 async def start_crawl(body: CrawlIn, services: ServicesDep, caller: CallerDep) -> CrawlOut:
     crawls = services.crawls
-    options = body.model_dump(exclude={"render_options", "options"})
-    options["render_options"] = body.render_options.request() if body.render_options else None
-    options["options"] = scrape_options_of(body.options) or DEFAULT_OPTIONS
-    spec = crawls.spec(**options)  # InvalidCrawlSpec: 422 naming the field
+    spec = crawls.spec(**body.spec_fields())  # InvalidCrawlSpec: 422 naming the field
     return CrawlOut.of(await crawls.start(caller, spec))
 
 

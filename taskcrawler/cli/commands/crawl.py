@@ -22,9 +22,10 @@ from rich.table import Table
 
 from taskcrawler.cli import ids
 from taskcrawler.cli.client import ApiClient, ApiError, api_key_from_env
-from taskcrawler.cli.commands import EXIT_ERROR, EXIT_JOBS_FAILED, EXIT_OK
+from taskcrawler.cli.commands import EXIT_ERROR, EXIT_JOBS_FAILED, EXIT_OK, request_fields
 from taskcrawler.cli.commands.render import duration, err, fail, out, print_json, status_text
 from taskcrawler.cli.loop import run_async
+from taskcrawler.contract.crawls import CrawlIn
 
 ACTIONS = ("status", "cancel")
 #: While waiting, an unreachable or overloaded API is asked again for this long before giving up.
@@ -48,24 +49,8 @@ def run(args: argparse.Namespace) -> int:
 
 
 def spec_of(args: argparse.Namespace, url: str) -> dict[str, Any]:
-    spec: dict[str, Any] = {"url": url, "sitemap": args.sitemap}
-    if args.limit is not None:
-        spec["limit"] = args.limit
-    if args.max_depth is not None:
-        spec["max_depth"] = args.max_depth
-    if args.include:
-        spec["include_paths"] = args.include
-    if args.exclude:
-        spec["exclude_paths"] = args.exclude
-    if args.allow_subdomains:
-        spec["allow_subdomains"] = True
-    if args.format:
-        spec["formats"] = args.format
-    if args.render:
-        spec["render"] = args.render
-    if args.max_age is not None:
-        spec["max_age"] = args.max_age
-    return spec
+    """The crawl the command line asks for: ``url``, and each crawl field given as a flag."""
+    return {"url": url, **request_fields(args, CrawlIn.model_fields)}
 
 
 async def _start(args: argparse.Namespace, url: str) -> int:

@@ -11,7 +11,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Unpack
+from typing import Unpack, cast
 
 from rich.console import Console
 from rich.progress import (
@@ -40,6 +40,7 @@ from taskcrawler.cli.commands import (
     EXIT_OK,
     MAX_BATCH,
     STATUSES,
+    request_fields,
 )
 from taskcrawler.cli.commands.render import (
     duration,
@@ -52,6 +53,7 @@ from taskcrawler.cli.commands.render import (
 )
 from taskcrawler.cli.loop import run_async
 from taskcrawler.client import JobOptions
+from taskcrawler.contract.options import JOB_OPTIONS
 from taskcrawler.domain import InvalidURL, validate_url
 
 #: Up to this many unfinished jobs are polled one by one; more are found by listing finished jobs.
@@ -166,14 +168,10 @@ async def submit(urls: Sequence[str], args: argparse.Namespace) -> int:
 
 def job_options(args: argparse.Namespace) -> JobOptions:
     """The job options the command line gives; each left out is the server's default."""
-    options: JobOptions = {}
-    if args.format:
-        options["formats"] = list(dict.fromkeys(args.format))
-    if args.max_age is not None:
-        options["max_age"] = args.max_age
-    if args.render:
-        options["render"] = args.render
-    return options
+    options = request_fields(args, JOB_OPTIONS)
+    if "formats" in options:
+        options["formats"] = list(dict.fromkeys(options["formats"]))
+    return cast(JobOptions, options)
 
 
 async def send(

@@ -24,6 +24,7 @@ from taskcrawler.domain.crawls.spec import (
     WEBHOOK_EVENTS,
     CrawlSpec,
     InvalidCrawlSpec,
+    Sitemap,
     SitemapMode,
     stored_webhook_events,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "InvalidCrawlSpec",
     "LinkLike",
     "Scope",
+    "Sitemap",
     "SitemapMode",
     "Verdict",
     "crawl_key",

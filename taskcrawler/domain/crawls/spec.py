@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import MISSING, Field, dataclass, fields
 from enum import StrEnum
-from typing import Any
+from typing import Any, Literal
 
 import re2
 
@@ -70,6 +70,11 @@ class SitemapMode(StrEnum):
     INCLUDE = "include"
     SKIP = "skip"
     ONLY = "only"
+
+
+#: :class:`SitemapMode`'s values, as a request or a view spells them (a test holds the two
+#: together).
+Sitemap = Literal["include", "skip", "only"]
 
 
 class InvalidCrawlSpec(ValueError):
@@ -260,46 +265,32 @@ class CrawlSpec:
         *,
         max_limit: int = DEFAULT_MAX_LIMIT,
         known_formats: Collection[str] | None = None,
-        max_depth: int | None = None,
-        limit: int = DEFAULT_LIMIT,
-        include_paths: Sequence[str] = (),
-        exclude_paths: Sequence[str] = (),
-        allow_subdomains: bool = False,
-        allow_external: bool = False,
-        sitemap: SitemapMode | str = SitemapMode.INCLUDE,
-        formats: Sequence[str] = DEFAULT_FORMATS,
-        callback_url: str | None = None,
-        max_age: float | None = None,
-        render: str | None = None,
-        render_options: RenderRequest | None = None,
-        webhook_events: Sequence[str] = DEFAULT_WEBHOOK_EVENTS,
-        options: ScrapeOptions = DEFAULT_OPTIONS,
+        **fields: Any,
     ) -> CrawlSpec:
-        """A validated spec; :class:`InvalidCrawlSpec` names the first bad field."""
+        """A validated spec of ``url`` and ``fields`` (by the spec's field names, each left out
+        its default; ``render`` left out or None is chosen for the formats, as a job's);
+        :class:`InvalidCrawlSpec` names the first bad field. The fields are not listed again
+        here: a field added to the spec is taken as it is declared above."""
         _checked_url(url, "url")
-        _checked_int(limit, "limit", 1, max_limit)
-        for name, patterns in (("include_paths", include_paths), ("exclude_paths", exclude_paths)):
-            if isinstance(patterns, str):
+        _checked_int(fields.get("limit", DEFAULT_LIMIT), "limit", 1, max_limit)
+        for name in ("include_paths", "exclude_paths"):
+            if isinstance(fields.get(name), str):
                 raise InvalidCrawlSpec(name, "must be a list of regular expressions")
+        formats = fields.get("formats", DEFAULT_FORMATS)
         if known_formats is not None:
             _checked_formats(formats, known_formats)
-        return cls(
-            url=url,
-            max_depth=max_depth,
-            limit=limit,
-            include_paths=tuple(include_paths),
-            exclude_paths=tuple(exclude_paths),
-            allow_subdomains=allow_subdomains,
-            allow_external=allow_external,
-            sitemap=_checked_sitemap(sitemap),
-            formats=tuple(formats),
-            callback_url=callback_url,
-            max_age=max_age,
-            render=_checked_render(render, formats, options),
-            render_options=render_options,
-            webhook_events=_checked_events(webhook_events),
-            options=options,
+        for name in ("include_paths", "exclude_paths"):
+            if name in fields:
+                fields[name] = tuple(fields[name])
+        fields["sitemap"] = _checked_sitemap(fields.get("sitemap", SitemapMode.INCLUDE))
+        if "formats" in fields:
+            fields["formats"] = tuple(formats)
+        options = fields.get("options", DEFAULT_OPTIONS)
+        fields["render"] = _checked_render(fields.get("render"), formats, options)
+        fields["webhook_events"] = _checked_events(
+            fields.get("webhook_events", DEFAULT_WEBHOOK_EVENTS)
         )
+        return cls(url=url, **fields)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form, for storing the spec with its crawl: every field, by its name.

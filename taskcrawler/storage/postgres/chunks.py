@@ -237,8 +237,12 @@ class PostgresChunkStore(ChunkStoreBase):
                 while self._recounts:
                     await asyncio.gather(*self._recounts.values())
         except TimeoutError:
-            for task in list(self._recounts.values()):
+            stuck = list(self._recounts.values())
+            for task in stuck:
                 task.cancel()
+            # A cancelled count ends at its next await; waiting for that end keeps it from
+            # touching the engine the caller closes next.
+            await asyncio.gather(*stuck, return_exceptions=True)
             log.warning("a corpus count still running at close was cancelled")
 
     def _recount_later(self, owner: str) -> None:

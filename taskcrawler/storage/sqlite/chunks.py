@@ -218,8 +218,8 @@ class SqliteChunkStore(ChunkStoreBase):
                 rows = await self._pruned(conn, query, present, holding)
             if len(rows) < query.k:
                 # Filtered, or other owners' chunks crowded the owner's out: every match.
-                stmt = sql.keyword_search(scope(query), fts_match(present))
-                rows = list(await conn.execute(stmt.limit(query.k)))
+                stmt = sql.keyword_search(scope(query), fts_match(present), query.k)
+                rows = list(await conn.execute(stmt))
         return [hit(row, row.score / weight) for row in rows]
 
     async def _pruned(
@@ -242,9 +242,10 @@ class SqliteChunkStore(ChunkStoreBase):
         matches = [fts_match(rare)]
         if common:
             matches.append(f"({fts_match(rare)}) AND ({fts_match(common)})")
-        depth = max(KEYWORD_CANDIDATES, 4 * query.k)
-        stmt = sql.pruned_keyword_search(query.owner, matches, depth, query.k)
-        return list(await conn.execute(stmt))
+        params: dict[str, str | int] = {f"m{n}": match for n, match in enumerate(matches)}
+        params |= {"owner": query.owner, "depth": max(KEYWORD_CANDIDATES, 4 * query.k)}
+        stmt = sql.pruned_keyword_search(len(matches))
+        return list(await conn.execute(stmt, params | {"k": query.k}))
 
     async def _holding(self, conn: AsyncConnection, terms: list[str]) -> tuple[int, dict[str, int]]:
         """The chunks in the index and how many hold each of ``terms``: counted at most every
