@@ -57,9 +57,9 @@ class Database:
         """A transaction for writing made of ``work``'s statements (``work`` is called once,
         with a synchronous connection), committed when it returns; what it returns.
 
-        For the writes that hold SQLite's one writer longest (a worker's outcomes): their
-        statements do not wait for this process's event loop between them
-        (:meth:`Backend.write_in_one_call`)."""
+        For the frequent or long writes (a worker's outcomes and claims, the API's new jobs):
+        on SQLite their statements then hold the one writer without waiting for this process's
+        event loop between them (:meth:`Backend.write_in_one_call`)."""
         if self._write_lock is None:
             return await self.backend.write_in_one_call(self.engine, work)
         async with self._write_lock:
