@@ -12,6 +12,7 @@ from taskcrawler.contract.base import RequestModel
 from taskcrawler.contract.options import JobOptionsIn
 
 if TYPE_CHECKING:
+    from taskcrawler.domain.crawls import CrawlSpec
     from taskcrawler.domain.monitors import Change, Monitor, RunView
 
 #: What a monitor's jobs may keep (as for any job).
@@ -113,7 +114,7 @@ class MonitorOut(BaseModel):
             id=monitor.id,
             status="PAUSED" if monitor.paused else "ACTIVE",
             urls=list(spec.urls),
-            crawl=spec.crawl.to_dict() if spec.crawl is not None else None,
+            crawl=_shown_crawl(spec.crawl) if spec.crawl is not None else None,
             interval_seconds=spec.interval_seconds,
             formats=list(spec.formats),
             ignore_selectors=list(spec.selectors),
@@ -125,6 +126,15 @@ class MonitorOut(BaseModel):
             created_at=monitor.created_at,
             updated_at=monitor.updated_at,
         )
+
+
+def _shown_crawl(crawl: CrawlSpec) -> dict[str, Any]:
+    """A crawl monitor's crawl as an answer may show it: its request headers by name only, as
+    a crawl's options are shown (their values are cookies and tokens)."""
+    shown = crawl.to_dict()
+    if shown["options"] is not None:
+        shown["options"] = crawl.options.public()
+    return shown
 
 
 class MonitorList(BaseModel):

@@ -133,8 +133,22 @@ async def test_a_monitor_reports_a_change_with_its_diff(
         ({"crawl": {"url": "http://a.test/", "limit": 0}, "interval_seconds": 60}, "limit"),
         ({"crawl": {"url": "http://a.test/", "depth": 2}, "interval_seconds": 60}, "depth"),
         ({"url": "http://a.test/", "interval_seconds": 60, "formats": ["pdf"]}, "formats"),
-        ({"crawl": {"url": "http://a.test/", "options": {"x": 1}}, "interval_seconds": 60}, "x"),
+        (
+            {
+                "crawl": {"url": "http://a.test/", "options": {"frobnicate": 1}},
+                "interval_seconds": 60,
+            },
+            "frobnicate",
+        ),
         ({"crawl": {"url": "http://a.test/", "options": []}, "interval_seconds": 60}, "options"),
+        (
+            {"crawl": {"url": "http://a.test/", "include_paths": 5}, "interval_seconds": 60},
+            "include_paths",
+        ),
+        (
+            {"crawl": {"url": "http://a.test/", "exclude_paths": None}, "interval_seconds": 60},
+            "exclude_paths",
+        ),
         (
             {
                 "crawl": {"url": "http://a.test/", "render_options": {"wait_seconds": 10**6}},
@@ -182,3 +196,25 @@ async def test_a_crawl_monitors_pages_are_read_with_the_options_it_gives(
     kept = created.json()["crawl"]
     assert kept["render"] == "auto" and kept["render_options"]["wait_seconds"] == 2
     assert kept["options"]["only_main_content"] is False
+
+
+async def test_a_crawl_monitor_shows_its_request_headers_by_name_only(service: Service) -> None:
+    """A crawl monitor's request headers (cookies, tokens) reach its pages, never an answer:
+    its crawl is shown with their names, as a crawl's options are."""
+    crawl = {"url": "http://a.test/", "options": {"headers": {"Authorization": "Bearer s3cret"}}}
+    created = await service.client.post(
+        "/api/v1/monitors", json={"crawl": crawl, "interval_seconds": 60}
+    )
+    assert created.status_code == 201, created.text
+    path = f"/api/v1/monitors/{created.json()['id']}"
+    answers = [
+        created,
+        await service.client.get(path),
+        await service.client.get("/api/v1/monitors"),
+    ]
+    for answer in answers:
+        assert "s3cret" not in answer.text
+    assert created.json()["crawl"]["options"]["headers"] == ["Authorization"]
+    [kept], _ = await service.storage.monitors.list_monitors("", limit=1)
+    assert kept.spec.crawl is not None  # the pages are still fetched with the values
+    assert kept.spec.crawl.options.headers == (("Authorization", "Bearer s3cret"),)

@@ -456,6 +456,33 @@ async def test_sqlite_builds_the_pruned_keyword_statement_once_and_binds_each_se
         await storage.close()
 
 
+async def test_closing_the_store_waits_a_bounded_time_for_a_cancelled_count_to_end(
+    pg_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A count cancelled at close may be stuck ending too (its connection's rollback waits on
+    a database that does not answer): closing waits for it no longer than it waited for the
+    count, then closes the database all the same."""
+    monkeypatch.setattr(postgres_chunks, "SETTLE_SECONDS", 0.1)
+    storage = open_storage(pg_url)
+    answered = asyncio.Event()  # the database's answer: it never comes before close returns
+
+    async def count_whose_ending_waits_on_the_database() -> None:
+        try:
+            await asyncio.Event().wait()
+        finally:
+            await answered.wait()
+
+    chunks = cast(postgres_chunks.PostgresChunkStore, storage.chunks)
+    count = asyncio.create_task(count_whose_ending_waits_on_the_database())
+    chunks._recounts["owner"] = count
+    await asyncio.sleep(0)
+    # A bound on a hang, not a timing: closing takes 0.2 s; without its own bound, forever.
+    await asyncio.wait_for(storage.close(), timeout=60)
+    assert not count.done()
+    answered.set()
+    await asyncio.gather(count, return_exceptions=True)
+
+
 @pytest.fixture
 def vector_reads(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The id after which each read of an owner's vectors on SQLite started (0: all of them)."""

@@ -114,6 +114,14 @@ def test_round_trip_through_a_dict() -> None:
         ({"max_age": -1}, "max_age", "between 0"),
         ({"webhook_events": "crawl.page"}, "webhook_events", "list of event names"),
         ({"webhook_events": ["crawl.page", "job.failed"]}, "webhook_events[1]", "unknown event"),
+        # What a monitor's free-form crawl can hold: each a refusal naming the field.
+        ({"depth": 2}, "depth", "unknown field"),
+        ({"include_paths": 5}, "include_paths", "list"),
+        ({"exclude_paths": None}, "exclude_paths", "list"),
+        ({"include_paths": {"^/docs": 1}}, "include_paths", "list"),
+        ({"formats": 5}, "formats", "non-empty list"),
+        ({"options": {"mobile": True}}, "options", "scrape options"),
+        ({"render_options": {"wait_seconds": 1}}, "render_options", "render options"),
     ],
 )
 def test_bad_input_names_the_field(fields: dict[str, Any], field: str, message: str) -> None:

@@ -130,7 +130,7 @@ def test_the_minimum_interval_is_the_deployments() -> None:
         ({"crawl": {"url": URL, "callback_url": URL}}, "crawl.callback_url", "on the monitor"),
         ({"crawl": {"url": URL, "max_age": 60}}, "crawl.max_age", "on the monitor"),
         ({"crawl": {"url": URL, "depth": 2}}, "crawl.depth", "unknown field"),
-        ({"crawl": {"url": URL, "include_paths": 5}}, "crawl", "wrong type"),
+        ({"crawl": {"url": URL, "include_paths": 5}}, "crawl.include_paths", "list"),
         ({"formats": []}, "formats", "non-empty list"),
         ({"formats": ["markdown", "pdf"], "known_formats": FORMATS}, "formats[1]", "unknown"),
         ({"ignore_selectors": [".ok", "p:first-child"]}, "ignore_selectors[1]", "pseudo"),

@@ -177,6 +177,22 @@ def _checked_render(
         raise InvalidCrawlSpec("render", str(exc)) from None
 
 
+def _checked_patterns(value: object, field: str) -> None:
+    if isinstance(value, str) or not isinstance(value, Sequence):
+        raise InvalidCrawlSpec(field, "must be a list of regular expressions")
+
+
+def _checked_options(value: object) -> ScrapeOptions:
+    if not isinstance(value, ScrapeOptions):
+        raise InvalidCrawlSpec("options", "must be scrape options")
+    return value
+
+
+def _checked_render_options(value: object) -> None:
+    if value is not None and not isinstance(value, RenderRequest):
+        raise InvalidCrawlSpec("render_options", "must be render options")
+
+
 def _checked_events(value: object) -> tuple[str, ...]:
     if isinstance(value, str) or not isinstance(value, Sequence):
         raise InvalidCrawlSpec("webhook_events", "must be a list of event names")
@@ -237,6 +253,8 @@ class CrawlSpec:
         if self.max_depth is not None:
             _checked_int(self.max_depth, "max_depth", 0, MAX_DEPTH)
         _checked_int(self.limit, "limit", 1, 2**31 - 1)
+        _checked_patterns(self.include_paths, "include_paths")
+        _checked_patterns(self.exclude_paths, "exclude_paths")
         object.__setattr__(self, "include_paths", tuple(self.include_paths))
         object.__setattr__(self, "exclude_paths", tuple(self.exclude_paths))
         compile_patterns(self.include_paths, "include_paths")
@@ -250,7 +268,8 @@ class CrawlSpec:
         object.__setattr__(self, "max_age", _checked_max_age(self.max_age))
         if self.render is None:
             raise InvalidCrawlSpec("render", f"must be one of {', '.join(RENDER_MODES)}")
-        _checked_render(self.render, self.formats, self.options)
+        _checked_render_options(self.render_options)
+        _checked_render(self.render, self.formats, _checked_options(self.options))
         object.__setattr__(self, "webhook_events", _checked_events(self.webhook_events))
 
     @property
@@ -272,20 +291,24 @@ class CrawlSpec:
         :class:`InvalidCrawlSpec` names the first bad field. The fields are not listed again
         here: a field added to the spec is taken as it is declared above."""
         _checked_url(url, "url")
+        # A name or a type no field takes is refused naming it, as a bad value is: a monitor's
+        # crawl is a client's free-form object.
+        unknown = sorted(set(fields) - _CREATED_FIELDS)
+        if unknown:
+            raise InvalidCrawlSpec(unknown[0], "unknown field")
         _checked_int(fields.get("limit", DEFAULT_LIMIT), "limit", 1, max_limit)
         for name in ("include_paths", "exclude_paths"):
-            if isinstance(fields.get(name), str):
-                raise InvalidCrawlSpec(name, "must be a list of regular expressions")
-        formats = fields.get("formats", DEFAULT_FORMATS)
-        if known_formats is not None:
-            _checked_formats(formats, known_formats)
+            _checked_patterns(fields.get(name, ()), name)
+        formats = _checked_formats(fields.get("formats", DEFAULT_FORMATS), known_formats)
         for name in ("include_paths", "exclude_paths"):
             if name in fields:
                 fields[name] = tuple(fields[name])
         fields["sitemap"] = _checked_sitemap(fields.get("sitemap", SitemapMode.INCLUDE))
         if "formats" in fields:
-            fields["formats"] = tuple(formats)
-        options = fields.get("options", DEFAULT_OPTIONS)
+            fields["formats"] = formats
+        if fields.get("options") is None:  # left out, or null in a monitor's crawl
+            fields["options"] = DEFAULT_OPTIONS
+        options = _checked_options(fields["options"])
         fields["render"] = _checked_render(fields.get("render"), formats, options)
         fields["webhook_events"] = _checked_events(
             fields.get("webhook_events", DEFAULT_WEBHOOK_EVENTS)
@@ -309,6 +332,10 @@ class CrawlSpec:
         ``max_limit``: it was accepted when it was created). A field a spec was stored without
         is its default."""
         return cls(**{field.name: _read_stored(field, data) for field in fields(cls)})
+
+
+#: The fields :meth:`CrawlSpec.create` takes by name (``url`` is its first argument).
+_CREATED_FIELDS = frozenset(field.name for field in fields(CrawlSpec)) - {"url"}
 
 
 def _stored(value: Any) -> Any:

@@ -230,19 +230,22 @@ class PostgresChunkStore(ChunkStoreBase):
 
     async def settle(self) -> None:
         """Wait for the corpus counts in flight (each catches its own failure), for
-        :data:`SETTLE_SECONDS` at most: a count still running then is cancelled, as a database
-        that does not answer must not hold up a shutdown."""
+        :data:`SETTLE_SECONDS` at most: a count still running then is cancelled (and waited for
+        as long again to end), as a database that does not answer must not hold up a shutdown."""
         try:
             async with asyncio.timeout(SETTLE_SECONDS):
                 while self._recounts:
-                    await asyncio.gather(*self._recounts.values())
+                    # Not gather: a gather cancelled at the deadline waits for its tasks to end.
+                    await asyncio.wait(list(self._recounts.values()))
         except TimeoutError:
             stuck = list(self._recounts.values())
             for task in stuck:
                 task.cancel()
             # A cancelled count ends at its next await; waiting for that end keeps it from
-            # touching the engine the caller closes next.
-            await asyncio.gather(*stuck, return_exceptions=True)
+            # touching the engine the caller closes next. Its ending can wait on the database
+            # too (its connection's rollback), so that wait is bounded as the count's was.
+            if stuck:
+                await asyncio.wait(stuck, timeout=SETTLE_SECONDS)
             log.warning("a corpus count still running at close was cancelled")
 
     def _recount_later(self, owner: str) -> None:
