@@ -23,6 +23,7 @@ from typing import Any
 from uuid import UUID
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 
 from taskcrawler.domain.crawls import Candidate
 from taskcrawler.domain.keys import Caller
@@ -51,30 +52,32 @@ async def start_crawls(storage: Storage, count: int, limit: int) -> list[UUID]:
 
 async def add_batch(storage: Storage, crawl_id: UUID, links: list[str]) -> int:
     """One outcome batch's frontier step for one crawl, as storage/crawls.py's advance does."""
-    async with storage.db.write() as conn:
-        row = (
-            await conn.execute(
-                sa.select(crawls.c.owner, crawls.c.spec, crawls.c.discovered)
-                .where(crawls.c.id == crawl_id)
-                .with_for_update()
-            )
+    backend = storage.db.backend
+
+    def add(conn: Connection) -> int:
+        row = conn.execute(
+            sa.select(crawls.c.owner, crawls.c.spec, crawls.c.discovered)
+            .where(crawls.c.id == crawl_id)
+            .with_for_update()
         ).one()
         template = _page_template(crawl_id, row.owner, row.spec, utcnow(), 30.0)
         candidates = [Candidate(link, 1) for link in links]
-        added = await _admit(
+        added = _admit(
             conn,
-            storage.db.backend,
+            backend,
             template,
             _unknown(crawl_id, candidates, KnownPages()),
             int(row.spec["limit"]) - row.discovered,
             {},
         )
-        await conn.execute(
+        conn.execute(
             crawls.update()
             .where(crawls.c.id == crawl_id)
             .values(discovered=crawls.c.discovered + len(added))
         )
         return len(added)
+
+    return await storage.db.run_write(add)
 
 
 async def sizes(storage: Storage) -> dict[str, int]:

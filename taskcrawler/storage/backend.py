@@ -8,13 +8,14 @@ scheme. Each backend's raw SQL lives in its own ``sql.py``.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from uuid import UUID
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
 if TYPE_CHECKING:
@@ -24,6 +25,8 @@ if TYPE_CHECKING:
 #: Rows to write: column (or ``b_``-prefixed guard) name -> value.
 Rows = Sequence[Mapping[str, Any]]
 
+T = TypeVar("T")
+
 
 class Writes(Protocol):
     """What a backend's own statements ask of their database (a
@@ -32,6 +35,8 @@ class Writes(Protocol):
     def write(self) -> AbstractAsyncContextManager[AsyncConnection]: ...
 
     def write_statement(self) -> AbstractAsyncContextManager[AsyncConnection]: ...
+
+    async def run_write(self, work: Callable[[Connection], T]) -> T: ...
 
 
 class Backend(Protocol):
@@ -54,6 +59,12 @@ class Backend(Protocol):
         """A transaction of :meth:`Database.write`, holding what it must, committed on exit."""
         ...
 
+    async def write_in_one_call(self, engine: AsyncEngine, work: Callable[[Connection], T]) -> T:
+        """``work``'s statements as one transaction of :meth:`Database.run_write`, committed
+        when it returns: ``work`` is called once with a synchronous connection, so the
+        transaction's statements run one after another where the backend runs them best."""
+        ...
+
     def close(self) -> None:
         """Release what :meth:`create_engine` took besides the engine."""
         ...
@@ -71,7 +82,7 @@ class Backend(Protocol):
         """An INSERT that knows this database's ``ON CONFLICT``."""
         ...
 
-    async def insert_rows(self, conn: AsyncConnection, table: sa.Table, rows: Rows) -> None:
+    def insert_rows(self, conn: Connection, table: sa.Table, rows: Rows) -> None:
         """Many rows into ``table``, inside the caller's transaction."""
         ...
 
@@ -83,7 +94,7 @@ class Backend(Protocol):
         """Insert the job rows whose (owner, url_key) is new; the ids of those inserted."""
         ...
 
-    async def insert_frontier(self, conn: AsyncConnection, rows: Rows) -> list[UUID]:
+    def insert_frontier(self, conn: Connection, rows: Rows) -> list[UUID]:
         """Insert a crawl's new pages (``FRONTIER_JOB_COLUMNS``) whose (owner, url_key) is
         new, inside the caller's transaction; the ids of those inserted."""
         ...
@@ -100,9 +111,9 @@ class Backend(Protocol):
         """PENDING -> PROCESSING for the due jobs of ``job_ids``; their ``CLAIMED_COLUMNS``."""
         ...
 
-    async def update_outcomes(
+    def update_outcomes(
         self,
-        conn: AsyncConnection,
+        conn: Connection,
         groups: Mapping[str, Rows],
         with_content: Sequence[Outcome],
     ) -> set[UUID]:

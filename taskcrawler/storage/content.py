@@ -14,7 +14,7 @@ from uuid import UUID
 
 import sqlalchemy as sa
 from isal import igzip
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.engine import Connection
 
 from taskcrawler.domain.pages import (
     Archived,
@@ -149,7 +149,7 @@ def _archived_bytes(records: Sequence[ContentRecord]) -> int:
     return archived + sum(len(c.data) for r in records for c in r.content.captures or ())
 
 
-async def write_content(conn: AsyncConnection, backend: Backend, rows: ContentRows) -> None:
+def write_content(conn: Connection, backend: Backend, rows: ContentRows) -> None:
     """Write texts, links and archives inside the caller's transaction, replacing what an
     earlier run left. Links and the archive are replaced only when the record carried them."""
     if not rows.job_ids:
@@ -164,7 +164,7 @@ async def write_content(conn: AsyncConnection, backend: Backend, rows: ContentRo
     ):
         if replaced:
             stmt = table.delete().where(backend.any_of(table.c.job_id, replaced))
-            await conn.execute(stmt if which is None else stmt.where(which))
+            conn.execute(stmt if which is None else stmt.where(which))
     for table, values in (
         (job_contents, rows.texts),
         (job_links, rows.links),
@@ -172,7 +172,7 @@ async def write_content(conn: AsyncConnection, backend: Backend, rows: ContentRo
         (job_screenshots, rows.screenshots),
     ):
         if values:
-            await backend.insert_rows(conn, table, values)
+            backend.insert_rows(conn, table, values)
 
 
 def _link_row(record: ContentRecord, link: Link) -> dict[str, Any]:
@@ -293,14 +293,18 @@ class ContentStore:
     async def rewrite_results(self, results: Sequence[Reextracted]) -> None:
         """Replace stored results with fresh extractions of the archived bodies."""
         rows = await prepare_content([r.record for r in results])
-        async with self.db.write() as conn:
-            await conn.execute(
+        backend = self.db.backend
+
+        def rewrite(conn: Connection) -> None:
+            conn.execute(
                 jobs.update()
                 .where(jobs.c.id == sa.bindparam("b_id"))
                 .values(scraped_title=sa.bindparam("title"), result=sa.bindparam("result")),
                 [{"b_id": r.record.job_id, "title": r.title, "result": r.result} for r in results],
             )
-            await write_content(conn, self.db.backend, rows)
+            write_content(conn, backend, rows)
+
+        await self.db.run_write(rewrite)
 
     async def archived(self, *, batch: int = 200) -> AsyncIterator[list[Archived]]:
         """Every archived page, in batches, for re-extraction."""

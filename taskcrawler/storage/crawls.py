@@ -24,6 +24,7 @@ from urllib.parse import urlsplit
 from uuid import UUID
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from taskcrawler.domain.crawls import (
@@ -149,8 +150,8 @@ class Advance:
 # --- the frontier, inside the transaction that records outcomes --------------------------------
 
 
-async def advance(
-    conn: AsyncConnection,
+def advance(
+    conn: Connection,
     backend: Backend,
     pages: Sequence[Transition],
     held: set[UUID],
@@ -171,7 +172,7 @@ async def advance(
         assert transition.job.crawl_id is not None
         by_crawl[transition.job.crawl_id].append(transition)
     # Locked in id order, so two batches that share crawls never wait for each other in a cycle.
-    locked = await conn.execute(
+    locked = conn.execute(
         sa.select(crawls.c.id, crawls.c.owner, crawls.c.status, crawls.c.discovered, crawls.c.spec)
         .where(backend.any_of(crawls.c.id, sorted(by_crawl)))
         .order_by(crawls.c.id)
@@ -184,7 +185,7 @@ async def advance(
             continue  # cancelled (or completed by the sweeper meanwhile): nothing new
         room = int(row.spec.get("limit", 0)) - row.discovered
         candidates = [c for t in by_crawl[row.id] for c in t.outcome.frontier]
-        added = await _admit(
+        added = _admit(
             conn,
             backend,
             _page_template(row.id, row.owner, row.spec, now, redispatch_after),
@@ -194,7 +195,7 @@ async def advance(
         )
         if added:
             result.new_ids.extend(added)
-            await conn.execute(
+            conn.execute(
                 crawls.update()
                 .where(crawls.c.id == row.id)
                 .values(discovered=crawls.c.discovered + len(added))
@@ -202,7 +203,7 @@ async def advance(
         else:
             maybe_idle.append(row.id)  # a crawl that just gained pages has some left
     if maybe_idle:
-        await complete_idle(conn, backend, maybe_idle, now=now)
+        complete_idle(conn, backend, maybe_idle, now=now)
     return result
 
 
@@ -219,8 +220,8 @@ def _unknown(
     return by_key
 
 
-async def _admit(
-    conn: AsyncConnection,
+def _admit(
+    conn: Connection,
     backend: Backend,
     template: Mapping[str, Any],
     by_key: Mapping[str, Candidate],
@@ -244,7 +245,7 @@ async def _admit(
     shorter: dict[int, list[UUID]] = defaultdict(list)
     keys = list(by_key)
     for start in range(0, len(keys), INSERT_CHUNK):
-        found = await conn.execute(
+        found = conn.execute(
             sa.select(jobs.c.url_key, jobs.c.id, jobs.c.depth, jobs.c.status).where(
                 jobs.c.owner == owner,
                 backend.any_of(jobs.c.url_key, keys[start : start + INSERT_CHUNK]),
@@ -268,7 +269,7 @@ async def _admit(
             .where(backend.any_of(jobs.c.id, ids), jobs.c.status == PENDING)
             .with_for_update(skip_locked=True)
         )
-        await conn.execute(
+        conn.execute(
             jobs.update()
             .where(jobs.c.id.in_(waiting.scalar_subquery()), jobs.c.status == PENDING)
             .values(depth=depth)
@@ -282,7 +283,7 @@ async def _admit(
         chunk = [
             _page_row(template, candidate, key) for key, candidate in new[start : start + size]
         ]
-        inserted = set(await backend.insert_frontier(conn, chunk))
+        inserted = set(backend.insert_frontier(conn, chunk))
         for row in chunk:
             if row["id"] in inserted:
                 added.append(row["id"])
@@ -291,13 +292,13 @@ async def _admit(
     return added
 
 
-async def complete_idle(
-    conn: AsyncConnection, backend: Backend, crawl_ids: Sequence[UUID], *, now: datetime
+def complete_idle(
+    conn: Connection, backend: Backend, crawl_ids: Sequence[UUID], *, now: datetime
 ) -> list[UUID]:
     """Mark COMPLETED those of ``crawl_ids`` (locked by the caller, or one statement's own
     work) that are RUNNING and have no page PENDING or PROCESSING; announce them."""
     busy = sa.exists().where(jobs.c.crawl_id == crawls.c.id, jobs.c.status.in_(_BUSY))
-    done = await conn.execute(
+    done = conn.execute(
         crawls.update()
         .where(backend.any_of(crawls.c.id, list(crawl_ids)), crawls.c.status == RUNNING, ~busy)
         .values(status=CrawlStatus.COMPLETED.value, finished_at=now)
@@ -305,17 +306,15 @@ async def complete_idle(
     )
     completed = list(done.scalars())
     if completed:
-        await _announce(conn, backend, completed, now)
+        _announce(conn, backend, completed, now)
     return completed
 
 
-async def _announce(
-    conn: AsyncConnection, backend: Backend, crawl_ids: Sequence[UUID], now: datetime
-) -> None:
+def _announce(conn: Connection, backend: Backend, crawl_ids: Sequence[UUID], now: datetime) -> None:
     """A ``crawl.completed`` delivery for each crawl with a callback URL that did not leave that
     event out, in the webhook outbox (its ``job_id`` is the crawl's start page: deliveries
     belong to a job)."""
-    found = await conn.execute(
+    found = conn.execute(
         sa.select(*_CRAWL_COLUMNS).where(
             backend.any_of(crawls.c.id, list(crawl_ids)), crawls.c.callback_url.is_not(None)
         )
@@ -323,10 +322,10 @@ async def _announce(
     rows = [row for row in found if CRAWL_COMPLETED_EVENT in stored_webhook_events(row.spec)]
     if not rows:
         return
-    counts = await _counts(conn, backend, [row.id for row in rows])
+    counts = _counts(conn, backend, [row.id for row in rows])
     deliveries = []
     for row in rows:
-        start = await conn.scalar(
+        start = conn.scalar(
             sa.select(jobs.c.id)
             .where(jobs.c.crawl_id == row.id)
             .order_by(jobs.c.created_at, jobs.c.id)
@@ -350,7 +349,7 @@ async def _announce(
             }
         )
     if deliveries:
-        await conn.execute(webhook_deliveries.insert(), deliveries)
+        conn.execute(webhook_deliveries.insert(), deliveries)
 
 
 async def start_crawl(
@@ -443,14 +442,14 @@ def _row_to_crawl(row: Any, counts: CrawlCounts) -> Crawl:
     )
 
 
-async def _counts(
-    conn: AsyncConnection, backend: Backend, crawl_ids: Iterable[UUID]
+def _counts(
+    conn: Connection, backend: Backend, crawl_ids: Iterable[UUID]
 ) -> dict[UUID, CrawlCounts]:
     """Each crawl's pages by status, in one statement: the counts of one crawl add up."""
     ids = list(crawl_ids)
     if not ids:
         return {}
-    rows = await conn.execute(
+    rows = conn.execute(
         sa.select(jobs.c.crawl_id, jobs.c.status, sa.func.count())
         .where(backend.any_of(jobs.c.crawl_id, ids))
         .group_by(jobs.c.crawl_id, jobs.c.status)
@@ -506,7 +505,7 @@ class CrawlStore:
             ).first()
             if row is None:
                 return None
-            counts = await _counts(conn, self.db.backend, [crawl_id])
+            counts = await conn.run_sync(_counts, self.db.backend, [crawl_id])
         return _row_to_crawl(row, counts.get(crawl_id, CrawlCounts()))
 
     @unavailable_on_connection_errors
@@ -559,7 +558,7 @@ class CrawlStore:
         async with self.db.read() as conn:
             rows = (await conn.execute(stmt)).all()
             page = rows[:limit]
-            counts = await _counts(conn, self.db.backend, [row.id for row in page])
+            counts = await conn.run_sync(_counts, self.db.backend, [row.id for row in page])
         found = [_row_to_crawl(row, counts.get(row.id, CrawlCounts())) for row in page]
         more = len(rows) > limit
         last = found[-1] if found else None
@@ -589,20 +588,20 @@ class CrawlStore:
         """The sweeper's safety net: RUNNING crawls with nothing left (their last page was
         finished by other means: a lease given up on, a page cancelled) become COMPLETED."""
         busy = sa.exists().where(jobs.c.crawl_id == crawls.c.id, jobs.c.status.in_(_BUSY))
-        async with self.db.write() as conn:
-            idle = (
-                await conn.execute(
-                    sa.select(crawls.c.id)
-                    .where(crawls.c.status == RUNNING, ~busy)
-                    .order_by(crawls.c.created_at)
-                    .limit(limit)
-                    .with_for_update(skip_locked=True)
-                )
-            ).scalars()
-            ids = list(idle)
-            if not ids:
-                return []
-            return await complete_idle(conn, self.db.backend, ids, now=utcnow())
+        idle = (
+            sa.select(crawls.c.id)
+            .where(crawls.c.status == RUNNING, ~busy)
+            .order_by(crawls.c.created_at)
+            .limit(limit)
+            .with_for_update(skip_locked=True)
+        )
+        backend = self.db.backend
+
+        def complete(conn: Connection) -> list[UUID]:
+            ids = list(conn.execute(idle).scalars())
+            return complete_idle(conn, backend, ids, now=utcnow()) if ids else []
+
+        return await self.db.run_write(complete)
 
 
 __all__ = [

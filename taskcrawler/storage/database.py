@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine
 
-from taskcrawler.storage.backend import Backend
+from taskcrawler.storage.backend import Backend, T
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 
 if TYPE_CHECKING:
@@ -51,6 +52,18 @@ class Database:
             return
         async with self._write_lock, self.backend.write_transaction(self.engine) as conn:
             yield conn
+
+    async def run_write(self, work: Callable[[Connection], T]) -> T:
+        """A transaction for writing made of ``work``'s statements (``work`` is called once,
+        with a synchronous connection), committed when it returns; what it returns.
+
+        For the frequent or long writes (a worker's outcomes and claims, the API's new jobs):
+        on SQLite their statements then hold the one writer without waiting for this process's
+        event loop between them (:meth:`Backend.write_in_one_call`)."""
+        if self._write_lock is None:
+            return await self.backend.write_in_one_call(self.engine, work)
+        async with self._write_lock:
+            return await self.backend.write_in_one_call(self.engine, work)
 
     @asynccontextmanager
     async def write_statement(self) -> AsyncIterator[AsyncConnection]:

@@ -20,7 +20,7 @@ from typing import Any
 from uuid import UUID
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.engine import Connection
 
 from taskcrawler.domain import JobStatus, Outcome
 from taskcrawler.domain.views import job_document
@@ -45,9 +45,7 @@ _PENDING = DeliveryStatus.PENDING.value
 # --- the outbox: called inside the transaction that records outcomes --------------------------
 
 
-async def enqueue_for_outcomes(
-    conn: AsyncConnection, backend: Backend, outcomes: Sequence[Outcome]
-) -> int:
+def enqueue_for_outcomes(conn: Connection, backend: Backend, outcomes: Sequence[Outcome]) -> int:
     """Queue a delivery for each outcome that, in this transaction, made its job final.
 
     Call after the guarded outcome UPDATEs, on the same connection. An outcome whose write
@@ -57,14 +55,12 @@ async def enqueue_for_outcomes(
     wanted = {(o.job.id, o.finished_at) for o in outcomes if o.job.callback_url}
     if not wanted:
         return 0
-    rows = await _final_jobs(conn, backend, {job_id for job_id, _ in wanted})
-    return await _insert(conn, (row for row in rows if (row.id, row.finished_at) in wanted))
+    rows = _final_jobs(conn, backend, {job_id for job_id, _ in wanted})
+    return _insert(conn, (row for row in rows if (row.id, row.finished_at) in wanted))
 
 
-async def _final_jobs(
-    conn: AsyncConnection, backend: Backend, job_ids: Iterable[UUID]
-) -> list[Any]:
-    result = await conn.execute(
+def _final_jobs(conn: Connection, backend: Backend, job_ids: Iterable[UUID]) -> list[Any]:
+    result = conn.execute(
         sa.select(*JOB_COLUMNS, jobs.c.owner).where(
             backend.any_of(jobs.c.id, list(job_ids)),
             jobs.c.status.in_(_ANNOUNCED),
@@ -74,7 +70,7 @@ async def _final_jobs(
     return list(result)
 
 
-async def _insert(conn: AsyncConnection, rows: Iterable[Any]) -> int:
+def _insert(conn: Connection, rows: Iterable[Any]) -> int:
     now = utcnow()
     values: list[dict[str, Any]] = []
     for row in rows:
@@ -98,7 +94,7 @@ async def _insert(conn: AsyncConnection, rows: Iterable[Any]) -> int:
             }
         )
     if values:
-        await conn.execute(deliveries.insert(), values)
+        conn.execute(deliveries.insert(), values)
     return len(values)
 
 

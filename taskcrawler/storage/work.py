@@ -7,11 +7,12 @@ import uuid
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 from uuid import UUID
 
 import sqlalchemy as sa
-from sqlalchemy.ext.asyncio import AsyncConnection
+from sqlalchemy.engine import Connection
 
 from taskcrawler.domain import ClaimedJob
 from taskcrawler.domain.pages import Archived, ContentRecord
@@ -85,11 +86,12 @@ class WorkStore:
         due for the next sweep. Returns the ids released."""
         if not claimed:
             return []
-        released: list[UUID] = []
         now = utcnow()
-        async with self.db.write() as conn:
+
+        def release(conn: Connection) -> list[UUID]:
+            released: list[UUID] = []
             for job in claimed:
-                rows = await conn.execute(
+                rows = conn.execute(
                     jobs.update()
                     .where(
                         jobs.c.id == job.id,
@@ -107,7 +109,9 @@ class WorkStore:
                     .returning(jobs.c.id)
                 )
                 released.extend(rows.scalars())
-        return released
+            return released
+
+        return await self.db.run_write(release)
 
     @unavailable_on_connection_errors
     async def renew_leases(self, tokens: Sequence[UUID], *, lease_seconds: float) -> int:
@@ -128,13 +132,12 @@ class WorkStore:
             )
             .with_for_update(skip_locked=True)
         )
-        async with self.db.write() as conn:
-            result = await conn.execute(
-                jobs.update()
-                .where(jobs.c.id.in_(held.scalar_subquery()), jobs.c.status == PROCESSING)
-                .values(lease_expires_at=utcnow() + timedelta(seconds=lease_seconds))
-            )
-        return result.rowcount
+        renew = (
+            jobs.update()
+            .where(jobs.c.id.in_(held.scalar_subquery()), jobs.c.status == PROCESSING)
+            .values(lease_expires_at=utcnow() + timedelta(seconds=lease_seconds))
+        )
+        return await self.db.run_write(lambda conn: conn.execute(renew).rowcount)
 
     @unavailable_or_unstorable
     async def record_transitions(
@@ -159,18 +162,25 @@ class WorkStore:
                 if o.content
             ]
         )
-        async with self.db.write() as conn:
-            return await self._write_transitions(conn, transitions, content, redispatch_after)
+        advanced = await self.db.run_write(
+            partial(self._write_transitions, transitions, content, redispatch_after)
+        )
+        return self._learned(advanced)
 
-    async def _write_transitions(
+    def _learned(self, advanced: crawls.Advance) -> list[UUID]:
+        """The ids of the crawls' new pages, once what the write found is remembered."""
+        self._known.learn(advanced.seen)
+        return advanced.new_ids
+
+    def _write_transitions(
         self,
-        conn: AsyncConnection,
         transitions: Sequence[Transition],
         content: ContentRows,
         redispatch_after: float,
-    ) -> list[UUID]:
+        conn: Connection,
+    ) -> crawls.Advance:
         """The guarded updates of ``transitions``, their webhooks, content and crawl frontier,
-        on ``conn``'s transaction. Returns the ids of the crawls' new pages."""
+        on ``conn``'s transaction; what they added to the crawls' frontiers."""
         # One statement per set of columns written (a kind of transition, fetched or not).
         groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for transition in transitions:
@@ -186,16 +196,14 @@ class WorkStore:
         # Content is written only for jobs this batch still held when its guarded updates
         # released their leases: those updates hold the rows' locks until the commit.
         backend = self.db.backend
-        held = await backend.update_outcomes(conn, groups, watched)
-        await webhooks.enqueue_for_outcomes(conn, backend, outcomes)  # the outbox
-        await write_content(conn, backend, content.only(held))
+        held = backend.update_outcomes(conn, groups, watched)
+        webhooks.enqueue_for_outcomes(conn, backend, outcomes)  # the outbox
+        write_content(conn, backend, content.only(held))
         if not pages:
-            return []
-        advanced = await crawls.advance(
+            return crawls.Advance()
+        return crawls.advance(
             conn, backend, pages, held, redispatch_after=redispatch_after, known=self._known
         )
-        self._known.learn(advanced.seen)
-        return advanced.new_ids
 
     @unavailable_on_connection_errors
     async def archived_copy(self, job_id: UUID) -> Archived | None:
@@ -223,11 +231,17 @@ class WorkStore:
             .limit(limit)
             .with_for_update(skip_locked=True)
         )
-        async with self.db.write() as conn:
-            rows = (await conn.execute(expired)).all()
+
+        def recover(conn: Connection) -> tuple[list[Transition], crawls.Advance]:
+            rows = conn.execute(expired).all()
             transitions = [decide(_claimed_job(row, row.lease_token), now) for row in rows]
-            if transitions:
-                await self._write_transitions(conn, transitions, ContentRows(), redispatch_after)
+            if not transitions:
+                return [], crawls.Advance()
+            write = self._write_transitions(transitions, ContentRows(), redispatch_after, conn)
+            return transitions, write
+
+        transitions, advanced = await self.db.run_write(recover)
+        self._learned(advanced)
         return transitions
 
     @unavailable_on_connection_errors
@@ -269,8 +283,7 @@ class WorkStore:
             .values(next_attempt_at=None, dispatch_at=now + timedelta(seconds=redispatch_after))
             .returning(jobs.c.id)
         )
-        async with self.db.write() as conn:
-            return list((await conn.execute(stmt)).scalars())
+        return await self.db.run_write(lambda conn: list(conn.execute(stmt).scalars()))
 
     async def mark_dispatch_due(self, job_ids: Sequence[UUID]) -> None:
         await mark_dispatch_due(self.db, job_ids)

@@ -76,12 +76,15 @@ class Sweeper:
 
     async def sweep(self, *, after_restart: bool = False) -> None:
         """Recover expired leases, then publish every due PENDING job nobody holds."""
+        # Written as outcomes are, so no more at once than an outcome write: on SQLite the
+        # write holds the one writer lock for as long as its transitions take.
+        recover = min(BATCH, self.store.outcome_batch)
         while lost := await self.store.recover_expired_leases(
-            self._decide_lost, limit=BATCH, redispatch_after=self.config.redispatch_seconds
+            self._decide_lost, limit=recover, redispatch_after=self.config.redispatch_seconds
         ):
             self.recovered += len(lost)
             log.warning("recovered %d jobs whose worker was lost", len(lost))
-            if len(lost) < BATCH:
+            if len(lost) < recover:
                 break
         # A crawl whose last page was finished by other means than an outcome (a lease given
         # up on above, a page cancelled) has no outcome transaction to complete it.

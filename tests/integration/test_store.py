@@ -168,7 +168,8 @@ async def test_a_first_run_writes_content_without_deleting_and_a_rerun_replaces_
     def record(conn: object, cursor: object, statement: str, *args: object) -> None:
         statements.append(statement.lstrip().split(None, 1)[0].upper())
 
-    sa.event.listen(store.db.engine.sync_engine, "before_cursor_execute", record)
+    # Every engine's: SQLite writes outcomes through an engine of their own.
+    sa.event.listen(sa.Engine, "before_cursor_execute", record)
     first = await new_job(store, "http://rerun.test/")
     await store.work.record_transitions(
         decided(
@@ -187,7 +188,7 @@ async def test_a_first_run_writes_content_without_deleting_and_a_rerun_replaces_
             max_retries=3,
         )
     )
-    sa.event.remove(store.db.engine.sync_engine, "before_cursor_execute", record)
+    sa.event.remove(sa.Engine, "before_cursor_execute", record)
     assert "DELETE" in statements
     async with store.db.engine.connect() as conn:
         bodies = (

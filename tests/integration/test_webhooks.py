@@ -135,7 +135,7 @@ async def test_no_outcome_is_persisted_without_its_delivery(
 ) -> None:
     [job] = await claimed_jobs(store)
 
-    async def broken(*_: object) -> int:
+    def broken(*_: object) -> int:
         raise RuntimeError("outbox insert failed")
 
     monkeypatch.setattr(outbox, "_insert", broken)

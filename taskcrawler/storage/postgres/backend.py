@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -10,9 +10,10 @@ from uuid import UUID
 
 import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
+from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from taskcrawler.storage.backend import Rows, Writes
+from taskcrawler.storage.backend import Rows, T, Writes
 from taskcrawler.storage.engine import JSON_CODEC
 from taskcrawler.storage.postgres import sql
 from taskcrawler.storage.postgres.pinned import PinnedConnection
@@ -39,6 +40,12 @@ class PostgresBackend:
         """A plain transaction: the statements take the row locks they need."""
         return engine.begin()
 
+    async def write_in_one_call(self, engine: AsyncEngine, work: Callable[[Connection], T]) -> T:
+        """Row locks hold up only the rows' other writers: ``work`` may await the event loop
+        between its statements as every other transaction here does."""
+        async with engine.begin() as conn:
+            return await conn.run_sync(work)
+
     def close(self) -> None:
         return None
 
@@ -64,10 +71,10 @@ class PostgresBackend:
     def insert(self, table: sa.Table) -> Any:
         return postgresql.insert(table)
 
-    async def insert_rows(self, conn: AsyncConnection, table: sa.Table, rows: Rows) -> None:
+    def insert_rows(self, conn: Connection, table: sa.Table, rows: Rows) -> None:
         names = tuple(rows[0])
         arrays = sql.column_arrays(rows, sql.table_columns(table, names))
-        await conn.exec_driver_sql(sql.unnest_insert(table, names), arrays)
+        conn.exec_driver_sql(sql.unnest_insert(table, names), arrays)
 
     def pinned_connection(self, autocommit: AsyncEngine) -> PinnedConnection:
         return PinnedConnection(autocommit)
@@ -83,9 +90,9 @@ class PostgresBackend:
             result = await conn.exec_driver_sql(sql.INSERT_NEW_JOBS, arrays)
             return {row[0] for row in result}
 
-    async def insert_frontier(self, conn: AsyncConnection, rows: Rows) -> list[UUID]:
+    def insert_frontier(self, conn: Connection, rows: Rows) -> list[UUID]:
         arrays = sql.column_arrays(rows, sql.FRONTIER_JOB_ARRAYS)
-        result = await conn.exec_driver_sql(sql.INSERT_FRONTIER_JOBS, arrays)
+        result = conn.exec_driver_sql(sql.INSERT_FRONTIER_JOBS, arrays)
         return [row[0] for row in result]
 
     async def claim(
@@ -106,9 +113,9 @@ class PostgresBackend:
         horizon = (await conn.exec_driver_sql(sql.EXPORT_HORIZON)).scalar_one()
         return int(horizon)
 
-    async def update_outcomes(
+    def update_outcomes(
         self,
-        conn: AsyncConnection,
+        conn: Connection,
         groups: Mapping[str, Rows],
         with_content: Sequence[Outcome],
     ) -> set[UUID]:
@@ -118,6 +125,6 @@ class PostgresBackend:
         for params in groups.values():
             keys = ("b_id", "b_token", *(key for key in params[0] if not key.startswith("b_")))
             statement, columns = sql.guarded_outcome_update(keys)
-            result = await conn.exec_driver_sql(statement, sql.column_arrays(params, columns))
+            result = conn.exec_driver_sql(statement, sql.column_arrays(params, columns))
             held.update(row[0] for row in result)
         return held

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
 from typing import TYPE_CHECKING, Any, NoReturn
@@ -11,14 +11,15 @@ from uuid import UUID
 import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.dialects import sqlite
-from sqlalchemy.engine import make_url
+from sqlalchemy.engine import URL, Connection, make_url
 from sqlalchemy.ext.asyncio import AsyncConnection, AsyncEngine, create_async_engine
 
-from taskcrawler.storage.backend import Rows, Writes
+from taskcrawler.storage.backend import Rows, T, Writes
 from taskcrawler.storage.engine import JSON_CODEC
 from taskcrawler.storage.rows import CLAIMED_COLUMNS, LEASE_ENDED, PENDING, PROCESSING
 from taskcrawler.storage.sqlite import sql
 from taskcrawler.storage.sqlite.locking import WriterLock, locking_connection, writer_lock
+from taskcrawler.storage.sqlite.one_call import OneCallWriter
 from taskcrawler.storage.tables import jobs
 
 if TYPE_CHECKING:
@@ -45,14 +46,15 @@ class SqliteBackend:
     #: One writer at a time anyway: a second commit in flight measured no faster.
     concurrent_writes = 1
     #: A write holds the one writer lock every process queues for, the API's inserts too; yet
-    #: 64 measured worse than 500 for them, and for jobs/s: a hold is mostly the worker's loop
-    #: between the write's statements, whatever its size, so smaller writes only make more
-    #: holds (bench/results/2026-12-07-sqlite-batch-hold.md).
+    #: 64 measured no better than 500 for the API's p99, nor for jobs/s, with a write's
+    #: statements sent one by one (bench/results/2026-12-07-sqlite-batch-hold.md) or in one
+    #: call (2026-12-07-sqlite-one-call-writes.md).
     outcome_batch = 500
     pins_connections = False
 
     def __init__(self) -> None:
         self._writer: WriterLock | None = None
+        self._one_call: OneCallWriter | None = None
 
     @asynccontextmanager
     async def write_transaction(self, engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
@@ -64,15 +66,28 @@ class SqliteBackend:
             await conn.exec_driver_sql(sql.BEGIN_WRITE)
             yield conn
 
+    async def write_in_one_call(self, engine: AsyncEngine, work: Callable[[Connection], T]) -> T:
+        """In :class:`OneCallWriter`'s thread, so the writer lock is never held while this
+        process's event loop runs something else. A database no other process can open (in
+        memory) has no lock to hold: its ``work`` runs on the engine's own connection."""
+        if self._one_call is not None:
+            return await self._one_call.run(work)
+        async with self.write_transaction(engine) as conn:
+            return await conn.run_sync(work)
+
     def close(self) -> None:
+        if self._one_call is not None:
+            self._one_call.close()
         if self._writer is not None:
             self._writer.close()
 
     def create_engine(self, url: str, *, pool_size: int) -> AsyncEngine:
-        self._writer = writer_lock(make_url(url).database)
+        parsed = make_url(url)
+        self._writer = writer_lock(parsed.database)
         connect_args: dict[str, Any] = {}
         if self._writer is not None:
             connect_args["factory"] = locking_connection(self._writer, sql.BEGIN_WRITE)
+            self._one_call = OneCallWriter(_sync_engine(parsed, connect_args), sql.BEGIN_WRITE)
         engine = create_async_engine(
             url,
             **JSON_CODEC,
@@ -94,19 +109,20 @@ class SqliteBackend:
     def insert(self, table: sa.Table) -> Any:
         return sqlite.insert(table)
 
-    async def insert_rows(self, conn: AsyncConnection, table: sa.Table, rows: Rows) -> None:
-        await conn.execute(table.insert(), list(rows))
+    def insert_rows(self, conn: Connection, table: sa.Table, rows: Rows) -> None:
+        conn.execute(table.insert(), list(rows))
 
     def pinned_connection(self, autocommit: AsyncEngine) -> NoReturn:
         raise ValueError("pinned connections send statements to asyncpg: PostgreSQL only")
 
     async def insert_new_jobs(self, db: Writes, rows: Rows, pinned: object) -> set[UUID]:
-        async with db.write_statement() as conn:
-            result = await conn.execute(sql.INSERT_NEW_JOBS, list(rows))
-            return {row[0] for row in result}
+        def insert(conn: Connection) -> set[UUID]:
+            return {row[0] for row in conn.execute(sql.INSERT_NEW_JOBS, list(rows))}
 
-    async def insert_frontier(self, conn: AsyncConnection, rows: Rows) -> list[UUID]:
-        result = await conn.execute(sql.INSERT_FRONTIER_JOBS, list(rows))
+        return await db.run_write(insert)
+
+    def insert_frontier(self, conn: Connection, rows: Rows) -> list[UUID]:
+        result = conn.execute(sql.INSERT_FRONTIER_JOBS, list(rows))
         return [row[0] for row in result]
 
     async def claim(
@@ -134,36 +150,53 @@ class SqliteBackend:
             )
             .returning(*(jobs.c[column] for column in CLAIMED_COLUMNS))
         )
-        async with db.write() as conn:
-            return (await conn.execute(stmt)).all()
+
+        def claim(conn: Connection) -> Sequence[Any]:
+            return conn.execute(stmt).all()
+
+        return await db.run_write(claim)
 
     async def export_horizon(self, conn: AsyncConnection) -> int | None:
         return None  # one writer at a time: positions are given in commit order
 
-    async def update_outcomes(
+    def update_outcomes(
         self,
-        conn: AsyncConnection,
+        conn: Connection,
         groups: Mapping[str, Rows],
         with_content: Sequence[Outcome],
     ) -> set[UUID]:
         """One executemany per group. An executemany returns no rows, so the jobs still held
         are read first (SQLite's one writer keeps them as read until the commit)."""
-        held = await _held(conn, with_content)
+        held = _held(conn, with_content)
         for params in groups.values():
             columns: dict[str, Any] = {
                 k: sa.bindparam(k) for k in params[0] if not k.startswith("b_")
             }
             stmt = jobs.update().where(_GUARDED).values(columns | LEASE_ENDED)
-            await conn.execute(stmt, list(params))
+            conn.execute(stmt, list(params))
         return held
 
 
-async def _held(conn: AsyncConnection, outcomes: Sequence[Outcome]) -> set[UUID]:
+def _sync_engine(url: URL, connect_args: dict[str, Any]) -> sa.Engine:
+    """A synchronous engine on the same file, for :class:`OneCallWriter`'s one thread; its
+    connection is closed from the event loop's thread at the end."""
+    engine = sa.create_engine(
+        url.set(drivername="sqlite+pysqlite"),
+        **JSON_CODEC,
+        pool_size=1,
+        max_overflow=0,
+        connect_args=connect_args | {"check_same_thread": False},
+    )
+    event.listen(engine, "connect", _pragmas)
+    return engine
+
+
+def _held(conn: Connection, outcomes: Sequence[Outcome]) -> set[UUID]:
     """The jobs of ``outcomes`` still leased under the outcome's own token."""
     if not outcomes:
         return set()
     pairs = {(o.job.id, o.job.lease_token) for o in outcomes}
-    rows = await conn.execute(
+    rows = conn.execute(
         sa.select(jobs.c.id, jobs.c.lease_token).where(
             jobs.c.id.in_([job_id for job_id, _ in pairs]),
             jobs.c.lease_token.in_({token for _, token in pairs}),
