@@ -261,6 +261,12 @@ def bm25_idf(chunks: int, holding: int) -> float:
     return max(math.log((chunks - holding + 0.5) / (holding + 0.5)), 1e-6)
 
 
+def bm25_idf_floored(chunks: int, holding: int) -> bool:
+    """Whether a term that ``holding`` of ``chunks`` chunks hold (half of them or more) has the
+    floor's rarity, a millionth: it adds at most ``(BM25_K1 + 1)`` millionths to a score."""
+    return 2 * holding >= chunks
+
+
 def query_weight(idfs: Iterable[float]) -> float:
     """What a chunk would score by BM25 if it held every term of the query over and over: what
     a keyword score is divided by, so that it says how much of the query a chunk matches (0 to

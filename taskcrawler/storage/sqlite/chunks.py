@@ -26,6 +26,7 @@ from taskcrawler.domain.chunks import (
     SearchHit,
     SearchQuery,
     bm25_idf,
+    bm25_idf_floored,
     query_terms,
     query_weight,
 )
@@ -215,7 +216,7 @@ class SqliteChunkStore(ChunkStoreBase):
             weight = query_weight(bm25_idf(max(total, n), n) for n in holding.values())
             rows: list[Any] = []
             if not query.filtered:
-                rows = await self._pruned(conn, query, present, holding)
+                rows = await self._pruned(conn, query, present, holding, total)
             if len(rows) < query.k:
                 # Filtered, or other owners' chunks crowded the owner's out: every match.
                 stmt = sql.keyword_search(scope(query), fts_match(present), query.k)
@@ -228,6 +229,7 @@ class SqliteChunkStore(ChunkStoreBase):
         query: SearchQuery,
         terms: list[str],
         holding: Mapping[str, int],
+        total: int,
     ) -> list[Any]:
         """The best ``query.k`` of the caller's chunks, FTS5 reading no more than about
         :data:`POSTINGS_BUDGET` postings of the query's rarer terms (each term's rarity it
@@ -237,8 +239,15 @@ class SqliteChunkStore(ChunkStoreBase):
         that hold a common one too, by every term (an AND, which FTS5 answers by skipping
         through the common terms' lists). Either way a chunk's score is its exact BM25: one
         that holds no common term scores nothing for them. Chunks holding common terms only
-        are left out: each of their terms is one that thousands of chunks hold."""
+        are left out: each of their terms is one that thousands of chunks hold.
+
+        The AND leaves out the common terms that half the chunks or more hold: FTS5's BM25
+        gives them the floor's rarity (a chunk's score moves by a few millionths at most for
+        each), yet reads their whole posting lists to learn it, which was most of the AND's
+        work. A chunk that holds the rare terms and only such common ones is ranked by the rare
+        terms alone."""
         rare, common = split_by_rarity(terms, holding, POSTINGS_BUDGET)
+        common = [term for term in common if not bm25_idf_floored(total, holding[term])]
         matches = [fts_match(rare)]
         if common:
             matches.append(f"({fts_match(rare)}) AND ({fts_match(common)})")
