@@ -416,7 +416,7 @@ async def test_keyword_search_reads_a_common_term_s_best_postings_and_scores_exa
 async def test_sqlite_leaves_a_word_half_the_chunks_hold_out_of_the_and_and_ranks_the_same(
     sqlite_url: str,
 ) -> None:
-    """"kettle" is in most chunks: FTS5's BM25 floors its rarity, so the AND of the rare word
+    """Most chunks hold "kettle": FTS5's BM25 floors its rarity, so the AND of the rare word
     with the common ones leaves it out (reading its postings was most of that statement's
     work), and the search still answers what the search reading every match does."""
     storage = open_storage(sqlite_url)

@@ -9,7 +9,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from taskcrawler.domain.chunks import bm25_idf, confidence_fusion, query_weight
+from taskcrawler.domain.chunks import (
+    bm25_idf,
+    bm25_idf_floored,
+    confidence_fusion,
+    query_weight,
+)
 from taskcrawler.extract.chunking import TOKEN, ChunkingConfig, chunk_markdown, count_tokens
 
 SETTINGS = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -140,3 +145,10 @@ def test_keyword_scores_are_a_share_of_the_query() -> None:
     assert 0 < sum(idfs) / query_weight(idfs) < 1
     assert bm25_idf(10, 9) == pytest.approx(1e-6)  # a word most chunks hold still counts
     assert bm25_idf(1000, 0) > bm25_idf(1000, 1) > bm25_idf(1000, 100)
+
+
+def test_a_term_is_floored_exactly_where_fts5_floors_its_rarity() -> None:
+    for chunks in (1, 2, 3, 10, 11, 1000, 100_038):
+        for holding in range(chunks + 1) if chunks < 2000 else range(50_000, 50_040):
+            floored = bm25_idf(chunks, holding) == 1e-6
+            assert bm25_idf_floored(chunks, holding) == floored, (chunks, holding)
