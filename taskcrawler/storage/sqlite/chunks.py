@@ -237,15 +237,17 @@ class SqliteChunkStore(ChunkStoreBase):
 
         The chunks that hold a rare term are ranked twice: by the rare terms alone, and, those
         that hold a common one too, by every term (an AND, which FTS5 answers by skipping
-        through the common terms' lists). Either way a chunk's score is its exact BM25: one
-        that holds no common term scores nothing for them. Chunks holding common terms only
+        through the common terms' lists). Either way a chunk's score is its BM25 (to the few
+        millionths below): one that holds no common term scores nothing for them. Chunks holding common terms only
         are left out: each of their terms is one that thousands of chunks hold.
 
         The AND leaves out the common terms that half the chunks or more hold: FTS5's BM25
         gives them the floor's rarity (a chunk's score moves by a few millionths at most for
         each), yet reads their whole posting lists to learn it, which was most of the AND's
         work. A chunk that holds the rare terms and only such common ones is ranked by the rare
-        terms alone."""
+        terms alone. Which terms those are is judged from the store's counts (``total`` and
+        ``holding``, taken within the same :data:`CHUNK_COUNT_SECONDS`): a term the index
+        outgrew meanwhile is one held by nearly half the chunks, whose rarity is near the floor."""
         rare, common = split_by_rarity(terms, holding, POSTINGS_BUDGET)
         common = [term for term in common if not bm25_idf_floored(total, holding[term])]
         matches = [fts_match(rare)]
