@@ -1,5 +1,6 @@
 """Closing a SQLite database whose writer thread is still in a write (its caller cancelled
-while the write waited for another process's lock): the event loop goes on meanwhile.
+while the write waited for another process's lock): the event loop goes on meanwhile, and the
+database is as usable after closing as its engine is.
 
 Shown without timing: another process's hold of the writer lock is let go only by the test, or
 by a guard after ``GIVE_UP_SECONDS`` (far beyond any close's own time), so a close that stood the
@@ -94,3 +95,15 @@ async def test_closing_lets_the_event_loop_run_while_a_write_waits_for_the_lock(
     await closing
     with pytest.raises(asyncio.CancelledError):
         await write
+
+
+async def test_a_closed_database_writes_as_its_engine_reads(sqlite_url: str) -> None:
+    db = open_database(sqlite_url)
+    await db.close()
+    try:
+        async with db.read() as conn:
+            assert (await conn.execute(sa.select(1))).scalar_one() == 1
+
+        assert await db.run_write(lambda conn: conn.execute(sa.select(2)).scalar_one()) == 2
+    finally:
+        await db.close()
