@@ -29,10 +29,11 @@ import shutil
 import signal
 import subprocess
 import tempfile
-from collections.abc import Iterator
+import time
+from collections.abc import Awaitable, Callable, Iterator, Mapping
 from pathlib import Path
 from statistics import mean, median
-from typing import Any
+from typing import Any, TypeVar
 
 from bench.deployment import (
     Deployment,
@@ -65,6 +66,27 @@ def checkout(ref: str, workdir: Path) -> Iterator[Path]:
         subprocess.run(
             ["git", "worktree", "remove", "--force", str(path)], cwd=REPO_ROOT, check=False
         )
+
+
+V = TypeVar("V")
+
+
+async def alternated_rounds(
+    rounds: int,
+    versions: Mapping[str, V],
+    run: Callable[[V], Awaitable[dict[str, Any]]],
+    describe: Callable[[str, dict[str, Any]], str],
+) -> list[dict[str, Any]]:
+    """``rounds`` rounds, each running every version once in turn, so that versions compare
+    within a round; each run is labelled with its version, round and time, and printed as it
+    ends."""
+    results = []
+    for n in range(1, rounds + 1):
+        for label, version in versions.items():
+            result = await run(version) | {"version": label, "round": n, "at": time.time()}
+            results.append(result)
+            print(describe(f"round {n} {label}", result), flush=True)
+    return results
 
 
 def settings(pairs: list[str]) -> dict[str, str]:

@@ -31,11 +31,10 @@ import os
 import secrets
 import shutil
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
-from bench.ab import checkout, settings
+from bench.ab import alternated_rounds, checkout, settings
 from bench.deployment import (
     Sampler,
     bench_command,
@@ -166,7 +165,6 @@ def line(label: str, r: dict[str, Any]) -> str:
 
 
 async def main_async(args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
-    results = []
     async with contextlib.AsyncExitStack() as stack:
         args.pg_url = await stack.enter_async_context(postgres(args.pg_url))
         args.redis_url = await stack.enter_async_context(redis(args.redis_url))
@@ -175,13 +173,9 @@ async def main_async(args: argparse.Namespace, workdir: Path) -> list[dict[str, 
             trees = {args.ref: stack.enter_context(checkout(args.ref, workdir)), **trees}
         helpers = await stack.enter_async_context(ProcessManager(workdir / "helpers"))
         target = await stack.enter_async_context(target_site(helpers))
-        for n in range(1, args.rounds + 1):
-            for label, tree in trees.items():
-                run = await one_round(args, tree, target, workdir, helpers)
-                run |= {"version": label, "round": n, "at": time.time()}
-                results.append(run)
-                print(line(f"round {n} {label}", run), flush=True)
-    return results
+        return await alternated_rounds(
+            args.rounds, trees, lambda tree: one_round(args, tree, target, workdir, helpers), line
+        )
 
 
 def main() -> None:

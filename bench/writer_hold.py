@@ -33,7 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.ab import checkout, settings
+from bench.ab import alternated_rounds, checkout, settings
 from bench.deployment import deployment, loadgen, target_site
 from bench.loadgen import percentile
 from bench.phases import backlog
@@ -193,7 +193,6 @@ async def main_async(args: argparse.Namespace, workdir: Path) -> list[dict[str, 
     hook = workdir / "hook"
     hook.mkdir()
     (hook / "sitecustomize.py").write_text(HOOK)
-    results = []
     async with contextlib.AsyncExitStack() as stack:
         trees = {"this": (REPO_ROOT, settings(args.b_set))}
         if args.ref:
@@ -201,13 +200,12 @@ async def main_async(args: argparse.Namespace, workdir: Path) -> list[dict[str, 
             trees = {args.ref: (ref_tree, settings(args.a_set)), **trees}
         helpers = await stack.enter_async_context(ProcessManager(workdir / "helpers"))
         target = await stack.enter_async_context(target_site(helpers))
-        for n in range(1, args.rounds + 1):
-            for label, (tree, extra) in trees.items():
-                run = await one_run(args, tree, hook, target, workdir, extra)
-                run |= {"version": label, "round": n, "at": time.time()}
-                results.append(run)
-                print(line(f"round {n} {label}", run), flush=True)
-    return results
+        return await alternated_rounds(
+            args.rounds,
+            trees,
+            lambda version: one_run(args, version[0], hook, target, workdir, version[1]),
+            line,
+        )
 
 
 def main() -> None:

@@ -35,7 +35,9 @@ class Database:
         for pinned in self._pinned:
             await pinned.close()
         await self.engine.dispose()
-        self.backend.close()
+        # Off the event loop: SQLite's writer thread may be in a transaction still (its caller
+        # cancelled), waiting for another process's lock, and closing waits for it to end.
+        await asyncio.to_thread(self.backend.close)
 
     def pinned(self) -> PinnedConnection:
         """A connection of the caller's own, for one statement at a time (PostgreSQL only)."""

@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 
 import pytest
@@ -147,3 +147,64 @@ async def test_lease_recovery_lets_go_of_the_lock_without_the_event_loop(
     assert len(lost) == 20
     failed = sa.select(sa.func.count()).where(jobs.c.status == "FAILED")
     assert await count(store, failed) == 20
+
+
+#: A write under test, after its set-up: it calls ``watch`` between the two.
+Write = Callable[[Stores, Callable[[], object]], Awaitable[object]]
+
+
+async def _new_jobs(store: Stores) -> list[uuid.UUID]:
+    created = await store.jobs.create_jobs(
+        [NewJob(f"{SITE}/{uuid.uuid4()}") for _ in range(20)], redispatch_after=30
+    )
+    return [c.job.id for c in created]
+
+
+async def _claims(store: Stores, watch: Callable[[], object]) -> object:
+    ids = await _new_jobs(store)
+    watch()
+    return await store.work.claim(ids, lease_seconds=30, redispatch_after=30)
+
+
+async def _lease_renewals(store: Stores, watch: Callable[[], object]) -> object:
+    tokens = list({page.lease_token for page in await claimed(store, 20)})
+    watch()
+    return await store.work.renew_leases(tokens, lease_seconds=30)
+
+
+async def _hand_backs(store: Stores, watch: Callable[[], object]) -> object:
+    pages = await claimed(store, 20)
+    watch()
+    return await store.work.release(pages)
+
+
+async def _due_dispatches(store: Stores, watch: Callable[[], object]) -> object:
+    await _new_jobs(store)
+    watch()
+    return await store.work.take_due_dispatches(redispatch_after=30, include_undispatched=True)
+
+
+async def _idle_crawls(store: Stores, watch: Callable[[], object]) -> object:
+    await crawl_start(store)
+    watch()
+    return await store.work.complete_idle_crawls()
+
+
+async def _api_inserts(store: Stores, watch: Callable[[], object]) -> object:
+    watch()
+    return await _new_jobs(store)
+
+
+@pytest.mark.parametrize(
+    "write",
+    [_claims, _lease_renewals, _hand_backs, _due_dispatches, _idle_crawls, _api_inserts],
+    ids=["claim", "renew", "hand-back", "dispatch", "idle-crawls", "api-inserts"],
+)
+async def test_the_other_hot_writes_let_go_of_the_lock_without_the_event_loop(
+    store: Stores, monkeypatch: pytest.MonkeyPatch, write: Write
+) -> None:
+    probes: list[LoopStoppedWhileHeld] = []
+
+    await write(store, lambda: probes.append(watching(monkeypatch)))
+
+    assert [probe.let_go_while_stopped for probe in probes] == [[True]]  # one write, no loop

@@ -179,7 +179,7 @@ class SqliteBackend:
 
 def _sync_engine(url: URL, connect_args: dict[str, Any]) -> sa.Engine:
     """A synchronous engine on the same file, for :class:`OneCallWriter`'s one thread; its
-    connection is closed from the event loop's thread at the end."""
+    connection is closed from another thread at the end."""
     engine = sa.create_engine(
         url.set(drivername="sqlite+pysqlite"),
         **JSON_CODEC,

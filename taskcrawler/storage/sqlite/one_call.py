@@ -29,10 +29,18 @@ class OneCallWriter:
     def __init__(self, engine: Engine, begin_write: str) -> None:
         self._engine = engine
         self._begin_write = begin_write
-        self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-writer")
+        self._thread: ThreadPoolExecutor | None = None
+
+    def _executor(self) -> ThreadPoolExecutor:
+        """The one thread, started again after :meth:`close` as the engine's connections
+        are: a database closed and written to again writes, as it did through its engine."""
+        if self._thread is None:
+            self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="sqlite-writer")
+        return self._thread
 
     async def run(self, work: Callable[[Connection], T]) -> T:
-        future = asyncio.get_running_loop().run_in_executor(self._thread, self._transaction, work)
+        loop = asyncio.get_running_loop()
+        future = loop.run_in_executor(self._executor(), self._transaction, work)
         try:
             return await asyncio.shield(future)
         except asyncio.CancelledError:
@@ -47,5 +55,7 @@ class OneCallWriter:
             return work(conn)
 
     def close(self) -> None:
-        self._thread.shutdown(wait=True)
+        thread, self._thread = self._thread, None
+        if thread is not None:
+            thread.shutdown(wait=True)
         self._engine.dispose()
