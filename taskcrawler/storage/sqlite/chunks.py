@@ -238,8 +238,9 @@ class SqliteChunkStore(ChunkStoreBase):
         The chunks that hold a rare term are ranked twice: by the rare terms alone, and, those
         that hold a common one too, by every term (an AND, which FTS5 answers by skipping
         through the common terms' lists). Either way a chunk's score is its BM25 (to the few
-        millionths below): one that holds no common term scores nothing for them. Chunks holding common terms only
-        are left out: each of their terms is one that thousands of chunks hold.
+        millionths below): one that holds no common term scores nothing for them. Chunks
+        holding common terms only are left out: each of their terms is one that thousands of
+        chunks hold.
 
         The AND leaves out the common terms that half the chunks or more hold: FTS5's BM25
         gives them the floor's rarity (a chunk's score moves by a few millionths at most for
