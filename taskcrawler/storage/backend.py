@@ -111,15 +111,13 @@ class Backend(Protocol):
         """PENDING -> PROCESSING for the due jobs of ``job_ids``; their ``CLAIMED_COLUMNS``."""
         ...
 
-    def update_outcomes(
-        self,
-        conn: Connection,
-        groups: Mapping[str, Rows],
-        with_content: Sequence[Outcome],
-    ) -> set[UUID]:
-        """Run each group's guarded UPDATE (its rows set the same columns, and carry ``b_id``
-        and ``b_token``), in the caller's transaction. Returns the jobs this batch still held,
-        of those ``with_content`` at least."""
+    def prepare_outcomes(
+        self, groups: Mapping[str, Rows], with_content: Sequence[Outcome]
+    ) -> Callable[[Connection], set[UUID]]:
+        """Each group's guarded UPDATE (its rows set the same columns, and carry ``b_id`` and
+        ``b_token``), as a function to run in the caller's transaction, with what can be made
+        before the transaction made now. It returns the jobs this batch still held, of those
+        ``with_content`` at least."""
         ...
 
     async def export_horizon(self, conn: AsyncConnection) -> int | None:

@@ -7,7 +7,6 @@ import uuid
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from datetime import datetime, timedelta
-from functools import partial
 from typing import Any
 from uuid import UUID
 
@@ -162,8 +161,9 @@ class WorkStore:
                 if o.content
             ]
         )
+        # Built before the write, which holds the writer lock for its statements alone.
         advanced = await self.db.run_write(
-            partial(self._write_transitions, transitions, content, redispatch_after)
+            self._transitions_write(transitions, content, redispatch_after)
         )
         return self._learned(advanced)
 
@@ -172,15 +172,15 @@ class WorkStore:
         self._known.learn(advanced.seen)
         return advanced.new_ids
 
-    def _write_transitions(
+    def _transitions_write(
         self,
         transitions: Sequence[Transition],
         content: ContentRows,
         redispatch_after: float,
-        conn: Connection,
-    ) -> crawls.Advance:
+    ) -> Callable[[Connection], crawls.Advance]:
         """The guarded updates of ``transitions``, their webhooks, content and crawl frontier,
-        on ``conn``'s transaction; what they added to the crawls' frontiers."""
+        as a function of a transaction's connection returning what they added to the crawls'
+        frontiers. What needs no connection is done now, before that transaction."""
         # One statement per set of columns written (a kind of transition, fetched or not).
         groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for transition in transitions:
@@ -193,17 +193,22 @@ class WorkStore:
         watched = [o for o in outcomes if o.content is not None] + [
             t.outcome for t in pages if t.outcome.content is None
         ]
-        # Content is written only for jobs this batch still held when its guarded updates
-        # released their leases: those updates hold the rows' locks until the commit.
         backend = self.db.backend
-        held = backend.update_outcomes(conn, groups, watched)
-        webhooks.enqueue_for_outcomes(conn, backend, outcomes)  # the outbox
-        write_content(conn, backend, content.only(held))
-        if not pages:
-            return crawls.Advance()
-        return crawls.advance(
-            conn, backend, pages, held, redispatch_after=redispatch_after, known=self._known
-        )
+        update_outcomes = backend.prepare_outcomes(groups, watched)
+
+        def write(conn: Connection) -> crawls.Advance:
+            # Content is written only for jobs this batch still held when its guarded updates
+            # released their leases: those updates hold the rows' locks until the commit.
+            held = update_outcomes(conn)
+            webhooks.enqueue_for_outcomes(conn, backend, outcomes)  # the outbox
+            write_content(conn, backend, content.only(held))
+            if not pages:
+                return crawls.Advance()
+            return crawls.advance(
+                conn, backend, pages, held, redispatch_after=redispatch_after, known=self._known
+            )
+
+        return write
 
     @unavailable_on_connection_errors
     async def archived_copy(self, job_id: UUID) -> Archived | None:
@@ -237,8 +242,8 @@ class WorkStore:
             transitions = [decide(_claimed_job(row, row.lease_token), now) for row in rows]
             if not transitions:
                 return [], crawls.Advance()
-            write = self._write_transitions(transitions, ContentRows(), redispatch_after, conn)
-            return transitions, write
+            write = self._transitions_write(transitions, ContentRows(), redispatch_after)
+            return transitions, write(conn)
 
         transitions, advanced = await self.db.run_write(recover)
         self._learned(advanced)

@@ -113,18 +113,19 @@ class PostgresBackend:
         horizon = (await conn.exec_driver_sql(sql.EXPORT_HORIZON)).scalar_one()
         return int(horizon)
 
-    def update_outcomes(
-        self,
-        conn: Connection,
-        groups: Mapping[str, Rows],
-        with_content: Sequence[Outcome],
-    ) -> set[UUID]:
+    def prepare_outcomes(
+        self, groups: Mapping[str, Rows], with_content: Sequence[Outcome]
+    ) -> Callable[[Connection], set[UUID]]:
         """One guarded UPDATE per group, its rows unnested from arrays; the ids it matched are
         the jobs the batch still held (their rows stay locked until the commit)."""
-        held: set[UUID] = set()
-        for params in groups.values():
-            keys = ("b_id", "b_token", *(key for key in params[0] if not key.startswith("b_")))
-            statement, columns = sql.guarded_outcome_update(keys)
-            result = conn.exec_driver_sql(statement, sql.column_arrays(params, columns))
-            held.update(row[0] for row in result)
-        return held
+
+        def update(conn: Connection) -> set[UUID]:
+            held: set[UUID] = set()
+            for params in groups.values():
+                keys = ("b_id", "b_token", *(key for key in params[0] if not key.startswith("b_")))
+                statement, columns = sql.guarded_outcome_update(keys)
+                result = conn.exec_driver_sql(statement, sql.column_arrays(params, columns))
+                held.update(row[0] for row in result)
+            return held
+
+        return update

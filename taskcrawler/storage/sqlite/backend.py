@@ -20,6 +20,7 @@ from taskcrawler.storage.rows import CLAIMED_COLUMNS, LEASE_ENDED, PENDING, PROC
 from taskcrawler.storage.sqlite import sql
 from taskcrawler.storage.sqlite.locking import WriterLock, locking_connection, writer_lock
 from taskcrawler.storage.sqlite.one_call import OneCallWriter
+from taskcrawler.storage.sqlite.prepared import PreparedMany, held_query, prepare_many
 from taskcrawler.storage.tables import jobs
 
 if TYPE_CHECKING:
@@ -55,6 +56,7 @@ class SqliteBackend:
     def __init__(self) -> None:
         self._writer: WriterLock | None = None
         self._one_call: OneCallWriter | None = None
+        self._engine_dialect: sa.Dialect | None = None
 
     @asynccontextmanager
     async def write_transaction(self, engine: AsyncEngine) -> AsyncIterator[AsyncConnection]:
@@ -96,6 +98,7 @@ class SqliteBackend:
             connect_args=connect_args,
         )
         event.listen(engine.sync_engine, "connect", _pragmas)
+        self._engine_dialect = engine.dialect
         return engine
 
     def any_of(self, column: sa.Column[Any], values: Collection[Any]) -> sa.ColumnElement[bool]:
@@ -159,22 +162,35 @@ class SqliteBackend:
     async def export_horizon(self, conn: AsyncConnection) -> int | None:
         return None  # one writer at a time: positions are given in commit order
 
-    def update_outcomes(
-        self,
-        conn: Connection,
-        groups: Mapping[str, Rows],
-        with_content: Sequence[Outcome],
-    ) -> set[UUID]:
+    def prepare_outcomes(
+        self, groups: Mapping[str, Rows], with_content: Sequence[Outcome]
+    ) -> Callable[[Connection], set[UUID]]:
         """One executemany per group. An executemany returns no rows, so the jobs still held
-        are read first (SQLite's one writer keeps them as read until the commit)."""
-        held = _held(conn, with_content)
-        for params in groups.values():
-            columns: dict[str, Any] = {
-                k: sa.bindparam(k) for k in params[0] if not k.startswith("b_")
-            }
-            stmt = jobs.update().where(_GUARDED).values(columns | LEASE_ENDED)
-            conn.execute(stmt, list(params))
-        return held
+        are read first (SQLite's one writer keeps them as read until the commit). Both have
+        their parameters bound here, before the lock (:mod:`.prepared`)."""
+        dialect = self._dialect()
+        held = held_query(dialect, [(o.job.id, o.job.lease_token) for o in with_content])
+        updates = [_guarded_update(dialect, params) for params in groups.values()]
+
+        def update(conn: Connection) -> set[UUID]:
+            still_held = held.run(conn)
+            for prepared in updates:
+                prepared.run(conn)
+            return still_held
+
+        return update
+
+    def _dialect(self) -> sa.Dialect:
+        if self._engine_dialect is None:
+            raise RuntimeError("the SQLite backend has no engine yet")
+        return self._engine_dialect
+
+
+def _guarded_update(dialect: sa.Dialect, params: Sequence[Mapping[str, Any]]) -> PreparedMany:
+    columns: dict[str, Any] = {k: sa.bindparam(k) for k in params[0] if not k.startswith("b_")}
+    return prepare_many(
+        dialect, jobs.update().where(_GUARDED).values(columns | LEASE_ENDED), params
+    )
 
 
 def _sync_engine(url: URL, connect_args: dict[str, Any]) -> sa.Engine:
@@ -189,18 +205,3 @@ def _sync_engine(url: URL, connect_args: dict[str, Any]) -> sa.Engine:
     )
     event.listen(engine, "connect", _pragmas)
     return engine
-
-
-def _held(conn: Connection, outcomes: Sequence[Outcome]) -> set[UUID]:
-    """The jobs of ``outcomes`` still leased under the outcome's own token."""
-    if not outcomes:
-        return set()
-    pairs = {(o.job.id, o.job.lease_token) for o in outcomes}
-    rows = conn.execute(
-        sa.select(jobs.c.id, jobs.c.lease_token).where(
-            jobs.c.id.in_([job_id for job_id, _ in pairs]),
-            jobs.c.lease_token.in_({token for _, token in pairs}),
-            jobs.c.status == PROCESSING,
-        )
-    )
-    return {row.id for row in rows if (row.id, row.lease_token) in pairs}
