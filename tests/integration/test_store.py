@@ -170,25 +170,27 @@ async def test_a_first_run_writes_content_without_deleting_and_a_rerun_replaces_
 
     # Every engine's: SQLite writes outcomes through an engine of their own.
     sa.event.listen(sa.Engine, "before_cursor_execute", record)
-    first = await new_job(store, "http://rerun.test/")
-    await store.work.record_transitions(
-        decided(
-            [Outcome(job=first, http_status=200, content=PageContent(texts={"text": "one"}))],
-            max_retries=3,
+    try:
+        first = await new_job(store, "http://rerun.test/")
+        await store.work.record_transitions(
+            decided(
+                [Outcome(job=first, http_status=200, content=PageContent(texts={"text": "one"}))],
+                max_retries=3,
+            )
         )
-    )
-    assert "DELETE" not in statements  # a first run has nothing to replace
-    [restarted] = await store.jobs.restart([first.id], owner=first.owner, redispatch_after=30)
-    assert restarted.run_count == 1
-    [second] = await store.work.claim([first.id], lease_seconds=30, redispatch_after=30)
-    statements.clear()
-    await store.work.record_transitions(
-        decided(
-            [Outcome(job=second, http_status=200, content=PageContent(texts={"text": "two"}))],
-            max_retries=3,
+        assert "DELETE" not in statements  # a first run has nothing to replace
+        [restarted] = await store.jobs.restart([first.id], owner=first.owner, redispatch_after=30)
+        assert restarted.run_count == 1
+        [second] = await store.work.claim([first.id], lease_seconds=30, redispatch_after=30)
+        statements.clear()
+        await store.work.record_transitions(
+            decided(
+                [Outcome(job=second, http_status=200, content=PageContent(texts={"text": "two"}))],
+                max_retries=3,
+            )
         )
-    )
-    sa.event.remove(sa.Engine, "before_cursor_execute", record)
+    finally:
+        sa.event.remove(sa.Engine, "before_cursor_execute", record)
     assert "DELETE" in statements
     async with store.db.engine.connect() as conn:
         bodies = (
