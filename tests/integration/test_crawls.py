@@ -423,6 +423,10 @@ async def kill(rig: Rig, worker: Worker) -> set[str]:
 
 
 def _started(task: asyncio.Task[None]) -> bool:
+    """Whether ``task`` is inside its job: begun, and not ended. A task that has just ended is
+    still in the worker's set until its done callback runs, and cancelling it does nothing."""
+    if task.done():
+        return False
     return inspect.getcoroutinestate(task.get_coro()) != inspect.CORO_CREATED  # type: ignore[arg-type]
 
 
