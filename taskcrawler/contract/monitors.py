@@ -133,7 +133,7 @@ def _shown_crawl(crawl: CrawlSpec) -> dict[str, Any]:
     a crawl's options are shown (their values are cookies and tokens)."""
     shown = crawl.to_dict()
     if shown["options"] is not None:
-        shown["options"] = crawl.options.public()
+        shown["options"] = crawl.pages.options.public()
     return shown
 
 

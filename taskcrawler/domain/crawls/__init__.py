@@ -15,6 +15,7 @@ from taskcrawler.domain.crawls.discovery import (
 from taskcrawler.domain.crawls.scope import Scope, Verdict, site_of
 from taskcrawler.domain.crawls.spec import (
     CRAWL_COMPLETED_EVENT,
+    CRAWL_FIELDS,
     CRAWL_PAGE_EVENT,
     DEFAULT_LIMIT,
     DEFAULT_MAX_LIMIT,
@@ -22,6 +23,7 @@ from taskcrawler.domain.crawls.spec import (
     MAX_DEPTH,
     MAX_PATTERNS,
     WEBHOOK_EVENTS,
+    CrawlPages,
     CrawlSpec,
     InvalidCrawlSpec,
     Sitemap,
@@ -34,6 +36,7 @@ from taskcrawler.domain.urls import crawl_key
 
 __all__ = [
     "CRAWL_COMPLETED_EVENT",
+    "CRAWL_FIELDS",
     "CRAWL_PAGE_EVENT",
     "DEFAULT_LIMIT",
     "DEFAULT_MAX_LIMIT",
@@ -44,6 +47,7 @@ __all__ = [
     "Candidate",
     "Crawl",
     "CrawlCounts",
+    "CrawlPages",
     "CrawlSpec",
     "CrawlStatus",
     "Discovery",
