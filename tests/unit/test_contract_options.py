@@ -30,6 +30,7 @@ from taskcrawler.contract.web_search import WebSearchIn
 from taskcrawler.domain import jobs
 from taskcrawler.domain.crawls import CRAWL_FIELDS, CrawlSpec, Sitemap, SitemapMode
 from taskcrawler.domain.jobs import JobRun
+from taskcrawler.domain.monitors.spec import MONITOR_OWNED_CRAWL_FIELDS
 from taskcrawler.domain.pages import StoredLink
 from taskcrawler.mcp_server import tools
 
@@ -107,6 +108,19 @@ def test_a_request_hands_every_option_it_was_given_to_the_domain() -> None:
     assert asked.formats == ("text", "links")
     assert asked.render_options is not None and asked.render_options.wait_seconds == 2
     assert asked.options is not None and not asked.options.only_main_content
+
+
+def test_a_monitors_crawl_reads_each_option_it_asks_of_its_pages_as_a_jobs() -> None:
+    """A crawl monitor sets some of its pages' options itself; the others its crawl gives as a
+    crawl does, checked and converted as a job's are (not handed on as raw JSON)."""
+    given = {n: v for n, v in EVERY_OPTION.items() if n not in MONITOR_OWNED_CRAWL_FIELDS}
+    assert given
+    asked = JobOptionsIn.model_validate(given).job_options()
+    body = MonitorCreate(interval_seconds=3600, crawl={"url": "https://example.com/", **given})
+    assert body.crawl == {
+        "url": "https://example.com/",
+        **{name: getattr(asked, name) for name in given},
+    }
 
 
 def test_a_crawls_formats_keep_their_own_default() -> None:

@@ -43,7 +43,7 @@ DEFAULT_FORMATS = JOB_DEFAULT_FORMATS
 
 #: Crawl fields a monitor sets itself: a crawl monitor's pages are always fetched afresh, with
 #: the monitor's formats, and its webhooks are the monitor's.
-_MONITOR_OWNED_CRAWL_FIELDS = ("formats", "callback_url", "max_age", "webhook_events")
+MONITOR_OWNED_CRAWL_FIELDS = ("formats", "callback_url", "max_age", "webhook_events")
 
 
 class InvalidMonitorSpec(InvalidCrawlSpec):
@@ -207,7 +207,7 @@ def _checked_urls(url: object, urls: object) -> tuple[str, ...]:
 def _checked_crawl(crawl: object, formats: tuple[str, ...], max_limit: int) -> CrawlSpec:
     if not isinstance(crawl, Mapping):
         raise InvalidMonitorSpec("crawl", "must be an object with at least a url")
-    for name in _MONITOR_OWNED_CRAWL_FIELDS:
+    for name in MONITOR_OWNED_CRAWL_FIELDS:
         if crawl.get(name) is not None:
             raise InvalidMonitorSpec(f"crawl.{name}", "is set on the monitor, not on its crawl")
     unknown = sorted(str(name) for name in crawl if name not in CRAWL_FIELDS)
