@@ -8,7 +8,9 @@ import asyncio
 import json
 from collections.abc import Callable, Coroutine
 from dataclasses import fields
+from datetime import UTC, datetime
 from typing import Any, Literal, get_args, get_origin, get_type_hints
+from uuid import uuid4
 
 import pytest
 from pydantic import BaseModel
@@ -33,6 +35,7 @@ from taskcrawler.domain.jobs import JobRun
 from taskcrawler.domain.monitors.spec import MONITOR_OWNED_CRAWL_FIELDS
 from taskcrawler.domain.pages import StoredLink
 from taskcrawler.mcp_server import tools
+from taskcrawler.storage.crawls import _page_template
 
 DOMAIN_OPTIONS = {option.name for option in fields(jobs.JobOptions)}
 
@@ -56,6 +59,27 @@ def test_a_crawl_keeps_each_job_option_it_asks_of_its_pages() -> None:
     assert set(stored) == CRAWL_FIELDS >= DOMAIN_OPTIONS
     assert CrawlSpec.from_dict(stored) == spec
     assert {name: getattr(spec.pages, name) for name in DOMAIN_OPTIONS} == given
+
+
+#: The job options a crawl's pages take from the crawl's spec when a worker reads them, not
+#: from their own row: a page fetched within ``max_age`` is reused (worker/crawling.py).
+READ_FROM_THE_CRAWLS_SPEC = {"max_age"}
+
+
+def test_a_crawl_hands_each_job_option_it_asks_to_its_pages() -> None:
+    """Each job option a crawl (or a crawl monitor's crawl, which starts its crawls the same
+    way) accepts reaches its pages: copied onto every page's row from the stored spec, or read
+    from the spec by the worker. A new option fails here until it is one or the other, rather
+    than being accepted and silently dropped."""
+    asked = JobOptionsIn.model_validate(EVERY_OPTION).job_options()
+    given = {name: getattr(asked, name) for name in DOMAIN_OPTIONS}
+    # A page carries the callback URL when the crawl announces its pages (page_callback).
+    spec = CrawlSpec.create("https://example.com/", webhook_events=["crawl.page"], **given)
+    stored = json.loads(json.dumps(spec.to_dict()))
+    page = _page_template(uuid4(), "", stored, datetime.now(UTC), 1.0)
+    copied = DOMAIN_OPTIONS - READ_FROM_THE_CRAWLS_SPEC
+    assert {name: page.get(name) for name in copied} == {name: stored[name] for name in copied}
+    assert READ_FROM_THE_CRAWLS_SPEC <= DOMAIN_OPTIONS
 
 
 def test_a_crawl_is_stored_and_shown_with_its_fields_in_their_order() -> None:
