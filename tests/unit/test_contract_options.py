@@ -48,7 +48,7 @@ def test_every_request_with_job_options_takes_each_of_the_domains() -> None:
 
 
 def test_a_crawl_keeps_each_job_option_it_asks_of_its_pages() -> None:
-    """A crawl asks a job's options of its pages (:class:`CrawlPages` is a
+    """A crawl asks a job's options of its pages (:class:`PageOptions` is a
     :class:`~taskcrawler.domain.jobs.JobOptions`); each one given is stored with the crawl by
     its name, and read back: an option whose value JSON cannot hold, or that a stored spec
     reads as another, fails here until it has its stored form."""

@@ -217,7 +217,7 @@ def _checked_max_age(value: object) -> float | None:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
-class CrawlPages(JobOptions):
+class PageOptions(JobOptions):
     """What a crawl asks of every page: a job's options (:class:`JobOptions`, not listed
     again), but for its formats and scrape options, always named (a job's left out may mean
     "those the URL's job has"). ``render`` never, auto or always (``CrawlSpec.create`` picks
@@ -248,7 +248,7 @@ class CrawlSpec:
     allow_subdomains: bool = False
     allow_external: bool = False
     sitemap: SitemapMode = SitemapMode.INCLUDE
-    pages: CrawlPages = CrawlPages()
+    pages: PageOptions = PageOptions()
     webhook_events: tuple[str, ...] = DEFAULT_WEBHOOK_EVENTS
 
     def __post_init__(self) -> None:
@@ -315,7 +315,7 @@ class CrawlSpec:
             fields.get("webhook_events", DEFAULT_WEBHOOK_EVENTS)
         )
         pages = {name: fields.pop(name) for name in _PAGE_FIELDS if name in fields}
-        return cls(url=url, pages=CrawlPages(**pages), **fields)
+        return cls(url=url, pages=PageOptions(**pages), **fields)
 
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready form, for storing the spec with its crawl: every field by its name, the
@@ -345,14 +345,14 @@ class CrawlSpec:
         """The inverse of :meth:`to_dict` (a stored spec is not checked against today's
         ``max_limit``: it was accepted when it was created). A field a spec was stored without
         is its default."""
-        pages = CrawlPages(**{option.name: _read_stored(option, data) for option in _PAGE_OPTIONS})
+        pages = PageOptions(**{option.name: _read_stored(option, data) for option in _PAGE_OPTIONS})
         scope = {field.name: _read_stored(field, data) for field in _SCOPE_FIELDS}
         return cls(pages=pages, **scope)
 
 
-def _checked_pages(pages: object) -> CrawlPages:
+def _checked_pages(pages: object) -> PageOptions:
     """A crawl's page options, checked as :meth:`CrawlSpec.create` names them."""
-    if not isinstance(pages, CrawlPages):
+    if not isinstance(pages, PageOptions):
         raise InvalidCrawlSpec("pages", "must be a crawl's page options")
     formats = _checked_formats(pages.formats, None)
     if pages.callback_url is not None:
@@ -365,7 +365,7 @@ def _checked_pages(pages: object) -> CrawlPages:
     return replace(pages, formats=formats, max_age=max_age)
 
 
-_PAGE_OPTIONS = fields(CrawlPages)
+_PAGE_OPTIONS = fields(PageOptions)
 _PAGE_FIELDS = frozenset(option.name for option in _PAGE_OPTIONS)
 _SCOPE_FIELDS = tuple(field for field in fields(CrawlSpec) if field.name != "pages")
 
