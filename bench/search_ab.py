@@ -110,7 +110,7 @@ async def timed(search: SearchService, query: SearchQuery) -> tuple[float, float
 async def main(args: argparse.Namespace) -> None:
     url = f"sqlite+aiosqlite:///{args.database}"
     await upgrade_database(url)
-    claims = list(load(CORPUS).queries.values())[: args.claims]
+    claims = list(load(args.corpus).queries.values())[: args.claims]
     embedder = build_embedder(EmbedderConfig())
     stores = {"A": open_storage(url), "B": open_storage(url)}
     ref_store = store_class_of(args.ref)(stores["A"].db)
@@ -165,6 +165,7 @@ if __name__ == "__main__":
     parser.add_argument("database", type=Path, help="a SQLite database file, already filled")
     parser.add_argument("--ref", default="main", help="git ref of variant A's store (main)")
     parser.add_argument("--claims", type=int, default=400)
+    parser.add_argument("--corpus", type=Path, default=CORPUS, help="scifact-train's folder")
     parser.add_argument("--modes", default="keyword,semantic,hybrid")
     parser.add_argument(
         "--exact", metavar="HOST", help="compare keyword top 10s with every match's"
