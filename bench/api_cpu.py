@@ -41,19 +41,29 @@ def cpu_seconds(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / TICKS
 
 
+def run_queue_seconds(pid: int) -> float:
+    """How long ``pid``'s threads have waited for a core while runnable (``schedstat``)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        total += int((task / "schedstat").read_text().split()[1])
+    return total / 1e9
+
+
 async def timed_posts(
     helpers: ProcessManager, api: str, target: str, pid: int, start: int, posts: int
 ) -> dict[str, float]:
     """``posts`` single POSTs from 64 connections: POST/s and ``pid``'s CPU per POST."""
-    before = cpu_seconds(pid)
+    before, waited_before = cpu_seconds(pid), run_queue_seconds(pid)
     result = await loadgen(
         helpers, "closed", api, target, start=start, count=posts, concurrency=64, max_seconds=120
     )
-    used = cpu_seconds(pid) - before
+    used, waited = cpu_seconds(pid) - before, run_queue_seconds(pid) - waited_before
+    requests = max(result["requests"], 1)
     return {
         "post_per_s": result["per_second"],
         "errors": result["errors"],
-        "cpu_us_per_post": used / max(result["requests"], 1) * 1e6,
+        "cpu_us_per_post": used / requests * 1e6,
+        "run_queue_us_per_post": waited / requests * 1e6,
     }
 
 
@@ -114,11 +124,12 @@ def line(label: str, r: dict[str, Any]) -> str:
             parts.append(
                 f"{name}: {run['post_per_s']:.0f} POST/s ({run['post_per_s'] / bare['post_per_s']:.2f}"
                 f" of bare), API CPU {run['cpu_us_per_post']:.0f} µs/POST "
-                f"({run['cpu_us_per_post'] / bare['cpu_us_per_post']:.2f}x bare), "
-                f"errors {run['errors']}"
+                f"({run['cpu_us_per_post'] / bare['cpu_us_per_post']:.2f}x bare), waited for a "
+                f"core {run['run_queue_us_per_post']:.0f} µs/POST, errors {run['errors']}"
             )
     parts.append(
-        f"bare FastAPI: {bare['post_per_s']:.0f} POST/s, {bare['cpu_us_per_post']:.0f} µs/POST"
+        f"bare FastAPI: {bare['post_per_s']:.0f} POST/s, {bare['cpu_us_per_post']:.0f} µs/POST, "
+        f"waited for a core {bare['run_queue_us_per_post']:.0f} µs/POST"
     )
     return "; ".join(parts)
 
