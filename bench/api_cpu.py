@@ -122,8 +122,9 @@ def line(label: str, r: dict[str, Any]) -> str:
     for name, run in r.items():
         if isinstance(run, dict) and name != "bare":
             parts.append(
-                f"{name}: {run['post_per_s']:.0f} POST/s ({run['post_per_s'] / bare['post_per_s']:.2f}"
-                f" of bare), API CPU {run['cpu_us_per_post']:.0f} µs/POST "
+                f"{name}: {run['post_per_s']:.0f} POST/s "
+                f"({run['post_per_s'] / bare['post_per_s']:.2f} of bare), "
+                f"API CPU {run['cpu_us_per_post']:.0f} µs/POST "
                 f"({run['cpu_us_per_post'] / bare['cpu_us_per_post']:.2f}x bare), waited for a "
                 f"core {run['run_queue_us_per_post']:.0f} µs/POST, errors {run['errors']}"
             )
