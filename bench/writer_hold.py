@@ -80,6 +80,27 @@ if _DIR:
         return result
 
     fcntl.flock = flock
+
+# Diagnostics only (never a product setting): SQLite's automatic checkpoints, and the GIL's
+# switch interval, changed in every process of the deployment.
+_AUTOCHECKPOINT = os.environ.get("TASKCRAWLER_BENCH_WAL_AUTOCHECKPOINT")
+if _AUTOCHECKPOINT:
+    import sqlite3
+
+    _connect = sqlite3.connect
+
+    def connect(*args, **kwargs):
+        conn = _connect(*args, **kwargs)
+        conn.execute(f"PRAGMA wal_autocheckpoint={int(_AUTOCHECKPOINT)}")
+        return conn
+
+    sqlite3.connect = connect
+
+_SWITCH = os.environ.get("TASKCRAWLER_BENCH_SWITCH_INTERVAL")
+if _SWITCH:
+    import sys
+
+    sys.setswitchinterval(float(_SWITCH))
 """
 
 
