@@ -4,13 +4,15 @@ In WAL mode a commit that finds the log past ``wal_autocheckpoint`` pages copies
 the database file and syncs both files before it returns, so the writer lock every process
 queues for (:mod:`.locking`) is held for two ``fdatasync`` calls and the copy. Measured in
 ``taskcrawler serve`` while its worker drained and the API took 500 POST/s, one commit in every
-1-1.5 s did so, 20-260 ms each on a loaded machine, and every POST arriving meanwhile waited
+1-1.5 s did so, 7-260 ms each on a loaded machine, and every POST arriving meanwhile waited
 for it (bench/results/2026-12-07-embedded-p99.md).
 
-A passive checkpoint needs no writer: SQLite runs it beside one, copying what is committed. So
-each process that writes runs its own in a thread of its own, soon after its commits; the
-commits' automatic checkpoint is left as the bound of the log's size (``BOUND_PAGES``), which
-it reaches only if these checkpoints fall far behind.
+A passive checkpoint needs no writer: SQLite runs it beside one, copying what was committed
+when it began. So each process that writes runs its own in a thread of its own, soon after its
+commits. The commits' automatic checkpoint is left as the bound of the log's size
+(``BOUND_PAGES``): a copy is whole (and the log can start again from its beginning) only if no
+commit overtook it, which under a steady stream of writes is rare, so the commit that reaches
+the bound still finishes the copy under the lock, with little left to copy.
 """
 
 from __future__ import annotations
@@ -23,13 +25,16 @@ from collections.abc import Callable
 log = logging.getLogger(__name__)
 
 #: The log's size (pages) at which a commit still checkpoints, under the lock: SQLite's default
-#: is 1,000, which a draining worker and the API filled every 1-1.5 s; this thread keeps the
-#: log far below (about a second of writes).
+#: is 1,000, which a draining worker and the API filled every 1-1.5 s. 10,000 pages (40 MB at
+#: most of log file) took 2-3 s in the same run.
 BOUND_PAGES = 10_000
 
 #: How long commits gather before a checkpoint: each costs two syncs, and each restart of the
 #: log that follows one costs the next writer a sync of the log's header, under the lock.
 INTERVAL_SECONDS = 1.0
+
+#: Checkpoints in a row, at most, to copy the whole log while commits go on.
+ATTEMPTS = 5
 
 PASSIVE = "PRAGMA wal_checkpoint(PASSIVE)"
 
@@ -39,7 +44,10 @@ class Checkpointer:
     on its own connection (``connect()``: one that never takes the writer lock)."""
 
     def __init__(
-        self, connect: Callable[[], sqlite3.Connection], *, interval: float = INTERVAL_SECONDS
+        self,
+        connect: Callable[[], sqlite3.Connection],
+        *,
+        interval: float = INTERVAL_SECONDS,
     ) -> None:
         self._connect = connect
         self._interval = interval
@@ -80,14 +88,21 @@ class Checkpointer:
         return True
 
     def _checkpoint(self, conn: sqlite3.Connection) -> None:
-        try:
-            busy, pages, copied = conn.execute(PASSIVE).fetchone()
-        except sqlite3.Error as exc:
-            # The commits' own checkpoint still bounds the log; the next commit tries again.
-            log.warning("SQLite checkpoint failed: %s", exc)
-            return
-        self.last = (busy, pages, copied)
-        self.done += 1
+        """Passive checkpoints until one copies the whole log, ``ATTEMPTS`` at most. Only a
+        whole copy lets the next writer start the log again from its beginning; one that a
+        commit overtook (the API commits about a hundred times a second while a worker drains)
+        copies what was committed when it began, and the next has only the rest to copy."""
+        for _ in range(ATTEMPTS):
+            try:
+                busy, pages, copied = conn.execute(PASSIVE).fetchone()
+            except sqlite3.Error as exc:
+                # The commits' own checkpoint still bounds the log; the next commit tries again.
+                log.warning("SQLite checkpoint failed: %s", exc)
+                return
+            self.last = (busy, pages, copied)
+            self.done += 1
+            if busy or copied == pages:  # another process's checkpoint runs, or all is copied
+                return
 
     def close(self) -> None:
         """Stops the thread (a checkpoint under way ends first); the last connection to close
