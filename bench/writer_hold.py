@@ -13,6 +13,17 @@ Embedded mode only. Each round, for each version (``--ref`` and this checkout, a
    timed in the process that held it: the wait for it, the hold's wall time, and the CPU time the
    holding thread spent in the hold. On a loaded machine a hold's wall time includes the holder
    waiting for a core; its CPU time does not, so it compares across loads.
+4. where the slowest 1% of those POSTs spent their time (``attribution``): the share of each
+   one's latency the load generator was late sending it (its process waited for a core), and
+   the share of its time on the wire during which the API waited for the lock, held it, ran its
+   event loop late (a thread in the API asks the loop every 2 ms to run a callback and logs
+   when it ran more than 2 ms late), or the worker held the lock.
+
+``TASKCRAWLER_BENCH_*`` settings (``--a-set``/``--b-set``, read by the hook alone, never by the
+product): ``WAL_AUTOCHECKPOINT=N`` sets SQLite's automatic checkpoint on every connection a
+process opens (overridden by the product's own pragma where it sets one), ``SWITCH_INTERVAL=S``
+the GIL's switch interval, ``NAME_THREADS=1`` gives each Python thread's name to the OS, so
+that ``strace -f -e trace=fsync,fdatasync,prctl`` tells whose syncs are whose.
 
 The holds are timed without touching the product: a ``sitecustomize`` put on the services'
 ``PYTHONPATH`` wraps ``fcntl.flock`` on the lock's file and appends one line per hold to a file
@@ -113,6 +124,21 @@ if _DIR:
             return loop
 
         uvloop.new_event_loop = new_event_loop
+
+# Diagnostics only: each Python thread's name given to the OS too (prctl), so that a trace of
+# the processes (strace -f) can tell the writer threads from the checkpoint threads.
+if os.environ.get("TASKCRAWLER_BENCH_NAME_THREADS"):
+    import ctypes
+    import threading
+
+    _libc = ctypes.CDLL(None)
+    _bootstrap = threading.Thread._bootstrap_inner
+
+    def _named(self):
+        _libc.prctl(15, self.name[:15].encode(), 0, 0, 0)
+        _bootstrap(self)
+
+    threading.Thread._bootstrap_inner = _named
 
 # Diagnostics only (never a product setting): SQLite's automatic checkpoints, and the GIL's
 # switch interval, changed in every process of the deployment.
