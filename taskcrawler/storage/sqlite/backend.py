@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import functools
-import sqlite3
 from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import datetime
@@ -20,7 +18,6 @@ from taskcrawler.storage.backend import Rows, T, Writes
 from taskcrawler.storage.engine import JSON_CODEC
 from taskcrawler.storage.rows import CLAIMED_COLUMNS, LEASE_ENDED, PENDING, PROCESSING
 from taskcrawler.storage.sqlite import sql
-from taskcrawler.storage.sqlite.checkpoints import Checkpointer
 from taskcrawler.storage.sqlite.locking import WriterLock, locking_connection, writer_lock
 from taskcrawler.storage.sqlite.one_call import OneCallWriter
 from taskcrawler.storage.sqlite.prepared import PreparedMany, held_query, prepare_many
@@ -59,7 +56,6 @@ class SqliteBackend:
     def __init__(self) -> None:
         self._writer: WriterLock | None = None
         self._one_call: OneCallWriter | None = None
-        self._checkpoints: Checkpointer | None = None
         self._engine_dialect: sa.Dialect | None = None
 
     @asynccontextmanager
@@ -71,28 +67,17 @@ class SqliteBackend:
         async with engine.begin() as conn:
             await conn.exec_driver_sql(sql.BEGIN_WRITE)
             yield conn
-        self._committed()
 
     async def write_in_one_call(self, engine: AsyncEngine, work: Callable[[Connection], T]) -> T:
         """In :class:`OneCallWriter`'s thread, so the writer lock is never held while this
         process's event loop runs something else. A database no other process can open (in
         memory) has no lock to hold: its ``work`` runs on the engine's own connection."""
         if self._one_call is not None:
-            done = await self._one_call.run(work)
-            self._committed()
-            return done
+            return await self._one_call.run(work)
         async with self.write_transaction(engine) as conn:
             return await conn.run_sync(work)
 
-    def _committed(self) -> None:
-        """The committed pages go to the database file by a checkpoint outside the writer
-        lock (:mod:`.checkpoints`)."""
-        if self._checkpoints is not None:
-            self._checkpoints.wrote()
-
     def close(self) -> None:
-        if self._checkpoints is not None:
-            self._checkpoints.close()
         if self._one_call is not None:
             self._one_call.close()
         if self._writer is not None:
@@ -105,8 +90,6 @@ class SqliteBackend:
         if self._writer is not None:
             connect_args["factory"] = locking_connection(self._writer, sql.BEGIN_WRITE)
             self._one_call = OneCallWriter(_sync_engine(parsed, connect_args), sql.BEGIN_WRITE)
-            assert parsed.database is not None  # only a file has a writer lock
-            self._checkpoints = Checkpointer(functools.partial(_checkpointing, parsed.database))
         engine = create_async_engine(
             url,
             **JSON_CODEC,
@@ -208,11 +191,6 @@ def _guarded_update(dialect: sa.Dialect, params: Sequence[Mapping[str, Any]]) ->
     return prepare_many(
         dialect, jobs.update().where(_GUARDED).values(columns | LEASE_ENDED), params
     )
-
-
-def _checkpointing(database: str) -> sqlite3.Connection:
-    """The checkpoints' connection: a plain one, which never takes the writer lock."""
-    return sqlite3.connect(database, isolation_level=None, timeout=10.0)
 
 
 def _sync_engine(url: URL, connect_args: dict[str, Any]) -> sa.Engine:

@@ -9,17 +9,14 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import sqlite
 
 from taskcrawler.storage.chunks import HIT_COLUMNS
-from taskcrawler.storage.sqlite.checkpoints import BOUND_PAGES
 from taskcrawler.storage.tables import chunks, jobs
 
 #: Run on every new connection. WAL lets readers run beside the writer; NORMAL syncs at
 #: checkpoints, not at every commit, which is safe against application crashes (the embedded
-#: mode's realistic failure). Checkpoints are a thread's (:mod:`.checkpoints`): a commit takes
-#: one only once the log has grown past the bound.
+#: mode's realistic failure).
 PRAGMAS = (
     "PRAGMA journal_mode=WAL",
     "PRAGMA synchronous=NORMAL",
-    f"PRAGMA wal_autocheckpoint={BOUND_PAGES}",
     "PRAGMA busy_timeout=10000",
     "PRAGMA temp_store=MEMORY",
     "PRAGMA cache_size=-65536",
