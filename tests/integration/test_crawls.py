@@ -53,7 +53,9 @@ def settings_for(database_url: str) -> Settings:
         retry_max_seconds=0.2,
         sweep_interval_seconds=0.1,
         redispatch_seconds=1.0,
-        lease_seconds=3.0,
+        # Long enough that a worker busy on a loaded machine keeps its leases; the test of a
+        # killed worker gives its victim a short one, so that they expire soon.
+        lease_seconds=20.0,
         worker_concurrency=16,
         fetch_timeout_seconds=5.0,
         archive_pages=False,
@@ -74,18 +76,18 @@ class Rig:
         default_factory=list
     )
 
-    def worker(self, **config: Any) -> Worker:
-        """A worker as the composition root builds one, fetching the generated site."""
-        fetcher = Fetcher(
-            self.settings, resolver=self.site.resolver(), limiter=MemoryHostLimiter(16)
-        )
-        worker_config = bootstrap.worker_config(self.settings)
+    def worker(self, **settings: Any) -> Worker:
+        """A worker as the composition root builds one, fetching the generated site, with
+        ``settings`` in place of the rig's."""
+        own = self.settings.model_copy(update=settings)
+        fetcher = Fetcher(own, resolver=self.site.resolver(), limiter=MemoryHostLimiter(16))
+        worker_config = bootstrap.worker_config(own)
         worker = Worker(
             worker_config,
             self.storage.work,
             self.queue,
             fetcher,
-            bootstrap.page_parser(self.settings),
+            bootstrap.page_parser(own),
             crawls=CrawlPages(self.storage.crawls, fetcher, SitemapLimits()),
         )
         stop = asyncio.Event()
@@ -290,7 +292,7 @@ async def test_every_page_renders_as_the_crawl_asks(rig: Rig) -> None:
     rig.worker()
     crawl = await rig.start(max_depth=1, render="auto", render_options=options)
     finished = await rig.finished(crawl.id)
-    assert (finished.spec.render, finished.spec.render_options) == ("auto", options)
+    assert (finished.spec.pages.render, finished.spec.pages.render_options) == ("auto", options)
     pages = await rig.pages(crawl.id)
     assert len(pages) == finished.counts.discovered > 1
     assert {(job.render, job.render_options) for job in pages} == {("auto", options)}
@@ -307,10 +309,10 @@ async def test_every_page_renders_as_the_crawl_asks(rig: Rig) -> None:
 
 async def test_a_screenshot_crawl_renders_always_and_never_is_refused(rig: Rig) -> None:
     spec = rig.service.spec(rig.site.start_url, formats=["screenshot"])
-    assert spec.render == "always"
-    assert rig.service.spec(rig.site.start_url, formats=["screenshot"], render="auto").render == (
-        "auto"
-    )
+    assert spec.pages.render == "always"
+    assert rig.service.spec(
+        rig.site.start_url, formats=["screenshot"], render="auto"
+    ).pages.render == ("auto")
     for bad in ({"render": "never", "formats": ["screenshot"]}, {"render": "sometimes"}):
         with pytest.raises(InvalidCrawlSpec) as refused:
             rig.service.spec(rig.site.start_url, **bad)
@@ -376,7 +378,7 @@ async def test_counts_add_up_while_running_and_a_killed_worker_loses_nothing(
     neither renewed nor handed back): the sweeper of a second worker recovers those pages, and
     the crawl ends with exactly the same page set, nothing fetched twice but those in flight."""
     truth = site.expected_crawl()
-    victim = rig.worker()
+    victim = rig.worker(lease_seconds=3.0)
     crawl = await rig.start()
     await rig.watch(crawl.id, lambda crawl: crawl.counts.completed >= 20)
     in_flight = await kill(rig, victim)
