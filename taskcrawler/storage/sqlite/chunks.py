@@ -33,6 +33,7 @@ from taskcrawler.domain.chunks import (
 from taskcrawler.storage.chunks import HIT_COLUMNS, ChunkStoreBase, hit, scope
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.sqlite import sql
+from taskcrawler.storage.sqlite.postings import Phrase, ThresholdSearch, fts5_idf, index_figures
 from taskcrawler.storage.sqlite.vectors import VectorIndex, extended, kept, nearest
 from taskcrawler.storage.tables import chunks, jobs
 
@@ -79,6 +80,7 @@ class SqliteChunkStore(ChunkStoreBase):
         # (when counted, chunks, chunks_version then)
         self._counted: tuple[float, int, int] = (-math.inf, 0, -1)
         self._rarity: dict[str, int] = {}  # term -> chunks holding it, when counted
+        self._tokens: dict[str, tuple[str, ...]] = {}  # query word -> FTS5's tokens of it
 
     async def vectors_available(self) -> bool:
         return True
@@ -216,12 +218,65 @@ class SqliteChunkStore(ChunkStoreBase):
             weight = query_weight(bm25_idf(max(total, n), n) for n in holding.values())
             rows: list[Any] = []
             if not query.filtered:
+                ranked = await self._from_postings(conn, query, present, holding)
+                if ranked is not None:
+                    return [hit(row, score / weight) for row, score in ranked]
                 rows = await self._pruned(conn, query, present, holding, total)
             if len(rows) < query.k:
                 # Filtered, or other owners' chunks crowded the owner's out: every match.
                 stmt = sql.keyword_search(scope(query), fts_match(present), query.k)
                 rows = list(await conn.execute(stmt))
         return [hit(row, row.score / weight) for row in rows]
+
+    async def _from_postings(
+        self,
+        conn: AsyncConnection,
+        query: SearchQuery,
+        words: list[str],
+        holding: Mapping[str, int],
+    ) -> list[tuple[Any, float]] | None:
+        """The owner's best ``query.k`` chunks and their BM25, FTS5's to the last bit, from
+        ``chunk_terms`` (:mod:`.postings`): its work bounded by what can still change the
+        answer, not by the lengths of the words' posting lists. None where a word is several
+        tokens to FTS5 (a phrase, which postings cannot tell) or where the lists would have to
+        be read too deep to be sure."""
+        tokens = await self._tokens_of(conn, words)
+        if any(len(tokens[word]) != 1 for word in words):
+            return None
+        rows, mean = await index_figures(conn)
+        phrases = [
+            Phrase(tokens[word][0], fts5_idf(max(rows, holding[word]), holding[word]))
+            for word in words
+        ]
+        search = ThresholdSearch(conn, query.owner, phrases, query.k, mean)
+        best = await search.run()
+        if best is None:
+            return None
+        found = await conn.execute(sql.hits_by_id([chunk for chunk, _ in best]))
+        by_id = {row.id: row for row in found}
+        return [(by_id[chunk], score) for chunk, score in best if chunk in by_id]
+
+    async def _tokens_of(
+        self, conn: AsyncConnection, words: list[str]
+    ) -> dict[str, tuple[str, ...]]:
+        """FTS5's tokens of each of ``words`` (stemmed as the index stems them): asked of FTS5
+        itself the first time a word is searched, and kept."""
+        missing = [word for word in words if word not in self._tokens]
+        if missing:
+            if len(self._tokens) > CACHED_TERMS:
+                self._tokens.clear()
+            for statement in sql.QUERY_TOKENS_TABLES:
+                await conn.exec_driver_sql(statement)
+            await conn.execute(
+                sql.INSERT_QUERY_TOKENS, [{"n": n, "word": word} for n, word in enumerate(missing)]
+            )
+            found: dict[int, list[str]] = {}
+            for number, token in (await conn.execute(sql.QUERY_TOKENS)).tuples():
+                found.setdefault(int(number), []).append(str(token))
+            await conn.exec_driver_sql(sql.EMPTY_QUERY_TOKENS)
+            for n, word in enumerate(missing):
+                self._tokens[word] = tuple(found.get(n, ()))
+        return {word: self._tokens[word] for word in words}
 
     async def _pruned(
         self,

@@ -134,6 +134,29 @@ def hits_of(ranked: sa.Subquery) -> sa.Select[Any]:
     )
 
 
+def hits_by_id(ids: list[int]) -> sa.Select[Any]:
+    """What a search answers for each of the chunks ``ids`` (in no order), with its ``id``."""
+    return (
+        sa.select(chunks.c.id, *HIT_COLUMNS)
+        .join(jobs, jobs.c.id == chunks.c.job_id)
+        .where(chunks.c.id.in_(ids))
+    )
+
+
+#: A connection's own FTS5 table of the index's tokenizer, to learn how a query's words
+#: tokenise (each word a row, its tokens read back in order): a table in ``temp`` is written
+#: without the database's write lock, and holds rows only while a search asks.
+QUERY_TOKENS_TABLES = (
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_tokens USING fts5(word, content='',"
+    " tokenize='porter unicode61')",
+    "CREATE VIRTUAL TABLE IF NOT EXISTS temp.query_tokens_vocab"
+    " USING fts5vocab(temp, query_tokens, instance)",
+)
+INSERT_QUERY_TOKENS = sa.text("INSERT INTO temp.query_tokens (rowid, word) VALUES (:n, :word)")
+QUERY_TOKENS = sa.text("SELECT doc, term FROM temp.query_tokens_vocab ORDER BY doc, offset")
+EMPTY_QUERY_TOKENS = "INSERT INTO temp.query_tokens (query_tokens) VALUES ('delete-all')"
+
+
 #: What every write to ``chunks`` moves (migration 0015's triggers).
 CHUNKS_VERSION = sa.text("SELECT version FROM chunks_version")
 
