@@ -32,6 +32,7 @@ from taskcrawler.storage import Storage, open_storage, upgrade_database
 from taskcrawler.storage.migrate import downgrade_database
 from taskcrawler.storage.postgres import chunks as postgres_chunks
 from taskcrawler.storage.sqlite import chunks as sqlite_chunks
+from taskcrawler.storage.sqlite import postings as sqlite_postings
 from taskcrawler.storage.sqlite import sql as sqlite_sql
 from taskcrawler.storage.tables import chunks as chunks_table
 from taskcrawler.storage.tables import jobs
@@ -388,6 +389,20 @@ def small_posting_caps(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(postgres_chunks, "rescored", lambda k: k)
     monkeypatch.setattr(sqlite_chunks, "POSTINGS_BUDGET", 3)
     monkeypatch.setattr(sqlite_chunks, "KEYWORD_CANDIDATES", 2)
+    monkeypatch.setattr(sqlite_postings, "FULL_BUDGET", 3)
+    monkeypatch.setattr(sqlite_postings, "POSTINGS_PER_TERM", 3)
+    monkeypatch.setattr(sqlite_postings, "rescored", lambda k: k)
+
+
+@pytest.fixture
+def without_postings(monkeypatch: pytest.MonkeyPatch) -> None:
+    """SQLite's keyword search as where its postings cannot answer (a word FTS5 reads as a
+    phrase, other owners' chunks crowding the lists): FTS5's pruned ranking."""
+
+    async def unanswered(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    monkeypatch.setattr(sqlite_chunks, "best_chunks", unanswered)
 
 
 @pytest.mark.usefixtures("small_posting_caps")
@@ -412,7 +427,7 @@ async def test_keyword_search_reads_a_common_term_s_best_postings_and_scores_exa
     assert await storage.chunks.keyword(SearchQuery("other", "zeppelin kettle", k=2)) == []
 
 
-@pytest.mark.usefixtures("small_posting_caps")
+@pytest.mark.usefixtures("small_posting_caps", "without_postings")
 async def test_sqlite_leaves_a_word_half_the_chunks_hold_out_of_the_and_and_ranks_the_same(
     sqlite_url: str,
 ) -> None:
@@ -458,7 +473,7 @@ async def test_a_keyword_search_crowded_out_by_other_owners_reads_every_match(
     assert found.url == "http://mine.test/"
 
 
-@pytest.mark.usefixtures("small_posting_caps")
+@pytest.mark.usefixtures("small_posting_caps", "without_postings")
 async def test_sqlite_builds_the_pruned_keyword_statement_once_and_binds_each_search(
     sqlite_url: str,
 ) -> None:

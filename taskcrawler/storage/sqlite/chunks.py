@@ -33,7 +33,7 @@ from taskcrawler.domain.chunks import (
 from taskcrawler.storage.chunks import HIT_COLUMNS, ChunkStoreBase, hit, scope
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.sqlite import sql
-from taskcrawler.storage.sqlite.postings import Phrase, ThresholdSearch, fts5_idf, index_figures
+from taskcrawler.storage.sqlite.postings import Phrase, best_chunks, fts5_idf, index_figures
 from taskcrawler.storage.sqlite.vectors import VectorIndex, extended, kept, nearest
 from taskcrawler.storage.tables import chunks, jobs
 
@@ -248,8 +248,8 @@ class SqliteChunkStore(ChunkStoreBase):
             Phrase(tokens[word][0], fts5_idf(max(rows, holding[word]), holding[word]))
             for word in words
         ]
-        search = ThresholdSearch(conn, query.owner, phrases, query.k, mean)
-        best = await search.run()
+        held = {phrase.term: holding[word] for phrase, word in zip(phrases, words, strict=True)}
+        best = await best_chunks(conn, query.owner, phrases, held, query.k, mean)
         if best is None:
             return None
         found = await conn.execute(sql.hits_by_id([chunk for chunk, _ in best]))
@@ -271,7 +271,7 @@ class SqliteChunkStore(ChunkStoreBase):
                 sql.INSERT_QUERY_TOKENS, [{"n": n, "word": word} for n, word in enumerate(missing)]
             )
             found: dict[int, list[str]] = {}
-            for number, token in (await conn.execute(sql.QUERY_TOKENS)).tuples():
+            for number, token in await conn.execute(sql.QUERY_TOKENS):
                 found.setdefault(int(number), []).append(str(token))
             await conn.exec_driver_sql(sql.EMPTY_QUERY_TOKENS)
             for n, word in enumerate(missing):

@@ -5,8 +5,8 @@ to score each match), so a query of common words cost the more the larger the in
 CPU at 100,000 chunks). ``chunk_terms`` holds, per chunk and term (FTS5's own tokens, stemmed
 as the index stems them), the term's frequency and the chunk's length, which is what FTS5's BM25
 reads; the (term, impact) index gives a term's postings by what they can add to a score, best
-first, so that a search reads the few that can still change its answer (PostgreSQL's
-``chunk_terms`` of migrations 0012 and 0015, without the owner: FTS5 counts every owner's).
+first, so that a search reads a common word's best few (PostgreSQL's ``chunk_terms`` of
+migrations 0012 and 0015, without the owner: FTS5 counts every owner's).
 
 Tokens come from FTS5 itself: a trigger writes the chunk into ``chunk_terms_scratch`` (a
 contentless FTS5 table of the same tokenizer, emptied again at once) and reads its tokens back
@@ -29,10 +29,10 @@ down_revision: str | None = "0015"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
-#: The reference chunk length of the order in which a term's postings are read (FTS5's BM25,
-#: k1 1.2 and b 0.75, of a term's frequency in a chunk of ``length`` tokens, were the mean
-#: length this): the store bounds what the unread ones can add by it
-#: (``storage.sqlite.postings.IMPACT_LENGTH``, which must stay equal).
+#: The chunk length at which a posting's impact is computed (BM25's saturating frequency, k1 1.2
+#: and b 0.75, were the mean length this): the order in which a term's postings are read, which
+#: is all it is used for (a score is computed from ``tf`` and ``length``). About a chunk's length
+#: in tokens (stop words included, as FTS5 counts them).
 IMPACT_LENGTH = 150.0
 
 _IMPACT = f"(v.tf * 1.0 / (v.tf + 1.2 * (0.25 + 0.75 * d.n / {IMPACT_LENGTH})))"
