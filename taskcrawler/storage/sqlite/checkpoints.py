@@ -27,7 +27,7 @@ log = logging.getLogger(__name__)
 #: The log's size (pages) at which a commit still checkpoints, under the lock: SQLite's default
 #: is 1,000, which a draining worker and the API filled every 1-1.5 s. 10,000 pages (40 MB at
 #: most of log file) took 2-3 s in the same run.
-BOUND_PAGES = 10_000
+BOUND_PAGES = 2_000
 
 #: How long commits gather before a checkpoint: each costs two syncs, and each restart of the
 #: log that follows one costs the next writer a sync of the log's header, under the lock.
