@@ -41,7 +41,13 @@ LeanHandler = Callable[[Request, M], Awaitable[Response | None]]
 
 def lean_json_route(body_model: type[M], lean: LeanHandler[M]) -> type[APIRoute]:
     """An :class:`APIRoute` class whose requests with a valid JSON ``body_model`` go to
-    ``lean``, and all others to FastAPI's handler of the route as declared."""
+    ``lean``, and all others to FastAPI's handler of the route as declared.
+
+    The shortcut is the route's own ASGI app: it serves where the route itself is on the app's
+    router (:func:`~taskcrawler.api.routing.include_flat`, as the app's routes are). Under
+    FastAPI's ``include_router`` FastAPI builds the route's app again from its handler, and
+    FastAPI's handler answers every request.
+    """
 
     class LeanJsonRoute(APIRoute):
         def __init__(self, *args: Any, **kwargs: Any) -> None:

@@ -33,7 +33,9 @@ REFUSALS: dict[str, Exception] = {
 }
 
 
-def _app(telemetry: dict[str, Any] | None = None) -> tuple[FastAPI, list[str]]:
+def _app(
+    telemetry: dict[str, Any] | None = None, *, flat: bool = True
+) -> tuple[FastAPI, list[str]]:
     served: list[str] = []
 
     async def answer(body: JobCreate, key: str | None) -> Response:
@@ -65,7 +67,10 @@ def _app(telemetry: dict[str, Any] | None = None) -> tuple[FastAPI, list[str]]:
     )
     app = FastAPI(telemetry=telemetry)  # type: ignore[arg-type]
     install_error_handlers(app)
-    include_flat(app.router, router)
+    if flat:
+        include_flat(app.router, router)
+    else:
+        app.include_router(router)
     return app, served
 
 
@@ -75,10 +80,11 @@ async def _both(
     telemetry: dict[str, Any] | None = None,
     *,
     pieces: int = 1,
+    flat: bool = True,
 ) -> tuple[Any, Any, list[str]]:
     """Each route's status, ``retry-after`` header and body; ``pieces`` > 1 streams the body
     in that many chunks, without a Content-Length."""
-    app, served = _app(telemetry)
+    app, served = _app(telemetry, flat=flat)
     transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
     answers = []
     async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
@@ -179,6 +185,14 @@ async def test_a_request_fastapis_telemetry_records_goes_its_usual_way() -> None
     # Its spans and data come from FastAPI's handler.
     telemetry = {"tracer_provider": TracerProvider()}
     plain, lean, served = await _both(SERVED[0][0], SERVED[0][1], telemetry)
+    assert lean == plain
+    assert plain[0] == 201
+    assert served == []
+
+
+async def test_under_fastapis_include_router_fastapi_answers() -> None:
+    # FastAPI then builds the route's app from its handler: correct, only not lean.
+    plain, lean, served = await _both(SERVED[0][0], SERVED[0][1], flat=False)
     assert lean == plain
     assert plain[0] == 201
     assert served == []
