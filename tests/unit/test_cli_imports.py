@@ -3,7 +3,9 @@
 ``taskcrawler jobs list`` starts a new interpreter every time a user runs it; what it imports is
 most of what it costs. Building the parser, and running a client command, must not load the
 server's layers and their libraries (they cost a second of CPU a call); ``taskcrawler keys`` needs
-the database, not the fetcher, the queue or the web framework.
+the database, not the fetcher, the queue or the web framework. ``taskcrawler worker`` (and the
+worker process of ``serve``) serves no API: the web framework is a tenth of a second of CPU at each
+of its starts.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ STEPS = {
     "parser": ["taskcrawler.cli.main"],
     "client command": ["taskcrawler.cli.commands.jobs", "taskcrawler.cli.commands.submit"],
     "keys command": ["taskcrawler.bootstrap", "taskcrawler.service.keys"],
+    "worker command": ["taskcrawler.running", "taskcrawler.worker.runner"],
 }
 SERVER = ("taskcrawler.api", "taskcrawler.worker", "taskcrawler.fetch", "taskcrawler.extract")
 SERVER_LIBRARIES = (
@@ -27,6 +30,7 @@ SERVER_LIBRARIES = (
 )  # fmt: skip
 DATABASE = ("sqlalchemy", "taskcrawler.storage", "taskcrawler.service", "taskcrawler.bootstrap")
 CLIENT_LIBRARIES = ("httpx", "rich")
+WEB_FRAMEWORK = ("fastapi", "starlette", "uvicorn")
 
 _SCRIPT = """
 import importlib, json, sys
@@ -69,3 +73,9 @@ def test_the_parser_and_the_client_commands_import_no_server_and_keys_no_fetcher
     assert _among(client, CLIENT_LIBRARIES) == list(CLIENT_LIBRARIES)  # the check sees imports
     assert _among(keys, SERVER + SERVER_LIBRARIES) == []
     assert "sqlalchemy" in _among(keys, DATABASE)
+
+
+def test_the_worker_command_imports_no_web_framework() -> None:
+    worker = _loaded()["worker command"]
+    assert "taskcrawler.worker.worker" in worker and "aiohttp" in _among(worker, SERVER_LIBRARIES)
+    assert _among(worker, WEB_FRAMEWORK) == []
