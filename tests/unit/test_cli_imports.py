@@ -5,7 +5,8 @@ most of what it costs. Building the parser, and running a client command, must n
 server's layers and their libraries (they cost a second of CPU a call); ``taskcrawler keys`` needs
 the database, not the fetcher, the queue or the web framework. ``taskcrawler worker`` (and the
 worker process of ``serve``) serves no API: the web framework is a tenth of a second of CPU at each
-of its starts.
+of its starts. Neither it nor the API imports Redis before a deployment has one: embedded mode
+(SQLite, no Redis) starts without it.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ STEPS = {
     "client command": ["taskcrawler.cli.commands.jobs", "taskcrawler.cli.commands.submit"],
     "keys command": ["taskcrawler.bootstrap", "taskcrawler.service.keys"],
     "worker command": ["taskcrawler.running", "taskcrawler.worker.runner"],
+    "serve command": ["taskcrawler.api", "taskcrawler.cli.embedded_worker"],
 }
 SERVER = ("taskcrawler.api", "taskcrawler.worker", "taskcrawler.fetch", "taskcrawler.extract")
 SERVER_LIBRARIES = (
@@ -79,3 +81,9 @@ def test_the_worker_command_imports_no_web_framework() -> None:
     worker = _loaded()["worker command"]
     assert "taskcrawler.worker.worker" in worker and "aiohttp" in _among(worker, SERVER_LIBRARIES)
     assert _among(worker, WEB_FRAMEWORK) == []
+
+
+def test_the_server_commands_import_redis_only_for_a_deployment_that_has_one() -> None:
+    serve = _loaded()["serve command"]
+    assert "taskcrawler.api.app" in serve and "taskcrawler.fetch.politeness" in serve
+    assert _among(serve, ("redis", "taskcrawler.queue.redis")) == []
