@@ -5,8 +5,8 @@ most of what it costs. Building the parser, and running a client command, must n
 server's layers and their libraries (they cost a second of CPU a call); ``taskcrawler keys`` needs
 the database, not the fetcher, the queue or the web framework. ``taskcrawler worker`` (and the
 worker process of ``serve``) serves no API: the web framework is a tenth of a second of CPU at each
-of its starts. Neither it nor the API imports Redis before a deployment has one: embedded mode
-(SQLite, no Redis) starts without it.
+of its starts. Neither it nor the API imports Redis or PostgreSQL's driver before a deployment has
+them: embedded mode (SQLite, no Redis) starts without either.
 """
 
 from __future__ import annotations
@@ -83,7 +83,7 @@ def test_the_worker_command_imports_no_web_framework() -> None:
     assert _among(worker, WEB_FRAMEWORK) == []
 
 
-def test_the_server_commands_import_redis_only_for_a_deployment_that_has_one() -> None:
+def test_the_server_commands_import_redis_and_asyncpg_only_for_a_deployment_with_them() -> None:
     serve = _loaded()["serve command"]
-    assert "taskcrawler.api.app" in serve and "taskcrawler.fetch.politeness" in serve
-    assert _among(serve, ("redis", "taskcrawler.queue.redis")) == []
+    assert "taskcrawler.api.app" in serve and "taskcrawler.storage.errors" in serve
+    assert _among(serve, ("redis", "taskcrawler.queue.redis", "asyncpg")) == []
