@@ -6,7 +6,8 @@ server's layers and their libraries (they cost a second of CPU a call); ``taskcr
 the database, not the fetcher, the queue or the web framework. ``taskcrawler worker`` (and the
 worker process of ``serve``) serves no API: the web framework is a tenth of a second of CPU at each
 of its starts. Neither it nor the API imports Redis or PostgreSQL's driver before a deployment has
-them: embedded mode (SQLite, no Redis) starts without either.
+them: embedded mode (SQLite, no Redis) starts without either. The API's parser processes (a
+map's start page and sitemaps) import what they parse with, not the fetcher or the database.
 """
 
 from __future__ import annotations
@@ -46,9 +47,9 @@ print(json.dumps(loaded))
 """
 
 
-def _loaded() -> dict[str, list[str]]:
+def _loaded(steps: dict[str, list[str]] = STEPS) -> dict[str, list[str]]:
     done = subprocess.run(
-        [sys.executable, "-c", _SCRIPT, json.dumps(STEPS)],
+        [sys.executable, "-c", _SCRIPT, json.dumps(steps)],
         env=clean_env(), capture_output=True, text=True, timeout=120, check=True,
     )  # fmt: skip
     loaded: dict[str, list[str]] = json.loads(done.stdout)
@@ -87,3 +88,13 @@ def test_the_server_commands_import_redis_and_asyncpg_only_for_a_deployment_with
     serve = _loaded()["serve command"]
     assert "taskcrawler.api.app" in serve and "taskcrawler.storage.errors" in serve
     assert _among(serve, ("redis", "taskcrawler.queue.redis", "asyncpg")) == []
+
+
+def test_the_apis_parser_processes_import_no_fetcher_and_no_database() -> None:
+    from taskcrawler.service.map_parsing import PARSED_IN_PROCESSES
+
+    steps = {"parser process": ["taskcrawler.common.processes", *PARSED_IN_PROCESSES]}
+    loaded = _loaded(steps)["parser process"]
+    assert "taskcrawler.service.map_parsing" in loaded and "taskcrawler.extract.sitemaps" in loaded
+    fetching_or_storing = ("taskcrawler.fetch", "taskcrawler.storage", "aiohttp", "sqlalchemy")
+    assert _among(loaded, ("taskcrawler.api", "taskcrawler.worker", *fetching_or_storing)) == []
