@@ -16,6 +16,7 @@ import asyncio
 import json
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any, cast
 from urllib.parse import urlsplit
 
@@ -256,11 +257,14 @@ async def run_open(args: argparse.Namespace, client: Client) -> dict[str, Any]:
     max_in_flight = max(64, int(args.rate * 2))
 
     sent_at: list[float] = []  # each latency's schedule, seconds from the start
+    late: list[float] = []  # how long after its schedule each request began to be sent
 
     async def one(n: int, scheduled: float) -> None:
+        began = time.perf_counter()
         status = await _post_one(client, head, _job_body(args.target, n))
         latencies.append(time.perf_counter() - scheduled)
         sent_at.append(scheduled - started)
+        late.append(began - scheduled)
         if status not in (200, 201):
             errors[status] += 1
 
@@ -279,6 +283,10 @@ async def run_open(args: argparse.Namespace, client: Client) -> dict[str, Any]:
     if in_flight:
         await asyncio.wait(in_flight, timeout=args.max_seconds)
     elapsed = time.perf_counter() - started
+    if args.requests:
+        # perf_counter is CLOCK_MONOTONIC on Linux, the clock other processes' logs use.
+        sends = [started + at for at in sent_at]
+        args.requests.write_text(json.dumps(list(zip(sends, latencies, late, strict=True))))
     return {
         "offered_per_second": args.rate,
         "requests": len(latencies),
@@ -337,6 +345,9 @@ def main() -> None:
     parser.add_argument("--rate", type=float, default=500.0)
     parser.add_argument("--duration", type=float, default=10.0)
     parser.add_argument("--max-seconds", type=float, default=120.0, help="hard time bound")
+    parser.add_argument(
+        "--requests", type=Path, help="open: write each request's send time and latency here"
+    )
     parser.add_argument("--path", default="p", choices=["p", "s"], help="batch: p, or s (slow)")
     parser.add_argument("--hosts", type=int, default=1, help="batch: loopback hosts, 1-250")
     parser.add_argument("--first-host", type=int, default=1, help="batch: from 127.0.0.N")

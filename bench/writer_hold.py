@@ -13,6 +13,17 @@ Embedded mode only. Each round, for each version (``--ref`` and this checkout, a
    timed in the process that held it: the wait for it, the hold's wall time, and the CPU time the
    holding thread spent in the hold. On a loaded machine a hold's wall time includes the holder
    waiting for a core; its CPU time does not, so it compares across loads.
+4. where the slowest 1% of those POSTs spent their time (``attribution``): the share of each
+   one's latency the load generator was late sending it (its process waited for a core), and
+   the share of its time on the wire during which the API waited for the lock, held it, ran its
+   event loop late (a thread in the API asks the loop every 2 ms to run a callback and logs
+   when it ran more than 2 ms late), or the worker held the lock.
+
+``TASKCRAWLER_BENCH_*`` settings (``--a-set``/``--b-set``, read by the hook alone, never by the
+product): ``WAL_AUTOCHECKPOINT=N`` sets SQLite's automatic checkpoint on every connection a
+process opens (overridden by the product's own pragma where it sets one), ``SWITCH_INTERVAL=S``
+the GIL's switch interval, ``NAME_THREADS=1`` gives each Python thread's name to the OS, so
+that ``strace -f -e trace=fsync,fdatasync,prctl`` tells whose syncs are whose.
 
 The holds are timed without touching the product: a ``sitecustomize`` put on the services'
 ``PYTHONPATH`` wraps ``fcntl.flock`` on the lock's file and appends one line per hold to a file
@@ -23,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import bisect
 import contextlib
 import json
 import os
@@ -80,6 +92,74 @@ if _DIR:
         return result
 
     fcntl.flock = flock
+
+    # The lateness of the API's event loop (uvicorn makes it with uvloop.new_event_loop): a
+    # thread asks it every 2 ms to run a callback and logs when it ran late.
+    try:
+        import uvloop
+    except ImportError:
+        uvloop = None
+    if uvloop is not None:
+        _new_loop = uvloop.new_event_loop
+
+        def _probe(loop):
+            lag_log = os.path.join(_DIR, f"lag-{os.getpid()}.txt")
+            out = os.open(lag_log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+
+            def ran(asked):
+                now = time.monotonic()
+                if now - asked > 0.002:
+                    os.write(out, f"{asked:.6f} {now:.6f}\\n".encode())
+
+            while not loop.is_closed():
+                try:
+                    loop.call_soon_threadsafe(ran, time.monotonic())
+                except RuntimeError:
+                    return
+                time.sleep(0.002)
+
+        def new_event_loop():
+            loop = _new_loop()
+            threading.Thread(target=_probe, args=(loop,), daemon=True).start()
+            return loop
+
+        uvloop.new_event_loop = new_event_loop
+
+# Diagnostics only: each Python thread's name given to the OS too (prctl), so that a trace of
+# the processes (strace -f) can tell the writer threads from the checkpoint threads.
+if os.environ.get("TASKCRAWLER_BENCH_NAME_THREADS"):
+    import ctypes
+    import threading
+
+    _libc = ctypes.CDLL(None)
+    _bootstrap = threading.Thread._bootstrap_inner
+
+    def _named(self):
+        _libc.prctl(15, self.name[:15].encode(), 0, 0, 0)
+        _bootstrap(self)
+
+    threading.Thread._bootstrap_inner = _named
+
+# Diagnostics only (never a product setting): SQLite's automatic checkpoints, and the GIL's
+# switch interval, changed in every process of the deployment.
+_AUTOCHECKPOINT = os.environ.get("TASKCRAWLER_BENCH_WAL_AUTOCHECKPOINT")
+if _AUTOCHECKPOINT:
+    import sqlite3
+
+    _connect = sqlite3.connect
+
+    def connect(*args, **kwargs):
+        conn = _connect(*args, **kwargs)
+        conn.execute(f"PRAGMA wal_autocheckpoint={int(_AUTOCHECKPOINT)}")
+        return conn
+
+    sqlite3.connect = connect
+
+_SWITCH = os.environ.get("TASKCRAWLER_BENCH_SWITCH_INTERVAL")
+if _SWITCH:
+    import sys
+
+    sys.setswitchinterval(float(_SWITCH))
 """
 
 
@@ -91,6 +171,77 @@ def read_holds(directory: Path) -> dict[int, list[tuple[float, float, float, flo
         rows = [line.split() for line in path.read_text().splitlines() if line.strip()]
         holds[pid] = [(float(a), float(g), float(r), float(c)) for a, g, r, c in rows]
     return holds
+
+
+def merged(intervals: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    out: list[tuple[float, float]] = []
+    for start, end in sorted(intervals):
+        if out and start <= out[-1][1]:
+            out[-1] = (out[-1][0], max(out[-1][1], end))
+        else:
+            out.append((start, end))
+    return out
+
+
+def covered(intervals: list[tuple[float, float]], start: float, end: float) -> float:
+    """How much of [start, end] the merged ``intervals`` cover, seconds."""
+    i = bisect.bisect_left(intervals, (start,)) - 1
+    total = 0.0
+    for a, b in intervals[max(i, 0) :]:
+        if a >= end:
+            break
+        total += max(0.0, min(b, end) - max(a, start))
+    return total
+
+
+def attribution(
+    requests: list[tuple[float, ...]],
+    holds: dict[int, list[tuple[float, float, float, float]]],
+    lags: list[tuple[float, float]],
+    pids: dict[str, int],
+) -> dict[str, Any]:
+    """Where the slowest 1% of the requests spent their time: the share of their latency the
+    client was late sending them, and the share of each one's life on the wire (sent to
+    answered) during which the API waited for the writer lock, held it, its event loop
+    ran late (> 2 ms), and the worker held the lock; the median of those shares, and of the
+    requests' latencies."""
+    if not requests:
+        return {}
+    cut = percentile([latency for _, latency, _ in requests], 99)
+    slowest = [(sent, latency, late) for sent, latency, late in requests if latency >= cut]
+    slow = [(sent + late, sent + latency) for sent, latency, late in slowest]
+    api = holds.get(pids.get("serve", -1), [])
+    worker = holds.get(pids.get("worker", -1), [])
+    kinds = {
+        "api_waits_for_lock": merged([(asked, got) for asked, got, _, _ in api]),
+        "api_holds_lock": merged([(got, released) for _, got, released, _ in api]),
+        "api_loop_late": merged(lags),
+        "worker_holds_lock": merged([(got, released) for _, got, released, _ in worker]),
+    }
+    figures: dict[str, Any] = {
+        "slow_requests": len(slow),
+        "cut_ms": round(cut * 1000, 1),
+        # The load generator's own lateness in sending (its process waited for a core):
+        "client_late_share_mean": round(
+            sum(late / latency for _, latency, late in slowest) / len(slowest), 2
+        ),
+    }
+    for name, intervals in kinds.items():
+        shares = [covered(intervals, s, e) / (e - s) for s, e in slow if e > s]
+        figures[f"{name}_share_p50"] = round(percentile(shares, 50), 2)
+        figures[f"{name}_share_mean"] = round(sum(shares) / max(len(shares), 1), 2)
+    either = merged(kinds["api_waits_for_lock"] + kinds["api_loop_late"])
+    shares = [covered(either, s, e) / (e - s) for s, e in slow if e > s]
+    figures["wait_or_late_share_mean"] = round(sum(shares) / max(len(shares), 1), 2)
+    return figures
+
+
+def read_lags(directory: Path, pid: int) -> list[tuple[float, float]]:
+    path = directory / f"lag-{pid}.txt"
+    if not path.exists():
+        return []
+    rows = [line.split() for line in path.read_text().splitlines() if line.strip()]
+    return [(float(a), float(b)) for a, b in rows]
 
 
 def summary(holds: list[tuple[float, float, float, float]]) -> dict[str, Any]:
@@ -148,15 +299,19 @@ async def one_run(
             max_seconds=args.timeout,
         )  # fmt: skip
         began = time.monotonic()
+        requests = logs / "requests.json"
         latency = await loadgen(
             dep.helpers, "open", dep.api, target, start=start + 3_000_000, rate=args.rate,
-            duration=args.seconds, max_seconds=args.seconds + 30,
+            duration=args.seconds, max_seconds=args.seconds + 30, requests=requests,
         )  # fmt: skip
         open_window = (began, time.monotonic())
         pending = (await dep.counter.counts()).get("PENDING", 0)
         pids = dict(dep.pids)
     holds = read_holds(logs)
+    sent = [tuple(map(float, row)) for row in json.loads(requests.read_text())]
+    lags = read_lags(logs, pids.get("serve", -1))
     return {
+        "attribution": attribution(sent, holds, lags, pids),
         "load_average": load,
         "load_average_after": os.getloadavg()[0],
         "jobs_per_s": drained["jobs_per_s"],
@@ -185,7 +340,8 @@ def line(label: str, r: dict[str, Any]) -> str:
         f"{worker.get('hold_p50_ms')}/{worker.get('hold_p99_ms')}/{worker.get('hold_max_ms')} "
         f"ms, CPU p99/max {worker.get('hold_cpu_p99_ms')}/{worker.get('hold_cpu_max_ms')} ms; "
         f"API waits for the lock p50/p99/max {api.get('wait_p50_ms')}/{api.get('wait_p99_ms')}/"
-        f"{api.get('wait_max_ms')} ms; backlog left {r['backlog_left']}"
+        f"{api.get('wait_max_ms')} ms; backlog left {r['backlog_left']}\n"
+        f"  the slowest 1% of the POSTs: {r['attribution']}"
     )
 
 

@@ -9,7 +9,7 @@ from uuid import UUID
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from taskcrawler.contract.base import RequestModel
-from taskcrawler.contract.options import JobOptionsIn
+from taskcrawler.contract.options import JOB_OPTIONS, JobOptionsIn
 
 if TYPE_CHECKING:
     from taskcrawler.domain.crawls import CrawlSpec
@@ -19,8 +19,6 @@ if TYPE_CHECKING:
 MonitorFormat = Literal["metadata", "markdown", "text", "html", "links"]
 _URL_CHARS = 2048
 _MAX_MONITOR_URLS = 1000
-#: How a crawl monitor's pages are read: checked and converted as a job's options are.
-_PAGE_READING = ("render", "render_options", "options")
 
 
 class MonitorCreate(RequestModel):
@@ -62,11 +60,20 @@ class MonitorCreate(RequestModel):
         have; its other fields are the domain's to check."""
         if crawl is None:
             return None
-        asked = {name: crawl[name] for name in _PAGE_READING if crawl.get(name) is not None}
+        asked = {name: crawl[name] for name in _page_reading() if crawl.get(name) is not None}
         if not asked:
             return crawl
         pages = JobOptionsIn.model_validate(asked).job_options()
         return {**crawl, **{name: getattr(pages, name) for name in asked}}
+
+
+def _page_reading() -> tuple[str, ...]:
+    """How a crawl monitor's pages are read: each job option the monitor does not set itself,
+    checked and converted as a job's is."""
+    # Imported here: the client reads monitors with this module, and needs no monitor logic.
+    from taskcrawler.domain.monitors.spec import MONITOR_OWNED_CRAWL_FIELDS
+
+    return tuple(name for name in JOB_OPTIONS if name not in MONITOR_OWNED_CRAWL_FIELDS)
 
 
 class MonitorPatch(RequestModel):
@@ -133,7 +140,7 @@ def _shown_crawl(crawl: CrawlSpec) -> dict[str, Any]:
     a crawl's options are shown (their values are cookies and tokens)."""
     shown = crawl.to_dict()
     if shown["options"] is not None:
-        shown["options"] = crawl.options.public()
+        shown["options"] = crawl.pages.options.public()
     return shown
 
 

@@ -116,9 +116,9 @@ class CrawlView(BaseModel):
             max_depth=crawl.spec.max_depth,
             limit=crawl.spec.limit,
             sitemap=crawl.spec.sitemap.value,
-            formats=list(crawl.spec.formats),
-            render=crawl.spec.render,
-            max_age=crawl.spec.max_age,
+            formats=list(crawl.spec.pages.formats),
+            render=crawl.spec.pages.render,
+            max_age=crawl.spec.pages.max_age,
             webhook_events=list(crawl.spec.webhook_events),
         )
 

@@ -75,8 +75,9 @@ class CrawlService:
 
     async def start_with_page(self, caller: Caller, spec: CrawlSpec) -> tuple[Crawl, UUID]:
         """As :meth:`start`, with the start page's job id (which leads back to the crawl)."""
-        check_model(spec.formats, spec.options.json, configured=self.policy.model_configured)
-        callback = spec.callback_url or (caller.key.callback_url if caller.key else None)
+        pages = spec.pages
+        check_model(pages.formats, pages.options.json, configured=self.policy.model_configured)
+        callback = pages.callback_url or (caller.key.callback_url if caller.key else None)
         if spec.page_webhooks:
             if callback is None:
                 raise InvalidCrawlSpec(
@@ -84,7 +85,8 @@ class CrawlService:
                     "crawl.page needs a callback_url, on the crawl or on its API key",
                 )
             # Every page row copies it from the stored spec (storage.crawls.page_callback).
-            spec = dataclasses.replace(spec, callback_url=callback)
+            pages = dataclasses.replace(pages, callback_url=callback)
+            spec = dataclasses.replace(spec, pages=pages)
         await self._check_pending(caller)
         crawl, start_id = await self.crawls.create(
             caller.owner,

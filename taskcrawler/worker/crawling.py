@@ -81,13 +81,13 @@ class CrawlPages:
             return None
         try:
             found = await self._spec(job.crawl_id)
-            if found is None or found[0].max_age is None:
+            if found is None or found[0].pages.max_age is None:
                 return None
             return await self.crawls.reusable_page(
                 job.crawl_id,
                 owner=job.owner,
                 url=job.url,
-                max_age=found[0].max_age,
+                max_age=found[0].pages.max_age,
                 render=job.render,
                 options=job.options,
             )

@@ -4,6 +4,7 @@ but Scrapy (a benchmark-only dependency). No timing is asserted: this is not a t
 from __future__ import annotations
 
 import asyncio
+import gzip
 import json
 import re
 import subprocess
@@ -12,8 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from bench import run
+from bench import retrieval, run
+from taskcrawler.embed import EmbedderConfig, build_embedder
+from taskcrawler.storage import open_storage, upgrade_database
 from tests.support.processes import REPO_ROOT, ProcessManager, clean_env, free_port
+from tests.support.retrieval import index_pages
 from tests.support.target import TargetServer
 
 pytestmark = pytest.mark.slow
@@ -212,3 +216,52 @@ def test_startup_benchmark_starts_the_api() -> None:
     assert figures["command"] == "api" and figures["runs"] == 1, figures
     assert 0 < figures["cpu_s"] <= figures["cpu_settled_s"], figures
     assert figures["ready_s"] > 0, figures
+
+
+def _tiny_scifact(folder: Path) -> None:
+    """Three abstracts and two claims in SciFact's files (``bench.retrieval.load``'s format)."""
+    docs = [
+        ("1", "Kettles", "A kettle boils water for tea in a kitchen."),
+        ("2", "Airships", "A zeppelin is an airship held up by gas cells."),
+        ("3", "Bread", "Sourdough bread rises overnight in a warm kitchen."),
+    ]
+    with gzip.open(folder / "corpus.jsonl.gz", "wt") as out:
+        for doc_id, title, text in docs:
+            out.write(json.dumps({"_id": doc_id, "title": title, "text": text}) + "\n")
+    claims = [("c1", "kettle water kitchen"), ("c2", "zeppelin gas cells")]
+    (folder / "queries-train.jsonl").write_text(
+        "".join(json.dumps({"_id": i, "text": text}) + "\n" for i, text in claims)
+    )
+    (folder / "qrels-train.tsv").write_text("query-id\tcorpus-id\tscore\nc1\t1\t1\nc2\t2\t1\n")
+
+
+async def _indexed_tiny_database(folder: Path) -> Path:
+    path = folder / "search.db"
+    url = f"sqlite+aiosqlite:///{path}"
+    await upgrade_database(url)
+    data = retrieval.load(folder)
+    storage = open_storage(url)
+    embedder = build_embedder(EmbedderConfig())
+    try:
+        pages = [retrieval.page_of(i, title, text) for i, (title, text) in data.docs.items()]
+        await index_pages(storage, embedder, pages)
+    finally:
+        await embedder.close()
+        await storage.close()
+    return path
+
+
+def test_search_ab_alternates_two_stores_and_compares_their_answers(tmp_path: Path) -> None:
+    """The same store on both sides (this checkout's HEAD against itself): every top 10 alike,
+    and alike with FTS5's ranking of every match."""
+    _tiny_scifact(tmp_path)
+    database = asyncio.run(_indexed_tiny_database(tmp_path))
+    out = run_bench(
+        "search_ab", str(database), "--ref", "HEAD", "--claims", "2", "--corpus", str(tmp_path),
+        "--exact", "scifact.test", timeout=240,
+    )  # fmt: skip
+    for mode in ("keyword", "semantic", "hybrid"):
+        assert f"{mode:8} the same top 10 in 2 of 2" in out
+        assert re.search(rf"{mode} +A CPU p50/p95/p99/max [\d.]+ / ", out)
+    assert "keyword  A as every match ranks: 2 of 2, " in out
+    assert "keyword  B as every match ranks: 2 of 2, " in out

@@ -217,4 +217,4 @@ async def test_a_crawl_monitor_shows_its_request_headers_by_name_only(service: S
     assert created.json()["crawl"]["options"]["headers"] == ["Authorization"]
     [kept], _ = await service.storage.monitors.list_monitors("", limit=1)
     assert kept.spec.crawl is not None  # the pages are still fetched with the values
-    assert kept.spec.crawl.options.headers == (("Authorization", "Bearer s3cret"),)
+    assert kept.spec.crawl.pages.options.headers == (("Authorization", "Bearer s3cret"),)

@@ -292,7 +292,7 @@ async def test_every_page_renders_as_the_crawl_asks(rig: Rig) -> None:
     rig.worker()
     crawl = await rig.start(max_depth=1, render="auto", render_options=options)
     finished = await rig.finished(crawl.id)
-    assert (finished.spec.render, finished.spec.render_options) == ("auto", options)
+    assert (finished.spec.pages.render, finished.spec.pages.render_options) == ("auto", options)
     pages = await rig.pages(crawl.id)
     assert len(pages) == finished.counts.discovered > 1
     assert {(job.render, job.render_options) for job in pages} == {("auto", options)}
@@ -309,10 +309,10 @@ async def test_every_page_renders_as_the_crawl_asks(rig: Rig) -> None:
 
 async def test_a_screenshot_crawl_renders_always_and_never_is_refused(rig: Rig) -> None:
     spec = rig.service.spec(rig.site.start_url, formats=["screenshot"])
-    assert spec.render == "always"
-    assert rig.service.spec(rig.site.start_url, formats=["screenshot"], render="auto").render == (
-        "auto"
-    )
+    assert spec.pages.render == "always"
+    assert rig.service.spec(
+        rig.site.start_url, formats=["screenshot"], render="auto"
+    ).pages.render == ("auto")
     for bad in ({"render": "never", "formats": ["screenshot"]}, {"render": "sometimes"}):
         with pytest.raises(InvalidCrawlSpec) as refused:
             rig.service.spec(rig.site.start_url, **bad)

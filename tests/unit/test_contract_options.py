@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 from collections.abc import Callable, Coroutine
 from dataclasses import fields
+from datetime import UTC, datetime
 from typing import Any, Literal, get_args, get_origin, get_type_hints
+from uuid import uuid4
 
 import pytest
 from pydantic import BaseModel
@@ -27,10 +30,12 @@ from taskcrawler.contract.options import JOB_OPTIONS, JobOptionFields, JobOption
 from taskcrawler.contract.search import SearchIn
 from taskcrawler.contract.web_search import WebSearchIn
 from taskcrawler.domain import jobs
-from taskcrawler.domain.crawls import CrawlSpec, Sitemap, SitemapMode
+from taskcrawler.domain.crawls import CRAWL_FIELDS, CrawlSpec, Sitemap, SitemapMode
 from taskcrawler.domain.jobs import JobRun
+from taskcrawler.domain.monitors.spec import MONITOR_OWNED_CRAWL_FIELDS
 from taskcrawler.domain.pages import StoredLink
 from taskcrawler.mcp_server import tools
+from taskcrawler.storage.crawls import _page_template
 
 DOMAIN_OPTIONS = {option.name for option in fields(jobs.JobOptions)}
 
@@ -42,8 +47,60 @@ def test_every_request_with_job_options_takes_each_of_the_domains() -> None:
         assert set(body.model_fields) >= DOMAIN_OPTIONS, body.__name__
 
 
-def test_a_crawl_asks_each_job_option_of_its_pages() -> None:
-    assert {option.name for option in fields(CrawlSpec)} >= DOMAIN_OPTIONS
+def test_a_crawl_keeps_each_job_option_it_asks_of_its_pages() -> None:
+    """A crawl asks a job's options of its pages (:class:`PageOptions` is a
+    :class:`~taskcrawler.domain.jobs.JobOptions`); each one given is stored with the crawl by
+    its name, and read back: an option whose value JSON cannot hold, or that a stored spec
+    reads as another, fails here until it has its stored form."""
+    asked = JobOptionsIn.model_validate(EVERY_OPTION).job_options()
+    given = {name: getattr(asked, name) for name in DOMAIN_OPTIONS}
+    spec = CrawlSpec.create("https://example.com/", **given)
+    stored = json.loads(json.dumps(spec.to_dict()))
+    assert set(stored) == CRAWL_FIELDS >= DOMAIN_OPTIONS
+    assert CrawlSpec.from_dict(stored) == spec
+    assert {name: getattr(spec.pages, name) for name in DOMAIN_OPTIONS} == given
+
+
+#: The job options a crawl's pages take from the crawl's spec when a worker reads them, not
+#: from their own row: a page fetched within ``max_age`` is reused (worker/crawling.py).
+READ_FROM_THE_CRAWLS_SPEC = {"max_age"}
+
+
+def test_a_crawl_hands_each_job_option_it_asks_to_its_pages() -> None:
+    """Each job option a crawl (or a crawl monitor's crawl, which starts its crawls the same
+    way) accepts reaches its pages: copied onto every page's row from the stored spec, or read
+    from the spec by the worker. A new option fails here until it is one or the other, rather
+    than being accepted and silently dropped."""
+    asked = JobOptionsIn.model_validate(EVERY_OPTION).job_options()
+    given = {name: getattr(asked, name) for name in DOMAIN_OPTIONS}
+    # A page carries the callback URL when the crawl announces its pages (page_callback).
+    spec = CrawlSpec.create("https://example.com/", webhook_events=["crawl.page"], **given)
+    stored = json.loads(json.dumps(spec.to_dict()))
+    page = _page_template(uuid4(), "", stored, datetime.now(UTC), 1.0)
+    copied = DOMAIN_OPTIONS - READ_FROM_THE_CRAWLS_SPEC
+    assert {name: page.get(name) for name in copied} == {name: stored[name] for name in copied}
+    assert READ_FROM_THE_CRAWLS_SPEC <= DOMAIN_OPTIONS
+
+
+def test_a_crawl_is_stored_and_shown_with_its_fields_in_their_order() -> None:
+    """A monitor's crawl is answered as it is stored (clients may read the keys in order)."""
+    assert list(CrawlSpec("https://example.com/").to_dict()) == [
+        "url",
+        "max_depth",
+        "limit",
+        "include_paths",
+        "exclude_paths",
+        "allow_subdomains",
+        "allow_external",
+        "sitemap",
+        "formats",
+        "callback_url",
+        "max_age",
+        "render",
+        "render_options",
+        "webhook_events",
+        "options",
+    ]
 
 
 def test_the_client_passes_each_job_option() -> None:
@@ -55,23 +112,39 @@ def test_the_clients_crawl_options_are_the_crawl_requests_fields() -> None:
     assert set(CrawlIn.model_fields) == set(CrawlScope.model_fields) | DOMAIN_OPTIONS
 
 
+#: A request giving every job option a value other than its default (a new option fails the
+#: tests below until it is given one here).
+EVERY_OPTION = {
+    "formats": ["text", "links"],
+    "callback_url": "https://hooks.example.net/done",
+    "max_age": 60,
+    "render": "always",
+    "render_options": {"wait_seconds": 2},
+    "options": {"only_main_content": False},
+}
+
+
 def test_a_request_hands_every_option_it_was_given_to_the_domain() -> None:
-    asked = JobOptionsIn.model_validate(
-        {
-            "formats": ["text", "links"],
-            "callback_url": "https://hooks.example.net/done",
-            "max_age": 60,
-            "render": "always",
-            "render_options": {"wait_seconds": 2},
-            "options": {"only_main_content": False},
-        }
-    ).job_options()
+    asked = JobOptionsIn.model_validate(EVERY_OPTION).job_options()
     default = jobs.JobOptions()
     unchanged = [name for name in DOMAIN_OPTIONS if getattr(asked, name) == getattr(default, name)]
     assert unchanged == []
     assert asked.formats == ("text", "links")
     assert asked.render_options is not None and asked.render_options.wait_seconds == 2
     assert asked.options is not None and not asked.options.only_main_content
+
+
+def test_a_monitors_crawl_reads_each_option_it_asks_of_its_pages_as_a_jobs() -> None:
+    """A crawl monitor sets some of its pages' options itself; the others its crawl gives as a
+    crawl does, checked and converted as a job's are (not handed on as raw JSON)."""
+    given = {n: v for n, v in EVERY_OPTION.items() if n not in MONITOR_OWNED_CRAWL_FIELDS}
+    assert given
+    asked = JobOptionsIn.model_validate(given).job_options()
+    body = MonitorCreate(interval_seconds=3600, crawl={"url": "https://example.com/", **given})
+    assert body.crawl == {
+        "url": "https://example.com/",
+        **{name: getattr(asked, name) for name in given},
+    }
 
 
 def test_a_crawls_formats_keep_their_own_default() -> None:
@@ -182,9 +255,9 @@ def test_a_flag_named_after_a_request_field_is_sent_unlisted() -> None:
 
 def test_a_crawl_request_gives_the_domain_each_field_of_its_spec() -> None:
     given = CrawlIn(url="https://example.com/", render_options={"wait_seconds": 2}).spec_fields()
-    assert set(given) == {field.name for field in fields(CrawlSpec)}
+    assert set(given) == CRAWL_FIELDS
     spec = CrawlSpec.create(**{name: value for name, value in given.items() if value is not None})
-    assert spec.render_options is not None and spec.render_options.wait_seconds == 2
+    assert spec.pages.render_options is not None and spec.pages.render_options.wait_seconds == 2
 
 
 @pytest.mark.parametrize(

@@ -47,21 +47,21 @@ def test_defaults() -> None:
     assert made.sitemap is SitemapMode.INCLUDE
     assert made.max_depth is None
     assert not made.allow_subdomains and not made.allow_external
-    assert made.formats == ("metadata", "markdown")
-    assert (made.render, made.render_options) == ("never", None)
+    assert made.pages.formats == ("metadata", "markdown")
+    assert (made.pages.render, made.pages.render_options) == ("never", None)
     assert made.webhook_events == ("crawl.completed",) and not made.page_webhooks
     # A spec stored before crawls had webhook_events announces its end only.
     assert CrawlSpec.from_dict({"url": START}).webhook_events == ("crawl.completed",)
     # One stored before its formats were stated asked for the metadata alone.
-    assert CrawlSpec.from_dict({"url": START}).formats == ("metadata",)
+    assert CrawlSpec.from_dict({"url": START}).pages.formats == ("metadata",)
 
 
 def test_a_screenshot_renders_always_unless_asked_otherwise() -> None:
-    assert spec(formats=["screenshot"]).render == "always"
-    assert spec(formats=["screenshot"], render="auto").render == "auto"
-    assert spec(render="always").render == "always"
+    assert spec(formats=["screenshot"]).pages.render == "always"
+    assert spec(formats=["screenshot"], render="auto").pages.render == "auto"
+    assert spec(render="always").pages.render == "always"
     # A spec stored before crawls rendered reads as never.
-    assert CrawlSpec.from_dict({"url": START}).render == "never"
+    assert CrawlSpec.from_dict({"url": START}).pages.render == "never"
 
 
 def test_round_trip_through_a_dict() -> None:

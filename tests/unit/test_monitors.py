@@ -75,7 +75,7 @@ def test_a_crawl_takes_the_monitors_formats() -> None:
     assert made.is_crawl and made.urls == ()
     assert made.crawl is not None
     assert (made.crawl.limit, made.crawl.include_paths) == (500, ("^/guide/",))
-    assert made.crawl.formats == ("markdown", "links")
+    assert made.crawl.pages.formats == ("markdown", "links")
     assert MonitorSpec.from_dict(made.to_dict()) == made
 
 

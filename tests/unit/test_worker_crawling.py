@@ -118,7 +118,7 @@ async def test_a_copy_is_looked_up_only_with_max_age() -> None:
     without = Copies(CrawlSpec(START, sitemap=SKIP))
     assert await pages(without).reusable(claimed()) is None
     assert without.asked == []
-    within = Copies(CrawlSpec(START, sitemap=SKIP, max_age=60))
+    within = Copies(CrawlSpec.create(START, sitemap=SKIP, max_age=60))
     job = claimed(render="auto")
     copy = await pages(within).reusable(job)
     assert copy is not None and copy.body == b"<p>x</p>"
@@ -128,11 +128,13 @@ async def test_a_copy_is_looked_up_only_with_max_age() -> None:
 
 
 async def test_a_screenshot_or_a_failed_lookup_means_a_fetch() -> None:
-    spec = CrawlSpec(START, sitemap=SKIP, max_age=60, formats=("screenshot",), render="always")
+    spec = CrawlSpec.create(
+        START, sitemap=SKIP, max_age=60, formats=["screenshot"], render="always"
+    )
     shots = Copies(spec)
     assert await pages(shots).reusable(claimed(formats=("screenshot",))) is None
     assert shots.asked == []
     for error in (StorageUnavailable("down"), ValueError("a bug")):
-        failing = Copies(CrawlSpec(START, sitemap=SKIP, max_age=60), error)
+        failing = Copies(CrawlSpec.create(START, sitemap=SKIP, max_age=60), error)
         assert await pages(failing).reusable(claimed()) is None
         assert len(failing.asked) == 1

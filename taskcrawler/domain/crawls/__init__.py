@@ -15,6 +15,7 @@ from taskcrawler.domain.crawls.discovery import (
 from taskcrawler.domain.crawls.scope import Scope, Verdict, site_of
 from taskcrawler.domain.crawls.spec import (
     CRAWL_COMPLETED_EVENT,
+    CRAWL_FIELDS,
     CRAWL_PAGE_EVENT,
     DEFAULT_LIMIT,
     DEFAULT_MAX_LIMIT,
@@ -24,6 +25,7 @@ from taskcrawler.domain.crawls.spec import (
     WEBHOOK_EVENTS,
     CrawlSpec,
     InvalidCrawlSpec,
+    PageOptions,
     Sitemap,
     SitemapMode,
     stored_webhook_events,
@@ -34,6 +36,7 @@ from taskcrawler.domain.urls import crawl_key
 
 __all__ = [
     "CRAWL_COMPLETED_EVENT",
+    "CRAWL_FIELDS",
     "CRAWL_PAGE_EVENT",
     "DEFAULT_LIMIT",
     "DEFAULT_MAX_LIMIT",
@@ -49,6 +52,7 @@ __all__ = [
     "Discovery",
     "InvalidCrawlSpec",
     "LinkLike",
+    "PageOptions",
     "Scope",
     "Sitemap",
     "SitemapMode",

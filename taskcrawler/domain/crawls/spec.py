@@ -9,14 +9,14 @@ that names the field.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import MISSING, Field, dataclass, fields
+from dataclasses import MISSING, Field, dataclass, fields, replace
 from enum import StrEnum
 from typing import Any, Literal
 
 import re2
 
 from taskcrawler.domain.errors import InvalidURL
-from taskcrawler.domain.jobs import DEFAULT_FORMATS, UNSTATED_FORMATS
+from taskcrawler.domain.jobs import DEFAULT_FORMATS, UNSTATED_FORMATS, JobOptions
 from taskcrawler.domain.rendering import RENDER_MODES, RenderRequest, effective_mode
 from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS, ScrapeOptions
 from taskcrawler.domain.urls import validate_url
@@ -216,16 +216,28 @@ def _checked_max_age(value: object) -> float | None:
     return float(value)
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class PageOptions(JobOptions):
+    """What a crawl asks of every page: a job's options (:class:`JobOptions`, not listed
+    again), but for its formats and scrape options, always named (a job's left out may mean
+    "those the URL's job has"). ``render`` never, auto or always (``CrawlSpec.create`` picks
+    always for a screenshot when not asked); ``render_options`` None is the defaults."""
+
+    formats: tuple[str, ...] = DEFAULT_FORMATS
+    options: ScrapeOptions = DEFAULT_OPTIONS
+
+
 @dataclass(frozen=True, slots=True)
 class CrawlSpec:
-    """What a crawl asks for. Build it with :meth:`create`, which validates every field (a
-    direct construction is validated too, except against a deployment's ``max_limit``).
+    """What a crawl asks for: where it goes, and what it asks of its pages (``pages``). Build
+    it with :meth:`create`, which validates every field (a direct construction is validated
+    too, except against a deployment's ``max_limit``).
 
     ``max_depth``: link hops from the start URL (``None``: no limit but ``limit``; sitemap URLs
     count as one hop). ``include_paths`` / ``exclude_paths``: RE2 patterns searched in a URL's
-    path (anchor them with ``^`` and ``$`` as needed); exclusion wins. ``max_age``: seconds; a
-    page this tenant scraped more recently is reused instead of fetched. ``webhook_events``:
-    what the callback URL is told of (:data:`WEBHOOK_EVENTS`).
+    path (anchor them with ``^`` and ``$`` as needed); exclusion wins. ``webhook_events``: what
+    the callback URL is told of (:data:`WEBHOOK_EVENTS`). A page's ``max_age``: seconds; a page
+    this tenant scraped more recently is reused instead of fetched.
     """
 
     url: str
@@ -236,17 +248,8 @@ class CrawlSpec:
     allow_subdomains: bool = False
     allow_external: bool = False
     sitemap: SitemapMode = SitemapMode.INCLUDE
-    formats: tuple[str, ...] = DEFAULT_FORMATS
-    callback_url: str | None = None
-    max_age: float | None = None
-    #: As for a job, for every page: never, auto or always (``create`` picks always for a
-    #: screenshot when not asked); ``render_options`` ``None`` is the defaults.
-    render: str = "never"
-    render_options: RenderRequest | None = None
+    pages: PageOptions = PageOptions()
     webhook_events: tuple[str, ...] = DEFAULT_WEBHOOK_EVENTS
-    #: As for a job, for every page: headers, selectors, languages, PDFs, the gap between
-    #: requests.
-    options: ScrapeOptions = DEFAULT_OPTIONS
 
     def __post_init__(self) -> None:
         _checked_url(self.url, "url")
@@ -262,20 +265,17 @@ class CrawlSpec:
         _checked_flag(self.allow_subdomains, "allow_subdomains")
         _checked_flag(self.allow_external, "allow_external")
         object.__setattr__(self, "sitemap", _checked_sitemap(self.sitemap))
-        object.__setattr__(self, "formats", _checked_formats(self.formats, None))
-        if self.callback_url is not None:
-            _checked_url(self.callback_url, "callback_url")
-        object.__setattr__(self, "max_age", _checked_max_age(self.max_age))
-        if self.render is None:
-            raise InvalidCrawlSpec("render", f"must be one of {', '.join(RENDER_MODES)}")
-        _checked_render_options(self.render_options)
-        _checked_render(self.render, self.formats, _checked_options(self.options))
+        object.__setattr__(self, "pages", _checked_pages(self.pages))
         object.__setattr__(self, "webhook_events", _checked_events(self.webhook_events))
 
     @property
     def page_webhooks(self) -> bool:
         """Whether every finished page is announced (``crawl.page``)."""
         return CRAWL_PAGE_EVENT in self.webhook_events
+
+    def with_formats(self, formats: Sequence[str]) -> CrawlSpec:
+        """This spec, its pages asking for ``formats``."""
+        return replace(self, pages=replace(self.pages, formats=tuple(formats)))
 
     @classmethod
     def create(
@@ -286,10 +286,11 @@ class CrawlSpec:
         known_formats: Collection[str] | None = None,
         **fields: Any,
     ) -> CrawlSpec:
-        """A validated spec of ``url`` and ``fields`` (by the spec's field names, each left out
-        its default; ``render`` left out or None is chosen for the formats, as a job's);
+        """A validated spec of ``url`` and ``fields`` (by the names a request and a stored
+        spec give them: the spec's own, and its pages' job options; each left out its default;
+        ``render`` left out or None is chosen for the formats, as a job's);
         :class:`InvalidCrawlSpec` names the first bad field. The fields are not listed again
-        here: a field added to the spec is taken as it is declared above."""
+        here: a field added to the spec, or a job option, is taken as it is declared."""
         _checked_url(url, "url")
         # A name or a type no field takes is refused naming it, as a bad value is: a monitor's
         # crawl is a client's free-form object.
@@ -313,29 +314,67 @@ class CrawlSpec:
         fields["webhook_events"] = _checked_events(
             fields.get("webhook_events", DEFAULT_WEBHOOK_EVENTS)
         )
-        return cls(url=url, **fields)
+        pages = {name: fields.pop(name) for name in _PAGE_FIELDS if name in fields}
+        return cls(url=url, pages=PageOptions(**pages), **fields)
 
     def to_dict(self) -> dict[str, Any]:
-        """A JSON-ready form, for storing the spec with its crawl: every field, by its name.
-        ``render``, ``render_options`` and ``options`` are copied onto every page as a job stores
-        them (storage.crawls._page_row; ``options`` holds the request headers);
-        ``webhook_events`` is read on every page row too (storage.crawls.page_callback)."""
-        return {field.name: _stored(getattr(self, field.name)) for field in fields(self)}
+        """A JSON-ready form, for storing the spec with its crawl: every field by its name, the
+        pages' options among them as the request named them. ``render``, ``render_options``
+        and ``options`` are copied onto every page as a job stores them
+        (storage.crawls._page_row; ``options`` holds the request headers); ``webhook_events``
+        is read on every page row too (storage.crawls.page_callback)."""
+        stored: dict[str, Any] = {}
+        for field in fields(self):
+            if field.name == "pages":
+                stored.update(
+                    (option.name, _stored(getattr(self.pages, option.name)))
+                    for option in fields(self.pages)
+                )
+            else:
+                stored[field.name] = _stored(getattr(self, field.name))
+        # The scrape options last, where every stored spec and every answer has had them.
+        stored["options"] = stored.pop("options")
+        return stored
 
     def public_dict(self) -> dict[str, Any]:
         """:meth:`to_dict` as it may be shown: the request headers' names only."""
-        return {**self.to_dict(), "options": self.options.public()}
+        return {**self.to_dict(), "options": self.pages.options.public()}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> CrawlSpec:
         """The inverse of :meth:`to_dict` (a stored spec is not checked against today's
         ``max_limit``: it was accepted when it was created). A field a spec was stored without
         is its default."""
-        return cls(**{field.name: _read_stored(field, data) for field in fields(cls)})
+        pages = PageOptions(**{option.name: _read_stored(option, data) for option in _PAGE_OPTIONS})
+        scope = {field.name: _read_stored(field, data) for field in _SCOPE_FIELDS}
+        return cls(pages=pages, **scope)
 
+
+def _checked_pages(pages: object) -> PageOptions:
+    """A crawl's page options, checked as :meth:`CrawlSpec.create` names them."""
+    if not isinstance(pages, PageOptions):
+        raise InvalidCrawlSpec("pages", "must be a crawl's page options")
+    formats = _checked_formats(pages.formats, None)
+    if pages.callback_url is not None:
+        _checked_url(pages.callback_url, "callback_url")
+    max_age = _checked_max_age(pages.max_age)
+    if pages.render is None:
+        raise InvalidCrawlSpec("render", f"must be one of {', '.join(RENDER_MODES)}")
+    _checked_render_options(pages.render_options)
+    _checked_render(pages.render, formats, _checked_options(pages.options))
+    return replace(pages, formats=formats, max_age=max_age)
+
+
+_PAGE_OPTIONS = fields(PageOptions)
+_PAGE_FIELDS = frozenset(option.name for option in _PAGE_OPTIONS)
+_SCOPE_FIELDS = tuple(field for field in fields(CrawlSpec) if field.name != "pages")
+
+#: The names a crawl's fields are asked and stored by: the spec's own, and its pages' job
+#: options (a monitor's crawl is refused any other).
+CRAWL_FIELDS = frozenset(field.name for field in _SCOPE_FIELDS) | _PAGE_FIELDS
 
 #: The fields :meth:`CrawlSpec.create` takes by name (``url`` is its first argument).
-_CREATED_FIELDS = frozenset(field.name for field in fields(CrawlSpec)) - {"url"}
+_CREATED_FIELDS = CRAWL_FIELDS - {"url"}
 
 
 def _stored(value: Any) -> Any:

@@ -12,6 +12,7 @@ from typing import Any
 from uuid import UUID
 
 from taskcrawler.domain.crawls.spec import (
+    CRAWL_FIELDS,
     DEFAULT_MAX_LIMIT,
     CrawlSpec,
     InvalidCrawlSpec,
@@ -42,7 +43,7 @@ DEFAULT_FORMATS = JOB_DEFAULT_FORMATS
 
 #: Crawl fields a monitor sets itself: a crawl monitor's pages are always fetched afresh, with
 #: the monitor's formats, and its webhooks are the monitor's.
-_MONITOR_OWNED_CRAWL_FIELDS = ("formats", "callback_url", "max_age", "webhook_events")
+MONITOR_OWNED_CRAWL_FIELDS = ("formats", "callback_url", "max_age", "webhook_events")
 
 
 class InvalidMonitorSpec(InvalidCrawlSpec):
@@ -125,7 +126,7 @@ class MonitorSpec:
         """This spec asking for ``formats`` too (a monitor's formats only grow, as a job's
         do); a crawl monitor's crawl with them."""
         union = tuple(dict.fromkeys((*self.formats, *formats)))
-        crawl = None if self.crawl is None else dataclasses.replace(self.crawl, formats=union)
+        crawl = None if self.crawl is None else self.crawl.with_formats(union)
         return dataclasses.replace(self, formats=union, crawl=crawl)
 
     def schedule(self, anchor: datetime) -> Schedule:
@@ -206,10 +207,10 @@ def _checked_urls(url: object, urls: object) -> tuple[str, ...]:
 def _checked_crawl(crawl: object, formats: tuple[str, ...], max_limit: int) -> CrawlSpec:
     if not isinstance(crawl, Mapping):
         raise InvalidMonitorSpec("crawl", "must be an object with at least a url")
-    for name in _MONITOR_OWNED_CRAWL_FIELDS:
+    for name in MONITOR_OWNED_CRAWL_FIELDS:
         if crawl.get(name) is not None:
             raise InvalidMonitorSpec(f"crawl.{name}", "is set on the monitor, not on its crawl")
-    unknown = sorted(str(name) for name in crawl if name not in CrawlSpec.__dataclass_fields__)
+    unknown = sorted(str(name) for name in crawl if name not in CRAWL_FIELDS)
     if unknown:
         raise InvalidMonitorSpec(f"crawl.{unknown[0]}", "unknown field")
     options = dict(crawl)
