@@ -47,6 +47,10 @@ RESTART_BASE_SECONDS = 0.5
 RESTART_MAX_SECONDS = 30.0
 #: After SIGTERM the child has the grace period for its jobs, then this long to close up.
 STOP_MARGIN_SECONDS = 10.0
+#: How long a child that stopped as if asked to (exit 0, SIGTERM, SIGINT) waits to be replaced:
+#: the signal was most likely sent to the whole process group (Ctrl-C in a terminal, a process
+#: manager stopping the group), and this process's own stop is on its way.
+STOP_SETTLE_SECONDS = 2.0
 
 
 class WorkerProcess:
@@ -126,6 +130,8 @@ class WorkerProcess:
             code = await process.wait()
             if self.sender is not None:
                 self.sender.detach()
+            if _stopped_as_asked(code):
+                await self._stopping_within(STOP_SETTLE_SECONDS)
             if self._stopping.is_set():
                 return
             failures = 0 if time.monotonic() - started >= STABLE_SECONDS else failures + 1
@@ -137,9 +143,7 @@ class WorkerProcess:
                 delay if failures else 0.0,
             )
             if failures:
-                with contextlib.suppress(TimeoutError):
-                    async with asyncio.timeout(delay):
-                        await self._stopping.wait()
+                await self._stopping_within(delay)
                 if self._stopping.is_set():
                     return
             try:
@@ -150,6 +154,12 @@ class WorkerProcess:
                 await asyncio.sleep(RESTART_MAX_SECONDS)
                 continue
             self.restarts += 1
+
+    async def _stopping_within(self, seconds: float) -> None:
+        """Wait until :meth:`stop` is called, ``seconds`` at most."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await self._stopping.wait()
 
     async def stop(self) -> None:
         """SIGTERM the child and wait for its graceful stop; SIGKILL it if that never ends."""
@@ -261,6 +271,11 @@ def parent_gone(fd: int) -> asyncio.Event:
 
     loop.add_reader(fd, readable)
     return gone
+
+
+def _stopped_as_asked(code: int) -> bool:
+    """The child ended as its graceful stop ends it, or as SIGTERM or SIGINT end a process."""
+    return code in (0, -signal.SIGTERM, -signal.SIGINT)
 
 
 def _describe(code: int) -> str:

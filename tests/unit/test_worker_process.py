@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import signal
 import sys
 from pathlib import Path
 from uuid import uuid4
+
+import pytest
 
 from taskcrawler.queue.pipe import PipeSender
 from taskcrawler.worker.process import WorkerProcess, WorkerProcesses
@@ -98,3 +101,30 @@ def test_the_first_of_several_worker_processes_alone_sweeps_and_runs_the_schedul
     own = processes(False)
     assert own.duties_args(0) == ()
     assert own.duties_args(2) == ("--no-scheduled",)
+
+
+async def test_a_child_stopped_by_a_group_signal_is_not_replaced_while_serve_stops(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Ctrl-C in a terminal signals the child and ``serve`` together: the child's stop comes
+    first, and its supervisor starts no other child (nor calls it a failure) while its own stop
+    is on the way."""
+    supervisor = WorkerProcess({}, sender=None, grace_seconds=1, command=SLEEPER)
+    await supervisor.start()
+    first = await _new_pid(supervisor, None)
+    os.kill(first, signal.SIGTERM)
+    await asyncio.sleep(0.5)  # the child has exited; serve's own stop begins
+    await supervisor.stop()
+    assert supervisor.restarts == 0
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+async def test_a_child_that_stops_by_itself_is_replaced_once_nobody_stops_serve() -> None:
+    supervisor = WorkerProcess({}, sender=None, grace_seconds=1, command=SLEEPER)
+    await supervisor.start()
+    first = await _new_pid(supervisor, None)
+    os.kill(first, signal.SIGTERM)
+    second = await _new_pid(supervisor, first)
+    assert supervisor.restarts == 1
+    await supervisor.stop()
+    assert _gone(second)
