@@ -385,6 +385,7 @@ async def test_reindex_gives_chunks_made_before_their_context(storage: Storage) 
 def small_posting_caps(monkeypatch: pytest.MonkeyPatch) -> None:
     """Caps that a few chunks exceed: what 100,000 chunks make of the defaults."""
     monkeypatch.setattr(postgres_chunks, "POSTINGS_PER_TERM", 3)
+    monkeypatch.setattr(postgres_chunks, "POSTINGS_BUDGET", 3)
     monkeypatch.setattr(postgres_chunks, "rescored", lambda k: k)
     monkeypatch.setattr(sqlite_chunks, "POSTINGS_BUDGET", 3)
     monkeypatch.setattr(sqlite_chunks, "KEYWORD_CANDIDATES", 2)
