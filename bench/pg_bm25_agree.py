@@ -153,8 +153,8 @@ async def build(chunks: int) -> None:
         server.close()
 
 
-async def measure(url: str, claims: int, variants: Sequence[Variant]) -> None:
-    data = load(CORPUS)
+async def measure(url: str, claims: int, variants: Sequence[Variant], corpus: Path) -> None:
+    data = load(corpus)
     texts = list(data.queries.values())[:claims]
     clock = cpu_clock(postmaster_pid(url.split(":")[-1].split("/")[0]))
     embedder = build_embedder(EmbedderConfig())
@@ -236,12 +236,13 @@ def main() -> None:
     measuring = commands.add_parser("measure")
     measuring.add_argument("url")
     measuring.add_argument("--claims", type=int, default=200)
+    measuring.add_argument("--corpus", type=Path, default=CORPUS, help="scifact-train's folder")
     measuring.add_argument("variants", nargs="+", type=Variant.parse)
     args = parser.parse_args()
     work: Awaitable[None] = (
         build(args.chunks)
         if args.command == "build"
-        else measure(args.url, args.claims, args.variants)
+        else measure(args.url, args.claims, args.variants, args.corpus)
     )
     asyncio.run(cast(Any, work))
 
