@@ -57,7 +57,7 @@ POSTINGS_PER_TERM = 1000
 #: and a chunk that holds one (however thinly) is then ranked by it. Without it, at 100,000
 #: chunks, half the SciFact claims' top 10 were not BM25's over every posting
 #: (bench/results/2026-12-07-pg-bm25-agreement.md).
-POSTINGS_BUDGET = 20_000
+POSTINGS_BUDGET = 15_000
 
 #: Terms whose chunk counts an owner keeps between two counts of its chunks.
 CACHED_TERMS = 50_000
