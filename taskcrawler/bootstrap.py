@@ -152,11 +152,10 @@ def api_parsers(settings: Settings) -> ProcessPool:
     loop (a map's start page and sitemaps): as many as a worker's, each call under the same
     deadline; started at the first use."""
     from taskcrawler.common.processes import ProcessPool
+    from taskcrawler.service.map_parsing import PARSED_IN_PROCESSES
 
     return ProcessPool(
-        settings.parse_processes,
-        settings.parse_timeout_seconds,
-        preload=("taskcrawler.service.mapping",),
+        settings.parse_processes, settings.parse_timeout_seconds, preload=PARSED_IN_PROCESSES
     )
 
 

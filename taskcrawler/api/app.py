@@ -21,6 +21,7 @@ from taskcrawler.api.routes import deliveries as deliveries_routes
 from taskcrawler.api.routes import export as export_routes
 from taskcrawler.api.routes import keys as keys_routes
 from taskcrawler.api.routes import map as map_routes
+from taskcrawler.api.routes import metrics as metrics_routes
 from taskcrawler.api.routes import monitors as monitor_routes
 from taskcrawler.api.routes import search as search_routes
 from taskcrawler.api.routes import web_search as web_search_routes
@@ -30,7 +31,6 @@ from taskcrawler.firecrawl import errors as firecrawl_errors
 from taskcrawler.firecrawl import routes as firecrawl_routes
 from taskcrawler.observability import ApiMetrics, QueueDepth, process_registry
 from taskcrawler.observability.http import ChildMetrics, MetricsEndpoint
-from taskcrawler.observability.http import router as metrics_router
 from taskcrawler.settings import Settings
 
 if TYPE_CHECKING:
@@ -55,7 +55,7 @@ ROUTERS = (
     keys_routes.router,
     health.router,
     dashboard_routes.router,
-    metrics_router,
+    metrics_routes.router,
 )
 
 DESCRIPTION = """

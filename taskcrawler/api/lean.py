@@ -6,7 +6,12 @@ by pydantic, every header, query and path parameter looked up and validated, eac
 solved in its own pass. On the single submission that was about half of the API's CPU per
 request (bench/results/2026-12-07-post-cost.md). A route made with :func:`lean_json_route`
 validates the raw body with the model's own JSON validator (one call into pydantic-core) and
-hands it to a lean handler that reads what else it needs from the request itself.
+hands it to a lean handler that reads what else it needs from the request itself. It is the
+route's ASGI app, so a plain request also skips what FastAPI wraps around every handler: the
+exception handling (the app's :class:`~starlette.middleware.exceptions.ExceptionMiddleware`
+already applies the same handlers) and the two exit stacks for dependencies with ``yield``
+(the lean handler has no dependencies); that was about a tenth of the API process's CPU on a
+single submission (bench/results/2026-12-07-post-ratio.md).
 
 Only the plain case takes that way. FastAPI's own handler answers every other request: a body
 missing, not JSON, or invalid; whatever the lean handler declines; and every request while
@@ -16,7 +21,7 @@ refusal is FastAPI's, word for word, and the OpenAPI document is the route's as 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from fastapi.routing import APIRoute
@@ -25,48 +30,77 @@ from pydantic import BaseModel, ValidationError
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 M = TypeVar("M", bound=BaseModel)
 
 #: The lean handler: the request and its validated body, to the response; or None, decided
 #: before it has done anything (authenticated, counted a rate, written), for FastAPI to answer.
 LeanHandler = Callable[[Request, M], Awaitable[Response | None]]
-Handler = Callable[[Request], Coroutine[Any, Any, Response]]
 
 
 def lean_json_route(body_model: type[M], lean: LeanHandler[M]) -> type[APIRoute]:
     """An :class:`APIRoute` class whose requests with a valid JSON ``body_model`` go to
-    ``lean``, and all others to FastAPI's handler of the route as declared."""
+    ``lean``, and all others to FastAPI's handler of the route as declared.
+
+    The shortcut is the route's own ASGI app: it serves where the route itself is on the app's
+    router (:func:`~taskcrawler.api.routing.include_flat`, as the app's routes are). Under
+    FastAPI's ``include_router`` FastAPI builds the route's app again from its handler, and
+    FastAPI's handler answers every request.
+    """
 
     class LeanJsonRoute(APIRoute):
-        def get_route_handler(self) -> Handler:
-            return _with_shortcut(super().get_route_handler(), body_model, lean)
+        def __init__(self, *args: Any, **kwargs: Any) -> None:
+            super().__init__(*args, **kwargs)
+            self.app = _with_shortcut(self.app, body_model, lean)
 
     return LeanJsonRoute
 
 
-def _with_shortcut(standard: Handler, body_model: type[M], lean: LeanHandler[M]) -> Handler:
-    async def handler(request: Request) -> Response:
-        if _is_json(request) and get_telemetry_data() is None:
-            body = _valid_body(body_model, await _read(request))  # Starlette keeps the bytes
-            if body is not None:
-                response = await lean(request, body)
-                if response is not None:
-                    return response
-        return await standard(request)
+def _with_shortcut(standard: ASGIApp, body_model: type[M], lean: LeanHandler[M]) -> ASGIApp:
+    async def app(scope: Scope, receive: Receive, send: Send) -> None:
+        request = Request(scope, receive, send)
+        if not _is_json(request) or get_telemetry_data() is not None:
+            await standard(scope, receive, send)
+            return
+        raw = await _read(receive)
+        body = _valid_body(body_model, raw)
+        if body is not None:
+            response = await lean(request, body)
+            if response is not None:
+                await response(scope, receive, send)
+                return
+        await standard(scope, _replaying(raw, receive), send)
 
-    return handler
+    return app
 
 
-async def _read(request: Request) -> bytes:
-    """The body, or the refusal FastAPI's handler makes of a body it could not read (a client
-    gone, a body over the limit cut short by :class:`~taskcrawler.api.limits.BodySizeLimit`)."""
-    try:
-        return await request.body()
-    except HTTPException:
-        raise
-    except Exception as exc:
-        raise HTTPException(status_code=400, detail="There was an error parsing the body") from exc
+async def _read(receive: Receive) -> bytes:
+    """The body, or the refusal FastAPI's handler makes of a body it could not read: a client
+    gone, or a body over the limit cut short by
+    :class:`~taskcrawler.api.limits.BodySizeLimit`, which then says the client went away."""
+    chunks: list[bytes] = []
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            raise HTTPException(status_code=400, detail="There was an error parsing the body")
+        chunks.append(message.get("body", b""))
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+def _replaying(body: bytes, receive: Receive) -> Receive:
+    """``receive`` for a handler that reads the body again: the body first, in one message."""
+    replayed = False
+
+    async def replay() -> Message:
+        nonlocal replayed
+        if replayed:
+            return await receive()
+        replayed = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay
 
 
 def _is_json(request: Request) -> bool:

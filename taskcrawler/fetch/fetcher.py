@@ -13,13 +13,12 @@ from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager, nullcontext
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import TYPE_CHECKING, TypeVar
 
 import aiohttp
 from aiohttp.abc import AbstractResolver
 from aiohttp.http_exceptions import ContentEncodingError
 from protego import Protego
-from redis.asyncio import Redis
 from yarl import URL
 
 from taskcrawler.domain import ErrorCode, FetchError, InvalidURL
@@ -46,6 +45,9 @@ from taskcrawler.fetch.robots import (
 )
 from taskcrawler.fetch.session import guarded_session
 from taskcrawler.settings import Settings
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
 
 _T = TypeVar("_T")
 

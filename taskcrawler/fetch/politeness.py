@@ -19,13 +19,13 @@ from collections import deque
 from collections.abc import Awaitable, Sequence
 from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Protocol, TypeVar
-
-from redis.asyncio import Redis
-from redis.exceptions import RedisError
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
 from taskcrawler.domain import ErrorCode, FetchError, QueueUnavailable
 from taskcrawler.settings import Settings
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
@@ -322,7 +322,12 @@ class RedisHostLimiter:
         lease_seconds: float = 60.0,
         prefix: str = "taskcrawler",
     ) -> None:
+        # Imported here, not at the top: embedded mode has no Redis, and importing it costs
+        # each process start about a tenth of a second of CPU.
+        from redis.exceptions import RedisError
+
         self._redis = redis
+        self._failures = (RedisError, OSError)
         self._concurrency = self.concurrency = concurrency
         self._delay_ms = int(delay_seconds * 1000)
         self.delay_seconds = delay_seconds
@@ -399,7 +404,7 @@ class RedisHostLimiter:
             granted, wait_ms = await self._acquire_script(
                 keys=self.keys(host), args=[self._concurrency, gap_ms, self._lease_ms, *tokens]
             )
-        except (RedisError, OSError) as exc:
+        except self._failures as exc:
             raise QueueUnavailable(f"Redis unreachable for politeness limits: {exc}") from exc
         retry_in = wait_ms / 1000 if granted < count and wait_ms > 0 else None
         return Slots(tokens[:granted], retry_in)
@@ -414,7 +419,7 @@ class RedisHostLimiter:
                 args: list[str | int] = [self._concurrency, gap_ms, self._lease_ms, *mine]
                 await self._acquire_script(keys=self.keys(ask.host), args=args, client=pipe)
             answers = await pipe.execute()
-        except (RedisError, OSError) as exc:
+        except self._failures as exc:
             raise QueueUnavailable(f"Redis unreachable for politeness limits: {exc}") from exc
         return [
             Slots(mine[:granted], wait_ms / 1000 if granted < len(mine) and wait_ms > 0 else None)
@@ -435,7 +440,7 @@ class RedisHostLimiter:
                 for leases, held in batch.items():
                     pipe.zrem(leases, *(token for _, token in held))
                 await pipe.execute()
-            except (RedisError, OSError) as exc:
+            except self._failures as exc:
                 log.warning(
                     "politeness: could not release %d slots (%s); they expire", len(batch), exc
                 )
@@ -475,7 +480,7 @@ class RedisHostLimiter:
                     granted, wait_ms = await self._acquire_script(
                         keys=keys, args=[limit, gap_ms, self._lease_ms, *tokens]
                     )
-                except (RedisError, OSError) as exc:
+                except self._failures as exc:
                     error = QueueUnavailable(f"Redis unreachable for politeness limits: {exc}")
                     for ask in asks:
                         if not ask.granted.done():

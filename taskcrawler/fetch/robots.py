@@ -26,15 +26,17 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import aiohttp
 from protego import Protego
-from redis.asyncio import Redis
-from redis.exceptions import RedisError
 from yarl import URL
 
 from taskcrawler.domain import ErrorCode, FetchError
 from taskcrawler.fetch.limits import read_limited
+
+if TYPE_CHECKING:
+    from redis.asyncio import Redis
 
 log = logging.getLogger(__name__)
 
@@ -143,6 +145,7 @@ class RobotsCache:
         self._user_agent = user_agent
         self._ttl = ttl_seconds
         self._redis = redis
+        self._redis_failures = _redis_failures() if redis is not None else (OSError,)
         self._prefix = redis_prefix
         self._clock = clock
         self._memory: dict[str, _Entry] = {}
@@ -254,7 +257,7 @@ class RobotsCache:
                 pipe.get(key)
                 pipe.pttl(key)
                 value, pttl = await pipe.execute()
-        except (RedisError, OSError) as exc:
+        except self._redis_failures as exc:
             log.warning("robots cache: Redis read failed (%s); fetching robots.txt", exc)
             return None
         if value is None or pttl is None or pttl <= 0:
@@ -267,5 +270,13 @@ class RobotsCache:
             return
         try:
             await self._redis.set(self.redis_key(origin), text, px=max(1, int(ttl * 1000)))
-        except (RedisError, OSError) as exc:
+        except self._redis_failures as exc:
             log.warning("robots cache: Redis write failed (%s)", exc)
+
+
+def _redis_failures() -> tuple[type[Exception], ...]:
+    """What a Redis call raises when Redis fails. Imported here, not at the top: embedded mode
+    has no Redis, and importing it costs each process start about a tenth of a second of CPU."""
+    from redis.exceptions import RedisError
+
+    return (RedisError, OSError)

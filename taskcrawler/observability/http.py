@@ -1,4 +1,5 @@
-"""Serving metrics: ``GET /metrics`` on the API, and a small server in ``taskcrawler worker``.
+"""Serving metrics: what ``GET /metrics`` renders on the API (the route is
+api/routes/metrics.py), and a small server in ``taskcrawler worker``.
 
 Under ``taskcrawler serve`` the worker runs in a child process with a registry of its own: it
 serves its metrics on a Unix socket only its parent can reach, and the API's ``/metrics`` reads
@@ -15,14 +16,11 @@ from dataclasses import dataclass, field
 
 import aiohttp
 from aiohttp import web
-from fastapi import APIRouter, Request, Response
 from prometheus_client import CollectorRegistry
 
 from taskcrawler.observability.metrics import CONTENT_TYPE_LATEST, QueueDepth, render_metrics
 
 log = logging.getLogger(__name__)
-
-router = APIRouter(tags=["health"])
 
 #: A scrape waits at most this long for the worker process's metrics.
 CHILD_TIMEOUT_SECONDS = 2.0
@@ -71,17 +69,6 @@ class MetricsEndpoint:
     async def render(self) -> bytes:
         texts = [text for child in self.children if (text := await child.read()) is not None]
         return await render_metrics(self.registry, self.refresh, texts)
-
-
-@router.get(
-    "/metrics",
-    summary="Prometheus metrics of this process (and of its worker under `serve`)",
-    response_class=Response,
-    responses={200: {"content": {CONTENT_TYPE_LATEST: {}}}},
-)
-async def metrics(request: Request) -> Response:
-    endpoint: MetricsEndpoint = request.app.state.metrics
-    return Response(await endpoint.render(), media_type=CONTENT_TYPE_LATEST)
 
 
 async def serve_metrics(endpoint: MetricsEndpoint, host: str, port: int) -> web.AppRunner | None:

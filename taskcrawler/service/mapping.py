@@ -36,16 +36,11 @@ from taskcrawler.domain import ErrorCode, FetchError
 from taskcrawler.domain.crawls import (
     CrawlSpec,
     InvalidCrawlSpec,
-    Scope,
     SitemapMode,
-    Verdict,
-    discover,
     matches_search,
 )
 from taskcrawler.domain.crawls.discovery import DEFAULT_MAP_LIMIT, MAX_SEARCH_CHARS
 from taskcrawler.domain.errors import log_line
-from taskcrawler.domain.urls import crawl_key
-from taskcrawler.extract import extract
 from taskcrawler.fetch import Fetcher
 from taskcrawler.fetch.sitemaps import (
     SitemapLimits,
@@ -54,6 +49,7 @@ from taskcrawler.fetch.sitemaps import (
     key_sitemap_urls,
     read_sitemaps,
 )
+from taskcrawler.service.map_parsing import start_page_keys
 from taskcrawler.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -136,37 +132,6 @@ class MapRequest:
 class MapResult:
     links: list[str]
     warnings: list[str] = field(default_factory=list)
-
-
-def start_page_keys(
-    body: bytes,
-    *,
-    asked: str,
-    final_url: str,
-    charset: str | None,
-    spec: CrawlSpec,
-    words: Sequence[str],
-) -> list[str]:
-    """The start page (as asked for and as redirected to) and its links' keys, in scope, each
-    once, containing every one of ``words``: parsed and keyed in the runner's process."""
-    scope = Scope.of(spec)
-    extraction = extract(body, url=final_url, charset=charset, formats=("links",))
-    canonical = extraction.metadata.get("canonical_url")
-    ordered: dict[str, None] = {}
-    for own in (crawl_key(asked), crawl_key(final_url)):
-        if scope.check_key(own) is Verdict.IN_SCOPE:
-            ordered.setdefault(own, None)
-    found = discover(
-        final_url,
-        extraction.links,
-        canonical if isinstance(canonical, str) else None,
-        0,
-        spec,
-        scope,
-    )
-    for candidate in found.candidates:
-        ordered.setdefault(candidate.key, None)
-    return [key for key in ordered if matches_search(key, words)] if words else list(ordered)
 
 
 class MapService:

@@ -22,11 +22,10 @@ import logging
 import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-import redis.asyncio as aioredis
-
-from taskcrawler.queue.redis import UNREACHABLE
+if TYPE_CHECKING:
+    import redis.asyncio as aioredis
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +133,12 @@ class RedisRateLimiter:
     """
 
     def __init__(self, client: aioredis.Redis, *, prefix: str, clock: Clock | None = None) -> None:
+        # Imported here, not at the top: embedded mode has no Redis, and importing it costs
+        # each process start about a tenth of a second of CPU.
+        from taskcrawler.queue.redis import UNREACHABLE
+
         self.client = client
+        self._down = UNREACHABLE
         self.prefix = prefix
         self._clock = clock
         self._hit = client.register_script(_HIT)
@@ -151,7 +155,7 @@ class RedisRateLimiter:
             wait = await self._hit(
                 keys=[self.log_key(key)], args=[limit, WINDOW_SECONDS * _MICROS, now]
             )
-        except UNREACHABLE as exc:
+        except self._down as exc:
             # With Redis down the API still takes jobs (the sweepers publish them once it is
             # back): the request is counted here rather than failed.
             if not self._unreachable:

@@ -2,14 +2,13 @@ from __future__ import annotations
 
 import asyncio
 import random
+import sys
 from collections.abc import Callable, Coroutine, Iterator
 from functools import wraps
 from typing import Any, ParamSpec, TypeVar
 
-import asyncpg
 import orjson
 import sqlalchemy as sa
-from asyncpg.exceptions import _base as asyncpg_base
 
 from taskcrawler.common.errors import translate_errors
 from taskcrawler.domain import StorageUnavailable, UnstorableData
@@ -28,6 +27,14 @@ def _in_unavailable_state(error: object) -> bool:
     return (getattr(error, "sqlstate", None) or "").startswith(_UNAVAILABLE_STATES)
 
 
+def _asyncpg_error(error: object, name: str, module: str = "asyncpg") -> bool:
+    """Whether ``error`` is asyncpg's ``module.name``. Only a process that loaded asyncpg (to
+    reach PostgreSQL) can hold one, so it is not imported here: embedded mode never needs it,
+    and importing it costs each process start about a tenth of a second of CPU."""
+    loaded = sys.modules.get(module)
+    return loaded is not None and isinstance(error, getattr(loaded, name))
+
+
 def _storage_error(exc: Exception) -> Exception | None:
     """ "The database cannot be reached" as :class:`StorageUnavailable`; other errors unchanged."""
     if isinstance(exc, sa.exc.OperationalError | sa.exc.InterfaceError):
@@ -36,7 +43,7 @@ def _storage_error(exc: Exception) -> Exception | None:
         if exc.connection_invalidated or _in_unavailable_state(exc.orig):
             return StorageUnavailable(str(exc.orig or exc))
         return None
-    if isinstance(exc, asyncpg.PostgresError):  # from the driver itself: a pinned connection
+    if _asyncpg_error(exc, "PostgresError"):  # from the driver itself: a pinned connection
         return StorageUnavailable(str(exc)) if _in_unavailable_state(exc) else None
     if isinstance(exc, OSError | TimeoutError):
         return StorageUnavailable(f"{type(exc).__name__}: {exc}")
@@ -109,7 +116,9 @@ def _refused_data(exc: BaseException) -> BaseException | None:
     """The error in ``exc``'s chain that says a value was refused, if any: by PostgreSQL, or
     before it was sent (a string no driver can encode, JSON orjson cannot write)."""
     for error in _chain(exc):
-        if isinstance(error, UnicodeEncodeError | orjson.JSONEncodeError | asyncpg_base.DataError):
+        if isinstance(error, UnicodeEncodeError | orjson.JSONEncodeError) or _asyncpg_error(
+            error, "DataError", "asyncpg.exceptions._base"
+        ):
             return error
         if (getattr(error, "sqlstate", None) or "").startswith(_DATA_STATES):
             return error

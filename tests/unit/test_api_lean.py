@@ -14,20 +14,33 @@ import pytest
 from fastapi import APIRouter, FastAPI, Header, Request
 from fastapi.responses import JSONResponse, Response
 from opentelemetry import trace
+from starlette.exceptions import HTTPException
 
 from taskcrawler.api.errors import install_error_handlers
 from taskcrawler.api.lean import lean_json_route
 from taskcrawler.api.routing import include_flat
 from taskcrawler.contract.jobs import JobCreate
+from taskcrawler.domain.errors import LimitExceeded, StorageUnavailable
 
 JSON = {"content-type": "application/json"}
 LONG_KEY = "k" * 256
+#: What the endpoint raises for these URLs: the app's error handlers answer.
+REFUSALS: dict[str, Exception] = {
+    "https://example.com/http-409": HTTPException(409, "taken"),
+    "https://example.com/limit": LimitExceeded("too many", 7.0),
+    "https://example.com/storage": StorageUnavailable("down: secret detail"),
+    "https://example.com/bug": RuntimeError("secret detail"),
+}
 
 
-def _app(telemetry: dict[str, Any] | None = None) -> tuple[FastAPI, list[str]]:
+def _app(
+    telemetry: dict[str, Any] | None = None, *, flat: bool = True
+) -> tuple[FastAPI, list[str]]:
     served: list[str] = []
 
     async def answer(body: JobCreate, key: str | None) -> Response:
+        if (refusal := REFUSALS.get(body.url)) is not None:
+            raise refusal
         return JSONResponse({"body": body.model_dump(mode="json"), "key": key}, status_code=201)
 
     async def endpoint(
@@ -54,19 +67,40 @@ def _app(telemetry: dict[str, Any] | None = None) -> tuple[FastAPI, list[str]]:
     )
     app = FastAPI(telemetry=telemetry)  # type: ignore[arg-type]
     install_error_handlers(app)
-    include_flat(app.router, router)
+    if flat:
+        include_flat(app.router, router)
+    else:
+        app.include_router(router)
     return app, served
 
 
 async def _both(
-    content: bytes, headers: dict[str, str], telemetry: dict[str, Any] | None = None
+    content: bytes,
+    headers: dict[str, str],
+    telemetry: dict[str, Any] | None = None,
+    *,
+    pieces: int = 1,
+    flat: bool = True,
 ) -> tuple[Any, Any, list[str]]:
-    app, served = _app(telemetry)
-    transport = httpx.ASGITransport(app=app)
+    """Each route's status, ``retry-after`` header and body; ``pieces`` > 1 streams the body
+    in that many chunks, without a Content-Length."""
+    app, served = _app(telemetry, flat=flat)
+    transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+    answers = []
     async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
-        plain = await client.post("/plain", content=content, headers=headers)
-        lean = await client.post("/lean", content=content, headers=headers)
-    return (plain.status_code, plain.json()), (lean.status_code, lean.json()), served
+        for path in ("/plain", "/lean"):
+            body: Any = content if pieces == 1 else _chunks(content, pieces)
+            response = await client.post(path, content=body, headers=headers)
+            answers.append(
+                (response.status_code, response.headers.get("retry-after"), response.content)
+            )
+    return answers[0], answers[1], served
+
+
+async def _chunks(content: bytes, pieces: int) -> Any:
+    size = -(-len(content) // pieces)
+    for at in range(0, len(content), size):
+        yield content[at : at + size]
 
 
 SERVED = [
@@ -113,6 +147,24 @@ async def test_a_plain_request_is_served_lean_with_fastapis_answer(
     assert len(served) == 1
 
 
+@pytest.mark.parametrize(("content", "headers"), [SERVED[1], ANSWERED_BY_FASTAPI[2]])
+async def test_a_body_sent_in_pieces_is_read_whole(content: bytes, headers: dict[str, str]) -> None:
+    plain, lean, served = await _both(content, headers, pieces=3)
+    assert lean == plain
+    assert len(served) == (1 if plain[0] == 201 else 0)
+
+
+@pytest.mark.parametrize("url", sorted(REFUSALS))
+async def test_an_error_of_the_lean_handler_gets_the_apps_answer(url: str) -> None:
+    # The lean way runs outside FastAPI's per-route exception handling: the app's own
+    # handlers answer instead, with the same status, headers and words.
+    plain, lean, served = await _both(f'{{"url": "{url}"}}'.encode(), JSON)
+    assert lean == plain
+    assert plain[0] >= 400
+    assert "secret" not in str(plain)
+    assert served == [url]
+
+
 @pytest.mark.parametrize(("content", "headers"), ANSWERED_BY_FASTAPI)
 async def test_any_other_request_gets_fastapis_own_answer(
     content: bytes, headers: dict[str, str]
@@ -133,6 +185,14 @@ async def test_a_request_fastapis_telemetry_records_goes_its_usual_way() -> None
     # Its spans and data come from FastAPI's handler.
     telemetry = {"tracer_provider": TracerProvider()}
     plain, lean, served = await _both(SERVED[0][0], SERVED[0][1], telemetry)
+    assert lean == plain
+    assert plain[0] == 201
+    assert served == []
+
+
+async def test_under_fastapis_include_router_fastapi_answers() -> None:
+    # FastAPI then builds the route's app from its handler: correct, only not lean.
+    plain, lean, served = await _both(SERVED[0][0], SERVED[0][1], flat=False)
     assert lean == plain
     assert plain[0] == 201
     assert served == []
