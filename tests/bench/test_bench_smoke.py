@@ -265,3 +265,31 @@ def test_search_ab_alternates_two_stores_and_compares_their_answers(tmp_path: Pa
         assert re.search(rf"{mode} +A CPU p50/p95/p99/max [\d.]+ / ", out)
     assert "keyword  A as every match ranks: 2 of 2, " in out
     assert "keyword  B as every match ranks: 2 of 2, " in out
+
+
+def test_pg_bm25_agree_compares_pruned_rankings_with_every_posting_s(
+    tmp_path: Path, pgvector_url: str
+) -> None:
+    """On three abstracts every list is within any cap: both settings rank as the filtered path
+    (every posting) does, in keyword mode and in hybrid's keyword leg."""
+    _tiny_scifact(tmp_path)
+    asyncio.run(_indexed_tiny_postgres(tmp_path, pgvector_url))
+    out = run_bench(
+        "pg_bm25_agree", "measure", pgvector_url, "--claims", "2", "--corpus", str(tmp_path),
+        "main:1000:-1:100:2", "kept:1000:20000:200:4", timeout=240,
+    )  # fmt: skip
+    for name in ("main", "kept"):
+        assert re.search(rf"{name} +top 10 2/2 \(\d", out), out
+        assert re.search(rf"{name} +.* leg 50 2/2 .* keyword [\d.]+/[\d.]+/[\d.]+", out), out
+
+
+async def _indexed_tiny_postgres(folder: Path, url: str) -> None:
+    data = retrieval.load(folder)
+    storage = open_storage(url)
+    embedder = build_embedder(EmbedderConfig())
+    try:
+        pages = [retrieval.page_of(i, title, text) for i, (title, text) in data.docs.items()]
+        await index_pages(storage, embedder, pages)
+    finally:
+        await embedder.close()
+        await storage.close()

@@ -385,6 +385,7 @@ async def test_reindex_gives_chunks_made_before_their_context(storage: Storage) 
 def small_posting_caps(monkeypatch: pytest.MonkeyPatch) -> None:
     """Caps that a few chunks exceed: what 100,000 chunks make of the defaults."""
     monkeypatch.setattr(postgres_chunks, "POSTINGS_PER_TERM", 3)
+    monkeypatch.setattr(postgres_chunks, "POSTINGS_BUDGET", 3)
     monkeypatch.setattr(postgres_chunks, "rescored", lambda k: k)
     monkeypatch.setattr(sqlite_chunks, "POSTINGS_BUDGET", 3)
     monkeypatch.setattr(sqlite_chunks, "KEYWORD_CANDIDATES", 2)
@@ -410,6 +411,34 @@ async def test_keyword_search_reads_a_common_term_s_best_postings_and_scores_exa
     assert [h.chunk_index for h in every] == [12, 13]
     assert [h.score for h in pruned] == pytest.approx([h.score for h in every])
     assert await storage.chunks.keyword(SearchQuery("other", "zeppelin kettle", k=2)) == []
+
+
+async def test_postgresql_reads_the_rarest_terms_in_full_and_ranks_as_every_posting_would(
+    pgvector_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The best chunk holds the rare word and the common one, each once in a long text: in
+    neither term's best postings (shorter chunks hold each more densely), it is found because
+    the rare word's postings, within the budget, are all read; the ranking is then the one of
+    every posting (a filter that keeps every page)."""
+    monkeypatch.setattr(postgres_chunks, "POSTINGS_PER_TERM", 2)
+    monkeypatch.setattr(postgres_chunks, "POSTINGS_BUDGET", 4)
+    monkeypatch.setattr(postgres_chunks, "rescored", lambda k: 2 * k)
+    storage = open_storage(pgvector_url)
+    try:
+        job = await _job(storage, "http://a.test/")
+        texts = [f"zeppelin alpha {n}" for n in range(3)]
+        texts += ["zeppelin kettle alpha beta gamma delta"]
+        texts += [f"kettle alpha {n}" for n in range(7)]
+        texts += [f"unrelated words {n}" for n in range(12)]
+        await storage.chunks.replace(_page(job, [(t, _unit(1, 0, 0, 0)) for t in texts]), "h")
+        query = "zeppelin kettle"
+        pruned = await storage.chunks.keyword(SearchQuery("", query, k=2))
+        every = await storage.chunks.keyword(SearchQuery("", query, k=2, host="a.test"))
+    finally:
+        await storage.close()
+    assert [h.chunk_index for h in every] == [3, 0]
+    assert [h.chunk_index for h in pruned] == [3, 0]
+    assert [h.score for h in pruned] == pytest.approx([h.score for h in every])
 
 
 @pytest.mark.usefixtures("small_posting_caps")

@@ -349,18 +349,19 @@ TERM_COUNTS = (
 
 #: The ranking of :func:`keyword_search` without filters, its work bounded whatever the size of
 #: the corpus: each of the terms ``$1`` (of rarity ``$2``, the query's own weight ``$3``) has
-#: its ``$6`` postings of most impact read (``chunk_terms.impact``, migration 0015), their
-#: chunks ranked by what those postings give them, and the best ``$7`` scored exactly (every
-#: term of the query they hold, looked up by chunk) before the best ``$5`` of owner ``$4``'s
-#: are kept (``$8`` their mean length). A chunk none of whose terms is among the best postings
-#: read is missed: each of its terms is one that hundreds of chunks hold more of.
+#: its ``$6`` postings (one count a term) of most impact read (``chunk_terms.impact``, migration
+#: 0015), their chunks ranked by what those postings give them, and the best ``$7`` scored
+#: exactly (every term of the query they hold, looked up by chunk) before the best ``$5`` of
+#: owner ``$4``'s are kept (``$8`` their mean length). A chunk none of whose terms is among the
+#: postings read is missed: each of its terms is one that hundreds of chunks hold more of.
 PRUNED_KEYWORD_SEARCH = (
-    "WITH idf AS (SELECT * FROM unnest($1::text[], $2::float8[]) AS idf(term, w)),"
+    "WITH idf AS (SELECT * FROM unnest($1::text[], $2::float8[], $6::int[])"
+    " AS idf(term, w, depth)),"
     " weight AS (SELECT $3::float8 AS total),"
     " taken AS (SELECT p.chunk_id, sum("
     + _bm25("p").replace("$4", "$8")
     + ") AS score FROM idf, LATERAL (SELECT t.chunk_id, t.tf, t.length FROM chunk_terms t"
-    " WHERE t.owner = $4 AND t.term = idf.term ORDER BY t.impact DESC LIMIT $6) p"
+    " WHERE t.owner = $4 AND t.term = idf.term ORDER BY t.impact DESC LIMIT idf.depth) p"
     " GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT $7),"
     " best AS (SELECT r.chunk_id, e.score FROM taken r, LATERAL (SELECT sum("
     + _bm25("t").replace("$4", "$8")
