@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 from fastapi.routing import APIRoute
 from fastapi.telemetry import get_telemetry_data
 from pydantic import BaseModel, ValidationError
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import Response
@@ -59,13 +60,14 @@ def lean_json_route(body_model: type[M], lean: LeanHandler[M]) -> type[APIRoute]
 
 def _with_shortcut(standard: ASGIApp, body_model: type[M], lean: LeanHandler[M]) -> ASGIApp:
     async def app(scope: Scope, receive: Receive, send: Send) -> None:
-        request = Request(scope, receive, send)
-        if not _is_json(request) or get_telemetry_data() is not None:
+        if not _is_json(Headers(scope=scope)) or get_telemetry_data() is not None:
             await standard(scope, receive, send)
             return
         raw = await _read(receive)
         body = _valid_body(body_model, raw)
         if body is not None:
+            # Its body is the bytes read here, should the lean handler read it too.
+            request = Request(scope, _replaying(raw, receive), send)
             response = await lean(request, body)
             if response is not None:
                 await response(scope, receive, send)
@@ -103,10 +105,10 @@ def _replaying(body: bytes, receive: Receive) -> Receive:
     return replay
 
 
-def _is_json(request: Request) -> bool:
+def _is_json(headers: Headers) -> bool:
     """The body is declared as JSON the plain way (FastAPI also reads ``+json`` types and
     parameters other than a charset: it answers those itself)."""
-    declared = request.headers.get("content-type")
+    declared = headers.get("content-type")
     if declared is None:
         return False
     media_type, _, parameter = declared.partition(";")

@@ -196,3 +196,58 @@ async def test_under_fastapis_include_router_fastapi_answers() -> None:
     assert lean == plain
     assert plain[0] == 201
     assert served == []
+
+
+async def test_the_lean_handler_can_read_the_body_it_was_given() -> None:
+    # The shortcut reads the body from ``receive`` itself; a lean handler that reads it again
+    # from its request gets the same bytes, not the next message (here: the client gone).
+    seen: list[bytes] = []
+
+    async def endpoint(body: JobCreate) -> Response:
+        return JSONResponse({}, status_code=201)
+
+    async def lean(request: Request, body: JobCreate) -> Response | None:
+        seen.append(await request.body())
+        return JSONResponse({}, status_code=201)
+
+    router = APIRouter()
+    router.add_api_route(
+        "/lean",
+        endpoint,
+        methods=["POST"],
+        status_code=201,
+        route_class_override=lean_json_route(JobCreate, lean),
+    )
+    app = FastAPI()
+    include_flat(app.router, router)
+    content = SERVED[0][0]
+    messages = [
+        {"type": "http.request", "body": content, "more_body": False},
+        {"type": "http.disconnect"},
+    ]
+    statuses: list[int] = []
+
+    async def receive() -> dict[str, Any]:
+        return messages.pop(0) if len(messages) > 1 else messages[0]
+
+    async def send(message: dict[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            statuses.append(message["status"])
+
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "http",
+        "path": "/lean",
+        "raw_path": b"/lean",
+        "query_string": b"",
+        "headers": [(b"host", b"test"), (b"content-type", b"application/json")],
+        "server": ("test", 80),
+        "client": ("127.0.0.1", 1),
+        "root_path": "",
+    }
+    await app(scope, receive, send)
+    assert seen == [content]
+    assert statuses == [201]
