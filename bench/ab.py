@@ -71,6 +71,20 @@ def checkout(ref: str, workdir: Path) -> Iterator[Path]:
 V = TypeVar("V")
 
 
+async def production_versions(
+    stack: contextlib.AsyncExitStack, args: argparse.Namespace, workdir: Path
+) -> dict[str, Path]:
+    """PostgreSQL and Redis found or started for the run (their URLs written back to
+    ``args.pg_url`` and ``args.redis_url``), and the trees to run: ``args.ref``'s checkout first
+    when given, then this one. Both last as long as ``stack``."""
+    args.pg_url = await stack.enter_async_context(postgres(args.pg_url))
+    args.redis_url = await stack.enter_async_context(redis(args.redis_url))
+    trees = {"this": REPO_ROOT}
+    if args.ref:
+        trees = {args.ref: stack.enter_context(checkout(args.ref, workdir)), **trees}
+    return trees
+
+
 async def alternated_rounds(
     rounds: int,
     versions: Mapping[str, V],

@@ -26,10 +26,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bench.ab import alternated_rounds, checkout
-from bench.deployment import deployment, loadgen, postgres, redis, target_site
+from bench.ab import alternated_rounds, production_versions
+from bench.deployment import deployment, loadgen, target_site
 from bench.ratios import bare_endpoint
-from tests.support.processes import REPO_ROOT, ProcessManager
+from tests.support.processes import ProcessManager
 
 SAMPLER = Path(__file__).parent / "api_sampler"
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -156,11 +156,7 @@ def top(path: Path, count: int) -> str:
 
 async def main_async(args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
     async with contextlib.AsyncExitStack() as stack:
-        args.pg_url = await stack.enter_async_context(postgres(args.pg_url))
-        args.redis_url = await stack.enter_async_context(redis(args.redis_url))
-        trees = {"this": REPO_ROOT}
-        if args.ref:
-            trees = {args.ref: stack.enter_context(checkout(args.ref, workdir)), **trees}
+        trees = await production_versions(stack, args, workdir)
         helpers = await stack.enter_async_context(ProcessManager(workdir / "helpers"))
         target = await stack.enter_async_context(target_site(helpers))
         # Each round runs every version then the bare endpoint; "versions" here is one round.

@@ -34,11 +34,11 @@ from typing import Any
 
 import aiohttp
 
-from bench.ab import checkout, settings
-from bench.deployment import Deployment, deployment, loadgen, postgres, redis, target_site
+from bench.ab import production_versions, settings
+from bench.deployment import Deployment, deployment, loadgen, target_site
 from bench.measure import descendants
 from bench.phases import pause_worker, signal_tree
-from tests.support.processes import REPO_ROOT, ProcessManager
+from tests.support.processes import ProcessManager
 
 #: What a politeness-bound deployment runs with: the defaults, not the throughput benchmark's.
 POLITE = {"TASKCRAWLER_HOST_CONCURRENCY": "8", "TASKCRAWLER_HOST_WAIT_SECONDS": "1"}
@@ -132,11 +132,7 @@ async def scenario(
 async def main_async(args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
     results = []
     async with contextlib.AsyncExitStack() as stack:
-        args.pg_url = await stack.enter_async_context(postgres(args.pg_url))
-        args.redis_url = await stack.enter_async_context(redis(args.redis_url))
-        trees = {"this": REPO_ROOT}
-        if args.ref:
-            trees = {args.ref: stack.enter_context(checkout(args.ref, workdir)), **trees}
+        trees = await production_versions(stack, args, workdir)
         processes = await stack.enter_async_context(ProcessManager(workdir / "site"))
         options = ("--hosts", str(args.hosts), "--slow", str(args.slow))
         target = await stack.enter_async_context(target_site(processes, *options))

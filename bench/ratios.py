@@ -34,20 +34,18 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from bench.ab import alternated_rounds, checkout, settings
+from bench.ab import alternated_rounds, production_versions, settings
 from bench.deployment import (
     Sampler,
     bench_command,
     deployment,
     loadgen,
-    postgres,
-    redis,
     run_json,
     target_site,
     wait_final,
 )
 from bench.phases import backlog
-from tests.support.processes import REPO_ROOT, ProcessManager
+from tests.support.processes import ProcessManager
 from tests.support.services import free_port
 
 
@@ -166,11 +164,7 @@ def line(label: str, r: dict[str, Any]) -> str:
 
 async def main_async(args: argparse.Namespace, workdir: Path) -> list[dict[str, Any]]:
     async with contextlib.AsyncExitStack() as stack:
-        args.pg_url = await stack.enter_async_context(postgres(args.pg_url))
-        args.redis_url = await stack.enter_async_context(redis(args.redis_url))
-        trees = {"this": REPO_ROOT}
-        if args.ref:
-            trees = {args.ref: stack.enter_context(checkout(args.ref, workdir)), **trees}
+        trees = await production_versions(stack, args, workdir)
         helpers = await stack.enter_async_context(ProcessManager(workdir / "helpers"))
         target = await stack.enter_async_context(target_site(helpers))
         return await alternated_rounds(
