@@ -239,15 +239,7 @@ async def _indexed_tiny_database(folder: Path) -> Path:
     path = folder / "search.db"
     url = f"sqlite+aiosqlite:///{path}"
     await upgrade_database(url)
-    data = retrieval.load(folder)
-    storage = open_storage(url)
-    embedder = build_embedder(EmbedderConfig())
-    try:
-        pages = [retrieval.page_of(i, title, text) for i, (title, text) in data.docs.items()]
-        await index_pages(storage, embedder, pages)
-    finally:
-        await embedder.close()
-        await storage.close()
+    await _indexed_tiny(folder, url)
     return path
 
 
@@ -273,7 +265,7 @@ def test_pg_bm25_agree_compares_pruned_rankings_with_every_posting_s(
     """On three abstracts every list is within any cap: both settings rank as the filtered path
     (every posting) does, in keyword mode and in hybrid's keyword leg."""
     _tiny_scifact(tmp_path)
-    asyncio.run(_indexed_tiny_postgres(tmp_path, pgvector_url))
+    asyncio.run(_indexed_tiny(tmp_path, pgvector_url))
     out = run_bench(
         "pg_bm25_agree", "measure", pgvector_url, "--claims", "2", "--corpus", str(tmp_path),
         "main:1000:-1:100:2", "kept:1000:20000:200:4", timeout=240,
@@ -283,7 +275,8 @@ def test_pg_bm25_agree_compares_pruned_rankings_with_every_posting_s(
         assert re.search(rf"{name} +.* leg 50 2/2 .* keyword [\d.]+/[\d.]+/[\d.]+", out), out
 
 
-async def _indexed_tiny_postgres(folder: Path, url: str) -> None:
+async def _indexed_tiny(folder: Path, url: str) -> None:
+    """The abstracts in ``folder`` indexed into the store at ``url`` (migrated already)."""
     data = retrieval.load(folder)
     storage = open_storage(url)
     embedder = build_embedder(EmbedderConfig())
