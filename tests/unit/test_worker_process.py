@@ -32,11 +32,13 @@ async def _new_pid(supervisor: WorkerProcess, old: int | None) -> int:
             await asyncio.sleep(0.02)
 
 
-async def test_a_killed_child_is_replaced_and_stop_ends_the_last_one() -> None:
+@pytest.mark.parametrize("ending", [signal.SIGKILL, signal.SIGTERM], ids=["killed", "stopped"])
+async def test_an_ended_child_is_replaced_and_stop_ends_the_last_one(ending: int) -> None:
+    """Killed, or stopped while nobody stops ``serve`` (then after a pause of a few seconds)."""
     supervisor = WorkerProcess({}, sender=None, grace_seconds=1, command=SLEEPER)
     await supervisor.start()
     first = await _new_pid(supervisor, None)
-    os.kill(first, signal.SIGKILL)
+    os.kill(first, ending)
     second = await _new_pid(supervisor, first)
     assert supervisor.restarts == 1
     await supervisor.stop()
@@ -117,14 +119,3 @@ async def test_a_child_stopped_by_a_group_signal_is_not_replaced_while_serve_sto
     await supervisor.stop()
     assert supervisor.restarts == 0
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
-
-
-async def test_a_child_that_stops_by_itself_is_replaced_once_nobody_stops_serve() -> None:
-    supervisor = WorkerProcess({}, sender=None, grace_seconds=1, command=SLEEPER)
-    await supervisor.start()
-    first = await _new_pid(supervisor, None)
-    os.kill(first, signal.SIGTERM)
-    second = await _new_pid(supervisor, first)
-    assert supervisor.restarts == 1
-    await supervisor.stop()
-    assert _gone(second)
