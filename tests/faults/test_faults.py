@@ -35,7 +35,12 @@ async def test_kill9_worker_mid_batch(production: Deployment) -> None:
 
 async def test_kill9_worker_of_two_processes_mid_batch(production: Deployment) -> None:
     outcome = await scenarios.kill9_worker(
-        production, jobs=150, delay=0.3, concurrency=12, processes=2
+        # Pages of 1 s: a batch stays in flight well past the poll that sees it, on a slow host.
+        production,
+        jobs=150,
+        delay=1.0,
+        concurrency=12,
+        processes=2,
     )
     assert_clean(outcome)
 
