@@ -27,7 +27,7 @@ from taskcrawler.domain.jobs import JobQuery
 from taskcrawler.domain.keys import Caller
 from taskcrawler.domain.structured import check_model
 from taskcrawler.queue import JobQueue
-from taskcrawler.service.jobs import pending_limit
+from taskcrawler.service.jobs import max_pending_jobs, pending_limit
 from taskcrawler.storage.ports import CrawlRepository, JobRepository
 
 log = logging.getLogger(__name__)
@@ -98,8 +98,7 @@ class CrawlService:
         return crawl, start_id
 
     async def _check_pending(self, caller: Caller) -> None:
-        key_limit = caller.key.max_pending_jobs if caller.key else None
-        limit = key_limit or self.policy.max_pending_jobs
+        limit = max_pending_jobs(caller, self.policy.max_pending_jobs)
         if limit is None:
             return
         unfinished = await self.jobs.count_unfinished(caller.owner)

@@ -89,12 +89,16 @@ class JobService:
                 retry_after,
             )
 
-    async def _check_pending(self, caller: Caller, adding: int) -> None:
-        key_limit = caller.key.max_pending_jobs if caller.key else None
-        limit = key_limit or self.policy.max_pending_jobs
+    async def _check_pending(self, caller: Caller, urls: Sequence[str]) -> None:
+        limit = max_pending_jobs(caller, self.policy.max_pending_jobs)
         if limit is None:
             return
         unfinished = await self.jobs.count_unfinished(caller.owner)
+        if unfinished + len(urls) <= limit:
+            return
+        # Near the limit only: a URL that already has an unfinished job adds none, its
+        # submission answers that job, so an idempotent retry is never refused.
+        adding = await self.jobs.count_new_unfinished(caller.owner, urls)
         if unfinished + adding > limit:
             raise LimitExceeded(pending_limit(limit, unfinished), retry_after=5.0)
 
@@ -115,7 +119,7 @@ class JobService:
         return NewJob.asking(url, caller.owner, options, default_callback=key_callback)
 
     async def submit(self, caller: Caller, url: str, options: JobOptions) -> Created:
-        await self._check_pending(caller, 1)
+        await self._check_pending(caller, (url,))
         created = await self.submitter.submit(self._new_job(caller, url, options))
         self.on_created(int(created.created))
         if created.restarted:
@@ -126,7 +130,7 @@ class JobService:
         self, caller: Caller, urls: Sequence[str], options: JobOptions
     ) -> list[Created]:
         """All URLs in one INSERT (one round trip), each deduplicated."""
-        await self._check_pending(caller, len(urls))
+        await self._check_pending(caller, urls)
         results = await self.submitter.create_now([self._new_job(caller, u, options) for u in urls])
         self.on_created(sum(r.created for r in results))
         await self._publish([r.job.id for r in results if r.restarted])
@@ -251,6 +255,12 @@ def _how_to_run_again(job: Job) -> str:
     if job.crawl_id is not None:
         return retry
     return f"submit its URL again, or {retry}"
+
+
+def max_pending_jobs(caller: Caller, default: int | None) -> int | None:
+    """The caller's limit of unfinished jobs: its key's, else the service's."""
+    key_limit = caller.key.max_pending_jobs if caller.key else None
+    return key_limit or default
 
 
 def pending_limit(limit: int, unfinished: int) -> str:

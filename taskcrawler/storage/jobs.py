@@ -156,6 +156,23 @@ class JobStore:
         return int(count or 0)
 
     @unavailable_on_connection_errors
+    async def count_new_unfinished(self, owner: str, urls: Sequence[str]) -> int:
+        """How many unfinished jobs submitting ``urls`` would add: the distinct URLs where
+        ``owner`` has no unfinished job (a submission of such a URL answers the job it has)."""
+        keys = {url_key(url) for url in urls}
+        async with self.db.read() as conn:
+            busy = await conn.scalar(
+                sa.select(sa.func.count())
+                .select_from(jobs)
+                .where(
+                    jobs.c.owner == owner,
+                    jobs.c.url_key.in_(keys),
+                    jobs.c.status.in_(UNFINISHED_STATUSES),
+                )
+            )
+        return len(keys) - int(busy or 0)
+
+    @unavailable_on_connection_errors
     async def queue_counts(self, owner: str) -> QueueCounts:
         """``owner``'s jobs waiting and being fetched, and when one last completed."""
         async with self.db.read() as conn:

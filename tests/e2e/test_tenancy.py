@@ -2,9 +2,10 @@
 
 import uuid
 
+import httpx
 import pytest
 
-from tests.e2e.harness import Service, ServiceFactory
+from tests.e2e.harness import Service, ServiceFactory, fast_settings, running
 
 
 async def test_auth_required_refuses_missing_and_bad_keys(service_factory: ServiceFactory) -> None:
@@ -122,17 +123,39 @@ async def test_a_submission_is_authenticated_and_rate_limited(
         assert 1 <= int(limited.headers["retry-after"]) <= 60
 
 
-async def test_pending_limit_answers_429(service_factory: ServiceFactory) -> None:
-    # No worker drains in api mode, so jobs stay pending.
-    async with service_factory(max_pending_jobs=2) as service:
+async def test_the_pending_limit_refuses_new_jobs_and_answers_the_existing_ones(
+    database_url: str,
+) -> None:
+    # No worker at all: every job stays PENDING.
+    settings = fast_settings(database_url=database_url, max_pending_jobs=2)
+    async with running("api", settings) as service:
         headers = await service.new_key()
-        urls = [f"http://pending{n}.invalid/" for n in range(3)]
-        codes = []
-        for url in urls:
-            response = await service.client.post("/api/v1/jobs", json={"url": url}, headers=headers)
-            codes.append(response.status_code)
-        # Jobs to .invalid fail fast, so at most the limit is pending at any time.
-        assert 429 in codes or codes == [201, 201, 201]
+        first, second, third = (f"http://pending{n}.invalid/" for n in range(3))
+
+        async def submit(url: str) -> httpx.Response:
+            return await service.client.post("/api/v1/jobs", json={"url": url}, headers=headers)
+
+        created = [await submit(url) for url in (first, second)]
+        assert [r.status_code for r in created] == [201, 201]
+        refused = await submit(third)
+        assert refused.status_code == 429
+        assert int(refused.headers["retry-after"]) >= 1
+        # A retry of a URL whose job is pending adds nothing: it answers that job.
+        again = await submit(second.upper().replace("HTTP://", "http://"))
+        assert again.status_code == 200
+        assert again.json()["id"] == created[1].json()["id"]
+
+        async def batch(urls: list[str]) -> httpx.Response:
+            return await service.client.post(
+                "/api/v1/jobs/batch", json={"urls": urls}, headers=headers
+            )
+
+        answered = await batch([first, second, first])
+        assert answered.status_code == 200
+        assert (answered.json()["created"], answered.json()["existing"]) == (0, 3)
+        assert (await batch([first, third])).status_code == 429
+        listed = await service.client.get("/api/v1/jobs", headers=headers)
+        assert len(listed.json()["jobs"]) == 2
 
 
 async def test_list_filters_and_paginates_stably(service: Service) -> None:
