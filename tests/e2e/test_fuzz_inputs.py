@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 from urllib.parse import quote
 
 import asyncpg
@@ -565,7 +565,11 @@ class SQLiteFingerprint:
     """:func:`fingerprint` of a SQLite file, read with the standard library's driver on the
     loop's thread: the same two queries without two hops to aiosqlite's thread (a fuzz run
     reads it after each of its 17,600 requests). WAL mode lets it read beside the app's
-    connections, as any other reader would."""
+    connections, as any other reader would.
+
+    SQLite's ``data_version`` moves whenever another connection commits: while it stands still
+    the file is as it was, and so is its fingerprint (most cases are refusals that wrote
+    nothing, so the two queries run only after the few that did)."""
 
     def __init__(self, path: str) -> None:
         self._connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
@@ -573,11 +577,15 @@ class SQLiteFingerprint:
         literal = {"literal_binds": True}
         self._state = str(_STATE.compile(dialect=dialect, compile_kwargs=literal))
         self._keys = str(_KEYS.compile(dialect=dialect, compile_kwargs=literal))
+        self._seen: tuple[int, tuple[Any, ...]] | None = None
 
     async def __call__(self) -> tuple[Any, ...]:
-        state = self._connection.execute(self._state).fetchone()
-        keys = self._connection.execute(self._keys).fetchall()
-        return tuple(state), tuple(map(tuple, keys))
+        [version] = self._connection.execute("PRAGMA data_version").fetchone()
+        if self._seen is None or self._seen[0] != version:
+            state = self._connection.execute(self._state).fetchone()
+            keys = self._connection.execute(self._keys).fetchall()
+            self._seen = version, (tuple(state), tuple(map(tuple, keys)))
+        return self._seen[1]
 
     async def aclose(self) -> None:
         self._connection.close()
@@ -585,29 +593,48 @@ class SQLiteFingerprint:
 
 class PostgresFingerprint:
     """:func:`fingerprint` of a PostgreSQL database, over an asyncpg connection of its own with
-    the two queries prepared once (SQLAlchemy's pool, compilation and result rows cost more
-    than the queries on these small tables)."""
+    its statements prepared once (SQLAlchemy's pool, compilation and result rows cost more
+    than the queries on these small tables).
+
+    A commit anywhere on the server changes its current snapshot (a newer ``xmax``, or one id
+    fewer in progress): while the snapshot stands still, nothing was written, and the
+    fingerprint read with it still holds. One round trip to see that; when it moved, one more
+    reads the snapshot and the fingerprint in one statement."""
 
     def __init__(self, url: sa.URL) -> None:
         self._dsn = url.set(drivername="postgresql").render_as_string(hide_password=False)
         dialect = postgresql_dialect.dialect()
         literal = {"literal_binds": True}
-        self._sql = [
+        state, keys = (
             str(query.compile(dialect=dialect, compile_kwargs=literal)) for query in (_STATE, _KEYS)
+        )
+        self._sql = [
+            f"SELECT {_SNAPSHOT}",
+            f"SELECT {_SNAPSHOT}, state.*, (SELECT array_agg(key ORDER BY key.id) "
+            f"FROM ({keys}) AS key) FROM ({state}) AS state",
         ]
         self._connection: asyncpg.Connection | None = None
         self._statements: list[Any] = []
+        self._seen: tuple[str, tuple[Any, ...]] | None = None
 
     async def __call__(self) -> tuple[Any, ...]:
         if self._connection is None:
             self._connection = await asyncpg.connect(self._dsn)
             self._statements = [await self._connection.prepare(sql) for sql in self._sql]
-        state, keys = self._statements
-        return tuple(await state.fetchrow()), tuple(map(tuple, await keys.fetch()))
+        snapshot, everything = self._statements
+        if self._seen is None or self._seen[0] != await snapshot.fetchval():
+            row = await everything.fetchrow()
+            keys = tuple(tuple(key) for key in row[-1] or ())
+            self._seen = row[0], (tuple(row[1:-1]), keys)
+        return self._seen[1]
 
     async def aclose(self) -> None:
         if self._connection is not None:
             await self._connection.close()
+
+
+#: The server's current snapshot, as text: ``xmin:xmax:ids in progress``.
+_SNAPSHOT = "pg_current_snapshot()::text"
 
 
 Fingerprinter = SQLiteFingerprint | PostgresFingerprint
@@ -772,14 +799,64 @@ def explicit_examples(surface: Surface) -> list[Any]:
 
 
 async def fuzz_surface(fuzzer: Fuzzer, surface: Surface) -> None:
-    """``surface``'s explicit values in turn, sent from the loop, then one Hypothesis run of
-    generated ones; raises on the first failure (a generated value shrunk to a minimal one)."""
+    """``surface``'s explicit values in turn, then Hypothesis's generated ones, all sent from
+    the loop; raises on the first failure (a generated value shrunk to a minimal one)."""
     for value in explicit_examples(surface):
         await fuzzer.check(surface, value)
-    await asyncio.to_thread(fuzz_generated, fuzzer, surface)
+    await fuzz_drawn(fuzzer, surface)
 
 
-def fuzz_generated(fuzzer: Fuzzer, surface: Surface) -> None:
+async def fuzz_drawn(fuzzer: Fuzzer, surface: Surface) -> None:
+    """The values :func:`fuzz_generated` would send to ``surface``, drawn once for all the
+    surfaces of its kind; a failure hands the surface to Hypothesis, which shrinks it.
+
+    Derandomized, Hypothesis seeds a run with the digest of its test's source: ``run`` below,
+    the same for every surface. What it draws then depends on the strategy and on the constants
+    it gathers from the loaded modules, so every surface of a kind gets the same values while
+    ``sys.modules`` stays as it was (a module loaded meanwhile sends the surface to Hypothesis
+    too). A run per surface cost more CPU than the app's answers to the values it drew."""
+    modules = len(sys.modules)
+    values = drawn(surface, modules)
+    try:
+        for value in values:
+            await fuzzer.check(surface, value)
+    except (Exception, BaseExceptionGroup):
+        await asyncio.to_thread(fuzz_generated, fuzzer, surface)
+        raise  # Hypothesis's own run passed: the failure seen stands
+    if len(sys.modules) != modules:
+        await asyncio.to_thread(fuzz_generated, fuzzer, surface)
+
+
+class Drawing:
+    """Takes the place of a :class:`Fuzzer` in :func:`fuzz_generated`: keeps what it is sent."""
+
+    def __init__(self) -> None:
+        self.values: list[Any] = []
+
+    def send(self, surface: Surface, value: Any) -> None:
+        self.values.append(value)
+
+
+#: (strategy, how many modules were loaded) -> the values :func:`fuzz_generated` drew.
+_DRAWN: dict[tuple[st.SearchStrategy[Any], int], tuple[Any, ...]] = {}
+
+
+def drawn(surface: Surface, modules: int) -> tuple[Any, ...]:
+    """The values :func:`fuzz_generated` sends to a surface of ``surface``'s kind while
+    ``modules`` are loaded."""
+    key = (strategy_for(surface), modules)
+    if key not in _DRAWN:
+        drawing = Drawing()
+        fuzz_generated(drawing, surface)
+        _DRAWN[key] = tuple(drawing.values)
+    return _DRAWN[key]
+
+
+class Sender(Protocol):
+    def send(self, surface: Surface, value: Any) -> None: ...
+
+
+def fuzz_generated(fuzzer: Sender, surface: Surface) -> None:
     """Hypothesis runs synchronously: in a thread, sending each case to the loop."""
 
     @fuzz_settings(EXAMPLES)
@@ -850,6 +927,27 @@ def test_a_new_endpoint_without_baselines_is_named() -> None:
         "POST /api/v1/widgets/{widget_id} [body-whole]",
         "POST /api/v1/widgets/{widget_id} [body-extra]",
     ]
+
+
+def test_every_surface_of_a_kind_draws_the_same_values() -> None:
+    """What :func:`fuzz_drawn` stands on: Hypothesis's run for one surface draws what its run
+    for another of the same kind would (a seed or a strategy of a surface's own would make the
+    values drawn once for all of them wrong for all but one)."""
+    job = Operation("GET", "/api/v1/jobs/{job_id}", (("path", "job_id", True),))
+    tool = Operation(TOOL, "crawl_status", ())
+    kinds = [
+        (Surface(job, "path", "job_id"), Surface(job, "header", "Authorization")),
+        (Surface(job, "query", "cursor"), Surface(tool, "argument", "since")),
+        (Surface(tool, "argument", "crawl_id"), Surface(job, "body", "url")),
+        (Surface(job, "body-whole", ""), Surface(tool, "body-whole", "")),
+    ]
+    for one, other in kinds:
+        first, second = Drawing(), Drawing()
+        fuzz_generated(first, one)
+        fuzz_generated(second, other)
+        assert len(first.values) == EXAMPLES
+        assert repr(first.values) == repr(second.values), (one.label, other.label)
+        assert repr(drawn(other, len(sys.modules))) == repr(tuple(first.values))
 
 
 #: The surfaces are fuzzed in this many parts per database, each a test of its own that the
