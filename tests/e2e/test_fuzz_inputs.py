@@ -950,6 +950,33 @@ def test_every_surface_of_a_kind_draws_the_same_values() -> None:
         assert repr(drawn(other, len(sys.modules))) == repr(tuple(first.values))
 
 
+class _Picky:
+    """A fuzzer that finds a text of more than three characters wrong: what it is sent, from
+    the loop or from Hypothesis's thread, is kept."""
+
+    def __init__(self) -> None:
+        self.seen: list[Any] = []
+
+    async def check(self, surface: Surface, value: Any) -> None:
+        self.send(surface, value)
+
+    def send(self, surface: Surface, value: Any) -> None:
+        self.seen.append(value)
+        assert not (isinstance(value, str) and len(value) > 3), "a long text"
+
+
+async def test_a_drawn_value_that_fails_is_shrunk_by_hypothesis() -> None:
+    surface = Surface(Operation("GET", "/api/v1/jobs", ()), "query", "q")
+    values = drawn(surface, len(sys.modules))
+    assert any(isinstance(value, str) and len(value) > 3 for value in values)
+    picky = _Picky()
+    with pytest.raises(AssertionError, match="a long text") as failed:
+        await fuzz_drawn(picky, surface)  # type: ignore[arg-type]
+    assert "run(" in "\n".join(getattr(failed.value, "__notes__", []))  # Hypothesis's report
+    assert len(picky.seen) > len(values)  # the drawn values, then Hypothesis's own run
+    assert len(picky.seen[-1]) > 3  # which replays the failure it shrank to last
+
+
 #: The surfaces are fuzzed in this many parts per database, each a test of its own that the
 #: suite's processes share (tests/support/scheduling.py: a ``shard`` is a work unit).
 SHARDS = 4
