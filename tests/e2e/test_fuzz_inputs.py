@@ -578,10 +578,12 @@ class SQLiteFingerprint:
         self._state = str(_STATE.compile(dialect=dialect, compile_kwargs=literal))
         self._keys = str(_KEYS.compile(dialect=dialect, compile_kwargs=literal))
         self._seen: tuple[int, tuple[Any, ...]] | None = None
+        self.reads = 0  # of the fingerprint itself
 
     async def __call__(self) -> tuple[Any, ...]:
         [version] = self._connection.execute("PRAGMA data_version").fetchone()
         if self._seen is None or self._seen[0] != version:
+            self.reads += 1
             state = self._connection.execute(self._state).fetchone()
             keys = self._connection.execute(self._keys).fetchall()
             self._seen = version, (tuple(state), tuple(map(tuple, keys)))
@@ -616,6 +618,7 @@ class PostgresFingerprint:
         self._connection: asyncpg.Connection | None = None
         self._statements: list[Any] = []
         self._seen: tuple[str, tuple[Any, ...]] | None = None
+        self.reads = 0  # of the fingerprint itself
 
     async def __call__(self) -> tuple[Any, ...]:
         if self._connection is None:
@@ -623,6 +626,7 @@ class PostgresFingerprint:
             self._statements = [await self._connection.prepare(sql) for sql in self._sql]
         snapshot, everything = self._statements
         if self._seen is None or self._seen[0] != await snapshot.fetchval():
+            self.reads += 1
             row = await everything.fetchrow()
             keys = tuple(tuple(key) for key in row[-1] or ())
             self._seen = row[0], (tuple(row[1:-1]), keys)
@@ -669,6 +673,10 @@ class Fuzzer:
 
     async def fingerprint(self) -> tuple[Any, ...]:
         return await self._fingerprint()
+
+    @property
+    def fingerprint_reads(self) -> int:
+        return self._fingerprint.reads
 
     async def begin(self) -> None:
         """Take the state before the first case."""
@@ -1049,7 +1057,8 @@ async def every_input_surface_survives_hostile_values(database_url: str, shard: 
         f"over {len(found)} of {len(every)} surfaces of "
         f"{len({s.operation.label for s in found})} operations ({len(tools)} surfaces of "
         f"{len(TOOLS)} MCP tools: {sum(fuzzer.cases[label] for label in tools)} calls; "
-        f"{cursor_cases} to cursor and since surfaces); answers {dict(fuzzer.statuses)}"
+        f"{cursor_cases} to cursor and since surfaces); answers {dict(fuzzer.statuses)}; "
+        f"the database read again after {fuzzer.fingerprint_reads} of them"
     )
     assert not failures, "\n\n".join(failures)
     assert all(fuzzer.cases[surface.label] > 0 for surface in found)
