@@ -173,6 +173,18 @@ class SearchHit:
     fetched_at: datetime | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """A chunk's place in one ranking: ``key``, what the store reads it by (the same chunk has
+    the same key in each of a store's rankings), its ``score``, and its ``hit`` where the store
+    read it with the ranking (else :meth:`~taskcrawler.storage.ports.ChunkRepository.hits`
+    reads it)."""
+
+    key: Hashable
+    score: float
+    hit: SearchHit | None = None
+
+
 #: Words of a query that keyword search looks for, at most: a question, not a document.
 MAX_QUERY_TERMS = 32
 _TERM = re.compile(r"\w+")

@@ -15,13 +15,14 @@ import time
 from array import array
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from taskcrawler.domain.chunks import (
+    Ranked,
     Reembedded,
     SearchHit,
     SearchQuery,
@@ -30,7 +31,7 @@ from taskcrawler.domain.chunks import (
     query_terms,
     query_weight,
 )
-from taskcrawler.storage.chunks import HIT_COLUMNS, ChunkStoreBase, hit, scope
+from taskcrawler.storage.chunks import ChunkStoreBase, hit, read_hits, scope
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.sqlite import sql
 from taskcrawler.storage.sqlite.vectors import VectorIndex, extended, kept, nearest
@@ -126,32 +127,39 @@ class SqliteChunkStore(ChunkStoreBase):
     async def semantic(
         self, query: SearchQuery, *, model: str, vector: Sequence[float]
     ) -> list[SearchHit]:
+        async with self.db.read() as conn:
+            found = await self._nearest(conn, query, model, vector)
+            read = await read_hits(conn, [chunk_id for chunk_id, _ in found]) if found else {}
+        return [replace(read[i], score=score) for i, score in found if i in read]
+
+    @unavailable_on_connection_errors
+    async def semantic_ranking(
+        self, query: SearchQuery, *, model: str, vector: Sequence[float]
+    ) -> list[Ranked]:
+        """:meth:`semantic`'s chunks keyed by id, not read."""
+        async with self.db.read() as conn:
+            found = await self._nearest(conn, query, model, vector)
+        return [Ranked(chunk_id, score) for chunk_id, score in found]
+
+    async def _nearest(
+        self, conn: AsyncConnection, query: SearchQuery, model: str, vector: Sequence[float]
+    ) -> list[tuple[int, float]]:
         """Every vector of the caller's (of the crawl's, the page's) for this model, exactly
-        or, over a large matrix, by sign first (:mod:`.vectors`), scored in a worker thread.
-        The caller's whole matrix is kept in memory while its chunks do not change."""
+        or, over a large matrix, by sign first (:mod:`.vectors`), scored in a worker thread:
+        the ``query.k`` nearest chunks' ids and cosines. The caller's whole matrix is kept in
+        memory while its chunks do not change."""
         np = await numpy()
 
-        conditions = [*scope(query), chunks.c.model == model, chunks.c.dim == len(vector)]
-        async with self.db.read() as conn:
-            if not query.filtered:
-                key = (query.owner, model, len(vector))
-                index = await self._index(conn, key)
-            else:
-                ids, matrix = await _load(conn, conditions, len(vector))
-                index = VectorIndex(ids, matrix, signs=None)  # read for this search alone
-            if not len(index):
-                return []
-            target = np.asarray(vector, np.float32)
-            score_of = dict(await asyncio.to_thread(nearest, np, index, target, query.k))
-            found = (
-                await conn.execute(
-                    sa.select(chunks.c.id, *HIT_COLUMNS)
-                    .join(jobs, jobs.c.id == chunks.c.job_id)
-                    .where(chunks.c.id.in_(list(score_of)))
-                )
-            ).all()
-        by_id = {row.id: row for row in found}
-        return [hit(by_id[i], score) for i, score in score_of.items() if i in by_id]
+        if not query.filtered:
+            index = await self._index(conn, (query.owner, model, len(vector)))
+        else:
+            conditions = [*scope(query), chunks.c.model == model, chunks.c.dim == len(vector)]
+            ids, matrix = await _load(conn, conditions, len(vector))
+            index = VectorIndex(ids, matrix, signs=None)  # read for this search alone
+        if not len(index):
+            return []
+        target = np.asarray(vector, np.float32)
+        return await asyncio.to_thread(nearest, np, index, target, query.k)
 
     async def _index(self, conn: AsyncConnection, key: tuple[str, str, int]) -> VectorIndex:
         """The vectors of the owner's chunks of a model and dimension (``key``), from memory
@@ -205,6 +213,18 @@ class SqliteChunkStore(ChunkStoreBase):
 
     @unavailable_on_connection_errors
     async def keyword(self, query: SearchQuery) -> list[SearchHit]:
+        found = await self._keyword(query, read=True)
+        return [hit(row, score) for row, score in found]
+
+    @unavailable_on_connection_errors
+    async def keyword_ranking(self, query: SearchQuery) -> list[Ranked]:
+        """:meth:`keyword`'s chunks keyed by id, not read."""
+        found = await self._keyword(query, read=False)
+        return [Ranked(row.id, score) for row, score in found]
+
+    async def _keyword(self, query: SearchQuery, *, read: bool) -> list[tuple[Any, float]]:
+        """The best ``query.k`` chunks' rows (what a search answers where ``read``, else their
+        ``id``) and scores."""
         terms = query_terms(query.text)
         if not terms:
             return []
@@ -216,12 +236,13 @@ class SqliteChunkStore(ChunkStoreBase):
             weight = query_weight(bm25_idf(max(total, n), n) for n in holding.values())
             rows: list[Any] = []
             if not query.filtered:
-                rows = await self._pruned(conn, query, present, holding, total)
+                rows = await self._pruned(conn, query, present, holding, total, read=read)
             if len(rows) < query.k:
                 # Filtered, or other owners' chunks crowded the owner's out: every match.
-                stmt = sql.keyword_search(scope(query), fts_match(present), query.k)
+                ranking = sql.keyword_ranking(scope(query), fts_match(present), query.k)
+                stmt = sql.hits_of(ranking.subquery("ranked")) if read else ranking
                 rows = list(await conn.execute(stmt))
-        return [hit(row, row.score / weight) for row in rows]
+        return [(row, (row.score if read else -row.rank) / weight) for row in rows]
 
     async def _pruned(
         self,
@@ -230,6 +251,8 @@ class SqliteChunkStore(ChunkStoreBase):
         terms: list[str],
         holding: Mapping[str, int],
         total: int,
+        *,
+        read: bool,
     ) -> list[Any]:
         """The best ``query.k`` of the caller's chunks, FTS5 reading no more than about
         :data:`POSTINGS_BUDGET` postings of the query's rarer terms (each term's rarity it
@@ -256,8 +279,8 @@ class SqliteChunkStore(ChunkStoreBase):
             matches.append(f"({fts_match(rare)}) AND ({fts_match(common)})")
         params: dict[str, str | int] = {f"m{n}": match for n, match in enumerate(matches)}
         params |= {"owner": query.owner, "depth": max(KEYWORD_CANDIDATES, 4 * query.k)}
-        stmt = sql.pruned_keyword_search(len(matches))
-        return list(await conn.execute(stmt, params | {"k": query.k}))
+        built = sql.pruned_keyword_search if read else sql.pruned_keyword_ranking
+        return list(await conn.execute(built(len(matches)), params | {"k": query.k}))
 
     async def _holding(self, conn: AsyncConnection, terms: list[str]) -> tuple[int, dict[str, int]]:
         """The chunks in the index and how many hold each of ``terms``: counted at most every
