@@ -272,7 +272,7 @@ class SqliteChunkStore(ChunkStoreBase):
         terms alone. Which terms those are is judged from the store's counts (``total`` and
         ``holding``, taken within the same :data:`CHUNK_COUNT_SECONDS`): a term the index
         outgrew meanwhile is one held by nearly half the chunks, whose rarity is near the floor."""
-        rare, common = split_by_rarity(terms, holding, POSTINGS_BUDGET)
+        rare, common = split_by_rarity(terms, holding, POSTINGS_BUDGET, query.k)
         common = [term for term in common if not bm25_idf_floored(total, holding[term])]
         matches = [fts_match(rare)]
         if common:
@@ -319,14 +319,15 @@ def fts_match(terms: Sequence[str]) -> str:
 
 
 def split_by_rarity(
-    terms: Sequence[str], holding: Mapping[str, int], budget: int
+    terms: Sequence[str], holding: Mapping[str, int], budget: int, at_least: int = 1
 ) -> tuple[list[str], list[str]]:
     """``terms`` (every one held by some chunk) as the rarest, whose postings add up to no more
-    than ``budget`` (at least the rarest one), and the rest."""
+    than ``budget`` or, where fewer than ``at_least`` postings, up to the first rarer terms
+    that hold that many; and the rest."""
     rare: list[str] = []
     postings = 0
     for term in sorted(terms, key=lambda t: holding[t]):
-        if rare and postings + holding[term] > budget:
+        if postings >= at_least and postings + holding[term] > budget:
             break
         rare.append(term)
         postings += holding[term]
