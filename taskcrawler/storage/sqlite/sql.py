@@ -181,10 +181,14 @@ def owner_ids(owner: str, model: str, upto: int) -> sa.Select[Any]:
     )
 
 
-#: Chunks in the FTS5 index, for BM25's rarity of a term, and ``chunks_version`` (whether any
-#: chunk was written since the last count).
+#: Chunks in the FTS5 index, for BM25's rarity of a term, ``chunks_version`` (whether any
+#: chunk was written since the last count), and the least and the greatest of the chunks'
+#: owners (the same where one owner holds every chunk): each of the last two one descent of
+#: the (owner, model) index.
 CORPUS_FIGURES = sa.text(
-    "SELECT (SELECT version FROM chunks_version) AS version, (SELECT count(*) FROM chunks) AS n"
+    "SELECT (SELECT version FROM chunks_version) AS version, (SELECT count(*) FROM chunks) AS n,"
+    " (SELECT min(owner) FROM chunks) AS first_owner,"
+    " (SELECT max(owner) FROM chunks) AS last_owner"
 )
 
 
