@@ -750,3 +750,24 @@ async def test_closing_the_store_ends_a_corpus_count_that_never_answers(
     await storage.close()
     assert len(stuck) == 1 and stuck[0].cancelled()
     assert storage.db.engine.pool.checkedout() == 0
+
+
+async def test_a_filtered_search_after_a_crawl_outgrew_the_counted_chunks(
+    storage: Storage,
+) -> None:
+    """Chunks written since the owner's chunks were counted may hold a word more often than
+    that count (a first page, then a crawl's many): a filtered search, which counts its terms
+    anew, ranks them all the same (a term held by more chunks than counted is the commonest)."""
+    first = await _job(storage, "http://a.test/")
+    await storage.chunks.replace(_page(first, [("kettle on the stove", _unit(1, 0, 0, 0))]), "h")
+    assert len(await storage.chunks.keyword(SearchQuery("", "kettle"))) == 1  # counted: 1
+    crawl = uuid4()
+    for n in range(3):
+        job = await _job(storage, f"http://b.test/{n}")
+        page = _page(job, [(f"kettle number {n}", _unit(1, 0, 0, 0))], crawl_id=crawl)
+        await storage.chunks.replace(page, "h")
+    hits = await storage.chunks.keyword(SearchQuery("", "kettle", host="b.test"))
+    assert sorted(h.url for h in hits) == [f"http://b.test/{n}" for n in range(3)]
+    assert all(0 < h.score <= 1 for h in hits)
+    hits = await storage.chunks.keyword(SearchQuery("", "kettle", crawl_id=crawl))
+    assert len(hits) == 3
