@@ -15,6 +15,7 @@ from sqlalchemy import event as sa_event
 
 from taskcrawler.cli.main import main as cli_main
 from taskcrawler.domain.chunks import (
+    MAX_QUERY_TERMS,
     Chunk,
     EmbeddedChunk,
     PageChunks,
@@ -771,3 +772,28 @@ async def test_a_filtered_search_after_a_crawl_outgrew_the_counted_chunks(
     assert all(0 < h.score <= 1 for h in hits)
     hits = await storage.chunks.keyword(SearchQuery("", "kettle", crawl_id=crawl))
     assert len(hits) == 3
+
+
+async def test_words_joined_by_underscores_count_against_the_query_s_terms(
+    pgvector_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL's parser splits ``a_b`` into two words: a query of words joined by
+    underscores reads no more terms' postings than one of as many words apart."""
+    storage = open_storage(pgvector_url)
+    counted: list[list[str]] = []
+    holding = storage.chunks._holding  # type: ignore[attr-defined]
+
+    async def spied(conn: Any, owner: str, terms: list[str]) -> dict[str, int]:
+        counted.append(terms)
+        return cast(dict[str, int], await holding(conn, owner, terms))
+
+    monkeypatch.setattr(storage.chunks, "_holding", spied)
+    try:
+        job = await _job(storage, "http://a.test/")
+        words = [f"w{n}" for n in range(100)]
+        await storage.chunks.replace(_page(job, [(" ".join(words), _unit(1, 0, 0, 0))]), "h")
+        [found] = await storage.chunks.keyword(SearchQuery("", "_".join(words)))
+    finally:
+        await storage.close()
+    assert found.chunk_index == 0
+    assert [len(terms) for terms in counted] == [MAX_QUERY_TERMS]
