@@ -29,7 +29,7 @@ def test_benchmark_runs_end_to_end(pg_admin_url: str, redis_url: str, tmp_path: 
     run_bench(
         "run",
         "--size", "10", "--repeat", "2", "--quick", "--no-scrapy",
-        "--posts", "20", "--open-seconds", "0.5", "--rate", "40",
+        "--posts", "20", "--open-seconds", "0.5", "--rate", "40", "--insert-seconds", "0.1",
         "--pg-url", pg_admin_url, "--redis-url", redis_url,
         "--out", str(out), "--json", str(raw), "--timeout", "120",
     )  # fmt: skip

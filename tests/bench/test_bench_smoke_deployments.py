@@ -31,7 +31,7 @@ def test_ab_compares_the_api_under_a_steady_load(pg_admin_url: str, redis_url: s
     # process, and in embedded mode the API's inserts then hung until the timeout.)
     out = run_bench(
         "ab", ".", ".", "--phase", "open", "--mode", "embedded", "--pairs", "1",
-        "--seconds", "1", "--rate", "30",
+        "--seconds", "1", "--rate", "30", "--warm-up", "0",
         "--pg-url", pg_admin_url, "--redis-url", redis_url, "--timeout", "120",
     )  # fmt: skip
     runs = [line for line in out.splitlines() if line.startswith("pair 1 ")]
