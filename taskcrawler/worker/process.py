@@ -92,7 +92,7 @@ class WorkerProcess:
         self._process: asyncio.subprocess.Process | None = None
         self._stopping = asyncio.Event()
         #: This process got a stop signal: its stop is on its way (see :meth:`_observe_signals`).
-        self._signalled = asyncio.Event()
+        self._signalled = False
         self._observed: dict[int, tuple[SignalHandler, SignalHandler]] = {}
         self._supervisor: asyncio.Task[None] | None = None
 
@@ -121,7 +121,6 @@ class WorkerProcess:
         """
         if threading.current_thread() is not threading.main_thread():
             return
-        loop = asyncio.get_running_loop()
         for signum in STOP_SIGNALS:
             previous = signal.getsignal(signum)
             if not callable(previous):
@@ -130,9 +129,8 @@ class WorkerProcess:
             def observed(
                 number: int, frame: FrameType | None, previous: SignalHandler = previous
             ) -> Any:
-                if self._observed:  # not once stopped (another handler may wrap this one)
-                    with contextlib.suppress(RuntimeError):  # a closed loop: nothing to tell
-                        loop.call_soon_threadsafe(self._signalled.set)
+                # Only a flag: a handler runs between any two bytecodes of the loop's.
+                self._signalled = True
                 return previous(number, frame)
 
             signal.signal(signum, observed)
@@ -178,7 +176,7 @@ class WorkerProcess:
                 self.sender.detach()
             if _stopped_as_asked(code):
                 await self._stopping_within(STOP_SETTLE_SECONDS)
-            if self._signalled.is_set():
+            if self._signalled:
                 await self._stopping.wait()  # however long its requests take to end
             if self._stopping.is_set():
                 return
