@@ -187,7 +187,9 @@ class Ranked:
 
 #: Words of a query that keyword search looks for, at most: a question, not a document.
 MAX_QUERY_TERMS = 32
-_TERM = re.compile(r"\w+")
+#: A word: letters and digits. Not the underscore, which both databases' parsers split words
+#: on: ``a_b`` is two of the words that :data:`MAX_QUERY_TERMS` counts.
+_TERM = re.compile(r"[^\W_]+")
 #: Words too common to say what a question is about; leaving them out keeps a keyword search
 #: (which matches any word) from ranking pages by how many "the" and "how" they hold.
 STOPWORDS = frozenset(

@@ -84,8 +84,8 @@ class JobRepository(Protocol):
 
     async def count_unfinished(self, owner: str) -> int: ...
 
-    async def count_new_unfinished(self, owner: str, urls: Sequence[str]) -> int:
-        """How many unfinished jobs submitting ``urls`` would add to ``owner``'s."""
+    async def count_new_unfinished(self, requests: Sequence[NewJob]) -> int:
+        """How many unfinished jobs submitting ``requests`` would add to their owner's."""
         ...
 
     async def queue_counts(self, owner: str) -> QueueCounts: ...

@@ -15,6 +15,7 @@ from sqlalchemy import event as sa_event
 
 from taskcrawler.cli.main import main as cli_main
 from taskcrawler.domain.chunks import (
+    MAX_QUERY_TERMS,
     Chunk,
     EmbeddedChunk,
     PageChunks,
@@ -871,3 +872,49 @@ async def test_closing_the_store_ends_a_corpus_count_that_never_answers(
     await storage.close()
     assert len(stuck) == 1 and stuck[0].cancelled()
     assert storage.db.engine.pool.checkedout() == 0
+
+
+async def test_a_filtered_search_after_a_crawl_outgrew_the_counted_chunks(
+    storage: Storage,
+) -> None:
+    """Chunks written since the owner's chunks were counted may hold a word more often than
+    that count (a first page, then a crawl's many): a filtered search, which counts its terms
+    anew, ranks them all the same (a term held by more chunks than counted is the commonest)."""
+    first = await _job(storage, "http://a.test/")
+    await storage.chunks.replace(_page(first, [("kettle on the stove", _unit(1, 0, 0, 0))]), "h")
+    assert len(await storage.chunks.keyword(SearchQuery("", "kettle"))) == 1  # counted: 1
+    crawl = uuid4()
+    for n in range(3):
+        job = await _job(storage, f"http://b.test/{n}")
+        page = _page(job, [(f"kettle number {n}", _unit(1, 0, 0, 0))], crawl_id=crawl)
+        await storage.chunks.replace(page, "h")
+    hits = await storage.chunks.keyword(SearchQuery("", "kettle", host="b.test"))
+    assert sorted(h.url for h in hits) == [f"http://b.test/{n}" for n in range(3)]
+    assert all(0 < h.score <= 1 for h in hits)
+    hits = await storage.chunks.keyword(SearchQuery("", "kettle", crawl_id=crawl))
+    assert len(hits) == 3
+
+
+async def test_words_joined_by_underscores_count_against_the_query_s_terms(
+    pgvector_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL's parser splits ``a_b`` into two words: a query of words joined by
+    underscores reads no more terms' postings than one of as many words apart."""
+    storage = open_storage(pgvector_url)
+    counted: list[list[str]] = []
+    holding = storage.chunks._holding  # type: ignore[attr-defined]
+
+    async def spied(conn: Any, owner: str, terms: list[str]) -> dict[str, int]:
+        counted.append(terms)
+        return cast(dict[str, int], await holding(conn, owner, terms))
+
+    monkeypatch.setattr(storage.chunks, "_holding", spied)
+    try:
+        job = await _job(storage, "http://a.test/")
+        words = [f"w{n}" for n in range(100)]
+        await storage.chunks.replace(_page(job, [(" ".join(words), _unit(1, 0, 0, 0))]), "h")
+        [found] = await storage.chunks.keyword(SearchQuery("", "_".join(words)))
+    finally:
+        await storage.close()
+    assert found.chunk_index == 0
+    assert [len(terms) for terms in counted] == [MAX_QUERY_TERMS]
