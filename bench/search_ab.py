@@ -1,17 +1,17 @@
 """Search CPU per query on a SQLite database already filled, two store versions alternated
 query by query: ``python -m bench.search_ab DATABASE [--ref main] [--claims 400]``.
 
-A is the SQLite chunk store of git ref ``--ref`` (its ``storage/sqlite/chunks.py`` and
-``sql.py``, loaded from ``git show``), B this checkout's; each has its own connections to the
-same file; both are asked through this checkout's search service (a ref whose store lacks the
-rankings it asks a hybrid search's legs for answers them from ``ChunkStoreBase``: the chunks
-read with each ranking, as that ref's hybrid search read them). The SciFact train claims are asked in each mode (k 10; one warm-up search per mode
-and variant), A then B, then B then A, and so on. Per search: wall time, and the CPU of every
-thread of this process and of its children (the embedder's process): the sum of
-``/proc/PID/task/*/schedstat``, in nanoseconds. Prints p50 / p95 / p99 / max per mode and
-variant, the load average at the start and the end, and how many top 10s (chunks, and scores
-to 9 decimals) the two gave alike; with ``--exact HOST``, how often each variant's keyword
-ranking (a keyword search's top 10, a hybrid search's keyword leg of 50) is every match's.
+A is the SQLite chunk store of git ref ``--ref`` (its ``storage/sqlite/chunks.py`` and ``sql.py``,
+loaded from ``git show``), B this checkout's; each has its own connections to the same file; both
+are asked through this checkout's search service (a ref whose store lacks the rankings it asks a
+hybrid search's legs for answers them from ``ChunkStoreBase``: the chunks read with each ranking, as
+that ref's hybrid search read them). The SciFact train claims are asked in each mode (k 10; one
+warm-up search per mode and variant), A then B, then B then A, and so on. Per search: wall time, and
+the CPU of every thread of this process and of its children (the embedder's process): the sum of
+``/proc/PID/task/*/schedstat``, in nanoseconds. Prints p50 / p95 / p99 / max per mode and variant,
+the load average at the start and the end, and how many top 10s (chunks, and scores to 9 decimals)
+the two gave alike; with ``--exact HOST``, how often each variant's keyword ranking (a keyword
+search's top 10, a hybrid search's keyword leg of 50) is every match's.
 
 Build the database with ``bench.retrieval``'s ``shuffled_pages`` and ``index_pages`` (as its
 ``--latency-chunks`` does), at the schema this checkout migrates to.
