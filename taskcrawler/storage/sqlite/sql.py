@@ -39,15 +39,11 @@ INSERT_NEW_JOBS = (
 _CHUNKS_FTS = sa.table("chunks_fts", sa.column("rowid", sa.Integer()))
 
 
-def keyword_search(conditions: list[sa.ColumnElement[bool]], match: str, k: int) -> sa.Select[Any]:
-    """The best ``k`` chunks whose context or text matches the FTS5 query ``match`` and
-    ``conditions``, best first (BM25, which FTS5 gives as a negative number: its opposite is
-    the score): every match ranked, and the ``k`` kept read whole."""
-    return hits_of(keyword_ranking(conditions, match, k).subquery("ranked"))
-
-
 def keyword_ranking(conditions: list[sa.ColumnElement[bool]], match: str, k: int) -> sa.Select[Any]:
-    """:func:`keyword_search`'s chunks as ``id`` and ``rank`` (best first), none read whole."""
+    """The best ``k`` chunks whose context or text matches the FTS5 query ``match`` and
+    ``conditions``, best first, as ``id`` and ``rank`` (BM25, which FTS5 gives as a negative
+    number: its opposite is the score): every match ranked, none read whole
+    (:func:`hits_of` reads those kept)."""
     rank: sa.ColumnElement[float] = sa.literal_column("rank", sa.Float())
     matching = sa.text("chunks_fts MATCH :match").bindparams(match=match)
     return (
