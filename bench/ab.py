@@ -6,7 +6,7 @@ settings to one side. Each pair runs A then B, each on a fresh deployment (its o
 Redis prefix). ``--phase e2e`` (the default): ``--size`` new pages through the batch endpoint,
 timed until every job is final, as ``bench.run`` does; prints jobs/s, CPU ms per job by process,
 how busy the worker's event loop was. ``--phase open``: single POSTs at ``--rate`` (500) for
-``--seconds`` (8, after 2 of warm-up) while the worker drains them; ``open-paused``: the same
+``--seconds`` (8, after ``--warm-up`` 2) while the worker drains them; ``open-paused``: the same
 with the worker stopped (the API alone); prints p50/p99 and CPU ms per request by process.
 Every run prints ``cpu_speed``; at the end, the means (the medians of p50 and p99) and how many
 pairs each side won.
@@ -151,11 +151,11 @@ async def one_run(
 async def steady_load(
     args: argparse.Namespace, dep: Deployment, target: str, start: int, *, paused: bool
 ) -> dict[str, Any]:
-    """2 s of warm-up, then ``args.seconds`` at ``args.rate`` POST/s; the jobs are drained after
-    each (the worker is resumed first if ``paused``)."""
+    """``args.warm_up`` seconds of warm-up (none if 0), then ``args.seconds`` at ``args.rate``
+    POST/s; the jobs are drained after each (the worker is resumed first if ``paused``)."""
     final = used = 0
     run: dict[str, Any] = {}
-    for seconds in (2.0, args.seconds):
+    for seconds in [s for s in (args.warm_up, args.seconds) if s > 0]:
         if paused:
             await pause_worker(dep)
         try:
@@ -270,6 +270,9 @@ def main() -> None:
     parser.add_argument("--size", type=int, default=5000, help="pages per run (default 5000)")
     parser.add_argument("--rate", type=float, default=500.0, help="open: POST/s (default 500)")
     parser.add_argument("--seconds", type=float, default=8.0, help="open: seconds (default 8)")
+    parser.add_argument(
+        "--warm-up", type=float, default=2.0, help="open: seconds of load not timed (default 2)"
+    )
     parser.add_argument("--pg-url", help="an admin URL (default: found or started as the tests do)")
     parser.add_argument("--redis-url", help="(default: found or started as the tests do)")
     parser.add_argument("--timeout", type=float, default=600.0)

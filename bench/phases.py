@@ -369,7 +369,7 @@ async def run_limits(
                 "--pg-url", asyncpg_url(url),
                 "--sqlite-path", str(workdir / "inserts.db"),
                 "--rows", str(cfg.size),
-                "--seconds", str(1.0 if cfg.quick else 3.0),
+                "--seconds", str(cfg.insert_seconds),
             ]  # fmt: skip
             limits["inserts"] = await run_json(processes, "limits", inserts, within=cfg.timeout)
         figures = {k: round(v) for k, v in limits["inserts"].items()}

@@ -80,6 +80,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         "--open-seconds", type=float, help="length of the steady-load phase (10; quick 3)"
     )
     parser.add_argument(
+        "--insert-seconds",
+        type=float,
+        help="length of each single-commit insert loop of the limits (3; quick 1)",
+    )
+    parser.add_argument(
         "--out", type=Path, help="write the report here (default: a new file in bench/results/)"
     )
     parser.add_argument("--json", type=Path, help="also write the raw figures here")
@@ -89,6 +94,7 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     cfg.posts = cfg.posts or (2000 if cfg.quick else 10000)
     cfg.post_seconds = 10.0 if cfg.quick else 30.0
     cfg.open_seconds = cfg.open_seconds or (3.0 if cfg.quick else 10.0)
+    cfg.insert_seconds = cfg.insert_seconds or (1.0 if cfg.quick else 3.0)
     cfg.page_base = secrets.randbelow(1_000_000) * 100
     if cfg.size < 10:
         parser.error("--size must be at least 10")

@@ -1,14 +1,17 @@
 """Search CPU per query on a SQLite database already filled, two store versions alternated
 query by query: ``python -m bench.search_ab DATABASE [--ref main] [--claims 400]``.
 
-A is the SQLite chunk store of git ref ``--ref`` (its ``storage/sqlite/chunks.py`` and
-``sql.py``, loaded from ``git show``), B this checkout's; each has its own connections to the
-same file. The SciFact train claims are asked in each mode (k 10; one warm-up search per mode
-and variant), A then B, then B then A, and so on. Per search: wall time, and the CPU of every
-thread of this process and of its children (the embedder's process): the sum of
-``/proc/PID/task/*/schedstat``, in nanoseconds. Prints p50 / p95 / p99 / max per mode and
-variant, the load average at the start and the end, and how many top 10s (chunks, and scores
-to 9 decimals) the two gave alike.
+A is the SQLite chunk store of git ref ``--ref`` (its ``storage/sqlite/chunks.py`` and ``sql.py``,
+loaded from ``git show``), B this checkout's; each has its own connections to the same file; both
+are asked through this checkout's search service (a ref whose store lacks the rankings it asks a
+hybrid search's legs for answers them from ``ChunkStoreBase``: the chunks read with each ranking, as
+that ref's hybrid search read them). The SciFact train claims are asked in each mode (k 10; one
+warm-up search per mode and variant), A then B, then B then A, and so on. Per search: wall time, and
+the CPU of every thread of this process and of its children (the embedder's process): the sum of
+``/proc/PID/task/*/schedstat``, in nanoseconds. Prints p50 / p95 / p99 / max per mode and variant,
+the load average at the start and the end, and how many top 10s (chunks, and scores to 9 decimals)
+the two gave alike; with ``--exact HOST``, how often each variant's keyword ranking (a keyword
+search's top 10, a hybrid search's keyword leg of 50) is every match's.
 
 Build the database with ``bench.retrieval``'s ``shuffled_pages`` and ``index_pages`` (as its
 ``--latency-chunks`` does), at the schema this checkout migrates to.
@@ -30,9 +33,9 @@ from typing import Any, cast
 
 from bench.measure import descendants
 from bench.retrieval import CORPUS, load
-from taskcrawler.domain.chunks import SearchHit, SearchMode, SearchQuery
+from taskcrawler.domain.chunks import FUSION_DEPTH, SearchHit, SearchMode, SearchQuery
 from taskcrawler.embed import EmbedderConfig, build_embedder
-from taskcrawler.service.search import SearchService
+from taskcrawler.service.search import HYBRID_DEPTH_FACTOR, SearchService
 from taskcrawler.storage import open_storage, upgrade_database
 from tests.support.processes import REPO_ROOT
 
@@ -107,6 +110,34 @@ async def timed(search: SearchService, query: SearchQuery) -> tuple[float, float
     return (cpu_ns() - cpu) / 1e6, (time.perf_counter() - wall) * 1000, hits
 
 
+def leg_depth(mode: SearchMode) -> int:
+    """How deep the keyword ranking compared with every match's is: a hybrid search's keyword
+    leg for a k of 10, else the 10 a keyword search answers."""
+    return max(FUSION_DEPTH, HYBRID_DEPTH_FACTOR * 10) if mode is SearchMode.HYBRID else 10
+
+
+async def compare_with_every_match(
+    searches: dict[str, SearchService],
+    found: dict[str, list[SearchHit]],
+    query: SearchQuery,
+    host: str,
+    exactly: dict[str, list[int]],
+) -> None:
+    """Count, per variant, whether its keyword ranking (a keyword search's top 10, a hybrid
+    search's keyword leg) is every match's (a filter by ``host`` that keeps every page), and
+    how many chunks of it it holds."""
+    depth = leg_depth(query.mode)
+    keyword = replace(query, k=depth, mode=SearchMode.KEYWORD)
+    every = await searches["B"].search(replace(keyword, host=host))
+    for variant in "AB":
+        ranked = found[variant]
+        if query.mode is SearchMode.HYBRID:
+            ranked = await searches[variant].chunks.keyword(keyword)
+        same, overlap = agreement(ranked, every)
+        exactly[variant][0] += same
+        exactly[variant][1] += overlap
+
+
 async def main(args: argparse.Namespace) -> None:
     url = f"sqlite+aiosqlite:///{args.database}"
     await upgrade_database(url)
@@ -135,23 +166,21 @@ async def main(args: argparse.Namespace) -> None:
                     cpu[variant].append(spent)
                     wall[variant].append(took)
                 alike += top(found["A"]) == top(found["B"])
-                if args.exact and mode is SearchMode.KEYWORD:
-                    every = await searches["B"].search(replace(query, host=args.exact))
-                    for variant in "AB":
-                        same, overlap = agreement(found[variant], every)
-                        exactly[variant][0] += same
-                        exactly[variant][1] += overlap
+                if args.exact and mode is not SearchMode.SEMANTIC:
+                    await compare_with_every_match(searches, found, query, args.exact, exactly)
             for variant in "AB":
                 print(
                     f"{mode.value:8} {variant} CPU p50/p95/p99/max {percentiles(cpu[variant])}"
                     f"  wall {percentiles(wall[variant])} ms"
                 )
             print(f"{mode.value:8} the same top 10 in {alike} of {len(claims)}", flush=True)
-            if args.exact and mode is SearchMode.KEYWORD:
+            if args.exact and mode is not SearchMode.SEMANTIC:
+                depth = leg_depth(mode)
                 for variant, (same, overlap) in exactly.items():
                     print(
-                        f"{mode.value:8} {variant} as every match ranks: {same} of {len(claims)},"
-                        f" {overlap / len(claims):.2f} of 10 on average"
+                        f"{mode.value:8} {variant} keyword top {depth} as every match ranks:"
+                        f" {same} of {len(claims)}, {overlap / len(claims):.2f} of {depth}"
+                        " on average"
                     )
     finally:
         await embedder.close()
@@ -168,6 +197,8 @@ if __name__ == "__main__":
     parser.add_argument("--corpus", type=Path, default=CORPUS, help="scifact-train's folder")
     parser.add_argument("--modes", default="keyword,semantic,hybrid")
     parser.add_argument(
-        "--exact", metavar="HOST", help="compare keyword top 10s with every match's"
+        "--exact",
+        metavar="HOST",
+        help="compare keyword top 10s and hybrid keyword legs (top 50) with every match's",
     )
     asyncio.run(main(parser.parse_args()))

@@ -173,9 +173,23 @@ class SearchHit:
     fetched_at: datetime | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class Ranked:
+    """A chunk's place in one ranking: ``key``, what the store reads it by (the same chunk has
+    the same key in each of a store's rankings), its ``score``, and its ``hit`` where the store
+    read it with the ranking (else :meth:`~taskcrawler.storage.ports.ChunkRepository.hits`
+    reads it)."""
+
+    key: Hashable
+    score: float
+    hit: SearchHit | None = None
+
+
 #: Words of a query that keyword search looks for, at most: a question, not a document.
 MAX_QUERY_TERMS = 32
-_TERM = re.compile(r"\w+")
+#: A word: letters and digits. Not the underscore, which both databases' parsers split words
+#: on: ``a_b`` is two of the words that :data:`MAX_QUERY_TERMS` counts.
+_TERM = re.compile(r"[^\W_]+")
 #: Words too common to say what a question is about; leaving them out keeps a keyword search
 #: (which matches any word) from ranking pages by how many "the" and "how" they hold.
 STOPWORDS = frozenset(

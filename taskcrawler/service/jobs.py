@@ -89,16 +89,16 @@ class JobService:
                 retry_after,
             )
 
-    async def _check_pending(self, caller: Caller, urls: Sequence[str]) -> None:
+    async def _check_pending(self, caller: Caller, requests: Sequence[NewJob]) -> None:
         limit = max_pending_jobs(caller, self.policy.max_pending_jobs)
         if limit is None:
             return
         unfinished = await self.jobs.count_unfinished(caller.owner)
-        if unfinished + len(urls) <= limit:
+        if unfinished + len(requests) <= limit:
             return
-        # Near the limit only: a URL that already has an unfinished job adds none, its
-        # submission answers that job, so an idempotent retry is never refused.
-        adding = await self.jobs.count_new_unfinished(caller.owner, urls)
+        # Near the limit only: a URL whose job is unfinished, or finished and kept as it is,
+        # adds none (its submission answers that job), so a client's retry is never refused.
+        adding = await self.jobs.count_new_unfinished(requests)
         if unfinished + adding > limit:
             raise LimitExceeded(pending_limit(limit, unfinished), retry_after=5.0)
 
@@ -119,8 +119,9 @@ class JobService:
         return NewJob.asking(url, caller.owner, options, default_callback=key_callback)
 
     async def submit(self, caller: Caller, url: str, options: JobOptions) -> Created:
-        await self._check_pending(caller, (url,))
-        created = await self.submitter.submit(self._new_job(caller, url, options))
+        job = self._new_job(caller, url, options)
+        await self._check_pending(caller, (job,))
+        created = await self.submitter.submit(job)
         self.on_created(int(created.created))
         if created.restarted:
             await self._publish([created.job.id])
@@ -130,8 +131,9 @@ class JobService:
         self, caller: Caller, urls: Sequence[str], options: JobOptions
     ) -> list[Created]:
         """All URLs in one INSERT (one round trip), each deduplicated."""
-        await self._check_pending(caller, urls)
-        results = await self.submitter.create_now([self._new_job(caller, u, options) for u in urls])
+        new_jobs = [self._new_job(caller, url, options) for url in urls]
+        await self._check_pending(caller, new_jobs)
+        results = await self.submitter.create_now(new_jobs)
         self.on_created(sum(r.created for r in results))
         await self._publish([r.job.id for r in results if r.restarted])
         return results

@@ -4,7 +4,8 @@ SQLAlchemy Core. Search and the vectors' own storage differ: see ``postgres/chun
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 from uuid import UUID
 
@@ -12,7 +13,14 @@ import orjson
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
-from taskcrawler.domain.chunks import PageChunks, SearchHit, SearchQuery, StaleChunk, StoredChunk
+from taskcrawler.domain.chunks import (
+    PageChunks,
+    Ranked,
+    SearchHit,
+    SearchQuery,
+    StaleChunk,
+    StoredChunk,
+)
 from taskcrawler.domain.jobs import JobStatus
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
@@ -56,6 +64,25 @@ def hit(row: Any, score: float) -> SearchHit:
         end=row.end_offset,
         fetched_at=row.fetched_at,
     )
+
+
+def read_ranking(hits: Sequence[SearchHit]) -> list[Ranked]:
+    """``hits`` (best first) as a ranking whose chunks are read already."""
+    return [Ranked((h.job_id, h.chunk_index), h.score, h) for h in hits]
+
+
+#: The chunks of the ids ``:ids`` with what a search answers: built once, as building and
+#: keying a statement for SQLAlchemy's cache costs more than running it.
+HITS_BY_ID = (
+    sa.select(chunks.c.id, *HIT_COLUMNS)
+    .join(jobs, jobs.c.id == chunks.c.job_id)
+    .where(chunks.c.id.in_(sa.bindparam("ids", expanding=True)))
+)
+
+
+async def read_hits(conn: AsyncConnection, ids: Sequence[Hashable]) -> dict[Hashable, SearchHit]:
+    """The chunks of ``ids`` that still exist, by id (their scores 0)."""
+    return {row.id: hit(row, 0.0) for row in await conn.execute(HITS_BY_ID, {"ids": list(ids)})}
 
 
 def like_prefix(prefix: str) -> str:
@@ -158,6 +185,37 @@ class ChunkStoreBase:
 
     async def _insert(self, conn: AsyncConnection, rows: Sequence[Mapping[str, Any]]) -> None:
         raise NotImplementedError
+
+    async def semantic(
+        self, query: SearchQuery, *, model: str, vector: Sequence[float]
+    ) -> list[SearchHit]:
+        raise NotImplementedError
+
+    async def keyword(self, query: SearchQuery) -> list[SearchHit]:
+        raise NotImplementedError
+
+    async def semantic_ranking(
+        self, query: SearchQuery, *, model: str, vector: Sequence[float]
+    ) -> list[Ranked]:
+        """:meth:`semantic`'s hits, read with their ranking."""
+        return read_ranking(await self.semantic(query, model=model, vector=vector))
+
+    async def keyword_ranking(self, query: SearchQuery) -> list[Ranked]:
+        """:meth:`keyword`'s hits, read with their ranking."""
+        return read_ranking(await self.keyword(query))
+
+    async def hits(self, ranked: Sequence[Ranked]) -> list[SearchHit]:
+        """The chunks of ``ranked`` with their scores there; those left unread (their keys the
+        chunks' ids) read in one statement."""
+        unread = [item.key for item in ranked if item.hit is None]
+        read = await self._read_hits(unread) if unread else {}
+        found = [(item, item.hit or read.get(item.key)) for item in ranked]
+        return [replace(chunk, score=item.score) for item, chunk in found if chunk is not None]
+
+    @unavailable_on_connection_errors
+    async def _read_hits(self, ids: Sequence[Hashable]) -> dict[Hashable, SearchHit]:
+        async with self.db.read() as conn:
+            return await read_hits(conn, ids)
 
     @unavailable_on_connection_errors
     async def list_for_job(self, job_id: UUID, *, owner: str) -> list[StoredChunk]:

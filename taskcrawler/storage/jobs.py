@@ -156,21 +156,19 @@ class JobStore:
         return int(count or 0)
 
     @unavailable_on_connection_errors
-    async def count_new_unfinished(self, owner: str, urls: Sequence[str]) -> int:
-        """How many unfinished jobs submitting ``urls`` would add: the distinct URLs where
-        ``owner`` has no unfinished job (a submission of such a URL answers the job it has)."""
-        keys = {url_key(url) for url in urls}
+    async def count_new_unfinished(self, requests: Sequence[NewJob]) -> int:
+        """How many unfinished jobs submitting ``requests`` would add: one per distinct URL
+        with no job, or with a finished one that its submissions run again (its plan's: a
+        failure, ``max_age`` past, formats or options it lacks); none for a URL whose job is
+        unfinished, or finished and kept as it is: its submission answers that job."""
+        keys = [(request.owner, url_key(request.url)) for request in requests]
+        asked = _asked_by_key(requests, keys)
         async with self.db.read() as conn:
-            busy = await conn.scalar(
-                sa.select(sa.func.count())
-                .select_from(jobs)
-                .where(
-                    jobs.c.owner == owner,
-                    jobs.c.url_key.in_(keys),
-                    jobs.c.status.in_(UNFINISHED_STATUSES),
-                )
+            found = await _read_existing(
+                conn, sa.tuple_(jobs.c.owner, jobs.c.url_key).in_(list(asked))
             )
-        return len(keys) - int(busy or 0)
+        now = utcnow()
+        return sum(key not in found or _runs_again(found[key][1], asked[key], now) for key in asked)
 
     @unavailable_on_connection_errors
     async def queue_counts(self, owner: str) -> QueueCounts:
@@ -363,6 +361,13 @@ async def _read_existing(
         job = row_to_job(row)
         found[(row.owner, row.url_key)] = (job, _existing_of(job, row))
     return found
+
+
+def _runs_again(existing: Existing, asked: Asked, now: datetime) -> bool:
+    """Whether a submission makes an unfinished job of a finished one."""
+    if existing.status.value in UNFINISHED_STATUSES:
+        return False
+    return plan(existing, asked, now=now).action is not Action.KEEP
 
 
 def _existing_of(job: Job, row: Any) -> Existing:

@@ -32,7 +32,8 @@ _KEY_COLUMNS = (
 
 
 def _row_to_key(row: Any) -> ApiKey:
-    return ApiKey(**{column.name: row._mapping[column.name] for column in _KEY_COLUMNS})
+    mapping = row._mapping  # a new view at each access: one for the row
+    return ApiKey(**{column.name: mapping[column.name] for column in _KEY_COLUMNS})
 
 
 class KeyStore:

@@ -15,6 +15,7 @@ from uuid import UUID
 from taskcrawler.domain.change_tracking import Previous
 from taskcrawler.domain.chunks import (
     PageChunks,
+    Ranked,
     Reembedded,
     SearchHit,
     SearchQuery,
@@ -83,8 +84,8 @@ class JobRepository(Protocol):
 
     async def count_unfinished(self, owner: str) -> int: ...
 
-    async def count_new_unfinished(self, owner: str, urls: Sequence[str]) -> int:
-        """How many unfinished jobs submitting ``urls`` would add to ``owner``'s."""
+    async def count_new_unfinished(self, requests: Sequence[NewJob]) -> int:
+        """How many unfinished jobs submitting ``requests`` would add to their owner's."""
         ...
 
     async def queue_counts(self, owner: str) -> QueueCounts: ...
@@ -316,6 +317,21 @@ class ChunkRepository(Protocol):
     async def keyword(self, query: SearchQuery) -> list[SearchHit]:
         """The ``query.k`` chunks that best match any of the query's words, by BM25 over the
         chunk's context and text."""
+        ...
+
+    async def semantic_ranking(
+        self, query: SearchQuery, *, model: str, vector: Sequence[float]
+    ) -> list[Ranked]:
+        """What :meth:`semantic` finds, as a ranking: the chunks' texts may be left unread."""
+        ...
+
+    async def keyword_ranking(self, query: SearchQuery) -> list[Ranked]:
+        """What :meth:`keyword` finds, as a ranking: the chunks' texts may be left unread."""
+        ...
+
+    async def hits(self, ranked: Sequence[Ranked]) -> list[SearchHit]:
+        """The chunks of ``ranked`` (of this store's rankings) in its order, each with its
+        score there: one read for those left unread (a chunk deleted since is left out)."""
         ...
 
     async def stale(self, model: str, *, after_id: int = 0, limit: int = 256) -> list[StaleChunk]:

@@ -85,7 +85,8 @@ def formats_of(stored: Any) -> tuple[str, ...]:
 
 def row_to_job(row: Any) -> Job:
     """The job a row of :data:`JOB_COLUMNS` holds."""
-    values = {column.name: row._mapping[column.name] for column in JOB_COLUMNS}
+    mapping = row._mapping  # a new view at each access: one for the row
+    values = {column.name: mapping[column.name] for column in JOB_COLUMNS}
     values["status"] = JobStatus(values["status"])
     values["formats"] = formats_of(values["formats"])
     values["unchanged"] = bool(values["unchanged"])

@@ -33,8 +33,11 @@ import signal
 import socket
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from types import FrameType
+from typing import Any
 
 from taskcrawler.queue.pipe import PipeSender
 
@@ -51,6 +54,10 @@ STOP_MARGIN_SECONDS = 10.0
 #: the signal was most likely sent to the whole process group (Ctrl-C in a terminal, a process
 #: manager stopping the group), and this process's own stop is on its way.
 STOP_SETTLE_SECONDS = 2.0
+#: The signals that stop this process (uvicorn's, and ``taskcrawler worker``'s).
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+SignalHandler = Callable[[int, FrameType | None], Any]
 
 
 class WorkerProcess:
@@ -84,6 +91,9 @@ class WorkerProcess:
         self.restarts = 0
         self._process: asyncio.subprocess.Process | None = None
         self._stopping = asyncio.Event()
+        #: This process got a stop signal: its stop is on its way (see :meth:`_observe_signals`).
+        self._signalled = False
+        self._observed: dict[int, tuple[SignalHandler, SignalHandler]] = {}
         self._supervisor: asyncio.Task[None] | None = None
 
     @property
@@ -97,7 +107,41 @@ class WorkerProcess:
             folder = tempfile.mkdtemp(prefix="taskcrawler-worker-")
             self.metrics_socket = os.path.join(folder, "metrics.sock")
         await self._spawn()
+        self._observe_signals()
         self._supervisor = asyncio.create_task(self._supervise(), name="worker-process")
+
+    def _observe_signals(self) -> None:
+        """Note this process's stop signals, then hand each to the handler it had.
+
+        The stop reaches :meth:`stop` late: uvicorn lets its requests end first (up to the
+        grace period, plus 5 s), and only then stops the app. A child ending meanwhile, stopped
+        by the same Ctrl-C or crashed, must not be replaced in the middle of that shutdown.
+        Only a handler that is a function is wrapped: with the default one, SIGTERM ends this
+        process at once, and an ignored signal stops nothing. Signals are the main thread's.
+        """
+        if threading.current_thread() is not threading.main_thread():
+            return
+        for signum in STOP_SIGNALS:
+            previous = signal.getsignal(signum)
+            if not callable(previous):
+                continue
+
+            def observed(
+                number: int, frame: FrameType | None, previous: SignalHandler = previous
+            ) -> Any:
+                # Only a flag: a handler runs between any two bytecodes of the loop's.
+                self._signalled = True
+                return previous(number, frame)
+
+            signal.signal(signum, observed)
+            self._observed[signum] = (observed, previous)
+
+    def _unobserve_signals(self) -> None:
+        """The handlers :meth:`_observe_signals` wrapped, back; unless another replaced ours."""
+        for signum, (observed, previous) in self._observed.items():
+            if signal.getsignal(signum) is observed:
+                signal.signal(signum, previous)
+        self._observed.clear()
 
     async def _spawn(self) -> None:
         args = list(self.command)
@@ -132,6 +176,8 @@ class WorkerProcess:
                 self.sender.detach()
             if _stopped_as_asked(code):
                 await self._stopping_within(STOP_SETTLE_SECONDS)
+            if self._signalled:
+                await self._stopping.wait()  # however long its requests take to end
             if self._stopping.is_set():
                 return
             failures = 0 if time.monotonic() - started >= STABLE_SECONDS else failures + 1
@@ -164,6 +210,7 @@ class WorkerProcess:
     async def stop(self) -> None:
         """SIGTERM the child and wait for its graceful stop; SIGKILL it if that never ends."""
         self._stopping.set()
+        self._unobserve_signals()
         if self._supervisor is not None:
             # Wherever it is (waiting, pausing, starting a child), it starts no other one.
             self._supervisor.cancel()

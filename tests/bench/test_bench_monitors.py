@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 
-from tests.bench.test_bench_smoke import run_bench
+from tests.support.bench_runs import run_bench
 
 
 def test_monitors_benchmark_runs_on_sqlite() -> None:

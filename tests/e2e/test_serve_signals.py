@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import time
@@ -229,3 +230,30 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
     except (OSError, IndexError):
         return "gone"
+
+
+async def test_a_group_stop_while_a_request_waits_starts_no_worker_process(
+    processes: ProcessManager, tmp_path: Path, target: TargetServer
+) -> None:
+    """A process manager stopping the group signals ``serve`` and its worker process together;
+    a Firecrawl scrape waiting for its page holds uvicorn's own stop (which lets requests end
+    first) well past the worker process's: no other is started meanwhile, none is called a
+    failure."""
+    port = free_port()
+    env = _serve_env(tmp_path, TASKCRAWLER_SHUTDOWN_GRACE_SECONDS="1")
+    server = processes.start(["serve", "--port", str(port)], env)
+    base = f"http://127.0.0.1:{port}"
+    await server.wait_for_http(f"{base}/healthz")
+    await _worker_process(server.pid)
+    body = {"url": target.url("/slow?delay=20"), "timeout": 5000}
+    async with aiohttp.ClientSession() as session:
+        scrape = asyncio.create_task(session.post(f"{base}/v1/scrape", json=body))
+        await asyncio.sleep(1.0)  # the request waits for its job
+        os.killpg(server.pid, signal.SIGTERM)
+        assert await server.wait(within=40) == 0, server.output()[-3000:]
+        with contextlib.suppress(aiohttp.ClientError):
+            (await scrape).release()
+    await _group_gone(server.pid)
+    output = server.output()
+    assert "exited with" not in output, output[-3000:]
+    assert output.count("worker process") == 1, output[-3000:]  # started, and no other

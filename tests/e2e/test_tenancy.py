@@ -5,6 +5,8 @@ import uuid
 import httpx
 import pytest
 
+from taskcrawler.storage.rows import utcnow
+from taskcrawler.storage.tables import jobs as jobs_table
 from tests.e2e.harness import Service, ServiceFactory, fast_settings, running
 
 
@@ -303,3 +305,34 @@ async def test_streamed_body_over_the_limit_is_413(service_factory: ServiceFacto
             "/api/v1/jobs", content=chunks(), headers={"content-type": "application/json"}
         )
         assert response.status_code == 413
+
+
+async def test_the_pending_limit_answers_a_url_whose_finished_job_a_submission_keeps(
+    database_url: str,
+) -> None:
+    """A URL whose job completed, submitted again asking nothing new, is answered with that
+    job and adds no unfinished one: at the limit it is answered, as a pending job's retry is."""
+    settings = fast_settings(database_url=database_url, max_pending_jobs=1)
+    async with running("api", settings) as service:
+        headers = await service.new_key()
+
+        async def submit(url: str) -> httpx.Response:
+            return await service.client.post("/api/v1/jobs", json={"url": url}, headers=headers)
+
+        done, waiting = "http://done.invalid/", "http://waiting.invalid/"
+        first = await submit(done)
+        async with service.storage.db.write() as conn:
+            await conn.execute(
+                jobs_table.update()
+                .where(jobs_table.c.id == uuid.UUID(first.json()["id"]))
+                .values(status="COMPLETED", fetched_at=utcnow(), finished_at=utcnow())
+            )
+        assert (await submit(waiting)).status_code == 201  # the key is at its limit
+        again = await submit(done)
+        assert (again.status_code, again.json()["id"]) == (200, first.json()["id"])
+        assert again.json()["status"] == "COMPLETED"
+        assert (await submit("http://new.invalid/")).status_code == 429
+        answered = await service.client.post(
+            "/api/v1/jobs/batch", json={"urls": [done, waiting]}, headers=headers
+        )
+        assert (answered.status_code, answered.json()["created"]) == (200, 0)

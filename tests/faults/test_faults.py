@@ -124,5 +124,5 @@ async def test_duplicate_delivery(production: Deployment) -> None:
 
 
 async def test_embedded_serve_killed_and_restarted(embedded: Deployment) -> None:
-    outcome = await scenarios.embedded_restart(embedded, jobs=100, delay=0.2, concurrency=10)
+    outcome = await scenarios.embedded_restart(embedded, jobs=100, delay=0.5, concurrency=10)
     assert_clean(outcome)

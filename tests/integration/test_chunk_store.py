@@ -15,12 +15,14 @@ from sqlalchemy import event as sa_event
 
 from taskcrawler.cli.main import main as cli_main
 from taskcrawler.domain.chunks import (
+    MAX_QUERY_TERMS,
     Chunk,
     EmbeddedChunk,
     PageChunks,
     Reembedded,
     SearchMode,
     SearchQuery,
+    confidence_fusion,
 )
 from taskcrawler.domain.errors import VectorsUnavailable
 from taskcrawler.domain.jobs import NewJob
@@ -487,6 +489,126 @@ async def test_a_keyword_search_crowded_out_by_other_owners_reads_every_match(
     assert found.url == "http://mine.test/"
 
 
+#: What only the statement that ranks every match of a keyword search says.
+EVERY_MATCH = "FROM chunks_fts JOIN chunks ON chunks.id = chunks_fts.rowid"
+
+
+def _record_statements(storage: Storage) -> list[tuple[str, tuple[Any, ...]]]:
+    """Every statement the storage runs from now on, with its parameters."""
+    statements: list[tuple[str, tuple[Any, ...]]] = []
+
+    def record(*args: Any) -> None:
+        statements.append((str(args[2]), tuple(args[3])))
+
+    sa_event.listen(storage.db.engine.sync_engine, "before_cursor_execute", record)
+    return statements
+
+
+@pytest.mark.usefixtures("small_posting_caps")
+async def test_sqlite_takes_rarer_terms_until_they_hold_k_postings_and_ranks_as_every_match(
+    sqlite_url: str,
+) -> None:
+    """The rarest word is in one chunk and the next over the budget: ranking the rare word
+    alone could not find k chunks, and every match of every word was ranked (seconds of CPU
+    at 100,000 chunks where all the other words are common). The next word joins the rare
+    ones instead, and the answer is still the one of every match."""
+    storage = open_storage(sqlite_url)
+    statements = _record_statements(storage)
+    try:
+        job = await _job(storage, "http://a.test/")
+        texts = ["zeppelin kettle", "kettle kettle pot", "kettle one", "kettle two", "pot"]
+        texts += [f"filler {n}" for n in range(6)]  # "kettle" in under half the chunks
+        await storage.chunks.replace(_page(job, [(t, _unit(1, 0, 0, 0)) for t in texts]), "h")
+        query = "zeppelin kettle"
+        statements.clear()
+        pruned = await storage.chunks.keyword(SearchQuery("", query, k=3))
+        assert not [text for text, _ in statements if EVERY_MATCH in text]
+        every = await storage.chunks.keyword(SearchQuery("", query, k=3, host="a.test"))
+    finally:
+        await storage.close()
+    assert [h.chunk_index for h in pruned] == [h.chunk_index for h in every] == [0, 1, 2]
+    assert [h.score for h in pruned] == pytest.approx([h.score for h in every])
+
+
+async def test_sqlite_ranks_k_candidates_where_one_owner_holds_every_chunk(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No other owner's chunk can crowd the caller's out of FTS5's k best: k are told the
+    owner of, not :data:`KEYWORD_CANDIDATES`. Another owner's chunk written since the chunks
+    were counted, and ranked first, has every match read: the caller still has its k."""
+    monkeypatch.setattr(sqlite_chunks, "KEYWORD_CANDIDATES", 1000)
+    storage = open_storage(sqlite_url)
+    statements = _record_statements(storage)
+
+    def depths() -> list[int]:
+        """What the pruned statements ranked: at most 1000 matches, or fewer."""
+        bound = [params for text, params in statements if text.startswith("WITH best")]
+        return [1000 if 1000 in params else 0 for params in bound]
+
+    try:
+        job = await _job(storage, "http://a.test/")
+        texts = [f"zeppelin {n}" for n in range(4)] + [f"filler {n}" for n in range(4)]
+        await storage.chunks.replace(_page(job, [(t, _unit(1, 0, 0, 0)) for t in texts]), "h")
+        query = SearchQuery("", "zeppelin", k=2)
+        assert [h.chunk_index for h in await storage.chunks.keyword(query)] == [0, 1]
+        assert depths() == [0]
+
+        theirs = await _job(storage, "http://theirs.test/", owner="them")
+        page = _page(theirs, [("zeppelin zeppelin", _unit(1, 0, 0, 0))], owner="them")
+        await storage.chunks.replace(page, "h")
+        statements.clear()
+        assert [h.chunk_index for h in await storage.chunks.keyword(query)] == [0, 1]
+        assert [text for text, _ in statements if EVERY_MATCH in text]
+
+        monkeypatch.setattr(sqlite_chunks, "CHUNK_COUNT_SECONDS", 0.0)
+        statements.clear()
+        assert [h.chunk_index for h in await storage.chunks.keyword(query)] == [0, 1]
+        assert depths() == [1000]
+    finally:
+        await storage.close()
+
+
+class AxisEmbedder:
+    """Embeds every query as the first axis, as the chunks of the tests' pages are."""
+
+    model = MODEL
+
+    async def embed(self, texts: Any, *, purpose: str = "document") -> list[list[float]]:
+        return [_unit(1, 0, 0, 0) for _ in texts]
+
+    async def close(self) -> None:
+        return None
+
+
+async def test_sqlite_hybrid_search_reads_only_the_chunks_it_keeps(sqlite_url: str) -> None:
+    """Each ranking is 50 deep and the fusion keeps k: the chunks' texts are read once, for
+    those k, and they are what fusing the two searches' hits gives."""
+    storage = open_storage(sqlite_url)
+    statements = _record_statements(storage)
+    search = SearchService(cast(Any, None), storage.chunks, cast(Any, AxisEmbedder()))
+    try:
+        job = await _job(storage, "http://a.test/")
+        texts = [(f"zeppelin {'kettle ' * (n % 3)}{n}", _unit(1, n / 20, 0, 0)) for n in range(20)]
+        await storage.chunks.replace(_page(job, texts), "h")
+        statements.clear()
+        hits = await search.search(SearchQuery("", "zeppelin kettle", k=3))
+        reads = [text for text, _ in statements if "chunks.text" in text]
+        deep = SearchQuery("", "zeppelin kettle", k=50)
+        semantic = await storage.chunks.semantic(deep, model=MODEL, vector=_unit(1, 0, 0, 0))
+        keyword = await storage.chunks.keyword(deep)
+    finally:
+        await storage.close()
+    assert len(reads) == 1
+    fused = confidence_fusion(
+        [((h.job_id, h.chunk_index), h.score) for h in semantic],
+        [((h.job_id, h.chunk_index), h.score) for h in keyword],
+    )[:3]
+    assert [(h.chunk_index, h.text) for h in hits] == [
+        (index, texts[index][0]) for (_, index), _ in fused
+    ]
+    assert [h.score for h in hits] == [score for _, score in fused]
+
+
 @pytest.mark.usefixtures("small_posting_caps")
 async def test_sqlite_builds_the_pruned_keyword_statement_once_and_binds_each_search(
     sqlite_url: str,
@@ -750,3 +872,49 @@ async def test_closing_the_store_ends_a_corpus_count_that_never_answers(
     await storage.close()
     assert len(stuck) == 1 and stuck[0].cancelled()
     assert storage.db.engine.pool.checkedout() == 0
+
+
+async def test_a_filtered_search_after_a_crawl_outgrew_the_counted_chunks(
+    storage: Storage,
+) -> None:
+    """Chunks written since the owner's chunks were counted may hold a word more often than
+    that count (a first page, then a crawl's many): a filtered search, which counts its terms
+    anew, ranks them all the same (a term held by more chunks than counted is the commonest)."""
+    first = await _job(storage, "http://a.test/")
+    await storage.chunks.replace(_page(first, [("kettle on the stove", _unit(1, 0, 0, 0))]), "h")
+    assert len(await storage.chunks.keyword(SearchQuery("", "kettle"))) == 1  # counted: 1
+    crawl = uuid4()
+    for n in range(3):
+        job = await _job(storage, f"http://b.test/{n}")
+        page = _page(job, [(f"kettle number {n}", _unit(1, 0, 0, 0))], crawl_id=crawl)
+        await storage.chunks.replace(page, "h")
+    hits = await storage.chunks.keyword(SearchQuery("", "kettle", host="b.test"))
+    assert sorted(h.url for h in hits) == [f"http://b.test/{n}" for n in range(3)]
+    assert all(0 < h.score <= 1 for h in hits)
+    hits = await storage.chunks.keyword(SearchQuery("", "kettle", crawl_id=crawl))
+    assert len(hits) == 3
+
+
+async def test_words_joined_by_underscores_count_against_the_query_s_terms(
+    pgvector_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL's parser splits ``a_b`` into two words: a query of words joined by
+    underscores reads no more terms' postings than one of as many words apart."""
+    storage = open_storage(pgvector_url)
+    counted: list[list[str]] = []
+    holding = storage.chunks._holding  # type: ignore[attr-defined]
+
+    async def spied(conn: Any, owner: str, terms: list[str]) -> dict[str, int]:
+        counted.append(terms)
+        return cast(dict[str, int], await holding(conn, owner, terms))
+
+    monkeypatch.setattr(storage.chunks, "_holding", spied)
+    try:
+        job = await _job(storage, "http://a.test/")
+        words = [f"w{n}" for n in range(100)]
+        await storage.chunks.replace(_page(job, [(" ".join(words), _unit(1, 0, 0, 0))]), "h")
+        [found] = await storage.chunks.keyword(SearchQuery("", "_".join(words)))
+    finally:
+        await storage.close()
+    assert found.chunk_index == 0
+    assert [len(terms) for terms in counted] == [MAX_QUERY_TERMS]

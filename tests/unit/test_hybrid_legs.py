@@ -9,7 +9,7 @@ from uuid import uuid4
 
 import pytest
 
-from taskcrawler.domain.chunks import SearchHit, SearchQuery
+from taskcrawler.domain.chunks import Ranked, SearchHit, SearchQuery
 from taskcrawler.domain.errors import EmbedderUnavailable
 from taskcrawler.embed import EmbeddingFailed
 from taskcrawler.service.search import SearchService
@@ -31,16 +31,21 @@ class Chunks:
     async def vectors_available(self) -> bool:
         return True
 
-    async def keyword(self, query: SearchQuery) -> list[SearchHit]:
+    async def keyword_ranking(self, query: SearchQuery) -> list[Ranked]:
         try:
             await self.embedded.wait()
         except asyncio.CancelledError:
             self.keyword_cancelled = True
             raise
-        return [_hit(1, 0.9), _hit(2, 0.5)]
+        return [Ranked(1, 0.9), Ranked(2, 0.5)]
 
-    async def semantic(self, query: SearchQuery, *, model: str, vector: Any) -> list[SearchHit]:
-        return [_hit(2, 0.8), _hit(3, 0.4)]
+    async def semantic_ranking(
+        self, query: SearchQuery, *, model: str, vector: Any
+    ) -> list[Ranked]:
+        return [Ranked(2, 0.8), Ranked(3, 0.4)]
+
+    async def hits(self, ranked: Sequence[Ranked]) -> list[SearchHit]:
+        return [_hit(cast(int, item.key), item.score) for item in ranked]
 
 
 class Embedder:

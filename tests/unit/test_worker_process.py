@@ -13,6 +13,7 @@ from uuid import uuid4
 import pytest
 
 from taskcrawler.queue.pipe import PipeSender
+from taskcrawler.worker import process as worker_process
 from taskcrawler.worker.process import WorkerProcess, WorkerProcesses
 
 #: A child that runs until SIGTERM, then exits 0 as a worker's graceful stop does.
@@ -118,4 +119,30 @@ async def test_a_child_stopped_by_a_group_signal_is_not_replaced_while_serve_sto
     await asyncio.sleep(0.5)  # the child has exited; serve's own stop begins
     await supervisor.stop()
     assert supervisor.restarts == 0
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+@pytest.mark.parametrize("ending", [signal.SIGINT, signal.SIGKILL], ids=["stopped", "crashed"])
+async def test_no_child_is_started_once_serve_itself_was_signalled(
+    ending: int, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """uvicorn stops the app (and so the supervisor) only once its requests have ended, up to
+    the grace period: a child that ends meanwhile, by the group's Ctrl-C or by a crash, is not
+    replaced in the middle of the shutdown."""
+    monkeypatch.setattr(worker_process, "STOP_SETTLE_SECONDS", 0.2)
+    received: list[int] = []
+    # As uvicorn's: the server's own stop, which lets its requests end before the app's.
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    try:
+        supervisor = WorkerProcess({}, sender=None, grace_seconds=1, command=SLEEPER)
+        await supervisor.start()
+        child = await _new_pid(supervisor, None)
+        os.kill(os.getpid(), signal.SIGINT)
+        os.kill(child, ending)
+        await asyncio.sleep(1.0)  # a request still answered, five times the settling
+        assert received == [signal.SIGINT]
+        assert supervisor.pid == child and supervisor.restarts == 0
+        await supervisor.stop()
+    finally:
+        signal.signal(signal.SIGINT, previous)
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]

@@ -294,12 +294,16 @@ def semantic_search(dim: int, filters: str) -> str:
 
 
 #: Each query term's rarity among owner ``$2``'s ``$3`` chunks (as FTS5 computes it), counted
-#: from the term index.
+#: from the term index. ``$3`` is counted apart (and kept a while): chunks stored since may
+#: hold a term more often than it says, and the logarithm of what would be negative fails, so
+#: the chunks are at least as many as the commonest term's (as ``_pruned`` takes them).
 _QUERY_TERMS = (
     "WITH q AS (SELECT DISTINCT l.lexeme AS term FROM unnest(to_tsvector('english', $1)) l),"
-    " idf AS (SELECT q.term, d.n, greatest(ln(($3::float8 - d.n + 0.5) / (d.n + 0.5)), 1e-6)"
-    " AS w FROM q, LATERAL (SELECT count(*) AS n FROM chunk_terms t"
+    " counted AS (SELECT q.term, d.n FROM q, LATERAL (SELECT count(*) AS n FROM chunk_terms t"
     " WHERE t.owner = $2 AND t.term = q.term) d),"
+    " corpus AS (SELECT greatest($3::float8, max(n)) AS n FROM counted),"
+    " idf AS (SELECT c.term, c.n, greatest(ln((corpus.n - c.n + 0.5) / (c.n + 0.5)), 1e-6)"
+    " AS w FROM counted c, corpus),"
     f" weight AS (SELECT sum(w) * {BM25_K1 + 1} AS total FROM idf),"
 )
 

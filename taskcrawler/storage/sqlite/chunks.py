@@ -15,13 +15,14 @@ import time
 from array import array
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from taskcrawler.domain.chunks import (
+    Ranked,
     Reembedded,
     SearchHit,
     SearchQuery,
@@ -30,7 +31,7 @@ from taskcrawler.domain.chunks import (
     query_terms,
     query_weight,
 )
-from taskcrawler.storage.chunks import HIT_COLUMNS, ChunkStoreBase, hit, scope
+from taskcrawler.storage.chunks import ChunkStoreBase, hit, read_hits, scope
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.sqlite import sql
 from taskcrawler.storage.sqlite.vectors import VectorIndex, extended, kept, nearest
@@ -78,6 +79,7 @@ class SqliteChunkStore(ChunkStoreBase):
         self._indexes: OrderedDict[tuple[str, str, int], _Matrix] = OrderedDict()
         # (when counted, chunks, chunks_version then)
         self._counted: tuple[float, int, int] = (-math.inf, 0, -1)
+        self._sole_owner: str | None = None  # whose every chunk was, when counted (if one's)
         self._rarity: dict[str, int] = {}  # term -> chunks holding it, when counted
 
     async def vectors_available(self) -> bool:
@@ -126,32 +128,39 @@ class SqliteChunkStore(ChunkStoreBase):
     async def semantic(
         self, query: SearchQuery, *, model: str, vector: Sequence[float]
     ) -> list[SearchHit]:
+        async with self.db.read() as conn:
+            found = await self._nearest(conn, query, model, vector)
+            read = await read_hits(conn, [chunk_id for chunk_id, _ in found]) if found else {}
+        return [replace(read[i], score=score) for i, score in found if i in read]
+
+    @unavailable_on_connection_errors
+    async def semantic_ranking(
+        self, query: SearchQuery, *, model: str, vector: Sequence[float]
+    ) -> list[Ranked]:
+        """:meth:`semantic`'s chunks keyed by id, not read."""
+        async with self.db.read() as conn:
+            found = await self._nearest(conn, query, model, vector)
+        return [Ranked(chunk_id, score) for chunk_id, score in found]
+
+    async def _nearest(
+        self, conn: AsyncConnection, query: SearchQuery, model: str, vector: Sequence[float]
+    ) -> list[tuple[int, float]]:
         """Every vector of the caller's (of the crawl's, the page's) for this model, exactly
-        or, over a large matrix, by sign first (:mod:`.vectors`), scored in a worker thread.
-        The caller's whole matrix is kept in memory while its chunks do not change."""
+        or, over a large matrix, by sign first (:mod:`.vectors`), scored in a worker thread:
+        the ``query.k`` nearest chunks' ids and cosines. The caller's whole matrix is kept in
+        memory while its chunks do not change."""
         np = await numpy()
 
-        conditions = [*scope(query), chunks.c.model == model, chunks.c.dim == len(vector)]
-        async with self.db.read() as conn:
-            if not query.filtered:
-                key = (query.owner, model, len(vector))
-                index = await self._index(conn, key)
-            else:
-                ids, matrix = await _load(conn, conditions, len(vector))
-                index = VectorIndex(ids, matrix, signs=None)  # read for this search alone
-            if not len(index):
-                return []
-            target = np.asarray(vector, np.float32)
-            score_of = dict(await asyncio.to_thread(nearest, np, index, target, query.k))
-            found = (
-                await conn.execute(
-                    sa.select(chunks.c.id, *HIT_COLUMNS)
-                    .join(jobs, jobs.c.id == chunks.c.job_id)
-                    .where(chunks.c.id.in_(list(score_of)))
-                )
-            ).all()
-        by_id = {row.id: row for row in found}
-        return [hit(by_id[i], score) for i, score in score_of.items() if i in by_id]
+        if not query.filtered:
+            index = await self._index(conn, (query.owner, model, len(vector)))
+        else:
+            conditions = [*scope(query), chunks.c.model == model, chunks.c.dim == len(vector)]
+            ids, matrix = await _load(conn, conditions, len(vector))
+            index = VectorIndex(ids, matrix, signs=None)  # read for this search alone
+        if not len(index):
+            return []
+        target = np.asarray(vector, np.float32)
+        return await asyncio.to_thread(nearest, np, index, target, query.k)
 
     async def _index(self, conn: AsyncConnection, key: tuple[str, str, int]) -> VectorIndex:
         """The vectors of the owner's chunks of a model and dimension (``key``), from memory
@@ -205,6 +214,18 @@ class SqliteChunkStore(ChunkStoreBase):
 
     @unavailable_on_connection_errors
     async def keyword(self, query: SearchQuery) -> list[SearchHit]:
+        found = await self._keyword(query, read=True)
+        return [hit(row, score) for row, score in found]
+
+    @unavailable_on_connection_errors
+    async def keyword_ranking(self, query: SearchQuery) -> list[Ranked]:
+        """:meth:`keyword`'s chunks keyed by id, not read."""
+        found = await self._keyword(query, read=False)
+        return [Ranked(row.id, score) for row, score in found]
+
+    async def _keyword(self, query: SearchQuery, *, read: bool) -> list[tuple[Any, float]]:
+        """The best ``query.k`` chunks' rows (what a search answers where ``read``, else their
+        ``id``) and scores."""
         terms = query_terms(query.text)
         if not terms:
             return []
@@ -216,12 +237,13 @@ class SqliteChunkStore(ChunkStoreBase):
             weight = query_weight(bm25_idf(max(total, n), n) for n in holding.values())
             rows: list[Any] = []
             if not query.filtered:
-                rows = await self._pruned(conn, query, present, holding, total)
+                rows = await self._pruned(conn, query, present, holding, total, read=read)
             if len(rows) < query.k:
                 # Filtered, or other owners' chunks crowded the owner's out: every match.
-                stmt = sql.keyword_search(scope(query), fts_match(present), query.k)
+                ranking = sql.keyword_ranking(scope(query), fts_match(present), query.k)
+                stmt = sql.hits_of(ranking.subquery("ranked")) if read else ranking
                 rows = list(await conn.execute(stmt))
-        return [hit(row, row.score / weight) for row in rows]
+        return [(row, (row.score if read else -row.rank) / weight) for row in rows]
 
     async def _pruned(
         self,
@@ -230,6 +252,8 @@ class SqliteChunkStore(ChunkStoreBase):
         terms: list[str],
         holding: Mapping[str, int],
         total: int,
+        *,
+        read: bool,
     ) -> list[Any]:
         """The best ``query.k`` of the caller's chunks, FTS5 reading no more than about
         :data:`POSTINGS_BUDGET` postings of the query's rarer terms (each term's rarity it
@@ -248,16 +272,31 @@ class SqliteChunkStore(ChunkStoreBase):
         work. A chunk that holds the rare terms and only such common ones is ranked by the rare
         terms alone. Which terms those are is judged from the store's counts (``total`` and
         ``holding``, taken within the same :data:`CHUNK_COUNT_SECONDS`): a term the index
-        outgrew meanwhile is one held by nearly half the chunks, whose rarity is near the floor."""
-        rare, common = split_by_rarity(terms, holding, POSTINGS_BUDGET)
+        outgrew meanwhile is one held by nearly half the chunks, whose rarity is near the floor.
+
+        The rare terms hold at least ``k`` postings, past the budget if need be: ranked by a
+        rare word in fewer chunks than ``k``, the search found fewer than ``k`` and ranked every
+        match of every word instead (a tenth of a second or more at 100,000 chunks)."""
+        rare, common = split_by_rarity(terms, holding, POSTINGS_BUDGET, query.k)
         common = [term for term in common if not bm25_idf_floored(total, holding[term])]
         matches = [fts_match(rare)]
         if common:
             matches.append(f"({fts_match(rare)}) AND ({fts_match(common)})")
         params: dict[str, str | int] = {f"m{n}": match for n, match in enumerate(matches)}
-        params |= {"owner": query.owner, "depth": max(KEYWORD_CANDIDATES, 4 * query.k)}
-        stmt = sql.pruned_keyword_search(len(matches))
-        return list(await conn.execute(stmt, params | {"k": query.k}))
+        params |= {"owner": query.owner, "depth": self._candidates(query)}
+        built = sql.pruned_keyword_search if read else sql.pruned_keyword_ranking
+        return list(await conn.execute(built(len(matches)), params | {"k": query.k}))
+
+    def _candidates(self, query: SearchQuery) -> int:
+        """How many of FTS5's best matches the pruned search tells the owner of: ``k`` where
+        every chunk was the caller's when last counted (other owners' cannot crowd the
+        caller's out; one written since, if among the ``k`` best, has every match read, as
+        any crowding does), else :data:`KEYWORD_CANDIDATES` and at least four times ``k``.
+        Telling a chunk's owner reads its row, and ranking deeper sorts more: 1-2 ms a
+        search at 100,000 chunks."""
+        if query.owner == self._sole_owner:
+            return query.k
+        return max(KEYWORD_CANDIDATES, 4 * query.k)
 
     async def _holding(self, conn: AsyncConnection, terms: list[str]) -> tuple[int, dict[str, int]]:
         """The chunks in the index and how many hold each of ``terms``: counted at most every
@@ -265,7 +304,8 @@ class SqliteChunkStore(ChunkStoreBase):
         meanwhile (a term no chunk held, every time: a page written since may hold it)."""
         now = time.monotonic()
         if now - self._counted[0] >= CHUNK_COUNT_SECONDS or len(self._rarity) > CACHED_TERMS:
-            version, total = (await conn.execute(sql.CORPUS_FIGURES)).one()
+            version, total, first_owner, last_owner = (await conn.execute(sql.CORPUS_FIGURES)).one()
+            self._sole_owner = first_owner if first_owner == last_owner else None
             # Counted again only where a chunk was written since: counting a query's terms
             # anew is what made the queries after each expiry the slowest.
             if version != self._counted[2] or len(self._rarity) > CACHED_TERMS:
@@ -296,14 +336,15 @@ def fts_match(terms: Sequence[str]) -> str:
 
 
 def split_by_rarity(
-    terms: Sequence[str], holding: Mapping[str, int], budget: int
+    terms: Sequence[str], holding: Mapping[str, int], budget: int, at_least: int = 1
 ) -> tuple[list[str], list[str]]:
     """``terms`` (every one held by some chunk) as the rarest, whose postings add up to no more
-    than ``budget`` (at least the rarest one), and the rest."""
+    than ``budget`` or, where fewer than ``at_least`` postings, up to the first rarer terms
+    that hold that many; and the rest."""
     rare: list[str] = []
     postings = 0
     for term in sorted(terms, key=lambda t: holding[t]):
-        if rare and postings + holding[term] > budget:
+        if postings >= at_least and postings + holding[term] > budget:
             break
         rare.append(term)
         postings += holding[term]

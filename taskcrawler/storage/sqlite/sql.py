@@ -39,13 +39,14 @@ INSERT_NEW_JOBS = (
 _CHUNKS_FTS = sa.table("chunks_fts", sa.column("rowid", sa.Integer()))
 
 
-def keyword_search(conditions: list[sa.ColumnElement[bool]], match: str, k: int) -> sa.Select[Any]:
+def keyword_ranking(conditions: list[sa.ColumnElement[bool]], match: str, k: int) -> sa.Select[Any]:
     """The best ``k`` chunks whose context or text matches the FTS5 query ``match`` and
-    ``conditions``, best first (BM25, which FTS5 gives as a negative number: its opposite is
-    the score): every match ranked, and the ``k`` kept read whole."""
+    ``conditions``, best first, as ``id`` and ``rank`` (BM25, which FTS5 gives as a negative
+    number: its opposite is the score): every match ranked, none read whole
+    (:func:`hits_of` reads those kept)."""
     rank: sa.ColumnElement[float] = sa.literal_column("rank", sa.Float())
     matching = sa.text("chunks_fts MATCH :match").bindparams(match=match)
-    ranked = (
+    return (
         sa.select(chunks.c.id, rank.label("rank"))
         .select_from(_CHUNKS_FTS)
         .join(chunks, chunks.c.id == _CHUNKS_FTS.c.rowid)
@@ -53,9 +54,7 @@ def keyword_search(conditions: list[sa.ColumnElement[bool]], match: str, k: int)
         .where(matching, *conditions)
         .order_by(rank, chunks.c.id)
         .limit(k)
-        .subquery("ranked")
     )
-    return hits_of(ranked)
 
 
 def holding(terms: list[str]) -> sa.Select[Any]:
@@ -85,17 +84,24 @@ def fts_ranks(match: str, limit: int) -> sa.Select[Any]:
 
 @functools.cache
 def pruned_keyword_search(matches: int) -> sa.Select[Any]:
+    """:func:`pruned_keyword_ranking`'s chunks with what a search answers and ``score``: one
+    statement, where ranking, telling the owners and reading the hits were four round trips to
+    the connection's thread. Only the ``:k`` kept are read whole: reading the ``:depth``
+    ranked chunks' texts and offsets (stored past each chunk's vector, so on its overflow
+    pages) and sorting them cost more than their ranks."""
+    return hits_of(pruned_keyword_ranking(matches).subquery("kept"))
+
+
+@functools.cache
+def pruned_keyword_ranking(matches: int) -> sa.Select[Any]:
     """The owner ``:owner``'s best ``:k`` among the ``:depth`` best chunks that FTS5 ranks for
     any of ``matches`` FTS5 queries (``:m0``, ``:m1``, …; a chunk ranked by several takes its
-    best rank), with what a search answers and ``score``: one statement, where ranking, telling
-    the owners and reading the hits were four round trips to the connection's thread. Built
-    once per number of queries, its values bound at each run: building and keying the
-    statement anew took a tenth of the search's CPU on the event loop.
+    best rank): ``id`` and ``rank``, best first. Built once per number of queries, its values
+    bound at each run: building and keying the statement anew took a tenth of the search's CPU
+    on the event loop.
 
     The owner is compared row by row (``+owner``): as an indexed condition it had SQLite read
-    the owner's every chunk by the (owner, model) index. Only the ``:k`` kept are read whole:
-    reading the ``:depth`` ranked chunks' texts and offsets (stored past each chunk's vector,
-    so on its overflow pages) and sorting them cost more than their ranks."""
+    the owner's every chunk by the (owner, model) index."""
     ranked = " UNION ALL ".join(
         f"SELECT * FROM (SELECT rowid AS id, rank FROM chunks_fts WHERE chunks_fts MATCH :m{n}"
         " ORDER BY rank LIMIT :depth)"
@@ -110,16 +116,14 @@ def pruned_keyword_search(matches: int) -> sa.Select[Any]:
         .cte("best")
     )
     mine = sa.literal_column("+chunks.owner") == sa.bindparam("owner", type_=sa.String())
-    kept = (
+    return (
         sa.select(best.c.id, best.c.rank)
         .select_from(best)
         .join(chunks, chunks.c.id == best.c.id)
         .where(mine)
         .order_by(best.c.rank, best.c.id)
         .limit(sa.bindparam("k", type_=sa.Integer()))
-        .subquery("kept")
     )
-    return hits_of(kept)
 
 
 def hits_of(ranked: sa.Subquery) -> sa.Select[Any]:
@@ -173,10 +177,14 @@ def owner_ids(owner: str, model: str, upto: int) -> sa.Select[Any]:
     )
 
 
-#: Chunks in the FTS5 index, for BM25's rarity of a term, and ``chunks_version`` (whether any
-#: chunk was written since the last count).
+#: Chunks in the FTS5 index, for BM25's rarity of a term, ``chunks_version`` (whether any
+#: chunk was written since the last count), and the least and the greatest of the chunks'
+#: owners (the same where one owner holds every chunk): each of the last two one descent of
+#: the (owner, model) index.
 CORPUS_FIGURES = sa.text(
-    "SELECT (SELECT version FROM chunks_version) AS version, (SELECT count(*) FROM chunks) AS n"
+    "SELECT (SELECT version FROM chunks_version) AS version, (SELECT count(*) FROM chunks) AS n,"
+    " (SELECT min(owner) FROM chunks) AS first_owner,"
+    " (SELECT max(owner) FROM chunks) AS last_owner"
 )
 
 
