@@ -16,9 +16,12 @@ from collections.abc import Iterable
 #: Name -> pattern. Case-sensitive on purpose: a dashboard's ``<select>`` is not SQL.
 PATTERNS: dict[str, re.Pattern[str]] = {
     "a traceback": re.compile(r"Traceback \(most recent call last\)|File \"[^\"]+\", line \d+"),
-    # ValueError, IntegrityError, OverflowError, HTTPException, TaskCrawlerError, …: a class
-    # name, CamelCase, ending as exception classes do.
-    "an exception class": re.compile(r"\b(?:[A-Z][A-Za-z0-9]*)?[a-z0-9](?:Error|Exception)\b"),
+    # ValueError, IntegrityError, TaskCrawlerError, OSError, HTTPException, …: a class name,
+    # CamelCase or an acronym, ending as exception classes do (not the word "Error" alone, nor
+    # MCP's own "isError").
+    "an exception class": re.compile(
+        r"\b(?:(?:[A-Z][A-Za-z0-9]*)?[a-z0-9]|[A-Z][A-Z0-9]*)(?:Error|Exception)\b"
+    ),
     "a driver or ORM": re.compile(
         r"\b(?:sqlalchemy|asyncpg|aiosqlite|sqlite3|psycopg2?|pydantic_core)\.|sqlalche\.me"
     ),

@@ -12,7 +12,14 @@ from tests.support.leaks import CLUES, PATTERNS, leaks
 #: A leak of each kind, each way its pattern can match.
 SHOWN = {
     "a traceback": ["Traceback (most recent call last):", 'File "/app/x.py", line 12'],
-    "an exception class": ["ValueError", "IntegrityError", "TaskCrawlerError", "xError"],
+    "an exception class": [
+        "ValueError",
+        "IntegrityError",
+        "TaskCrawlerError",
+        "xError",
+        "OSError",
+        "HTTPException",
+    ],
     "a driver or ORM": [
         "sqlalchemy.exc",
         "asyncpg.exceptions",
@@ -45,6 +52,11 @@ def test_each_way_a_pattern_matches_is_found(kind: str) -> None:
     for shown in SHOWN[kind]:
         assert PATTERNS[kind].search(shown), shown
         assert [found.split(":")[0] for found in leaks(f'{{"detail": "{shown}"}}')] == [kind]
+
+
+def test_the_words_error_and_exception_alone_are_no_leak() -> None:
+    assert leaks('{"detail": "Error: the page answered 404 (an Exception to the rule)"}') == []
+    assert leaks('{"content": [], "isError": true}') == []
 
 
 def test_a_leak_that_removing_an_echo_makes_is_found() -> None:
