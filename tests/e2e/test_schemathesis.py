@@ -10,19 +10,14 @@ from __future__ import annotations
 
 import os
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-import schemathesis
 from fastapi import FastAPI
 from hypothesis import given
 from hypothesis.errors import Unsatisfiable
-from schemathesis import GenerationMode
-from schemathesis.checks import not_a_server_error
-from schemathesis.python import asgi
-from schemathesis.specs.openapi.checks import response_schema_conformance
 
 from taskcrawler.api import create_app
 from taskcrawler.settings import Settings
@@ -31,11 +26,24 @@ from taskcrawler.storage.adapters import open_database
 from tests.e2e.harness import Service
 from tests.support.fuzzing import fuzz_settings
 
+# Schemathesis is imported by the tests that use it, not here: every test process collects
+# this module, and importing it there cost each about two seconds of CPU.
+if TYPE_CHECKING:
+    import schemathesis
+    from schemathesis import GenerationMode
+
 #: Examples per operation and mode (valid, invalid input): this bounds the run to well under a
 #: minute.
 #: TASKCRAWLER_SCHEMATHESIS_EXAMPLES=500 for a longer hunt.
 EXAMPLES = int(os.environ.get("TASKCRAWLER_SCHEMATHESIS_EXAMPLES", "25"))
-CHECKS = [not_a_server_error, response_schema_conformance]
+
+
+def checks() -> list[Callable[..., Any]]:
+    """What every response is checked for: no 5xx, and the schema's shape."""
+    from schemathesis.checks import not_a_server_error
+    from schemathesis.specs.openapi.checks import response_schema_conformance
+
+    return [not_a_server_error, response_schema_conformance]
 
 
 @pytest.fixture(scope="module")
@@ -56,6 +64,9 @@ async def embedded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def api_schema(embedded: dict[str, Any]) -> Iterator[schemathesis.BaseSchema]:
+    import schemathesis
+    from schemathesis.python import asgi
+
     app: FastAPI = embedded["app"]
     # The app's lifespan starts with the first request and runs until shutdown_lifespans().
     yield schemathesis.openapi.from_asgi("/openapi.json", app)
@@ -68,12 +79,13 @@ def fuzz(
     """One Hypothesis run over ``operation``'s generated requests; raises on the first failure
     (shrunk to a minimal example)."""
     label = f"{operation.label} ({mode.value})"
+    checked = checks()
 
     @given(case=operation.as_strategy(generation_mode=mode))
     @fuzz_settings(EXAMPLES)
     def run(case: schemathesis.Case) -> None:
         cases[label] += 1
-        case.call_and_validate(headers=headers, checks=CHECKS)
+        case.call_and_validate(headers=headers, checks=checked)
 
     run()
 
@@ -92,6 +104,8 @@ SHARDS = 3
 def test_the_api_answers_every_request_without_a_5xx_and_as_documented(
     api_schema: schemathesis.BaseSchema, embedded: dict[str, Any], shard: int
 ) -> None:
+    from schemathesis import GenerationMode
+
     # Valid and invalid input for every operation. (The lazy schemathesis.pytest loader does not
     # work with pytest 9: it writes node._nodeid.) Failures are collected, then shown together.
     cases: Counter[str] = Counter()
