@@ -318,7 +318,9 @@ class SqliteChunkStore(ChunkStoreBase):
         if missing:
             counts = (await conn.execute(sql.holding(missing))).one()
             known.update(zip(missing, (int(n) for n in counts), strict=True))
-            self._rarity.update((term, known[term]) for term in missing)
+            # A term no chunk holds is counted again each time: kept, it would only fill the
+            # cache (a client's made-up words emptying it for every search).
+            self._rarity.update((term, known[term]) for term in missing if known[term])
         return self._counted[1], {term: known[term] for term in terms}
 
 
