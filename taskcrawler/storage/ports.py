@@ -34,6 +34,7 @@ from taskcrawler.domain.jobs import (
     JobRun,
     NewJob,
     QueueCounts,
+    Refused,
 )
 from taskcrawler.domain.keys import ApiKey, NewKey
 from taskcrawler.domain.monitors import (
@@ -65,8 +66,12 @@ class JobRepository(Protocol):
         ...
 
     async def create_jobs(
-        self, requests: Sequence[NewJob], *, redispatch_after: float
-    ) -> list[Created]: ...
+        self, requests: Sequence[NewJob], *, redispatch_after: float, together: bool = False
+    ) -> list[Created | Refused]:
+        """A job per request, new or existing; :class:`Refused` for a request whose
+        ``pending_limit`` its owner's unfinished jobs would pass, counted atomically with the
+        insert. ``together``: each owner's requests are admitted or refused as one."""
+        ...
 
     async def mark_dispatch_due(self, job_ids: Sequence[UUID]) -> None:
         """Publishing failed: the sweeper publishes these jobs instead."""
@@ -83,10 +88,6 @@ class JobRepository(Protocol):
         ...
 
     async def count_unfinished(self, owner: str) -> int: ...
-
-    async def count_new_unfinished(self, requests: Sequence[NewJob]) -> int:
-        """How many unfinished jobs submitting ``requests`` would add to their owner's."""
-        ...
 
     async def queue_counts(self, owner: str) -> QueueCounts: ...
 
