@@ -256,8 +256,13 @@ def _how_to_run_again(job: Job) -> str:
 
 def _admitted(result: Created | Refused) -> Created:
     if isinstance(result, Refused):
-        raise LimitExceeded(pending_limit(result.limit, result.unfinished), retry_after=5.0)
+        raise limit_exceeded(result)
     return result
+
+
+def limit_exceeded(refused: Refused) -> LimitExceeded:
+    """What a submission its owner's limit of unfinished jobs refused answers."""
+    return LimitExceeded(pending_limit(refused.limit, refused.unfinished), retry_after=5.0)
 
 
 def max_pending_jobs(caller: Caller, default: int | None) -> int | None:

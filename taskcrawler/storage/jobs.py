@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Callable, Collection, Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
 from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
@@ -29,6 +29,7 @@ from taskcrawler.domain.rendering import SCREENSHOT, RenderRequest
 from taskcrawler.domain.resubmission import Action, Asked, Existing, Plan, plan
 from taskcrawler.domain.scrape_options import ScrapeOptions
 from taskcrawler.domain.urls import host_as_sent
+from taskcrawler.storage.backend import Backend
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import (
     retried_when_rolled_back,
@@ -85,10 +86,8 @@ class JobStore:
             return list(await self._create(requests, redispatch_after))
         async with self.db.write() as conn:
             limited = {r.owner for r in requests if r.pending_limit is not None}
-            await self.db.backend.hold_owners(conn, limited)
-            verdicts = await _admit(
-                conn, requests, together=together, any_of=self.db.backend.any_of
-            )
+            unfinished = await hold_owners(conn, self.db.backend, limited)
+            verdicts = await _admit(conn, requests, unfinished, together=together)
             admitted = [r for r, refused in zip(requests, verdicts, strict=True) if not refused]
             created = iter(await self._create(admitted, redispatch_after, conn))
         return [refused or next(created) for refused in verdicts]
@@ -394,13 +393,33 @@ async def _within(db: Database, conn: AsyncConnection | None) -> AsyncIterator[A
 # --- the pending-jobs limit -------------------------------------------------------------------
 
 
+async def hold_owners(
+    conn: AsyncConnection, backend: Backend, owners: Collection[str]
+) -> dict[str, int]:
+    """Hold ``owners`` until the caller's write transaction ends
+    (:meth:`~taskcrawler.storage.backend.Backend.hold_owners`), and count each one's
+    unfinished jobs: no other submission held to their limit adds any meanwhile."""
+    await backend.hold_owners(conn, owners)
+    rows = await conn.execute(
+        sa.select(jobs.c.owner, sa.func.count())
+        .where(backend.any_of(jobs.c.owner, owners), jobs.c.status.in_(UNFINISHED_STATUSES))
+        .group_by(jobs.c.owner)
+    )
+    return dict.fromkeys(owners, 0) | {owner: int(count) for owner, count in rows}
+
+
 async def _admit(
-    conn: AsyncConnection, requests: Sequence[NewJob], *, together: bool, any_of: AnyOf
+    conn: AsyncConnection,
+    requests: Sequence[NewJob],
+    unfinished: dict[str, int],
+    *,
+    together: bool,
 ) -> list[Refused | None]:
     """Which ``requests`` their ``pending_limit`` refuses, in the caller's transaction, which
-    holds their owners: a submission (each request, or with ``together`` each owner's
-    requests) is refused when the unfinished jobs it adds would make its owner's more than its
-    limit, and those admitted before it in this call count as its owner's.
+    holds their owners (:func:`hold_owners`, which counted their ``unfinished`` jobs): a
+    submission (each request, or with ``together`` each owner's requests) is refused when the
+    unfinished jobs it adds would make its owner's more than its limit, and those admitted
+    before it in this call count as its owner's.
 
     A job adds one for a URL with none, or whose finished job its submission runs again (its
     plan's: a failure, ``max_age`` past, formats or options it lacks); none for a URL whose job
@@ -409,7 +428,6 @@ async def _admit(
     """
     submissions = _submissions(requests, together=together)
     limited = [requests[i] for indexes in submissions for i in indexes]
-    unfinished = await _unfinished_by_owner(conn, {request.owner for request in limited}, any_of)
     found = await _read_existing_near_limit(conn, limited, unfinished)
     verdicts: list[Refused | None] = [None] * len(requests)
     counted: set[Key] = set()
@@ -441,21 +459,6 @@ def _submissions(requests: Sequence[NewJob], *, together: bool) -> list[list[int
     for i in limited:
         by_owner.setdefault(requests[i].owner, []).append(i)
     return list(by_owner.values())
-
-
-#: A backend's ``column IN values`` (:meth:`~taskcrawler.storage.backend.Backend.any_of`).
-AnyOf = Callable[["sa.Column[Any]", Collection[Any]], sa.ColumnElement[bool]]
-
-
-async def _unfinished_by_owner(
-    conn: AsyncConnection, owners: Collection[str], any_of: AnyOf
-) -> dict[str, int]:
-    rows = await conn.execute(
-        sa.select(jobs.c.owner, sa.func.count())
-        .where(any_of(jobs.c.owner, owners), jobs.c.status.in_(UNFINISHED_STATUSES))
-        .group_by(jobs.c.owner)
-    )
-    return dict.fromkeys(owners, 0) | {owner: int(count) for owner, count in rows}
 
 
 async def _read_existing_near_limit(

@@ -177,9 +177,17 @@ class CrawlRepository(Protocol):
     them; their frontier grows with the outcomes WorkRepository records)."""
 
     async def create(
-        self, owner: str, spec: CrawlSpec, *, callback_url: str | None, redispatch_after: float
-    ) -> tuple[Crawl, UUID]:
-        """A RUNNING crawl and its start page; the start page's job id, to publish."""
+        self,
+        owner: str,
+        spec: CrawlSpec,
+        *,
+        callback_url: str | None,
+        redispatch_after: float,
+        pending_limit: int | None = None,
+    ) -> tuple[Crawl, UUID] | Refused:
+        """A RUNNING crawl and its start page; the start page's job id, to publish.
+        :class:`Refused` when the start page would pass ``owner``'s ``pending_limit``, counted
+        atomically with the insert."""
         ...
 
     async def get(self, crawl_id: UUID, *, owner: str) -> Crawl | None: ...

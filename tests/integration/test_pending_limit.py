@@ -15,9 +15,10 @@ from taskcrawler.domain.errors import LimitExceeded
 from taskcrawler.domain.jobs import Created, JobOptions, JobQuery, NewJob, Refused
 from taskcrawler.domain.keys import ApiKey, Caller
 from taskcrawler.queue.memory import MemoryQueue
+from taskcrawler.service.crawls import CrawlPolicy, CrawlService
 from taskcrawler.service.jobs import JobPolicy, JobService
 from taskcrawler.service.ratelimit import MemoryRateLimiter
-from taskcrawler.storage import JobStore
+from taskcrawler.storage import CrawlStore, Database, JobStore
 from taskcrawler.storage.adapters import open_database
 from taskcrawler.storage.postgres import sql
 from tests.support.stores import Stores
@@ -35,19 +36,24 @@ Services = tuple[JobService, JobService]
 
 
 @pytest.fixture
-async def two_processes(database_url: str) -> AsyncIterator[Services]:
-    """Two API processes' job services over one database, each with its own connections and
-    group commit."""
-    databases = [open_database(database_url, pool_size=10) for _ in range(2)]
+async def databases(database_url: str) -> AsyncIterator[tuple[Database, Database]]:
+    """Two API processes' databases: one database, each with its own connections."""
+    first, second = (open_database(database_url, pool_size=10) for _ in range(2))
+    yield first, second
+    for db in (first, second):
+        await db.close()
+
+
+@pytest.fixture
+def two_processes(databases: tuple[Database, Database]) -> Services:
+    """Two API processes' job services, each with its own group commit."""
     first, second = (
         JobService(
             JobPolicy(max_pending_jobs=LIMIT), JobStore(db), MemoryQueue(), MemoryRateLimiter()
         )
         for db in databases
     )
-    yield first, second
-    for db in databases:
-        await db.close()
+    return first, second
 
 
 async def _submit(service: JobService, caller: Caller, urls: list[str]) -> list[Created] | None:
@@ -87,6 +93,33 @@ async def test_concurrent_submissions_of_one_key_never_pass_its_limit(
     assert await _job_ids(two_processes[1], LIMITED) == {c.job.id for c in accepted}
     assert all(answer is not None for answer in answers[40:])
     assert len(await _job_ids(two_processes[0], ROOMY)) == 50
+
+
+async def test_crawl_starts_and_submissions_at_once_never_pass_the_limit(
+    databases: tuple[Database, Database], two_processes: Services
+) -> None:
+    """A crawl's start page is an unfinished job too: counted as a submission's are."""
+    crawling = [
+        CrawlService(CrawlPolicy(max_pending_jobs=LIMIT), CrawlStore(db), JobStore(db), queue)
+        for db, queue in zip(databases, (MemoryQueue(), MemoryQueue()), strict=True)
+    ]
+
+    async def start(service: CrawlService, n: int) -> bool:
+        try:
+            await service.start(LIMITED, service.spec(f"http://crawl{n}.test/"))
+        except LimitExceeded:
+            return False
+        return True
+
+    answers = await asyncio.gather(
+        *(start(crawling[n % 2], n) for n in range(12)),
+        *(_submit(two_processes[n % 2], LIMITED, [f"http://single{n}.test/"]) for n in range(12)),
+    )
+    accepted = sum(answer is True for answer in answers[:12]) + sum(
+        answer is not None for answer in answers[12:]
+    )
+    assert 1 <= accepted <= LIMIT
+    assert await two_processes[0].jobs.count_unfinished(LIMITED.owner) == accepted
 
 
 async def test_a_held_owner_holds_up_only_its_own_submissions(pg_url: str) -> None:
