@@ -1,7 +1,9 @@
 """Job operations shared by the API and the command line: submit, read, list, cancel (one job
 or by filter), re-run.
 
-Limits (rate, pending jobs) are checked here, so every entry point enforces them the same way.
+Limits are applied here, so every entry point enforces them the same way: the rate before
+anything else, the pending jobs by each new job's ``pending_limit``, which the insert checks
+atomically with its owner's count (:meth:`JobRepository.create_jobs`).
 Refusals are domain errors (:mod:`taskcrawler.domain.errors`), which the API maps to HTTP once.
 """
 
