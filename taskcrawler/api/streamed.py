@@ -4,19 +4,27 @@ Validating and encoding such a list as one model holds the event loop for tens o
 milliseconds (0.4 s of CPU for Firecrawl's ``{"url": …}`` objects), every other request of the
 process waiting. Here the list is encoded by orjson a slice at a time, the loop running
 between slices; the answer is the same JSON its model describes (which documents the route).
+A client that takes none of it for :data:`SEND_IDLE_SECONDS` is let go, and the list with it.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 import orjson
 from starlette.responses import StreamingResponse
+from starlette.types import Message, Receive, Scope, Send
+
+log = logging.getLogger(__name__)
 
 #: Items encoded per step: a few hundred microseconds of the loop.
 SLICE = 5_000
+#: How long one part of the answer may wait for the client to take it. A client that stops
+#: reading held the whole list in memory, and its connection, for as long as it stayed.
+SEND_IDLE_SECONDS = 60.0
 
 
 def json_with_list(
@@ -27,7 +35,28 @@ def json_with_list(
     item: Callable[[Any], Any] | None = None,
 ) -> StreamingResponse:
     """``{**fields, key: [item(x) for x in items]}`` as JSON, streamed."""
-    return StreamingResponse(_encoded(fields, key, items, item), media_type="application/json")
+    return _StreamedList(_encoded(fields, key, items, item), media_type="application/json")
+
+
+class _ClientIdle(Exception):
+    """Not a TimeoutError: Starlette takes an OSError in sending for the client gone."""
+
+
+class _StreamedList(StreamingResponse):
+    """Ended once the client has taken nothing of it for :data:`SEND_IDLE_SECONDS`."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        async def sending(message: Message) -> None:
+            try:
+                async with asyncio.timeout(SEND_IDLE_SECONDS):
+                    await send(message)
+            except TimeoutError:
+                raise _ClientIdle from None
+
+        try:
+            await super().__call__(scope, receive, sending)
+        except _ClientIdle:
+            log.warning("a client took nothing of a long answer for %g s: ended", SEND_IDLE_SECONDS)
 
 
 async def _encoded(
@@ -43,4 +72,4 @@ async def _encoded(
     yield b"]}"
 
 
-__all__ = ["SLICE", "json_with_list"]
+__all__ = ["SEND_IDLE_SECONDS", "SLICE", "json_with_list"]

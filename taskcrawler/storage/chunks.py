@@ -125,7 +125,9 @@ def scope(query: SearchQuery) -> list[sa.ColumnElement[bool]]:
     if query.host is not None:
         conditions.append(jobs.c.host == query.host.lower())
     if query.url_prefix is not None:
-        conditions.append(jobs.c.url.like(like_prefix(query.url_prefix), escape="\\"))
+        # Not LIKE: SQLite's (the one this serves) takes an ASCII letter for either case.
+        prefix = query.url_prefix
+        conditions.append(sa.func.substr(jobs.c.url, 1, len(prefix)) == prefix)
     fetched = sa.func.coalesce(jobs.c.fetched_at, jobs.c.finished_at, type_=UTCDateTime())
     if query.fetched_after is not None:
         conditions.append(fetched >= query.fetched_after)

@@ -190,6 +190,8 @@ class WorkerProcess:
             )
             if failures:
                 await self._stopping_within(delay)
+                if self._signalled:  # serve's own stop came during the pause
+                    await self._stopping.wait()
                 if self._stopping.is_set():
                     return
             try:

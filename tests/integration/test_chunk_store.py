@@ -345,6 +345,19 @@ async def test_filters_narrow_a_search_to_host_url_prefix_fetch_time_and_monitor
     assert await urls(monitor_id=uuid4()) == set()
 
 
+async def test_a_url_prefix_is_matched_with_its_case(storage: Storage) -> None:
+    """A URL's path tells its case apart: SQLite's LIKE, which does not for ASCII, took
+    ``/Docs/`` for ``/docs/``."""
+    for url in ("http://a.test/docs/one", "http://a.test/Docs/two"):
+        job = await _job(storage, url)
+        await _fetched(storage, job, "t", T0)
+        await storage.chunks.replace(_page(job, [(f"bread at {url}", _unit(1, 0, 0, 0))]), "h")
+    query = SearchQuery("", "bread", k=10, url_prefix="http://a.test/docs/")
+    found = await storage.chunks.keyword(query)
+    near = await storage.chunks.semantic(query, model=MODEL, vector=_unit(1, 0, 0, 0))
+    assert {h.url for h in found} == {h.url for h in near} == {"http://a.test/docs/one"}
+
+
 async def test_keyword_search_reads_the_context_and_scores_a_share_of_the_query(
     storage: Storage,
 ) -> None:

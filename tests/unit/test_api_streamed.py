@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import orjson
 import pytest
+from starlette.types import Message
 
+from taskcrawler.api import streamed
 from taskcrawler.api.streamed import SLICE, json_with_list
 
 
@@ -23,3 +26,31 @@ async def test_the_same_json_as_the_whole_document(count: int, fields: dict[str,
     assert orjson.loads(await body_of(fields, items)) == {**fields, "links": items}
     objects = orjson.loads(await body_of(fields, items, item=lambda url: {"url": url}))
     assert objects == {**fields, "links": [{"url": url} for url in items]}
+
+
+@pytest.mark.parametrize("spec_version", ["2.3", "2.4"])
+async def test_a_client_that_stops_reading_is_let_go(
+    spec_version: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Its connection takes the first part and then nothing: the answer ends (it waited for
+    the client for ever, the whole list held in memory)."""
+    monkeypatch.setattr(streamed, "SEND_IDLE_SECONDS", 0.1)
+    sent: list[Message] = []
+    never = asyncio.Event()
+
+    async def stalled(message: Message) -> None:
+        sent.append(message)
+        if len(sent) > 2:  # the start, the first part: then the client reads no more
+            await never.wait()
+
+    async def receive() -> Message:
+        await never.wait()
+        return {"type": "http.disconnect"}
+
+    response = json_with_list({}, "links", [f"http://a.test/{n}" for n in range(3 * SLICE)])
+    scope = {"type": "http", "asgi": {"spec_version": spec_version}}
+    async with asyncio.timeout(30):  # ends at its idle deadline; this one only stops a hang
+        await response(scope, receive, stalled)
+    assert [message["type"] for message in sent] == ["http.response.start"] + [
+        "http.response.body"
+    ] * 2

@@ -146,3 +146,32 @@ async def test_no_child_is_started_once_serve_itself_was_signalled(
     finally:
         signal.signal(signal.SIGINT, previous)
     assert not [r for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+async def test_no_child_is_started_after_a_pause_during_which_serve_was_signalled(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A child that keeps dying is started again after a pause; ``serve``'s own stop signal
+    that comes during the pause starts none at its end (one was started in the middle of
+    the shutdown)."""
+    monkeypatch.setattr(worker_process, "RESTART_BASE_SECONDS", 0.3)
+    received: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    try:
+        supervisor = WorkerProcess(
+            {}, sender=None, grace_seconds=1, command=(sys.executable, "-c", "raise SystemExit(3)")
+        )
+        await supervisor.start()
+        first = supervisor.pid
+        async with asyncio.timeout(30):
+            while True:  # until it pauses
+                if [r for r in caplog.records if "starting another in" in r.getMessage()]:
+                    break
+                await asyncio.sleep(0.02)
+        os.kill(os.getpid(), signal.SIGINT)  # in the pause of 0.3 s
+        await asyncio.sleep(1.0)  # a request still answered, past the pause
+        assert received == [signal.SIGINT]
+        assert supervisor.pid == first and supervisor.restarts == 0
+        await supervisor.stop()
+    finally:
+        signal.signal(signal.SIGINT, previous)

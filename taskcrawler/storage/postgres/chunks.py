@@ -226,16 +226,20 @@ class PostgresChunkStore(ChunkStoreBase):
         owner's chunks (:data:`CORPUS_STATS_SECONDS`), a term held by none every time (a page
         written since may hold it). Counting a common term reads tens of thousands of index
         entries; the same few hundred common words recur in most queries."""
-        known = self._rarity.get(owner)
-        if known is None:
-            known = {}
-            self._rarity.set(owner, known)
-        missing = [term for term in terms if not known.get(term)]
+        kept = self._rarity.get(owner)
+        if kept is None:
+            kept = {}
+            self._rarity.set(owner, kept)
+        if len(kept) > CACHED_TERMS:  # before the missing terms are found: then all are
+            kept.clear()
+        # This search's own: another may forget the kept counts while this one awaits.
+        known = {term: kept[term] for term in terms if kept.get(term)}
+        missing = [term for term in terms if term not in known]
         if missing:
-            if len(known) > CACHED_TERMS:
-                known.clear()
             rows = await conn.exec_driver_sql(sql.TERM_COUNTS, (owner, missing))
-            known.update({row.term: int(row.n) for row in rows})
+            counted = {row.term: int(row.n) for row in rows}
+            kept.update(counted)
+            known.update(counted)
         return {term: known.get(term, 0) for term in terms}
 
     async def _corpus_stats(self, conn: AsyncConnection, owner: str) -> tuple[int, float]:

@@ -308,11 +308,17 @@ class SqliteChunkStore(ChunkStoreBase):
             if version != self._counted[2] or len(self._rarity) > CACHED_TERMS:
                 self._rarity.clear()
             self._counted = (now, int(total), int(version))
-        missing = [term for term in terms if not self._rarity.get(term)]
+        # Read into a dict of this search's own: another search may forget every kept count
+        # while this one awaits its missing terms' counts.
+        known = {term: self._rarity[term] for term in terms if self._rarity.get(term)}
+        missing = [term for term in terms if term not in known]
         if missing:
             counts = (await conn.execute(sql.holding(missing))).one()
-            self._rarity.update(zip(missing, (int(n) for n in counts), strict=True))
-        return self._counted[1], {term: self._rarity[term] for term in terms}
+            known.update(zip(missing, (int(n) for n in counts), strict=True))
+            # A term no chunk holds is counted again each time: kept, it would only fill the
+            # cache (a client's made-up words emptying it for every search).
+            self._rarity.update((term, known[term]) for term in missing if known[term])
+        return self._counted[1], {term: known[term] for term in terms}
 
 
 @dataclass(frozen=True, slots=True)
