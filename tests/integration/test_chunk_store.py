@@ -962,3 +962,38 @@ async def test_sqlite_filtered_semantic_search_reads_no_vectors_once_the_owners_
     assert set(wanted) > {h.text for h in first}
     vectors_read = [s for s, _ in statements if "embedding" in s and "FROM chunks" in s]
     assert bool(vectors_read) == bool(loaded_alone)
+
+
+async def test_postgresql_keeps_few_owners_statistics_and_answers_the_same_after_forgetting(
+    pgvector_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each owner that searches has its counts cached; the caches keep only the owners that
+    searched last, and an owner forgotten is counted again: the same hits as before, and as a
+    new store gives."""
+    monkeypatch.setattr(postgres_chunks, "CACHED_CORPORA", 2)
+    monkeypatch.setattr(postgres_chunks, "CACHED_RARITIES", 1)
+    storage = open_storage(pgvector_url)
+    try:
+        owners = [f"owner{n}" for n in range(4)]
+        texts = ["kettle on the stove", "a kettle of fish", "unrelated words here"]
+        for n, owner in enumerate(owners):
+            job = await _job(storage, f"http://{owner}.test/", owner=owner)
+            page = [(t, _unit(1, 0, 0, 0)) for t in texts[: n % 3 + 1]]
+            await storage.chunks.replace(_page(job, page, owner=owner), "h")
+        chunks = cast(postgres_chunks.PostgresChunkStore, storage.chunks)
+        first = {}
+        for owner in owners:
+            first[owner] = await chunks.keyword(SearchQuery(owner, "kettle", k=3))
+            assert len(chunks._corpus) <= 2
+            assert len(chunks._rarity) <= 1
+        assert first[owners[0]]
+        assert owners[0] not in chunks._corpus and owners[0] not in chunks._rarity
+        assert await chunks.keyword(SearchQuery(owners[0], "kettle", k=3)) == first[owners[0]]
+        anew = open_storage(pgvector_url)
+        try:
+            for owner in owners:
+                assert await anew.chunks.keyword(SearchQuery(owner, "kettle", k=3)) == first[owner]
+        finally:
+            await anew.close()
+    finally:
+        await storage.close()

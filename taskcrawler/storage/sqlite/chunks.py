@@ -13,7 +13,6 @@ import math
 import sys
 import time
 from array import array
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from taskcrawler.common.lru import LruCache
 from taskcrawler.domain.chunks import (
     Ranked,
     Reembedded,
@@ -87,7 +87,7 @@ LOADED_ALONE = 2000
 class SqliteChunkStore(ChunkStoreBase):
     def __init__(self, db: Database) -> None:
         super().__init__(db)
-        self._indexes: OrderedDict[tuple[str, str, int], _Matrix] = OrderedDict()
+        self._indexes: LruCache[tuple[str, str, int], _Matrix] = LruCache(CACHED_MATRICES)
         # (when counted, chunks, chunks_version then)
         self._counted: tuple[float, int, int] = (-math.inf, 0, -1)
         self._sole_owner: str | None = None  # whose every chunk was, when counted (if one's)
@@ -189,15 +189,12 @@ class SqliteChunkStore(ChunkStoreBase):
         version = (await conn.execute(sql.CHUNKS_VERSION)).scalar_one()
         cached = self._indexes.get(key)
         if cached is not None and cached.writes[0] == version:
-            self._indexes.move_to_end(key)
             return cached.index
         writes = tuple((await conn.execute(sql.CHUNK_WRITES)).one())
         if cached is None or not inserts_and_deletes_only(cached.writes, writes):
             cached = _Matrix(writes, 0, (0, 0), VectorIndex.empty(await numpy(), key[2]))
         cached = await self._synced(conn, key, writes, cached)
-        self._indexes[key] = cached
-        while len(self._indexes) > CACHED_MATRICES:
-            self._indexes.popitem(last=False)
+        self._indexes.set(key, cached)
         return cached.index
 
     async def _synced(
