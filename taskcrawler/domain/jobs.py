@@ -196,17 +196,26 @@ class NewJob(JobOptions):
     url: str
     owner: str = ""
     formats: tuple[str, ...] = field(default=DEFAULT_FORMATS, kw_only=True)
+    #: The owner's unfinished jobs at most, this one counted, or the submission is refused
+    #: (:class:`Refused`); None: no limit. Checked where the job is inserted, atomically.
+    pending_limit: int | None = field(default=None, kw_only=True)
 
     @classmethod
     def asking(
-        cls, url: str, owner: str, options: JobOptions, *, default_callback: str | None
+        cls,
+        url: str,
+        owner: str,
+        options: JobOptions,
+        *,
+        default_callback: str | None,
+        pending_limit: int | None = None,
     ) -> NewJob:
         """The job ``options`` ask for at ``url``, the formats and the callback URL left out
         given their defaults."""
         asked = {name: getattr(options, name) for name in _JOB_OPTION_NAMES}
         asked["formats"] = options.formats or DEFAULT_FORMATS
         asked["callback_url"] = options.callback_url or default_callback
-        return cls(url, owner, **asked)
+        return cls(url, owner, pending_limit=pending_limit, **asked)
 
 
 #: The fields of :class:`JobOptions`, listed once: ``fields()`` walks the class per call, on
@@ -222,6 +231,15 @@ class Created:
     #: had passed, it had FAILED, or it lacked formats), or an attempt under way replaced by
     #: one with the formats it lacked. Its id is to be published.
     restarted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Refused:
+    """A submission its owner's pending-jobs limit refused: it would have made the owner's
+    unfinished jobs more than ``limit``; ``unfinished`` of them there were when it was checked."""
+
+    limit: int
+    unfinished: int
 
 
 @dataclass(frozen=True, slots=True)

@@ -22,12 +22,12 @@ from taskcrawler.domain.crawls import (
     CrawlSpec,
     InvalidCrawlSpec,
 )
-from taskcrawler.domain.errors import CrawlNotFound, LimitExceeded
-from taskcrawler.domain.jobs import JobQuery
+from taskcrawler.domain.errors import CrawlNotFound
+from taskcrawler.domain.jobs import JobQuery, Refused
 from taskcrawler.domain.keys import Caller
 from taskcrawler.domain.structured import check_model
 from taskcrawler.queue import JobQueue
-from taskcrawler.service.jobs import max_pending_jobs, pending_limit
+from taskcrawler.service.jobs import limit_exceeded, max_pending_jobs
 from taskcrawler.storage.ports import CrawlRepository, JobRepository
 
 log = logging.getLogger(__name__)
@@ -87,23 +87,18 @@ class CrawlService:
             # Every page row copies it from the stored spec (storage.crawls.page_callback).
             pages = dataclasses.replace(pages, callback_url=callback)
             spec = dataclasses.replace(spec, pages=pages)
-        await self._check_pending(caller)
-        crawl, start_id = await self.crawls.create(
+        started = await self.crawls.create(
             caller.owner,
             spec,
             callback_url=callback,
             redispatch_after=self.policy.redispatch_after,
+            pending_limit=max_pending_jobs(caller, self.policy.max_pending_jobs),
         )
+        if isinstance(started, Refused):
+            raise limit_exceeded(started)
+        crawl, start_id = started
         await self._publish([start_id])
         return crawl, start_id
-
-    async def _check_pending(self, caller: Caller) -> None:
-        limit = max_pending_jobs(caller, self.policy.max_pending_jobs)
-        if limit is None:
-            return
-        unfinished = await self.jobs.count_unfinished(caller.owner)
-        if unfinished + 1 > limit:
-            raise LimitExceeded(pending_limit(limit, unfinished), retry_after=5.0)
 
     async def get(self, caller: Caller, crawl_id: UUID) -> Crawl:
         """The caller's crawl with its live counts; :class:`CrawlNotFound` for an unknown id or

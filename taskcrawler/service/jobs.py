@@ -1,7 +1,9 @@
 """Job operations shared by the API and the command line: submit, read, list, cancel (one job
 or by filter), re-run.
 
-Limits (rate, pending jobs) are checked here, so every entry point enforces them the same way.
+Limits are applied here, so every entry point enforces them the same way: the rate before
+anything else, the pending jobs by each new job's ``pending_limit``, which the insert checks
+atomically with its owner's count (:meth:`JobRepository.create_jobs`).
 Refusals are domain errors (:mod:`taskcrawler.domain.errors`), which the API maps to HTTP once.
 """
 
@@ -29,6 +31,7 @@ from taskcrawler.domain.jobs import (
     JobQuery,
     JobRun,
     NewJob,
+    Refused,
     cancel_query,
     id_range,
 )
@@ -89,19 +92,6 @@ class JobService:
                 retry_after,
             )
 
-    async def _check_pending(self, caller: Caller, requests: Sequence[NewJob]) -> None:
-        limit = max_pending_jobs(caller, self.policy.max_pending_jobs)
-        if limit is None:
-            return
-        unfinished = await self.jobs.count_unfinished(caller.owner)
-        if unfinished + len(requests) <= limit:
-            return
-        # Near the limit only: a URL whose job is unfinished, or finished and kept as it is,
-        # adds none (its submission answers that job), so a client's retry is never refused.
-        adding = await self.jobs.count_new_unfinished(requests)
-        if unfinished + adding > limit:
-            raise LimitExceeded(pending_limit(limit, unfinished), retry_after=5.0)
-
     # --- submit ---------------------------------------------------------------------------
 
     def check_options(self, options: JobOptions) -> None:
@@ -116,12 +106,19 @@ class JobService:
     def _new_job(self, caller: Caller, url: str, options: JobOptions) -> NewJob:
         self.check_options(options)
         key_callback = caller.key.callback_url if caller.key else None
-        return NewJob.asking(url, caller.owner, options, default_callback=key_callback)
+        return NewJob.asking(
+            url,
+            caller.owner,
+            options,
+            default_callback=key_callback,
+            pending_limit=max_pending_jobs(caller, self.policy.max_pending_jobs),
+        )
 
     async def submit(self, caller: Caller, url: str, options: JobOptions) -> Created:
+        """The URL's job, new or existing; :class:`LimitExceeded` when it would make the
+        caller's unfinished jobs more than its limit (checked as the job is inserted)."""
         job = self._new_job(caller, url, options)
-        await self._check_pending(caller, (job,))
-        created = await self.submitter.submit(job)
+        created = _admitted(await self.submitter.submit(job))
         self.on_created(int(created.created))
         if created.restarted:
             await self._publish([created.job.id])
@@ -130,10 +127,10 @@ class JobService:
     async def submit_batch(
         self, caller: Caller, urls: Sequence[str], options: JobOptions
     ) -> list[Created]:
-        """All URLs in one INSERT (one round trip), each deduplicated."""
+        """All URLs in one INSERT (one round trip), each deduplicated; refused as a whole when
+        they would make the caller's unfinished jobs more than its limit."""
         new_jobs = [self._new_job(caller, url, options) for url in urls]
-        await self._check_pending(caller, new_jobs)
-        results = await self.submitter.create_now(new_jobs)
+        results = [_admitted(result) for result in await self.submitter.create_now(new_jobs)]
         self.on_created(sum(r.created for r in results))
         await self._publish([r.job.id for r in results if r.restarted])
         return results
@@ -257,6 +254,17 @@ def _how_to_run_again(job: Job) -> str:
     if job.crawl_id is not None:
         return retry
     return f"submit its URL again, or {retry}"
+
+
+def _admitted(result: Created | Refused) -> Created:
+    if isinstance(result, Refused):
+        raise limit_exceeded(result)
+    return result
+
+
+def limit_exceeded(refused: Refused) -> LimitExceeded:
+    """What a submission its owner's limit of unfinished jobs refused answers."""
+    return LimitExceeded(pending_limit(refused.limit, refused.unfinished), retry_after=5.0)
 
 
 def max_pending_jobs(caller: Caller, default: int | None) -> int | None:

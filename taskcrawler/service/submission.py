@@ -5,7 +5,7 @@ from collections.abc import Sequence
 
 from taskcrawler.common.batching import Coalescer
 from taskcrawler.domain import QueueUnavailable
-from taskcrawler.domain.jobs import Created, NewJob
+from taskcrawler.domain.jobs import Created, NewJob, Refused
 from taskcrawler.queue import JobQueue
 from taskcrawler.storage.ports import JobRepository
 
@@ -25,22 +25,29 @@ class Submitter:
         self.redispatch_after = redispatch_after
         # The group commit inserts one batch at a time: it keeps a connection of its own.
         self._grouped_jobs = jobs.with_pinned_connection()
-        self._batcher: Coalescer[NewJob, Created] = Coalescer(self._create_grouped, max_batch=500)
+        self._batcher: Coalescer[NewJob, Created | Refused] = Coalescer(
+            self._create_grouped, max_batch=500
+        )
 
-    async def submit(self, request: NewJob) -> Created:
-        """One job, grouped with whatever else is being submitted right now."""
+    async def submit(self, request: NewJob) -> Created | Refused:
+        """One job, grouped with whatever else is being submitted right now; each request of
+        the group is held to its own ``pending_limit``."""
         return await self._batcher.submit(request)
 
-    async def create_now(self, requests: Sequence[NewJob]) -> list[Created]:
-        """Many jobs in one round trip of their own (a batch request)."""
-        return await self._create(self.jobs, requests)
+    async def create_now(self, requests: Sequence[NewJob]) -> list[Created | Refused]:
+        """Many jobs in one round trip of their own (a batch request): all refused, or none."""
+        return await self._create(self.jobs, requests, together=True)
 
-    async def _create_grouped(self, requests: Sequence[NewJob]) -> list[Created]:
-        return await self._create(self._grouped_jobs, requests)
+    async def _create_grouped(self, requests: Sequence[NewJob]) -> list[Created | Refused]:
+        return await self._create(self._grouped_jobs, requests, together=False)
 
-    async def _create(self, store: JobRepository, requests: Sequence[NewJob]) -> list[Created]:
-        results = await store.create_jobs(requests, redispatch_after=self.redispatch_after)
-        fresh = [r.job.id for r in results if r.created]
+    async def _create(
+        self, store: JobRepository, requests: Sequence[NewJob], *, together: bool
+    ) -> list[Created | Refused]:
+        results = await store.create_jobs(
+            requests, redispatch_after=self.redispatch_after, together=together
+        )
+        fresh = [r.job.id for r in results if isinstance(r, Created) and r.created]
         try:
             await self.queue.publish(fresh)
         except QueueUnavailable as exc:

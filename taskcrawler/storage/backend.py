@@ -94,6 +94,16 @@ class Backend(Protocol):
         """Insert the job rows whose (owner, url_key) is new; the ids of those inserted."""
         ...
 
+    async def insert_new_jobs_in(self, conn: AsyncConnection, rows: Rows) -> set[UUID]:
+        """As :meth:`insert_new_jobs`, inside the caller's transaction."""
+        ...
+
+    async def hold_owners(self, conn: AsyncConnection, owners: Collection[str]) -> None:
+        """Until the caller's write transaction ends, no other transaction that holds one of
+        ``owners`` runs: what it counts of their jobs stays true until it commits. Owners not
+        named are not held up."""
+        ...
+
     def insert_frontier(self, conn: Connection, rows: Rows) -> list[UUID]:
         """Insert a crawl's new pages (``FRONTIER_JOB_COLUMNS``) whose (owner, url_key) is
         new, inside the caller's transaction; the ids of those inserted."""

@@ -38,7 +38,7 @@ from taskcrawler.domain.crawls import (
     stored_webhook_events,
 )
 from taskcrawler.domain.cursors import decode_list_cursor, encode_list_cursor
-from taskcrawler.domain.jobs import JobStatus
+from taskcrawler.domain.jobs import JobStatus, Refused
 from taskcrawler.domain.pages import FetchedPage
 from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS, ScrapeOptions
 from taskcrawler.domain.transitions import Transition
@@ -52,6 +52,7 @@ from taskcrawler.storage.errors import (
     retried_when_rolled_back,
     unavailable_on_connection_errors,
 )
+from taskcrawler.storage.jobs import hold_owners
 from taskcrawler.storage.rows import PENDING, PROCESSING, frontier_key, utcnow
 from taskcrawler.storage.tables import crawls, jobs, webhook_deliveries
 
@@ -468,12 +469,24 @@ class CrawlStore:
 
     @unavailable_on_connection_errors
     async def create(
-        self, owner: str, spec: CrawlSpec, *, callback_url: str | None, redispatch_after: float
-    ) -> tuple[Crawl, UUID]:
+        self,
+        owner: str,
+        spec: CrawlSpec,
+        *,
+        callback_url: str | None,
+        redispatch_after: float,
+        pending_limit: int | None = None,
+    ) -> tuple[Crawl, UUID] | Refused:
         """A RUNNING crawl and its start page (depth 0), in one transaction; the start page's
-        job id, to publish."""
+        job id, to publish. :class:`Refused` when the start page would make ``owner``'s
+        unfinished jobs more than ``pending_limit``, counted as job submissions count them:
+        atomically with the insert (:func:`~taskcrawler.storage.jobs.hold_owners`)."""
         now = utcnow()
         async with self.db.write() as conn:
+            if pending_limit is not None:
+                unfinished = (await hold_owners(conn, self.db.backend, [owner]))[owner]
+                if unfinished + 1 > pending_limit:
+                    return Refused(limit=pending_limit, unfinished=unfinished)
             crawl_id, start_id = await start_crawl(
                 conn,
                 owner,

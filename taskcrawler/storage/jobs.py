@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import AsyncIterator, Collection, Mapping, Sequence
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 from uuid import UUID
@@ -21,12 +22,14 @@ from taskcrawler.domain.jobs import (
     JobStatus,
     NewJob,
     QueueCounts,
+    Refused,
     id_range,
 )
 from taskcrawler.domain.rendering import SCREENSHOT, RenderRequest
 from taskcrawler.domain.resubmission import Action, Asked, Existing, Plan, plan
 from taskcrawler.domain.scrape_options import ScrapeOptions
 from taskcrawler.domain.urls import host_as_sent
+from taskcrawler.storage.backend import Backend
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import (
     retried_when_rolled_back,
@@ -62,8 +65,8 @@ class JobStore:
 
     @unavailable_on_connection_errors
     async def create_jobs(
-        self, requests: Sequence[NewJob], *, redispatch_after: float
-    ) -> list[Created]:
+        self, requests: Sequence[NewJob], *, redispatch_after: float, together: bool = False
+    ) -> list[Created | Refused]:
         """Insert new jobs, or find the existing ones, in one round trip for the insert.
 
         Idempotency is the unique (owner, url_key) index with ON CONFLICT DO NOTHING: atomic, so
@@ -71,7 +74,33 @@ class JobStore:
         What a submission does to a URL's existing job (formats it lacks, ``max_age``, a
         failure) is :func:`taskcrawler.domain.resubmission.plan`'s, applied under the job's row
         lock.
+
+        A request with a ``pending_limit`` is held to it (:func:`_admit`): its owner's jobs are
+        counted and its own inserted in one transaction that holds the owner
+        (:meth:`~taskcrawler.storage.backend.Backend.hold_owners`), so submissions running at
+        once, in this process or another, never pass it together. ``together``: each owner's
+        requests are one submission (a batch), admitted or refused as one; else each request
+        is one (a group commit's single POSTs).
         """
+        if all(request.pending_limit is None for request in requests):
+            return list(await self._create(requests, redispatch_after))
+        async with self.db.write() as conn:
+            limited = {r.owner for r in requests if r.pending_limit is not None}
+            unfinished = await hold_owners(conn, self.db.backend, limited)
+            verdicts = await _admit(conn, requests, unfinished, together=together)
+            admitted = [r for r, refused in zip(requests, verdicts, strict=True) if not refused]
+            created = iter(await self._create(admitted, redispatch_after, conn))
+        return [refused or next(created) for refused in verdicts]
+
+    async def _create(
+        self,
+        requests: Sequence[NewJob],
+        redispatch_after: float,
+        conn: AsyncConnection | None = None,
+    ) -> list[Created]:
+        """:meth:`create_jobs` of admitted requests, in ``conn``'s transaction if given."""
+        if not requests:
+            return []
         now = utcnow()
         keys = [(r.owner, url_key(r.url)) for r in requests]
         asked = _asked_by_key(requests, keys)
@@ -79,13 +108,16 @@ class JobStore:
         for request, key in zip(requests, keys, strict=True):
             if key not in rows:
                 rows[key] = _new_row(request, key[1], now, redispatch_after, asked=asked[key])
-        inserted_ids = await self._insert_new(list(rows.values()))
+        if conn is None:
+            inserted_ids = await self._insert_new(list(rows.values()))
+        else:
+            inserted_ids = await self.db.backend.insert_new_jobs_in(conn, list(rows.values()))
         inserted = {row["id"]: _new_job(row) for row in rows.values() if row["id"] in inserted_ids}
         missing = [k for k, row in rows.items() if row["id"] not in inserted]
         existing: dict[tuple[str, str], tuple[Job, bool]] = {}
-        if missing:  # URLs that already have a job: a transaction of their own
-            async with self.db.write() as conn:
-                existing = await resubmit(conn, missing, asked, now, redispatch_after)
+        if missing:  # URLs that already have a job: a transaction of their own, or conn's
+            async with _within(self.db, conn) as writing:
+                existing = await resubmit(writing, missing, asked, now, redispatch_after)
         results: list[Created] = []
         seen: set[UUID] = set()
         for key in keys:
@@ -154,21 +186,6 @@ class JobStore:
                 .where(jobs.c.owner == owner, jobs.c.status.in_(UNFINISHED_STATUSES))
             )
         return int(count or 0)
-
-    @unavailable_on_connection_errors
-    async def count_new_unfinished(self, requests: Sequence[NewJob]) -> int:
-        """How many unfinished jobs submitting ``requests`` would add: one per distinct URL
-        with no job, or with a finished one that its submissions run again (its plan's: a
-        failure, ``max_age`` past, formats or options it lacks); none for a URL whose job is
-        unfinished, or finished and kept as it is: its submission answers that job."""
-        keys = [(request.owner, url_key(request.url)) for request in requests]
-        asked = _asked_by_key(requests, keys)
-        async with self.db.read() as conn:
-            found = await _read_existing(
-                conn, sa.tuple_(jobs.c.owner, jobs.c.url_key).in_(list(asked))
-            )
-        now = utcnow()
-        return sum(key not in found or _runs_again(found[key][1], asked[key], now) for key in asked)
 
     @unavailable_on_connection_errors
     async def queue_counts(self, owner: str) -> QueueCounts:
@@ -361,6 +378,109 @@ async def _read_existing(
         job = row_to_job(row)
         found[(row.owner, row.url_key)] = (job, _existing_of(job, row))
     return found
+
+
+@asynccontextmanager
+async def _within(db: Database, conn: AsyncConnection | None) -> AsyncIterator[AsyncConnection]:
+    """``conn``, in the transaction it is in; without one, a write transaction of its own."""
+    if conn is not None:
+        yield conn
+        return
+    async with db.write() as own:
+        yield own
+
+
+# --- the pending-jobs limit -------------------------------------------------------------------
+
+
+async def hold_owners(
+    conn: AsyncConnection, backend: Backend, owners: Collection[str]
+) -> dict[str, int]:
+    """Hold ``owners`` until the caller's write transaction ends
+    (:meth:`~taskcrawler.storage.backend.Backend.hold_owners`), and count each one's
+    unfinished jobs: no other submission held to their limit adds any meanwhile."""
+    await backend.hold_owners(conn, owners)
+    rows = await conn.execute(
+        sa.select(jobs.c.owner, sa.func.count())
+        .where(backend.any_of(jobs.c.owner, owners), jobs.c.status.in_(UNFINISHED_STATUSES))
+        .group_by(jobs.c.owner)
+    )
+    return dict.fromkeys(owners, 0) | {owner: int(count) for owner, count in rows}
+
+
+async def _admit(
+    conn: AsyncConnection,
+    requests: Sequence[NewJob],
+    unfinished: dict[str, int],
+    *,
+    together: bool,
+) -> list[Refused | None]:
+    """Which ``requests`` their ``pending_limit`` refuses, in the caller's transaction, which
+    holds their owners (:func:`hold_owners`, which counted their ``unfinished`` jobs): a
+    submission (each request, or with ``together`` each owner's requests) is refused when the
+    unfinished jobs it adds would make its owner's more than its limit, and those admitted
+    before it in this call count as its owner's.
+
+    A job adds one for a URL with none, or whose finished job its submission runs again (its
+    plan's: a failure, ``max_age`` past, formats or options it lacks); none for a URL whose job
+    is unfinished, or finished and kept as it is: its submission answers that job, so a
+    client's retry is never refused. The jobs are read only for an owner near its limit.
+    """
+    submissions = _submissions(requests, together=together)
+    limited = [requests[i] for indexes in submissions for i in indexes]
+    found = await _read_existing_near_limit(conn, limited, unfinished)
+    verdicts: list[Refused | None] = [None] * len(requests)
+    counted: set[Key] = set()
+    now = utcnow()
+    for indexes in submissions:
+        asking = [requests[i] for i in indexes]
+        owner, limit = asking[0].owner, min(r.pending_limit or 0 for r in asking)
+        keys = [(owner, url_key(r.url)) for r in asking]
+        adding = {
+            key
+            for key, asked in _asked_by_key(asking, keys).items()
+            if key not in counted and (key not in found or _runs_again(found[key][1], asked, now))
+        }
+        if unfinished[owner] + len(adding) > limit:
+            for i in indexes:
+                verdicts[i] = Refused(limit=limit, unfinished=unfinished[owner])
+            continue
+        unfinished[owner] += len(adding)
+        counted |= adding
+    return verdicts
+
+
+def _submissions(requests: Sequence[NewJob], *, together: bool) -> list[list[int]]:
+    """The indexes of the limited requests, grouped as they are admitted or refused."""
+    limited = [i for i, request in enumerate(requests) if request.pending_limit is not None]
+    if not together:
+        return [[i] for i in limited]
+    by_owner: dict[str, list[int]] = {}
+    for i in limited:
+        by_owner.setdefault(requests[i].owner, []).append(i)
+    return list(by_owner.values())
+
+
+async def _read_existing_near_limit(
+    conn: AsyncConnection, limited: Sequence[NewJob], unfinished: Mapping[str, int]
+) -> dict[Key, tuple[Job, Existing]]:
+    """The existing jobs of the URLs of the owners whose ``limited`` requests, each URL counted
+    as a new job, would pass their limit: for the others, what each adds does not matter."""
+    keys: dict[str, set[Key]] = {}
+    limits: dict[str, int] = {}
+    for request in limited:
+        keys.setdefault(request.owner, set()).add((request.owner, url_key(request.url)))
+        limit = request.pending_limit or 0
+        limits[request.owner] = min(limits.get(request.owner, limit), limit)
+    near = [
+        key
+        for owner, owned in keys.items()
+        if unfinished[owner] + len(owned) > limits[owner]
+        for key in owned
+    ]
+    if not near:
+        return {}
+    return await _read_existing(conn, sa.tuple_(jobs.c.owner, jobs.c.url_key).in_(near))
 
 
 def _runs_again(existing: Existing, asked: Asked, now: datetime) -> bool:

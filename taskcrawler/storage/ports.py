@@ -34,6 +34,7 @@ from taskcrawler.domain.jobs import (
     JobRun,
     NewJob,
     QueueCounts,
+    Refused,
 )
 from taskcrawler.domain.keys import ApiKey, NewKey
 from taskcrawler.domain.monitors import (
@@ -65,8 +66,12 @@ class JobRepository(Protocol):
         ...
 
     async def create_jobs(
-        self, requests: Sequence[NewJob], *, redispatch_after: float
-    ) -> list[Created]: ...
+        self, requests: Sequence[NewJob], *, redispatch_after: float, together: bool = False
+    ) -> list[Created | Refused]:
+        """A job per request, new or existing; :class:`Refused` for a request whose
+        ``pending_limit`` its owner's unfinished jobs would pass, counted atomically with the
+        insert. ``together``: each owner's requests are admitted or refused as one."""
+        ...
 
     async def mark_dispatch_due(self, job_ids: Sequence[UUID]) -> None:
         """Publishing failed: the sweeper publishes these jobs instead."""
@@ -83,10 +88,6 @@ class JobRepository(Protocol):
         ...
 
     async def count_unfinished(self, owner: str) -> int: ...
-
-    async def count_new_unfinished(self, requests: Sequence[NewJob]) -> int:
-        """How many unfinished jobs submitting ``requests`` would add to their owner's."""
-        ...
 
     async def queue_counts(self, owner: str) -> QueueCounts: ...
 
@@ -176,9 +177,17 @@ class CrawlRepository(Protocol):
     them; their frontier grows with the outcomes WorkRepository records)."""
 
     async def create(
-        self, owner: str, spec: CrawlSpec, *, callback_url: str | None, redispatch_after: float
-    ) -> tuple[Crawl, UUID]:
-        """A RUNNING crawl and its start page; the start page's job id, to publish."""
+        self,
+        owner: str,
+        spec: CrawlSpec,
+        *,
+        callback_url: str | None,
+        redispatch_after: float,
+        pending_limit: int | None = None,
+    ) -> tuple[Crawl, UUID] | Refused:
+        """A RUNNING crawl and its start page; the start page's job id, to publish.
+        :class:`Refused` when the start page would pass ``owner``'s ``pending_limit``, counted
+        atomically with the insert."""
         ...
 
     async def get(self, crawl_id: UUID, *, owner: str) -> Crawl | None: ...

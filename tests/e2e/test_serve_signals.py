@@ -12,7 +12,7 @@ from pathlib import Path
 
 import aiohttp
 
-from tests.support.processes import ProcessManager, free_port
+from tests.support.processes import ManagedProcess, ProcessManager, free_port
 from tests.support.target import TargetServer
 
 #: Well over the size parsed inline or in a thread: the page goes to the parse child process.
@@ -92,6 +92,18 @@ def _serve_env(tmp_path: Path, **extra: str) -> dict[str, str]:
     }
 
 
+async def _serve(
+    processes: ProcessManager, tmp_path: Path, **extra_env: str
+) -> tuple[ManagedProcess, str, int]:
+    """``serve`` on a free port over a SQLite file in ``tmp_path``, once it answers and has
+    started its worker process: the process, its base URL and the worker process's pid."""
+    port = free_port()
+    server = processes.start(["serve", "--port", str(port)], _serve_env(tmp_path, **extra_env))
+    base = f"http://127.0.0.1:{port}"
+    await server.wait_for_http(f"{base}/healthz")
+    return server, base, await _worker_process(server.pid)
+
+
 async def _group_gone(pgid: int, *, within: float = 15.0) -> None:
     deadline = time.monotonic() + within
     while True:
@@ -106,18 +118,7 @@ async def _group_gone(pgid: int, *, within: float = 15.0) -> None:
 async def test_serve_stops_on_sigterm_without_leaking_semaphores(
     processes: ProcessManager, tmp_path: Path, target: TargetServer
 ) -> None:
-    port = free_port()
-    server = processes.start(
-        ["serve", "--port", str(port)],
-        {
-            "TASKCRAWLER_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path}/s.db",
-            "TASKCRAWLER_ALLOW_PRIVATE_NETWORKS": "true",
-            "TASKCRAWLER_RESPECT_ROBOTS": "false",
-        },
-    )
-    base = f"http://127.0.0.1:{port}"
-    await server.wait_for_http(f"{base}/healthz")
-    worker = await _worker_process(server.pid)
+    server, base, worker = await _serve(processes, tmp_path)
     job = await _scrape(base, target.url(f"/big?bytes={BIG_PAGE_BYTES}"))
     assert job["status"] == "COMPLETED", job
     assert _worker_of(server.pid) == worker  # the API process did not do the job itself
@@ -151,18 +152,14 @@ async def test_api_exits_0_after_a_graceful_sigterm(
 async def test_serve_restarts_its_killed_worker_process_and_loses_no_job(
     processes: ProcessManager, tmp_path: Path, target: TargetServer
 ) -> None:
-    port = free_port()
-    env = _serve_env(
+    server, base, first = await _serve(
+        processes,
         tmp_path,
         # A killed worker's leases expire quickly, and its sweeper looks often.
         TASKCRAWLER_LEASE_SECONDS="2",
         TASKCRAWLER_SWEEP_INTERVAL_SECONDS="0.2",
         TASKCRAWLER_HOST_CONCURRENCY="10",
     )
-    server = processes.start(["serve", "--port", str(port)], env)
-    base = f"http://127.0.0.1:{port}"
-    await server.wait_for_http(f"{base}/healthz")
-    first = await _worker_process(server.pid)
     async with aiohttp.ClientSession() as session:
         ids = [await _submit(session, base, target.url(f"/slow?delay=2&n={n}")) for n in range(4)]
         deadline = time.monotonic() + 30
@@ -190,12 +187,7 @@ async def test_serve_stops_its_worker_process_gracefully_on_sigterm(
     processes: ProcessManager, tmp_path: Path, target: TargetServer
 ) -> None:
     """The worker process gets the grace period for the job it is doing, which completes."""
-    port = free_port()
-    env = _serve_env(tmp_path, TASKCRAWLER_SHUTDOWN_GRACE_SECONDS="10")
-    server = processes.start(["serve", "--port", str(port)], env)
-    base = f"http://127.0.0.1:{port}"
-    await server.wait_for_http(f"{base}/healthz")
-    await _worker_process(server.pid)
+    server, base, _ = await _serve(processes, tmp_path, TASKCRAWLER_SHUTDOWN_GRACE_SECONDS="10")
     async with aiohttp.ClientSession() as session:
         job_id = await _submit(session, base, target.url("/slow?delay=1.5"))
         deadline = time.monotonic() + 30
@@ -213,10 +205,7 @@ async def test_serve_stops_its_worker_process_gracefully_on_sigterm(
 async def test_the_worker_process_stops_when_serve_is_killed(
     processes: ProcessManager, tmp_path: Path
 ) -> None:
-    port = free_port()
-    server = processes.start(["serve", "--port", str(port)], _serve_env(tmp_path))
-    await server.wait_for_http(f"http://127.0.0.1:{port}/healthz")
-    worker = await _worker_process(server.pid)
+    server, _, worker = await _serve(processes, tmp_path)
     server.send_signal(signal.SIGKILL)
     await server.wait(within=10)
     deadline = time.monotonic() + 30
@@ -239,12 +228,7 @@ async def test_a_group_stop_while_a_request_waits_starts_no_worker_process(
     a Firecrawl scrape waiting for its page holds uvicorn's own stop (which lets requests end
     first) well past the worker process's: no other is started meanwhile, none is called a
     failure."""
-    port = free_port()
-    env = _serve_env(tmp_path, TASKCRAWLER_SHUTDOWN_GRACE_SECONDS="1")
-    server = processes.start(["serve", "--port", str(port)], env)
-    base = f"http://127.0.0.1:{port}"
-    await server.wait_for_http(f"{base}/healthz")
-    await _worker_process(server.pid)
+    server, base, _ = await _serve(processes, tmp_path, TASKCRAWLER_SHUTDOWN_GRACE_SECONDS="1")
     body = {"url": target.url("/slow?delay=20"), "timeout": 5000}
     async with aiohttp.ClientSession() as session:
         scrape = asyncio.create_task(session.post(f"{base}/v1/scrape", json=body))

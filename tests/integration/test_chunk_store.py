@@ -931,3 +931,69 @@ async def test_words_joined_by_underscores_count_against_the_query_s_terms(
         await storage.close()
     assert found.chunk_index == 0
     assert [len(terms) for terms in counted] == [MAX_QUERY_TERMS]
+
+
+@pytest.mark.parametrize("loaded_alone", [0, 2000], ids=["owners-matrix", "read-alone"])
+async def test_sqlite_filtered_semantic_search_reads_no_vectors_once_the_owners_are_kept(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch, loaded_alone: int
+) -> None:
+    """A filter that keeps many chunks picks their rows from the owner's matrix, kept in
+    memory: a second search reads ids, not vectors (each search read every kept vector, 100
+    MB at 100,000 chunks). One that keeps a few reads theirs alone. The answer is the same."""
+    monkeypatch.setattr(sqlite_chunks, "LOADED_ALONE", loaded_alone)
+    storage = open_storage(sqlite_url)
+    try:
+        crawl = uuid4()
+        wanted = []
+        for n in range(12):
+            job = await _job(storage, f"http://site.test/{n}")
+            in_crawl = n % 3 == 0
+            vector = _unit(0, 1, n / 12, 0) if in_crawl else _unit(1, 0, 0, n / 12)
+            page = _page(job, [(f"page {n}", vector)], crawl_id=crawl if in_crawl else None)
+            await storage.chunks.replace(page, "h")
+            wanted += [f"page {n}"] if in_crawl else []
+        query = SearchQuery("", "q", k=3, crawl_id=crawl, mode=SearchMode.SEMANTIC)
+        first = await storage.chunks.semantic(query, model=MODEL, vector=_unit(0, 1, 0.3, 0))
+        statements = _record_statements(storage)
+        second = await storage.chunks.semantic(query, model=MODEL, vector=_unit(0, 1, 0.3, 0))
+    finally:
+        await storage.close()
+    assert [h.text for h in first] == [h.text for h in second] == ["page 3", "page 6", "page 0"]
+    assert set(wanted) > {h.text for h in first}
+    vectors_read = [s for s, _ in statements if "embedding" in s and "FROM chunks" in s]
+    assert bool(vectors_read) == bool(loaded_alone)
+
+
+async def test_postgresql_keeps_few_owners_statistics_and_answers_the_same_after_forgetting(
+    pgvector_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each owner that searches has its counts cached; the caches keep only the owners that
+    searched last, and an owner forgotten is counted again: the same hits as before, and as a
+    new store gives."""
+    monkeypatch.setattr(postgres_chunks, "CACHED_CORPORA", 2)
+    monkeypatch.setattr(postgres_chunks, "CACHED_RARITIES", 1)
+    storage = open_storage(pgvector_url)
+    try:
+        owners = [f"owner{n}" for n in range(4)]
+        texts = ["kettle on the stove", "a kettle of fish", "unrelated words here"]
+        for n, owner in enumerate(owners):
+            job = await _job(storage, f"http://{owner}.test/", owner=owner)
+            page = [(t, _unit(1, 0, 0, 0)) for t in texts[: n % 3 + 1]]
+            await storage.chunks.replace(_page(job, page, owner=owner), "h")
+        chunks = cast(postgres_chunks.PostgresChunkStore, storage.chunks)
+        first = {}
+        for owner in owners:
+            first[owner] = await chunks.keyword(SearchQuery(owner, "kettle", k=3))
+            assert len(chunks._corpus) <= 2
+            assert len(chunks._rarity) <= 1
+        assert first[owners[0]]
+        assert owners[0] not in chunks._corpus and owners[0] not in chunks._rarity
+        assert await chunks.keyword(SearchQuery(owners[0], "kettle", k=3)) == first[owners[0]]
+        anew = open_storage(pgvector_url)
+        try:
+            for owner in owners:
+                assert await anew.chunks.keyword(SearchQuery(owner, "kettle", k=3)) == first[owner]
+        finally:
+            await anew.close()
+    finally:
+        await storage.close()

@@ -7,6 +7,7 @@ and the answers are compared; the lean handler counts the requests it served.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
 import httpx
@@ -17,7 +18,7 @@ from opentelemetry import trace
 from starlette.exceptions import HTTPException
 
 from taskcrawler.api.errors import install_error_handlers
-from taskcrawler.api.lean import lean_json_route
+from taskcrawler.api.lean import LeanHandler, lean_json_route
 from taskcrawler.api.routing import include_flat
 from taskcrawler.contract.jobs import JobCreate
 from taskcrawler.domain.errors import LimitExceeded, StorageUnavailable
@@ -58,13 +59,7 @@ def _app(
 
     router = APIRouter()  # served from the app's router, as the app's routes are
     router.add_api_route("/plain", endpoint, methods=["POST"], status_code=201)
-    router.add_api_route(
-        "/lean",
-        endpoint,
-        methods=["POST"],
-        status_code=201,
-        route_class_override=lean_json_route(JobCreate, lean),
-    )
+    _add_lean(router, endpoint, lean)
     app = FastAPI(telemetry=telemetry)  # type: ignore[arg-type]
     install_error_handlers(app)
     if flat:
@@ -72,6 +67,19 @@ def _app(
     else:
         app.include_router(router)
     return app, served
+
+
+def _add_lean(
+    router: APIRouter, endpoint: Callable[..., Awaitable[Response]], lean: LeanHandler[JobCreate]
+) -> None:
+    """POST /lean: ``endpoint`` as declared, its valid submissions served by ``lean``."""
+    router.add_api_route(
+        "/lean",
+        endpoint,
+        methods=["POST"],
+        status_code=201,
+        route_class_override=lean_json_route(JobCreate, lean),
+    )
 
 
 async def _both(
@@ -209,13 +217,7 @@ async def test_the_lean_handler_can_read_the_body_it_was_given() -> None:
         return JSONResponse({}, status_code=201)
 
     router = APIRouter()
-    router.add_api_route(
-        "/lean",
-        endpoint,
-        methods=["POST"],
-        status_code=201,
-        route_class_override=lean_json_route(JobCreate, lean),
-    )
+    _add_lean(router, endpoint, lean)
     app = FastAPI()
     include_flat(app.router, router)
     content = SERVED[0][0]

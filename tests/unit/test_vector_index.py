@@ -86,3 +86,30 @@ def test_an_index_extended_and_kept_is_the_index_of_its_rows(
     )
     assert vectors.kept(np, grown, grown.ids) is grown
     assert vectors.extended(np, grown, np.arange(0), matrix[:0]) is grown
+
+
+@pytest.mark.parametrize("gathered", [0, 4096], ids=["scored-in-place", "copied-out"])
+def test_a_search_among_some_ids_is_exact_search_of_those_alone(
+    monkeypatch: pytest.MonkeyPatch, gathered: int
+) -> None:
+    monkeypatch.setattr(vectors, "GATHERED_ROWS", gathered)
+    matrix, query = _clustered(3000, 64)
+    ids = np.arange(100, 3100, dtype=np.int64)
+    index = vector_index(np, ids, matrix, signs_from=1000)  # signed: they must not be used
+    chosen = ids[(ids % 7 == 0)]
+    among = np.concatenate([chosen, np.array([5, 99_999], np.int64)])  # two the index lacks
+    among.sort()
+
+    found = vectors.nearest_among(np, index, query, 10, among)
+
+    alone = vector_index(np, chosen, matrix[np.isin(ids, chosen)], signs_from=10**9)
+    assert found == nearest(np, alone, query, 10)
+    assert all(chunk % 7 == 0 for chunk, _ in found)
+
+
+def test_a_search_among_ids_the_index_lacks_finds_nothing() -> None:
+    matrix, query = _clustered(50, 8)
+    index = vector_index(np, np.arange(50, dtype=np.int64), matrix)
+
+    assert vectors.nearest_among(np, index, query, 5, np.array([60, 70], np.int64)) == []
+    assert vectors.nearest_among(np, index, query, 5, np.array([], np.int64)) == []

@@ -82,13 +82,22 @@ class PostgresBackend:
     async def insert_new_jobs(
         self, db: Writes, rows: Rows, pinned: PinnedConnection | None
     ) -> set[UUID]:
-        arrays = sql.column_arrays(rows, sql.NEW_JOB_ARRAYS)
         if pinned is not None:
+            arrays = sql.column_arrays(rows, sql.NEW_JOB_ARRAYS)
             records = await pinned.fetch(sql.INSERT_NEW_JOBS, *arrays)
             return {record[0] for record in records}
         async with db.write_statement() as conn:
-            result = await conn.exec_driver_sql(sql.INSERT_NEW_JOBS, arrays)
-            return {row[0] for row in result}
+            return await self.insert_new_jobs_in(conn, rows)
+
+    async def insert_new_jobs_in(self, conn: AsyncConnection, rows: Rows) -> set[UUID]:
+        arrays = sql.column_arrays(rows, sql.NEW_JOB_ARRAYS)
+        result = await conn.exec_driver_sql(sql.INSERT_NEW_JOBS, arrays)
+        return {row[0] for row in result}
+
+    async def hold_owners(self, conn: AsyncConnection, owners: Collection[str]) -> None:
+        """A transaction-scoped advisory lock per owner: other owners' submissions go on."""
+        keys = sorted({sql.owner_lock(owner) for owner in owners})
+        await conn.exec_driver_sql(sql.HOLD_OWNERS, (keys,))
 
     def insert_frontier(self, conn: Connection, rows: Rows) -> list[UUID]:
         arrays = sql.column_arrays(rows, sql.FRONTIER_JOB_ARRAYS)

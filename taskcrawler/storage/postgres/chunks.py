@@ -13,6 +13,7 @@ from typing import Any
 import orjson
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from taskcrawler.common.lru import LruCache
 from taskcrawler.domain.chunks import (
     Reembedded,
     SearchHit,
@@ -62,6 +63,16 @@ POSTINGS_BUDGET = 15_000
 #: Terms whose chunk counts an owner keeps between two counts of its chunks.
 CACHED_TERMS = 50_000
 
+#: Owners whose chunk count and mean length are kept (the ones that searched last): an entry
+#: is a few numbers, and forgetting one costs a search a count of that owner's chunks, so
+#: many more than the tenants that search at once, yet bounded whatever their number.
+CACHED_CORPORA = 1024
+
+#: Owners whose terms' chunk counts are kept: each may hold up to :data:`CACHED_TERMS` terms
+#: (megabytes), so only the few owners that searched last; one forgotten counts its query's
+#: terms again at its next search, as after a write.
+CACHED_RARITIES = 16
+
 
 def rescored(k: int) -> int:
     """How many of the chunks ranked by the postings read are scored exactly before the best
@@ -89,8 +100,9 @@ class PostgresChunkStore(ChunkStoreBase):
     def __init__(self, db: Database) -> None:
         super().__init__(db)
         # owner -> (when counted, chunks, mean length, newest chunk id)
-        self._corpus: dict[str, tuple[float, int, float, int]] = {}
-        self._rarity: dict[str, dict[str, int]] = {}  # owner -> term -> chunks holding it
+        self._corpus: LruCache[str, tuple[float, int, float, int]] = LruCache(CACHED_CORPORA)
+        # owner -> term -> chunks holding it
+        self._rarity: LruCache[str, dict[str, int]] = LruCache(CACHED_RARITIES)
         self._recounts: dict[str, asyncio.Task[None]] = {}  # owner -> its counting task
 
     @unavailable_on_connection_errors
@@ -214,7 +226,10 @@ class PostgresChunkStore(ChunkStoreBase):
         owner's chunks (:data:`CORPUS_STATS_SECONDS`), a term held by none every time (a page
         written since may hold it). Counting a common term reads tens of thousands of index
         entries; the same few hundred common words recur in most queries."""
-        kept = self._rarity.setdefault(owner, {})
+        kept = self._rarity.get(owner)
+        if kept is None:
+            kept = {}
+            self._rarity.set(owner, kept)
         if len(kept) > CACHED_TERMS:  # before the missing terms are found: then all are
             kept.clear()
         # This search's own: another may forget the kept counts while this one awaits.
@@ -248,9 +263,9 @@ class PostgresChunkStore(ChunkStoreBase):
         count, mean, newest = int(row.n), max(1.0, float(row.mean)), int(row.newest)
         if count:
             before = self._corpus.get(owner)
-            self._corpus[owner] = (time.monotonic(), count, mean, newest)
+            self._corpus.set(owner, (time.monotonic(), count, mean, newest))
             if before is None or before[1:] != (count, mean, newest):
-                self._rarity.pop(owner, None)
+                self._rarity.pop(owner)
         return count, mean
 
     async def settle(self) -> None:

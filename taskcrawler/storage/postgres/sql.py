@@ -10,6 +10,7 @@ itself. The texts are generated from the tables' column types, so they follow th
 from __future__ import annotations
 
 import functools
+import hashlib
 from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
@@ -93,6 +94,27 @@ NEW_JOB_ARRAYS = table_columns(jobs, NEW_JOB_COLUMNS)
 INSERT_NEW_JOBS = (
     unnest_insert(jobs, NEW_JOB_COLUMNS) + " ON CONFLICT (owner, url_key) DO NOTHING RETURNING id"
 )
+
+#: The first key of the advisory locks that hold an owner's submissions under its pending-jobs
+#: limit (the two-key form: the second is the owner's :func:`owner_lock`), so they share no
+#: lock with any other use of advisory locks.
+OWNER_LOCKS = 0x7443
+
+#: The owners' locks until the transaction ends, in the order of their keys: two transactions
+#: taking several never wait for each other in a cycle. A subquery that sorts is not pulled up
+#: into its query, so the locks are taken in its order.
+HOLD_OWNERS = (
+    f"SELECT pg_advisory_xact_lock({OWNER_LOCKS}, k)"
+    " FROM (SELECT k FROM unnest($1::int[]) AS k ORDER BY k) AS keys"
+)
+
+
+def owner_lock(owner: str) -> int:
+    """The owner's advisory lock key: a signed 32-bit hash. Two owners that share one only
+    wait for each other's submissions; no limit is counted wrong for it."""
+    digest = hashlib.blake2b(owner.encode(), digest_size=4).digest()
+    return int.from_bytes(digest, "big", signed=True)
+
 
 FRONTIER_JOB_ARRAYS = table_columns(jobs, FRONTIER_JOB_COLUMNS)
 

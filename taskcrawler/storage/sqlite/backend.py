@@ -124,6 +124,13 @@ class SqliteBackend:
 
         return await db.run_write(insert)
 
+    async def insert_new_jobs_in(self, conn: AsyncConnection, rows: Rows) -> set[UUID]:
+        return {row[0] for row in await conn.execute(sql.INSERT_NEW_JOBS, list(rows))}
+
+    async def hold_owners(self, conn: AsyncConnection, owners: Collection[str]) -> None:
+        """Nothing to take: a write transaction holds the one writer from its BEGIN IMMEDIATE
+        (:meth:`write_transaction`), so no other submission counts or inserts meanwhile."""
+
     def insert_frontier(self, conn: Connection, rows: Rows) -> list[UUID]:
         result = conn.execute(sql.INSERT_FRONTIER_JOBS, list(rows))
         return [row[0] for row in result]

@@ -13,7 +13,6 @@ import math
 import sys
 import time
 from array import array
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
@@ -21,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
+from taskcrawler.common.lru import LruCache
 from taskcrawler.domain.chunks import (
     Ranked,
     Reembedded,
@@ -34,7 +34,13 @@ from taskcrawler.domain.chunks import (
 from taskcrawler.storage.chunks import ChunkStoreBase, hit, read_hits, scope
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.sqlite import sql
-from taskcrawler.storage.sqlite.vectors import VectorIndex, extended, kept, nearest
+from taskcrawler.storage.sqlite.vectors import (
+    VectorIndex,
+    extended,
+    kept,
+    nearest,
+    nearest_among,
+)
 from taskcrawler.storage.tables import chunks, jobs
 
 if TYPE_CHECKING:
@@ -72,11 +78,16 @@ CACHED_TERMS = 50_000
 #: the driver took ten times as long as searching them.
 CACHED_MATRICES = 4
 
+#: Up to how many chunks a filtered semantic search reads the vectors of for itself (2 MB at
+#: 256 dimensions); a filter that keeps more searches among their ids in the owner's matrix,
+#: kept in memory, rather than read them for each search (100 MB at 100,000 chunks).
+LOADED_ALONE = 2000
+
 
 class SqliteChunkStore(ChunkStoreBase):
     def __init__(self, db: Database) -> None:
         super().__init__(db)
-        self._indexes: OrderedDict[tuple[str, str, int], _Matrix] = OrderedDict()
+        self._indexes: LruCache[tuple[str, str, int], _Matrix] = LruCache(CACHED_MATRICES)
         # (when counted, chunks, chunks_version then)
         self._counted: tuple[float, int, int] = (-math.inf, 0, -1)
         self._sole_owner: str | None = None  # whose every chunk was, when counted (if one's)
@@ -148,19 +159,26 @@ class SqliteChunkStore(ChunkStoreBase):
         """Every vector of the caller's (of the crawl's, the page's) for this model, exactly
         or, over a large matrix, by sign first (:mod:`.vectors`), scored in a worker thread:
         the ``query.k`` nearest chunks' ids and cosines. The caller's whole matrix is kept in
-        memory while its chunks do not change."""
+        memory while its chunks do not change; a filter's ids pick their rows from it, and only
+        a filter that keeps a few chunks has their vectors read for the search alone (a
+        search's memory is then bounded by ``LOADED_ALONE``, whatever the filter keeps)."""
         np = await numpy()
-
-        if not query.filtered:
-            index = await self._index(conn, (query.owner, model, len(vector)))
-        else:
-            conditions = [*scope(query), chunks.c.model == model, chunks.c.dim == len(vector)]
-            ids, matrix = await _load(conn, conditions, len(vector))
-            index = VectorIndex(ids, matrix, signs=None)  # read for this search alone
-        if not len(index):
-            return []
         target = np.asarray(vector, np.float32)
-        return await asyncio.to_thread(nearest, np, index, target, query.k)
+        key = (query.owner, model, len(vector))
+        if not query.filtered:
+            index = await self._index(conn, key)
+            return await asyncio.to_thread(nearest, np, index, target, query.k)
+        conditions = [*scope(query), chunks.c.model == model, chunks.c.dim == len(vector)]
+        ids = await _ids(conn, conditions)
+        if not len(ids):
+            return []
+        if len(ids) <= LOADED_ALONE:
+            few = await _load(conn, chunks.c.id.in_(ids.tolist()), len(vector))
+            return await asyncio.to_thread(
+                nearest, np, VectorIndex(*few, signs=None), target, query.k
+            )
+        index = await self._index(conn, key)
+        return await asyncio.to_thread(nearest_among, np, index, target, query.k, ids)
 
     async def _index(self, conn: AsyncConnection, key: tuple[str, str, int]) -> VectorIndex:
         """The vectors of the owner's chunks of a model and dimension (``key``), from memory
@@ -171,15 +189,12 @@ class SqliteChunkStore(ChunkStoreBase):
         version = (await conn.execute(sql.CHUNKS_VERSION)).scalar_one()
         cached = self._indexes.get(key)
         if cached is not None and cached.writes[0] == version:
-            self._indexes.move_to_end(key)
             return cached.index
         writes = tuple((await conn.execute(sql.CHUNK_WRITES)).one())
         if cached is None or not inserts_and_deletes_only(cached.writes, writes):
             cached = _Matrix(writes, 0, (0, 0), VectorIndex.empty(await numpy(), key[2]))
         cached = await self._synced(conn, key, writes, cached)
-        self._indexes[key] = cached
-        while len(self._indexes) > CACHED_MATRICES:
-            self._indexes.popitem(last=False)
+        self._indexes.set(key, cached)
         return cached.index
 
     async def _synced(
@@ -357,17 +372,24 @@ def split_by_rarity(
     return rare, [term for term in terms if term not in rare]
 
 
-async def _load(conn: AsyncConnection, conditions: list[Any], dim: int) -> tuple[Any, Any]:
+async def _ids(conn: AsyncConnection, conditions: list[Any]) -> Any:
+    """The ids of the chunks ``conditions`` keep (int64, ascending)."""
     np = await numpy()
+    statement = (
+        sa.select(chunks.c.id)
+        .select_from(chunks.join(jobs, jobs.c.id == chunks.c.job_id))
+        .where(*conditions)
+        .order_by(chunks.c.id)
+    )
+    ids = (await conn.execute(statement)).scalars().all()
+    return np.fromiter(ids, dtype=np.int64, count=len(ids))
 
-    rows = (
-        await conn.execute(
-            sa.select(chunks.c.id, chunks.c.embedding)
-            .select_from(chunks.join(jobs, jobs.c.id == chunks.c.job_id))
-            .where(*conditions)
-        )
-    ).all()
-    return _matrix(np, rows, dim)
+
+async def _load(conn: AsyncConnection, condition: Any, dim: int) -> tuple[Any, Any]:
+    """The ids and vectors of the chunks ``condition`` keeps, by id."""
+    np = await numpy()
+    statement = sa.select(chunks.c.id, chunks.c.embedding).where(condition).order_by(chunks.c.id)
+    return _matrix(np, (await conn.execute(statement)).all(), dim)
 
 
 def _matrix(np: Any, rows: Sequence[Any], dim: int) -> tuple[Any, Any]:

@@ -23,6 +23,10 @@ SIGNS_FROM = 20_000
 RESCORED_SHARE = 10
 RESCORED_PER_RESULT = 40
 
+#: Up to how many rows a search among some of the index's vectors copies them out to score
+#: them (4 MB at 256 dimensions); more are scored in place with the rest of the matrix.
+GATHERED_ROWS = 4096
+
 
 @dataclass(frozen=True, slots=True)
 class VectorIndex:
@@ -91,6 +95,39 @@ def nearest(np: Any, index: VectorIndex, vector: Any, k: int) -> list[tuple[int,
         return []
     rows = _candidates(np, index, vector, k)
     scores = _cosines(np, index.matrix[rows] if rows is not None else index.matrix, vector)
+    return _best(np, index, rows, scores, k)
+
+
+def nearest_among(
+    np: Any, index: VectorIndex, vector: Any, k: int, ids: Any
+) -> list[tuple[int, float]]:
+    """:func:`nearest` among the vectors of ``ids`` (int64, ascending as the index's own; an id
+    the index lacks is passed over), every one scored exactly: a filter's rows need not be
+    among the nearest by sign. A few rows are copied out to be scored; many are scored in
+    place, the whole matrix, so that a filter keeping most of it copies none of it."""
+    rows = _rows_of(np, index, ids)
+    if not len(rows) or k <= 0:
+        return []
+    if len(rows) <= GATHERED_ROWS:
+        scores = _cosines(np, index.matrix[rows], vector)
+    else:
+        scores = _cosines(np, index.matrix, vector)[rows]
+    return _best(np, index, rows, scores, k)
+
+
+def _rows_of(np: Any, index: VectorIndex, ids: Any) -> Any:
+    """The rows of ``index`` that hold ``ids`` (both ascending), in the index's order."""
+    positions = np.searchsorted(index.ids, ids)
+    inside = positions < len(index)
+    positions = positions[inside]
+    return positions[index.ids[positions] == ids[inside]]
+
+
+def _best(
+    np: Any, index: VectorIndex, rows: Any | None, scores: Any, k: int
+) -> list[tuple[int, float]]:
+    """The ``k`` best of ``scores`` (of ``rows`` of the index, or of every row: None) as (id,
+    score), best first, ties in the index's order."""
     k = min(k, len(scores))
     best = np.argpartition(-scores, k - 1)[:k]
     best = best[np.lexsort((best, -scores[best]))]
