@@ -11,6 +11,8 @@ import logging
 from typing import Any
 from uuid import UUID
 
+import orjson
+
 from taskcrawler.domain import ServiceUnavailable
 from taskcrawler.domain.jobs import Job
 from taskcrawler.firecrawl.documents import firecrawl_document, their_formats
@@ -28,6 +30,10 @@ log = logging.getLogger(__name__)
 #: Hooks one pass takes, and pages one pass announces of each.
 HOOKS_PER_PASS = 20
 PAGES_PER_PASS = 100
+#: A pass announces a hook's pages until their documents pass this many bytes of JSON (one
+#: page at least): a hundred big pages' documents are GBs, held at once and written in one
+#: transaction. The rest are announced by the next passes.
+PASS_MAX_BYTES = 32 * 1024 * 1024
 LEASE_SECONDS = 60.0
 
 
@@ -76,8 +82,13 @@ class HookAnnouncer:
         progress = await self.hooks.progress(hook)
         pages = await self.hooks.unannounced(hook, limit=PAGES_PER_PASS)
         if hook.wants("page"):
-            for job, _ in pages:
+            size = 0
+            for index, (job, _) in enumerate(pages):
                 document = await self._document(hook, job)
+                size += len(orjson.dumps(document))
+                if index and size > PASS_MAX_BYTES:
+                    pages = pages[:index]
+                    break
                 events.append(("page", hook.body("page", [document]), job.id))
         # The end is told in a pass that found no page left to tell: after every page's event.
         finished = progress.finished and not pages

@@ -184,6 +184,16 @@ class FirecrawlExtractIn(RequestModel):
                     raise ValueError(f"urls[{index}]: {exc}") from None
         return self
 
+    def invalid_urls(self) -> list[str]:
+        """The URLs that cannot be read, in order (another spelling of a URL read is read)."""
+        invalid = []
+        for url in self.urls:
+            try:
+                validate_url(crawl_start(url))
+            except InvalidURL:
+                invalid.append(url)
+        return invalid
+
     def valid_urls(self) -> list[str]:
         """The URLs that can be read, a ``/*`` kept after its normalised start."""
         valid = []

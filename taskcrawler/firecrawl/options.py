@@ -114,12 +114,23 @@ def webhook_spec(
         sent = check_headers(headers or {}, "webhook.headers")
     except InvalidOption as exc:
         raise Unsupported(str(exc)) from None
-    if metadata is not None and len(orjson.dumps(metadata)) > MAX_WEBHOOK_METADATA_BYTES:
+    if metadata is not None and len(_metadata_json(metadata)) > MAX_WEBHOOK_METADATA_BYTES:
         raise Unsupported(f"webhook.metadata: at most {MAX_WEBHOOK_METADATA_BYTES:,} bytes of JSON")
     wanted = tuple(event for event in HOOK_EVENTS if events is None or event in events)
     if not wanted:
         raise Unsupported("webhook.events: name at least one of " + ", ".join(HOOK_EVENTS))
     return WebhookSpec(checked, sent, metadata, wanted)
+
+
+def _metadata_json(metadata: Mapping[str, Any]) -> bytes:
+    """``metadata`` as the JSON every event carries; what cannot be written (an integer past
+    64 bits, nesting past 254 levels) is refused, naming the field."""
+    try:
+        return orjson.dumps(metadata)
+    except orjson.JSONEncodeError:
+        raise Unsupported(
+            "webhook.metadata: integers of at most 64 bits, nested at most 254 levels"
+        ) from None
 
 
 class Unsupported(ValueError):

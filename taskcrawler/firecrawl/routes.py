@@ -517,7 +517,8 @@ def _register(version: str) -> None:
         json = json_format({k: v for k, v in asked.items() if v is not None}, "extract")
         page = _page(body.scrapeOptions, "scrapeOptions.")
         extract_id = await firecrawl.start_extract(caller, valid, json, page)
-        invalid = _left_out(body.urls, valid)
+        # Not those left out of ``valid``: it holds each URL normalised, once.
+        invalid = body.invalid_urls()
         return FirecrawlExtractStarted(
             id=str(extract_id),
             url=f"{request.base_url}{version}/extract/{extract_id}",

@@ -16,12 +16,15 @@ from datetime import datetime
 from typing import Any, Literal
 from uuid import UUID, uuid4
 
+import orjson
+
 from taskcrawler.domain import JobStatus
 from taskcrawler.domain.change_tracking import (
     TrackingRequest,
     change_tracking,
 )
 from taskcrawler.domain.crawls import Crawl, CrawlSpec, CrawlStatus, InvalidCrawlSpec
+from taskcrawler.domain.cursors import encode_list_cursor
 from taskcrawler.domain.errors import Conflict, ErrorCode, NotFound
 from taskcrawler.domain.extract_scope import (
     EXTRACT_CRAWL_PAGES,
@@ -70,6 +73,10 @@ POLL_SECONDS = 0.1
 BATCH_PAGE = 100
 #: Documents per page of a crawl's status.
 CRAWL_PAGE = 100
+#: A page of a batch's or a crawl's status ends once its documents pass this many bytes of
+#: JSON, as Firecrawl's does (``next`` goes on; a page always holds one document): a hundred
+#: pages of 10 MB, each as rawHtml, html and Markdown, would otherwise be one answer of GBs.
+STATUS_PAGE_MAX_BYTES = 10 * 1024 * 1024
 #: A scrape whose page failed for one of these is a 400: the document (a PDF, a page) is past
 #: the limits of what one request may make TaskCrawler read.
 PAST_LIMITS = frozenset(
@@ -281,7 +288,10 @@ class FirecrawlService:
         crawl = await self.crawls.get(caller, crawl_id)
         query = JobQuery(statuses=_FETCHED, limit=min(limit, CRAWL_PAGE), cursor=cursor)
         jobs, next_cursor = await self.crawls.pages(caller, crawl_id, query)
-        documents = [await self._document_of(caller, job, screenshot_url) for job in jobs]
+        documents = await self._documents_of(caller, jobs, screenshot_url)
+        if len(documents) < len(jobs):
+            last = jobs[len(documents) - 1]
+            next_cursor = encode_list_cursor(last.created_at, last.id)
         counts = crawl.counts
         return CrawlStatusPage(
             status=_CRAWL_STATUS[crawl.status],
@@ -345,14 +355,14 @@ class FirecrawlService:
             raise NotFound("no batch scrape with this id")
         finished = [job for job in jobs if job.status.is_final]
         page = finished[skip : skip + BATCH_PAGE]
-        documents = [await self._document_of(caller, job, screenshot_url) for job in page]
-        more = skip + BATCH_PAGE < len(finished)
+        documents = await self._documents_of(caller, page, screenshot_url)
+        more = skip + len(documents) < len(finished)
         return BatchStatus(
             status="completed" if len(finished) == len(jobs) else "scraping",
             total=len(jobs),
             completed=len(finished),
             documents=documents,
-            next_skip=skip + BATCH_PAGE if more else None,
+            next_skip=skip + len(documents) if more else None,
         )
 
     async def scrape(
@@ -417,6 +427,21 @@ class FirecrawlService:
         self, caller: Caller, job: Job, screenshot_url: ScreenshotURL
     ) -> dict[str, Any]:
         return await self.document(caller, job, their_formats(job), screenshot_url)
+
+    async def _documents_of(
+        self, caller: Caller, jobs: list[Job], screenshot_url: ScreenshotURL
+    ) -> list[dict[str, Any]]:
+        """The documents of ``jobs`` in order, until they pass :data:`STATUS_PAGE_MAX_BYTES`
+        (the first always): a status page's, the rest left for its ``next``."""
+        documents: list[dict[str, Any]] = []
+        size = 0
+        for job in jobs:
+            document = await self._document_of(caller, job, screenshot_url)
+            size += len(orjson.dumps(document))
+            if documents and size > STATUS_PAGE_MAX_BYTES:
+                break
+            documents.append(document)
+        return documents
 
     async def document(
         self, caller: Caller, job: Job, formats: tuple[str, ...], screenshot_url: ScreenshotURL

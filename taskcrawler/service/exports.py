@@ -22,8 +22,9 @@ from taskcrawler.storage.ports import ExportRepository
 #: Jobs read per query: turning a row into a job costs the event loop tens of microseconds,
 #: so a page of 100 holds it for a few milliseconds (500 held it for 20-30).
 PAGE = 100
-#: Archived responses read per query: each may be as large as the fetch limit allows.
-ARCHIVE_GROUP = 16
+#: Jobs whose texts (JSON Lines) or archived responses (WARC) are read per query: each may
+#: be as large as the fetch limit allows.
+EXPORT_GROUP = 16
 MEDIA_TYPES: Mapping[ExportFormat, str] = {
     "jsonl": "application/x-ndjson",
     "warc": "application/warc",
@@ -89,14 +90,15 @@ class ExportService:
             page = await self.exports.jobs_between(owner, after, end, limit=PAGE, crawl_id=crawl_id)
             if not page:
                 return
-            if fmt == "jsonl":
-                texts = await self.exports.texts([job.id for _, job in page])
-                for position, job in page:
-                    yield ExportedJob(position, job, texts=texts[job.id])
-            else:
-                for start in range(0, len(page), ARCHIVE_GROUP):
-                    group = page[start : start + ARCHIVE_GROUP]
-                    archives = await self.exports.archives([job.id for _, job in group])
+            for start in range(0, len(page), EXPORT_GROUP):
+                group = page[start : start + EXPORT_GROUP]
+                ids = [job.id for _, job in group]
+                if fmt == "jsonl":
+                    texts = await self.exports.texts(ids)
+                    for position, job in group:
+                        yield ExportedJob(position, job, texts=texts[job.id])
+                else:
+                    archives = await self.exports.archives(ids)
                     for position, job in group:
                         yield ExportedJob(position, job, archive=archives.get(job.id))
             after = page[-1][0]

@@ -25,6 +25,7 @@ from aiohttp.abc import AbstractResolver
 from yarl import URL
 
 from taskcrawler.domain import ErrorCode, FetchError, InvalidURL, ServiceUnavailable
+from taskcrawler.domain.storable import storable_text
 from taskcrawler.domain.urls import request_target
 from taskcrawler.domain.webhooks import (
     FIRECRAWL_STYLE,
@@ -45,6 +46,8 @@ log = logging.getLogger(__name__)
 
 #: The receiver's answer is not read beyond this (only its status code matters).
 MAX_RESPONSE_BYTES = 4096
+#: The receiver's reason phrase is kept to this many characters in the attempt's error.
+MAX_REASON_CHARS = 200
 #: How long a claimed delivery is ours beyond its POST deadline before another worker may retry.
 LEASE_MARGIN_SECONDS = 30.0
 
@@ -180,7 +183,9 @@ class WebhookDispatcher:
                 ) as resp:
                     await resp.content.read(MAX_RESPONSE_BYTES)
                     status = resp.status
-                    reason = resp.reason or ""
+                    # The receiver's words, stored as the attempt's error: a NUL or bytes that
+                    # are not UTF-8 would make the attempt unrecordable (and sent again).
+                    reason = storable_text(resp.reason or "", MAX_REASON_CHARS)
         except FetchError as exc:
             return _error_result(exc)
         except TimeoutError:

@@ -230,6 +230,19 @@ async def test_firecrawl_py_extracts_from_the_pages_under_a_wildcard(
     assert answer.sources["urls"][3:] == [f"{site}/other"]
 
 
+async def test_an_extracts_invalid_urls_are_those_it_could_not_read(
+    served: ServedApp, site: str
+) -> None:
+    # A URL read under another spelling (the crawl's start normalised, a repeat) is not invalid.
+    urls = [f"{site}/docs//*", f"{site}/docs/*", "http://example.com:0/", f"{site}/other"]
+    async with httpx.AsyncClient(base_url=served.base_url, timeout=30) as http:
+        started = await http.post(
+            "/v2/extract", json={"urls": urls, "schema": SCHEMA, "ignoreInvalidURLs": True}
+        )
+    assert started.status_code == 200, started.text
+    assert started.json()["invalidURLs"] == ["http://example.com:0/"]
+
+
 async def _extract_ended(http: httpx.AsyncClient, version: str, body: dict[str, Any]) -> Any:
     started = await http.post(f"/{version}/extract", json=body)
     assert started.status_code == 200, started.text

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import random
 import uuid
+from collections.abc import Sequence
 
 import orjson
 import pytest
@@ -15,7 +16,7 @@ from taskcrawler.domain import JobStatus, Outcome
 from taskcrawler.domain.errors import InvalidCursor
 from taskcrawler.domain.exports import START
 from taskcrawler.domain.keys import Caller
-from taskcrawler.service.exports import ExportService
+from taskcrawler.service.exports import EXPORT_GROUP, ExportService
 from taskcrawler.storage import Database, JobStore, NewJob, WorkStore
 from taskcrawler.storage.adapters import open_database
 from taskcrawler.storage.exports import ExportStore
@@ -116,6 +117,27 @@ async def test_pages_limits_and_cursors_resume_where_they_stopped(db: Database) 
         assert len(seen) - before == min(500, 1203 - before)
         cursor = export.next_since
     assert sorted(seen) == sorted(ids) and len(set(seen)) == len(seen)
+
+
+async def test_texts_are_read_a_few_jobs_at_a_time(db: Database) -> None:
+    # A job's texts may each be as large as the fetch limit allows: a page of 100 jobs' texts
+    # read at once held GBs.
+    ids = await new_jobs(db, 40)
+    await finish(db, ids)
+    await exported_ids(db, expect=40)
+    store = ExportStore(db)
+    read = store.texts
+    asked: list[int] = []
+
+    async def counted(job_ids: Sequence[uuid.UUID]) -> dict[uuid.UUID, dict[str, str]]:
+        asked.append(len(job_ids))
+        return await read(job_ids)
+
+    store.texts = counted  # type: ignore[method-assign]
+    export = await ExportService(store, request_headers={}, software="test").export(CALLER, "jsonl")
+    lines = [line async for chunk in export.chunks for line in chunk.splitlines()]
+    assert len(lines) == 40
+    assert sum(asked) == 40 and max(asked) <= EXPORT_GROUP
 
 
 @pytest.mark.parametrize(

@@ -314,3 +314,30 @@ async def test_the_guard_vets_every_attempt_at_delivery_time(
     # The retry was refused before connecting: one POST sent, and the refusal recorded as such.
     assert (by_job[moving.id].status, by_job[moving.id].attempts) == ("BLOCKED", 1)
     assert by_job[moving.id].last_error.startswith("blocked_address: the address 127.0.0.2")
+
+
+async def test_a_reason_phrase_that_cannot_be_stored_is_recorded_cleaned(store: Stores) -> None:
+    # aiohttp keeps a NUL of the status line and decodes bytes that are not UTF-8 to lone
+    # surrogates: neither database stores them, and an attempt that cannot be recorded would be
+    # claimed (and POSTed) again when its lease ends, for ever.
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(
+            b"HTTP/1.1 500 Bad\x00Thing\xff\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        )
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        [job] = await claimed_jobs(store, callback_url=f"http://127.0.0.1:{port}/hook")
+        await record(store, [completed(job)])
+        dispatcher = WebhookDispatcher(hook_settings(webhook_max_attempts=1), store.hooks)
+        await deliver_all(dispatcher, rounds=1)
+    finally:
+        server.close()
+        await server.wait_closed()
+    [row] = await rows(store)
+    assert (row.status, row.attempts, row.last_status_code) == ("FAILED", 1, 500)
+    assert row.last_error == "http_500: Bad\ufffdThing\ufffd"

@@ -195,6 +195,13 @@ def test_change_tracking_formats() -> None:
         page_options(["markdown"], tracking_options={"modes": ["git-diff"]})
 
 
+def _nested(depth: int) -> dict[str, Any]:
+    value: dict[str, Any] = {}
+    for _ in range(depth):
+        value = {"k": value}
+    return value
+
+
 def test_webhooks_are_checked() -> None:
     spec = webhook_spec(
         "https://hooks.example/x", headers={"X-Token": "t"}, metadata={"a": 1}, events=["page"]
@@ -205,6 +212,9 @@ def test_webhooks_are_checked() -> None:
         ({"url": "https://h/", "headers": {"Host": "x"}}, "webhook.headers"),
         ({"url": "https://h/", "events": []}, "webhook.events"),
         ({"url": "https://h/", "metadata": {"k": "v" * 20_000}}, "webhook.metadata"),
+        # JSON that orjson cannot write (it is sent back in every event): a 400, not a 500.
+        ({"url": "https://h/", "metadata": {"k": 2**64}}, "webhook.metadata"),
+        ({"url": "https://h/", "metadata": _nested(300)}, "webhook.metadata"),
     ]:
         url = bad.pop("url")
         with pytest.raises(Unsupported, match=named):
