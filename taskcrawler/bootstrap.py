@@ -26,6 +26,7 @@ if TYPE_CHECKING:  # and imported where used: `taskcrawler keys` needs the stora
     from redis.asyncio import Redis
 
     from taskcrawler.common.processes import CallRunner, ProcessPool
+    from taskcrawler.domain.idempotency import IdempotencyRetention
     from taskcrawler.domain.transitions import RetryPolicy
     from taskcrawler.embed import Embedder
     from taskcrawler.extract.chunking import ChunkingConfig
@@ -215,7 +216,9 @@ def api_services(
         content=content,
         deliveries=DeliveryService(jobs, storage.webhooks),
         keys=key_service(storage, runtime.settings),
-        idempotency=IdempotencyService(storage.idempotency),
+        idempotency=IdempotencyService(
+            storage.idempotency, idempotency_retention(runtime.settings)
+        ),
         health=HealthService(storage.db.ping, runtime.queue.ping, vectors=search.vectors),
         mapper=mapper,
         search=search,
@@ -281,6 +284,12 @@ def retry_policy(settings: Settings) -> RetryPolicy:
     )
 
 
+def idempotency_retention(settings: Settings) -> IdempotencyRetention:
+    from taskcrawler.domain.idempotency import IdempotencyRetention
+
+    return IdempotencyRetention(keep_hours=settings.idempotency_retention_hours)
+
+
 def worker_config(settings: Settings, *, sweeps: bool = True) -> WorkerConfig:
     from taskcrawler.worker.sweeper import SweepConfig
     from taskcrawler.worker.worker import WorkerConfig
@@ -293,6 +302,7 @@ def worker_config(settings: Settings, *, sweeps: bool = True) -> WorkerConfig:
             interval_seconds=settings.sweep_interval_seconds,
             retry=retry,
             redispatch_seconds=settings.redispatch_seconds,
+            idempotency=idempotency_retention(settings),
         ),
         lease_seconds=settings.lease_seconds,
         shutdown_grace_seconds=settings.shutdown_grace_seconds,
@@ -492,6 +502,7 @@ def worker(
             parser.pool,
         ),
         lines=host_lines(runtime),
+        answers=runtime.storage.idempotency,
     )
 
 

@@ -369,6 +369,14 @@ class Settings(BaseSettings):
     max_request_bytes: int = Field(
         4 * 1024 * 1024, ge=1024, description="Bigger request bodies are refused with 413."
     )
+    idempotency_retention_hours: float = Field(
+        24.0,
+        gt=0,
+        le=87_840,
+        description="An Idempotency-Key's answer is kept this long (ten years at most); past it "
+        "the key is forgotten, and a request sent with it again is a new one. Workers delete "
+        "expired answers.",
+    )
 
     # MCP over streamable HTTP (/mcp)
     mcp_max_streams: int = Field(

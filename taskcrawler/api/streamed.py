@@ -1,10 +1,12 @@
-"""Answers with a long list (a map of 100,000 URLs) written a slice at a time.
+"""Streamed answers: a long list (a map of 100,000 URLs) written a slice at a time, and the
+response every streamed answer (a map, an export) is sent with.
 
 Validating and encoding such a list as one model holds the event loop for tens of
 milliseconds (0.4 s of CPU for Firecrawl's ``{"url": …}`` objects), every other request of the
 process waiting. Here the list is encoded by orjson a slice at a time, the loop running
 between slices; the answer is the same JSON its model describes (which documents the route).
-A client that takes none of it for :data:`SEND_IDLE_SECONDS` is let go, and the list with it.
+A client that takes nothing of a streamed answer for :data:`SEND_IDLE_SECONDS` is let go, and
+what the answer held with it: :class:`IdleLimitedStreamingResponse`, every streamed route's.
 """
 
 from __future__ import annotations
@@ -35,15 +37,19 @@ def json_with_list(
     item: Callable[[Any], Any] | None = None,
 ) -> StreamingResponse:
     """``{**fields, key: [item(x) for x in items]}`` as JSON, streamed."""
-    return _StreamedList(_encoded(fields, key, items, item), media_type="application/json")
+    return IdleLimitedStreamingResponse(
+        _encoded(fields, key, items, item), media_type="application/json"
+    )
 
 
 class _ClientIdle(Exception):
     """Not a TimeoutError: Starlette takes an OSError in sending for the client gone."""
 
 
-class _StreamedList(StreamingResponse):
-    """Ended once the client has taken nothing of it for :data:`SEND_IDLE_SECONDS`."""
+class IdleLimitedStreamingResponse(StreamingResponse):
+    """A streamed answer ended once its client has taken nothing of it for
+    :data:`SEND_IDLE_SECONDS`: uvicorn's flow control waits for a client that stopped reading
+    for as long as it stays connected, holding what the answer holds and its connection."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         async def sending(message: Message) -> None:
@@ -56,7 +62,9 @@ class _StreamedList(StreamingResponse):
         try:
             await super().__call__(scope, receive, sending)
         except _ClientIdle:
-            log.warning("a client took nothing of a long answer for %g s: ended", SEND_IDLE_SECONDS)
+            log.warning(
+                "a client took nothing of a streamed answer for %g s: ended", SEND_IDLE_SECONDS
+            )
 
 
 async def _encoded(
@@ -72,4 +80,4 @@ async def _encoded(
     yield b"]}"
 
 
-__all__ = ["SEND_IDLE_SECONDS", "SLICE", "json_with_list"]
+__all__ = ["SEND_IDLE_SECONDS", "SLICE", "IdleLimitedStreamingResponse", "json_with_list"]

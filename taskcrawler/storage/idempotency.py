@@ -1,14 +1,18 @@
-"""Responses remembered by ``Idempotency-Key``, so a client may safely repeat a request."""
+"""Responses remembered by ``Idempotency-Key``, so a client may safely repeat a request, until
+they expire (:class:`taskcrawler.domain.idempotency.IdempotencyRetention`)."""
 
 from __future__ import annotations
+
+from datetime import datetime
 
 import sqlalchemy as sa
 
 from taskcrawler.domain.idempotency import StoredResponse
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
-from taskcrawler.storage.rows import utcnow
 from taskcrawler.storage.tables import idempotent_requests
+
+_ANSWER = ("request_hash", "status_code", "response", "created_at")
 
 
 class IdempotencyStore:
@@ -16,32 +20,60 @@ class IdempotencyStore:
         self.db = db
 
     @unavailable_on_connection_errors
-    async def get(self, owner: str, key: str) -> StoredResponse | None:
+    async def get(self, owner: str, key: str, *, since: datetime) -> StoredResponse | None:
+        """The answer stored for this key at ``since`` or later: an older one has expired,
+        even while the sweeper has yet to delete it."""
+        table = idempotent_requests
         async with self.db.read() as conn:
             row = (
                 await conn.execute(
-                    sa.select(idempotent_requests).where(
-                        idempotent_requests.c.owner == owner, idempotent_requests.c.key == key
+                    sa.select(table).where(
+                        table.c.owner == owner, table.c.key == key, table.c.created_at >= since
                     )
                 )
             ).first()
         return StoredResponse(row.request_hash, row.status_code, row.response) if row else None
 
     @unavailable_on_connection_errors
-    async def remember(self, owner: str, key: str, response: StoredResponse) -> StoredResponse:
-        """Store the first answer for this key; if another request stored one first, that one
-        is returned, so concurrent repeats all see the same answer."""
+    async def remember(
+        self, owner: str, key: str, response: StoredResponse, *, at: datetime, since: datetime
+    ) -> StoredResponse:
+        """Store the first answer for this key (in place of an expired one); if another
+        request stored one first, that one is returned, so concurrent repeats all see the same
+        answer."""
+        insert = self.db.backend.insert(idempotent_requests).values(
+            owner=owner,
+            key=key,
+            request_hash=response.request_hash,
+            status_code=response.status_code,
+            response=response.body,
+            created_at=at,
+        )
         async with self.db.write() as conn:
             await conn.execute(
-                self.db.backend.insert(idempotent_requests)
-                .values(
-                    owner=owner,
-                    key=key,
-                    request_hash=response.request_hash,
-                    status_code=response.status_code,
-                    response=response.body,
-                    created_at=utcnow(),
+                insert.on_conflict_do_update(
+                    index_elements=["owner", "key"],
+                    set_={column: insert.excluded[column] for column in _ANSWER},
+                    where=idempotent_requests.c.created_at < since,
                 )
-                .on_conflict_do_nothing(index_elements=["owner", "key"])
             )
-        return await self.get(owner, key) or response
+        return await self.get(owner, key, since=since) or response
+
+    @unavailable_on_connection_errors
+    async def forget_before(self, since: datetime, *, limit: int) -> int:
+        """Delete at most ``limit`` answers stored before ``since``, the oldest first (their
+        own index finds them), in a transaction of its own; how many."""
+        table = idempotent_requests
+        oldest = (
+            sa.select(table.c.owner, table.c.key)
+            .where(table.c.created_at < since)
+            .order_by(table.c.created_at)
+            .limit(limit)
+            # Rows another sweeper holds are passed over rather than waited for (PostgreSQL).
+            .with_for_update(skip_locked=True)
+        )
+        async with self.db.write() as conn:
+            deleted = await conn.execute(
+                table.delete().where(sa.tuple_(table.c.owner, table.c.key).in_(oldest))
+            )
+        return int(deleted.rowcount or 0)

@@ -283,9 +283,18 @@ class KeyRepository(Protocol):
 
 
 class IdempotencyRepository(Protocol):
-    async def get(self, owner: str, key: str) -> StoredResponse | None: ...
+    """Answers by ``Idempotency-Key``; one stored before ``since`` is expired: never answered,
+    replaced by a new one, deleted by :meth:`forget_before`."""
 
-    async def remember(self, owner: str, key: str, response: StoredResponse) -> StoredResponse: ...
+    async def get(self, owner: str, key: str, *, since: datetime) -> StoredResponse | None: ...
+
+    async def remember(
+        self, owner: str, key: str, response: StoredResponse, *, at: datetime, since: datetime
+    ) -> StoredResponse: ...
+
+    async def forget_before(self, since: datetime, *, limit: int) -> int:
+        """Delete at most ``limit`` answers stored before ``since``, the oldest first; how many."""
+        ...
 
 
 class WebhookRepository(Protocol):

@@ -265,6 +265,7 @@ idempotent_requests = sa.Table(
     sa.Column("status_code", sa.Integer(), nullable=False),
     sa.Column("response", JSONType, nullable=False),
     sa.Column("created_at", UTCDateTime(), nullable=False),
+    sa.Index("ix_idempotent_requests_created", "created_at"),  # retention (migration 0016)
 )
 
 webhook_deliveries = sa.Table(

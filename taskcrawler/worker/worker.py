@@ -33,7 +33,7 @@ from taskcrawler.extract.stored import extracted_formats, page_content, rederive
 from taskcrawler.fetch import Fetcher
 from taskcrawler.observability import WorkerMetrics, bind_job, log_transition
 from taskcrawler.queue import HostLines, JobQueue, MemoryHostLines
-from taskcrawler.storage.ports import WorkRepository
+from taskcrawler.storage.ports import IdempotencyRepository, WorkRepository
 from taskcrawler.worker.chunking import PageChunker, with_chunks
 from taskcrawler.worker.content import content_choice
 from taskcrawler.worker.crawling import CrawlPages, publish_pages
@@ -116,8 +116,10 @@ class Worker:
         crawls: CrawlPages | None = None,
         structuring: StructuringStep | None = None,
         lines: HostLines | None = None,
+        answers: IdempotencyRepository | None = None,
     ) -> None:
-        """``lines``: where ids wait for their host's slot (by default in this process)."""
+        """``lines``: where ids wait for their host's slot (by default in this process);
+        ``answers``: the ``Idempotency-Key`` answers whose expired ones the sweeper deletes."""
         self.config = config
         self.chunker = chunker
         # Without a model of its own the worker still reads selector schemas.
@@ -133,7 +135,7 @@ class Worker:
         self.rng = rng or random.Random()
         self.stats = WorkerStats()
         lines = lines or MemoryHostLines()
-        self.sweeper = Sweeper(config.sweep, store, queue, lines)
+        self.sweeper = Sweeper(config.sweep, store, queue, lines, answers=answers)
         self.frontier = HostFrontier(store, lines, fetcher.limiter, fetcher.robots_known)
         self._slots: dict[UUID, Admitted] = {}  # the politeness slot each claimed job holds
         self._slot_returned = asyncio.Event()  # a host slot came back: a parked id may go

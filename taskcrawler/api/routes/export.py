@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import StreamingResponse
 
 from taskcrawler.api.deps import CallerDep, ServicesDep
+from taskcrawler.api.streamed import IdleLimitedStreamingResponse
 from taskcrawler.contract.base import ErrorOut, Id
 from taskcrawler.domain.exports import ExportFormat
 from taskcrawler.export.cursor import MAX_CURSOR_CHARS
@@ -44,7 +45,8 @@ async def export(
     found = await services.exports.export(
         caller, format, since=since, limit=limit, crawl_id=crawl_id
     )
-    return StreamingResponse(
+    # An export may run to gigabytes: a client that stops reading it is let go.
+    return IdleLimitedStreamingResponse(
         found.chunks, media_type=found.media_type, headers={NEXT_SINCE: found.next_since}
     )
 
