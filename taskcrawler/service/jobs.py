@@ -3,7 +3,8 @@ or by filter), re-run.
 
 Limits are applied here, so every entry point enforces them the same way: the rate before
 anything else, the pending jobs by each new job's ``pending_limit``, which the insert checks
-atomically with its owner's count (:meth:`JobRepository.create_jobs`).
+atomically with its owner's count (:meth:`JobRepository.create_jobs`), and so does a retry's
+restart (:meth:`JobRepository.restart`).
 Refusals are domain errors (:mod:`taskcrawler.domain.errors`), which the API maps to HTTP once.
 """
 
@@ -220,8 +221,15 @@ class JobService:
         return cancelled
 
     async def retry(self, caller: Caller, job_id: UUID) -> Job:
-        restarted = await self.jobs.restart(
-            [job_id], owner=caller.owner, redispatch_after=self.policy.redispatch_after
+        """Re-run the caller's finished job; :class:`LimitExceeded` when that would make its
+        unfinished jobs more than its limit (a submission's, counted as one's is)."""
+        restarted = _restarted(
+            await self.jobs.restart(
+                [job_id],
+                owner=caller.owner,
+                redispatch_after=self.policy.redispatch_after,
+                pending_limit=max_pending_jobs(caller, self.policy.max_pending_jobs),
+            )
         )
         if restarted:
             await self._publish([job_id])
@@ -230,11 +238,17 @@ class JobService:
         raise Conflict(f"only a finished job can be retried; this one is {job.status}")
 
     async def retry_matching(self, caller: Caller, query: JobQuery) -> list[Job]:
-        """Re-run every finished job of the caller's that matches (default: all FAILED)."""
+        """Re-run every finished job of the caller's that matches (default: all FAILED); none
+        (:class:`LimitExceeded`) when they would make its unfinished jobs more than its
+        limit, as a batch is refused as a whole."""
         statuses = query.statuses or (JobStatus.FAILED,)
         query = dataclasses.replace(query, owner=caller.owner, statuses=statuses)
-        restarted = await self.jobs.restart_matching(
-            query, redispatch_after=self.policy.redispatch_after
+        restarted = _restarted(
+            await self.jobs.restart_matching(
+                query,
+                redispatch_after=self.policy.redispatch_after,
+                pending_limit=max_pending_jobs(caller, self.policy.max_pending_jobs),
+            )
         )
         await self._publish([job.id for job in restarted])
         return restarted
@@ -257,6 +271,12 @@ def _how_to_run_again(job: Job) -> str:
 
 
 def _admitted(result: Created | Refused) -> Created:
+    if isinstance(result, Refused):
+        raise limit_exceeded(result)
+    return result
+
+
+def _restarted(result: list[Job] | Refused) -> list[Job]:
     if isinstance(result, Refused):
         raise limit_exceeded(result)
     return result

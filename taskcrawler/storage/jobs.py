@@ -274,33 +274,63 @@ class JobStore:
 
     @unavailable_on_connection_errors
     async def restart(
-        self, job_ids: Sequence[UUID], *, owner: str, redispatch_after: float
-    ) -> list[Job]:
+        self,
+        job_ids: Sequence[UUID],
+        *,
+        owner: str,
+        redispatch_after: float,
+        pending_limit: int | None = None,
+    ) -> list[Job] | Refused:
         """Run finished jobs again: the same id, a new run; the previous run goes to history.
-        Jobs that are not finished (or not ``owner``'s) are left as they are."""
-        async with self.db.write() as conn:
-            owned = await conn.execute(
-                sa.select(jobs.c.id).where(jobs.c.id.in_(job_ids), jobs.c.owner == owner)
-            )
-            return await _restart(
-                conn, list(owned.scalars()), now=utcnow(), redispatch_after=redispatch_after
-            )
+        Jobs that are not finished (or not ``owner``'s) are left as they are. Refused as a
+        whole past ``pending_limit`` (:meth:`_restart_selected`)."""
+        finished = sa.select(jobs.c.id).where(
+            jobs.c.id.in_(job_ids), jobs.c.owner == owner, jobs.c.status.in_(FINAL_STATUSES)
+        )
+        return await self._restart_selected(owner, finished, redispatch_after, pending_limit)
 
     @unavailable_on_connection_errors
     async def restart_matching(
-        self, query: JobQuery, *, redispatch_after: float, limit: int = 10_000
-    ) -> list[Job]:
-        """Bulk re-run: every finished job of ``query.owner`` that matches the filters."""
+        self,
+        query: JobQuery,
+        *,
+        redispatch_after: float,
+        limit: int = 10_000,
+        pending_limit: int | None = None,
+    ) -> list[Job] | Refused:
+        """Bulk re-run: every finished job of ``query.owner`` that matches the filters (the
+        ``limit`` oldest). Refused as a whole past ``pending_limit``
+        (:meth:`_restart_selected`)."""
+        finished = (
+            sa.select(jobs.c.id)
+            .where(*_filters(query), jobs.c.status.in_(FINAL_STATUSES))
+            .order_by(jobs.c.created_at)
+            .limit(limit)
+        )
+        return await self._restart_selected(query.owner, finished, redispatch_after, pending_limit)
+
+    async def _restart_selected(
+        self,
+        owner: str,
+        finished: sa.Select[UUID],
+        redispatch_after: float,
+        pending_limit: int | None,
+    ) -> list[Job] | Refused:
+        """Restart the ``owner``'s finished jobs ``finished`` selects, in one transaction.
+
+        With a ``pending_limit``, the transaction holds the owner as a submission's does
+        (:func:`hold_owners`) before it selects them: each one restarted adds an unfinished
+        job, and when they would make the owner's more than its limit none is restarted
+        (:class:`Refused`), as a batch is refused as a whole. Selecting none is never refused.
+        """
         async with self.db.write() as conn:
-            ids = await conn.execute(
-                sa.select(jobs.c.id)
-                .where(*_filters(query), jobs.c.status.in_(FINAL_STATUSES))
-                .order_by(jobs.c.created_at)
-                .limit(limit)
-            )
-            return await _restart(
-                conn, list(ids.scalars()), now=utcnow(), redispatch_after=redispatch_after
-            )
+            unfinished = 0
+            if pending_limit is not None:
+                unfinished = (await hold_owners(conn, self.db.backend, [owner]))[owner]
+            ids = list((await conn.execute(finished)).scalars())
+            if pending_limit is not None and ids and unfinished + len(ids) > pending_limit:
+                return Refused(limit=pending_limit, unfinished=unfinished)
+            return await _restart(conn, ids, now=utcnow(), redispatch_after=redispatch_after)
 
     @unavailable_on_connection_errors
     async def runs(self, job_id: UUID) -> list[JobRun]:

@@ -97,12 +97,29 @@ class JobRepository(Protocol):
         """Cancel ``query.owner``'s matching jobs, each atomically; None for an unknown batch."""
 
     async def restart(
-        self, job_ids: Sequence[UUID], *, owner: str, redispatch_after: float
-    ) -> list[Job]: ...
+        self,
+        job_ids: Sequence[UUID],
+        *,
+        owner: str,
+        redispatch_after: float,
+        pending_limit: int | None = None,
+    ) -> list[Job] | Refused:
+        """Run ``owner``'s finished jobs among ``job_ids`` again; :class:`Refused` (none run)
+        when they would make its unfinished jobs more than ``pending_limit``, counted
+        atomically with the restart, as :meth:`create_jobs` counts."""
+        ...
 
     async def restart_matching(
-        self, query: JobQuery, *, redispatch_after: float, limit: int = 10_000
-    ) -> list[Job]: ...
+        self,
+        query: JobQuery,
+        *,
+        redispatch_after: float,
+        limit: int = 10_000,
+        pending_limit: int | None = None,
+    ) -> list[Job] | Refused:
+        """Run ``query.owner``'s matching finished jobs again, refused as :meth:`restart`
+        is."""
+        ...
 
     async def runs(self, job_id: UUID) -> list[JobRun]: ...
 

@@ -1,6 +1,7 @@
 """Many users: keys, isolation on every endpoint, limits, idempotent requests."""
 
 import uuid
+from typing import Any
 
 import httpx
 import pytest
@@ -336,3 +337,50 @@ async def test_the_pending_limit_answers_a_url_whose_finished_job_a_submission_k
             "/api/v1/jobs/batch", json={"urls": [done, waiting]}, headers=headers
         )
         assert (answered.status_code, answered.json()["created"]) == (200, 0)
+
+
+async def test_the_pending_limit_refuses_retries_that_would_pass_it(database_url: str) -> None:
+    """A retry makes an unfinished job of a finished one: past the limit a single retry and a
+    bulk retry are refused whole with a submission's 429, and change nothing."""
+    settings = fast_settings(database_url=database_url, max_pending_jobs=2)
+    async with running("api", settings) as service:  # no worker: jobs stay PENDING
+        headers = await service.new_key()
+
+        async def post(path: str, body: dict[str, Any] | None = None) -> httpx.Response:
+            return await service.client.post(f"/api/v1/jobs{path}", json=body, headers=headers)
+
+        async def shown(job_id: str) -> tuple[str, int]:
+            job = (await service.client.get(f"/api/v1/jobs/{job_id}", headers=headers)).json()
+            return job["status"], job["run_count"]
+
+        a, b = [(await post("", {"url": f"http://{n}.invalid/"})).json()["id"] for n in "ab"]
+        async with service.storage.db.write() as conn:
+            await conn.execute(
+                jobs_table.update()
+                .where(jobs_table.c.id.in_([uuid.UUID(a), uuid.UUID(b)]))
+                .values(status="FAILED", error_code="http_404", finished_at=utcnow())
+            )
+        waiting = (await post("", {"url": "http://waiting.invalid/"})).json()["id"]
+        # One unfinished job: the two failed ones would make three.
+        bulk = await post("/retry", {})
+        assert bulk.status_code == 429
+        assert "at most 2 unfinished jobs; 1 are pending" in bulk.json()["detail"]
+        assert [await shown(job_id) for job_id in (a, b)] == [("FAILED", 0)] * 2
+        retried = await post(f"/{a}/retry")
+        assert (retried.status_code, retried.json()["status"]) == (200, "PENDING")
+        # At the limit: a retry is answered as a new URL's submission is.
+        submitted = await post("", {"url": "http://new.invalid/"})
+        refused = await post(f"/{b}/retry")
+        assert (submitted.status_code, refused.status_code) == (429, 429)
+        assert refused.json() == submitted.json()
+        assert refused.headers["retry-after"] == submitted.headers["retry-after"]
+        assert "TASKCRAWLER_MAX_PENDING_JOBS" in refused.json()["detail"]
+        assert (await post("/retry", {})).status_code == 429
+        assert await shown(b) == ("FAILED", 0)
+        # Retries that add nothing are answered as they are without a limit.
+        assert (await post(f"/{a}/retry")).status_code == 409
+        nothing = await post("/retry", {"host": "none.invalid"})
+        assert nothing.json() == {"restarted": 0, "ids": []}
+        # Room again: the bulk retry restarts what matches.
+        assert (await service.client.delete(f"/api/v1/jobs/{waiting}", headers=headers)).is_success
+        assert (await post("/retry", {})).json() == {"restarted": 1, "ids": [b]}

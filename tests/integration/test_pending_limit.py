@@ -1,6 +1,7 @@
 """The pending-jobs limit under concurrent submissions of one key: single POSTs (grouped into
-group commits) and batches, from two API processes at once, never leave more unfinished jobs
-than the limit; another tenant's submissions in the same group commits are not held to it."""
+group commits), batches, crawl starts and retries, from two API processes at once, never leave
+more unfinished jobs than the limit; another tenant's submissions in the same group commits are
+not held to it."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from uuid import UUID
 
 import pytest
 
-from taskcrawler.domain.errors import LimitExceeded
+from taskcrawler.domain import Job, JobStatus
+from taskcrawler.domain.errors import Conflict, LimitExceeded
 from taskcrawler.domain.jobs import Created, JobOptions, JobQuery, NewJob, Refused
 from taskcrawler.domain.keys import ApiKey, Caller
 from taskcrawler.queue.memory import MemoryQueue
@@ -21,6 +23,8 @@ from taskcrawler.service.ratelimit import MemoryRateLimiter
 from taskcrawler.storage import CrawlStore, Database, JobStore
 from taskcrawler.storage.adapters import open_database
 from taskcrawler.storage.postgres import sql
+from taskcrawler.storage.rows import utcnow
+from taskcrawler.storage.tables import jobs as jobs_table
 from tests.support.stores import Stores
 
 #: The service's limit, which the limited caller (no key of its own) is held to.
@@ -120,6 +124,86 @@ async def test_crawl_starts_and_submissions_at_once_never_pass_the_limit(
     )
     assert 1 <= accepted <= LIMIT
     assert await two_processes[0].jobs.count_unfinished(LIMITED.owner) == accepted
+
+
+async def test_retries_and_submissions_at_once_never_pass_the_limit(
+    databases: tuple[Database, Database], two_processes: Services
+) -> None:
+    """A retry makes an unfinished job of a finished one: single and bulk retries are counted
+    as submissions are, in the same transaction as their restart."""
+    failed = await _failed_jobs(
+        databases[0], [f"http://host{n}.test/{page}" for n in range(8) for page in "ab"]
+    )
+
+    async def retry(service: JobService, job_id: UUID) -> int:
+        try:
+            await service.retry(LIMITED, job_id)
+        except (LimitExceeded, Conflict):  # Conflict: a bulk retry restarted it first
+            return 0
+        return 1
+
+    async def retry_host(service: JobService, n: int) -> int:
+        try:
+            return len(await service.retry_matching(LIMITED, JobQuery(host=f"host{n}.test")))
+        except LimitExceeded:
+            return 0
+
+    answers = await asyncio.gather(
+        *(retry(two_processes[n % 2], job_id) for n, job_id in enumerate(failed)),
+        *(retry_host(two_processes[n % 2], n) for n in range(8)),
+        *(_submit(two_processes[n % 2], LIMITED, _urls(n)) for n in range(12)),
+    )
+    accepted = sum(answer for answer in answers if isinstance(answer, int)) + sum(
+        len(answer) for answer in answers if isinstance(answer, list)
+    )
+    assert 1 <= accepted <= LIMIT
+    assert await two_processes[0].jobs.count_unfinished(LIMITED.owner) == accepted
+
+
+async def test_retries_past_the_limit_are_refused_and_change_nothing(store: Stores) -> None:
+    """Under the limit a retry runs its job again; past it, a single retry and a bulk retry
+    are refused whole, their jobs left as they were; one that restarts nothing is not."""
+    a, b, c = await _failed_jobs(store.db, ["http://a.test/", "http://b.test/", "http://c.test/"])
+    await store.jobs.create_jobs([_limited("http://pending.test/")], redispatch_after=30)
+    every_failed = JobQuery(owner="limited", statuses=(JobStatus.FAILED,))
+    bulk = await store.jobs.restart_matching(every_failed, redispatch_after=30, pending_limit=2)
+    assert bulk == Refused(limit=2, unfinished=1)
+    assert await store.jobs.count_unfinished("limited") == 1
+    [restarted] = await _restart(store, a, pending_limit=2)
+    assert (restarted.id, restarted.status, restarted.run_count) == (a, JobStatus.PENDING, 1)
+    assert await _restart(store, b, pending_limit=2) == Refused(limit=2, unfinished=2)
+    # At the limit: retrying a job already unfinished, or a filter matching none, adds nothing.
+    assert await _restart(store, a, pending_limit=2) == []
+    nothing = JobQuery(owner="limited", statuses=(JobStatus.FAILED,), host="none.test")
+    assert await store.jobs.restart_matching(nothing, redispatch_after=30, pending_limit=2) == []
+    assert await store.jobs.count_unfinished("limited") == 2
+    for job_id in (b, c):
+        job = await store.jobs.get_job(job_id, owner="limited")
+        assert job is not None and (job.status, job.run_count) == (JobStatus.FAILED, 0)
+    # With room for both, the bulk retry restarts them.
+    both = await store.jobs.restart_matching(every_failed, redispatch_after=30, pending_limit=4)
+    assert isinstance(both, list) and {job.id for job in both} == {b, c}
+
+
+async def _restart(store: Stores, job_id: UUID, *, pending_limit: int) -> list[Job] | Refused:
+    return await store.jobs.restart(
+        [job_id], owner="limited", redispatch_after=30, pending_limit=pending_limit
+    )
+
+
+async def _failed_jobs(db: Database, urls: list[str]) -> list[UUID]:
+    """The limited owner's jobs of ``urls``, FAILED (no limit held to creating them)."""
+    created = await JobStore(db).create_jobs(
+        [NewJob(url, owner=LIMITED.owner) for url in urls], redispatch_after=30
+    )
+    ids = [result.job.id for result in created if isinstance(result, Created)]
+    async with db.write() as conn:
+        await conn.execute(
+            jobs_table.update()
+            .where(jobs_table.c.id.in_(ids))
+            .values(status="FAILED", error_code="http_404", finished_at=utcnow())
+        )
+    return ids
 
 
 async def test_a_held_owner_holds_up_only_its_own_submissions(pg_url: str) -> None:
