@@ -471,7 +471,7 @@ async def _admit(
             for key, asked in _asked_by_key(asking, keys).items()
             if key not in counted and (key not in found or _runs_again(found[key][1], asked, now))
         }
-        if unfinished[owner] + len(adding) > limit:
+        if adding and unfinished[owner] + len(adding) > limit:
             for i in indexes:
                 verdicts[i] = Refused(limit=limit, unfinished=unfinished[owner])
             continue

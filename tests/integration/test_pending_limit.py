@@ -258,3 +258,21 @@ async def test_a_batch_is_refused_as_a_whole(store: Stores) -> None:
 
 def _limited(url: str) -> NewJob:
     return NewJob(url, owner="limited", pending_limit=2)
+
+
+async def test_a_key_over_its_limit_still_gets_the_jobs_it_has(store: Stores) -> None:
+    """A key can be over its limit (the limit lowered, a crawl's pages, a monitor's runs): a
+    submission that adds no unfinished job still answers the job it asks for, alone or in a
+    batch; one that adds a job is refused."""
+    urls = ["http://a.test/", "http://b.test/", "http://c.test/"]
+    await store.jobs.create_jobs(
+        [NewJob(url, owner="limited") for url in urls], redispatch_after=30
+    )
+    [again] = await store.jobs.create_jobs([_limited("http://a.test/")], redispatch_after=30)
+    batch = await store.jobs.create_jobs(
+        [_limited(url) for url in urls[1:]], redispatch_after=30, together=True
+    )
+    [new] = await store.jobs.create_jobs([_limited("http://d.test/")], redispatch_after=30)
+    assert isinstance(again, Created) and not again.created
+    assert [isinstance(r, Created) and not r.created for r in batch] == [True, True]
+    assert new == Refused(limit=2, unfinished=3)
