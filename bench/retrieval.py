@@ -28,11 +28,12 @@ import random
 import re
 import tempfile
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
+from urllib.parse import urlsplit
 
 from taskcrawler.domain.chunks import SearchHit, SearchMode, SearchQuery
 from taskcrawler.embed import Embedder, EmbedderConfig, build_embedder
@@ -146,14 +147,25 @@ def shuffled_pages(data: Dataset, chunks: int, seed: int = 5) -> list[Page]:
     return pages
 
 
-async def latency(search: SearchService, queries: Sequence[str]) -> dict[str, tuple[float, float]]:
+#: The filters latency is measured with besides none: one that keeps every page (the host of
+#: all of them: a filter's worst case) and one that keeps about a tenth (a URL prefix).
+LATENCY_FILTERS: dict[str, dict[str, str]] = {
+    "": {},
+    "host (all pages)": {"host": urlsplit(BASE).hostname or ""},
+    "url_prefix (a tenth)": {"url_prefix": f"{BASE}scale/1"},
+}
+
+
+async def latency(
+    search: SearchService, queries: Sequence[str], filters: Mapping[str, str]
+) -> dict[str, tuple[float, float]]:
     found = {}
     for mode in SearchMode:
-        await search.search(SearchQuery("", queries[0], k=10, mode=mode))  # warm up
+        await search.search(SearchQuery("", queries[0], k=10, mode=mode, **filters))  # warm up
         times = []
         for text in queries:
             started = time.perf_counter()
-            await search.search(SearchQuery("", text, k=10, mode=mode))
+            await search.search(SearchQuery("", text, k=10, mode=mode, **filters))
             times.append((time.perf_counter() - started) * 1000)
         times.sort()
         found[mode.value] = (
@@ -292,8 +304,10 @@ async def scale(
             conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
             await conn.exec_driver_sql("VACUUM ANALYZE")
     queries = list(data.queries.values())[:200]
-    for mode, (p50, p99) in (await latency(search, queries)).items():
-        print(f"  {mode:8} p50 {p50:.1f} ms  p99 {p99:.1f} ms ({len(queries)} queries, k 10)")
+    for name, filters in LATENCY_FILTERS.items():
+        print(f"  filtered by {name}:" if name else "  unfiltered:")
+        for mode, (p50, p99) in (await latency(search, queries, filters)).items():
+            print(f"    {mode:8} p50 {p50:.1f} ms  p99 {p99:.1f} ms ({len(queries)} queries, k 10)")
 
 
 async def main(args: argparse.Namespace) -> None:

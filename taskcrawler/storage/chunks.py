@@ -117,7 +117,12 @@ def chunk_rows(page: PageChunks, source_hash: str) -> list[dict[str, Any]]:
 def scope(query: SearchQuery) -> list[sa.ColumnElement[bool]]:
     """The caller's own chunks, narrowed by the query's filters: conditions on ``chunks`` and,
     for the page's host, URL and fetch time, on ``jobs`` (which the statement joins)."""
-    conditions = [chunks.c.owner == query.owner]
+    return [chunks.c.owner == query.owner, *narrowing(query)]
+
+
+def narrowing(query: SearchQuery) -> list[sa.ColumnElement[bool]]:
+    """:func:`scope`'s conditions but the owner's: the query's filters alone."""
+    conditions: list[sa.ColumnElement[bool]] = []
     if query.crawl_id is not None:
         conditions.append(chunks.c.crawl_id == query.crawl_id)
     if query.job_id is not None:

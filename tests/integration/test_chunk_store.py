@@ -20,6 +20,7 @@ from taskcrawler.domain.chunks import (
     EmbeddedChunk,
     PageChunks,
     Reembedded,
+    SearchHit,
     SearchMode,
     SearchQuery,
     confidence_fusion,
@@ -404,6 +405,7 @@ def small_posting_caps(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(postgres_chunks, "rescored", lambda k: k)
     monkeypatch.setattr(sqlite_chunks, "POSTINGS_BUDGET", 3)
     monkeypatch.setattr(sqlite_chunks, "KEYWORD_CANDIDATES", 2)
+    monkeypatch.setattr(sqlite_chunks, "FILTERED_KEYWORD_CANDIDATES", 2)
 
 
 @pytest.mark.usefixtures("small_posting_caps")
@@ -477,12 +479,23 @@ async def test_sqlite_leaves_a_word_half_the_chunks_hold_out_of_the_and_and_rank
         await storage.chunks.replace(_page(job, [(t, _unit(1, 0, 0, 0)) for t in texts]), "h")
         query = "airship zeppelin kettle"
         pruned = await storage.chunks.keyword(SearchQuery("", query, k=2))
-        every = await storage.chunks.keyword(SearchQuery("", query, k=2, host="a.test"))
+        every = await _every_match(storage, SearchQuery("", query, k=2))
     finally:
         await storage.close()
     assert matches == ['("airship") AND ("zeppelin")']
     assert [h.chunk_index for h in pruned] == [h.chunk_index for h in every] == [10, 11]
     assert [h.score for h in pruned] == pytest.approx([h.score for h in every], abs=1e-5)
+
+
+async def _every_match(storage: Storage, query: SearchQuery) -> list[SearchHit]:
+    """``query``'s keyword search with nothing pruned: every match of its words ranked."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sqlite_chunks.SqliteChunkStore, "_pruned", _nothing_pruned)
+        return await storage.chunks.keyword(query)
+
+
+async def _nothing_pruned(*args: Any, **kwargs: Any) -> list[Any]:
+    return []
 
 
 @pytest.mark.usefixtures("small_posting_caps")
@@ -933,14 +946,21 @@ async def test_words_joined_by_underscores_count_against_the_query_s_terms(
     assert [len(terms) for terms in counted] == [MAX_QUERY_TERMS]
 
 
-@pytest.mark.parametrize("loaded_alone", [0, 2000], ids=["owners-matrix", "read-alone"])
+@pytest.mark.parametrize(
+    ("loaded_alone", "nearest", "near"),
+    [(0, 1000, 1), (0, 1, 1), (0, 1, 0), (2000, 1000, 1)],
+    ids=["owners-matrix", "owners-nearest-kept", "owners-nearest-left-out", "read-alone"],
+)
 async def test_sqlite_filtered_semantic_search_reads_no_vectors_once_the_owners_are_kept(
-    sqlite_url: str, monkeypatch: pytest.MonkeyPatch, loaded_alone: int
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch, loaded_alone: int, nearest: int, near: int
 ) -> None:
-    """A filter that keeps many chunks picks their rows from the owner's matrix, kept in
-    memory: a second search reads ids, not vectors (each search read every kept vector, 100
-    MB at 100,000 chunks). One that keeps a few reads theirs alone. The answer is the same."""
+    """A filter that keeps many chunks asks which of the owner's nearest it keeps, or where
+    fewer than k, searches among every chunk it keeps, in the owner's matrix, kept in memory:
+    a second search reads ids, not vectors (each search read every kept vector, 100 MB at
+    100,000 chunks). One that keeps a few reads theirs alone. The answer is the same."""
     monkeypatch.setattr(sqlite_chunks, "LOADED_ALONE", loaded_alone)
+    monkeypatch.setattr(sqlite_chunks, "FILTERED_NEAREST", nearest)
+    monkeypatch.setattr(sqlite_chunks, "FILTERED_NEAREST_PER_RESULT", 1)
     storage = open_storage(sqlite_url)
     try:
         crawl = uuid4()
@@ -953,12 +973,14 @@ async def test_sqlite_filtered_semantic_search_reads_no_vectors_once_the_owners_
             await storage.chunks.replace(page, "h")
             wanted += [f"page {n}"] if in_crawl else []
         query = SearchQuery("", "q", k=3, crawl_id=crawl, mode=SearchMode.SEMANTIC)
-        first = await storage.chunks.semantic(query, model=MODEL, vector=_unit(0, 1, 0.3, 0))
+        vector = _unit(0, 1, 0.3, 0) if near else _unit(1, 0, 0, 0)
+        first = await storage.chunks.semantic(query, model=MODEL, vector=vector)
         statements = _record_statements(storage)
-        second = await storage.chunks.semantic(query, model=MODEL, vector=_unit(0, 1, 0.3, 0))
+        second = await storage.chunks.semantic(query, model=MODEL, vector=vector)
     finally:
         await storage.close()
-    assert [h.text for h in first] == [h.text for h in second] == ["page 3", "page 6", "page 0"]
+    expected = ["page 3", "page 6", "page 0"] if near else ["page 0", "page 3", "page 6"]
+    assert [h.text for h in first] == [h.text for h in second] == expected
     assert set(wanted) > {h.text for h in first}
     vectors_read = [s for s, _ in statements if "embedding" in s and "FROM chunks" in s]
     assert bool(vectors_read) == bool(loaded_alone)
@@ -997,3 +1019,37 @@ async def test_postgresql_keeps_few_owners_statistics_and_answers_the_same_after
             await anew.close()
     finally:
         await storage.close()
+
+
+@pytest.mark.usefixtures("small_posting_caps")
+@pytest.mark.parametrize(
+    "filters",
+    [{"host": "a.test"}, {"url_prefix": "http://b.test/"}, {"host": "c.test"}],
+    ids=["keeps-most", "keeps-one", "keeps-none"],
+)
+async def test_sqlite_a_filtered_keyword_search_ranks_few_where_they_are_enough(
+    sqlite_url: str, filters: dict[str, str]
+) -> None:
+    """A filter is applied to the best chunks FTS5 ranks, as the owner is: where they hold
+    ``k`` that it keeps, nothing else is ranked (every match of every word took a quarter of
+    a second at 100,000 chunks); where they do not, every match is. Either way the answer is
+    every match's."""
+    storage = open_storage(sqlite_url)
+    try:
+        for host, texts in [
+            ("a.test", [f"zeppelin kettle {n}" for n in range(6)] + ["kettle filler"] * 20),
+            ("b.test", ["a zeppelin far below"]),
+        ]:
+            job = await _job(storage, f"http://{host}/")
+            await storage.chunks.replace(_page(job, [(t, _unit(1, 0, 0, 0)) for t in texts]), "h")
+        query = SearchQuery("", "zeppelin kettle", k=1, **filters)  # type: ignore[arg-type]
+        statements = _record_statements(storage)
+        found = await storage.chunks.keyword(query)
+        ranked_every_match = any(EVERY_MATCH in statement for statement, _ in statements)
+        every = await _every_match(storage, query)
+    finally:
+        await storage.close()
+    assert [(h.url, h.chunk_index) for h in found] == [(h.url, h.chunk_index) for h in every]
+    assert [h.score for h in found] == pytest.approx([h.score for h in every], abs=1e-5)
+    assert ranked_every_match == (filters != {"host": "a.test"})
+    assert len(found) == (0 if filters == {"host": "c.test"} else 1)

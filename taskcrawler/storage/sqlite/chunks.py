@@ -31,7 +31,7 @@ from taskcrawler.domain.chunks import (
     query_terms,
     query_weight,
 )
-from taskcrawler.storage.chunks import ChunkStoreBase, hit, read_hits, scope
+from taskcrawler.storage.chunks import ChunkStoreBase, hit, narrowing, read_hits, scope
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.sqlite import sql
 from taskcrawler.storage.sqlite.vectors import (
@@ -66,6 +66,11 @@ CHUNK_COUNT_SECONDS = 60.0
 #: chunks crowd the caller's out).
 KEYWORD_CANDIDATES = 200
 
+#: How many of FTS5's best matches a filtered keyword search asks the filters about before it
+#: falls back to ranking every match: a filter that keeps a tenth of the chunks keeps about a
+#: hundred of them, a hybrid search's keyword leg asks for 50.
+FILTERED_KEYWORD_CANDIDATES = 1000
+
 #: How many postings of a query's rarer terms an unfiltered keyword search has FTS5 score:
 #: what bounds its work where some of the query's words are in every other chunk (FTS5 scores
 #: every chunk an OR of the query's words matches).
@@ -82,6 +87,12 @@ CACHED_MATRICES = 4
 #: 256 dimensions); a filter that keeps more searches among their ids in the owner's matrix,
 #: kept in memory, rather than read them for each search (100 MB at 100,000 chunks).
 LOADED_ALONE = 2000
+
+#: How many of the caller's nearest chunks a filtered semantic search that keeps more asks
+#: the filters about, and at least how many per result asked for: a filter that keeps a tenth
+#: of the chunks keeps about a hundred of them.
+FILTERED_NEAREST = 1000
+FILTERED_NEAREST_PER_RESULT = 20
 
 
 class SqliteChunkStore(ChunkStoreBase):
@@ -159,26 +170,44 @@ class SqliteChunkStore(ChunkStoreBase):
         """Every vector of the caller's (of the crawl's, the page's) for this model, exactly
         or, over a large matrix, by sign first (:mod:`.vectors`), scored in a worker thread:
         the ``query.k`` nearest chunks' ids and cosines. The caller's whole matrix is kept in
-        memory while its chunks do not change; a filter's ids pick their rows from it, and only
-        a filter that keeps a few chunks has their vectors read for the search alone (a
-        search's memory is then bounded by ``LOADED_ALONE``, whatever the filter keeps)."""
+        memory while its chunks do not change (:meth:`_filtered` for a filtered search)."""
         np = await numpy()
         target = np.asarray(vector, np.float32)
-        key = (query.owner, model, len(vector))
-        if not query.filtered:
-            index = await self._index(conn, key)
-            return await asyncio.to_thread(nearest, np, index, target, query.k)
-        conditions = [*scope(query), chunks.c.model == model, chunks.c.dim == len(vector)]
-        ids = await _ids(conn, conditions)
-        if not len(ids):
-            return []
-        if len(ids) <= LOADED_ALONE:
-            few = await _load(conn, chunks.c.id.in_(ids.tolist()), len(vector))
-            return await asyncio.to_thread(
-                nearest, np, VectorIndex(*few, signs=None), target, query.k
+        if query.filtered:
+            return await self._filtered(conn, query, model, target)
+        index = await self._index(conn, (query.owner, model, len(vector)))
+        return await asyncio.to_thread(nearest, np, index, target, query.k)
+
+    async def _filtered(
+        self, conn: AsyncConnection, query: SearchQuery, model: str, target: Any
+    ) -> list[tuple[int, float]]:
+        """:meth:`_nearest` of the chunks the query's filters keep. A filter that keeps a few
+        (up to :data:`LOADED_ALONE`) has their vectors read for this search alone. Of more, the
+        caller's nearest :data:`FILTERED_NEAREST` are asked which the filters keep (by id):
+        where ``k`` are, they are the answer, as a nearer chunk the filters keep would be among
+        them; else the filters' every chunk is searched among (reading their ids, a tenth of a
+        second at 100,000). A search's memory is bounded either way, whatever the filter keeps."""
+        np = await numpy()
+        conditions = [jobs.c.owner == query.owner, *narrowing(query)]
+        dim = len(target)
+        few = await _ids(conn, conditions, limit=LOADED_ALONE + 1)
+        if len(few) <= LOADED_ALONE:
+            if not len(few):
+                return []
+            kept = sa.and_(
+                chunks.c.id.in_(few.tolist()), chunks.c.model == model, chunks.c.dim == dim
             )
-        index = await self._index(conn, key)
-        return await asyncio.to_thread(nearest_among, np, index, target, query.k, ids)
+            alone = VectorIndex(*await _load(conn, kept, dim), signs=None)
+            return await asyncio.to_thread(nearest, np, alone, target, query.k)
+        index = await self._index(conn, (query.owner, model, dim))
+        depth = max(FILTERED_NEAREST, FILTERED_NEAREST_PER_RESULT * query.k)
+        nearest_ones = await asyncio.to_thread(nearest, np, index, target, depth)
+        passing = await _kept(conn, [chunk for chunk, _ in nearest_ones], narrowing(query))
+        found = [(chunk, score) for chunk, score in nearest_ones if chunk in passing]
+        if len(found) >= query.k or len(nearest_ones) < depth:
+            return found[: query.k]
+        every = await _ids(conn, conditions)
+        return await asyncio.to_thread(nearest_among, np, index, target, query.k, every)
 
     async def _index(self, conn: AsyncConnection, key: tuple[str, str, int]) -> VectorIndex:
         """The vectors of the owner's chunks of a model and dimension (``key``), from memory
@@ -250,11 +279,10 @@ class SqliteChunkStore(ChunkStoreBase):
             if not present:
                 return []
             weight = query_weight(bm25_idf(max(total, n), n) for n in holding.values())
-            rows: list[Any] = []
-            if not query.filtered:
-                rows = await self._pruned(conn, query, present, holding, total, read=read)
+            rows = await self._pruned(conn, query, present, holding, total, read=read)
             if len(rows) < query.k:
-                # Filtered, or other owners' chunks crowded the owner's out: every match.
+                # Other owners' chunks, or those the filters leave out, crowded the caller's
+                # out of the ranked ones: every match.
                 ranking = sql.keyword_ranking(scope(query), fts_match(present), query.k)
                 stmt = sql.hits_of(ranking.subquery("ranked")) if read else ranking
                 rows = list(await conn.execute(stmt))
@@ -299,8 +327,14 @@ class SqliteChunkStore(ChunkStoreBase):
             matches.append(f"({fts_match(rare)}) AND ({fts_match(common)})")
         params: dict[str, str | int] = {f"m{n}": match for n, match in enumerate(matches)}
         params |= {"owner": query.owner, "depth": self._candidates(query)}
-        built = sql.pruned_keyword_search if read else sql.pruned_keyword_ranking
-        return list(await conn.execute(built(len(matches)), params | {"k": query.k}))
+        if query.filtered:  # built for this search: a filter's values are in the statement
+            built = sql.filtered_keyword_ranking(len(matches), narrowing(query))
+            built = sql.hits_of(built.subquery("kept")) if read else built
+        else:
+            built = (sql.pruned_keyword_search if read else sql.pruned_keyword_ranking)(
+                len(matches)
+            )
+        return list(await conn.execute(built, params | {"k": query.k}))
 
     def _candidates(self, query: SearchQuery) -> int:
         """How many of FTS5's best matches the pruned search tells the owner of: ``k`` where
@@ -309,6 +343,8 @@ class SqliteChunkStore(ChunkStoreBase):
         any crowding does), else :data:`KEYWORD_CANDIDATES` and at least four times ``k``.
         Telling a chunk's owner reads its row, and ranking deeper sorts more: 1-2 ms a
         search at 100,000 chunks."""
+        if query.filtered:
+            return max(FILTERED_KEYWORD_CANDIDATES, 4 * query.k)
         if query.owner == self._sole_owner:
             return query.k
         return max(KEYWORD_CANDIDATES, 4 * query.k)
@@ -372,17 +408,30 @@ def split_by_rarity(
     return rare, [term for term in terms if term not in rare]
 
 
-async def _ids(conn: AsyncConnection, conditions: list[Any]) -> Any:
-    """The ids of the chunks ``conditions`` keep (int64, ascending)."""
+async def _kept(conn: AsyncConnection, ids: list[int], conditions: list[Any]) -> set[int]:
+    """Which of the chunks ``ids`` ``conditions`` keep (looked up by id)."""
+    statement = (
+        sa.select(chunks.c.id)
+        .select_from(chunks.join(jobs, jobs.c.id == chunks.c.job_id))
+        .where(chunks.c.id.in_(ids), *conditions)
+    )
+    return set((await conn.execute(statement)).scalars().all())
+
+
+async def _ids(conn: AsyncConnection, conditions: list[Any], limit: int | None = None) -> Any:
+    """The ids of the chunks ``conditions`` keep (int64, ascending), of any model: the owner's
+    matrix of one model holds those it searches. The conditions name the owner by its jobs',
+    so that SQLite reads the chunks' ids from their (job_id) index, and none of their rows
+    (each holds its text and vector: read, the ids of 100,000 took a quarter of a second)."""
     np = await numpy()
     statement = (
         sa.select(chunks.c.id)
         .select_from(chunks.join(jobs, jobs.c.id == chunks.c.job_id))
         .where(*conditions)
-        .order_by(chunks.c.id)
+        .limit(limit)
     )
     ids = (await conn.execute(statement)).scalars().all()
-    return np.fromiter(ids, dtype=np.int64, count=len(ids))
+    return np.sort(np.fromiter(ids, dtype=np.int64, count=len(ids)))
 
 
 async def _load(conn: AsyncConnection, condition: Any, dim: int) -> tuple[Any, Any]:

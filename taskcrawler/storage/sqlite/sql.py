@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -98,7 +99,15 @@ def pruned_keyword_ranking(matches: int) -> sa.Select[Any]:
     any of ``matches`` FTS5 queries (``:m0``, ``:m1``, …; a chunk ranked by several takes its
     best rank): ``id`` and ``rank``, best first. Built once per number of queries, its values
     bound at each run: building and keying the statement anew took a tenth of the search's CPU
-    on the event loop.
+    on the event loop."""
+    return filtered_keyword_ranking(matches, ())
+
+
+def filtered_keyword_ranking(
+    matches: int, conditions: Sequence[sa.ColumnElement[bool]]
+) -> sa.Select[Any]:
+    """:func:`pruned_keyword_ranking`'s chunks that ``conditions`` (a query's filters, on
+    ``chunks`` and ``jobs``) keep too: each of the ``:depth`` ranked is looked up by its id.
 
     The owner is compared row by row (``+owner``): as an indexed condition it had SQLite read
     the owner's every chunk by the (owner, model) index."""
@@ -116,11 +125,13 @@ def pruned_keyword_ranking(matches: int) -> sa.Select[Any]:
         .cte("best")
     )
     mine = sa.literal_column("+chunks.owner") == sa.bindparam("owner", type_=sa.String())
+    joined = best.join(chunks, chunks.c.id == best.c.id)
+    if conditions:
+        joined = joined.join(jobs, jobs.c.id == chunks.c.job_id)
     return (
         sa.select(best.c.id, best.c.rank)
-        .select_from(best)
-        .join(chunks, chunks.c.id == best.c.id)
-        .where(mine)
+        .select_from(joined)
+        .where(mine, *conditions)
         .order_by(best.c.rank, best.c.id)
         .limit(sa.bindparam("k", type_=sa.Integer()))
     )
