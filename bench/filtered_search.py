@@ -1,26 +1,41 @@
-"""Search latency with filters on a SQLite database already filled (SciFact's sentences, as
+"""Search latency with filters on a database already filled (SciFact's sentences, as
 ``bench.retrieval --latency-chunks`` fills it): ``python -m bench.filtered_search DATABASE
-[--queries 100]``. For each of :data:`bench.retrieval.LATENCY_FILTERS` (none, one that keeps every
-page, one that keeps about a tenth) and each mode, p50 and p99 of wall and CPU (this process's,
-threads included) over the first ``--queries`` train claims, k 10.
+[--queries 100]``, DATABASE a SQLite file or a PostgreSQL URL (``postgresql+asyncpg://…``, with
+pgvector). For each of :data:`bench.retrieval.LATENCY_FILTERS` (none, one that keeps every page,
+one that keeps about a tenth) and each mode, p50 and p99 of wall and CPU over the first
+``--queries`` train claims, k 10. The CPU is this process's (threads included) and, on a
+PostgreSQL server of this machine, its processes' too (the postmaster's children, from /proc).
 
 Fill the database once with ``python -m bench.filtered_search DATABASE --fill 100000`` (a couple
-of minutes): pages of ten ~120-word sections under SciFact's titles, random unit vectors.
+of minutes on SQLite, more on PostgreSQL): pages of ten ~120-word sections under SciFact's
+titles, random unit vectors. A PostgreSQL database is filled as ``bench.retrieval`` fills it (its
+indexes built after the rows, then ``VACUUM ANALYZE``).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
-from bench.retrieval import CORPUS, LATENCY_FILTERS, RandomVectors, load, shuffled_pages
+from bench.retrieval import (
+    CORPUS,
+    LATENCY_FILTERS,
+    REINDEXED,
+    UNINDEXED,
+    RandomVectors,
+    load,
+    run_sql,
+    shuffled_pages,
+)
 from taskcrawler.domain.chunks import SearchMode, SearchQuery
 from taskcrawler.embed import EmbedderConfig, build_embedder
 from taskcrawler.service.search import SearchService
-from taskcrawler.storage import open_storage, upgrade_database
+from taskcrawler.storage import Storage, open_storage, upgrade_database
 from tests.support.retrieval import index_pages
 
 
@@ -29,29 +44,94 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(len(ordered) * share))]
 
 
+def database_url(database: str) -> str:
+    if "://" in database:
+        return database
+    return f"sqlite+aiosqlite:///{Path(database).resolve()}"
+
+
+def _stat(pid: int | str) -> list[str]:
+    """``/proc/PID/stat``'s fields after the command's name (the third field first)."""
+    text = Path(f"/proc/{pid}/stat").read_text()
+    return text[text.rindex(")") + 2 :].split()
+
+
+def _children(parent: str) -> list[Path]:
+    """The schedstat files of process ``parent``'s children."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):  # ended since
+                if _stat(entry.name)[1] == parent:
+                    found.append(entry / "schedstat")
+    return found
+
+
+async def server_cpu(storage: Storage) -> Callable[[], float]:
+    """A function that gives the CPU seconds the PostgreSQL server's processes used so far (its
+    postmaster's children, as they were when it was made: the pool's connections stay), or none
+    on SQLite or a server of another machine. Read from /proc/PID/schedstat: nanoseconds."""
+    if storage.db.engine.dialect.name != "postgresql":
+        return lambda: 0.0
+    async with storage.db.read() as conn:
+        backend = (await conn.exec_driver_sql("SELECT pg_backend_pid()")).scalar()
+    try:
+        postmaster = _stat(int(backend or 0))[1]
+    except OSError:
+        print("the server's processes are not this machine's: client CPU only")
+        return lambda: 0.0
+    children = _children(postmaster)
+
+    def used() -> float:
+        nanoseconds = 0
+        for path in children:
+            with contextlib.suppress(OSError):
+                nanoseconds += int(path.read_text().split()[0])
+        return nanoseconds / 1e9
+
+    return used
+
+
+async def fill(storage: Storage, url: str, count: int) -> None:
+    await upgrade_database(url)
+    pages = shuffled_pages(load(CORPUS, None, None), count)
+    postgresql = storage.db.engine.dialect.name == "postgresql"
+    if postgresql:
+        await run_sql(storage, UNINDEXED)
+    await index_pages(
+        storage, RandomVectors(build_embedder(EmbedderConfig()).model), pages, batch=100
+    )
+    if postgresql:
+        await run_sql(storage, REINDEXED)
+        async with storage.db.engine.connect() as conn:
+            conn = await conn.execution_options(isolation_level="AUTOCOMMIT")
+            await conn.exec_driver_sql("VACUUM ANALYZE")
+    print(f"{await storage.chunks.count():,} chunks")
+
+
 async def main(args: argparse.Namespace) -> None:
-    url = f"sqlite+aiosqlite:///{args.database.resolve()}"
-    data = load(CORPUS, None, None)
-    embedder = build_embedder(EmbedderConfig())
+    url = database_url(args.database)
     storage = open_storage(url)
+    embedder = build_embedder(EmbedderConfig())
     try:
         if args.fill:
-            await upgrade_database(url)
-            pages = shuffled_pages(data, args.fill)
-            await index_pages(storage, RandomVectors(embedder.model), pages, batch=100)
-            print(f"{await storage.chunks.count():,} chunks")
+            await fill(storage, url, args.fill)
             return
+        data = load(CORPUS, None, None)
         search = SearchService(cast(Any, None), storage.chunks, embedder)
         queries = list(data.queries.values())[: args.queries]
         for name, filters in LATENCY_FILTERS.items():
             for mode in SearchMode:
                 await search.search(SearchQuery("", queries[0], k=10, mode=mode, **filters))
+                served = await server_cpu(storage)
                 walls, cpus = [], []
                 for text in queries:
+                    server = served()
                     wall, cpu = time.perf_counter(), time.process_time()
                     await search.search(SearchQuery("", text, k=10, mode=mode, **filters))
                     walls.append((time.perf_counter() - wall) * 1000)
-                    cpus.append((time.process_time() - cpu) * 1000)
+                    cpu = time.process_time() - cpu
+                    cpus.append((cpu + served() - server) * 1000)
                 print(
                     f"{name or 'unfiltered':22} {mode.value:8} "
                     f"wall p50 {percentile(walls, 0.5):6.1f} p99 {percentile(walls, 0.99):7.1f} ms"
@@ -64,7 +144,7 @@ async def main(args: argparse.Namespace) -> None:
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("database", type=Path)
+    parser.add_argument("database", help="a SQLite file or a PostgreSQL URL")
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--fill", type=int, default=0, help="fill the database with N chunks")
     asyncio.run(main(parser.parse_args()))
