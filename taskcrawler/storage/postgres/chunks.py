@@ -94,6 +94,14 @@ def postings_read(terms: Sequence[str], holding: Mapping[str, int]) -> list[int]
     return [depths[term] for term in terms]
 
 
+def filtered_candidates(k: int) -> int:
+    """How many of the chunks ranked by the postings read a filtered keyword search asks the
+    filters about, in the ranking's order, before it scores every posting instead: a filter
+    that keeps a tenth of the chunks keeps about :func:`rescored` of them, as many as the
+    search without it scores exactly."""
+    return 10 * rescored(k)
+
+
 class PostgresChunkStore(ChunkStoreBase):
     _vectors: bool | None = None
 
@@ -190,23 +198,24 @@ class PostgresChunkStore(ChunkStoreBase):
         terms = query_terms(query.text)
         if not terms:
             return []
-        filters, filter_params = sql.scope(query, 6)
         async with self.db.read() as conn:
             count, mean_length = await self._corpus_stats(conn, query.owner)
             if not count:
                 return []
-            if filters:
+            rows = await self._pruned(conn, query, " ".join(terms), count, mean_length)
+            if query.filtered and len(rows) < query.k:
+                # The filters left out most of the ranked chunks: every posting is scored.
+                filters, filter_params = sql.scope(query, 6)
                 params = (" ".join(terms), query.owner, count, mean_length, query.k)
                 statement = sql.keyword_search(filters)
-                rows = (await conn.exec_driver_sql(statement, (*params, *filter_params))).all()
-            else:
-                rows = await self._pruned(conn, query, " ".join(terms), count, mean_length)
+                rows = list(await conn.exec_driver_sql(statement, (*params, *filter_params)))
         return [hit(row, row.score) for row in rows]
 
     async def _pruned(
         self, conn: AsyncConnection, query: SearchQuery, text: str, count: int, mean: float
     ) -> list[Any]:
-        """:data:`sql.PRUNED_KEYWORD_SEARCH`, each term's rarity from :meth:`_holding`."""
+        """:func:`sql.pruned_keyword_search`, each term's rarity from :meth:`_holding`; with
+        filters, they are asked about the ranked chunks' best :func:`filtered_candidates`."""
         lexemes = list((await conn.exec_driver_sql(sql.QUERY_LEXEMES, (text,))).scalars())
         holding = await self._holding(conn, query.owner, lexemes)
         held = [term for term in lexemes if holding.get(term)]
@@ -218,8 +227,12 @@ class PostgresChunkStore(ChunkStoreBase):
         idfs = [bm25_idf(count, holding[term]) for term in held]
         weight = query_weight(bm25_idf(count, holding.get(term, 0)) for term in lexemes)
         params = (held, idfs, weight, query.owner, query.k)
-        extra = (postings_read(held, holding), rescored(query.k), mean)
-        return list(await conn.exec_driver_sql(sql.PRUNED_KEYWORD_SEARCH, (*params, *extra)))
+        extra: tuple[Any, ...] = (postings_read(held, holding), rescored(query.k), mean)
+        filters, filter_params = sql.scope(query, 10)
+        if filters:
+            extra = (*extra, filtered_candidates(query.k), *filter_params)
+        statement = sql.pruned_keyword_search(filters)
+        return list(await conn.exec_driver_sql(statement, (*params, *extra)))
 
     async def _holding(self, conn: AsyncConnection, owner: str, terms: list[str]) -> dict[str, int]:
         """How many of ``owner``'s chunks hold each of ``terms``: counted again with the

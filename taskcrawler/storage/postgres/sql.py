@@ -373,28 +373,47 @@ TERM_COUNTS = (
     " AND t.term = ANY($2::text[]) GROUP BY t.term"
 )
 
-#: The ranking of :func:`keyword_search` without filters, its work bounded whatever the size of
-#: the corpus: each of the terms ``$1`` (of rarity ``$2``, the query's own weight ``$3``) has
-#: its ``$6`` postings (one count a term) of most impact read (``chunk_terms.impact``, migration
-#: 0015), their chunks ranked by what those postings give them, and the best ``$7`` scored
-#: exactly (every term of the query they hold, looked up by chunk) before the best ``$5`` of
-#: owner ``$4``'s are kept (``$8`` their mean length). A chunk none of whose terms is among the
-#: postings read is missed: each of its terms is one that hundreds of chunks hold more of.
-PRUNED_KEYWORD_SEARCH = (
-    "WITH idf AS (SELECT * FROM unnest($1::text[], $2::float8[], $6::int[])"
-    " AS idf(term, w, depth)),"
-    " weight AS (SELECT $3::float8 AS total),"
-    " taken AS (SELECT p.chunk_id, sum("
-    + _bm25("p").replace("$4", "$8")
-    + ") AS score FROM idf, LATERAL (SELECT t.chunk_id, t.tf, t.length FROM chunk_terms t"
-    " WHERE t.owner = $4 AND t.term = idf.term ORDER BY t.impact DESC LIMIT idf.depth) p"
-    " GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id LIMIT $7),"
-    " best AS (SELECT r.chunk_id, e.score FROM taken r, LATERAL (SELECT sum("
-    + _bm25("t").replace("$4", "$8")
-    + ") AS score FROM chunk_terms t JOIN idf ON idf.term = t.term"
-    " WHERE t.chunk_id = r.chunk_id AND t.term = ANY($1::text[])) e"
-    " ORDER BY e.score DESC, r.chunk_id LIMIT $5)" + _HITS
-)
+
+@functools.cache
+def pruned_keyword_search(filters: str) -> str:
+    """The ranking of :func:`keyword_search`, its work bounded whatever the size of the
+    corpus: each of the terms ``$1`` (of rarity ``$2``, the query's own weight ``$3``) has its
+    ``$6`` postings (one count a term) of most impact read (``chunk_terms.impact``, migration
+    0015), their chunks ranked by what those postings give them, and the best ``$7`` scored
+    exactly (every term of the query they hold, looked up by chunk) before the best ``$5`` of
+    owner ``$4``'s are kept (``$8`` their mean length). A chunk none of whose terms is among the
+    postings read is missed: each of its terms is one that hundreds of chunks hold more of.
+
+    With ``filters`` (their parameters from ``$10``), the best ``$7`` scored exactly are those
+    they keep of the ranked chunks' best ``$9``, asked by id in the ranking's order (a filter
+    that keeps most stops early): without a filter, the same chunks as the search without it."""
+    ranked = (
+        "WITH idf AS (SELECT * FROM unnest($1::text[], $2::float8[], $6::int[])"
+        " AS idf(term, w, depth)),"
+        " weight AS (SELECT $3::float8 AS total),"
+        " ranked AS (SELECT p.chunk_id, sum("
+        + _bm25("p").replace("$4", "$8")
+        + ") AS score FROM idf, LATERAL (SELECT t.chunk_id, t.tf, t.length FROM chunk_terms t"
+        " WHERE t.owner = $4 AND t.term = idf.term ORDER BY t.impact DESC LIMIT idf.depth) p"
+        " GROUP BY p.chunk_id ORDER BY score DESC, p.chunk_id"
+    )
+    if filters:
+        taken = (
+            " LIMIT $9), taken AS (SELECT r.chunk_id, r.score FROM ranked r"
+            " JOIN chunks c ON c.id = r.chunk_id JOIN jobs j ON j.id = c.job_id"
+            f" WHERE {filters} ORDER BY r.score DESC, r.chunk_id LIMIT $7),"
+        )
+    else:
+        taken = " LIMIT $7), taken AS (SELECT * FROM ranked),"
+    return (
+        ranked
+        + taken
+        + " best AS (SELECT r.chunk_id, e.score FROM taken r, LATERAL (SELECT sum("
+        + _bm25("t").replace("$4", "$8")
+        + ") AS score FROM chunk_terms t JOIN idf ON idf.term = t.term"
+        " WHERE t.chunk_id = r.chunk_id AND t.term = ANY($1::text[])) e"
+        " ORDER BY e.score DESC, r.chunk_id LIMIT $5)" + _HITS
+    )
 
 
 #: The oldest transaction still running: every export position (a finishing transaction's id,
