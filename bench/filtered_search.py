@@ -36,6 +36,8 @@ from taskcrawler.domain.chunks import SearchMode, SearchQuery
 from taskcrawler.embed import EmbedderConfig, build_embedder
 from taskcrawler.service.search import SearchService
 from taskcrawler.storage import Storage, open_storage, upgrade_database
+from taskcrawler.storage.postgres.chunks import PostgresChunkStore
+from taskcrawler.storage.sqlite.chunks import SqliteChunkStore
 from tests.support.retrieval import index_pages
 
 
@@ -109,6 +111,43 @@ async def fill(storage: Storage, url: str, count: int) -> None:
     print(f"{await storage.chunks.count():,} chunks")
 
 
+async def _nothing_pruned(*args: Any, **kwargs: Any) -> list[Any]:
+    return []
+
+
+async def agreement(storage: Storage, queries: list[str]) -> None:
+    """For each filter, at k 10 and 50 (a hybrid search's keyword leg): how many of the
+    claims' filtered keyword searches answer as the one that ranks every match (the stores'
+    fallback, their pruned ranking made to find nothing), and their mean overlap."""
+    every_match = [
+        (SqliteChunkStore, "_pruned", _nothing_pruned),
+        (PostgresChunkStore, "_pruned", _nothing_pruned),
+    ]
+    for name, filters in LATENCY_FILTERS.items():
+        if not filters:
+            continue
+        for k in (10, 50):
+            same, overlap = 0, 0
+            for text in queries:
+                query = SearchQuery("", text, k=k, **filters)
+                found = [(h.job_id, h.chunk_index) for h in await storage.chunks.keyword(query)]
+                saved = [(kind, attr, getattr(kind, attr)) for kind, attr, _ in every_match]
+                try:
+                    for kind, attr, value in every_match:
+                        setattr(kind, attr, value)
+                    exact = await storage.chunks.keyword(query)
+                finally:
+                    for kind, attr, value in saved:
+                        setattr(kind, attr, value)
+                wanted = [(h.job_id, h.chunk_index) for h in exact]
+                same += found == wanted
+                overlap += len(set(found) & set(wanted))
+            print(
+                f"{name:22} k {k:2}: {same} of {len(queries)} as every match's,"
+                f" overlap {overlap / len(queries):.2f} of {k}"
+            )
+
+
 async def main(args: argparse.Namespace) -> None:
     url = database_url(args.database)
     storage = open_storage(url)
@@ -120,6 +159,9 @@ async def main(args: argparse.Namespace) -> None:
         data = load(CORPUS, None, None)
         search = SearchService(cast(Any, None), storage.chunks, embedder)
         queries = list(data.queries.values())[: args.queries]
+        if args.agreement:
+            await agreement(storage, queries)
+            return
         for name, filters in LATENCY_FILTERS.items():
             for mode in SearchMode:
                 await search.search(SearchQuery("", queries[0], k=10, mode=mode, **filters))
@@ -146,5 +188,10 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("database", help="a SQLite file or a PostgreSQL URL")
     parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument(
+        "--agreement",
+        action="store_true",
+        help="how often filtered keyword searches answer as ranking every match does",
+    )
     parser.add_argument("--fill", type=int, default=0, help="fill the database with N chunks")
     asyncio.run(main(parser.parse_args()))
