@@ -21,6 +21,15 @@ def test_cap_bounds_late_retries() -> None:
     assert all(backoff_delay(50, base=1.0, cap=5.0, rng=rng) <= 5.0 for _ in range(100))
 
 
+def test_a_failure_counted_without_end_still_has_a_delay() -> None:
+    # The worker's consume loop counts its failures for as long as the database is down, one
+    # every few seconds: at 1,025 (2.0**1024) the delay raised OverflowError out of the loop's
+    # handler, and the worker stopped consuming for good while it looked alive.
+    rng = random.Random(1)
+    for failures in (1_025, 10**6):
+        assert 0.0 <= backoff_delay(failures, base=0.2, cap=5.0, rng=rng) <= 5.0
+
+
 @pytest.mark.parametrize(
     ("status", "code", "transient"),
     [
