@@ -18,6 +18,11 @@ from taskcrawler.extract.scoring import CROSS_REFERENCE, first_tagged
 from taskcrawler.extract.urls import Resolver
 
 MAX_DEPTH = 80
+#: Characters of link and picture URLs one rendering writes at most; past them, links are their
+#: text and pictures are left out. A relative URL resolves against a base (or a page URL) of
+#: 2 KB, so ``<a href=b>x</a>`` (17 bytes) wrote 2 KB: a 100 KB page made 10 MB of Markdown, a
+#: page at the body limit would have made gigabytes. 100,000 links of 160 characters fit.
+MAX_URL_CHARS = 16 * 1024 * 1024
 _BREAK = "\x00br\x00"
 # Around every emphasis run, until the paragraph is joined: whether a marker can open or
 # close depends on the characters beside it, which only the joined paragraph has.
@@ -128,6 +133,7 @@ class MarkdownRenderer:
         self._in_cell = 0
         # The blocks that are a data table, a list or code: never a trailing furniture line.
         self._structured: set[str] = set()
+        self._url_chars = MAX_URL_CHARS  # left to write (see MAX_URL_CHARS)
 
     def render(
         self, nodes: list[LexborNode], *, title: str | None = None, trim_tail: bool = False
@@ -136,6 +142,7 @@ class MarkdownRenderer:
         ``trim_tail`` drops the short lines that end the content without ending a sentence."""
         blocks: list[str] = []
         self._structured.clear()
+        self._url_chars = MAX_URL_CHARS
         for node in nodes:
             if (node.tag or "") in _BLOCKS - _CONTAINERS:
                 blocks.extend(self._block(node, node.tag or "", 1))
@@ -441,7 +448,7 @@ class MarkdownRenderer:
         href = node.attributes.get("href")
         if href is None or href.strip().startswith("#"):
             return inner  # a jump within this page (a footnote, a section): only its text
-        url = self.resolver.resolve(href)
+        url = self._spent(self.resolver.resolve(href))
         label = inner.replace(_BREAK, " ").strip()
         if url is None or not label:
             return inner
@@ -463,8 +470,17 @@ class MarkdownRenderer:
         url = self.resolver.resolve(source)  # data: URIs (inline base64) resolve to None
         if url is None or _PLACEHOLDER.search(url.rpartition("/")[2]) is not None:
             return ""
+        if self._spent(url) is None:
+            return ""
         alt = self._escape(" ".join((attrs.get("alt") or "").split()))
         return f"![{alt}]({_url(url)})"
+
+    def _spent(self, url: str | None) -> str | None:
+        """``url``, counted against what the rendering may still write; None past that."""
+        if url is None or len(url) > self._url_chars:
+            return None
+        self._url_chars -= len(url)
+        return url
 
     def _code(self, text: str) -> str:
         text = " ".join(text.split())

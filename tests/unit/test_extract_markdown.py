@@ -5,6 +5,7 @@ from __future__ import annotations
 from selectolax.lexbor import LexborHTMLParser
 
 from taskcrawler.extract import extract
+from taskcrawler.extract.markdown import MAX_URL_CHARS
 from taskcrawler.extract.scoring import LinkTotals, visible_chars
 
 URL = "https://example.com/blog/post"
@@ -596,3 +597,16 @@ def test_short_rows_under_a_wide_row_are_left_short() -> None:
     assert markdown("<table><tr><td>a</td><td>b</td></tr><tr><td>c</td></tr></table>") == (
         "| a | b |\n| --- | --- |\n| c |  |"
     )
+
+
+def test_the_urls_one_rendering_writes_are_bounded() -> None:
+    # Each relative link resolved against a 2 KB base: 17 bytes of HTML wrote 2 KB of URL,
+    # and a page at the body limit would have made gigabytes of Markdown.
+    base = "http://x.test/" + "a/" * 1_000
+    links = '<a href="b">x</a> <img src="c" alt="y"> ' * 5_000
+    page = f'<html><head><base href="{base}"></head><body><p>{links}</p></body></html>'
+    out = extract(page.encode(), url=URL, formats=["markdown"]).markdown
+    assert out is not None
+    assert MAX_URL_CHARS < len(out) < MAX_URL_CHARS + len(page)
+    assert out.startswith(f"[x]({base}b) ![y]({base}c)")
+    assert out.endswith(" x")  # the last links are their text, their pictures left out
