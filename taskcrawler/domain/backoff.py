@@ -2,10 +2,8 @@ from __future__ import annotations
 
 import random
 
-#: Past this the ceiling is the cap for any base worth having; 2.0**1024 raises OverflowError,
-#: which the loops that count their failures without end (a worker's during a database outage)
-#: would reach after an outage of about an hour.
-_MAX_EXPONENT = 1000
+#: Doublings of the base past which the cap is taken as reached (2.0**1024 overflows a float).
+MAX_EXPONENT = 1000
 
 
 def backoff_delay(
@@ -16,6 +14,6 @@ def backoff_delay(
     Full jitter (uniform on ``[0, min(cap, base * 2**(retry-1))]``) spreads the retries of many jobs
     that failed together, so a recovering host is not hit by a synchronized wave.
     """
-    exponent = min(max(retry - 1, 0), _MAX_EXPONENT)
-    ceiling = min(cap, base * (2.0**exponent))
+    exponent = max(retry - 1, 0)
+    ceiling = cap if exponent > MAX_EXPONENT else min(cap, base * (2.0**exponent))
     return (rng or random).uniform(0.0, ceiling)

@@ -21,15 +21,6 @@ def test_cap_bounds_late_retries() -> None:
     assert all(backoff_delay(50, base=1.0, cap=5.0, rng=rng) <= 5.0 for _ in range(100))
 
 
-def test_a_failure_counted_without_end_still_has_a_delay() -> None:
-    # The worker's consume loop counts its failures for as long as the database is down, one
-    # every few seconds: at 1,025 (2.0**1024) the delay raised OverflowError out of the loop's
-    # handler, and the worker stopped consuming for good while it looked alive.
-    rng = random.Random(1)
-    for failures in (1_025, 10**6):
-        assert 0.0 <= backoff_delay(failures, base=0.2, cap=5.0, rng=rng) <= 5.0
-
-
 @pytest.mark.parametrize(
     ("status", "code", "transient"),
     [
@@ -47,3 +38,11 @@ def test_status_errors_are_typed(status: int, code: str, transient: bool) -> Non
     assert error.transient is transient
     assert error.http_status == status
     assert error.log_line.startswith(f"{code}: HTTP {status}")
+
+
+@pytest.mark.parametrize("retry", [1001, 1026, 10**6])
+def test_a_retry_past_any_doubling_waits_up_to_the_cap(retry: int) -> None:
+    # An operator's max attempts of 1,100 reached retry 1,025, where 2.0**1024 overflowed.
+    delays = [backoff_delay(retry, base=5.0, cap=60.0, rng=random.Random(n)) for n in range(20)]
+    assert all(0.0 <= delay <= 60.0 for delay in delays)
+    assert max(delays) > 30.0
