@@ -77,7 +77,7 @@ class Settings(BaseSettings):
 
     # monitors
     monitor_min_interval_seconds: float = Field(
-        60.0, gt=0, description="The shortest interval a monitor may ask for."
+        60.0, ge=0.001, description="The shortest interval a monitor may ask for."
     )
     monitor_poll_seconds: float = Field(
         1.0, gt=0, description="How often each worker looks for due monitor slots and new runs."

@@ -153,9 +153,10 @@ class AsyncTaskCrawler:
     async def get_job(self, job_id: UUID | str) -> Job:
         return await self._send(_calls.get_job(job_id))
 
-    async def runs(self, job_id: UUID | str) -> list[Run]:
-        """The job's earlier runs (re-scrapes and retries of a finished job)."""
-        return await self._send(_calls.runs(job_id))
+    async def runs(self, job_id: UUID | str, limit: int | None = None) -> list[Run]:
+        """The job's last earlier runs (re-scrapes and retries of a finished job; ``limit``,
+        100 unless said), oldest first."""
+        return await self._send(_calls.runs(job_id, limit))
 
     async def retry(self, job_id: UUID | str) -> Job:
         return await self._send(_calls.retry(job_id))
@@ -227,9 +228,10 @@ class AsyncTaskCrawler:
         """Run again every finished job that matches (default: every FAILED one)."""
         return await self._send(_calls.retry_matching(**where))
 
-    async def deliveries(self, job_id: UUID | str) -> list[Delivery]:
-        """The job's webhook deliveries: where, how many attempts, the last status or error."""
-        return await self._send(_calls.deliveries(job_id))
+    async def deliveries(self, job_id: UUID | str, limit: int | None = None) -> list[Delivery]:
+        """The job's last webhook deliveries (``limit``, 100 unless said; one a run), oldest
+        first: where, how many attempts, the last status or error."""
+        return await self._send(_calls.deliveries(job_id, limit))
 
     async def screenshot(self, job_id: UUID | str) -> bytes:
         """The PNG of the rendered page (asked for with the ``screenshot`` format)."""

@@ -290,8 +290,9 @@ def get_job(job_id: UUID | str) -> Call[Job]:
     return Call("GET", f"{JOBS}/{job_id}", _model(Job.model_validate))
 
 
-def runs(job_id: UUID | str) -> Call[list[Run]]:
-    return Call("GET", f"{JOBS}/{job_id}/runs", _model(_RUNS.validate_python))
+def runs(job_id: UUID | str, limit: int | None = None) -> Call[list[Run]]:
+    params: Params = [("limit", str(limit))] if limit is not None else []
+    return Call("GET", f"{JOBS}/{job_id}/runs", _model(_RUNS.validate_python), params=params)
 
 
 def retry(job_id: UUID | str) -> Call[Job]:
@@ -312,8 +313,11 @@ def retry_matching(**where: Unpack[RetryFilter]) -> Call[Restarted]:
     return Call("POST", f"{JOBS}/retry", _model(Restarted.model_validate), json=body)
 
 
-def deliveries(job_id: UUID | str) -> Call[list[Delivery]]:
-    return Call("GET", f"{JOBS}/{job_id}/deliveries", _model(_DELIVERIES.validate_python))
+def deliveries(job_id: UUID | str, limit: int | None = None) -> Call[list[Delivery]]:
+    params: Params = [("limit", str(limit))] if limit is not None else []
+    return Call(
+        "GET", f"{JOBS}/{job_id}/deliveries", _model(_DELIVERIES.validate_python), params=params
+    )
 
 
 def screenshot(job_id: UUID | str) -> Call[bytes]:

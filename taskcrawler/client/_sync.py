@@ -149,9 +149,10 @@ class TaskCrawler:
     def get_job(self, job_id: UUID | str) -> Job:
         return self._send(_calls.get_job(job_id))
 
-    def runs(self, job_id: UUID | str) -> list[Run]:
-        """The job's earlier runs (re-scrapes and retries of a finished job)."""
-        return self._send(_calls.runs(job_id))
+    def runs(self, job_id: UUID | str, limit: int | None = None) -> list[Run]:
+        """The job's last earlier runs (re-scrapes and retries of a finished job; ``limit``,
+        100 unless said), oldest first."""
+        return self._send(_calls.runs(job_id, limit))
 
     def retry(self, job_id: UUID | str) -> Job:
         return self._send(_calls.retry(job_id))
@@ -228,9 +229,10 @@ class TaskCrawler:
         """Run again every finished job that matches (default: every FAILED one)."""
         return self._send(_calls.retry_matching(**where))
 
-    def deliveries(self, job_id: UUID | str) -> list[Delivery]:
-        """The job's webhook deliveries: where, how many attempts, the last status or error."""
-        return self._send(_calls.deliveries(job_id))
+    def deliveries(self, job_id: UUID | str, limit: int | None = None) -> list[Delivery]:
+        """The job's last webhook deliveries (``limit``, 100 unless said; one a run), oldest
+        first: where, how many attempts, the last status or error."""
+        return self._send(_calls.deliveries(job_id, limit))
 
     def screenshot(self, job_id: UUID | str) -> bytes:
         """The PNG of the rendered page (asked for with the ``screenshot`` format)."""

@@ -52,15 +52,24 @@ class _Child:
         stdin, stdout = self.process.stdin, self.process.stdout
         assert stdin is not None, "started with a pipe"
         assert stdout is not None, "started with a pipe"
-        stdin.write(_LENGTH.pack(len(payload)))
-        stdin.write(payload)  # not concatenated: a page may be 10 MB, copied on the loop
-        await stdin.drain()
+        try:
+            stdin.write(_LENGTH.pack(len(payload)))
+            stdin.write(payload)  # not concatenated: a page may be 10 MB, copied on the loop
+            await stdin.drain()
+        except ConnectionError as exc:  # its end of the pipe is closed: it is gone
+            code = await self.process.wait()
+            raise ChildDied(f"the child process ended (exit code {code})") from exc
         try:
             (length,) = _LENGTH.unpack(await stdout.readexactly(_LENGTH.size))
             return await stdout.readexactly(length)
         except asyncio.IncompleteReadError as exc:
             code = await self.process.wait()
             raise ChildDied(f"the child process ended (exit code {code})") from exc
+
+    def alive(self) -> bool:
+        """Whether the child may still answer: it has not ended, nor closed its output."""
+        stdout = self.process.stdout
+        return self.process.returncode is None and not (stdout is not None and stdout.at_eof())
 
     async def kill(self) -> None:
         with contextlib.suppress(ProcessLookupError):
@@ -129,17 +138,19 @@ class ProcessPool:
         """
         payload = pickle.dumps((fn, args, kwargs), protocol=pickle.HIGHEST_PROTOCOL)
         async with self._free:
-            child = self._idle.pop() if self._idle else await self._start()
+            child = await self._idle_child() or await self._start()
             try:
                 async with asyncio.timeout(self.timeout):
                     answer = await child.call(payload)
+                # An answer that does not load (an exception whose class cannot be built from
+                # its args) ends its child below, which would otherwise live on, never used.
+                ok, value, resident_mb = pickle.loads(answer)
             except TimeoutError:
                 await self._discard(child)
                 raise CallTimeout(f"no answer within {self.timeout:g}s") from None
             except BaseException:
                 await self._discard(child)
                 raise
-            ok, value, resident_mb = pickle.loads(answer)
             if resident_mb > self.recycle_above_mb:
                 self._children.discard(child)
                 self.recycled += 1
@@ -150,6 +161,18 @@ class ProcessPool:
             raise value
         result: T = value
         return result
+
+    async def _idle_child(self) -> _Child | None:
+        """An idle child still alive, if any. One that ended while idle (the kernel's OOM
+        killer picks the biggest process, and a parse child may be it) is dropped here: the
+        next call must not fail for a death that was not its doing."""
+        while self._idle:
+            child = self._idle.pop()
+            if child.alive():
+                return child
+            self._children.discard(child)
+            await child.kill()  # reaped; not counted: it was not ours to kill
+        return None
 
     async def _start(self) -> _Child:
         process = await asyncio.create_subprocess_exec(

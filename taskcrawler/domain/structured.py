@@ -167,11 +167,18 @@ def _points_inside(schema: Mapping[str, Any], ref: Any) -> bool:
         key = raw.replace("~1", "/").replace("~0", "~")
         if isinstance(node, Mapping) and key in node:
             node = node[key]
-        elif isinstance(node, list) and key.isdigit() and int(key) < len(node):
+        elif isinstance(node, list) and _is_index(key, len(node)):
             node = node[int(key)]
         else:
             return False
     return isinstance(node, Mapping | bool)
+
+
+def _is_index(key: str, length: int) -> bool:
+    """Whether ``key`` is an index of a list of ``length`` items. ASCII digits only, and no
+    more of them than ``length`` has: "²" is a digit to ``isdigit()`` and no number to
+    ``int()``, nor is a run of 5,000 digits, and their ValueError was a 500."""
+    return key.isascii() and key.isdigit() and len(key) <= len(str(length)) and int(key) < length
 
 
 def _walk(node: Any, path: str, depth: int) -> Iterator[tuple[str, dict[str, Any], int]]:

@@ -18,6 +18,19 @@ from taskcrawler.extract.scoring import CROSS_REFERENCE, first_tagged
 from taskcrawler.extract.urls import Resolver
 
 MAX_DEPTH = 80
+#: Characters of link and picture URLs one rendering writes at most; past them, links are their
+#: text and pictures are left out. A relative URL resolves against a base (or a page URL) of
+#: 2 KB, so ``<a href=b>x</a>`` (17 bytes) wrote 2 KB: a 100 KB page made 10 MB of Markdown, a
+#: page at the body limit would have made gigabytes. 100,000 links of 160 characters fit.
+MAX_URL_CHARS = 16 * 1024 * 1024
+#: Quotes nested deeper are not marked again: each level's "> " went on every line of what it
+#: holds, so 79 nested quotes around a ``<pre>`` of 250,000 short lines (a 500 KB page, parsed
+#: in a thread, without a deadline) made 40 MB of Markdown in 7 s of CPU.
+MAX_QUOTE_NESTING = 8
+#: Lists nested deeper do not indent what they hold: each level's indent went on every line
+#: inside it, so 40 nested lists numbered from 999999999 around a ``<pre>`` of 200,000 short
+#: lines (a 400 KB page, parsed in a thread) made 88 MB of Markdown in 8 s of CPU.
+MAX_LIST_NESTING = 8
 _BREAK = "\x00br\x00"
 # Around every emphasis run, until the paragraph is joined: whether a marker can open or
 # close depends on the characters beside it, which only the joined paragraph has.
@@ -61,6 +74,9 @@ _BLOCK_MARKERS = re.compile(r"(?:[ \t]*(?:[>*+-]|\d{1,9}[.)]))*[ \t]*")
 # stars, link destinations (a "*" in a URL is neither).
 _STARS_AND_SPACES = str.maketrans("", "", "\\* \t")
 _STAR_TOKENS = re.compile(r"\\.|\*+|\]\([^)]*\)")
+#: CommonMark reads an ordered list item's number of 1-9 digits only (and no sign): a longer
+#: ``start`` makes no list, and repeated on each item it made a 100 KB page 86 MB of Markdown.
+_MAX_LIST_START = 999_999_999
 # What would start a block at the start of a paragraph: an ATX heading ("#" then a space), a
 # quote, a bullet ("-", "+" then a space), a thematic break ("---", "- - -"), a table's pipe,
 # an ordered item ("12." or "12)" then a space). "#hashtag", "-5 °C", "+49 30" and "2019.12"
@@ -123,8 +139,11 @@ class MarkdownRenderer:
         self.keep_data_images = keep_data_images
         # Inside a table cell: GFM reads a cell as inline text, nothing in it starts a block.
         self._in_cell = 0
+        self._quoted = 0  # the quotes around the node being rendered
+        self._listed = 0  # the lists around it
         # The blocks that are a data table, a list or code: never a trailing furniture line.
         self._structured: set[str] = set()
+        self._url_chars = MAX_URL_CHARS  # left to write (see MAX_URL_CHARS)
 
     def render(
         self, nodes: list[LexborNode], *, title: str | None = None, trim_tail: bool = False
@@ -133,6 +152,7 @@ class MarkdownRenderer:
         ``trim_tail`` drops the short lines that end the content without ending a sentence."""
         blocks: list[str] = []
         self._structured.clear()
+        self._url_chars = MAX_URL_CHARS
         for node in nodes:
             if (node.tag or "") in _BLOCKS - _CONTAINERS:
                 blocks.extend(self._block(node, node.tag or "", 1))
@@ -292,16 +312,26 @@ class MarkdownRenderer:
         return [f"{'#' * level} {text}"]
 
     def _list(self, node: LexborNode, *, ordered: bool, depth: int) -> list[str]:
+        self._listed += 1
+        try:
+            return self._list_items(node, ordered=ordered, depth=depth)
+        finally:
+            self._listed -= 1
+
+    def _list_items(self, node: LexborNode, *, ordered: bool, depth: int) -> list[str]:
+        indent = self._listed <= MAX_LIST_NESTING
         try:
             number = int(node.attributes.get("start") or 1)
         except ValueError:
             number = 1
+        if not 0 <= number <= _MAX_LIST_START:
+            number = 1  # no number CommonMark reads, and one of 4,000 digits on every item
         items: list[str] = []
         for child in node.iter():
             tag = child.tag or ""
             if tag in ("ul", "ol") and items:  # a list directly in a list: belongs to the last item
                 nested = self._list(child, ordered=tag == "ol", depth=depth + 1)
-                items[-1] += "".join("\n" + _indent(block, "  ") for block in nested)
+                items[-1] += "".join("\n" + _indent(block, "  " * indent) for block in nested)
                 continue
             if tag not in ("li", "ul", "ol") and child.css_first("li") is not None:
                 items.extend(self._list(child, ordered=ordered, depth=depth + 1))  # <ul><a><li>
@@ -314,7 +344,7 @@ class MarkdownRenderer:
                 continue
             marker = f"{number}." if ordered else "-"
             number += 1
-            items.append(_list_item(marker, blocks))
+            items.append(_list_item(marker, blocks, indent=indent))
         return [self._mark("\n".join(items))] if items else []
 
     def _block_or_inline(self, node: LexborNode, depth: int) -> list[str]:
@@ -340,8 +370,12 @@ class MarkdownRenderer:
         return [self._mark(f"{fence}{match.group(1) if match else ''}\n{code}\n{fence}")]
 
     def _quote(self, node: LexborNode, depth: int) -> list[str]:
-        blocks = self.blocks(node, depth)
-        if not self.markdown or not blocks:
+        self._quoted += 1
+        try:
+            blocks = self.blocks(node, depth)
+        finally:
+            self._quoted -= 1
+        if not self.markdown or not blocks or self._quoted >= MAX_QUOTE_NESTING:
             return blocks
         body = "\n\n".join(blocks)
         return ["\n".join(f"> {line}" if line else ">" for line in body.split("\n"))]
@@ -369,7 +403,7 @@ class MarkdownRenderer:
         caption = node.css_first("caption")
         out = self.blocks(caption, depth + 1) if caption is not None else []
         cells = [[self._cell(cell, depth) for cell in row] for row in rows]
-        cells = [row + [""] * (columns - len(row)) for row in cells if any(row)]
+        cells = _filled([row for row in cells if any(row)], columns)
         if not cells:
             return out
         if not self.markdown:
@@ -436,7 +470,7 @@ class MarkdownRenderer:
         href = node.attributes.get("href")
         if href is None or href.strip().startswith("#"):
             return inner  # a jump within this page (a footnote, a section): only its text
-        url = self.resolver.resolve(href)
+        url = self._spent(self.resolver.resolve(href))
         label = inner.replace(_BREAK, " ").strip()
         if url is None or not label:
             return inner
@@ -458,8 +492,17 @@ class MarkdownRenderer:
         url = self.resolver.resolve(source)  # data: URIs (inline base64) resolve to None
         if url is None or _PLACEHOLDER.search(url.rpartition("/")[2]) is not None:
             return ""
+        if self._spent(url) is None:
+            return ""
         alt = self._escape(" ".join((attrs.get("alt") or "").split()))
         return f"![{alt}]({_url(url)})"
+
+    def _spent(self, url: str | None) -> str | None:
+        """``url``, counted against what the rendering may still write; None past that."""
+        if url is None or len(url) > self._url_chars:
+            return None
+        self._url_chars -= len(url)
+        return url
 
     def _code(self, text: str) -> str:
         text = " ".join(text.split())
@@ -800,11 +843,21 @@ def _indent(block: str, pad: str) -> str:
     return "\n".join(pad + line if line else line for line in block.split("\n"))
 
 
-def _list_item(marker: str, blocks: list[str]) -> str:
-    pad = " " * (len(marker) + 1)
+def _list_item(marker: str, blocks: list[str], *, indent: bool = True) -> str:
+    pad = " " * (len(marker) + 1) * indent
     first, *rest = blocks
     item = f"{marker} {_indent(first, pad)[len(pad) :]}"
     return item + "".join("\n" + _indent(block, pad) for block in rest)
+
+
+def _filled(rows: list[list[str]], columns: int) -> list[list[str]]:
+    """``rows`` filled out with empty cells to ``columns``, when that at most doubles the cells
+    of the table; else only the header row (its width is the table's), and the other rows are
+    left short, as GFM allows (it fills them in). One row of 10,000 cells over 10,000 rows of
+    one cell each made a 140 KB page 300 MB of Markdown and 1.4 GB of memory."""
+    if columns * len(rows) <= 2 * sum(len(row) for row in rows):
+        return [row + [""] * (columns - len(row)) for row in rows]
+    return [row + [""] * (columns - len(row)) for row in rows[:1]] + rows[1:]
 
 
 def _table_row(cells: list[str]) -> str:

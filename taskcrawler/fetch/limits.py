@@ -88,7 +88,9 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
     if value is None:
         return None
     value = value.strip()
-    if value.isdigit():
+    # ASCII digits only (RFC 9110's DIGIT): "²" is a digit to isdigit() and no number to
+    # float(), whose ValueError made a 503 an internal error of the worker.
+    if value.isascii() and value.isdigit():
         seconds = float(value)
     else:
         try:

@@ -470,9 +470,8 @@ def _register(version: str) -> None:
     ) -> FirecrawlSearchOutV1 | FirecrawlSearchOutV2:
         page = _scraped(body.scrapeOptions)
         sources = _sources(body.sources) if version == "v2" else ("web",)
-        answers = {}
-        for source in sources:
-            query = web_query(
+        queries = {
+            source: web_query(
                 body.query,
                 limit=body.limit,
                 source=source,
@@ -481,13 +480,15 @@ def _register(version: str) -> None:
                 include_domains=body.includeDomains,
                 exclude_domains=body.excludeDomains,
             )
-            answers[source] = await firecrawl.search(
-                caller,
-                query,
-                page if source != "images" else None,
-                timeout_ms=body.timeout or DEFAULT_TIMEOUT_MS,
-                screenshot_url=_screenshot_url(request),
-            )
+            for source in sources
+        }
+        answers = await firecrawl.search_sources(
+            caller,
+            queries,
+            page,
+            timeout_ms=body.timeout or DEFAULT_TIMEOUT_MS,
+            screenshot_url=_screenshot_url(request),
+        )
         warning = "; ".join(a.warning for a in answers.values() if a.warning) or None
         if version == "v1":
             return FirecrawlSearchOutV1(data=_search_items(answers["web"], "web"), warning=warning)

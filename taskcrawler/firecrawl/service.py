@@ -451,6 +451,38 @@ class FirecrawlService:
 
     # --- search ---------------------------------------------------------------------------
 
+    async def search_sources(
+        self,
+        caller: Caller,
+        queries: Mapping[str, WebQuery],
+        page: PageOptions | None,
+        *,
+        timeout_ms: int,
+        screenshot_url: ScreenshotURL,
+    ) -> dict[str, SearchAnswer]:
+        """:meth:`search` of each source's query (``web``, ``news``, ``images``: images are not
+        scraped), all at once: the sources share the request's ``timeout_ms`` rather than take
+        it in turn. One that fails ends the others."""
+        tasks = [
+            asyncio.ensure_future(
+                self.search(
+                    caller,
+                    query,
+                    page if source != "images" else None,
+                    timeout_ms=timeout_ms,
+                    screenshot_url=screenshot_url,
+                )
+            )
+            for source, query in queries.items()
+        ]
+        try:
+            answers = await asyncio.gather(*tasks)
+        except BaseException:
+            for task in tasks:
+                task.cancel()
+            raise
+        return dict(zip(queries, answers, strict=True))
+
     async def search(
         self,
         caller: Caller,

@@ -15,7 +15,8 @@ class DeliveryService:
         self.jobs = jobs
         self.webhooks = webhooks
 
-    async def of_job(self, caller: Caller, job_id: UUID) -> list[Delivery]:
-        """A job's deliveries, oldest first; another tenant's job is unknown here too."""
+    async def of_job(self, caller: Caller, job_id: UUID, *, limit: int) -> list[Delivery]:
+        """A job's last ``limit`` deliveries, oldest first; another tenant's job is unknown here
+        too."""
         await self.jobs.get(caller, job_id)
-        return await self.webhooks.list_for_job(job_id, owner=caller.owner)
+        return await self.webhooks.list_for_job(job_id, owner=caller.owner, limit=limit)

@@ -193,9 +193,9 @@ class JobService:
                 raise InvalidCursor(str(exc), parameter="id_prefix") from None
         return await self.jobs.list_jobs(dataclasses.replace(query, owner=caller.owner))
 
-    async def runs(self, caller: Caller, job_id: UUID) -> list[JobRun]:
+    async def runs(self, caller: Caller, job_id: UUID, *, limit: int) -> list[JobRun]:
         await self.get(caller, job_id)
-        return await self.jobs.runs(job_id)
+        return await self.jobs.runs(job_id, limit=limit)
 
     # --- change ---------------------------------------------------------------------------
 

@@ -333,15 +333,17 @@ class JobStore:
             return await _restart(conn, ids, now=utcnow(), redispatch_after=redispatch_after)
 
     @unavailable_on_connection_errors
-    async def runs(self, job_id: UUID) -> list[JobRun]:
-        """Earlier runs of a job, oldest first (the current run is the job itself)."""
+    async def runs(self, job_id: UUID, *, limit: int) -> list[JobRun]:
+        """A job's last ``limit`` earlier runs, oldest first (the current run is the job
+        itself; a monitored page's grow by one a run without end)."""
         async with self.db.read() as conn:
             rows = await conn.execute(
                 sa.select(*(job_runs.c[name] for name in JobRun.model_fields))
                 .where(job_runs.c.job_id == job_id)
-                .order_by(job_runs.c.run)
+                .order_by(job_runs.c.run.desc())
+                .limit(limit)
             )
-        return [JobRun(**row._mapping) for row in rows]
+        return [JobRun(**row._mapping) for row in reversed(list(rows))]
 
 
 @unavailable_on_connection_errors

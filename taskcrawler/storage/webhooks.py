@@ -235,12 +235,14 @@ class WebhookStore:
         return result.rowcount > 0
 
     @unavailable_on_connection_errors
-    async def list_for_job(self, job_id: UUID, *, owner: str) -> list[Delivery]:
-        """A job's deliveries, oldest first (one per COMPLETED/FAILED run of the job)."""
+    async def list_for_job(self, job_id: UUID, *, owner: str, limit: int) -> list[Delivery]:
+        """A job's last ``limit`` deliveries, oldest first (one per COMPLETED/FAILED run of the
+        job: a monitored page's grow without end)."""
         async with self.db.read() as conn:
             rows = await conn.execute(
                 sa.select(*_DELIVERY_COLUMNS)
                 .where(deliveries.c.job_id == job_id, deliveries.c.owner == owner)
-                .order_by(deliveries.c.created_at, deliveries.c.id)
+                .order_by(deliveries.c.created_at.desc(), deliveries.c.id.desc())
+                .limit(limit)
             )
-        return [_row_to_delivery(row) for row in rows]
+        return [_row_to_delivery(row) for row in reversed(list(rows))]

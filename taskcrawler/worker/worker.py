@@ -377,7 +377,12 @@ class Worker:
         read again from the stored copy its crawl's ``max_age`` allows (extracted as if just
         fetched: its formats, its links); else fetched."""
         if job.from_archive:
-            archived = await self.store.archived_copy(job.id)
+            try:
+                archived = await self.store.archived_copy(job.id)
+            except ServiceUnavailable as exc:
+                # Not the job's failure: escaping, it crashed the job's task, whose lease then
+                # expired as a lost worker's, an attempt counted (the last one FAILED it).
+                return _unavailable(job, exc)
             if archived is not None:
                 return await self._rederive(job, archived)
             # The copy is gone (archiving was turned off since): the page is fetched.
@@ -408,12 +413,7 @@ class Worker:
         except ServiceUnavailable as exc:
             # Redis (shared politeness, robots cache) is down: try again later without counting
             # a retry, as for a busy host; an outage must not use up the job's attempts.
-            return Outcome(
-                job=job,
-                error_code=ErrorCode.QUEUE_UNAVAILABLE,
-                error_message=str(exc),
-                transient=True,
-            )
+            return _unavailable(job, exc)
         except Exception:
             # A bug or an error we have not classified: retried, so one odd failure is not final.
             log.exception("unexpected error fetching %s", job.url)
@@ -624,6 +624,16 @@ def _failed(job: ClaimedJob, exc: FetchError) -> Outcome:
         error_message=exc.message,
         transient=exc.transient,
         retry_after=exc.retry_after,
+    )
+
+
+def _unavailable(job: ClaimedJob, exc: ServiceUnavailable) -> Outcome:
+    """An attempt a dependency's outage stopped: deferred, no attempt counted."""
+    return Outcome(
+        job=job,
+        error_code=ErrorCode.QUEUE_UNAVAILABLE,
+        error_message=str(exc),
+        transient=True,
     )
 
 

@@ -1060,6 +1060,34 @@ async def test_sqlite_a_filtered_keyword_search_ranks_few_where_they_are_enough(
     assert len(found) == (0 if filters == {"host": "c.test"} else 1)
 
 
+@pytest.mark.usefixtures("small_posting_caps")
+async def test_sqlite_a_filtered_keyword_search_ranks_as_many_as_it_asks_the_filter_about(
+    sqlite_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The query's rarest word is only in a page the filter leaves out: ranked by it alone,
+    the search found none the filter keeps and ranked every match (a quarter of a second at
+    100,000 chunks). The rare words hold as many postings as the filter is asked about."""
+    monkeypatch.setattr(sqlite_chunks, "FILTERED_KEYWORD_CANDIDATES", 4)
+    storage = open_storage(sqlite_url)
+    try:
+        for host, texts in [
+            ("a.test", [f"kettle {n}" for n in range(5)] + ["filler words"] * 20),
+            ("b.test", ["zeppelin kettle"]),
+        ]:
+            job = await _job(storage, f"http://{host}/")
+            await storage.chunks.replace(_page(job, [(t, _unit(1, 0, 0, 0)) for t in texts]), "h")
+        query = SearchQuery("", "zeppelin kettle", k=1, host="a.test")
+        statements = _record_statements(storage)
+        found = await storage.chunks.keyword(query)
+        ranked_every_match = any(EVERY_MATCH in statement for statement, _ in statements)
+        every = await _every_match(storage, query)
+    finally:
+        await storage.close()
+    assert not ranked_every_match
+    assert [(h.url, h.chunk_index) for h in found] == [(h.url, h.chunk_index) for h in every]
+    assert [h.score for h in found] == pytest.approx([h.score for h in every], abs=1e-5)
+
+
 #: What only the statement that scores every posting of a PostgreSQL keyword search says.
 EVERY_POSTING = "WHERE idf.n > 0"
 

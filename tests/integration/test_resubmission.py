@@ -157,7 +157,7 @@ async def test_a_failed_or_cancelled_job_submitted_again_runs_again(
     job = await store.jobs.get_job(job_id)
     assert job is not None
     assert (job.status, job.run_count, job.error_code) == (JobStatus.PENDING, 1, None)
-    assert [run.status for run in await store.jobs.runs(job_id)] == [status]
+    assert [run.status for run in await store.jobs.runs(job_id, limit=100)] == [status]
     assert not (await claim(store, job_id)).from_archive
 
 
@@ -233,3 +233,16 @@ async def test_racing_submissions_each_add_their_format_to_a_running_job(
     async with store.db.read() as conn:
         lease = await conn.scalar(sa.select(jobs.c.lease_token).where(jobs.c.id == job_id))
     assert lease is None and (await get(store, job_id))[0] is JobStatus.PENDING
+
+
+async def test_a_jobs_runs_are_its_last_ones_oldest_first(store: Stores) -> None:
+    """A monitored or often resubmitted page's runs grow by one a run without end: the list
+    is its last ``limit``, oldest first."""
+    job_id, _, _ = await submit(store)
+    for _ in range(4):
+        await store.jobs.cancel(job_id)
+        assert await submit(store) == (job_id, False, True)
+    last = await store.jobs.runs(job_id, limit=2)
+    every = await store.jobs.runs(job_id, limit=10)
+    assert [run.run for run in every] == [0, 1, 2, 3]
+    assert [run.run for run in last] == [2, 3]

@@ -341,3 +341,33 @@ async def test_a_reason_phrase_that_cannot_be_stored_is_recorded_cleaned(store: 
     [row] = await rows(store)
     assert (row.status, row.attempts, row.last_status_code) == ("FAILED", 1, 500)
     assert row.last_error == "http_500: Bad\ufffdThing\ufffd"
+
+
+async def test_a_jobs_deliveries_are_its_last_ones_oldest_first(store: Stores) -> None:
+    """A monitored page's deliveries grow by one a run without end: the list is its last
+    ``limit``, oldest first, another tenant's none."""
+    [job] = await claimed_jobs(store, owner="k1")
+    start = utcnow()
+    ids = [uuid.uuid4() for _ in range(5)]
+    async with store.db.write() as conn:
+        await conn.execute(
+            webhook_deliveries.insert(),
+            [
+                {
+                    "id": ids[run],
+                    "job_id": job.id,
+                    "owner": "k1",
+                    "url": HOOK,
+                    "event": "job.completed",
+                    "payload": {"run": run},
+                    "status": "DELIVERED",
+                    "created_at": start + timedelta(seconds=run),
+                }
+                for run in range(5)
+            ],
+        )
+    last = await store.hooks.list_for_job(job.id, owner="k1", limit=3)
+    every = await store.hooks.list_for_job(job.id, owner="k1", limit=10)
+    assert [d.id for d in last] == ids[2:]
+    assert [d.id for d in every] == ids
+    assert await store.hooks.list_for_job(job.id, owner="k2", limit=10) == []

@@ -25,3 +25,16 @@ def hostile(body: bytes, **kwargs: object) -> Extraction:
     if body.startswith(b"fail"):
         raise ValueError("no such page")
     return pid_title(body, **kwargs)
+
+
+class TwoPartError(Exception):
+    """An exception that pickles but does not unpickle (its ``__init__`` wants two arguments,
+    its ``args`` hold one), as some libraries' exceptions do."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def unloadable_error() -> None:
+    raise TwoPartError("broken", 7)

@@ -38,3 +38,11 @@ def test_status_errors_are_typed(status: int, code: str, transient: bool) -> Non
     assert error.transient is transient
     assert error.http_status == status
     assert error.log_line.startswith(f"{code}: HTTP {status}")
+
+
+@pytest.mark.parametrize("retry", [1001, 1026, 10**6])
+def test_a_retry_past_any_doubling_waits_up_to_the_cap(retry: int) -> None:
+    # An operator's max attempts of 1,100 reached retry 1,025, where 2.0**1024 overflowed.
+    delays = [backoff_delay(retry, base=5.0, cap=60.0, rng=random.Random(n)) for n in range(20)]
+    assert all(0.0 <= delay <= 60.0 for delay in delays)
+    assert max(delays) > 30.0

@@ -5,6 +5,7 @@ from __future__ import annotations
 from selectolax.lexbor import LexborHTMLParser
 
 from taskcrawler.extract import extract
+from taskcrawler.extract.markdown import MAX_LIST_NESTING, MAX_QUOTE_NESTING, MAX_URL_CHARS
 from taskcrawler.extract.scoring import LinkTotals, visible_chars
 
 URL = "https://example.com/blog/post"
@@ -569,3 +570,67 @@ def test_the_articles_furniture_named_as_such_is_left_out() -> None:
     assert "11 Jan 2019" not in out
     assert "Support our work" not in out
     assert "Anna Berg has written" not in out
+
+
+def test_an_ordered_list_starts_only_at_a_number_commonmark_reads() -> None:
+    # A start of 4,299 digits (int() takes up to 4,300) was printed on every item: a page of
+    # 2,000 items (14 KB) made 8.6 MB of Markdown, none of it a list.
+    items = "<li>a</li>" * 2_000
+    out = markdown(f'<ol start="{"9" * 4_299}">{items}</ol>')
+    assert out.startswith("1. a\n2. a\n")
+    assert len(out) < 20 * 2_000
+    assert markdown('<ol start="-3"><li>a</li></ol>') == "1. a"
+    assert markdown('<ol start="999999999"><li>a</li></ol>') == "999999999. a"
+
+
+def test_short_rows_under_a_wide_row_are_left_short() -> None:
+    # Filled out, each of 3,000 one-cell rows took the 3,000 cells of the widest: a 42 KB page
+    # made 27 MB of Markdown (10,000 of each: 300 MB, 1.4 GB of memory).
+    rows = "<tr>" + "<td>x</td>" * 3_000 + "</tr>" + "<tr><td>y</td></tr>" * 3_000
+    out = markdown(f"<table>{rows}</table>")
+    assert len(out) < 100_000
+    lines = out.split("\n")
+    assert lines[0] == "| " + " | ".join(["x"] * 3_000) + " |"
+    assert lines[1] == "| " + " | ".join(["---"] * 3_000) + " |"
+    assert lines[2:] == ["| y |"] * 3_000
+    # A table mostly full is filled out as before.
+    assert markdown("<table><tr><td>a</td><td>b</td></tr><tr><td>c</td></tr></table>") == (
+        "| a | b |\n| --- | --- |\n| c |  |"
+    )
+
+
+def test_the_urls_one_rendering_writes_are_bounded() -> None:
+    # Each relative link resolved against a 2 KB base: 17 bytes of HTML wrote 2 KB of URL,
+    # and a page at the body limit would have made gigabytes of Markdown.
+    base = "http://x.test/" + "a/" * 1_000
+    links = '<a href="b">x</a> <img src="c" alt="y"> ' * 5_000
+    page = f'<html><head><base href="{base}"></head><body><p>{links}</p></body></html>'
+    out = extract(page.encode(), url=URL, formats=["markdown"]).markdown
+    assert out is not None
+    assert MAX_URL_CHARS < len(out) < MAX_URL_CHARS + len(page)
+    assert out.startswith(f"[x]({base}b) ![y]({base}c)")
+    assert out.endswith(" x")  # the last links are their text, their pictures left out
+
+
+def test_quotes_nested_deeper_than_the_limit_are_not_marked_again() -> None:
+    # Each of 79 levels put its "> " on every line of a <pre> of 250,000 lines: a 500 KB page
+    # (parsed in a thread, without a deadline) made 40 MB of Markdown in 7 s of CPU.
+    lines = 50_000
+    page = "<blockquote>" * 79 + "<pre>" + "x\n" * lines + "</pre>"
+    out = markdown(page)
+    marks = "> " * MAX_QUOTE_NESTING
+    assert out.split("\n")[1] == marks + "x"
+    assert len(out) < (len(marks) + 2) * (lines + 3)
+    assert markdown("<blockquote><blockquote><p>deep</p></blockquote></blockquote>") == "> > deep"
+
+
+def test_lists_nested_deeper_than_the_limit_do_not_indent_again() -> None:
+    # Each of 40 levels indented every line of a <pre> of 200,000 lines by 11 spaces: a 400 KB
+    # page (parsed in a thread, without a deadline) made 88 MB of Markdown in 8 s of CPU.
+    lines = 20_000
+    page = "<ol start=999999999><li>" * 40 + "<pre>" + "x\n" * lines + "</pre>"
+    out = markdown(page)
+    pad = " " * 11 * MAX_LIST_NESTING
+    assert out.split("\n")[1] == pad + "x"
+    assert len(out) < (len(pad) + 2) * (lines + 3) + 1_000  # the first line: 40 markers
+    assert markdown("<ul><li>a<ul><li>b</li></ul></li></ul>") == "- a\n  - b"

@@ -46,6 +46,8 @@ NOW = 1_445_412_480.0  # Wed, 21 Oct 2015 07:28:00 GMT
         ("soon", None),
         ("1.5", None),
         ("999999999", MAX_RETRY_AFTER_SECONDS),
+        ("\u00b2", None),  # a digit to str.isdigit(), none to float(): it raised ValueError
+        ("\u0663", None),  # an Arabic-Indic three: no DIGIT of RFC 9110
     ],
 )
 def test_retry_after(header: str | None, expected: float | None) -> None:

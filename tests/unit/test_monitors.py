@@ -12,6 +12,7 @@ import orjson
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from pydantic import ValidationError
 
 from taskcrawler.domain.crawls import InvalidCrawlSpec
 from taskcrawler.domain.monitors import (
@@ -40,6 +41,7 @@ from taskcrawler.domain.webhooks import (
     verify_signature,
 )
 from taskcrawler.extract import FORMATS
+from taskcrawler.settings import Settings
 
 URL = "https://shop.example.com/prices"
 
@@ -505,3 +507,10 @@ def test_a_crawl_round_pairs_each_page_with_the_last_rounds_job_for_it() -> None
     )
     assert found.previous_jobs() == {"https://S.example/a#top": uuid.UUID(int=2)}
     assert _round({a: uuid.UUID(int=4)}, None, complete=True).previous_jobs() == {}
+
+
+def test_a_monitor_interval_below_a_millisecond_is_refused_at_start() -> None:
+    # Below a microsecond a schedule could not be made: every monitor's next run raised.
+    with pytest.raises(ValidationError):
+        Settings(monitor_min_interval_seconds=1e-9)
+    assert Settings(monitor_min_interval_seconds=0.001).monitor_min_interval_seconds == 0.001

@@ -6,10 +6,10 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from taskcrawler.common.processes import ProcessPool
+from taskcrawler.common.processes import ChildDied, ProcessPool
 from taskcrawler.extract import Extraction, extract
 from taskcrawler.worker.parsing import PageParser, ParseCrashed, ParseTimeout
-from tests.support.extractors import hostile, pid_title
+from tests.support.extractors import hostile, pid_title, unloadable_error
 
 PAGE = b"<html><head><title>Big one</title></head><body>" + b"<p>words here</p>" * 40_000
 URL = "http://x.test/"
@@ -140,3 +140,46 @@ async def test_a_process_within_its_memory_is_used_again() -> None:
         await pool.aclose()
     assert first == second
     assert (pool.started, pool.recycled) == (1, 0)
+
+
+async def test_an_idle_process_that_died_is_replaced_for_the_next_call() -> None:
+    # The kernel's OOM killer ends the biggest process, which an idle parse child may be:
+    # the next page must not fail for it (it failed with "Connection lost", as an extraction
+    # error, the job FAILED for good).
+    pool = ProcessPool(1, timeout=30.0)
+    try:
+        first = await pool.run(os.getpid)
+        [child] = pool._idle
+        child.process.kill()
+        await child.process.wait()
+        second = await pool.run(os.getpid)
+    finally:
+        await pool.aclose()
+    assert second != first
+    assert pool.started == 2
+    assert child not in pool._children
+
+
+async def test_a_process_that_dies_before_it_reads_its_call_says_so() -> None:
+    pool = ProcessPool(1, timeout=30.0)
+    try:
+        await pool.run(os.getpid)
+        [child] = pool._idle
+        child.process.kill()
+        await child.process.wait()
+        with pytest.raises(ChildDied, match="ended"):
+            await child.call(b"any call")
+    finally:
+        await pool.aclose()
+
+
+async def test_an_answer_that_cannot_be_read_leaves_no_process_behind() -> None:
+    pool = ProcessPool(1, timeout=30.0)
+    try:
+        with pytest.raises(TypeError):
+            await pool.run(unloadable_error)
+        # Every process the pool holds is one it may hand a call (none lives on, unused).
+        assert set(pool._idle) == pool._children
+        await pool.run(os.getpid)
+    finally:
+        await pool.aclose()

@@ -120,6 +120,9 @@ def test_what_the_selectors_miss_breaks_the_schema_where_it_is_required() -> Non
             "json.schema.properties.a.attribute",
         ),
         ({"$ref": "#/$defs/missing"}, None, "json.schema.$ref"),
+        # Digits to str.isdigit() but not to int(): their ValueError was Firecrawl's 500.
+        ({"allOf": [{}], "$ref": "#/allOf/\u00b2"}, None, "json.schema.$ref"),
+        ({"allOf": [{}], "$ref": "#/allOf/" + "0" * 5_000}, None, "json.schema.$ref"),
         ({"type": "integer", "maximum": 10**30}, None, "json.schema"),
         (
             {
@@ -160,6 +163,8 @@ def test_answers_are_parsed_from_fences_and_refused_when_not_json() -> None:
 def test_references_inside_the_schema_and_answers_too_deep_for_it() -> None:
     defs = {"$defs": {"name": {"type": "string"}}, "properties": {"a": {"$ref": "#/$defs/name"}}}
     assert validated({"a": "x"}, json_request(defs).schema) == {"a": "x"}
+    listed = {"allOf": [{"type": "object"}], "properties": {"a": {"$ref": "#/allOf/0"}}}
+    assert json_request(listed).schema == listed
     recursive = json_request({"items": {"$ref": "#"}}).schema
     with pytest.raises(AnswerRejected, match="nests too deeply"):
         validated(parsed_answer("[" * 500 + "]" * 500), recursive)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Query
 
 from taskcrawler.api.deps import CallerDep, ServicesDep
 from taskcrawler.api.routes.jobs import NOT_FOUND
@@ -16,8 +18,13 @@ router = APIRouter(prefix="/api/v1/jobs", tags=["webhooks"])
     "/{job_id}/deliveries",
     response_model=list[DeliveryOut],
     responses=NOT_FOUND,
-    summary="Webhook deliveries of a job, oldest first",
+    summary="A job's last webhook deliveries (one a run), oldest first",
 )
-async def job_deliveries(job_id: Id, services: ServicesDep, caller: CallerDep) -> list[DeliveryOut]:
-    found = await services.deliveries.of_job(caller, job_id)
+async def job_deliveries(
+    job_id: Id,
+    services: ServicesDep,
+    caller: CallerDep,
+    limit: Annotated[int, Query(ge=1, le=1000, description="The last N deliveries.")] = 100,
+) -> list[DeliveryOut]:
+    found = await services.deliveries.of_job(caller, job_id, limit=limit)
     return [DeliveryOut.model_validate(delivery) for delivery in found]

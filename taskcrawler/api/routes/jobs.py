@@ -199,7 +199,13 @@ async def retry_job(job_id: Id, services: ServicesDep, caller: CallerDep) -> Job
     "/{job_id}/runs",
     response_model=list[RunOut],
     responses=NOT_FOUND,
-    summary="Earlier runs of a job, oldest first",
+    summary="A job's last earlier runs, oldest first",
 )
-async def job_runs(job_id: Id, services: ServicesDep, caller: CallerDep) -> list[RunOut]:
-    return [RunOut.model_validate(run) for run in await services.jobs.runs(caller, job_id)]
+async def job_runs(
+    job_id: Id,
+    services: ServicesDep,
+    caller: CallerDep,
+    limit: Annotated[int, Query(ge=1, le=1000, description="The last N runs.")] = 100,
+) -> list[RunOut]:
+    found = await services.jobs.runs(caller, job_id, limit=limit)
+    return [RunOut.model_validate(run) for run in found]

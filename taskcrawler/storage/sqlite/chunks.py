@@ -320,13 +320,16 @@ class SqliteChunkStore(ChunkStoreBase):
         The rare terms hold at least ``k`` postings, past the budget if need be: ranked by a
         rare word in fewer chunks than ``k``, the search found fewer than ``k`` and ranked every
         match of every word instead (a tenth of a second or more at 100,000 chunks)."""
-        rare, common = split_by_rarity(terms, holding, POSTINGS_BUDGET, query.k)
+        # A filter leaves some of the ranked out: its rare terms hold as many as it asks about.
+        depth = self._candidates(query)
+        at_least = depth if query.filtered else query.k
+        rare, common = split_by_rarity(terms, holding, POSTINGS_BUDGET, at_least)
         common = [term for term in common if not bm25_idf_floored(total, holding[term])]
         matches = [fts_match(rare)]
         if common:
             matches.append(f"({fts_match(rare)}) AND ({fts_match(common)})")
         params: dict[str, str | int] = {f"m{n}": match for n, match in enumerate(matches)}
-        params |= {"owner": query.owner, "depth": self._candidates(query)}
+        params |= {"owner": query.owner, "depth": depth}
         if query.filtered:  # built for this search: a filter's values are in the statement
             built = sql.filtered_keyword_ranking(len(matches), narrowing(query))
             built = sql.hits_of(built.subquery("kept")) if read else built
