@@ -202,7 +202,9 @@ class PostgresChunkStore(ChunkStoreBase):
             count, mean_length = await self._corpus_stats(conn, query.owner)
             if not count:
                 return []
-            rows = await self._pruned(conn, query, " ".join(terms), count, mean_length)
+            rows: list[Any] = []
+            if query.job_id is None:  # one page's chunks are few: its postings are scored
+                rows = await self._pruned(conn, query, " ".join(terms), count, mean_length)
             if query.filtered and len(rows) < query.k:
                 # The filters left out most of the ranked chunks: every posting is scored.
                 filters, filter_params = sql.scope(query, 6)
