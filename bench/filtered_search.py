@@ -18,7 +18,7 @@ import argparse
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, cast
 
@@ -115,14 +115,24 @@ async def _nothing_pruned(*args: Any, **kwargs: Any) -> list[Any]:
     return []
 
 
+@contextlib.contextmanager
+def every_match_ranked() -> Iterator[None]:
+    """The stores' keyword searches rank every match meanwhile (exact BM25: their fallback,
+    their pruned ranking made to find nothing)."""
+    saved = [(kind, kind._pruned) for kind in (SqliteChunkStore, PostgresChunkStore)]
+    try:
+        for kind, _ in saved:
+            kind._pruned = _nothing_pruned  # type: ignore[method-assign]
+        yield
+    finally:
+        for kind, pruned in saved:
+            kind._pruned = pruned  # type: ignore[method-assign]
+
+
 async def agreement(storage: Storage, queries: list[str]) -> None:
     """For each filter, at k 10 and 50 (a hybrid search's keyword leg): how many of the
-    claims' filtered keyword searches answer as the one that ranks every match (the stores'
-    fallback, their pruned ranking made to find nothing), and their mean overlap."""
-    every_match = [
-        (SqliteChunkStore, "_pruned", _nothing_pruned),
-        (PostgresChunkStore, "_pruned", _nothing_pruned),
-    ]
+    claims' filtered keyword searches answer as the one that ranks every match, and their
+    mean overlap."""
     for name, filters in LATENCY_FILTERS.items():
         if not filters:
             continue
@@ -131,14 +141,8 @@ async def agreement(storage: Storage, queries: list[str]) -> None:
             for text in queries:
                 query = SearchQuery("", text, k=k, **filters)
                 found = [(h.job_id, h.chunk_index) for h in await storage.chunks.keyword(query)]
-                saved = [(kind, attr, getattr(kind, attr)) for kind, attr, _ in every_match]
-                try:
-                    for kind, attr, value in every_match:
-                        setattr(kind, attr, value)
+                with every_match_ranked():
                     exact = await storage.chunks.keyword(query)
-                finally:
-                    for kind, attr, value in saved:
-                        setattr(kind, attr, value)
                 wanted = [(h.job_id, h.chunk_index) for h in exact]
                 same += found == wanted
                 overlap += len(set(found) & set(wanted))

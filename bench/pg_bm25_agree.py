@@ -7,8 +7,9 @@ its URL and keeps the server up until interrupted.
 ``python -m bench.pg_bm25_agree measure URL [--claims 200] VARIANT...`` asks the train claims of
 each variant of the store's pruning settings, alternated claim by claim (the order reversed
 every other claim), in keyword mode (k 10) and in hybrid mode (k 10, its keyword leg k 50), and
-compares each ranking with exact BM25 over every chunk of the owner: the store's own filtered
-path, whose host filter keeps every page and scores every posting. Same chunks in the same
+compares each ranking with exact BM25 over every chunk of the owner: the store's every-posting
+statement (its fallback, ``bench.filtered_search.every_match_ranked``), with a host filter that
+keeps every page. Same chunks in the same
 order, and the mean overlap; per search the CPU of this process (every thread, the embedder's
 included) and of the server's backends (``/proc/PID/schedstat``), in ms.
 
@@ -31,6 +32,7 @@ from typing import Any, cast
 
 import asyncpg
 
+from bench.filtered_search import every_match_ranked
 from bench.retrieval import (
     CORPUS,
     REINDEXED,
@@ -171,10 +173,11 @@ async def measure(url: str, claims: int, variants: Sequence[Variant], corpus: Pa
     store.keyword = keyword  # type: ignore[method-assign]  # records hybrid's keyword leg
     search = SearchService(cast(Any, None), store, embedder)
     try:
-        exact = {
-            text: keys(await exact_keyword(SearchQuery("", text, k=50, host=HOST)))
-            for text in texts
-        }
+        with every_match_ranked():
+            exact = {
+                text: keys(await exact_keyword(SearchQuery("", text, k=50, host=HOST)))
+                for text in texts
+            }
         tallies = {v.name: Tally() for v in variants}
         for v in variants:  # warm up
             v.apply()
