@@ -1039,21 +1039,12 @@ async def test_sqlite_a_filtered_keyword_search_ranks_few_where_they_are_enough(
     ``k`` that it keeps, nothing else is ranked (every match of every word took a quarter of
     a second at 100,000 chunks); where they do not, every match is. Either way the answer is
     every match's."""
-    storage = open_storage(sqlite_url)
-    try:
-        for host, texts in [
-            ("a.test", [f"zeppelin kettle {n}" for n in range(6)] + ["kettle filler"] * 20),
-            ("b.test", ["a zeppelin far below"]),
-        ]:
-            job = await _job(storage, f"http://{host}/")
-            await storage.chunks.replace(_page(job, [(t, _unit(1, 0, 0, 0)) for t in texts]), "h")
-        query = SearchQuery("", "zeppelin kettle", k=1, **filters)  # type: ignore[arg-type]
-        statements = _record_statements(storage)
-        found = await storage.chunks.keyword(query)
-        ranked_every_match = any(EVERY_MATCH in statement for statement, _ in statements)
-        every = await _every_match(storage, query)
-    finally:
-        await storage.close()
+    pages = {
+        "a.test": [f"zeppelin kettle {n}" for n in range(6)] + ["kettle filler"] * 20,
+        "b.test": ["a zeppelin far below"],
+    }
+    query = SearchQuery("", "zeppelin kettle", k=1, **filters)  # type: ignore[arg-type]
+    found, every, ranked_every_match = await _keyword_and_every_match(sqlite_url, pages, query)
     assert [(h.url, h.chunk_index) for h in found] == [(h.url, h.chunk_index) for h in every]
     assert [h.score for h in found] == pytest.approx([h.score for h in every], abs=1e-5)
     assert ranked_every_match == (filters != {"host": "a.test"})
@@ -1068,21 +1059,12 @@ async def test_sqlite_a_filtered_keyword_search_ranks_as_many_as_it_asks_the_fil
     the search found none the filter keeps and ranked every match (a quarter of a second at
     100,000 chunks). The rare words hold as many postings as the filter is asked about."""
     monkeypatch.setattr(sqlite_chunks, "FILTERED_KEYWORD_CANDIDATES", 4)
-    storage = open_storage(sqlite_url)
-    try:
-        for host, texts in [
-            ("a.test", [f"kettle {n}" for n in range(5)] + ["filler words"] * 20),
-            ("b.test", ["zeppelin kettle"]),
-        ]:
-            job = await _job(storage, f"http://{host}/")
-            await storage.chunks.replace(_page(job, [(t, _unit(1, 0, 0, 0)) for t in texts]), "h")
-        query = SearchQuery("", "zeppelin kettle", k=1, host="a.test")
-        statements = _record_statements(storage)
-        found = await storage.chunks.keyword(query)
-        ranked_every_match = any(EVERY_MATCH in statement for statement, _ in statements)
-        every = await _every_match(storage, query)
-    finally:
-        await storage.close()
+    pages = {
+        "a.test": [f"kettle {n}" for n in range(5)] + ["filler words"] * 20,
+        "b.test": ["zeppelin kettle"],
+    }
+    query = SearchQuery("", "zeppelin kettle", k=1, host="a.test")
+    found, every, ranked_every_match = await _keyword_and_every_match(sqlite_url, pages, query)
     assert not ranked_every_match
     assert [(h.url, h.chunk_index) for h in found] == [(h.url, h.chunk_index) for h in every]
     assert [h.score for h in found] == pytest.approx([h.score for h in every], abs=1e-5)
@@ -1154,3 +1136,21 @@ async def test_postgresql_a_keyword_search_of_one_page_scores_that_page_s_postin
     assert [(h.url, h.chunk_index) for h in found] == [("http://a.test/", 1), ("http://a.test/", 0)]
     assert not [s for s, _ in statements if "ORDER BY t.impact DESC" in s]
     assert [s for s, _ in statements if EVERY_POSTING in s]
+
+
+async def _keyword_and_every_match(
+    url: str, pages: dict[str, list[str]], query: SearchQuery
+) -> tuple[list[SearchHit], list[SearchHit], bool]:
+    """``query``'s keyword search over a page of each host's texts, the same search ranking
+    every match, and whether the first ranked every match itself."""
+    storage = open_storage(url)
+    try:
+        for host, texts in pages.items():
+            job = await _job(storage, f"http://{host}/")
+            await storage.chunks.replace(_page(job, [(t, _unit(1, 0, 0, 0)) for t in texts]), "h")
+        statements = _record_statements(storage)
+        found = await storage.chunks.keyword(query)
+        ranked_every_match = any(EVERY_MATCH in statement for statement, _ in statements)
+        return found, await _every_match(storage, query), ranked_every_match
+    finally:
+        await storage.close()
