@@ -188,7 +188,8 @@ class SqliteChunkStore(ChunkStoreBase):
         them; else the filters' every chunk is searched among (reading their ids, a tenth of a
         second at 100,000). A search's memory is bounded either way, whatever the filter keeps."""
         np = await numpy()
-        conditions = [jobs.c.owner == query.owner, *narrowing(query)]
+        filters = narrowing(query)
+        conditions = [jobs.c.owner == query.owner, *filters]
         dim = len(target)
         few = await _ids(conn, conditions, limit=LOADED_ALONE + 1)
         if len(few) <= LOADED_ALONE:
@@ -202,7 +203,8 @@ class SqliteChunkStore(ChunkStoreBase):
         index = await self._index(conn, (query.owner, model, dim))
         depth = max(FILTERED_NEAREST, FILTERED_NEAREST_PER_RESULT * query.k)
         nearest_ones = await asyncio.to_thread(nearest, np, index, target, depth)
-        passing = await _kept(conn, [chunk for chunk, _ in nearest_ones], narrowing(query))
+        asked = chunks.c.id.in_([chunk for chunk, _ in nearest_ones])
+        passing = set((await _ids(conn, [asked, *filters])).tolist())
         found = [(chunk, score) for chunk, score in nearest_ones if chunk in passing]
         if len(found) >= query.k or len(nearest_ones) < depth:
             return found[: query.k]
@@ -343,7 +345,8 @@ class SqliteChunkStore(ChunkStoreBase):
         """How many of FTS5's best matches the pruned search tells the owner of: ``k`` where
         every chunk was the caller's when last counted (other owners' cannot crowd the
         caller's out; one written since, if among the ``k`` best, has every match read, as
-        any crowding does), else :data:`KEYWORD_CANDIDATES` and at least four times ``k``.
+        any crowding does), else :data:`KEYWORD_CANDIDATES` and at least four times ``k``; for a
+        filtered search, :data:`FILTERED_KEYWORD_CANDIDATES` (the filters leave some out).
         Telling a chunk's owner reads its row, and ranking deeper sorts more: 1-2 ms a
         search at 100,000 chunks."""
         if query.filtered:
@@ -409,16 +412,6 @@ def split_by_rarity(
         rare.append(term)
         postings += holding[term]
     return rare, [term for term in terms if term not in rare]
-
-
-async def _kept(conn: AsyncConnection, ids: list[int], conditions: list[Any]) -> set[int]:
-    """Which of the chunks ``ids`` ``conditions`` keep (looked up by id)."""
-    statement = (
-        sa.select(chunks.c.id)
-        .select_from(chunks.join(jobs, jobs.c.id == chunks.c.job_id))
-        .where(chunks.c.id.in_(ids), *conditions)
-    )
-    return set((await conn.execute(statement)).scalars().all())
 
 
 async def _ids(conn: AsyncConnection, conditions: list[Any], limit: int | None = None) -> Any:
