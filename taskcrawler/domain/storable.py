@@ -113,9 +113,7 @@ def _big_int(value: int) -> float | str:
 
 
 def storable_headers(headers: dict[str, str]) -> dict[str, str]:
-    # The names, then the values, each joined in C and checked once: a NUL or a surrogate in
-    # one of them is in the join. A header at a time cost two calls each, on every page.
-    if _is_storable("".join(headers)) and _is_storable("".join(headers.values())):
+    if all(storable_text(k) is k and storable_text(v) is v for k, v in headers.items()):
         return headers
     return {storable_text(k): storable_text(v) for k, v in headers.items()}
 

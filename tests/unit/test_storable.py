@@ -20,7 +20,6 @@ from taskcrawler.domain.storable import (
     MAX_REL_CHARS,
     REPLACEMENT,
     storable_content,
-    storable_headers,
     storable_json,
     storable_outcome,
     storable_text,
@@ -259,13 +258,3 @@ def test_one_bad_link_among_many_is_cleaned_and_the_others_kept_as_they_are(bad:
 def test_clean_links_are_kept_as_they_are() -> None:
     links = tuple(Link(f"http://x.test/{n}", "ü", ("a", "b"), True, False) for n in range(9))
     assert storable_content(PageContent(links=links)).links is links
-
-
-def test_headers_are_kept_as_they_are_unless_one_name_or_value_is_unstorable() -> None:
-    clean = {"content-type": "text/html", "x-title": "Überblick — 日本"}
-    assert storable_headers(clean) is clean
-    names = {"a": "1", "b\x00": "2"}
-    assert storable_headers(names) == {"a": "1", f"b{REPLACEMENT}": "2"}
-    # A high and a low surrogate in two values are no pair once joined: both are replaced.
-    values = {"a": "x\ud83d", "b": "\ude00y", "c": "z"}
-    assert storable_headers(values) == {"a": f"x{REPLACEMENT}", "b": f"{REPLACEMENT}y", "c": "z"}
