@@ -17,10 +17,10 @@ from taskcrawler.domain.runs import RunContent
 from taskcrawler.domain.selectors import parse_ignore_selectors
 from taskcrawler.extract.documents import extract_page
 from taskcrawler.extract.page import WHOLE_CONTENT, ContentChoice, extract
-from taskcrawler.extract.pdf import UnreadablePdf, extract_pdf
+from taskcrawler.extract.pdf import MAX_TEXT_CHARS, UnreadablePdf, extract_pdf
 from taskcrawler.worker.parsing import PageParser
 from tests.support.firecrawl_site import PDF_PAGES, PDF_TITLE, article_html
-from tests.support.pdfs import pdf_document
+from tests.support.pdfs import pdf_document, pdf_of_one_stream
 
 URL = "http://news.test/story"
 FORMATS = ("markdown", "text", "clean_html", "images")
@@ -89,6 +89,17 @@ def test_a_pdf_is_read_to_markdown_and_text() -> None:
 def test_a_pdf_that_cannot_be_opened_is_said_so() -> None:
     with pytest.raises(UnreadablePdf):
         extract_pdf(b"%PDF-1.7 nothing else", url=URL, formats=("markdown",))
+
+
+def test_a_small_pdf_cannot_spell_unbounded_text() -> None:
+    line = "A" * 2000
+    pages = 200  # 16 million characters from 16 kB: every page draws the same stream
+    body = pdf_of_one_stream(pages, line, lines_per_page=40)
+    assert len(body) < 32 * 1024
+    found = extract_pdf(body, url=URL, formats=("markdown", "text"))
+    assert found.text is not None and found.markdown is not None
+    assert len(found.text) <= MAX_TEXT_CHARS and len(found.markdown) <= MAX_TEXT_CHARS
+    assert found.metadata["pages"] == pages and found.metadata["pages_read"] < pages
 
 
 def _previous(markdown: str) -> Previous:
