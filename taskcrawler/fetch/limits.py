@@ -95,8 +95,8 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
     else:
         try:
             when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError, IndexError):
-            return None
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None  # OverflowError: a day, year or zone too big for a date
         if when.tzinfo is None:
             return None  # HTTP-dates are always GMT; a zone-less date is not one
         seconds = when.timestamp() - (time.time() if now is None else now)

@@ -48,6 +48,10 @@ NOW = 1_445_412_480.0  # Wed, 21 Oct 2015 07:28:00 GMT
         ("999999999", MAX_RETRY_AFTER_SECONDS),
         ("\u00b2", None),  # a digit to str.isdigit(), none to float(): it raised ValueError
         ("\u0663", None),  # an Arabic-Indic three: no DIGIT of RFC 9110
+        # Numbers too big for a date: they raised OverflowError out of the fetch.
+        ("Wed, 21 Oct 99999999999999999999 07:28:30 GMT", None),
+        ("Wed, 99999999999 Oct 2015 07:28:30 GMT", None),
+        ("Wed, 21 Oct 2015 07:28:30 +99999999999999999999", None),
     ],
 )
 def test_retry_after(header: str | None, expected: float | None) -> None:
