@@ -23,6 +23,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
+from taskcrawler.extract.metadata import MAX_FIELD_CHARS
 from taskcrawler.extract.page import Extraction
 
 #: Pages read at most, whatever a request asks.
@@ -74,7 +75,7 @@ def extract_pdf(
     try:
         total = len(document)
         lines, limit = _document_lines(document, min(total, max_pages or MAX_PAGES, MAX_PAGES))
-        info = document.get_metadata_dict(skip_empty=True)
+        info = _document_info(document)
     finally:
         document.close()
     text = _text_of(lines)
@@ -98,6 +99,13 @@ def extract_pdf(
         text=text if "text" in formats else None,
         encoding="pdf",
     )
+
+
+def _document_info(document: Any) -> dict[str, str]:
+    """The document information (Title, Subject, Author…), each cut as an HTML page's fields
+    are: a compressed object stream can hold megabytes of it in a few kilobytes."""
+    info: dict[str, str] = document.get_metadata_dict(skip_empty=True)
+    return {name: value[:MAX_FIELD_CHARS] for name, value in info.items()}
 
 
 def _document_lines(document: Any, max_pages: int) -> tuple[list[_Line], int]:

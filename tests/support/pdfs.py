@@ -4,7 +4,7 @@ page after page. Enough of the format for PDFium (and any reader) to read them b
 from __future__ import annotations
 
 import zlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 _TITLE_SIZE = 24
 _BODY_SIZE = 12
@@ -63,9 +63,16 @@ def pdf_of_one_stream(pages: int, line: str, lines_per_page: int) -> bytes:
     return _pdf_file([*objects, *[page] * pages])
 
 
-def pdf_document(title: str, pages: Sequence[Sequence[str]], *, info_title: str = "") -> bytes:
+def pdf_document(
+    title: str,
+    pages: Sequence[Sequence[str]],
+    *,
+    info_title: str = "",
+    info: Mapping[str, str] | None = None,
+) -> bytes:
     """A PDF whose first page starts with ``title`` (24 pt) and whose pages hold ``pages``'
-    lines (12 pt); ``info_title``: the document's declared title."""
+    lines (12 pt); ``info_title``: the document's declared title, ``info`` more of its
+    document information (``Subject``, ``Author``)."""
     objects: list[bytes] = []
     page_ids = [4 + 2 * index for index in range(len(pages))]
     objects.append(b"<< /Type /Catalog /Pages 2 0 R >>")
@@ -80,5 +87,7 @@ def pdf_document(title: str, pages: Sequence[Sequence[str]], *, info_title: str 
         )
         objects.append(f"<< /Length {len(stream)} >>\nstream\n".encode() + stream + b"\nendstream")
     info_id = len(objects) + 1
-    objects.append(f"<< /Title ({_escaped(info_title)}) >>".encode())
+    fields = {"Title": info_title, **(info or {})}
+    entries = " ".join(f"/{name} ({_escaped(value)})" for name, value in fields.items())
+    objects.append(f"<< {entries} >>".encode())
     return _pdf_file(objects, info_id=info_id)

@@ -16,6 +16,7 @@ from taskcrawler.domain.change_tracking import (
 from taskcrawler.domain.runs import RunContent
 from taskcrawler.domain.selectors import parse_ignore_selectors
 from taskcrawler.extract.documents import extract_page
+from taskcrawler.extract.metadata import MAX_FIELD_CHARS
 from taskcrawler.extract.page import WHOLE_CONTENT, ContentChoice, extract
 from taskcrawler.extract.pdf import MAX_TEXT_CHARS, UnreadablePdf, extract_pdf
 from taskcrawler.worker.parsing import PageParser
@@ -100,6 +101,14 @@ def test_a_small_pdf_cannot_spell_unbounded_text() -> None:
     assert found.text is not None and found.markdown is not None
     assert len(found.text) <= MAX_TEXT_CHARS and len(found.markdown) <= MAX_TEXT_CHARS
     assert found.metadata["pages"] == pages and found.metadata["pages_read"] < pages
+
+
+def test_a_pdf_says_no_more_of_itself_than_a_page_may() -> None:
+    long = "S" * (MAX_FIELD_CHARS * 10)
+    body = pdf_document("Title", [["Text."]], info={"Subject": long, "Author": long})
+    metadata = extract_pdf(body, url=URL).metadata
+    # An HTML page's fields are cut there too; in an object stream, a 39 kB PDF held 20 MB.
+    assert len(metadata["description"]) == len(metadata["author"]) == MAX_FIELD_CHARS
 
 
 def _previous(markdown: str) -> Previous:
