@@ -321,6 +321,9 @@ class PageProxy:
             ConnectionError,
             asyncio.IncompleteReadError,
             asyncio.LimitOverrunError,
+            # The server broke off a body being relayed: the browser's copy ends there too,
+            # when its connection closes, as if it had fetched the page itself.
+            aiohttp.ClientError,
         ):
             while await self._exchange(reader, writer):
                 pass

@@ -178,3 +178,20 @@ async def test_closing_cuts_open_tunnels(proxy: PageProxy, public: HostileServer
     await proxy.close()
     assert await reader.read() == b""  # the tunnel was closed under the client
     writer.close()
+
+
+async def test_a_body_the_server_cuts_short_is_cut_short_without_an_error(
+    proxy: PageProxy, public: HostileServer
+) -> None:
+    loop = asyncio.get_running_loop()
+    unhandled: list[str] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: unhandled.append(str(context["message"])))
+    try:
+        request = f"GET http://public.test:{public.port}/truncated HTTP/1.1\r\n\r\n"
+        answer = await raw_exchange(proxy, request.encode())
+    finally:
+        loop.set_exception_handler(previous)
+    # As the server did: its first 10 bytes of 100,000, then the connection closes.
+    assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"\r\n\r\n0123456789")
+    assert unhandled == []  # was "Unhandled exception in client_connected_cb", logged
