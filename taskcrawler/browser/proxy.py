@@ -420,7 +420,7 @@ class PageProxy:
     async def _relay_response(
         self, request: _Request, response: aiohttp.ClientResponse, writer: asyncio.StreamWriter
     ) -> None:
-        lines = [f"HTTP/1.1 {response.status} {response.reason or ''}".rstrip()]
+        lines = [f"HTTP/1.1 {response.status} {_wire_reason(response)}".rstrip()]
         for raw_name, raw_value in response.raw_headers:
             name = raw_name.decode("latin-1")
             if name.lower() not in _HOP_BY_HOP:
@@ -444,6 +444,12 @@ class PageProxy:
         if chunked:
             writer.write(b"0\r\n\r\n")
         await writer.drain()
+
+
+def _wire_reason(response: aiohttp.ClientResponse) -> str:
+    """The reason phrase as the head is written (Latin-1, a character a byte), holding the
+    bytes the server sent: aiohttp decoded them as UTF-8, escaping what is not."""
+    return (response.reason or "").encode("utf-8", "surrogateescape").decode("latin-1")
 
 
 async def _read_body(request: _Request, reader: asyncio.StreamReader) -> bytes:

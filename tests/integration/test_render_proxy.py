@@ -13,7 +13,7 @@ import pytest
 
 from taskcrawler.browser.proxy import Egress, PageProxy, PageTraffic
 from taskcrawler.fetch.guard import AddressGuard
-from tests.support.hostile import HostileServer, StaticResolver, fetch_settings
+from tests.support.hostile import HostileServer, RawServer, StaticResolver, fetch_settings
 
 PUBLIC_IP = ipaddress.ip_address("127.0.0.1")
 
@@ -195,3 +195,22 @@ async def test_a_body_the_server_cuts_short_is_cut_short_without_an_error(
     # As the server did: its first 10 bytes of 100,000, then the connection closes.
     assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"\r\n\r\n0123456789")
     assert unhandled == []  # was "Unhandled exception in client_connected_cb", logged
+
+
+CYRILLIC_OK = "\u041e\u041a".encode()
+
+
+@pytest.mark.parametrize("reason", [CYRILLIC_OK, b"\xff\xfe"], ids=["utf-8", "not utf-8"])
+async def test_a_reason_phrase_in_any_bytes_is_relayed_as_it_came(
+    proxy: PageProxy, reason: bytes
+) -> None:
+    raw = await RawServer(
+        b"HTTP/1.1 200 " + reason + b"\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello"
+    ).start()
+    try:
+        request = f"GET http://public.test:{raw.port}/ HTTP/1.1\r\nConnection: close\r\n\r\n"
+        answer = await raw_exchange(proxy, request.encode())
+    finally:
+        await raw.stop()
+    # The Cyrillic OK could not be written as Latin-1: the browser got an empty response.
+    assert answer.startswith(b"HTTP/1.1 200 " + reason + b"\r\n") and answer.endswith(b"hello")
