@@ -386,7 +386,11 @@ class PageProxy:
             return False
         body = await _read_body(request, reader)
         authority = f"{url.raw_host}:{url.port}"
-        headers = [(k, v) for k, v in request.headers if k.lower() not in _NOT_FORWARDED]
+        headers = [
+            (name, _as_sent(value))
+            for name, value in request.headers
+            if name.lower() not in _NOT_FORWARDED
+        ]
         try:
             self.egress.guard.check_host(url.raw_host)
             async with asyncio.timeout(self.egress.settings.fetch_timeout_seconds):
@@ -444,6 +448,16 @@ class PageProxy:
         if chunked:
             writer.write(b"0\r\n\r\n")
         await writer.drain()
+
+
+def _as_sent(value: str) -> str:
+    """A header value read as Latin-1 (a character a byte), as aiohttp, which writes headers as
+    UTF-8, sends the same bytes: a UTF-8 cookie would otherwise be encoded twice. Bytes that
+    are not UTF-8 cannot pass through it unchanged; they go as their Latin-1 characters."""
+    try:
+        return value.encode("latin-1").decode("utf-8")
+    except UnicodeDecodeError:
+        return value
 
 
 def _wire_reason(response: aiohttp.ClientResponse) -> str:

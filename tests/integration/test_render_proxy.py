@@ -214,3 +214,33 @@ async def test_a_reason_phrase_in_any_bytes_is_relayed_as_it_came(
         await raw.stop()
     # The Cyrillic OK could not be written as Latin-1: the browser got an empty response.
     assert answer.startswith(b"HTTP/1.1 200 " + reason + b"\r\n") and answer.endswith(b"hello")
+
+
+async def test_request_headers_reach_the_server_in_the_bytes_the_browser_sent(
+    proxy: PageProxy,
+) -> None:
+    heads: list[bytes] = []
+
+    async def record(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        heads.append(await reader.readuntil(b"\r\n\r\n"))
+        writer.write(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(record, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    cookie = "name=Jos\u00e9".encode()  # a cookie a page set: UTF-8, as chromium sends it
+    try:
+        request = (
+            f"GET http://public.test:{port}/ HTTP/1.1\r\nConnection: close\r\n".encode()
+            + b"Cookie: "
+            + cookie
+            + b"\r\n\r\n"
+        )
+        answer = await raw_exchange(proxy, request)
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert answer.startswith(b"HTTP/1.1 204")
+    # It went as b"name=Jos\xc3\x83\xc2\xa9": read as Latin-1, written as UTF-8 again.
+    assert b"\r\nCookie: " + cookie + b"\r\n" in heads[0]
