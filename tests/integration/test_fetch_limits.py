@@ -145,6 +145,20 @@ async def test_a_retry_after_no_date_can_hold_is_a_5xx_still() -> None:
     assert caught.value.code == ErrorCode.HTTP_5XX and caught.value.retry_after is None
 
 
+async def test_a_content_length_padded_with_zeros_is_read_by_its_value() -> None:
+    raw = await RawServer(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n"
+        b"Content-Length: " + b"0" * 5000 + b"5\r\n\r\nhello"
+    ).start()
+    fetcher = Fetcher(fetch_settings(**LOCAL))
+    try:
+        page = await fetcher.fetch(raw.url("/"))  # raised ValueError from int()
+    finally:
+        await fetcher.close()
+        await raw.stop()
+    assert page.body == b"hello"
+
+
 async def test_one_session_and_its_connections_are_reused(server: HostileServer) -> None:
     """Connections are pooled across fetches: 2,000 small pages, 100 at a time, come on no more
     connections than are in flight at once (a connection per fetch would be 2,001)."""

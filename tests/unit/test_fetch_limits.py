@@ -85,6 +85,14 @@ def test_declared_length_over_the_limit_is_refused_early() -> None:
     check_declared_length({"Content-Length": "junk"}, 1000)
 
 
+def test_a_declared_length_of_thousands_of_digits_is_read_by_its_value() -> None:
+    # aiohttp's parser takes any number of leading zeros; int() refuses over 4,300 digits.
+    check_declared_length({"Content-Length": "0" * 5000 + "1000"}, 1000)
+    with pytest.raises(FetchError) as caught:
+        check_declared_length({"Content-Length": "0" * 5000 + "1001"}, 1000)
+    assert caught.value.code == ErrorCode.TOO_LARGE
+
+
 def test_status_mapping() -> None:
     assert FetchError.for_status(404).code == "http_404"
     assert FetchError.for_status(404).transient is False
