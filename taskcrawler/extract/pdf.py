@@ -111,11 +111,18 @@ def _document_info(document: Any) -> dict[str, str]:
 def _document_lines(document: Any, max_pages: int) -> tuple[list[_Line], int]:
     """The lines of the first ``max_pages`` pages, within :data:`MAX_TEXT_CHARS`, and how many
     pages they come from."""
+    import pypdfium2 as pdfium
+
     lines: list[_Line] = []
     budget = MAX_TEXT_CHARS
     pages_read = 0
     while pages_read < max_pages and budget > 0:
-        page_lines, chars = _page_lines(document, pages_read, budget)
+        try:
+            page_lines, chars = _page_lines(document, pages_read, budget)
+        except pdfium.PdfiumError:
+            # A page PDFium cannot load (a page tree counting more pages than it holds, a
+            # damaged page object): the others are still read, as a PDF viewer shows them.
+            page_lines, chars = [], 0
         lines += page_lines
         budget -= chars
         pages_read += 1

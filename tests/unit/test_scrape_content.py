@@ -103,6 +103,15 @@ def test_a_small_pdf_cannot_spell_unbounded_text() -> None:
     assert found.metadata["pages"] == pages and found.metadata["pages_read"] < pages
 
 
+def test_the_pages_of_a_pdf_are_read_past_one_that_cannot_be_loaded() -> None:
+    # A page tree that counts more pages than it has, a common fault: PDFium opens the
+    # document and cannot load page 2. That failed the job as an extraction error.
+    body = pdf_document("Title", [["Text of page one."]]).replace(b"/Count 1", b"/Count 2")
+    found = extract_pdf(body, url=URL, formats=("markdown",))
+    assert found.markdown is not None and "Text of page one." in found.markdown
+    assert (found.metadata["pages"], found.metadata["pages_read"]) == (2, 2)
+
+
 def test_a_pdf_says_no_more_of_itself_than_a_page_may() -> None:
     long = "S" * (MAX_FIELD_CHARS * 10)
     body = pdf_document("Title", [["Text."]], info={"Subject": long, "Author": long})
