@@ -7,6 +7,7 @@ import sqlalchemy as sa
 
 from taskcrawler.service.reextract import reextract_all
 from taskcrawler.storage.tables import jobs, page_archive
+from taskcrawler.worker.parsing import PageParser
 from tests.e2e.harness import Service
 
 
@@ -26,7 +27,11 @@ async def test_reextract_rebuilds_results_from_the_archive(service: Service, tar
     async with db.write() as conn:
         await conn.execute(jobs.update().values(scraped_title="stale", result=stale))
     hits = target.hits_for("/page/9")
-    assert await reextract_all(service.storage.content) == 1
+    parser = PageParser()
+    try:
+        assert await reextract_all(service.storage.content, parser) == 1
+    finally:
+        await parser.aclose()
     fixed = await service.wait_for(job["id"])
     assert fixed["scraped_title"] == "Page 9"
     assert fixed["result"]["metadata"]["title"] == "Page 9"
