@@ -73,7 +73,9 @@ class Coalescer(Generic[T, R]):
 
     async def _flush_batch(self, batch: list[tuple[T, asyncio.Future[R]]]) -> None:
         try:
-            results = await self._flush([item for item, _ in batch])
+            # Paired here, where a flush answering too few or too many results fails its
+            # callers: past this point their futures would never settle.
+            settled = list(zip(batch, await self._flush([item for item, _ in batch]), strict=True))
         except Exception as exc:
             if len(batch) > 1 and not isinstance(exc, self._shared):
                 await self._flush_each(batch, exc)
@@ -85,7 +87,7 @@ class Coalescer(Generic[T, R]):
             if isinstance(exc, asyncio.CancelledError):
                 raise
             return
-        for (_, future), result in zip(batch, results, strict=True):
+        for (_, future), result in settled:
             if not future.done():
                 future.set_result(result)
 

@@ -126,3 +126,14 @@ async def test_a_shared_failure_reaches_the_whole_batch_without_flushing_each() 
     results = await asyncio.gather(*(coalescer.submit(i) for i in range(4)), return_exceptions=True)
     assert all(isinstance(r, Unreachable) for r in results)
     assert sorted(i for b in batches for i in b) == list(range(4))  # each flushed once
+
+
+async def test_a_flush_answering_the_wrong_number_of_results_fails_its_callers() -> None:
+    """Its callers get the error: they waited for ever, their futures never settled."""
+
+    async def flush(items: Sequence[int]) -> list[int]:
+        return []
+
+    coalescer: Coalescer[int, int] = Coalescer(flush)
+    with pytest.raises(ValueError, match="zip"):
+        await asyncio.wait_for(coalescer.submit(1), timeout=5)
