@@ -363,6 +363,7 @@ def page_parser(settings: Settings) -> PageParser:
         timeout=settings.parse_timeout_seconds,
         processes=settings.parse_processes,
         max_links=settings.max_links_per_page,
+        memory_mb=settings.parse_memory_mb,
     )
 
 

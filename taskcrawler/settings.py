@@ -142,6 +142,12 @@ class Settings(BaseSettings):
         description="Parser processes per worker, for big pages and pages with many tags "
         "(small ones are parsed in the worker itself).",
     )
+    parse_memory_mb: int = Field(
+        1024,
+        ge=64,
+        description="How much memory a parser process may take beyond its start; a parse "
+        "that needs more (a small hostile PDF can ask for gigabytes) FAILS as parse_crashed.",
+    )
     max_links_per_page: int = Field(
         5_000,
         ge=0,
