@@ -381,7 +381,8 @@ class Settings(BaseSettings):
         le=87_840,
         description="An Idempotency-Key's answer is kept this long (ten years at most); past it "
         "the key is forgotten, and a request sent with it again is a new one. Workers delete "
-        "expired answers.",
+        "expired answers (each worker command's sweeper, once a minute): an API with no worker "
+        "keeps them, already forgotten, until one runs.",
     )
 
     # MCP over streamable HTTP (/mcp)

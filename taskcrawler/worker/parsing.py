@@ -14,7 +14,11 @@ So the lane is chosen by size and by tag count (``<`` counted, a memchr over the
 * inline: up to 64 KB and 500 tags, where a hand-off would cost more than the parse. Nearly
   all small pages; the worst measured took 1 ms for metadata, 88 ms with every format;
 * a thread: up to 512 KB and 2,000 tags; lexbor releases the GIL while it parses. The worst
-  measured took about 20 ms for metadata, 0.33 s with every format;
+  measured took about 20 ms for metadata, 0.33 s with every format; the worst shape found
+  since, 500 KB of ``*a``, 0.75-0.85 s of CPU with every format, growing with the page as its
+  size does (``python -m bench.thread_lane``). A thread cannot be stopped, so this lane has no
+  deadline: its bounds are its limit, and the selectors clients give are held to a subset
+  whose matching is linear (:mod:`taskcrawler.domain.selectors`);
 * processes: every other page, in a pool of ``parse_processes`` children. Each parse there has
   ``parse_timeout_seconds``: past it the child is killed (a new one replaces it on the next
   parse) and :class:`ParseTimeout` is raised, so a pathological page costs its own job, and the

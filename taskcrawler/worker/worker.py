@@ -152,7 +152,10 @@ class Worker:
         # The store bounds a batch: on SQLite every other writer (the API's inserts) waits
         # for the whole of one.
         self._writer: Coalescer[Transition, Written] = Coalescer(
-            self._persist, max_batch=store.outcome_batch, concurrency=store.concurrent_writes
+            self._persist,
+            max_batch=store.outcome_batch,
+            concurrency=store.concurrent_writes,
+            shared=(ServiceUnavailable,),
         )
         self._stopping = asyncio.Event()
         self.metrics = metrics or WorkerMetrics(CollectorRegistry())
