@@ -17,6 +17,7 @@ import pytest
 from taskcrawler.storage import upgrade_database
 from tests.support.bytecode import already_rewritten, rewritten_modules, write_rewritten
 from tests.support.processes import REPO_ROOT, ProcessManager
+from tests.support.run_once import built_once
 from tests.support.served import Served, served_on_sqlite, sqlite_copy
 from tests.support.services import (
     DatabasePool,
@@ -177,14 +178,17 @@ def vector_database_url(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(scope="session")
 async def _sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A SQLite file migrated once per session (per xdist worker): running Alembic costs about
-    as much as a short test, and a copy of the file is the same schema, byte for byte."""
-    path = tmp_path_factory.mktemp("sqlite-template") / "template.db"
+    """A SQLite file migrated once per run, by the first test process that needs it; the others
+    copy it. Running Alembic costs a process 0.2-0.3 s of CPU (and importing it 0.1 s), and a
+    copy of the file is the same schema, byte for byte."""
+    return await built_once(tmp_path_factory, "sqlite-template.db", _migrate_sqlite)
+
+
+async def _migrate_sqlite(path: Path) -> None:
     await upgrade_database(f"sqlite+aiosqlite:///{path}")
     # The migration's engine is disposed: everything is in the main file, no journal beside it.
     sidecars = [p.name for p in path.parent.iterdir() if p != path]
     assert not sidecars, f"the migrated template left {sidecars} beside it"
-    return path
 
 
 @pytest.fixture
