@@ -601,9 +601,14 @@ class CrawlStore:
         """The sweeper's safety net: RUNNING crawls with nothing left (their last page was
         finished by other means: a lease given up on, a page cancelled) become COMPLETED."""
         busy = sa.exists().where(jobs.c.crawl_id == crawls.c.id, jobs.c.status.in_(_BUSY))
+        is_idle = sa.and_(crawls.c.status == RUNNING, ~busy)
+        # Most sweeps find none: a read says so in one round trip, without the writer.
+        async with self.db.read_statement() as conn:
+            if (await conn.execute(sa.select(crawls.c.id).where(is_idle).limit(1))).first() is None:
+                return []
         idle = (
             sa.select(crawls.c.id)
-            .where(crawls.c.status == RUNNING, ~busy)
+            .where(is_idle)
             .order_by(crawls.c.created_at)
             .limit(limit)
             .with_for_update(skip_locked=True)

@@ -229,9 +229,12 @@ class WorkStore:
         as a worker writes its outcomes. Their rows stay locked from the look to the write, so a
         late renewal waits and then finds the lease gone. Returns what was decided."""
         now = utcnow()
+        is_expired = sa.and_(jobs.c.status == PROCESSING, jobs.c.lease_expires_at < now)
+        if not await self._any(is_expired):
+            return []
         expired = (
             sa.select(*(jobs.c[column] for column in CLAIMED_COLUMNS), jobs.c.lease_token)
-            .where(jobs.c.status == PROCESSING, jobs.c.lease_expires_at < now)
+            .where(is_expired)
             .order_by(jobs.c.lease_expires_at)
             .limit(limit)
             .with_for_update(skip_locked=True)
@@ -274,10 +277,13 @@ class WorkStore:
             is_due = sa.and_(is_due, jobs.c.next_attempt_at.is_not(None))
         if include_undispatched:
             is_due = sa.or_(is_due, jobs.c.next_attempt_at.is_(None))
+        # dispatch_at is always set on a PENDING job; saying so matches ix_jobs_dispatch.
+        is_taken = sa.and_(jobs.c.status == PENDING, jobs.c.dispatch_at.is_not(None), is_due)
+        if not await self._any(is_taken):
+            return []
         due = (
             sa.select(jobs.c.id)
-            # dispatch_at is always set on a PENDING job; saying so matches ix_jobs_dispatch.
-            .where(jobs.c.status == PENDING, jobs.c.dispatch_at.is_not(None), is_due)
+            .where(is_taken)
             .order_by(jobs.c.dispatch_at)
             .limit(limit)
             .with_for_update(skip_locked=True)
@@ -289,6 +295,14 @@ class WorkStore:
             .returning(jobs.c.id)
         )
         return await self.db.run_write(lambda conn: list(conn.execute(stmt).scalars()))
+
+    async def _any(self, condition: sa.ColumnElement[bool]) -> bool:
+        """Whether a job matches ``condition``: the sweeper's steps find nothing most seconds,
+        and a read says so in one round trip, without a transaction or the writer (SQLite's
+        is the API's too)."""
+        async with self.db.read_statement() as conn:
+            found = await conn.execute(sa.select(jobs.c.id).where(condition).limit(1))
+            return found.first() is not None
 
     async def mark_dispatch_due(self, job_ids: Sequence[UUID]) -> None:
         await mark_dispatch_due(self.db, job_ids)
