@@ -86,7 +86,7 @@ class FirecrawlHookStore:
         )
         # Most passes find none: a read says so without taking the writer (SQLite's is the
         # API's too) twice a second for nothing.
-        async with self.db.read() as conn:
+        async with self.db.read_statement() as conn:
             if (await conn.execute(sa.select(hooks.c.id).where(free).limit(1))).first() is None:
                 return []
         async with self.db.write() as conn:

@@ -175,7 +175,7 @@ class MonitorWorkStore:
         fired: list[FiredSlot] = []
         # Spelled as the partial index's predicate (NOT paused), so the planner can use it.
         is_due = (sa.not_(monitors.c.paused), monitors.c.next_due_at <= now)
-        async with self.db.read() as conn:
+        async with self.db.read_statement() as conn:
             # A read first: most polls find nothing due, and on SQLite a write would queue
             # behind (and hold up) the single writer.
             if await conn.scalar(sa.select(monitors.c.id).where(*is_due).limit(1)) is None:
@@ -219,7 +219,7 @@ class MonitorWorkStore:
             sa.or_(monitor_crawls.c.reading_until.is_(None), monitor_crawls.c.reading_until < now),
         )
         joined = monitor_crawls.join(crawls, crawls.c.id == monitor_crawls.c.crawl_id)
-        async with self.db.read() as conn:
+        async with self.db.read_statement() as conn:
             # A read first: most polls find nothing (SQLite's single writer is not queued for).
             first = sa.select(monitor_crawls.c.crawl_id).select_from(joined).where(*unread)
             if await conn.scalar(first.limit(1)) is None:
@@ -350,7 +350,7 @@ class MonitorWorkStore:
             ),
         )
         joined = monitor_pages.join(jobs, jobs.c.id == monitor_pages.c.job_id)
-        async with self.db.read() as conn:
+        async with self.db.read_statement() as conn:
             # A read first: most polls find nothing, and on SQLite a write would queue behind
             # (and hold up) the single writer.
             first = sa.select(monitor_pages.c.job_id).select_from(joined).where(*unread).limit(1)

@@ -2,6 +2,7 @@
 safely, and callback URLs pass the address guard."""
 
 import asyncio
+import contextlib
 import dataclasses
 import ipaddress
 import uuid
@@ -183,6 +184,37 @@ async def test_dispatchers_claim_disjoint_batches_under_a_lease(store: Stores) -
     assert all(d.attempts == 1 for d in [*a, *b])
     # leased: not due again until the lease ends
     assert await store.hooks.claim_due(limit=50, lease_seconds=30, default_secret=None) == []
+
+
+class CountedWrites:
+    """The database, its write transactions counted."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.writes = 0
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.db, name)
+
+    @contextlib.asynccontextmanager
+    async def write(self) -> AsyncIterator[object]:
+        self.writes += 1
+        async with self.db.write() as conn:
+            yield conn
+
+
+async def test_a_poll_with_nothing_due_takes_no_writer_and_one_due_is_claimed(
+    store: Stores,
+) -> None:
+    # Every worker polls once a second; on SQLite the writer is the API's too.
+    counted = CountedWrites(store.db)
+    hooks = WebhookStore(counted)  # type: ignore[arg-type]
+    assert await hooks.claim_due(limit=5, lease_seconds=30, default_secret=None) == []
+    assert counted.writes == 0
+    [job] = await claimed_jobs(store)
+    await record(store, [completed(job)])
+    [claimed] = await hooks.claim_due(limit=5, lease_seconds=30, default_secret=None)
+    assert (claimed.job_id, counted.writes) == (job.id, 1)
 
 
 async def test_a_late_result_after_the_lease_passed_on_changes_nothing(store: Stores) -> None:
