@@ -14,18 +14,17 @@ hour. Prints one JSON line per run.
 from __future__ import annotations
 
 import argparse
-import asyncio
 import json
 import os
 import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
+import urllib.request
 import uuid
 from pathlib import Path
 from subprocess import DEVNULL
-
-import aiohttp
 
 from bench.measure import tree_cpu_seconds
 from tests.support.processes import free_port
@@ -46,27 +45,26 @@ def _taskcrawler(*args: str) -> list[str]:
     return [sys.executable, "-m", "taskcrawler", *args]
 
 
-async def _healthy(url: str) -> None:
+def _healthy(url: str) -> None:
     deadline = time.monotonic() + READY_WITHIN_SECONDS
-    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=2)) as session:
-        while time.monotonic() < deadline:
-            try:
-                async with session.get(url) as response:
-                    if response.status == 200:
-                        return
-            except (TimeoutError, aiohttp.ClientError):
-                pass
-            await asyncio.sleep(0.1)
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except (OSError, urllib.error.URLError):
+            pass
+        time.sleep(0.1)
     raise TimeoutError(f"{url} not ready within {READY_WITHIN_SECONDS} s")
 
 
-async def _measure(process: subprocess.Popen[bytes], settle: float, seconds: float) -> float:
+def _measure(process: subprocess.Popen[bytes], settle: float, seconds: float) -> float:
     """CPU milliseconds a second of ``process`` and its descendants, once settled."""
-    await asyncio.sleep(settle)
+    time.sleep(settle)
     if process.poll() is not None:
         raise RuntimeError(f"the process exited with {process.returncode}")
     before, started = tree_cpu_seconds(process.pid), time.monotonic()
-    await asyncio.sleep(seconds)
+    time.sleep(seconds)
     after, ended = tree_cpu_seconds(process.pid), time.monotonic()
     if process.poll() is not None:
         raise RuntimeError(f"the process exited with {process.returncode}")
@@ -82,7 +80,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.wait()
 
 
-async def idle_worker(checkout: Path | None, settle: float, seconds: float) -> float:
+def idle_worker(checkout: Path | None, settle: float, seconds: float) -> float:
     database = f"idle_cpu_{uuid.uuid4().hex[:12]}"
     subprocess.run(["createdb", "-h", "127.0.0.1", "-U", "postgres", database], check=True)
     env = _env(
@@ -100,7 +98,7 @@ async def idle_worker(checkout: Path | None, settle: float, seconds: float) -> f
             _taskcrawler("worker"), env=env, stdout=DEVNULL, cwd=tempfile.gettempdir()
         )
         try:
-            return await _measure(process, settle, seconds)
+            return _measure(process, settle, seconds)
         finally:
             _stop(process)
     finally:
@@ -109,7 +107,7 @@ async def idle_worker(checkout: Path | None, settle: float, seconds: float) -> f
         )
 
 
-async def idle_serve(checkout: Path | None, settle: float, seconds: float) -> float:
+def idle_serve(checkout: Path | None, settle: float, seconds: float) -> float:
     with tempfile.TemporaryDirectory(prefix="idle-cpu-") as folder:
         port = free_port()
         env = _env(checkout, TASKCRAWLER_DATABASE_URL=f"sqlite+aiosqlite:///{folder}/idle.db")
@@ -117,8 +115,8 @@ async def idle_serve(checkout: Path | None, settle: float, seconds: float) -> fl
             _taskcrawler("serve", "--port", str(port)), env=env, stdout=DEVNULL, cwd=folder
         )
         try:
-            await _healthy(f"http://127.0.0.1:{port}/healthz")
-            return await _measure(process, settle, seconds)
+            _healthy(f"http://127.0.0.1:{port}/healthz")
+            return _measure(process, settle, seconds)
         finally:
             _stop(process)
 
@@ -131,7 +129,7 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=30.0)
     args = parser.parse_args()
     run = idle_worker if args.mode == "worker" else idle_serve
-    cpu_ms = asyncio.run(run(args.checkout, args.settle, args.seconds))
+    cpu_ms = run(args.checkout, args.settle, args.seconds)
     load = os.getloadavg()[0]
     checkout = str(args.checkout or Path.cwd())
     result = {"mode": args.mode, "checkout": checkout, "cpu_ms_per_s": round(cpu_ms, 1)}
