@@ -46,6 +46,17 @@ hooks = firecrawl_hooks
 _FETCHED = (JobStatus.COMPLETED.value, JobStatus.FAILED.value)
 _UNFINISHED = (JobStatus.PENDING.value, JobStatus.PROCESSING.value)
 
+#: Whether an open hook is free to take, read by every worker twice a second: built once
+#: (SQLAlchemy caches the compiled form, not the building).
+_ANY_FREE = (
+    sa.select(hooks.c.id)
+    .where(
+        hooks.c.finished_at.is_(None),
+        sa.or_(hooks.c.reading_until.is_(None), hooks.c.reading_until < sa.bindparam("now")),
+    )
+    .limit(1)
+)
+
 
 class FirecrawlHookStore:
     def __init__(self, db: Database) -> None:
@@ -87,7 +98,7 @@ class FirecrawlHookStore:
         # Most passes find none: a read says so without taking the writer (SQLite's is the
         # API's too) twice a second for nothing.
         async with self.db.read_statement() as conn:
-            if (await conn.execute(sa.select(hooks.c.id).where(free).limit(1))).first() is None:
+            if (await conn.execute(_ANY_FREE, {"now": now})).first() is None:
                 return []
         async with self.db.write() as conn:
             rows = await conn.execute(

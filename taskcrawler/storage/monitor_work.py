@@ -72,6 +72,40 @@ from taskcrawler.storage.tables import (
 READ_LEASE_SECONDS = 300.0
 
 
+# The polls' first reads, made by every worker each second and built once (SQLAlchemy caches
+# the compiled form, not the building). Each is its method's condition, spelled the same.
+_NOW: sa.BindParameter[datetime] = sa.bindparam("now")
+_ANY_DUE = (
+    sa.select(monitors.c.id)
+    .where(sa.not_(monitors.c.paused), monitors.c.next_due_at <= _NOW)
+    .limit(1)
+)
+_ANY_UNREAD_ROUND = (
+    sa.select(monitor_crawls.c.crawl_id)
+    .select_from(monitor_crawls.join(crawls, crawls.c.id == monitor_crawls.c.crawl_id))
+    .where(
+        monitor_crawls.c.read_at.is_(None),
+        crawls.c.status != CrawlStatus.RUNNING.value,
+        sa.or_(monitor_crawls.c.reading_until.is_(None), monitor_crawls.c.reading_until < _NOW),
+    )
+    .limit(1)
+)
+_ANY_UNREAD_RUN = (
+    sa.select(monitor_pages.c.job_id)
+    .select_from(monitor_pages.join(jobs, jobs.c.id == monitor_pages.c.job_id))
+    .where(
+        monitor_pages.c.awaiting_read,
+        sa.or_(monitor_pages.c.reading_until.is_(None), monitor_pages.c.reading_until < _NOW),
+        jobs.c.status.in_(FINAL_STATUSES),
+        sa.or_(
+            monitor_pages.c.evaluated_run.is_(None),
+            jobs.c.run_count > monitor_pages.c.evaluated_run,
+        ),
+    )
+    .limit(1)
+)
+
+
 class MonitorWorkStore:
     def __init__(self, db: Database) -> None:
         self.db = db
@@ -178,7 +212,7 @@ class MonitorWorkStore:
         async with self.db.read_statement() as conn:
             # A read first: most polls find nothing due, and on SQLite a write would queue
             # behind (and hold up) the single writer.
-            if await conn.scalar(sa.select(monitors.c.id).where(*is_due).limit(1)) is None:
+            if await conn.scalar(_ANY_DUE, {"now": now}) is None:
                 return fired
         claim = (
             sa.select(monitors.c.id)
@@ -221,8 +255,7 @@ class MonitorWorkStore:
         joined = monitor_crawls.join(crawls, crawls.c.id == monitor_crawls.c.crawl_id)
         async with self.db.read_statement() as conn:
             # A read first: most polls find nothing (SQLite's single writer is not queued for).
-            first = sa.select(monitor_crawls.c.crawl_id).select_from(joined).where(*unread)
-            if await conn.scalar(first.limit(1)) is None:
+            if await conn.scalar(_ANY_UNREAD_ROUND, {"now": now}) is None:
                 return []
         found: list[CrawlRound] = []
         async with self.db.write() as conn:
@@ -353,8 +386,7 @@ class MonitorWorkStore:
         async with self.db.read_statement() as conn:
             # A read first: most polls find nothing, and on SQLite a write would queue behind
             # (and hold up) the single writer.
-            first = sa.select(monitor_pages.c.job_id).select_from(joined).where(*unread).limit(1)
-            if await conn.scalar(first) is None:
+            if await conn.scalar(_ANY_UNREAD_RUN, {"now": now}) is None:
                 return []
         picked = (
             sa.select(monitor_pages.c.job_id)

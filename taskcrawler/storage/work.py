@@ -3,6 +3,7 @@ duplicate worker can never overwrite a newer state; writes take lists, so caller
 
 from __future__ import annotations
 
+import functools
 import uuid
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -230,7 +231,7 @@ class WorkStore:
         late renewal waits and then finds the lease gone. Returns what was decided."""
         now = utcnow()
         is_expired = sa.and_(jobs.c.status == PROCESSING, jobs.c.lease_expires_at < now)
-        if not await self._any(is_expired):
+        if not await self._any(_ANY_EXPIRED, now):
             return []
         expired = (
             sa.select(*(jobs.c[column] for column in CLAIMED_COLUMNS), jobs.c.lease_token)
@@ -279,7 +280,7 @@ class WorkStore:
             is_due = sa.or_(is_due, jobs.c.next_attempt_at.is_(None))
         # dispatch_at is always set on a PENDING job; saying so matches ix_jobs_dispatch.
         is_taken = sa.and_(jobs.c.status == PENDING, jobs.c.dispatch_at.is_not(None), is_due)
-        if not await self._any(is_taken):
+        if not await self._any(_any_due(include_published, include_undispatched), now):
             return []
         due = (
             sa.select(jobs.c.id)
@@ -296,13 +297,12 @@ class WorkStore:
         )
         return await self.db.run_write(lambda conn: list(conn.execute(stmt).scalars()))
 
-    async def _any(self, condition: sa.ColumnElement[bool]) -> bool:
-        """Whether a job matches ``condition``: the sweeper's steps find nothing most seconds,
-        and a read says so in one round trip, without a transaction or the writer (SQLite's
-        is the API's too)."""
+    async def _any(self, first: sa.Select[tuple[UUID]], now: datetime) -> bool:
+        """Whether ``first`` (one of the reads below) finds a job: the sweeper's steps find
+        nothing most seconds, and a read says so in one round trip, without a transaction or
+        the writer (SQLite's is the API's too)."""
         async with self.db.read_statement() as conn:
-            found = await conn.execute(sa.select(jobs.c.id).where(condition).limit(1))
-            return found.first() is not None
+            return (await conn.execute(first, {"now": now})).first() is not None
 
     async def mark_dispatch_due(self, job_ids: Sequence[UUID]) -> None:
         await mark_dispatch_due(self.db, job_ids)
@@ -310,6 +310,26 @@ class WorkStore:
     async def complete_idle_crawls(self, *, limit: int = 100) -> list[UUID]:
         """RUNNING crawls with nothing left become COMPLETED (the sweeper's safety net)."""
         return await crawls.CrawlStore(self.db).complete_idle(limit=limit)
+
+
+# The sweeper's reads, built once: each second of every worker would otherwise build them
+# anew (SQLAlchemy caches their compiled form, not the building).
+_NOW: sa.BindParameter[datetime] = sa.bindparam("now")
+_ANY_EXPIRED = (
+    sa.select(jobs.c.id).where(jobs.c.status == PROCESSING, jobs.c.lease_expires_at < _NOW).limit(1)
+)
+
+
+@functools.cache
+def _any_due(include_published: bool, include_undispatched: bool) -> sa.Select[tuple[UUID]]:
+    """The read of :meth:`WorkStore.take_due_dispatches`'s condition."""
+    is_due = jobs.c.dispatch_at <= _NOW
+    if not include_published:
+        is_due = sa.and_(is_due, jobs.c.next_attempt_at.is_not(None))
+    if include_undispatched:
+        is_due = sa.or_(is_due, jobs.c.next_attempt_at.is_(None))
+    condition = (jobs.c.status == PENDING, jobs.c.dispatch_at.is_not(None), is_due)
+    return sa.select(jobs.c.id).where(*condition).limit(1)
 
 
 def _row_values(transition: Transition) -> dict[str, Any]:
