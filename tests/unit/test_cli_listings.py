@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import httpx
 import pytest
 
-from taskcrawler.cli.client import ApiClient
+from taskcrawler.cli.client import ApiClient, ApiError
 from taskcrawler.cli.commands import jobs as jobs_command
 from taskcrawler.cli.commands import monitors as monitors_command
 from taskcrawler.cli.commands.submit import PER_JOB_POLL_LIMIT, poll
@@ -72,3 +72,27 @@ async def test_waiting_for_many_jobs_ends_its_poll_at_an_empty_page() -> None:
     async with api_over(transport) as api:
         assert await poll(api, waiting, set(waiting)) == []
     assert len(seen) == 1
+
+
+def answering(body: object) -> httpx.MockTransport:
+    return httpx.MockTransport(lambda request: httpx.Response(200, json=body))
+
+
+@pytest.mark.parametrize("body", [{"unexpected": 1}, ["a"], {"monitors": "abc", "jobs": "abc"}])
+@pytest.mark.parametrize("listing", ["list_jobs", "list_monitors", "list_crawls"])
+async def test_an_answer_of_another_shape_is_an_api_error(body: object, listing: str) -> None:
+    """JSON that is not the call's answer (another service, a proxy's own) is one line the
+    command prints, not a traceback."""
+    async with api_over(answering(body)) as api:
+        with pytest.raises(ApiError, match="not this call's answer"):
+            await getattr(api, listing)()
+
+
+async def test_a_monitors_answers_of_another_shape_are_api_errors() -> None:
+    async with api_over(answering({"unexpected": 1})) as api:
+        with pytest.raises(ApiError, match="not this call's answer"):
+            await api.create_monitor({"interval_seconds": 60, "url": "https://example.com/"})
+        with pytest.raises(ApiError, match="not this call's answer"):
+            await api.update_monitor(str(uuid.uuid4()), {"paused": True})
+        with pytest.raises(ApiError, match="not this call's answer"):
+            await api.changes(str(uuid.uuid4()))
