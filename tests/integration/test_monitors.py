@@ -22,16 +22,16 @@ import sqlalchemy as sa
 from taskcrawler import bootstrap
 from taskcrawler.domain.monitors import ChangeKind, MonitorSpec, change_document
 from taskcrawler.domain.pages import FetchedPage
-from taskcrawler.domain.runs import RetentionPolicy
+from taskcrawler.domain.runs import RetentionPolicy, RunContent
 from taskcrawler.domain.webhooks import verify_signature
 from taskcrawler.extract import Extraction
 from taskcrawler.fetch import Fetcher
 from taskcrawler.queue import MemoryQueue
 from taskcrawler.settings import Settings
-from taskcrawler.storage import Storage
+from taskcrawler.storage import Storage, monitor_work
 from taskcrawler.storage.adapters import open_database
 from taskcrawler.storage.content import _archive_row
-from taskcrawler.storage.tables import job_runs, jobs, monitor_pages, page_archive
+from taskcrawler.storage.tables import job_runs, jobs, monitor_pages, page_archive, run_contents
 from taskcrawler.worker import monitoring
 from taskcrawler.worker.monitoring import MonitorConfig, MonitorScheduler
 from taskcrawler.worker.parsing import PageParser, ParseCrashed
@@ -515,3 +515,26 @@ async def test_a_page_that_crashes_its_parser_is_read_as_nothing(storage: Storag
     assert crashed is not None and crashed[0].fingerprint is None
     assert parsed is not None and parsed[1].markdown.strip() == "x"
     assert await storage.monitor_work.claim_unread_runs() == []
+
+
+async def test_reading_baselines_reads_only_their_blobs(storage: Storage) -> None:
+    """Each baseline's blob, and no other run's: a batch's pages at different runs must not
+    read every run of every page that any of them is at."""
+    monitor = await storage.monitors.create(
+        "o", spec(["http://a.test/", "http://b.test/"]), now=T0, redispatch_after=30
+    )
+    first, second = (page.job_id for page in monitor.pages)
+    async with storage.db.write() as conn:
+        await conn.execute(
+            run_contents.insert(),
+            [
+                {"job_id": job_id, "run": run, "fetched_at": T0, "status": "COMPLETED",
+                 "blob": RunContent(f"run {run}", "").encode()}
+                for job_id in (first, second)
+                for run in range(4)
+            ],
+        )  # fmt: skip
+    wanted = {(first, 0), (second, 3)}
+    async with storage.db.read() as conn:
+        rows = (await conn.execute(monitor_work._blobs_of(wanted))).all()
+    assert {(row.job_id, row.run) for row in rows} == wanted
