@@ -86,10 +86,18 @@ class RedisQueue:
             popped = await self.client.blpop([self.key], timeout=wait_seconds)
             if popped is None:
                 return []
-            items = [popped[1]]
-            if max_items > 1:
-                items += _as_list(await self.client.lpop(self.key, max_items - 1))
+            items = [popped[1], *await self._more(max_items - 1)]
         return [UUID(item if isinstance(item, str) else item.decode()) for item in items]
+
+    async def _more(self, count: int) -> list[Any]:
+        """Up to ``count`` ids more, after one BLPOP took: none when Redis fails now, for an
+        error raised here would lose the id BLPOP already took out of the list."""
+        if count < 1:
+            return []
+        try:
+            return _as_list(await self.client.lpop(self.key, count))
+        except UNREACHABLE:
+            return []
 
     @_unavailable_on_connection_errors
     async def depth(self) -> int:
