@@ -7,6 +7,7 @@ from uuid import UUID
 
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import OutOfMemoryError, ReadOnlyError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from taskcrawler.common.errors import translate_errors
@@ -16,10 +17,14 @@ from taskcrawler.queue.base import Ready, Taken, Waiting
 #: What the client raises when Redis cannot be reached or does not answer in time (a pool with
 #: every connection busy past its wait raises a ConnectionError too).
 UNREACHABLE = (RedisConnectionError, RedisTimeoutError, OSError)
+#: What a Redis that answers but takes no writes raises: a replica (after a failover, until
+#: the client reconnects to the new primary), or one past its ``maxmemory``. Unavailable too:
+#: a job it refuses to queue is left for the sweeper, not failed.
+REFUSING_WRITES = (ReadOnlyError, OutOfMemoryError)
 
 
 def _queue_error(exc: Exception) -> Exception | None:
-    if isinstance(exc, UNREACHABLE):
+    if isinstance(exc, UNREACHABLE + REFUSING_WRITES):
         return QueueUnavailable(f"redis: {exc}")
     return None
 
