@@ -2,8 +2,8 @@
 ``bench.retrieval --latency-chunks`` fills it): ``python -m bench.filtered_search DATABASE
 [--queries 100]``, DATABASE a SQLite file or a PostgreSQL URL (``postgresql+asyncpg://…``, with
 pgvector). For each of :data:`bench.retrieval.LATENCY_FILTERS` (none, one that keeps every page,
-one that keeps about a tenth) and each mode, p50 and p99 of wall and CPU over the first
-``--queries`` train claims, k 10. The CPU is this process's (threads included) and, on a
+one that keeps about a tenth, one a hundredth) and each mode, p50 and p99 of wall and CPU over
+the first ``--queries`` train claims, k 10. The CPU is this process's (threads included) and, on a
 PostgreSQL server of this machine, its processes' too (the postmaster's children, from /proc).
 
 Fill the database once with ``python -m bench.filtered_search DATABASE --fill 100000`` (a couple
