@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+import orjson
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -40,6 +41,7 @@ from taskcrawler.storage.sqlite.vectors import (
     kept,
     nearest,
     nearest_among,
+    nearest_exactly,
 )
 from taskcrawler.storage.tables import chunks, jobs
 
@@ -183,10 +185,11 @@ class SqliteChunkStore(ChunkStoreBase):
     ) -> list[tuple[int, float]]:
         """:meth:`_nearest` of the chunks the query's filters keep. A filter that keeps a few
         (up to :data:`LOADED_ALONE`) has their vectors read for this search alone. Of more, the
-        caller's nearest :data:`FILTERED_NEAREST` are asked which the filters keep (by id):
-        where ``k`` are, they are the answer, as a nearer chunk the filters keep would be among
-        them; else the filters' every chunk is searched among (reading their ids, a tenth of a
-        second at 100,000). A search's memory is bounded either way, whatever the filter keeps."""
+        caller's nearest :data:`FILTERED_NEAREST` (every vector scored: exactly) are asked which
+        the filters keep (by id): where ``k`` are, they are the answer, as a nearer chunk the
+        filters keep would be among them; else the filters' every chunk is searched among
+        (reading their ids, a tenth of a second at 100,000). A search's memory is bounded either
+        way, whatever the filter keeps."""
         np = await numpy()
         filters = narrowing(query)
         conditions = [jobs.c.owner == query.owner, *filters]
@@ -196,14 +199,14 @@ class SqliteChunkStore(ChunkStoreBase):
             if not len(few):
                 return []
             kept = sa.and_(
-                chunks.c.id.in_(few.tolist()), chunks.c.model == model, chunks.c.dim == dim
+                sql.among_ids(json_ids(few)), chunks.c.model == model, chunks.c.dim == dim
             )
             alone = VectorIndex(*await _load(conn, kept, dim), signs=None)
             return await asyncio.to_thread(nearest, np, alone, target, query.k)
         index = await self._index(conn, (query.owner, model, dim))
         depth = max(FILTERED_NEAREST, FILTERED_NEAREST_PER_RESULT * query.k)
-        nearest_ones = await asyncio.to_thread(nearest, np, index, target, depth)
-        asked = chunks.c.id.in_([chunk for chunk, _ in nearest_ones])
+        nearest_ones = await asyncio.to_thread(nearest_exactly, np, index, target, depth)
+        asked = sql.among_ids(json_ids([chunk for chunk, _ in nearest_ones]))
         passing = set((await _ids(conn, [asked, *filters])).tolist())
         found = [(chunk, score) for chunk, score in nearest_ones if chunk in passing]
         if len(found) >= query.k or len(nearest_ones) < depth:
@@ -428,6 +431,11 @@ async def _ids(conn: AsyncConnection, conditions: list[Any], limit: int | None =
     )
     ids = (await conn.execute(statement)).scalars().all()
     return np.sort(np.fromiter(ids, dtype=np.int64, count=len(ids)))
+
+
+def json_ids(ids: Any) -> bytes:
+    """Chunk ids (ints, or an int64 array) as a JSON array, for :func:`sql.among_ids`."""
+    return orjson.dumps(ids, option=orjson.OPT_SERIALIZE_NUMPY)
 
 
 async def _load(conn: AsyncConnection, condition: Any, dim: int) -> tuple[Any, Any]:
