@@ -115,18 +115,26 @@ async def _nothing_pruned(*args: Any, **kwargs: Any) -> list[Any]:
     return []
 
 
+async def _never_few(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
 @contextlib.contextmanager
 def every_match_ranked() -> Iterator[None]:
     """The stores' keyword searches rank every match meanwhile (exact BM25: their fallback,
-    their pruned ranking made to find nothing)."""
+    their pruned ranking made to find nothing, and on SQLite no filter's chunks taken for few
+    enough to rank alone)."""
     saved = [(kind, kind._pruned) for kind in (SqliteChunkStore, PostgresChunkStore)]
+    among_few = SqliteChunkStore._among_few
     try:
         for kind, _ in saved:
             kind._pruned = _nothing_pruned  # type: ignore[method-assign]
+        SqliteChunkStore._among_few = _never_few  # type: ignore[method-assign]
         yield
     finally:
         for kind, pruned in saved:
             kind._pruned = pruned  # type: ignore[method-assign]
+        SqliteChunkStore._among_few = among_few  # type: ignore[method-assign]
 
 
 async def agreement(storage: Storage, queries: list[str]) -> None:

@@ -73,6 +73,19 @@ KEYWORD_CANDIDATES = 200
 #: hundred of them, a hybrid search's keyword leg asks for 50.
 FILTERED_KEYWORD_CANDIDATES = 1000
 
+#: Up to how many chunks a filter keeps for a keyword search to rank every match among them
+#: alone, before any other: a filter that keeps a hundredth of 100,000 chunks has too few
+#: among the best matches of the index (those the pruned ranking asks it about), and ranking
+#: every match of the index, each told its filters, took a quarter of a second; among its
+#: chunks, a tenth of that. Reading the ids of more would cost a search of a filter that
+#: keeps most of the chunks, which the pruned ranking answers.
+RANKED_ALONE = 2000
+
+#: Up to how many chunks a filter keeps for a keyword search whose pruned ranking found fewer
+#: than ``k`` to rank every match among them (their ids read, 20-30 ms at 10,000), rather
+#: than every match of the index told its filters (whose cost grows with the matches).
+RANKED_AMONG = 20_000
+
 #: How many postings of a query's rarer terms an unfiltered keyword search has FTS5 score:
 #: what bounds its work where some of the query's words are in every other chunk (FTS5 scores
 #: every chunk an OR of the query's words matches).
@@ -284,14 +297,55 @@ class SqliteChunkStore(ChunkStoreBase):
             if not present:
                 return []
             weight = query_weight(bm25_idf(max(total, n), n) for n in holding.values())
-            rows = await self._pruned(conn, query, present, holding, total, read=read)
-            if len(rows) < query.k:
-                # Other owners' chunks, or those the filters leave out, crowded the caller's
-                # out of the ranked ones: every match.
-                ranking = sql.keyword_ranking(scope(query), fts_match(present), query.k)
-                stmt = sql.hits_of(ranking.subquery("ranked")) if read else ranking
-                rows = list(await conn.execute(stmt))
+            rows = await self._ranked(conn, query, present, holding, total, read=read)
         return [(row, (row.score if read else -row.rank) / weight) for row in rows]
+
+    async def _ranked(
+        self,
+        conn: AsyncConnection,
+        query: SearchQuery,
+        terms: list[str],
+        holding: Mapping[str, int],
+        total: int,
+        *,
+        read: bool,
+    ) -> list[Any]:
+        """The best ``query.k`` rows of :meth:`_keyword`, ranked every match's way. A filter
+        that keeps a few chunks (up to :data:`RANKED_ALONE`) has every match among them ranked:
+        few of them are among the best matches of the whole index, which the pruned ranking
+        asks the filter about. Where the pruned ranking finds fewer than ``k`` (other owners'
+        chunks, or those a filter leaves out, crowded the caller's out), every match is ranked:
+        among the filter's chunks where it keeps up to :data:`RANKED_AMONG`, else every match
+        of the index, each told its owner and filters."""
+        if query.filtered:
+            among = await self._among_few(conn, query, terms, RANKED_ALONE, read=read)
+            if among is not None:
+                return among
+        rows = await self._pruned(conn, query, terms, holding, total, read=read)
+        if len(rows) >= query.k:
+            return rows
+        if query.filtered:
+            among = await self._among_few(conn, query, terms, RANKED_AMONG, read=read)
+            if among is not None:
+                return among
+        ranking = sql.keyword_ranking(scope(query), fts_match(terms), query.k)
+        stmt = sql.hits_of(ranking.subquery("ranked")) if read else ranking
+        return list(await conn.execute(stmt))
+
+    async def _among_few(
+        self, conn: AsyncConnection, query: SearchQuery, terms: list[str], most: int, *, read: bool
+    ) -> list[Any] | None:
+        """Every match of ``terms`` among the chunks the query's filters keep, ranked: the best
+        ``query.k`` (rows as :meth:`_pruned`'s); None where the filters keep more than ``most``
+        (their ids read up to one more)."""
+        kept = await _ids(conn, [jobs.c.owner == query.owner, *narrowing(query)], limit=most + 1)
+        if len(kept) > most:
+            return None
+        if not len(kept):
+            return []
+        params = {"match": fts_match(terms), "chunk_ids": json_ids(kept).decode(), "k": query.k}
+        stmt = sql.KEYWORD_SEARCH_AMONG if read else sql.KEYWORD_RANKING_AMONG
+        return list(await conn.execute(stmt, params))
 
     async def _pruned(
         self,
