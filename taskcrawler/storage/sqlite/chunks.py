@@ -205,7 +205,7 @@ class SqliteChunkStore(ChunkStoreBase):
         way, whatever the filter keeps."""
         np = await numpy()
         filters = narrowing(query)
-        conditions = [jobs.c.owner == query.owner, *filters]
+        conditions = [owner_of_jobs(query), *filters]
         dim = len(target)
         few = await _ids(conn, conditions, limit=LOADED_ALONE + 1)
         if len(few) <= LOADED_ALONE:
@@ -338,7 +338,7 @@ class SqliteChunkStore(ChunkStoreBase):
         """Every match of ``terms`` among the chunks the query's filters keep, ranked: the best
         ``query.k`` (rows as :meth:`_pruned`'s); None where the filters keep more than ``most``
         (their ids read up to one more)."""
-        kept = await _ids(conn, [jobs.c.owner == query.owner, *narrowing(query)], limit=most + 1)
+        kept = await _ids(conn, [owner_of_jobs(query), *narrowing(query)], limit=most + 1)
         if len(kept) > most:
             return None
         if not len(kept):
@@ -469,6 +469,16 @@ def split_by_rarity(
         rare.append(term)
         postings += holding[term]
     return rare, [term for term in terms if term not in rare]
+
+
+def owner_of_jobs(query: SearchQuery) -> sa.ColumnElement[bool]:
+    """The caller's jobs, for :func:`_ids`. Where a filter names a monitor, a crawl or a page,
+    the owner is compared row by row (``+owner``), so that SQLite starts from the filter's own
+    index: as an indexed condition, it had a monitor's chunks found among every job of the
+    owner's and each of their chunks' rows (0.2 s at 100,000 chunks)."""
+    if query.monitor_id is None and query.crawl_id is None and query.job_id is None:
+        return jobs.c.owner == query.owner
+    return sa.literal_column("+jobs.owner", sa.String()) == query.owner
 
 
 async def _ids(conn: AsyncConnection, conditions: list[Any], limit: int | None = None) -> Any:
