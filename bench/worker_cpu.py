@@ -312,7 +312,9 @@ def main() -> None:
     args = parser.parse_args()
     if args.child:
         env = json.loads(args.settings)
-        result = asyncio.run(one_run(env, args.target, args.jobs, args.formats, None, args.timeout))
+        # On uvloop, as `taskcrawler worker` runs (taskcrawler/cli/loop.py): asyncio's own loop
+        # costs the worker more CPU a job than the one users run.
+        result = uvloop.run(one_run(env, args.target, args.jobs, args.formats, None, args.timeout))
         import taskcrawler
 
         print(json.dumps(result | {"taskcrawler": taskcrawler.__file__}))

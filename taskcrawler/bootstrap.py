@@ -267,6 +267,7 @@ def monitor_service(runtime: Runtime) -> MonitorService:
         redispatch_after=settings.redispatch_seconds,
         max_crawl_limit=settings.crawl_max_limit,
         changes_page_max_bytes=settings.changes_page_max_bytes,
+        max_pending_jobs=settings.max_pending_jobs,
     )
     return MonitorService(policy, runtime.storage.monitors, queue=runtime.queue)
 
@@ -362,6 +363,7 @@ def page_parser(settings: Settings) -> PageParser:
         timeout=settings.parse_timeout_seconds,
         processes=settings.parse_processes,
         max_links=settings.max_links_per_page,
+        memory_mb=settings.parse_memory_mb,
     )
 
 
@@ -620,5 +622,6 @@ def monitor_scheduler(runtime: Runtime, parser: PageParser) -> MonitorScheduler:
             keep_changes=settings.change_retention_count,
             keep_days=settings.change_retention_days,
         ),
+        max_pending_jobs=settings.max_pending_jobs,
     )
     return MonitorScheduler(config, runtime.storage.monitor_work, runtime.queue, parser)

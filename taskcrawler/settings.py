@@ -142,6 +142,12 @@ class Settings(BaseSettings):
         description="Parser processes per worker, for big pages and pages with many tags "
         "(small ones are parsed in the worker itself).",
     )
+    parse_memory_mb: int = Field(
+        1024,
+        ge=64,
+        description="How much memory a parser process may take beyond its start; a parse "
+        "that needs more (a small hostile PDF can ask for gigabytes) FAILS as parse_crashed.",
+    )
     max_links_per_page: int = Field(
         5_000,
         ge=0,
@@ -375,7 +381,8 @@ class Settings(BaseSettings):
         le=87_840,
         description="An Idempotency-Key's answer is kept this long (ten years at most); past it "
         "the key is forgotten, and a request sent with it again is a new one. Workers delete "
-        "expired answers.",
+        "expired answers (each worker command's sweeper, once a minute): an API with no worker "
+        "keeps them, already forgotten, until one runs.",
     )
 
     # MCP over streamable HTTP (/mcp)

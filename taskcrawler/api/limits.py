@@ -6,6 +6,11 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from taskcrawler.api.errors import send_json
 
+#: A Content-Length with more significant digits is over any limit: it is not parsed, since
+#: int() refuses over 4,300 digits (and the HTTP parser accepts any number of leading zeros).
+_MAX_LENGTH_DIGITS = 18
+_OVER_ANY_LIMIT: int = 10**_MAX_LENGTH_DIGITS
+
 
 class BodySizeLimit:
     def __init__(self, app: ASGIApp, *, max_bytes: int) -> None:
@@ -69,5 +74,13 @@ def _declared_length(scope: Scope) -> int | None:
         if name == b"content-length":
             if not value.isdigit() or length is not None:
                 return None
-            length = int(value)
+            length = _length(value)
     return length
+
+
+def _length(digits: bytes) -> int:
+    """The number ASCII ``digits`` spell, or one over any limit when it is longer."""
+    significant = digits.lstrip(b"0")
+    if len(significant) > _MAX_LENGTH_DIGITS:
+        return _OVER_ANY_LIMIT
+    return int(significant or b"0")

@@ -46,9 +46,10 @@ class RenderOptions:
     timezone_id: str | None = None
     #: The page's certificate is not verified (the proxy still vets every address).
     ignore_https_errors: bool = False
-    #: Request headers for ``page_host`` only: every other host gets none of them.
+    #: Request headers for ``page_url``'s origin only (or its upgrade to https): every other
+    #: origin gets none of them.
     page_headers: tuple[tuple[str, str], ...] = field(default=(), repr=False)
-    page_host: str = ""
+    page_url: str = ""
     #: Requests to ad and tracker servers (EasyList, EasyPrivacy) are refused.
     block_ads: bool = False
     #: A phone: touch, ``isMobile`` (the meta viewport is honoured) and a mobile user agent.

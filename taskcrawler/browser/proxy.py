@@ -321,6 +321,9 @@ class PageProxy:
             ConnectionError,
             asyncio.IncompleteReadError,
             asyncio.LimitOverrunError,
+            # The server broke off a body being relayed: the browser's copy ends there too,
+            # when its connection closes, as if it had fetched the page itself.
+            aiohttp.ClientError,
         ):
             while await self._exchange(reader, writer):
                 pass
@@ -383,7 +386,11 @@ class PageProxy:
             return False
         body = await _read_body(request, reader)
         authority = f"{url.raw_host}:{url.port}"
-        headers = [(k, v) for k, v in request.headers if k.lower() not in _NOT_FORWARDED]
+        headers = [
+            (name, _as_sent(value))
+            for name, value in request.headers
+            if name.lower() not in _NOT_FORWARDED
+        ]
         try:
             self.egress.guard.check_host(url.raw_host)
             async with asyncio.timeout(self.egress.settings.fetch_timeout_seconds):
@@ -417,7 +424,7 @@ class PageProxy:
     async def _relay_response(
         self, request: _Request, response: aiohttp.ClientResponse, writer: asyncio.StreamWriter
     ) -> None:
-        lines = [f"HTTP/1.1 {response.status} {response.reason or ''}".rstrip()]
+        lines = [f"HTTP/1.1 {response.status} {_wire_reason(response)}".rstrip()]
         for raw_name, raw_value in response.raw_headers:
             name = raw_name.decode("latin-1")
             if name.lower() not in _HOP_BY_HOP:
@@ -441,6 +448,22 @@ class PageProxy:
         if chunked:
             writer.write(b"0\r\n\r\n")
         await writer.drain()
+
+
+def _as_sent(value: str) -> str:
+    """A header value read as Latin-1 (a character a byte), as aiohttp, which writes headers as
+    UTF-8, sends the same bytes: a UTF-8 cookie would otherwise be encoded twice. Bytes that
+    are not UTF-8 cannot pass through it unchanged; they go as their Latin-1 characters."""
+    try:
+        return value.encode("latin-1").decode("utf-8")
+    except UnicodeDecodeError:
+        return value
+
+
+def _wire_reason(response: aiohttp.ClientResponse) -> str:
+    """The reason phrase as the head is written (Latin-1, a character a byte), holding the
+    bytes the server sent: aiohttp decoded them as UTF-8, escaping what is not."""
+    return (response.reason or "").encode("utf-8", "surrogateescape").decode("latin-1")
 
 
 async def _read_body(request: _Request, reader: asyncio.StreamReader) -> bytes:

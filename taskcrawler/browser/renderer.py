@@ -45,6 +45,7 @@ from taskcrawler.domain import ErrorCode, FetchError
 from taskcrawler.domain.actions import MAX_PDF_PAGES, Action
 from taskcrawler.domain.pages import FetchedPage, Screenshot
 from taskcrawler.domain.rendering import mobile_user_agent
+from taskcrawler.domain.urls import shares_credentials
 from taskcrawler.fetch.fetcher import ALLOWED_CONTENT_TYPES
 from taskcrawler.fetch.guard import AddressGuard
 from taskcrawler.fetch.limits import check_content_type, parse_retry_after
@@ -120,13 +121,6 @@ class _PageState:
     waits_timed_out: list[str] = field(default_factory=list)
     ads_blocked: int = 0  # of skipped, those the ad filter lists refused
     ads_unblocked: str | None = None  # why ads were asked to be blocked and were not
-
-
-def _host_of(url: str) -> str:
-    try:
-        return (URL(url).raw_host or "").lower()
-    except ValueError:
-        return ""
 
 
 class BrowserRenderer:
@@ -425,7 +419,7 @@ class BrowserRenderer:
                 state.skipped += 1
                 state.ads_blocked += 1
                 await route.abort("blockedbyclient")
-            elif extra and _host_of(request.url) == options.page_host:
+            elif extra and shares_credentials(options.page_url, request.url):
                 await route.fallback(headers={**request.headers, **extra})
             else:
                 await route.fallback()

@@ -210,12 +210,16 @@ def cmd_map(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_reextract(settings: Settings, args: argparse.Namespace) -> int:
-    from taskcrawler.bootstrap import storage_only
+    from taskcrawler.bootstrap import page_parser, storage_only
     from taskcrawler.service.reextract import reextract_all
 
     async def main() -> int:
-        async with storage_only(settings, pool_size=2) as storage:
-            return await reextract_all(storage.content)
+        parser = page_parser(settings)
+        try:
+            async with storage_only(settings, pool_size=2) as storage:
+                return await reextract_all(storage.content, parser)
+        finally:
+            await parser.aclose()
 
     done = run_async(main())
     sys.stdout.write(f"re-extracted {done} archived pages\n")

@@ -3,13 +3,22 @@
 While ``concurrency`` flushes run, new items wait; the next free flush takes all of them (up to
 ``max_batch``). Under load, batches grow by themselves and round trips per item fall; when idle,
 an item is flushed at once, so there is no added latency to tune.
+
+A failure is its own item's, as far as it can be told: a batch of several that fails is
+flushed again one item at a time, so that a request the flush cannot take (a value the
+database refuses, a bug one input reaches) fails its own caller, not every caller that
+happened to wait beside it. The failures that are every item's (a dependency's outage, named
+by ``shared``) reach the whole batch at once: flushing each alone would only fail each again.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Generic, TypeVar
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -22,10 +31,15 @@ class Coalescer(Generic[T, R]):
         *,
         max_batch: int = 500,
         concurrency: int = 1,
+        shared: tuple[type[Exception], ...] = (),
     ) -> None:
+        """``flush`` answers each item of a batch, in order; it must write a batch whole or not
+        at all, or be safe to repeat, since a failed batch is flushed again item by item (see
+        the module). ``shared``: the failures that concern every item of a batch."""
         if concurrency < 1:
             raise ValueError("concurrency must be at least 1")
         self._flush = flush
+        self._shared = shared
         self._max_batch = max_batch
         self._concurrency = concurrency
         self._pending: list[tuple[T, asyncio.Future[R]]] = []
@@ -59,14 +73,37 @@ class Coalescer(Generic[T, R]):
 
     async def _flush_batch(self, batch: list[tuple[T, asyncio.Future[R]]]) -> None:
         try:
-            results = await self._flush([item for item, _ in batch])
+            # Paired here, where a flush answering too few or too many results fails its
+            # callers: past this point their futures would never settle.
+            settled = list(zip(batch, await self._flush([item for item, _ in batch]), strict=True))
+        except Exception as exc:
+            if len(batch) > 1 and not isinstance(exc, self._shared):
+                await self._flush_each(batch, exc)
+            else:
+                _fail(batch, exc)
+            return
         except BaseException as exc:
-            for _, future in batch:
-                if not future.done():
-                    future.set_exception(exc)
+            _fail(batch, exc)
             if isinstance(exc, asyncio.CancelledError):
                 raise
             return
-        for (_, future), result in zip(batch, results, strict=True):
+        for (_, future), result in settled:
             if not future.done():
                 future.set_result(result)
+
+    async def _flush_each(self, batch: list[tuple[T, asyncio.Future[R]]], exc: Exception) -> None:
+        """A batch that failed, flushed again one item at a time: the failure reaches the
+        callers whose item causes it, and the others get their results."""
+        log.warning("a batch of %d failed, flushing each alone: %r", len(batch), exc)
+        try:
+            for pair in batch:
+                await self._flush_batch([pair])
+        except BaseException as stopped:  # cancelled: those not flushed yet get it too
+            _fail(batch, stopped)
+            raise
+
+
+def _fail(batch: list[tuple[T, asyncio.Future[R]]], exc: BaseException) -> None:
+    for _, future in batch:
+        if not future.done():
+            future.set_exception(exc)

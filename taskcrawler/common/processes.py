@@ -10,7 +10,11 @@ module-level function, or a ``functools.partial`` of one). Children are started 
 interpreter and the parent's ``sys.path``, lazily, and live until :meth:`ProcessPool.aclose`;
 they import the ``preload`` modules before their first call, so that the deadline of a call is
 spent on the call, not on imports. A child that holds more than ``recycle_above_mb`` of memory
-after a call (Python keeps what a big call allocated) is ended, and replaced when needed.
+after a call (Python keeps what a big call allocated) is ended, and replaced when needed. With
+``memory_limit_mb``, a child's address space may grow at most that much past what it holds once
+its imports are done (``RLIMIT_AS``): a call that would take more gets a ``MemoryError`` (or,
+in C code that cannot handle one, its child dies), and the machine's memory stays with the
+others, where a few kilobytes of hostile document could otherwise ask gigabytes.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import contextlib
 import importlib
 import os
 import pickle
+import resource
 import signal
 import struct
 import sys
@@ -116,6 +121,7 @@ class ProcessPool:
         timeout: float,
         preload: Sequence[str] = (),
         recycle_above_mb: float = DEFAULT_RECYCLE_ABOVE_MB,
+        memory_limit_mb: float | None = None,
     ) -> None:
         if size < 1:
             raise ValueError("a process pool needs at least one process")
@@ -123,6 +129,7 @@ class ProcessPool:
         self.timeout = timeout
         self.preload = tuple(preload)
         self.recycle_above_mb = recycle_above_mb
+        self.memory_limit_mb = memory_limit_mb
         self._free = asyncio.Semaphore(size)
         self._idle: list[_Child] = []
         self._children: set[_Child] = set()
@@ -188,7 +195,8 @@ class ProcessPool:
         try:
             # The parent's import path, so that the child finds what the calls name.
             async with asyncio.timeout(START_TIMEOUT_SECONDS):
-                await child.call(pickle.dumps((sys.path, self.preload)))
+                start = (sys.path, self.preload, self.memory_limit_mb)
+                await child.call(pickle.dumps(start))
         except BaseException:
             await self._discard(child)
             raise
@@ -220,6 +228,8 @@ def _write(stream: IO[bytes], ok: bool, value: object) -> None:
     """An answer: whether the call returned, its result or exception, and our resident MB."""
     try:
         data = pickle.dumps((ok, value, _resident_mb()), protocol=pickle.HIGHEST_PROTOCOL)
+    except MemoryError:  # the answer is more than the memory limit leaves room for
+        data = pickle.dumps((False, MemoryError(), 0.0))
     except Exception as exc:  # an exception or result that does not pickle
         data = pickle.dumps((False, RuntimeError(f"unpicklable answer: {exc!r}"), 0.0))
     stream.write(_LENGTH.pack(len(data)) + data)
@@ -234,6 +244,21 @@ def _resident_mb() -> float:
         return 0.0
 
 
+def _limit_address_space(extra_mb: float) -> None:
+    """Let this process's address space grow by ``extra_mb`` at most from now on: counted from
+    what the interpreter and its imports already map, which differs between machines."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            mapped = int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return  # not Linux: no limit, as with recycling
+    _, hard = resource.getrlimit(resource.RLIMIT_AS)
+    soft = mapped + int(extra_mb * 2**20)
+    if hard != resource.RLIM_INFINITY:
+        soft = min(soft, hard)
+    resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+
+
 def serve_calls() -> None:
     """The child's loop: answer calls read from stdin on the original stdout, until EOF."""
     # Ctrl-C in a terminal reaches the whole process group; the parent decides when we stop.
@@ -246,9 +271,11 @@ def serve_calls() -> None:
     first = _read(calls)
     if first is None:
         return
-    sys.path[:], preload = pickle.loads(first)
+    sys.path[:], preload, memory_limit_mb = pickle.loads(first)
     for module in preload:
         importlib.import_module(module)
+    if memory_limit_mb is not None:
+        _limit_address_space(memory_limit_mb)
     _write(answers, True, None)
     while (message := _read(calls)) is not None:
         try:

@@ -9,6 +9,8 @@ from uuid import UUID
 
 from pydantic import BaseModel, ConfigDict
 
+from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS, ScrapeOptions
+
 
 @dataclass(frozen=True, slots=True)
 class FetchedPage:
@@ -108,6 +110,8 @@ class Archived:
     page: FetchedPage
     #: The stored result: what a re-extraction does not make (``render``) is kept from it.
     result: dict[str, Any] | None = None
+    #: The job's options: what of the page its content holds, how many pages of a PDF.
+    options: ScrapeOptions = DEFAULT_OPTIONS
 
 
 @dataclass(frozen=True, slots=True)

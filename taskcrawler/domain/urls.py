@@ -101,6 +101,22 @@ def _both(spelled: str, host: str) -> str:
     return repr(host) if spelled in ("", host) else f"{spelled!r} (requested as {host!r})"
 
 
+def shares_credentials(page: str | URL, target: str | URL) -> bool:
+    """Whether the headers a request brings for ``page`` (cookies, tokens) may go to
+    ``target``: ``page``'s origin alone (scheme, host and port, as browsers scope
+    credentials), or the same host moved from http to https on the default ports, the common
+    upgrade (a token then goes encrypted, never the other way). Unparseable: no."""
+    try:
+        asked, going = URL(page), URL(target)
+    except ValueError:
+        return False
+    if (asked.raw_host or "").lower() != (going.raw_host or "").lower() or not asked.raw_host:
+        return False
+    if (asked.scheme, asked.port) == (going.scheme, going.port):
+        return True
+    return (asked.scheme, asked.port, going.scheme, going.port) == ("http", 80, "https", 443)
+
+
 def validate_url(url: str) -> str:
     """Return ``url`` unchanged if TaskCrawler accepts it, else raise :class:`InvalidURL`."""
     normalize_url(url)

@@ -9,9 +9,9 @@ usual other choice, is AGPL. It reads no DOCX: those stay an unsupported content
 
 A PDF is hostile input like any page: it is read in a process of the parse pool, under the
 parse deadline (a PDF that loops or crashes PDFium costs its own job only), its first
-``max_pages`` pages at most. The text is PDFium's, line by line; the Markdown groups the lines
-into paragraphs by the gaps between them and makes headings of the lines set larger than the
-body text.
+``max_pages`` pages and :data:`MAX_TEXT_CHARS` characters at most. The text is PDFium's, line
+by line; the Markdown groups the lines into paragraphs by the gaps between them and makes
+headings of the lines set larger than the body text.
 """
 
 from __future__ import annotations
@@ -23,10 +23,15 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
+from taskcrawler.extract.metadata import MAX_FIELD_CHARS
 from taskcrawler.extract.page import Extraction
 
 #: Pages read at most, whatever a request asks.
 MAX_PAGES = 1000
+#: Characters of text read at most, whatever the pages hold: every page may draw the same
+#: compressed content stream, so a PDF of a few kilobytes can spell gigabytes of text. As much
+#: as the largest HTML page the default body limit lets through.
+MAX_TEXT_CHARS = 10 * 1024 * 1024
 #: A line set this much larger than the body text is a heading.
 _HEADING_RATIO = 1.15
 #: A heading is a short line.
@@ -69,9 +74,8 @@ def extract_pdf(
         raise UnreadablePdf(f"the PDF cannot be read: {exc}") from None
     try:
         total = len(document)
-        limit = min(total, max_pages or MAX_PAGES, MAX_PAGES)
-        lines = [line for index in range(limit) for line in _page_lines(document, index)]
-        info = document.get_metadata_dict(skip_empty=True)
+        lines, limit = _document_lines(document, min(total, max_pages or MAX_PAGES, MAX_PAGES))
+        info = _document_info(document)
     finally:
         document.close()
     text = _text_of(lines)
@@ -97,13 +101,44 @@ def extract_pdf(
     )
 
 
-def _page_lines(document: Any, index: int) -> list[_Line]:
+def _document_info(document: Any) -> dict[str, str]:
+    """The document information (Title, Subject, Author…), each cut as an HTML page's fields
+    are: a compressed object stream can hold megabytes of it in a few kilobytes."""
+    info: dict[str, str] = document.get_metadata_dict(skip_empty=True)
+    return {name: value[:MAX_FIELD_CHARS] for name, value in info.items()}
+
+
+def _document_lines(document: Any, max_pages: int) -> tuple[list[_Line], int]:
+    """The lines of the first ``max_pages`` pages, within :data:`MAX_TEXT_CHARS`, and how many
+    pages they come from."""
+    import pypdfium2 as pdfium
+
+    lines: list[_Line] = []
+    budget = MAX_TEXT_CHARS
+    pages_read = 0
+    while pages_read < max_pages and budget > 0:
+        try:
+            page_lines, chars = _page_lines(document, pages_read, budget)
+        except pdfium.PdfiumError:
+            # A page PDFium cannot load (a page tree counting more pages than it holds, a
+            # damaged page object): the others are still read, as a PDF viewer shows them.
+            page_lines, chars = [], 0
+        lines += page_lines
+        budget -= chars
+        pages_read += 1
+    return lines, pages_read
+
+
+def _page_lines(document: Any, index: int, max_chars: int) -> tuple[list[_Line], int]:
+    """The lines of page ``index`` within its first ``max_chars`` characters, and how many
+    characters it has (at most ``max_chars``)."""
     import pypdfium2.raw as raw
 
     page = document[index]
     textpage = page.get_textpage()
     try:
-        content = textpage.get_text_range()
+        chars = min(textpage.count_chars(), max_chars)
+        content = textpage.get_text_range(count=chars) if chars else ""
         lines = []
         position = 0  # PDFium counts characters in UTF-16 units
         for line in content.split(_LINE_BREAK):
@@ -112,7 +147,7 @@ def _page_lines(document: Any, index: int) -> list[_Line]:
                 bottom = float(textpage.get_charbox(position)[1])
                 lines.append(_Line(" ".join(line.split()), size, bottom, index))
             position += len(line.encode("utf-16-le")) // 2 + len(_LINE_BREAK)
-        return lines
+        return lines, chars
     finally:
         textpage.close()
         page.close()
@@ -197,4 +232,4 @@ def _title(info: dict[str, str], lines: list[_Line]) -> str | None:
     return largest.text[:1000]
 
 
-__all__ = ["MAX_PAGES", "UnreadablePdf", "extract_pdf"]
+__all__ = ["MAX_PAGES", "MAX_TEXT_CHARS", "UnreadablePdf", "extract_pdf"]

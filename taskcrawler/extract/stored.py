@@ -1,6 +1,6 @@
 """From an extraction to what is stored beside the job: which formats the extractor is asked
-for, the content kept of what it made, and the result of a page extracted again. Shared by the
-worker and ``taskcrawler reextract``."""
+for and what of the page a job's options choose, the content kept of what it made, and the
+result of a page extracted again. Shared by the worker and ``taskcrawler reextract``."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ from typing import Any
 
 from taskcrawler.domain.chunks import CHUNKS_FORMAT
 from taskcrawler.domain.pages import FetchedPage, PageContent
+from taskcrawler.domain.scrape_options import ScrapeOptions
+from taskcrawler.domain.selectors import parse_ignore_selectors
 from taskcrawler.domain.structured import STRUCTURED_FORMATS
-from taskcrawler.extract.page import Extraction
+from taskcrawler.extract.page import WHOLE_CONTENT, ContentChoice, Extraction
 
 TEXT_FORMATS = ("markdown", "text", "html", "clean_html", "images")
 #: Formats a job may ask for that the extractor does not make: the browser takes screenshots,
@@ -18,6 +20,25 @@ TEXT_FORMATS = ("markdown", "text", "html", "clean_html", "images")
 NOT_EXTRACTED = frozenset({"screenshot", CHUNKS_FORMAT}) | STRUCTURED_FORMATS
 #: Formats made from the page's Markdown.
 _FROM_MARKDOWN = frozenset({CHUNKS_FORMAT}) | STRUCTURED_FORMATS
+
+
+def content_choice(options: ScrapeOptions) -> ContentChoice:
+    """What of a page a job's options have its Markdown, text and cleaned HTML hold (the
+    selectors were checked when the job was submitted)."""
+    if (
+        options.only_main_content
+        and not options.include_tags
+        and not options.exclude_tags
+        and not options.keep_base64_images
+    ):
+        return WHOLE_CONTENT  # nearly every job: no selectors to parse, no choice to compare
+    choice = ContentChoice(
+        only_main_content=options.only_main_content,
+        include=parse_ignore_selectors(options.include_tags, "include_tags"),
+        exclude=parse_ignore_selectors(options.exclude_tags, "exclude_tags"),
+        keep_data_images=options.keep_base64_images,
+    )
+    return WHOLE_CONTENT if choice == WHOLE_CONTENT else choice
 
 
 def extracted_formats(formats: Collection[str]) -> tuple[str, ...]:

@@ -24,7 +24,7 @@ from yarl import URL
 from taskcrawler.domain import ErrorCode, FetchError, InvalidURL
 from taskcrawler.domain.pages import FetchedPage
 from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS, ScrapeOptions
-from taskcrawler.domain.urls import request_target
+from taskcrawler.domain.urls import request_target, shares_credentials
 from taskcrawler.fetch.guard import (
     AddressGuard,
     BlockedSocketError,
@@ -178,12 +178,12 @@ class Fetcher:
         ``If-None-Match`` for a conditional re-fetch, which then returns a 304 page).
         ``held_host``: a host whose politeness slot the caller holds (and hands back itself).
 
-        ``options``: the request's own headers go to ``url``'s host only, never to another
-        host a redirect leads to; ``Accept-Language`` from its languages; its certificate is
-        not verified when it says so (every address is still vetted); PDFs are accepted when
-        they are read; ``delay`` spaces the requests to the host; ``max_concurrency`` bounds the
-        fetches of ``group`` (a crawl's pages) under way at once, across every worker sharing
-        the politeness limiter."""
+        ``options``: the request's own headers go to ``url``'s origin only (or its upgrade to
+        https), never to another origin a redirect leads to; ``Accept-Language`` from its
+        languages; its certificate is not verified when it says so (every address is still
+        vetted); PDFs are accepted when they are read; ``delay`` spaces the requests to the
+        host; ``max_concurrency`` bounds the fetches of ``group`` (a crawl's pages) under way
+        at once, across every worker sharing the politeness limiter."""
         types = ALLOWED_CONTENT_TYPES
         if options.parse_pdf:
             types = types | DOCUMENT_CONTENT_TYPES
@@ -283,7 +283,7 @@ class Fetcher:
         """Request ``target`` and follow redirects ourselves: each hop is vetted (guard, robots),
         counted, and checked for a loop (aiohttp's own following cannot tell a loop from a
         long chain, and would not ask robots.txt about the next hop)."""
-        page_host = (target.raw_host or "").lower()
+        page = target
         options = hops.options
         while True:
             self.guard.check_host(target.raw_host)
@@ -295,8 +295,7 @@ class Fetcher:
             host = target.raw_host or ""
             hops.waiting_for_host = host
             sent = headers
-            if options.headers and host.lower() == page_host:
-                # The request's own headers (cookies, tokens) are for the page's host alone.
+            if options.headers and shares_credentials(page, target):
                 sent = {**(headers or {}), **options.header_map()}
             async with self._slot(host, delay):  # held until the body is read
                 hops.waiting_for_host = None

@@ -46,8 +46,16 @@ def check_declared_length(headers: Mapping[str, str], max_bytes: int) -> None:
     declared = headers.get("Content-Length")
     if declared is None or headers.get("Content-Encoding", "identity").lower() != "identity":
         return
-    if declared.isdigit() and int(declared) > max_bytes:
-        raise _too_large(max_bytes, f" (Content-Length is {declared})")
+    if declared.isascii() and declared.isdigit() and _over(declared, max_bytes):
+        raise _too_large(max_bytes, f" (Content-Length is {declared.lstrip('0')[:40]})")
+
+
+def _over(digits: str, limit: int) -> bool:
+    """Whether the number ASCII ``digits`` spell is over ``limit``. aiohttp's parser takes any
+    number of leading zeros, and int() refuses over 4,300 digits: they are dropped first, and
+    a number longer than ``limit`` is over it unread."""
+    significant = digits.lstrip("0")
+    return len(significant) > len(str(limit)) or int(significant or "0") > limit
 
 
 async def read_limited(
@@ -95,8 +103,8 @@ def parse_retry_after(value: str | None, *, now: float | None = None) -> float |
     else:
         try:
             when = email.utils.parsedate_to_datetime(value)
-        except (TypeError, ValueError, IndexError):
-            return None
+        except (TypeError, ValueError, IndexError, OverflowError):
+            return None  # OverflowError: a day, year or zone too big for a date
         if when.tzinfo is None:
             return None  # HTTP-dates are always GMT; a zone-less date is not one
         seconds = when.timestamp() - (time.time() if now is None else now)

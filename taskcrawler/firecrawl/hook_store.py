@@ -84,6 +84,11 @@ class FirecrawlHookStore:
             .limit(limit)
             .with_for_update(skip_locked=True)
         )
+        # Most passes find none: a read says so without taking the writer (SQLite's is the
+        # API's too) twice a second for nothing.
+        async with self.db.read() as conn:
+            if (await conn.execute(sa.select(hooks.c.id).where(free).limit(1))).first() is None:
+                return []
         async with self.db.write() as conn:
             rows = await conn.execute(
                 hooks.update()

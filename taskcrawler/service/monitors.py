@@ -15,6 +15,7 @@ from uuid import UUID
 
 from taskcrawler.domain.crawls import DEFAULT_MAX_LIMIT
 from taskcrawler.domain.errors import NotFound, QueueUnavailable
+from taskcrawler.domain.jobs import Refused
 from taskcrawler.domain.keys import Caller
 from taskcrawler.domain.monitors import (
     DEFAULT_FORMATS,
@@ -28,6 +29,7 @@ from taskcrawler.domain.monitors import (
     checked_interval,
 )
 from taskcrawler.queue import JobQueue
+from taskcrawler.service.jobs import limit_exceeded, max_pending_jobs
 from taskcrawler.storage.ports import MonitorRepository
 
 log = logging.getLogger(__name__)
@@ -60,6 +62,8 @@ class MonitorPolicy:
     redispatch_after: float = 30.0
     #: A page of changes ends before its diffs, URLs and metadata pass this many bytes.
     changes_page_max_bytes: int = DEFAULT_CHANGES_PAGE_MAX_BYTES
+    #: As for jobs: a key's unfinished jobs at most, when the key sets none of its own.
+    max_pending_jobs: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +99,9 @@ class MonitorService:
         self.clock = clock
 
     async def create(self, caller: Caller, request: MonitorRequest) -> Monitor:
-        """A new monitor; its first run starts at once (the baseline, reported as no change)."""
+        """A new monitor; its first run starts at once (the baseline, reported as no change).
+        Its pages are submissions of the caller's, held to its limit of unfinished jobs as a
+        batch is (:class:`~taskcrawler.domain.errors.LimitExceeded`)."""
         callback = request.callback_url or (caller.key.callback_url if caller.key else None)
         spec = MonitorSpec.create(
             interval_seconds=request.interval_seconds,
@@ -108,9 +114,16 @@ class MonitorService:
             min_interval_seconds=self.policy.min_interval_seconds,
             max_crawl_limit=self.policy.max_crawl_limit,
         )
-        return await self.store.create(
-            caller.owner, spec, now=self.clock(), redispatch_after=self.policy.redispatch_after
+        created = await self.store.create(
+            caller.owner,
+            spec,
+            now=self.clock(),
+            redispatch_after=self.policy.redispatch_after,
+            pending_limit=max_pending_jobs(caller, self.policy.max_pending_jobs),
         )
+        if isinstance(created, Refused):
+            raise limit_exceeded(created)
+        return created
 
     async def get(self, caller: Caller, monitor_id: UUID) -> Monitor:
         monitor = await self.store.get(monitor_id, owner=caller.owner)

@@ -4,7 +4,7 @@ import logging
 from collections.abc import Sequence
 
 from taskcrawler.common.batching import Coalescer
-from taskcrawler.domain import QueueUnavailable
+from taskcrawler.domain import QueueUnavailable, ServiceUnavailable
 from taskcrawler.domain.jobs import Created, NewJob, Refused
 from taskcrawler.queue import JobQueue
 from taskcrawler.storage.ports import JobRepository
@@ -25,8 +25,9 @@ class Submitter:
         self.redispatch_after = redispatch_after
         # The group commit inserts one batch at a time: it keeps a connection of its own.
         self._grouped_jobs = jobs.with_pinned_connection()
+        # An outage fails the whole group; any other failure only the request it belongs to.
         self._batcher: Coalescer[NewJob, Created | Refused] = Coalescer(
-            self._create_grouped, max_batch=500
+            self._create_grouped, max_batch=500, shared=(ServiceUnavailable,)
         )
 
     async def submit(self, request: NewJob) -> Created | Refused:

@@ -26,6 +26,7 @@ from taskcrawler.domain.pages import (
     Screenshot,
     StoredLink,
 )
+from taskcrawler.domain.scrape_options import ScrapeOptions
 from taskcrawler.storage.backend import Backend
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
@@ -336,9 +337,9 @@ async def archived_copy(db: Database, job_id: UUID) -> Archived | None:
     return _archived(row)
 
 
-_ARCHIVED = sa.select(page_archive, jobs.c.formats, jobs.c.owner, jobs.c.url, jobs.c.result).join(
-    jobs, jobs.c.id == page_archive.c.job_id
-)
+_ARCHIVED = sa.select(
+    page_archive, jobs.c.formats, jobs.c.owner, jobs.c.url, jobs.c.result, jobs.c.options
+).join(jobs, jobs.c.id == page_archive.c.job_id)
 
 
 def _archived(row: Any) -> Archived:
@@ -357,4 +358,5 @@ def _archived(row: Any) -> Archived:
             fetched_at=row.fetched_at,
         ),
         result=row.result,
+        options=ScrapeOptions.from_json(row.options),
     )

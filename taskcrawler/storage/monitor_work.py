@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import gzip
 import uuid
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime, timedelta
@@ -44,14 +45,16 @@ from taskcrawler.domain.monitors import (
 from taskcrawler.domain.runs import RetentionPolicy, RunContent, RunInfo, runs_to_drop
 from taskcrawler.domain.urls import crawl_key
 from taskcrawler.domain.webhooks import DeliveryStatus, change_webhook
+from taskcrawler.storage.backend import Backend
 from taskcrawler.storage.crawls import start_crawl
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
-from taskcrawler.storage.jobs import mark_dispatch_due, start_new_runs
+from taskcrawler.storage.jobs import hold_owners, mark_dispatch_due, start_new_runs
 from taskcrawler.storage.monitors import MONITOR_COLUMNS, row_to_monitor, row_to_stored_run
 from taskcrawler.storage.rows import FINAL_STATUSES, PENDING, utcnow
 from taskcrawler.storage.tables import (
     UTCDateTime,
+    api_keys,
     crawls,
     job_runs,
     jobs,
@@ -159,9 +162,16 @@ class MonitorWorkStore:
 
     @unavailable_on_connection_errors
     async def fire_due(
-        self, *, now: datetime, redispatch_after: float, limit: int = 100
+        self,
+        *,
+        now: datetime,
+        redispatch_after: float,
+        limit: int = 100,
+        pending_limit: int | None = None,
     ) -> list[FiredSlot]:
-        """Fire the due slot of up to ``limit`` due monitors (see the module)."""
+        """Fire the due slot of up to ``limit`` due monitors (see the module). A round is
+        held to its owner's limit of unfinished jobs (its key's, else ``pending_limit``) as a
+        batch of submissions is: one that would pass it runs none of its pages."""
         fired: list[FiredSlot] = []
         # Spelled as the partial index's predicate (NOT paused), so the planner can use it.
         is_due = (sa.not_(monitors.c.paused), monitors.c.next_due_at <= now)
@@ -192,7 +202,8 @@ class MonitorWorkStore:
                     .returning(*MONITOR_COLUMNS)
                 )
             ).all()
-            fired = await _fire(conn, due, now, redispatch_after)
+            limits = _Limits(self.db.backend, pending_limit)
+            fired = await _fire(conn, due, now, redispatch_after, limits)
         return fired
 
     @unavailable_on_connection_errors
@@ -494,7 +505,11 @@ class MonitorWorkStore:
 
 
 async def _fire(
-    conn: AsyncConnection, rows: Sequence[Any], now: datetime, redispatch_after: float
+    conn: AsyncConnection,
+    rows: Sequence[Any],
+    now: datetime,
+    redispatch_after: float,
+    limits: _Limits,
 ) -> list[FiredSlot]:
     """Fire the due slot of each of ``rows`` (monitors this transaction holds locked): a few
     statements for the whole batch, whatever its size."""
@@ -530,16 +545,6 @@ async def _fire(
     if not firing:
         return []
     ids = list(firing)
-    crawling = await _start_crawls(
-        conn,
-        [
-            replace(monitor, last_slot_at=plan.fire)
-            for monitor, plan in plans
-            if plan.fire is not None and monitor.spec.is_crawl
-        ],
-        now,
-        redispatch_after,
-    )
     # Each page runs again once its last run was read (a page still running, or not yet read,
     # sits this round out); a page that never ran is published again.
     # Locked, in one order for every writer (record_readings too), so that a reading recorded
@@ -561,7 +566,20 @@ async def _fire(
             .with_for_update(of=monitor_pages, key_share=True)
         )
     ).all()
-    finished = [p for p in pages if p.status in FINAL_STATUSES]
+    held_back = await limits.rounds_past(
+        conn, [monitor for monitor, _ in plans if monitor.id in firing], pages
+    )
+    crawling = await _start_crawls(
+        conn,
+        [
+            replace(monitor, last_slot_at=plan.fire)
+            for monitor, plan in plans
+            if plan.fire is not None and monitor.spec.is_crawl and monitor.id not in held_back
+        ],
+        now,
+        redispatch_after,
+    )
+    finished = [p for p in pages if p.status in FINAL_STATUSES and p.monitor_id not in held_back]
     # A page runs again at once when its last run was read. One whose run is unread (being
     # read, or started by hand) runs again as soon as that run is recorded. One still running
     # sits this round out.
@@ -617,6 +635,52 @@ async def _fire(
         for monitor_id, plan in firing.items()
         if plan.fire is not None
     ]
+
+
+class _Limits:
+    """The owners' limits of unfinished jobs that a firing holds monitor rounds to."""
+
+    def __init__(self, backend: Backend, default: int | None) -> None:
+        self.backend = backend
+        self.default = default  # the service's, for an owner whose key sets none
+
+    async def rounds_past(
+        self, conn: AsyncConnection, firing: Sequence[Monitor], pages: Sequence[Any]
+    ) -> set[UUID]:
+        """The monitors of ``firing`` whose round would make their owner's unfinished jobs
+        more than its limit: they run none of their pages this round. A round adds a job for
+        each finished page it runs again (now, or once its last run is read), or the start
+        page of a crawl (counted also when the last crawl, still unread, makes the round sit
+        out); it is admitted or refused whole, as a batch is. The owners limited are held
+        (:func:`hold_owners`) until the firing commits, so that no submission passes the
+        limit together with a round."""
+        limits = await self._of(conn, {monitor.owner for monitor in firing})
+        if not limits:
+            return set()
+        unfinished = await hold_owners(conn, self.backend, limits)
+        again = Counter(page.monitor_id for page in pages if page.status in FINAL_STATUSES)
+        refused: set[UUID] = set()
+        for monitor in firing:
+            limit = limits.get(monitor.owner)
+            adding = 1 if monitor.spec.is_crawl else again[monitor.id]
+            if limit is None or not adding:
+                continue
+            if unfinished[monitor.owner] + adding > limit:
+                refused.add(monitor.id)
+            else:
+                unfinished[monitor.owner] += adding
+        return refused
+
+    async def _of(self, conn: AsyncConnection, owners: set[str]) -> dict[str, int]:
+        """Each limited owner's limit: its key's, else the default."""
+        rows = await conn.execute(
+            sa.select(api_keys.c.id, api_keys.c.max_pending_jobs).where(
+                api_keys.c.id.in_(owners), api_keys.c.max_pending_jobs.is_not(None)
+            )
+        )
+        own: dict[str, int] = {row.id: row.max_pending_jobs for row in rows}
+        limits = {owner: own.get(owner) or self.default for owner in owners}
+        return {owner: limit for owner, limit in limits.items() if limit is not None}
 
 
 async def _run_again(

@@ -19,6 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncConnection
 from taskcrawler.domain.crawls import CrawlStatus
 from taskcrawler.domain.cursors import decode_list_cursor, encode_list_cursor
 from taskcrawler.domain.diffs import TextDiff
+from taskcrawler.domain.jobs import Refused
 from taskcrawler.domain.monitors import (
     Change,
     ChangeKind,
@@ -37,7 +38,7 @@ from taskcrawler.storage.errors import (
     retried_when_rolled_back,
     unavailable_on_connection_errors,
 )
-from taskcrawler.storage.jobs import resubmit
+from taskcrawler.storage.jobs import hold_owners, resubmit
 from taskcrawler.storage.rows import PENDING, utcnow
 from taskcrawler.storage.tables import (
     crawls,
@@ -76,9 +77,18 @@ class MonitorStore:
 
     @unavailable_on_connection_errors
     async def create(
-        self, owner: str, spec: MonitorSpec, *, now: datetime, redispatch_after: float
-    ) -> Monitor:
-        """A monitor and a job for each of its URLs, its first slot due at once."""
+        self,
+        owner: str,
+        spec: MonitorSpec,
+        *,
+        now: datetime,
+        redispatch_after: float,
+        pending_limit: int | None = None,
+    ) -> Monitor | Refused:
+        """A monitor and a job for each of its URLs, its first slot due at once.
+        :class:`Refused` (nothing created) when those jobs would make ``owner``'s unfinished
+        jobs more than ``pending_limit``, counted atomically with the insert as a batch of
+        submissions is (:func:`~taskcrawler.storage.jobs.hold_owners`)."""
         monitor_id = uuid.uuid4()
         row = {
             "id": monitor_id,
@@ -113,6 +123,10 @@ class MonitorStore:
             for url in spec.urls
         ]
         async with self.db.write() as conn:
+            if pending_limit is not None and job_rows:
+                unfinished = (await hold_owners(conn, self.db.backend, [owner]))[owner]
+                if unfinished + len(job_rows) > pending_limit:
+                    return Refused(limit=pending_limit, unfinished=unfinished)
             await conn.execute(monitors.insert(), [row])
             if job_rows:
                 await conn.execute(jobs.insert(), job_rows)

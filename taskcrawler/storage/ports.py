@@ -391,8 +391,17 @@ class MonitorRepository(Protocol):
     changes. Every method that takes ``owner`` sees that tenant's monitors only."""
 
     async def create(
-        self, owner: str, spec: MonitorSpec, *, now: datetime, redispatch_after: float
-    ) -> Monitor: ...
+        self,
+        owner: str,
+        spec: MonitorSpec,
+        *,
+        now: datetime,
+        redispatch_after: float,
+        pending_limit: int | None = None,
+    ) -> Monitor | Refused:
+        """A monitor and its pages' jobs; :class:`Refused` (none created) when they would pass
+        ``owner``'s ``pending_limit``, counted atomically with the insert."""
+        ...
 
     async def get(self, monitor_id: UUID, *, owner: str) -> Monitor | None: ...
 
@@ -458,9 +467,16 @@ class MonitorWorkRepository(Protocol):
         ...
 
     async def fire_due(
-        self, *, now: datetime, redispatch_after: float, limit: int = 100
+        self,
+        *,
+        now: datetime,
+        redispatch_after: float,
+        limit: int = 100,
+        pending_limit: int | None = None,
     ) -> list[FiredSlot]:
-        """Fire each due slot once across every worker; the jobs to publish."""
+        """Fire each due slot once across every worker; the jobs to publish. A round that
+        would pass its owner's limit of unfinished jobs (its key's, else ``pending_limit``)
+        runs none of its pages."""
         ...
 
     async def mark_dispatch_due(self, job_ids: Sequence[UUID]) -> None: ...

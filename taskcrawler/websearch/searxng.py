@@ -43,31 +43,42 @@ class Searxng:
         return self._session
 
     async def search(self, query: WebQuery) -> list[WebResult]:
+        """The engine's results, its first page at least: a later page that fails or comes
+        too late ends the reading, and what the earlier pages gave is the answer."""
+        found: list[WebResult] = []
         try:
             async with asyncio.timeout(self._config.timeout_seconds):
-                return await self._pages(query)
+                await self._read_pages(query, found)
         except TimeoutError:
-            raise WebSearchFailed(
-                f"the search engine did not answer within {self._config.timeout_seconds:g} s"
-            ) from None
-
-    async def _pages(self, query: WebQuery) -> list[WebResult]:
-        found: list[WebResult] = []
-        seen: set[str] = set()
-        for page in range(1, MAX_PAGES + 1):
-            results = results_of(await self._page(query, page), _unlimited(query))
-            fresh = [result for result in results if result.url not in seen]
-            if not fresh:
-                break
-            for result in fresh:
-                seen.add(result.url)
-                found.append(result)
-            if len(found) >= query.limit:
-                break
+            if not found:
+                raise WebSearchFailed(
+                    f"the search engine did not answer within {self._config.timeout_seconds:g} s"
+                ) from None
         return [
             _numbered(result, position)
             for position, result in enumerate(found[: query.limit], start=1)
         ]
+
+    async def _read_pages(self, query: WebQuery, found: list[WebResult]) -> None:
+        """Pages of results into ``found``, each URL once, until the limit is met or a page
+        brings nothing new."""
+        seen: set[str] = set()
+        for page in range(1, MAX_PAGES + 1):
+            try:
+                results = results_of(await self._page(query, page), _unlimited(query))
+            except WebSearchFailed as exc:
+                if not found:
+                    raise
+                log.warning("searxng page %d not read: %s", page, exc)
+                return
+            fresh = [result for result in results if result.url not in seen]
+            if not fresh:
+                return
+            for result in fresh:
+                seen.add(result.url)
+                found.append(result)
+            if len(found) >= query.limit:
+                return
 
     async def _page(self, query: WebQuery, page: int) -> object:
         params = {

@@ -129,6 +129,19 @@ class HostFrontier:
         slots passed on by finished fetches fill ``wanted``)."""
         turn = _Turn(asyncio.get_running_loop().time(), wanted)
         self._pass_on_spare(turn)
+        try:
+            taken = await self._take_turn(turn, wanted)
+        except BaseException:
+            # Every slot the turn holds (passed on, or just given) goes back: kept by nobody,
+            # an in-process limiter's slot would be lost for good, and a lease in Redis until
+            # it expires.
+            self._give_back_tokens(turn.tokens)
+            raise
+        return self._hand_out(turn, taken)
+
+    async def _take_turn(self, turn: _Turn, wanted: int) -> dict[str, Taken]:
+        """The round trips of :meth:`take` after the slots passed on: the ready hosts, their
+        slots (added to ``turn.tokens``), the ids taken from their lines."""
         if turn.budget > 0:  # slots passed on filled none of it: the lines are read
             woken, self._woken = self._woken, set()
             ready = await self.lines.ready(max(1, wanted), wake=sorted(woken))
@@ -146,12 +159,7 @@ class HostFrontier:
         if turn.rest:
             self.next_in = min(self.next_in or float("inf"), *turn.rest.values())
         counts = {host: len(tokens) for host, tokens in turn.tokens.items() if tokens}
-        try:
-            taken = await self.lines.take(counts, turn.rest)
-        except BaseException:
-            self._give_back_tokens(turn.tokens)
-            raise
-        return self._hand_out(turn, taken)
+        return await self.lines.take(counts, turn.rest)
 
     def _pass_on_spare(self, turn: _Turn) -> None:
         """Slots passed on by finished fetches go to their hosts' next ids first."""

@@ -80,6 +80,9 @@ class MonitorConfig:
     prune_seconds: float = 60.0
     prune_batch: int = 200
     prune_batches: int = 20
+    #: As for submissions: an owner's unfinished jobs at most, when its key sets none. A round
+    #: that would pass its owner's limit runs none of its pages; the next slot tries again.
+    max_pending_jobs: int | None = None
 
 
 @dataclass(slots=True)
@@ -168,6 +171,7 @@ class MonitorScheduler:
                 now=self.clock(),
                 redispatch_after=self.config.redispatch_seconds,
                 limit=self.config.batch,
+                pending_limit=self.config.max_pending_jobs,
             )
             fired.extend(batch)
             await self._publish(batch)

@@ -14,7 +14,11 @@ So the lane is chosen by size and by tag count (``<`` counted, a memchr over the
 * inline: up to 64 KB and 500 tags, where a hand-off would cost more than the parse. Nearly
   all small pages; the worst measured took 1 ms for metadata, 88 ms with every format;
 * a thread: up to 512 KB and 2,000 tags; lexbor releases the GIL while it parses. The worst
-  measured took about 20 ms for metadata, 0.33 s with every format;
+  measured took about 20 ms for metadata, 0.33 s with every format; the worst shape found
+  since, 500 KB of ``*a``, 0.75-0.85 s of CPU with every format, growing with the page as its
+  size does (``python -m bench.thread_lane``). A thread cannot be stopped, so this lane has no
+  deadline: its bounds are its limit, and the selectors clients give are held to a subset
+  whose matching is linear (:mod:`taskcrawler.domain.selectors`);
 * processes: every other page, in a pool of ``parse_processes`` children. Each parse there has
   ``parse_timeout_seconds``: past it the child is killed (a new one replaces it on the next
   parse) and :class:`ParseTimeout` is raised, so a pathological page costs its own job, and the
@@ -43,6 +47,10 @@ THREAD_PARSE_LIMIT = 512 * 1024
 THREAD_TAG_LIMIT = 2_000
 DEFAULT_TIMEOUT_SECONDS = 15.0
 DEFAULT_PROCESSES = 2
+#: How far a parser process's memory may grow past its start: about four times what the
+#: largest page the default body limit allows takes to parse (a 7 MB page of 200,000 links
+#: held 240-270 MB).
+DEFAULT_MEMORY_MB = 1024
 
 T = TypeVar("T")
 
@@ -67,6 +75,7 @@ class PageParser:
         thread_limit: int = THREAD_PARSE_LIMIT,
         inline_tags: int = INLINE_TAG_LIMIT,
         thread_tags: int = THREAD_TAG_LIMIT,
+        memory_mb: float | None = DEFAULT_MEMORY_MB,
     ) -> None:
         self.extractor = extractor
         self.timeout = timeout
@@ -75,7 +84,10 @@ class PageParser:
         self.thread_limit = thread_limit
         self.inline_tags = inline_tags
         self.thread_tags = thread_tags
-        self.pool = ProcessPool(processes, timeout, preload=(extractor.__module__,))
+        self.memory_mb = memory_mb
+        self.pool = ProcessPool(
+            processes, timeout, preload=(extractor.__module__,), memory_limit_mb=memory_mb
+        )
 
     def lane(self, body: bytes, content_type: str | None = None) -> str:
         """``inline``, ``thread`` or ``process``: where :meth:`extract` parses ``body``. A
@@ -135,6 +147,11 @@ class PageParser:
             ) from None
         except ChildDied as exc:
             raise ParseCrashed(f"parsing {len(body):,} bytes killed its process: {exc}") from None
+        except MemoryError:
+            raise ParseCrashed(
+                f"parsing {len(body):,} bytes needed more than the {self.memory_mb:g} MB a "
+                "parser process may take"
+            ) from None
 
     async def aclose(self) -> None:
         await self.pool.aclose()

@@ -21,7 +21,6 @@ import logging
 from dataclasses import dataclass
 from functools import partial
 from typing import Any, Protocol
-from urllib.parse import urlsplit
 
 from taskcrawler.browser.availability import Availability
 from taskcrawler.browser.locale import timezone_for
@@ -110,7 +109,7 @@ def browser_options(
         timezone_id=timezone_for(options.country),
         ignore_https_errors=options.skip_tls_verification,
         page_headers=options.headers,
-        page_host=(urlsplit(url).hostname or "").lower(),
+        page_url=url,
         block_ads=options.block_ads,
     )
 

@@ -29,13 +29,17 @@ from taskcrawler.domain.rendering import mobile_user_agent
 from taskcrawler.domain.storable import storable_outcome
 from taskcrawler.domain.transitions import RetryPolicy, Transition, decide, refused
 from taskcrawler.extract.pdf import UnreadablePdf
-from taskcrawler.extract.stored import extracted_formats, page_content, rederived_result
+from taskcrawler.extract.stored import (
+    content_choice,
+    extracted_formats,
+    page_content,
+    rederived_result,
+)
 from taskcrawler.fetch import Fetcher
 from taskcrawler.observability import WorkerMetrics, bind_job, log_transition
 from taskcrawler.queue import HostLines, JobQueue, MemoryHostLines
 from taskcrawler.storage.ports import IdempotencyRepository, WorkRepository
 from taskcrawler.worker.chunking import PageChunker, with_chunks
-from taskcrawler.worker.content import content_choice
 from taskcrawler.worker.crawling import CrawlPages, publish_pages
 from taskcrawler.worker.frontier import Admitted, HostFrontier
 from taskcrawler.worker.parsing import PageParser, ParseCrashed, ParseTimeout
@@ -148,7 +152,10 @@ class Worker:
         # The store bounds a batch: on SQLite every other writer (the API's inserts) waits
         # for the whole of one.
         self._writer: Coalescer[Transition, Written] = Coalescer(
-            self._persist, max_batch=store.outcome_batch, concurrency=store.concurrent_writes
+            self._persist,
+            max_batch=store.outcome_batch,
+            concurrency=store.concurrent_writes,
+            shared=(ServiceUnavailable,),
         )
         self._stopping = asyncio.Event()
         self.metrics = metrics or WorkerMetrics(CollectorRegistry())

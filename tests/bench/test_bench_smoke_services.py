@@ -1,6 +1,7 @@
 """The tools that measure one service or one search store still work: ``bench.wakeup`` against
 a served TaskCrawler, ``bench.startup``, ``bench.search_ab`` and ``bench.pg_bm25_agree`` on a
-tiny SciFact. No timing is asserted: these are not timed tests."""
+tiny SciFact, ``bench.worker_steps`` on a few jobs. No timing is asserted: these are not timed
+tests."""
 
 from __future__ import annotations
 
@@ -84,3 +85,17 @@ def test_pg_bm25_agree_compares_pruned_rankings_with_every_posting_s(
     for name in ("main", "kept"):
         assert re.search(rf"{name} +top 10 2/2 \(\d", out), out
         assert re.search(rf"{name} +.* leg 50 2/2 .* keyword [\d.]+/[\d.]+/[\d.]+", out), out
+
+
+@pytest.mark.timeout(240)
+def test_worker_steps_prints_each_step_of_the_loop(pg_admin_url: str, redis_url: str) -> None:
+    """``python -m bench.worker_steps``: a row for each step the probes saw in the running
+    worker, with its calls a job (one decision per job, retries aside: none here)."""
+    out = run_bench(
+        "worker_steps", "--jobs", "40", "--runs", "1",
+        "--pg-url", pg_admin_url, "--redis-url", redis_url, timeout=200,
+    )  # fmt: skip
+    rows = {line.split(" | ")[0]: line.split(" | ")[1:] for line in out.splitlines()}
+    assert {"storable_outcome", "decide", "content_rows"} <= set(rows), out
+    calls, cpu = rows["decide"]
+    assert float(calls) == 1.0 and float(cpu) > 0, out

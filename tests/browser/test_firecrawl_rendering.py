@@ -53,7 +53,7 @@ async def test_ads_are_refused_the_locale_set_and_headers_kept_to_the_host(
             locale="de-DE",
             timezone_id="Europe/Berlin",
             page_headers=(("X-Secret", "browser-secret"),),
-            page_host="127.0.0.1",
+            page_url=url,
         ),
     )
     assert result.ads_note is None, result.ads_note  # the lists are there (make test)

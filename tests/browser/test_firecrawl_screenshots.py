@@ -11,12 +11,11 @@ from pathlib import Path
 
 import httpx
 import pytest
-from firecrawl import Firecrawl
-from firecrawl.v1 import V1FirecrawlApp
 
 from taskcrawler.browser.renderer import png_size
 from taskcrawler.client import AsyncTaskCrawler
 from tests.browser.conftest import chromium_path
+from tests.support.firecrawl_sdk import v1_client, v2_client
 from tests.support.render_site import RenderSite
 from tests.support.served import FIRECRAWL_ENV, Served, served_on_sqlite
 
@@ -47,7 +46,7 @@ async def test_the_v2_sdk_gets_a_viewport_screenshot_and_waits(
     served: Served, site: RenderSite
 ) -> None:
     key = await served.new_key("pictures")
-    fc = Firecrawl(api_key=key, api_url=served.base_url)
+    fc = v2_client(key, served.base_url)
     shot = {"type": "screenshot", "viewport": {"width": 800, "height": 600}}
     doc = await asyncio.to_thread(
         fc.scrape, site.url("/tall?h=1500", host="127.0.0.1"), formats=["markdown", shot]
@@ -143,7 +142,7 @@ async def test_the_v2_sdk_gets_a_viewport_screenshot_and_waits(
 @pytest.mark.filterwarnings("ignore:The `dict` method is deprecated:DeprecationWarning")
 async def test_the_v1_sdk_gets_a_full_page_screenshot(served: Served, site: RenderSite) -> None:
     key = await served.new_key("pictures-v1")
-    app = V1FirecrawlApp(api_key=key, api_url=served.base_url)
+    app = v1_client(key, served.base_url)
     doc = await asyncio.to_thread(
         app.scrape_url,
         site.url("/tall?h=1400", host="127.0.0.1"),

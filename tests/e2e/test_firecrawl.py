@@ -7,16 +7,15 @@ import asyncio
 
 import httpx
 import pytest
-from firecrawl import Firecrawl
-from firecrawl.v1 import V1FirecrawlApp
 
+from tests.support.firecrawl_sdk import v1_client, v2_client
 from tests.support.served import Served
 from tests.support.target import TargetServer
 
 
 async def test_the_v2_sdk_scrapes_and_maps(firecrawl_served: Served, target: TargetServer) -> None:
     key = await firecrawl_served.new_key("firecrawl")
-    fc = Firecrawl(api_key=key, api_url=firecrawl_served.base_url)
+    fc = v2_client(key, firecrawl_served.base_url)
     url = target.url("/title/Firecrawled")
 
     doc = await asyncio.to_thread(fc.scrape, url, formats=["markdown", "html", "rawHtml", "links"])
@@ -42,7 +41,7 @@ async def test_the_v2_sdk_scrapes_and_maps(firecrawl_served: Served, target: Tar
 @pytest.mark.filterwarnings("ignore:The `dict` method is deprecated:DeprecationWarning")
 async def test_the_v1_sdk_scrapes_and_maps(firecrawl_served: Served, target: TargetServer) -> None:
     key = await firecrawl_served.new_key("firecrawl-v1")
-    app = V1FirecrawlApp(api_key=key, api_url=firecrawl_served.base_url)
+    app = v1_client(key, firecrawl_served.base_url)
     url = target.url("/title/Version1")
     doc = await asyncio.to_thread(app.scrape_url, url, formats=["markdown", "links"])
     assert "Version1" in doc.markdown and doc.metadata["title"] == "Version1"
@@ -56,7 +55,7 @@ async def test_the_sdks_batch_scrape_and_read_the_status(
 ) -> None:
     key = await firecrawl_served.new_key("batch")
     urls = [target.url(f"/title/Batch{n}") for n in range(3)]
-    fc = Firecrawl(api_key=key, api_url=firecrawl_served.base_url)
+    fc = v2_client(key, firecrawl_served.base_url)
     job = await asyncio.to_thread(fc.batch_scrape, urls, formats=["markdown"], poll_interval=1)
     assert job.status == "completed" and (job.completed, job.total) == (3, 3)
     titles = sorted(doc.metadata.title for doc in job.data)
@@ -68,7 +67,7 @@ async def test_the_sdks_batch_scrape_and_read_the_status(
     )
     assert with_invalid.invalid_urls == ["http://example.com:0/"]
 
-    app = V1FirecrawlApp(api_key=key, api_url=firecrawl_served.base_url)
+    app = v1_client(key, firecrawl_served.base_url)
     v1 = await asyncio.to_thread(
         app.batch_scrape_urls, urls[:2], formats=["markdown"], poll_interval=1
     )
@@ -132,7 +131,7 @@ async def test_unsupported_fields_and_bad_keys_are_firecrawl_errors(
                 assert refused.status_code == 400, (version, body, refused.text)
                 answer = refused.json()
                 assert answer["success"] is False and named in answer["error"], answer
-        fc = Firecrawl(api_key=key, api_url=firecrawl_served.base_url)
+        fc = v2_client(key, firecrawl_served.base_url)
         with pytest.raises(Exception, match="includeTags"):
             await asyncio.to_thread(fc.scrape, url, include_tags=["a:hover"])
 

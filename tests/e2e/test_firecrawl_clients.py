@@ -21,8 +21,6 @@ from typing import Any
 
 import httpx
 import pytest
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
 
 from taskcrawler.browser.renderer import png_size
 from taskcrawler.domain.change_tracking import changed_lines
@@ -292,6 +290,11 @@ async def test_firecrawl_js_with_its_defaults_and_its_options(
 async def test_firecrawl_mcp_server_scrapes_through_taskcrawler(
     served: ServedApp, site: FirecrawlSite
 ) -> None:
+    # Imported here: the MCP SDK costs about 0.7 s of CPU to import, and every test process
+    # imports this module to collect it.
+    from mcp import ClientSession, StdioServerParameters
+    from mcp.client.stdio import stdio_client
+
     server = StdioServerParameters(
         command=str(node_binary()),
         args=[str(NODE_MODULES / "firecrawl-mcp" / "dist" / "index.js")],

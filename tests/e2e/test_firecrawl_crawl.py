@@ -11,9 +11,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from firecrawl import Firecrawl
-from firecrawl.v1 import V1FirecrawlApp
 
+from tests.support.firecrawl_sdk import v1_client, v2_client
 from tests.support.processes import ProcessManager
 from tests.support.served import FIRECRAWL_ENV, Served, serve
 from tests.support.target import TargetServer
@@ -31,7 +30,7 @@ async def test_the_v2_sdk_crawls_pages_and_cancels(
     firecrawl_served: Served, target: TargetServer
 ) -> None:
     key = await firecrawl_served.new_key("crawler")
-    fc = Firecrawl(api_key=key, api_url=firecrawl_served.base_url)
+    fc = v2_client(key, firecrawl_served.base_url)
     start = target.url("/page/0")
 
     job = await asyncio.to_thread(
@@ -70,7 +69,7 @@ async def test_the_v2_sdk_crawls_pages_and_cancels(
 
 async def test_the_status_pages_with_next(firecrawl_served: Served, target: TargetServer) -> None:
     key = await firecrawl_served.new_key("pager")
-    fc = Firecrawl(api_key=key, api_url=firecrawl_served.base_url)
+    fc = v2_client(key, firecrawl_served.base_url)
     done = await asyncio.to_thread(
         fc.crawl, target.url("/page/0"), max_discovery_depth=4, sitemap="skip", poll_interval=1
     )
@@ -101,7 +100,7 @@ async def test_the_v1_sdk_crawls_and_cancels(
     firecrawl_served: Served, target: TargetServer
 ) -> None:
     key = await firecrawl_served.new_key("crawler-v1")
-    app = V1FirecrawlApp(api_key=key, api_url=firecrawl_served.base_url)
+    app = v1_client(key, firecrawl_served.base_url)
     done = await asyncio.to_thread(
         app.crawl_url, target.url("/page/0"), max_depth=2, ignore_sitemap=True, poll_interval=1
     )
@@ -173,7 +172,7 @@ async def test_the_sdks_read_a_crawls_errors(
         processes, tmp_path, sqlite_url, **FIRECRAWL_ENV, TASKCRAWLER_RESPECT_ROBOTS="true"
     )
     key = await served.new_key("errors")
-    fc = Firecrawl(api_key=key, api_url=served.base_url)
+    fc = v2_client(key, served.base_url)
     done = await asyncio.to_thread(
         fc.crawl, target.url("/page/0"), max_discovery_depth=3, sitemap="skip", poll_interval=1
     )
@@ -189,6 +188,6 @@ async def test_the_sdks_read_a_crawls_errors(
     assert error.url == target.url("/status/503") and error.code == "http_5xx"
     assert "503" in error.error and error.timestamp is not None
 
-    app = V1FirecrawlApp(api_key=key, api_url=served.base_url)
+    app = v1_client(key, served.base_url)
     v1 = await asyncio.to_thread(app.check_crawl_errors, broken.id)
     assert [e.url for e in v1.errors] == [target.url("/status/503")] and v1.robotsBlocked == []

@@ -9,22 +9,24 @@ from __future__ import annotations
 import asyncio
 import warnings
 from collections.abc import AsyncIterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 import pytest
 from aiohttp import web
-from firecrawl import Firecrawl
-from firecrawl.v2.types import ScrapeOptions
 
 from taskcrawler.client import AsyncTaskCrawler
 from taskcrawler.storage import upgrade_database
 from tests.e2e.harness import fast_settings, running
 from tests.support.fake_services import FakeLLM, FakeSearxng, fake_llm, fake_searxng, serving
 from tests.support.firecrawl_clients import ServedApp, served_app
+from tests.support.firecrawl_sdk import v2_client, v2_scrape_options
 from tests.support.services import DatabasePool, backing_store
 from tests.support.target import TargetServer
 from tests.unit.test_structured import PAGE, PRODUCTS
+
+if TYPE_CHECKING:
+    from firecrawl import Firecrawl
 
 pytestmark = pytest.mark.timeout(120)
 SCHEMA = {
@@ -112,7 +114,7 @@ async def served(
 
 
 def _sdk(served: ServedApp) -> Firecrawl:
-    return Firecrawl(api_key="fc-placeholder", api_url=served.base_url)
+    return v2_client("fc-placeholder", served.base_url)
 
 
 async def test_firecrawl_py_scrapes_json_and_summary(
@@ -280,7 +282,7 @@ async def test_firecrawl_py_searches_through_searxng(
     assert searx[0].requests[-1]["time_range"] == "week"  # two pages read, javascript: dropped
 
     scraped = await asyncio.to_thread(
-        fc.search, "tea", limit=2, scrape_options=ScrapeOptions(formats=["markdown"])
+        fc.search, "tea", limit=2, scrape_options=v2_scrape_options(formats=["markdown"])
     )
     documents = scraped.web or []
     assert [d.metadata.title for d in documents] == ["page-0", "page-1"]  # type: ignore[union-attr]

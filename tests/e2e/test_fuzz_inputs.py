@@ -43,7 +43,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 from urllib.parse import quote
 
 import asyncpg
@@ -60,7 +60,6 @@ from sqlalchemy.dialects import sqlite as sqlite_dialect
 
 from taskcrawler.api import create_app
 from taskcrawler.domain import JobStatus
-from taskcrawler.mcp_server import TOOLS
 from taskcrawler.settings import Settings
 from taskcrawler.storage import Database
 from taskcrawler.storage.tables import (
@@ -80,6 +79,9 @@ from tests.support.fuzzing import fuzz_settings
 from tests.support.leaks import assert_no_leak
 from tests.support.processes import ProcessManager, clean_env
 from tests.support.served import serve
+
+if TYPE_CHECKING:
+    from taskcrawler.mcp_server.tools import ToolSpec
 
 EXAMPLES = int(os.environ.get("TASKCRAWLER_FUZZ_EXAMPLES", "4"))
 
@@ -334,10 +336,18 @@ DOCUMENTS = ("/openapi.json", "/docs", "/redoc", "/static/")
 TOOL = "TOOL"
 
 
+def mcp_tools() -> dict[str, ToolSpec]:
+    """The MCP server's tools, imported by the tests that call them: the MCP SDK costs about
+    0.7 s of CPU to import, and every test process imports this module to collect it."""
+    from taskcrawler.mcp_server import TOOLS
+
+    return TOOLS
+
+
 def tool_surfaces() -> list[Surface]:
     """Each argument of each MCP tool, and the arguments as a whole."""
     found = []
-    for name, spec in TOOLS.items():
+    for name, spec in mcp_tools().items():
         operation = Operation(TOOL, name, ())
         properties = spec.args.model_json_schema()["properties"]
         found += [Surface(operation, "argument", field) for field in properties]
@@ -1056,7 +1066,7 @@ async def every_input_surface_survives_hostile_values(database_url: str, shard: 
         f"fuzz[{backend}, part {shard + 1} of {SHARDS}]: {sum(fuzzer.cases.values())} requests "
         f"over {len(found)} of {len(every)} surfaces of "
         f"{len({s.operation.label for s in found})} operations ({len(tools)} surfaces of "
-        f"{len(TOOLS)} MCP tools: {sum(fuzzer.cases[label] for label in tools)} calls; "
+        f"{len(mcp_tools())} MCP tools: {sum(fuzzer.cases[label] for label in tools)} calls; "
         f"{cursor_cases} to cursor and since surfaces); answers {dict(fuzzer.statuses)}; "
         f"the database read again after {fuzzer.fingerprint_reads} of them"
     )
@@ -1187,5 +1197,5 @@ async def test_mcp_over_stdio_shows_nothing_of_the_inside(
     backend = "postgresql" if database_url.startswith("postgresql") else "sqlite"
     print(
         f"fuzz-stdio[{backend}]: {tools.sent} calls over {len(found)} surfaces of "
-        f"{len(TOOLS)} MCP tools; answers {dict(statuses)}"
+        f"{len(mcp_tools())} MCP tools; answers {dict(statuses)}"
     )

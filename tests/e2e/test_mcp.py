@@ -6,42 +6,51 @@ from __future__ import annotations
 import sys
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx2
 import pytest
-from mcp import Client
-from mcp.client.stdio import StdioServerParameters
-from mcp.client.streamable_http import streamable_http_client
 
-from taskcrawler.mcp_server.tools import (
-    TOOLS,
-    CrawlArgs,
-    CrawlStatusArgs,
-    GetJobArgs,
-    MapArgs,
-    ScrapeArgs,
-    SearchArgs,
-)
 from tests.support.processes import ProcessManager, clean_env
 from tests.support.served import Served, serve
 from tests.support.target import TargetServer
 
+# The MCP SDK (and the server's tools, built on it) is imported by the functions that use it:
+# it costs about 0.7 s of CPU to import, and every test process imports this module to collect it.
+if TYPE_CHECKING:
+    from mcp import Client
+
 
 def stdio(served: Served, key: str | None = None) -> Client:
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
     env = clean_env({"TASKCRAWLER_API_KEY": key} if key else {})
     command = [sys.executable, "-m", "taskcrawler", "mcp", "--api", served.base_url]
     return Client(StdioServerParameters(command=command[0], args=command[1:], env=env))
 
 
 def http(served: Served, key: str | None) -> Client:
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
     headers = {"Authorization": f"Bearer {key}"} if key else {}
     session = httpx2.AsyncClient(headers=headers, timeout=60)
     return Client(streamable_http_client(f"{served.base_url}/mcp", http_client=session))
 
 
 async def exercise_every_tool(client: Client, target: TargetServer) -> None:
+    from taskcrawler.mcp_server.tools import (
+        TOOLS,
+        CrawlArgs,
+        CrawlStatusArgs,
+        GetJobArgs,
+        MapArgs,
+        ScrapeArgs,
+        SearchArgs,
+    )
+
     listed = await client.list_tools()
     schemas = {tool.name: tool.input_schema for tool in listed.tools}
     assert schemas == {

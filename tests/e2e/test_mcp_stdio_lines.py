@@ -11,7 +11,6 @@ from typing import Any
 
 import orjson
 
-from taskcrawler.mcp_server.stdio import MAX_LINE_BYTES
 from tests.support.processes import clean_env, free_port
 
 INITIALIZE = {
@@ -46,6 +45,10 @@ async def answer(process: asyncio.subprocess.Process) -> dict[str, Any]:
 
 
 async def test_every_unreadable_line_is_answered_and_the_next_is_served() -> None:
+    # Imported here: the module imports the MCP SDK (~0.7 s of CPU), and every test process
+    # imports this file to collect it; the server under test is a process of its own.
+    from taskcrawler.mcp_server.stdio import MAX_LINE_BYTES
+
     command = [
         sys.executable,
         "-m",

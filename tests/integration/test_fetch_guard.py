@@ -11,8 +11,11 @@ from collections.abc import AsyncIterator
 from urllib.parse import quote
 
 import pytest
+from yarl import URL
 
 from taskcrawler.domain import ErrorCode, FetchError
+from taskcrawler.domain.scrape_options import ScrapeOptions
+from taskcrawler.domain.urls import shares_credentials
 from taskcrawler.fetch import Fetcher
 from taskcrawler.fetch.guard import AddressGuard
 from tests.support.hostile import HostileServer, StaticResolver, fetch_settings
@@ -140,3 +143,47 @@ async def test_the_socket_backstop_holds_when_the_other_checks_are_bypassed(
     error = await _fetch_error(fetcher, public.url("/page"))
     assert error.code == ErrorCode.BLOCKED_ADDRESS
     assert public.total_hits == 0
+
+
+@pytest.fixture
+async def other_port() -> AsyncIterator[HostileServer]:
+    server = await HostileServer("127.0.0.1").start()
+    yield server
+    await server.stop()
+
+
+async def test_the_requests_own_headers_stay_with_the_pages_origin(
+    public: HostileServer, other_port: HostileServer
+) -> None:
+    # The same host on another port is another origin (another service): a token for the
+    # page must not follow a redirect there, as a browser's credentials would not.
+    options = ScrapeOptions.create(headers={"Authorization": "Bearer secret"})
+    fetcher = Fetcher(fetch_settings(), guard=_pretend_public())
+    elsewhere = quote(other_port.url("/page"), safe="")
+    same_origin = quote(public.url("/page"), safe="")
+    try:
+        await fetcher.fetch(public.url(f"/redirect-to?url={elsewhere}"), options=options)
+        await fetcher.fetch(public.url(f"/redirect-to?url={same_origin}"), options=options)
+    finally:
+        await fetcher.close()
+    assert [h.get("Authorization") for h in public.request_headers] == ["Bearer secret"] * 3
+    assert [h.get("Authorization") for h in other_port.request_headers] == [None]
+
+
+@pytest.mark.parametrize(
+    ("target", "kept"),
+    [
+        ("http://a.test/next", True),
+        ("https://a.test/next", True),  # the common upgrade: the token goes encrypted
+        ("https://a.test:8443/next", False),
+        ("http://a.test:8080/next", False),
+        ("http://b.test/next", False),
+        ("http://A.TEST/next", True),
+    ],
+)
+def test_own_headers_follow_the_origin_or_its_upgrade_to_https(target: str, kept: bool) -> None:
+    assert shares_credentials(URL("http://a.test/page"), URL(target)) is kept
+
+
+def test_own_headers_never_go_from_https_down_to_http() -> None:
+    assert not shares_credentials(URL("https://a.test/page"), URL("http://a.test/next"))

@@ -130,6 +130,35 @@ async def test_a_response_without_content_type_is_accepted() -> None:
     assert page.content_type is None
 
 
+async def test_a_retry_after_no_date_can_hold_is_a_5xx_still() -> None:
+    raw = await RawServer(
+        b"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 0\r\nConnection: close\r\n"
+        b"Retry-After: Wed, 21 Oct 99999999999999999999 07:28:30 GMT\r\n\r\n"
+    ).start()
+    fetcher = Fetcher(fetch_settings(**LOCAL))
+    try:
+        with pytest.raises(FetchError) as caught:
+            await fetcher.fetch(raw.url("/"))
+    finally:
+        await fetcher.close()
+        await raw.stop()
+    assert caught.value.code == ErrorCode.HTTP_5XX and caught.value.retry_after is None
+
+
+async def test_a_content_length_padded_with_zeros_is_read_by_its_value() -> None:
+    raw = await RawServer(
+        b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n"
+        b"Content-Length: " + b"0" * 5000 + b"5\r\n\r\nhello"
+    ).start()
+    fetcher = Fetcher(fetch_settings(**LOCAL))
+    try:
+        page = await fetcher.fetch(raw.url("/"))  # raised ValueError from int()
+    finally:
+        await fetcher.close()
+        await raw.stop()
+    assert page.body == b"hello"
+
+
 async def test_one_session_and_its_connections_are_reused(server: HostileServer) -> None:
     """Connections are pooled across fetches: 2,000 small pages, 100 at a time, come on no more
     connections than are in flight at once (a connection per fetch would be 2,001)."""

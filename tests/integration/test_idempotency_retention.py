@@ -11,12 +11,17 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from prometheus_client import CollectorRegistry
 
+from taskcrawler import bootstrap
+from taskcrawler.bootstrap import Runtime
 from taskcrawler.domain.errors import Conflict
 from taskcrawler.domain.idempotency import IdempotencyRetention, StoredResponse
 from taskcrawler.domain.keys import Caller
+from taskcrawler.observability.metrics import WorkerMetrics
 from taskcrawler.queue import MemoryQueue
 from taskcrawler.service.idempotency import IdempotencyService
+from taskcrawler.settings import Settings
 from taskcrawler.storage import Storage
 from taskcrawler.storage.adapters import open_database
 from taskcrawler.storage.idempotency import IdempotencyStore
@@ -153,3 +158,22 @@ async def test_a_sweep_deletes_no_more_than_its_batches(storage: Storage) -> Non
 def test_a_retention_is_positive_and_bounded(hours: float) -> None:
     with pytest.raises(ValueError, match="keep_hours"):
         IdempotencyRetention(keep_hours=hours)
+
+
+async def test_every_sweeping_worker_deletes_expired_answers(sqlite_url: str) -> None:
+    """The API deletes none (docs/architecture.md, the sweep): the worker a deployment runs is
+    given the answers and their retention, or nothing ever deletes them."""
+    settings = Settings(_env_file=None, database_url=sqlite_url, idempotency_retention_hours=5)
+    runtime = Runtime.open(settings)
+    fetcher = bootstrap.fetcher(settings)
+    parser = bootstrap.page_parser(settings)
+    try:
+        metrics = WorkerMetrics(CollectorRegistry())
+        worker = bootstrap.worker(runtime, fetcher, parser, metrics)
+        assert worker.config.sweeps
+        assert worker.sweeper.answers is runtime.storage.idempotency
+        assert worker.sweeper.config.idempotency == IdempotencyRetention(keep_hours=5)
+    finally:
+        await parser.aclose()
+        await fetcher.close()
+        await runtime.close()

@@ -13,7 +13,7 @@ import pytest
 
 from taskcrawler.browser.proxy import Egress, PageProxy, PageTraffic
 from taskcrawler.fetch.guard import AddressGuard
-from tests.support.hostile import HostileServer, StaticResolver, fetch_settings
+from tests.support.hostile import HostileServer, RawServer, StaticResolver, fetch_settings
 
 PUBLIC_IP = ipaddress.ip_address("127.0.0.1")
 
@@ -178,3 +178,69 @@ async def test_closing_cuts_open_tunnels(proxy: PageProxy, public: HostileServer
     await proxy.close()
     assert await reader.read() == b""  # the tunnel was closed under the client
     writer.close()
+
+
+async def test_a_body_the_server_cuts_short_is_cut_short_without_an_error(
+    proxy: PageProxy, public: HostileServer
+) -> None:
+    loop = asyncio.get_running_loop()
+    unhandled: list[str] = []
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _loop, context: unhandled.append(str(context["message"])))
+    try:
+        request = f"GET http://public.test:{public.port}/truncated HTTP/1.1\r\n\r\n"
+        answer = await raw_exchange(proxy, request.encode())
+    finally:
+        loop.set_exception_handler(previous)
+    # As the server did: its first 10 bytes of 100,000, then the connection closes.
+    assert answer.startswith(b"HTTP/1.1 200") and answer.endswith(b"\r\n\r\n0123456789")
+    assert unhandled == []  # was "Unhandled exception in client_connected_cb", logged
+
+
+CYRILLIC_OK = "\u041e\u041a".encode()
+
+
+@pytest.mark.parametrize("reason", [CYRILLIC_OK, b"\xff\xfe"], ids=["utf-8", "not utf-8"])
+async def test_a_reason_phrase_in_any_bytes_is_relayed_as_it_came(
+    proxy: PageProxy, reason: bytes
+) -> None:
+    raw = await RawServer(
+        b"HTTP/1.1 200 " + reason + b"\r\nContent-Length: 5\r\nConnection: close\r\n\r\nhello"
+    ).start()
+    try:
+        request = f"GET http://public.test:{raw.port}/ HTTP/1.1\r\nConnection: close\r\n\r\n"
+        answer = await raw_exchange(proxy, request.encode())
+    finally:
+        await raw.stop()
+    # The Cyrillic OK could not be written as Latin-1: the browser got an empty response.
+    assert answer.startswith(b"HTTP/1.1 200 " + reason + b"\r\n") and answer.endswith(b"hello")
+
+
+async def test_request_headers_reach_the_server_in_the_bytes_the_browser_sent(
+    proxy: PageProxy,
+) -> None:
+    heads: list[bytes] = []
+
+    async def record(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        heads.append(await reader.readuntil(b"\r\n\r\n"))
+        writer.write(b"HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(record, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    cookie = "name=Jos\u00e9".encode()  # a cookie a page set: UTF-8, as chromium sends it
+    try:
+        request = (
+            f"GET http://public.test:{port}/ HTTP/1.1\r\nConnection: close\r\n".encode()
+            + b"Cookie: "
+            + cookie
+            + b"\r\n\r\n"
+        )
+        answer = await raw_exchange(proxy, request)
+    finally:
+        server.close()
+        await server.wait_closed()
+    assert answer.startswith(b"HTTP/1.1 204")
+    # It went as b"name=Jos\xc3\x83\xc2\xa9": read as Latin-1, written as UTF-8 again.
+    assert b"\r\nCookie: " + cookie + b"\r\n" in heads[0]

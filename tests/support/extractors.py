@@ -16,6 +16,11 @@ def pid_title(body: bytes, **kwargs: object) -> Extraction:
     return extraction
 
 
+def allocate(size: int) -> int:
+    """Take ``size`` bytes, and say how many were taken."""
+    return len(bytearray(size))
+
+
 def hostile(body: bytes, **kwargs: object) -> Extraction:
     """Pages that hang, crash or fail the extractor, as a lexbor bug or a pathology might."""
     if body.startswith(b"hang"):
@@ -24,6 +29,10 @@ def hostile(body: bytes, **kwargs: object) -> Extraction:
         os._exit(3)
     if body.startswith(b"fail"):
         raise ValueError("no such page")
+    if body.startswith(b"hog"):  # as a few kilobytes of PDF that expand to gigabytes
+        held = bytearray(2 * 2**30)
+        held[-1] = 1
+
     return pid_title(body, **kwargs)
 
 

@@ -96,6 +96,9 @@ class FakeSearxng:
     site: str = "http://127.0.0.1:9/"
     pages: int = 3
     requests: list[dict[str, str]] = field(default_factory=list)
+    #: From this page on, answer 500 (``"fail"``) or never (``"stall"``).
+    broken_from: int | None = None
+    breakage: str = "fail"
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         params = dict(request.query)
@@ -106,6 +109,10 @@ class FakeSearxng:
         if query == "searx-html" or params.get("format") != "json":
             return web.Response(text="<html>403</html>", content_type="text/html", status=200)
         page = int(params.get("pageno", "1"))
+        if self.broken_from is not None and page >= self.broken_from:
+            if self.breakage == "stall":
+                await asyncio.Event().wait()
+            return web.json_response({"error": "down"}, status=500)
         if page > self.pages:
             return web.json_response({"query": query, "results": []})
         results: list[dict[str, Any]] = [{"url": "javascript:alert(1)", "title": "bad"}]

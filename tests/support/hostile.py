@@ -54,6 +54,8 @@ class HostileServer:
         self.page_reached = asyncio.Event()
         self.page_gate: asyncio.Event | None = None
         self.request_starts: list[float] = []
+        #: Each request's headers, in the order they came.
+        self.request_headers: list[dict[str, str]] = []
         #: The connections requests came on (held, so each stays a distinct object).
         self.connections: set[asyncio.BaseTransport] = set()
         self._runner: web.AppRunner | None = None
@@ -86,6 +88,7 @@ class HostileServer:
     ) -> web.StreamResponse:
         self.hits[request.path] += 1
         self.request_starts.append(asyncio.get_running_loop().time())
+        self.request_headers.append(dict(request.headers))
         if request.transport is not None:
             self.connections.add(request.transport)
         self.in_flight += 1

@@ -89,3 +89,51 @@ def test_concurrency_must_be_positive() -> None:
 
     with pytest.raises(ValueError, match="concurrency"):
         Coalescer(flush, concurrency=0)
+
+
+class Unreachable(Exception):
+    """A failure every item of a batch shares (a dependency's outage)."""
+
+
+async def test_a_failure_reaches_only_the_caller_whose_item_causes_it() -> None:
+    """A batch that fails is flushed again one item at a time: the other callers, who only
+    waited beside the bad item, get their results."""
+    batches: list[list[int]] = []
+
+    async def flush(items: Sequence[int]) -> list[int]:
+        batches.append(list(items))
+        if 13 in items:
+            raise ValueError("13 cannot be stored")
+        return [i * 2 for i in items]
+
+    coalescer: Coalescer[int, int] = Coalescer(flush)
+    results = await asyncio.gather(
+        *(coalescer.submit(i) for i in (11, 12, 13, 14)), return_exceptions=True
+    )
+    assert results[:2] == [22, 24] and results[3] == 28
+    assert isinstance(results[2], ValueError)
+    assert batches[-4:] == [[11], [12], [13], [14]]
+
+
+async def test_a_shared_failure_reaches_the_whole_batch_without_flushing_each() -> None:
+    batches: list[list[int]] = []
+
+    async def flush(items: Sequence[int]) -> list[int]:
+        batches.append(list(items))
+        raise Unreachable("the database is down")
+
+    coalescer: Coalescer[int, int] = Coalescer(flush, shared=(Unreachable,))
+    results = await asyncio.gather(*(coalescer.submit(i) for i in range(4)), return_exceptions=True)
+    assert all(isinstance(r, Unreachable) for r in results)
+    assert sorted(i for b in batches for i in b) == list(range(4))  # each flushed once
+
+
+async def test_a_flush_answering_the_wrong_number_of_results_fails_its_callers() -> None:
+    """Its callers get the error: they waited for ever, their futures never settled."""
+
+    async def flush(items: Sequence[int]) -> list[int]:
+        return []
+
+    coalescer: Coalescer[int, int] = Coalescer(flush)
+    with pytest.raises(ValueError, match="zip"):
+        await asyncio.wait_for(coalescer.submit(1), timeout=5)

@@ -48,6 +48,10 @@ NOW = 1_445_412_480.0  # Wed, 21 Oct 2015 07:28:00 GMT
         ("999999999", MAX_RETRY_AFTER_SECONDS),
         ("\u00b2", None),  # a digit to str.isdigit(), none to float(): it raised ValueError
         ("\u0663", None),  # an Arabic-Indic three: no DIGIT of RFC 9110
+        # Numbers too big for a date: they raised OverflowError out of the fetch.
+        ("Wed, 21 Oct 99999999999999999999 07:28:30 GMT", None),
+        ("Wed, 99999999999 Oct 2015 07:28:30 GMT", None),
+        ("Wed, 21 Oct 2015 07:28:30 +99999999999999999999", None),
     ],
 )
 def test_retry_after(header: str | None, expected: float | None) -> None:
@@ -79,6 +83,14 @@ def test_declared_length_over_the_limit_is_refused_early() -> None:
     # Compressed: the declared size is not the decoded size, so the stream count decides.
     check_declared_length({"Content-Length": "5000", "Content-Encoding": "gzip"}, 1000)
     check_declared_length({"Content-Length": "junk"}, 1000)
+
+
+def test_a_declared_length_of_thousands_of_digits_is_read_by_its_value() -> None:
+    # aiohttp's parser takes any number of leading zeros; int() refuses over 4,300 digits.
+    check_declared_length({"Content-Length": "0" * 5000 + "1000"}, 1000)
+    with pytest.raises(FetchError) as caught:
+        check_declared_length({"Content-Length": "0" * 5000 + "1001"}, 1000)
+    assert caught.value.code == ErrorCode.TOO_LARGE
 
 
 def test_status_mapping() -> None:

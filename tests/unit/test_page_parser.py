@@ -9,7 +9,7 @@ import pytest
 from taskcrawler.common.processes import ChildDied, ProcessPool
 from taskcrawler.extract import Extraction, extract
 from taskcrawler.worker.parsing import PageParser, ParseCrashed, ParseTimeout
-from tests.support.extractors import hostile, pid_title, unloadable_error
+from tests.support.extractors import allocate, hostile, pid_title, unloadable_error
 
 PAGE = b"<html><head><title>Big one</title></head><body>" + b"<p>words here</p>" * 40_000
 URL = "http://x.test/"
@@ -90,6 +90,30 @@ async def test_a_crashed_parser_fails_its_page_and_is_replaced(parser: PageParse
         await parse(parser, b"crash")
     result = await parse(parser, b"<title>next</title>")
     assert result.title is not None and result.title.startswith("next|")
+
+
+async def test_a_parse_that_would_take_too_much_memory_fails_its_page_alone() -> None:
+    parser = PageParser(hostile, timeout=30.0, processes=1, thread_limit=0, memory_mb=256)
+    try:
+        with pytest.raises(ParseCrashed, match="more than the 256 MB"):
+            await parse(parser, b"hog")
+        result = await parse(parser, b"<title>next</title>")
+    finally:
+        await parser.aclose()
+    assert result.title is not None and result.title.startswith("next|")
+
+
+async def test_a_process_pool_child_may_grow_by_its_limit_and_no_more() -> None:
+    pool = ProcessPool(1, timeout=30.0, memory_limit_mb=256)
+    try:
+        assert await pool.run(allocate, 128 * 2**20) == 128 * 2**20
+        with pytest.raises(MemoryError):
+            await pool.run(allocate, 512 * 2**20)
+        with pytest.raises(MemoryError):  # an answer too big to send back within the limit
+            await pool.run(bytearray, 200 * 2**20)
+        assert pool.started == 1
+    finally:
+        await pool.aclose()
 
 
 async def test_an_extractor_error_comes_back_as_itself(parser: PageParser) -> None:

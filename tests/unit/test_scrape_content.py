@@ -15,12 +15,14 @@ from taskcrawler.domain.change_tracking import (
 )
 from taskcrawler.domain.runs import RunContent
 from taskcrawler.domain.selectors import parse_ignore_selectors
+from taskcrawler.extract import pdf
 from taskcrawler.extract.documents import extract_page
+from taskcrawler.extract.metadata import MAX_FIELD_CHARS
 from taskcrawler.extract.page import WHOLE_CONTENT, ContentChoice, extract
-from taskcrawler.extract.pdf import UnreadablePdf, extract_pdf
+from taskcrawler.extract.pdf import MAX_TEXT_CHARS, UnreadablePdf, extract_pdf
 from taskcrawler.worker.parsing import PageParser
 from tests.support.firecrawl_site import PDF_PAGES, PDF_TITLE, article_html
-from tests.support.pdfs import pdf_document
+from tests.support.pdfs import pdf_document, pdf_of_one_stream
 
 URL = "http://news.test/story"
 FORMATS = ("markdown", "text", "clean_html", "images")
@@ -89,6 +91,38 @@ def test_a_pdf_is_read_to_markdown_and_text() -> None:
 def test_a_pdf_that_cannot_be_opened_is_said_so() -> None:
     with pytest.raises(UnreadablePdf):
         extract_pdf(b"%PDF-1.7 nothing else", url=URL, formats=("markdown",))
+
+
+def test_a_small_pdf_cannot_spell_unbounded_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Every page draws the same stream: 16 million characters from 16 kB. The cap is lowered
+    # so the test reads a few pages, not ten million characters; the code path is the same.
+    cap = 200_000
+    monkeypatch.setattr(pdf, "MAX_TEXT_CHARS", cap)
+    pages = 200
+    body = pdf_of_one_stream(pages, "A" * 2000, lines_per_page=40)
+    assert len(body) < 32 * 1024
+    found = extract_pdf(body, url=URL, formats=("markdown", "text"))
+    assert found.text is not None and found.markdown is not None
+    assert cap // 2 < len(found.text) <= cap and len(found.markdown) <= cap
+    assert found.metadata["pages"] == pages and found.metadata["pages_read"] < pages
+    assert MAX_TEXT_CHARS >= 10 * 1024 * 1024  # the largest HTML page's text fits
+
+
+def test_the_pages_of_a_pdf_are_read_past_one_that_cannot_be_loaded() -> None:
+    # A page tree that counts more pages than it has, a common fault: PDFium opens the
+    # document and cannot load page 2. That failed the job as an extraction error.
+    body = pdf_document("Title", [["Text of page one."]]).replace(b"/Count 1", b"/Count 2")
+    found = extract_pdf(body, url=URL, formats=("markdown",))
+    assert found.markdown is not None and "Text of page one." in found.markdown
+    assert (found.metadata["pages"], found.metadata["pages_read"]) == (2, 2)
+
+
+def test_a_pdf_says_no_more_of_itself_than_a_page_may() -> None:
+    long = "S" * (MAX_FIELD_CHARS * 10)
+    body = pdf_document("Title", [["Text."]], info={"Subject": long, "Author": long})
+    metadata = extract_pdf(body, url=URL).metadata
+    # An HTML page's fields are cut there too; in an object stream, a 39 kB PDF held 20 MB.
+    assert len(metadata["description"]) == len(metadata["author"]) == MAX_FIELD_CHARS
 
 
 def _previous(markdown: str) -> Previous:

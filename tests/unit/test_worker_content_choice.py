@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from taskcrawler.domain.scrape_options import ScrapeOptions
 from taskcrawler.extract.page import WHOLE_CONTENT
-from taskcrawler.worker.content import content_choice
+from taskcrawler.extract.stored import content_choice
 
 
 def test_default_options_are_the_default_choice_itself() -> None:

@@ -9,8 +9,12 @@ from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
-from taskcrawler.fetch.politeness import MemoryHostLimiter
+import pytest
+
+from taskcrawler.domain import QueueUnavailable
+from taskcrawler.fetch.politeness import MemoryHostLimiter, SlotAsk, Slots
 from taskcrawler.queue import MemoryHostLines
+from taskcrawler.queue.base import Ready
 from taskcrawler.worker.frontier import HostFrontier, host_of
 
 
@@ -169,3 +173,59 @@ async def test_a_host_is_forgotten_once_its_last_fetch_ends_and_no_other_host_is
     assert set(gate._hosts) == {"one.test"}
     gate.done(taken[ones[1]])
     assert gate._hosts == {}
+
+
+class FailingLines(MemoryHostLines):
+    """Lines whose next look at the ready hosts fails (Redis went away)."""
+
+    failing = False
+
+    async def ready(self, max_hosts: int, *, wake: Sequence[str] = ()) -> Ready:
+        if self.failing:
+            self.failing = False
+            raise QueueUnavailable("lines unreachable")
+        return await super().ready(max_hosts, wake=wake)
+
+
+class FailingLimiter(MemoryHostLimiter):
+    """A limiter whose next ask for slots fails (Redis went away)."""
+
+    failing = False
+
+    async def try_slots_each(self, asks: Sequence[SlotAsk]) -> list[Slots]:
+        if self.failing:
+            self.failing = False
+            raise QueueUnavailable("politeness unreachable")
+        return await super().try_slots_each(asks)
+
+
+async def spare_slot_of(gate: HostFrontier, ids: list[UUID], other: UUID) -> None:
+    """``ids``' host holds one slot, passed on by its finished fetch to the next id;
+    ``other``'s host waits for one."""
+    await gate.park([*ids, other])
+    [first] = await gate.take(1)
+    gate.done(first, pass_on=True)
+
+
+@pytest.mark.parametrize("failing", ["lines", "limiter"])
+async def test_a_take_that_fails_hands_back_the_slots_it_took(failing: str) -> None:
+    """The slot a finished fetch passed on is taken first; a look at the lines or an ask for
+    more slots failing after it must hand it back, or the host has one slot less for good
+    (an in-process limiter's slots never expire)."""
+    urls = Urls()
+    ids = urls.add("http://one.test/", 4)
+    [other] = urls.add("http://two.test/")
+    lines, limiter = FailingLines(), FailingLimiter(2)
+    gate = HostFrontier(urls, lines, limiter, lambda url: (True, None))  # type: ignore[arg-type]
+    await spare_slot_of(gate, ids, other)
+    assert limiter.in_flight("one.test") == 1
+    lines.failing = failing == "lines"
+    limiter.failing = failing == "limiter"
+
+    with pytest.raises(QueueUnavailable):
+        await gate.take(5)
+
+    assert limiter.in_flight("one.test") == 0
+    assert limiter.in_flight("two.test") == 0
+    taken = [a.job_id for a in await gate.take(5)]
+    assert taken.count(other) == 1 and [i for i in taken if i != other] == ids[1:3]

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Path, Query
 from fastapi.responses import Response
 
 from taskcrawler.api.deps import CallerDep, ServicesDep
+from taskcrawler.api.params import RowLimit
 from taskcrawler.contract.base import ErrorOut, Id
 from taskcrawler.contract.links import LinkPage
 from taskcrawler.domain.actions import MAX_CAPTURES
@@ -100,7 +101,7 @@ async def job_links(
     services: ServicesDep,
     caller: CallerDep,
     cursor: Annotated[int, Query(ge=0, le=MAX_ROW_ID)] = 0,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    limit: RowLimit = 100,
 ) -> LinkPage:
     found = await services.content.links_of(caller, job_id, after=cursor, limit=limit)
     return LinkPage.of(found, limit)
@@ -116,7 +117,7 @@ async def backlinks(
     caller: CallerDep,
     target: Annotated[str, Query(min_length=1, max_length=2048)],
     cursor: Annotated[int, Query(ge=0, le=MAX_ROW_ID)] = 0,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    limit: RowLimit = 100,
 ) -> LinkPage:
     found = await services.content.backlinks(caller, target, after=cursor, limit=limit)
     return LinkPage.of(found, limit)

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, status
 
 from taskcrawler.api.deps import CallerDep, ServicesDep
+from taskcrawler.api.params import PageLimit
 from taskcrawler.api.routes.jobs import COMMON, NOT_FOUND
 from taskcrawler.contract.base import Id
 from taskcrawler.contract.crawls import CrawlIn, CrawlList, CrawlOut
@@ -34,7 +35,7 @@ async def start_crawl(body: CrawlIn, services: ServicesDep, caller: CallerDep) -
 async def list_crawls(
     services: ServicesDep,
     caller: CallerDep,
-    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    limit: PageLimit = 50,
     cursor: Annotated[str | None, Query(max_length=200)] = None,
     state: Annotated[
         Literal["RUNNING"] | None,
@@ -65,7 +66,7 @@ async def crawl_jobs(
     services: ServicesDep,
     caller: CallerDep,
     status_: Annotated[list[JobStatus] | None, Query(alias="status")] = None,
-    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    limit: PageLimit = 50,
     cursor: Annotated[str | None, Query(max_length=200)] = None,
 ) -> JobPage:
     query = JobQuery(statuses=tuple(status_ or ()), limit=limit, cursor=cursor)

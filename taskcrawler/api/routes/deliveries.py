@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
-from fastapi import APIRouter, Query
+from fastapi import APIRouter
 
 from taskcrawler.api.deps import CallerDep, ServicesDep
+from taskcrawler.api.params import RowLimit
 from taskcrawler.api.routes.jobs import NOT_FOUND
 from taskcrawler.contract.base import Id
 from taskcrawler.contract.deliveries import DeliveryOut
@@ -24,7 +23,7 @@ async def job_deliveries(
     job_id: Id,
     services: ServicesDep,
     caller: CallerDep,
-    limit: Annotated[int, Query(ge=1, le=1000, description="The last N deliveries.")] = 100,
+    limit: RowLimit = 100,
 ) -> list[DeliveryOut]:
     found = await services.deliveries.of_job(caller, job_id, limit=limit)
     return [DeliveryOut.model_validate(delivery) for delivery in found]

@@ -8,6 +8,7 @@ from fastapi.responses import Response
 from taskcrawler.api.deps import Call, CallDep, CallerDep, ServicesDep, get_call
 from taskcrawler.api.idempotency import MAX_IDEMPOTENCY_KEY, IdempotencyKey, answer_once
 from taskcrawler.api.lean import lean_json_route
+from taskcrawler.api.params import PageLimit, RowLimit
 from taskcrawler.contract.base import ErrorOut, Id, Instant
 from taskcrawler.contract.jobs import (
     BatchCreate,
@@ -106,7 +107,7 @@ async def list_jobs(
     host: Annotated[str | None, Query(max_length=255)] = None,
     created_after: Instant | None = None,
     created_before: Instant | None = None,
-    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    limit: PageLimit = 50,
     cursor: Annotated[str | None, Query(max_length=200)] = None,
     id_prefix: Annotated[
         str | None,
@@ -205,7 +206,7 @@ async def job_runs(
     job_id: Id,
     services: ServicesDep,
     caller: CallerDep,
-    limit: Annotated[int, Query(ge=1, le=1000, description="The last N runs.")] = 100,
+    limit: RowLimit = 100,
 ) -> list[RunOut]:
     found = await services.jobs.runs(caller, job_id, limit=limit)
     return [RunOut.model_validate(run) for run in found]

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Path, Query, Response, status
 
 from taskcrawler.api.deps import CallerDep, ServicesDep
+from taskcrawler.api.params import PageLimit
 from taskcrawler.contract.base import ErrorOut, Id
 from taskcrawler.contract.monitors import (
     ChangeList,
@@ -29,7 +30,6 @@ COMMON: dict[int | str, dict[str, Any]] = {
 }
 NOT_FOUND: dict[int | str, dict[str, Any]] = {404: {"model": ErrorOut}, **COMMON}
 Cursor = Annotated[str | None, Query(max_length=200)]
-Limit = Annotated[int, Query(ge=1, le=500)]
 
 
 @router.post(
@@ -56,7 +56,7 @@ async def create_monitor(
 
 @router.get("", response_model=MonitorList, responses=COMMON, summary="List monitors, newest first")
 async def list_monitors(
-    services: ServicesDep, caller: CallerDep, limit: Limit = 50, cursor: Cursor = None
+    services: ServicesDep, caller: CallerDep, limit: PageLimit = 50, cursor: Cursor = None
 ) -> MonitorList:
     found, next_cursor = await services.monitors.list_monitors(caller, limit=limit, cursor=cursor)
     return MonitorList(monitors=[MonitorOut.of(m) for m in found], next_cursor=next_cursor)
@@ -112,7 +112,7 @@ async def monitor_changes(
     monitor_id: Id,
     services: ServicesDep,
     caller: CallerDep,
-    limit: Limit = 50,
+    limit: PageLimit = 50,
     cursor: Cursor = None,
 ) -> ChangeList:
     found, next_cursor = await services.monitors.changes(
