@@ -2,8 +2,8 @@
 ``bench.retrieval --latency-chunks`` fills it): ``python -m bench.filtered_search DATABASE
 [--queries 100]``, DATABASE a SQLite file or a PostgreSQL URL (``postgresql+asyncpg://…``, with
 pgvector). For each of :data:`bench.retrieval.LATENCY_FILTERS` (none, one that keeps every page,
-one that keeps about a tenth) and each mode, p50 and p99 of wall and CPU over the first
-``--queries`` train claims, k 10. The CPU is this process's (threads included) and, on a
+one that keeps about a tenth, one a hundredth) and each mode, p50 and p99 of wall and CPU over
+the first ``--queries`` train claims, k 10. The CPU is this process's (threads included) and, on a
 PostgreSQL server of this machine, its processes' too (the postmaster's children, from /proc).
 
 Fill the database once with ``python -m bench.filtered_search DATABASE --fill 100000`` (a couple
@@ -33,10 +33,11 @@ from bench.retrieval import (
     shuffled_pages,
 )
 from taskcrawler.domain.chunks import SearchMode, SearchQuery
-from taskcrawler.embed import EmbedderConfig, build_embedder
+from taskcrawler.embed import Embedder, EmbedderConfig, build_embedder
 from taskcrawler.service.search import SearchService
 from taskcrawler.storage import Storage, open_storage, upgrade_database
 from taskcrawler.storage.postgres.chunks import PostgresChunkStore
+from taskcrawler.storage.sqlite import chunks as sqlite_chunks
 from taskcrawler.storage.sqlite.chunks import SqliteChunkStore
 from tests.support.retrieval import index_pages
 
@@ -115,41 +116,84 @@ async def _nothing_pruned(*args: Any, **kwargs: Any) -> list[Any]:
     return []
 
 
+async def _never_few(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
 @contextlib.contextmanager
 def every_match_ranked() -> Iterator[None]:
     """The stores' keyword searches rank every match meanwhile (exact BM25: their fallback,
-    their pruned ranking made to find nothing)."""
+    their pruned ranking made to find nothing, and on SQLite no filter's chunks taken for few
+    enough to rank alone)."""
     saved = [(kind, kind._pruned) for kind in (SqliteChunkStore, PostgresChunkStore)]
+    among_few = SqliteChunkStore._among_few
     try:
         for kind, _ in saved:
             kind._pruned = _nothing_pruned  # type: ignore[method-assign]
+        SqliteChunkStore._among_few = _never_few  # type: ignore[method-assign]
         yield
     finally:
         for kind, pruned in saved:
             kind._pruned = pruned  # type: ignore[method-assign]
+        SqliteChunkStore._among_few = among_few  # type: ignore[method-assign]
 
 
-async def agreement(storage: Storage, queries: list[str]) -> None:
-    """For each filter, at k 10 and 50 (a hybrid search's keyword leg): how many of the
-    claims' filtered keyword searches answer as the one that ranks every match, and their
-    mean overlap."""
+@contextlib.contextmanager
+def every_vector_scored() -> Iterator[None]:
+    """SQLite's filtered semantic searches score every vector the filter keeps meanwhile
+    (exactly: none is asked about as one of the owner's nearest first)."""
+    with patched(sqlite_chunks, FILTERED_NEAREST=0, FILTERED_NEAREST_PER_RESULT=0):
+        yield
+
+
+@contextlib.contextmanager
+def patched(module: Any, **values: Any) -> Iterator[None]:
+    saved = {name: getattr(module, name) for name in values}
+    try:
+        for name, value in values.items():
+            setattr(module, name, value)
+        yield
+    finally:
+        for name, value in saved.items():
+            setattr(module, name, value)
+
+
+async def agreement(storage: Storage, embedder: Embedder, queries: list[str]) -> None:
+    """For each filter, at k 10 and 50 (a hybrid search's legs): how many of the claims'
+    filtered keyword searches answer as the one that ranks every match, and their mean
+    overlap; on SQLite, how many semantic ones answer as scoring every vector the filter
+    keeps does."""
+    sqlite = storage.db.engine.dialect.name == "sqlite"
     for name, filters in LATENCY_FILTERS.items():
         if not filters:
             continue
         for k in (10, 50):
-            same, overlap = 0, 0
-            for text in queries:
-                query = SearchQuery("", text, k=k, **filters)
-                found = [(h.job_id, h.chunk_index) for h in await storage.chunks.keyword(query)]
-                with every_match_ranked():
-                    exact = await storage.chunks.keyword(query)
-                wanted = [(h.job_id, h.chunk_index) for h in exact]
-                same += found == wanted
-                overlap += len(set(found) & set(wanted))
-            print(
-                f"{name:22} k {k:2}: {same} of {len(queries)} as every match's,"
-                f" overlap {overlap / len(queries):.2f} of {k}"
-            )
+            for mode in ("keyword", "semantic") if sqlite else ("keyword",):
+                same, overlap = 0, 0
+                for text in queries:
+                    query = SearchQuery("", text, k=k, **filters)
+                    found = await _keys(storage, embedder, query, mode)
+                    with every_match_ranked() if mode == "keyword" else every_vector_scored():
+                        wanted = await _keys(storage, embedder, query, mode)
+                    same += found == wanted
+                    overlap += len(set(found) & set(wanted))
+                print(
+                    f"{name:24} {mode:8} k {k:2}: {same} of {len(queries)} as every"
+                    f" {'match' if mode == 'keyword' else 'vector'}'s,"
+                    f" overlap {overlap / len(queries):.2f} of {k}"
+                )
+
+
+async def _keys(
+    storage: Storage, embedder: Embedder, query: SearchQuery, mode: str
+) -> list[tuple[Any, int]]:
+    """The (page, chunk) of each hit of ``query``'s keyword or semantic search, best first."""
+    if mode == "keyword":
+        hits = await storage.chunks.keyword(query)
+    else:
+        [vector] = await embedder.embed([query.text], purpose="query")
+        hits = await storage.chunks.semantic(query, model=embedder.model, vector=vector)
+    return [(h.job_id, h.chunk_index) for h in hits]
 
 
 async def main(args: argparse.Namespace) -> None:
@@ -164,7 +208,7 @@ async def main(args: argparse.Namespace) -> None:
         search = SearchService(cast(Any, None), storage.chunks, embedder)
         queries = list(data.queries.values())[: args.queries]
         if args.agreement:
-            await agreement(storage, queries)
+            await agreement(storage, embedder, queries)
             return
         for name, filters in LATENCY_FILTERS.items():
             for mode in SearchMode:
@@ -195,7 +239,7 @@ if __name__ == "__main__":
     parser.add_argument(
         "--agreement",
         action="store_true",
-        help="how often filtered keyword searches answer as ranking every match does",
+        help="how often filtered searches answer as ranking every match (or vector) does",
     )
     parser.add_argument("--fill", type=int, default=0, help="fill the database with N chunks")
     asyncio.run(main(parser.parse_args()))

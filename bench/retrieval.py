@@ -148,11 +148,13 @@ def shuffled_pages(data: Dataset, chunks: int, seed: int = 5) -> list[Page]:
 
 
 #: The filters latency is measured with besides none: one that keeps every page (the host of
-#: all of them: a filter's worst case) and one that keeps about a tenth (a URL prefix).
+#: all of them: a filter's worst case), one that keeps about a tenth and one about a hundredth
+#: (URL prefixes: ``scale/1…`` and ``scale/12…`` of pages ``scale/0`` to ``scale/99990``).
 LATENCY_FILTERS: dict[str, dict[str, str]] = {
     "": {},
     "host (all pages)": {"host": urlsplit(BASE).hostname or ""},
     "url_prefix (a tenth)": {"url_prefix": f"{BASE}scale/1"},
+    "url_prefix (a hundredth)": {"url_prefix": f"{BASE}scale/12"},
 }
 
 

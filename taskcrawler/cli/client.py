@@ -28,10 +28,8 @@ __all__ = ["FINISHED", "MAX_PAGE", "ApiClient", "ApiError", "Job", "api_key_from
 
 FINISHED = frozenset(status.value for status in FINAL_STATUSES)
 JOBS = "/api/v1/jobs"
-MONITORS = "/api/v1/monitors"
 
 Job = dict[str, Any]
-Params = Sequence[tuple[str, str]]
 
 _HINTS = {
     401: f"set {API_KEY_ENV} to a valid key",
@@ -192,37 +190,39 @@ class ApiClient:
     # ------------------------------------------------------------------ monitors
 
     async def create_monitor(self, body: dict[str, Any]) -> dict[str, Any]:
-        _, created = await self._call("POST", MONITORS, json=body)
-        return dict(created)
+        """``body``: ``interval_seconds`` and :meth:`AsyncTaskCrawler.create_monitor`'s
+        options."""
+        try:
+            return _json(await self.client.create_monitor(**body))
+        except TaskCrawlerError as exc:
+            raise ApiError.of(exc) from None
 
     async def list_monitors(
         self, *, limit: int = 50, cursor: str | None = None
     ) -> tuple[list[dict[str, Any]], str | None]:
-        params = [("limit", str(limit))] + ([("cursor", cursor)] if cursor else [])
-        _, body = await self._call("GET", MONITORS, params=params)
-        return list(body["monitors"]), body.get("next_cursor")
+        try:
+            page = await self.client.list_monitors(limit=limit, cursor=cursor)
+        except TaskCrawlerError as exc:
+            raise ApiError.of(exc) from None
+        return [_json(monitor) for monitor in page.monitors], page.next_cursor
 
     async def update_monitor(self, monitor_id: str, body: dict[str, Any]) -> dict[str, Any]:
-        _, updated = await self._call("PATCH", f"{MONITORS}/{monitor_id}", json=body)
-        return dict(updated)
+        try:
+            return _json(await self.client.update_monitor(monitor_id, **body))
+        except TaskCrawlerError as exc:
+            raise ApiError.of(exc) from None
 
     async def delete_monitor(self, monitor_id: str) -> None:
-        await self._call("DELETE", f"{MONITORS}/{monitor_id}")
+        try:
+            await self.client.delete_monitor(monitor_id)
+        except TaskCrawlerError as exc:
+            raise ApiError.of(exc) from None
 
     async def changes(
         self, monitor_id: str, *, limit: int = 50, cursor: str | None = None
     ) -> tuple[list[dict[str, Any]], str | None]:
-        params = [("limit", str(limit))] + ([("cursor", cursor)] if cursor else [])
-        _, body = await self._call("GET", f"{MONITORS}/{monitor_id}/changes", params=params)
-        return list(body["changes"]), body.get("next_cursor")
-
-    # ------------------------------------------------------------------ plumbing
-
-    async def _call(
-        self, method: str, path: str, *, json: Any = None, params: Params | None = None
-    ) -> tuple[int, Any]:
-        """Any other endpoint, through the typed client: its status and JSON answer."""
         try:
-            return await self.client.call_json(method, path, json=json, params=params)
+            page = await self.client.changes(monitor_id, limit=limit, cursor=cursor)
         except TaskCrawlerError as exc:
             raise ApiError.of(exc) from None
+        return [_json(change) for change in page.changes], page.next_cursor

@@ -6,6 +6,7 @@ from typing import Any, TypeVar
 
 import httpx
 import orjson
+from pydantic import ValidationError
 
 from taskcrawler import __version__
 from taskcrawler.client._calls import Call
@@ -61,7 +62,10 @@ def read(call: Call[T], response: httpx.Response) -> T:
         body = orjson.loads(response.content) if response.content else None
     except orjson.JSONDecodeError:
         raise not_json(response) from None
-    return call.read(response.status_code, body)
+    try:
+        return call.read(response.status_code, body)
+    except ValidationError:
+        raise unexpected(response) from None
 
 
 def check(response: httpx.Response, content: bytes) -> None:
@@ -74,6 +78,15 @@ def check(response: httpx.Response, content: bytes) -> None:
         body = None
     retry_after = retry_after_of(response.headers.get("Retry-After"))
     raise refused(response.status_code, body, retry_after, str(response.url))
+
+
+def unexpected(response: httpx.Response) -> TaskCrawlerError:
+    """JSON, but not the answer this call has: another service, or a proxy's own answer."""
+    return TaskCrawlerError(
+        f"{response.url} answered {response.status_code} with JSON that is not this call's "
+        "answer: is --api the address of a TaskCrawler API of this version?",
+        status=response.status_code,
+    )
 
 
 def not_json(response: httpx.Response) -> TaskCrawlerError:

@@ -7,6 +7,7 @@ from uuid import UUID
 
 import redis.asyncio as aioredis
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import OutOfMemoryError, ReadOnlyError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
 from taskcrawler.common.errors import translate_errors
@@ -16,10 +17,14 @@ from taskcrawler.queue.base import Ready, Taken, Waiting
 #: What the client raises when Redis cannot be reached or does not answer in time (a pool with
 #: every connection busy past its wait raises a ConnectionError too).
 UNREACHABLE = (RedisConnectionError, RedisTimeoutError, OSError)
+#: What a Redis that answers but takes no writes raises: a replica (after a failover, until
+#: the client reconnects to the new primary), or one past its ``maxmemory``. Unavailable too:
+#: a job it refuses to queue is left for the sweeper, not failed.
+REFUSING_WRITES = (ReadOnlyError, OutOfMemoryError)
 
 
 def _queue_error(exc: Exception) -> Exception | None:
-    if isinstance(exc, UNREACHABLE):
+    if isinstance(exc, UNREACHABLE + REFUSING_WRITES):
         return QueueUnavailable(f"redis: {exc}")
     return None
 
@@ -86,10 +91,18 @@ class RedisQueue:
             popped = await self.client.blpop([self.key], timeout=wait_seconds)
             if popped is None:
                 return []
-            items = [popped[1]]
-            if max_items > 1:
-                items += _as_list(await self.client.lpop(self.key, max_items - 1))
+            items = [popped[1], *await self._more(max_items - 1)]
         return [UUID(item if isinstance(item, str) else item.decode()) for item in items]
+
+    async def _more(self, count: int) -> list[Any]:
+        """Up to ``count`` ids more, after one BLPOP took: none when Redis fails now, for an
+        error raised here would lose the id BLPOP already took out of the list."""
+        if count < 1:
+            return []
+        try:
+            return _as_list(await self.client.lpop(self.key, count))
+        except UNREACHABLE:
+            return []
 
     @_unavailable_on_connection_errors
     async def depth(self) -> int:

@@ -260,6 +260,9 @@ class JobService:
             await self.queue.publish(ids)
         except QueueUnavailable as exc:
             log.warning("queue unavailable, %d re-runs left for the sweeper: %s", len(ids), exc)
+            # As a new job's: else the sweeper takes them for published, and waits to see them
+            # lost (redispatch_after, and only while the queue has no backlog).
+            await self.jobs.mark_dispatch_due(ids)
 
 
 def _how_to_run_again(job: Job) -> str:

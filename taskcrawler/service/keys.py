@@ -27,6 +27,9 @@ class KeyService:
         #: Whether a request without a key is refused (else it is the anonymous tenant's).
         self.required = required
         self._cache: dict[str, tuple[float, ApiKey, str]] = {}
+        #: Counts the keys this process revoked or changed: a lookup that began before one
+        #: may have read it as it was, and must not cache that.
+        self._changes = 0
 
     # --- authentication -------------------------------------------------------------------
 
@@ -63,12 +66,14 @@ class KeyService:
     async def _verified(self, key_id: str, secret: str) -> ApiKey | None:
         cached = self._cache.get(key_id)
         if cached is None or cached[0] < time.monotonic():
+            changes = self._changes
             found = await self.keys.find_active(key_id)
             if found is None:
                 self._cache.pop(key_id, None)
                 return None
             cached = (time.monotonic() + KEY_CACHE_SECONDS, *found)
-            self._cache[key_id] = cached
+            if changes == self._changes:
+                self._cache[key_id] = cached
         _, key, secret_hash = cached
         return key if secret_matches(secret, secret_hash) else None
 
@@ -98,7 +103,7 @@ class KeyService:
     async def revoke(self, key_id: str) -> None:
         if not await self.keys.revoke(key_id):
             raise NotFound("no active key with this id")
-        self._cache.pop(key_id, None)
+        self._forget(key_id)
 
     async def rotate_webhook_secret(self, key_id: str) -> ApiKey:
         """The key with a new webhook secret (shown this once). Deliveries are signed when
@@ -106,5 +111,9 @@ class KeyService:
         key = await self.keys.rotate_webhook_secret(key_id)
         if key is None:
             raise NotFound("no active key with this id")
-        self._cache.pop(key_id, None)  # the cached key holds the old secret
+        self._forget(key_id)  # the cached key holds the old secret
         return key
+
+    def _forget(self, key_id: str) -> None:
+        self._changes += 1
+        self._cache.pop(key_id, None)

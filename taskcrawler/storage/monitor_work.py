@@ -908,16 +908,17 @@ async def _blobs(
     wanted = {(job_id, run) for job_id, run in keys if run is not None}
     if not wanted:
         return {}
-    rows = await conn.execute(
-        sa.select(run_contents.c.job_id, run_contents.c.run, run_contents.c.blob).where(
-            run_contents.c.job_id.in_({job_id for job_id, _ in wanted}),
-            run_contents.c.run.in_({run for _, run in wanted}),
-            run_contents.c.blob.is_not(None),
-        )
+    rows = await conn.execute(_blobs_of(wanted))
+    return {(row.job_id, row.run): bytes(row.blob) for row in rows}
+
+
+def _blobs_of(wanted: set[tuple[UUID, int]]) -> sa.Select[Any]:
+    """The blobs of exactly these (job, run) pairs: a job's other runs are not read (each job
+    keeps up to a hundred, and a blob can be megabytes)."""
+    return sa.select(run_contents.c.job_id, run_contents.c.run, run_contents.c.blob).where(
+        sa.tuple_(run_contents.c.job_id, run_contents.c.run).in_(sorted(wanted)),
+        run_contents.c.blob.is_not(None),
     )
-    return {
-        (row.job_id, row.run): bytes(row.blob) for row in rows if (row.job_id, row.run) in wanted
-    }
 
 
 async def _insert_changes(conn: AsyncConnection, readings: Sequence[RunReading]) -> None:

@@ -52,7 +52,7 @@ from taskcrawler.domain.monitors import (
 from taskcrawler.domain.runs import RetentionPolicy
 from taskcrawler.queue import JobQueue
 from taskcrawler.storage.ports import MonitorWorkRepository
-from taskcrawler.worker.parsing import PageParser, ParseTimeout
+from taskcrawler.worker.parsing import PageParser, ParseCrashed, ParseTimeout
 
 log = logging.getLogger(__name__)
 
@@ -325,7 +325,8 @@ class MonitorScheduler:
                 formats=_READ_FORMATS,
                 ignore=page.ignore_selectors,
             )
-        except ParseTimeout as exc:
+        except (ParseTimeout, ParseCrashed) as exc:
+            # Read as nothing, as a failed run is: one hostile page must not hold up its batch.
             log.warning("monitors: %s could not be read: %s", page.url, exc)
             return None
         return Snapshot.of(

@@ -12,6 +12,7 @@ import asyncio
 import os
 import signal
 import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -148,17 +149,25 @@ async def test_the_main_document_must_be_a_page(
     assert local.code == ErrorCode.INVALID_URL
 
 
+@pytest.fixture(scope="module")
+async def limited() -> AsyncIterator[BrowserRenderer]:
+    """A renderer with the limits the tests below reach for set low: no redirect, 1 MiB of a
+    page's traffic, screenshots 1,000 px high. Each test's page reaches one of them only, and
+    one browser spares the launches of three."""
+    shared = new_renderer(
+        max_redirects=0, render_max_bytes=1024 * 1024, render_screenshot_max_height=1000
+    )
+    yield shared
+    await shared.close()
+
+
 async def test_redirects_are_followed_and_their_number_bounded(
-    site: RenderSite, renderer: BrowserRenderer
+    site: RenderSite, renderer: BrowserRenderer, limited: BrowserRenderer
 ) -> None:
     hop = site.url("/static")
     result = await renderer.render(site.url(f"/redirect?to={hop}"))
     assert result.final_url == hop and "About us" in result.html
-    strict = new_renderer(max_redirects=0)
-    try:
-        error = await render_error(strict, site.url(f"/redirect?to={hop}"))
-    finally:
-        await strict.close()
+    error = await render_error(limited, site.url(f"/redirect?to={hop}"))
     assert error.code == ErrorCode.TOO_MANY_REDIRECTS
 
 
@@ -176,12 +185,10 @@ async def test_local_files_downloads_and_service_workers_are_refused(
     assert "Download" in download.html  # the page rendered; the file was never saved
 
 
-async def test_total_bytes_of_a_page_are_bounded(site: RenderSite) -> None:
-    small = new_renderer(render_max_bytes=1024 * 1024)
-    try:
-        result = await small.render(site.url("/heavy?n=6"))  # 6 x 512 KiB of scripts
-    finally:
-        await small.close()
+async def test_total_bytes_of_a_page_are_bounded(
+    site: RenderSite, limited: BrowserRenderer
+) -> None:
+    result = await limited.render(site.url("/heavy?n=6"))  # 6 x 512 KiB of scripts
     assert result.over_budget
     assert 512 * 1024 < result.bytes_received <= 1024 * 1024
 
@@ -207,14 +214,12 @@ async def test_a_full_page_screenshot_is_a_png_of_the_page(
     assert (viewport.screenshot.width, viewport.screenshot.height) == (800, 600)
 
 
-async def test_a_screenshot_is_cut_at_the_height_limit(site: RenderSite) -> None:
-    capped = new_renderer(render_screenshot_max_height=1000)
-    try:
-        result = await capped.render(
-            site.url("/tall?h=5000"), RenderOptions(screenshot=True, viewport_width=640)
-        )
-    finally:
-        await capped.close()
+async def test_a_screenshot_is_cut_at_the_height_limit(
+    site: RenderSite, limited: BrowserRenderer
+) -> None:
+    result = await limited.render(
+        site.url("/tall?h=5000"), RenderOptions(screenshot=True, viewport_width=640)
+    )
     assert result.screenshot is not None and result.screenshot.cut
     assert (result.screenshot.width, result.screenshot.height) == (640, 1000)
 
@@ -313,6 +318,7 @@ async def test_a_page_that_loops_forever_fails_render_timeout_and_the_next_one_r
 ) -> None:
     hasty = new_renderer(render_timeout_seconds=LOOPING_PAGE_DEADLINE_SECONDS)
     try:
+        await hasty.render(site.url("/static"))  # so the looping page's document comes at once
         async with asyncio.timeout(LOOPING_PAGE_DEADLINE_SECONDS + GONE_WITHIN_SECONDS):
             error = await render_error(hasty, site.url(path))
         assert error.code == ErrorCode.RENDER_TIMEOUT and not error.transient

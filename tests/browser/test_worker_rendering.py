@@ -213,6 +213,10 @@ async def test_a_hanging_page_fails_render_timeout_and_the_next_job_renders(
 ) -> None:
     deadline = LOOPING_PAGE_DEADLINE_SECONDS
     async with guarded_worker(sqlite_url, render_timeout_seconds=deadline) as running_worker:
+        # A page first, so the looping page's document comes at once.
+        warm = await running_worker.final(
+            await running_worker.submit(site.url("/static"), render="always")
+        )
         hung = await running_worker.final(
             await running_worker.submit(site.url("/loop"), render="always")
         )
@@ -220,6 +224,7 @@ async def test_a_hanging_page_fails_render_timeout_and_the_next_job_renders(
             await running_worker.submit(site.url("/spa"), render="always", formats=("text",))
         )
         timeouts = running_worker.renderer.stats.timeouts
+    assert warm.status.value == "COMPLETED", warm.error_log
     assert hung.status.value == "FAILED" and hung.error_code == "render_timeout"
     assert hung.retry_count == 0  # the same page would hang again
     assert after.status.value == "COMPLETED", after.error_log

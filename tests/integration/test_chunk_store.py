@@ -406,6 +406,7 @@ def small_posting_caps(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(sqlite_chunks, "POSTINGS_BUDGET", 3)
     monkeypatch.setattr(sqlite_chunks, "KEYWORD_CANDIDATES", 2)
     monkeypatch.setattr(sqlite_chunks, "FILTERED_KEYWORD_CANDIDATES", 2)
+    monkeypatch.setattr(sqlite_chunks, "RANKED_ALONE", 0)  # a filter's few: pruned first
 
 
 @pytest.mark.usefixtures("small_posting_caps")
@@ -495,12 +496,17 @@ async def _every_match(storage: Storage, query: SearchQuery) -> list[SearchHit]:
     PostgreSQL, ``query`` must be filtered: only then is every posting scored)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(sqlite_chunks.SqliteChunkStore, "_pruned", _nothing_pruned)
+        patch.setattr(sqlite_chunks.SqliteChunkStore, "_among_few", _never_few)
         patch.setattr(postgres_chunks.PostgresChunkStore, "_pruned", _nothing_pruned)
         return await storage.chunks.keyword(query)
 
 
 async def _nothing_pruned(*args: Any, **kwargs: Any) -> list[Any]:
     return []
+
+
+async def _never_few(*args: Any, **kwargs: Any) -> None:
+    return None
 
 
 @pytest.mark.usefixtures("small_posting_caps")
@@ -1026,29 +1032,69 @@ async def test_postgresql_keeps_few_owners_statistics_and_answers_the_same_after
         await storage.close()
 
 
+#: What only the statement that ranks every match among a filter's few chunks says.
+AMONG_FEW = "+rowid IN (SELECT value FROM json_each("
+
+
 @pytest.mark.usefixtures("small_posting_caps")
+@pytest.mark.parametrize("ranked_among", [0, 1000], ids=["among-none", "among-few"])
 @pytest.mark.parametrize(
     "filters",
     [{"host": "a.test"}, {"url_prefix": "http://b.test/"}, {"host": "c.test"}],
     ids=["keeps-most", "keeps-one", "keeps-none"],
 )
 async def test_sqlite_a_filtered_keyword_search_ranks_few_where_they_are_enough(
-    sqlite_url: str, filters: dict[str, str]
+    sqlite_url: str,
+    monkeypatch: pytest.MonkeyPatch,
+    filters: dict[str, str],
+    ranked_among: int,
 ) -> None:
     """A filter is applied to the best chunks FTS5 ranks, as the owner is: where they hold
     ``k`` that it keeps, nothing else is ranked (every match of every word took a quarter of
-    a second at 100,000 chunks); where they do not, every match is. Either way the answer is
-    every match's."""
+    a second at 100,000 chunks); where they do not, every match among the filter's chunks is,
+    or, where it keeps more than :data:`RANKED_AMONG`, every match of the index. Either way
+    the answer is every match's."""
+    monkeypatch.setattr(sqlite_chunks, "RANKED_AMONG", ranked_among)
     pages = {
         "a.test": [f"zeppelin kettle {n}" for n in range(6)] + ["kettle filler"] * 20,
         "b.test": ["a zeppelin far below"],
     }
     query = SearchQuery("", "zeppelin kettle", k=1, **filters)  # type: ignore[arg-type]
-    found, every, ranked_every_match = await _keyword_and_every_match(sqlite_url, pages, query)
+    found, every, statements = await _keyword_and_every_match(sqlite_url, pages, query)
     assert [(h.url, h.chunk_index) for h in found] == [(h.url, h.chunk_index) for h in every]
     assert [h.score for h in found] == pytest.approx([h.score for h in every], abs=1e-5)
-    assert ranked_every_match == (filters != {"host": "a.test"})
+    # A filter that keeps nothing has nothing ranked: there is no match among its chunks.
+    too_few = filters == {"url_prefix": "http://b.test/"}
+    assert any(EVERY_MATCH in s for s, _ in statements) == (too_few and not ranked_among)
+    assert any(AMONG_FEW in s for s, _ in statements) == (too_few and bool(ranked_among))
     assert len(found) == (0 if filters == {"host": "c.test"} else 1)
+
+
+@pytest.mark.parametrize("k", [1, 3, 10], ids=["k1", "k3", "more-than-kept"])
+@pytest.mark.parametrize(
+    "filters",
+    [{"host": "a.test"}, {"url_prefix": "http://b.test/"}, {"host": "c.test"}],
+    ids=["keeps-most", "keeps-one", "keeps-none"],
+)
+async def test_sqlite_a_filter_that_keeps_few_chunks_has_every_match_among_them_ranked(
+    sqlite_url: str, filters: dict[str, str], k: int
+) -> None:
+    """A filter that keeps a few chunks (a hundredth of 100,000) has too few among the best
+    matches of the index: every match among its chunks is ranked, and no other (every match
+    of the index, each told its filters, took a quarter of a second). The answer is every
+    match's, fewer than ``k`` where fewer match."""
+    pages = {
+        "a.test": [f"zeppelin kettle {n}" for n in range(6)] + ["kettle filler"] * 20,
+        "b.test": ["a zeppelin far below", "no match here"],
+    }
+    query = SearchQuery("", "zeppelin kettle", k=k, **filters)  # type: ignore[arg-type]
+    found, every, statements = await _keyword_and_every_match(sqlite_url, pages, query)
+    assert [(h.url, h.chunk_index) for h in found] == [(h.url, h.chunk_index) for h in every]
+    assert [h.score for h in found] == pytest.approx([h.score for h in every], abs=1e-5)
+    assert not any(EVERY_MATCH in s or "GROUP BY id" in s for s, _ in statements)
+    assert any(AMONG_FEW in s for s, _ in statements) == (filters != {"host": "c.test"})
+    kept = {"host": "a.test"}, {"url_prefix": "http://b.test/"}
+    assert len(found) == min(k, 26 if filters == kept[0] else 1 if filters == kept[1] else 0)
 
 
 @pytest.mark.usefixtures("small_posting_caps")
@@ -1064,8 +1110,8 @@ async def test_sqlite_a_filtered_keyword_search_ranks_as_many_as_it_asks_the_fil
         "b.test": ["zeppelin kettle"],
     }
     query = SearchQuery("", "zeppelin kettle", k=1, host="a.test")
-    found, every, ranked_every_match = await _keyword_and_every_match(sqlite_url, pages, query)
-    assert not ranked_every_match
+    found, every, statements = await _keyword_and_every_match(sqlite_url, pages, query)
+    assert not any(EVERY_MATCH in s or AMONG_FEW in s for s, _ in statements)
     assert [(h.url, h.chunk_index) for h in found] == [(h.url, h.chunk_index) for h in every]
     assert [h.score for h in found] == pytest.approx([h.score for h in every], abs=1e-5)
 
@@ -1140,9 +1186,9 @@ async def test_postgresql_a_keyword_search_of_one_page_scores_that_page_s_postin
 
 async def _keyword_and_every_match(
     url: str, pages: dict[str, list[str]], query: SearchQuery
-) -> tuple[list[SearchHit], list[SearchHit], bool]:
+) -> tuple[list[SearchHit], list[SearchHit], list[tuple[str, tuple[Any, ...]]]]:
     """``query``'s keyword search over a page of each host's texts, the same search ranking
-    every match, and whether the first ranked every match itself."""
+    every match, and the statements the first ran."""
     storage = open_storage(url)
     try:
         for host, texts in pages.items():
@@ -1150,7 +1196,41 @@ async def _keyword_and_every_match(
             await storage.chunks.replace(_page(job, [(t, _unit(1, 0, 0, 0)) for t in texts]), "h")
         statements = _record_statements(storage)
         found = await storage.chunks.keyword(query)
-        ranked_every_match = any(EVERY_MATCH in statement for statement, _ in statements)
-        return found, await _every_match(storage, query), ranked_every_match
+        ran = list(statements)
+        return found, await _every_match(storage, query), ran
     finally:
         await storage.close()
+
+
+@pytest.mark.parametrize("mode", [SearchMode.KEYWORD, SearchMode.SEMANTIC])
+async def test_sqlite_a_monitor_s_chunks_are_found_from_its_pages_not_the_owner_s_jobs(
+    sqlite_url: str, mode: SearchMode
+) -> None:
+    """A search filtered by a monitor reads its chunks' ids from the monitor's pages and
+    crawls: starting from the owner's jobs, SQLite read every one and each of their chunks'
+    rows to tell the monitor's (0.2 s at 100,000 chunks)."""
+    storage = open_storage(sqlite_url)
+    try:
+        monitor = await storage.monitors.create(
+            "", MonitorSpec(60, urls=("http://mon.test/watched",)), now=T0, redispatch_after=30
+        )
+        for job in [monitor.pages[0].job_id, await _job(storage, "http://a.test/other")]:
+            await storage.chunks.replace(_page(job, [("bread", _unit(1, 0, 0, 0))]), "h")
+        statements = _record_statements(storage)
+        query = SearchQuery("", "bread", k=3, monitor_id=monitor.id)
+        if mode is SearchMode.KEYWORD:
+            found = await storage.chunks.keyword(query)
+        else:
+            found = await storage.chunks.semantic(query, model=MODEL, vector=_unit(1, 0, 0, 0))
+        asked = [(s, p) for s, p in statements if "monitor_pages" in s]
+        async with storage.db.read() as conn:
+            plans = [
+                " ".join(
+                    str(row[3]) for row in await conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {s}", p)
+                )
+                for s, p in asked
+            ]
+    finally:
+        await storage.close()
+    assert [h.url for h in found] == ["http://mon.test/watched"]
+    assert plans and not any("(owner=?)" in plan for plan in plans)

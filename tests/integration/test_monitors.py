@@ -12,6 +12,7 @@ import json
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 from urllib.parse import urlsplit
 from uuid import UUID
 
@@ -21,18 +22,19 @@ import sqlalchemy as sa
 from taskcrawler import bootstrap
 from taskcrawler.domain.monitors import ChangeKind, MonitorSpec, change_document
 from taskcrawler.domain.pages import FetchedPage
-from taskcrawler.domain.runs import RetentionPolicy
+from taskcrawler.domain.runs import RetentionPolicy, RunContent
 from taskcrawler.domain.webhooks import verify_signature
+from taskcrawler.extract import Extraction
 from taskcrawler.fetch import Fetcher
 from taskcrawler.queue import MemoryQueue
 from taskcrawler.settings import Settings
-from taskcrawler.storage import Storage
+from taskcrawler.storage import Storage, monitor_work
 from taskcrawler.storage.adapters import open_database
 from taskcrawler.storage.content import _archive_row
-from taskcrawler.storage.tables import job_runs, jobs, monitor_pages, page_archive
+from taskcrawler.storage.tables import job_runs, jobs, monitor_pages, page_archive, run_contents
 from taskcrawler.worker import monitoring
 from taskcrawler.worker.monitoring import MonitorConfig, MonitorScheduler
-from taskcrawler.worker.parsing import PageParser
+from taskcrawler.worker.parsing import PageParser, ParseCrashed
 from taskcrawler.worker.sweeper import SweepConfig, Sweeper
 from taskcrawler.worker.webhooks import WebhookDispatcher
 from taskcrawler.worker.worker import Worker
@@ -474,3 +476,65 @@ async def test_a_run_started_by_hand_is_read_at_the_next_slot(
     rig.clock.now = T0 + timedelta(seconds=2 * INTERVAL)
     [slot] = await rig.scheduler.tick()
     assert slot.job_ids == tuple(job_ids)
+
+
+class CrashingOn(PageParser):
+    """A parser whose process dies on one URL's page (a hostile page crashing its library)."""
+
+    def __init__(self, url: str) -> None:
+        super().__init__(processes=1)
+        self.crash_url = url
+
+    async def extract(self, body: bytes, **options: Any) -> Extraction:
+        if options["url"] == self.crash_url:
+            raise ParseCrashed("parsing killed its process: exit code -11")
+        return await super().extract(body, **options)
+
+
+async def test_a_page_that_crashes_its_parser_is_read_as_nothing(storage: Storage) -> None:
+    """A page whose parse kills its process is recorded as a run that read nothing: it must
+    not fail the batch it came in (the other pages' runs are read) nor come back forever."""
+    monitor = await storage.monitors.create(
+        "o", spec(["http://a.test/", "http://b.test/"]), now=T0, redispatch_after=30
+    )
+    async with storage.db.write() as conn:
+        await conn.execute(jobs.update().values(status="COMPLETED", run_count=0))
+        await conn.execute(monitor_pages.update().values(awaiting_read=True))
+        for page in monitor.pages:
+            fetched = FetchedPage(page.url, page.url, 200, {}, "text/html", "utf-8", b"<p>x</p>")
+            await conn.execute(page_archive.insert(), [_archive_row(page.job_id, fetched)])
+    parser = CrashingOn("http://a.test/")
+    try:
+        scheduler = MonitorScheduler(MonitorConfig(), storage.monitor_work, MemoryQueue(), parser)
+        assert await scheduler.read_runs() == 2
+    finally:
+        await parser.aclose()
+    job_of = {page.url: page.job_id for page in monitor.pages}
+    crashed = await storage.monitors.run(job_of["http://a.test/"], 0, owner="o")
+    parsed = await storage.monitors.run(job_of["http://b.test/"], 0, owner="o")
+    assert crashed is not None and crashed[0].fingerprint is None
+    assert parsed is not None and parsed[1].markdown.strip() == "x"
+    assert await storage.monitor_work.claim_unread_runs() == []
+
+
+async def test_reading_baselines_reads_only_their_blobs(storage: Storage) -> None:
+    """Each baseline's blob, and no other run's: a batch's pages at different runs must not
+    read every run of every page that any of them is at."""
+    monitor = await storage.monitors.create(
+        "o", spec(["http://a.test/", "http://b.test/"]), now=T0, redispatch_after=30
+    )
+    first, second = (page.job_id for page in monitor.pages)
+    async with storage.db.write() as conn:
+        await conn.execute(
+            run_contents.insert(),
+            [
+                {"job_id": job_id, "run": run, "fetched_at": T0, "status": "COMPLETED",
+                 "blob": RunContent(f"run {run}", "").encode()}
+                for job_id in (first, second)
+                for run in range(4)
+            ],
+        )  # fmt: skip
+    wanted = {(first, 0), (second, 3)}
+    async with storage.db.read() as conn:
+        rows = (await conn.execute(monitor_work._blobs_of(wanted))).all()
+    assert {(row.job_id, row.run) for row in rows} == wanted

@@ -5,6 +5,7 @@ import uuid
 from collections.abc import AsyncIterator
 
 import pytest
+from redis.exceptions import ConnectionError as RedisConnectionError
 
 from taskcrawler.domain import QueueUnavailable
 from taskcrawler.queue import JobQueue, MemoryQueue
@@ -63,3 +64,34 @@ async def test_unreachable_redis_is_queue_unavailable() -> None:
     with pytest.raises(QueueUnavailable):
         await queue.ping()
     await queue.close()
+
+
+async def test_an_id_blpop_took_is_delivered_when_the_lpop_after_it_fails(
+    redis_url: str, redis_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first id comes from BLPOP, the rest from an LPOP after it: an error of that LPOP
+    must not lose the id BLPOP already took out of Redis."""
+    queue = RedisQueue.from_url(redis_url, prefix=redis_prefix)
+    job_id = uuid.uuid4()
+    await queue.publish([job_id])
+    real_lpop = queue.client.lpop
+    calls = 0
+
+    async def lpop(key: str, count: int | None = None) -> object:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            return None  # seen empty: consume goes on to wait with BLPOP, which takes the id
+        if calls == 2:
+            raise RedisConnectionError("connection reset by peer")
+        return await real_lpop(key, count)
+
+    monkeypatch.setattr(queue.client, "lpop", lpop)
+    try:
+        delivered = await queue.consume(10, wait_seconds=5)
+    except QueueUnavailable:
+        delivered = []
+    left = await queue.consume(10, wait_seconds=0)
+    await queue.close()
+
+    assert delivered + left == [job_id]

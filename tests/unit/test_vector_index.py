@@ -113,3 +113,22 @@ def test_a_search_among_ids_the_index_lacks_finds_nothing() -> None:
 
     assert vectors.nearest_among(np, index, query, 5, np.array([60, 70], np.int64)) == []
     assert vectors.nearest_among(np, index, query, 5, np.array([], np.int64)) == []
+
+
+def test_nearest_exactly_scores_every_vector_of_a_signed_index(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A filtered search asks which of the owner's thousand nearest its filters keep: those
+    are every vector's nearest, not the nearest of the candidates by sign."""
+    monkeypatch.setattr(vectors, "RESCORED_SHARE", 100)
+    monkeypatch.setattr(vectors, "RESCORED_PER_RESULT", 1)
+    matrix, query = _clustered(3000, 64)
+    ids = np.arange(100, 3100, dtype=np.int64)
+    signed = vector_index(np, ids, matrix, signs_from=1000)
+    exact = vector_index(np, ids, matrix, signs_from=10**9)
+
+    found = vectors.nearest_exactly(np, signed, query, 300)
+
+    assert found == nearest(np, exact, query, 300)
+    assert nearest(np, signed, query, 300) != found  # by sign first, some are missed
+    assert vectors.nearest_exactly(np, signed, query, 0) == []

@@ -61,7 +61,7 @@ async def list_jobs(api: ApiClient, args: argparse.Namespace) -> None:
             cursor=cursor,
         )
         jobs.extend(page)
-        if not cursor:
+        if not cursor or not page:  # an empty page leads nowhere: the server is astray
             break
     if args.json:
         print_json({"jobs": jobs, "next_cursor": cursor})

@@ -126,7 +126,7 @@ async def list_monitors(api: ApiClient, args: argparse.Namespace) -> None:
             limit=min(MAX_PAGE, args.limit - len(found)), cursor=cursor
         )
         found.extend(page)
-        if not cursor:
+        if not cursor or not page:  # an empty page leads nowhere: the server is astray
             break
     if args.json:
         print_json({"monitors": found, "next_cursor": cursor})

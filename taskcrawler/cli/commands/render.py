@@ -10,7 +10,8 @@ from typing import Any
 
 import orjson
 from rich import box
-from rich.console import Console
+from rich.console import Console, ConsoleOptions, ConsoleRenderable, RenderHook, RenderResult
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
@@ -30,17 +31,53 @@ STYLES = {
 PIPE_WIDTH = 200
 
 
+#: Control characters shown as symbols (ESC as U+241B, C1 ones as U+FFFD), never written to
+#: the terminal: what is printed comes from the web (a page's title or text, an error), and an
+#: escape sequence in it could clear the screen, set the window's title or the clipboard.
+_VISIBLE = (
+    {code: 0x2400 + code for code in range(0x20) if chr(code) not in "\n\t"}
+    | {0x7F: 0x2421}
+    | {code: 0xFFFD for code in range(0x80, 0xA0)}
+)
+
+
+class _Printable:
+    """A renderable as rendered, its text's control characters made visible (rich's own
+    control segments, a live display's cursor moves, are kept)."""
+
+    def __init__(self, inner: ConsoleRenderable) -> None:
+        self.inner = inner
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        for segment in console.render(self.inner, options):
+            if segment.control:
+                yield segment
+            else:
+                yield Segment(segment.text.translate(_VISIBLE), segment.style)
+
+
+class _PrintableOnly(RenderHook):
+    def process_renderables(self, renderables: list[ConsoleRenderable]) -> list[ConsoleRenderable]:
+        return [_Printable(renderable) for renderable in renderables]
+
+
+def _console(**options: Any) -> Console:
+    console = Console(highlight=False, **options)
+    console.push_render_hook(_PrintableOnly())
+    return console
+
+
 def out() -> Console:
     """Results: standard output. A pipe gets wide tables, not rich's guess of 80 columns."""
-    console = Console(highlight=False)
+    console = _console()
     if not console.is_terminal and "COLUMNS" not in os.environ:
-        console = Console(highlight=False, width=PIPE_WIDTH)
+        console = _console(width=PIPE_WIDTH)
     return console
 
 
 def err() -> Console:
     """Messages and progress: standard error, so standard output stays clean for pipes."""
-    return Console(stderr=True, highlight=False)
+    return _console(stderr=True)
 
 
 def fail(message: str) -> None:

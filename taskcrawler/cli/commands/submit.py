@@ -338,7 +338,7 @@ async def poll(api: ApiClient, jobs: dict[str, Job], unfinished: set[str]) -> li
             statuses=sorted(FINISHED), created_after=since, limit=MAX_PAGE, cursor=cursor
         )
         found.extend(job for job in page if job["id"] in unfinished)
-        if not cursor:
+        if not cursor or not page:  # an empty page leads nowhere: the server is astray
             return found
 
 

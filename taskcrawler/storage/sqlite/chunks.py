@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+import orjson
 import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
@@ -40,6 +41,7 @@ from taskcrawler.storage.sqlite.vectors import (
     kept,
     nearest,
     nearest_among,
+    nearest_exactly,
 )
 from taskcrawler.storage.tables import chunks, jobs
 
@@ -70,6 +72,19 @@ KEYWORD_CANDIDATES = 200
 #: falls back to ranking every match: a filter that keeps a tenth of the chunks keeps about a
 #: hundred of them, a hybrid search's keyword leg asks for 50.
 FILTERED_KEYWORD_CANDIDATES = 1000
+
+#: Up to how many chunks a filter keeps for a keyword search to rank every match among them
+#: alone, before any other: a filter that keeps a hundredth of 100,000 chunks has too few
+#: among the best matches of the index (those the pruned ranking asks it about), and ranking
+#: every match of the index, each told its filters, took a quarter of a second; among its
+#: chunks, a tenth of that. Reading the ids of more would cost a search of a filter that
+#: keeps most of the chunks, which the pruned ranking answers.
+RANKED_ALONE = 2000
+
+#: Up to how many chunks a filter keeps for a keyword search whose pruned ranking found fewer
+#: than ``k`` to rank every match among them (their ids read, 20-30 ms at 10,000), rather
+#: than every match of the index told its filters (whose cost grows with the matches).
+RANKED_AMONG = 20_000
 
 #: How many postings of a query's rarer terms an unfiltered keyword search has FTS5 score:
 #: what bounds its work where some of the query's words are in every other chunk (FTS5 scores
@@ -183,27 +198,28 @@ class SqliteChunkStore(ChunkStoreBase):
     ) -> list[tuple[int, float]]:
         """:meth:`_nearest` of the chunks the query's filters keep. A filter that keeps a few
         (up to :data:`LOADED_ALONE`) has their vectors read for this search alone. Of more, the
-        caller's nearest :data:`FILTERED_NEAREST` are asked which the filters keep (by id):
-        where ``k`` are, they are the answer, as a nearer chunk the filters keep would be among
-        them; else the filters' every chunk is searched among (reading their ids, a tenth of a
-        second at 100,000). A search's memory is bounded either way, whatever the filter keeps."""
+        caller's nearest :data:`FILTERED_NEAREST` (every vector scored: exactly) are asked which
+        the filters keep (by id): where ``k`` are, they are the answer, as a nearer chunk the
+        filters keep would be among them; else the filters' every chunk is searched among
+        (reading their ids, a tenth of a second at 100,000). A search's memory is bounded either
+        way, whatever the filter keeps."""
         np = await numpy()
         filters = narrowing(query)
-        conditions = [jobs.c.owner == query.owner, *filters]
+        conditions = [owner_of_jobs(query), *filters]
         dim = len(target)
         few = await _ids(conn, conditions, limit=LOADED_ALONE + 1)
         if len(few) <= LOADED_ALONE:
             if not len(few):
                 return []
             kept = sa.and_(
-                chunks.c.id.in_(few.tolist()), chunks.c.model == model, chunks.c.dim == dim
+                sql.among_ids(json_ids(few)), chunks.c.model == model, chunks.c.dim == dim
             )
             alone = VectorIndex(*await _load(conn, kept, dim), signs=None)
             return await asyncio.to_thread(nearest, np, alone, target, query.k)
         index = await self._index(conn, (query.owner, model, dim))
         depth = max(FILTERED_NEAREST, FILTERED_NEAREST_PER_RESULT * query.k)
-        nearest_ones = await asyncio.to_thread(nearest, np, index, target, depth)
-        asked = chunks.c.id.in_([chunk for chunk, _ in nearest_ones])
+        nearest_ones = await asyncio.to_thread(nearest_exactly, np, index, target, depth)
+        asked = sql.among_ids(json_ids([chunk for chunk, _ in nearest_ones]))
         passing = set((await _ids(conn, [asked, *filters])).tolist())
         found = [(chunk, score) for chunk, score in nearest_ones if chunk in passing]
         if len(found) >= query.k or len(nearest_ones) < depth:
@@ -281,14 +297,55 @@ class SqliteChunkStore(ChunkStoreBase):
             if not present:
                 return []
             weight = query_weight(bm25_idf(max(total, n), n) for n in holding.values())
-            rows = await self._pruned(conn, query, present, holding, total, read=read)
-            if len(rows) < query.k:
-                # Other owners' chunks, or those the filters leave out, crowded the caller's
-                # out of the ranked ones: every match.
-                ranking = sql.keyword_ranking(scope(query), fts_match(present), query.k)
-                stmt = sql.hits_of(ranking.subquery("ranked")) if read else ranking
-                rows = list(await conn.execute(stmt))
+            rows = await self._ranked(conn, query, present, holding, total, read=read)
         return [(row, (row.score if read else -row.rank) / weight) for row in rows]
+
+    async def _ranked(
+        self,
+        conn: AsyncConnection,
+        query: SearchQuery,
+        terms: list[str],
+        holding: Mapping[str, int],
+        total: int,
+        *,
+        read: bool,
+    ) -> list[Any]:
+        """The best ``query.k`` rows of :meth:`_keyword`, ranked every match's way. A filter
+        that keeps a few chunks (up to :data:`RANKED_ALONE`) has every match among them ranked:
+        few of them are among the best matches of the whole index, which the pruned ranking
+        asks the filter about. Where the pruned ranking finds fewer than ``k`` (other owners'
+        chunks, or those a filter leaves out, crowded the caller's out), every match is ranked:
+        among the filter's chunks where it keeps up to :data:`RANKED_AMONG`, else every match
+        of the index, each told its owner and filters."""
+        if query.filtered:
+            among = await self._among_few(conn, query, terms, RANKED_ALONE, read=read)
+            if among is not None:
+                return among
+        rows = await self._pruned(conn, query, terms, holding, total, read=read)
+        if len(rows) >= query.k:
+            return rows
+        if query.filtered:
+            among = await self._among_few(conn, query, terms, RANKED_AMONG, read=read)
+            if among is not None:
+                return among
+        ranking = sql.keyword_ranking(scope(query), fts_match(terms), query.k)
+        stmt = sql.hits_of(ranking.subquery("ranked")) if read else ranking
+        return list(await conn.execute(stmt))
+
+    async def _among_few(
+        self, conn: AsyncConnection, query: SearchQuery, terms: list[str], most: int, *, read: bool
+    ) -> list[Any] | None:
+        """Every match of ``terms`` among the chunks the query's filters keep, ranked: the best
+        ``query.k`` (rows as :meth:`_pruned`'s); None where the filters keep more than ``most``
+        (their ids read up to one more)."""
+        kept = await _ids(conn, [owner_of_jobs(query), *narrowing(query)], limit=most + 1)
+        if len(kept) > most:
+            return None
+        if not len(kept):
+            return []
+        params = {"match": fts_match(terms), "chunk_ids": json_ids(kept).decode(), "k": query.k}
+        stmt = sql.KEYWORD_SEARCH_AMONG if read else sql.KEYWORD_RANKING_AMONG
+        return list(await conn.execute(stmt, params))
 
     async def _pruned(
         self,
@@ -414,6 +471,16 @@ def split_by_rarity(
     return rare, [term for term in terms if term not in rare]
 
 
+def owner_of_jobs(query: SearchQuery) -> sa.ColumnElement[bool]:
+    """The caller's jobs, for :func:`_ids`. Where a filter names a monitor, a crawl or a page,
+    the owner is compared row by row (``+owner``), so that SQLite starts from the filter's own
+    index: as an indexed condition, it had a monitor's chunks found among every job of the
+    owner's and each of their chunks' rows (0.2 s at 100,000 chunks)."""
+    if query.monitor_id is None and query.crawl_id is None and query.job_id is None:
+        return jobs.c.owner == query.owner
+    return sa.literal_column("+jobs.owner", sa.String()) == query.owner
+
+
 async def _ids(conn: AsyncConnection, conditions: list[Any], limit: int | None = None) -> Any:
     """The ids of the chunks ``conditions`` keep (int64, ascending), of any model: the owner's
     matrix of one model holds those it searches. The conditions name the owner by its jobs',
@@ -428,6 +495,11 @@ async def _ids(conn: AsyncConnection, conditions: list[Any], limit: int | None =
     )
     ids = (await conn.execute(statement)).scalars().all()
     return np.sort(np.fromiter(ids, dtype=np.int64, count=len(ids)))
+
+
+def json_ids(ids: Any) -> bytes:
+    """Chunk ids (ints, or an int64 array) as a JSON array, for :func:`sql.among_ids`."""
+    return orjson.dumps(ids, option=orjson.OPT_SERIALIZE_NUMPY)
 
 
 async def _load(conn: AsyncConnection, condition: Any, dim: int) -> tuple[Any, Any]:

@@ -98,6 +98,15 @@ def nearest(np: Any, index: VectorIndex, vector: Any, k: int) -> list[tuple[int,
     return _best(np, index, rows, scores, k)
 
 
+def nearest_exactly(np: Any, index: VectorIndex, vector: Any, k: int) -> list[tuple[int, float]]:
+    """:func:`nearest`, every vector scored (in place), never by sign first: what a filtered
+    search asks of a thousand nearest, where the signs' candidates are 40 per result (40% of
+    100,000 rows copied out, then scored: twice the CPU of scoring every row where it lies)."""
+    if not len(index) or k <= 0:
+        return []
+    return _best(np, index, None, _cosines(np, index.matrix, vector), k)
+
+
 def nearest_among(
     np: Any, index: VectorIndex, vector: Any, k: int, ids: Any
 ) -> list[tuple[int, float]]:
