@@ -54,6 +54,12 @@ def test_startup_benchmark_starts_the_api() -> None:
     assert figures["ready_s"] > 0, figures
 
 
+def test_idle_cpu_benchmark_measures_an_idle_serve() -> None:
+    out = run_bench("idle_cpu", "--mode", "serve", "--settle", "1", "--seconds", "1", timeout=120)
+    figures = json.loads(out.strip().splitlines()[-1])
+    assert figures["mode"] == "serve" and figures["cpu_ms_per_s"] >= 0, figures
+
+
 def test_search_ab_alternates_two_stores_and_compares_their_answers(tmp_path: Path) -> None:
     """The same store on both sides (this checkout's HEAD against itself): every top 10 alike,
     and alike with FTS5's ranking of every match, as is the hybrid search's keyword leg."""
