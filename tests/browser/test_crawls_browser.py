@@ -11,7 +11,7 @@ from collections.abc import AsyncIterator
 import aiohttp
 import pytest
 from aiohttp import web
-from playwright.async_api import Browser, Page, expect
+from playwright.async_api import Browser, Page, Route, expect
 
 from tests.support.cli import Api, keyed
 from tests.support.dashboard import open_dashboard, watched_page
@@ -158,8 +158,23 @@ async def test_a_crawls_pages_are_paged_through(page: Page, served: Api) -> None
     newest_screen = await screen(1, 50)
     await expect(newer).to_be_disabled()
     await expect(newest).to_be_disabled()
+    # The dashboard's poll asks for this page again; Older is clicked while that answer is on
+    # its way. The answer comes after the turn: it must not be shown as the next page's.
+    asked_again, answer = asyncio.Event(), asyncio.Event()
+
+    async def hold_one_answer_for_the_newest(route: Route) -> None:
+        if "cursor=" not in route.request.url and not asked_again.is_set():
+            asked_again.set()
+            await answer.wait()
+        await route.continue_()
+
+    await page.route("**/api/v1/crawls/*/jobs*", hold_one_answer_for_the_newest)
+    await asyncio.wait_for(asked_again.wait(), WAIT_MS / 1000)
     await older.click()
+    answer.set()
     second = await screen(51, 100)
+    assert not set(second) & set(newest_screen)
+    await page.unroute("**/api/v1/crawls/*/jobs*")
     await expect(newer).to_be_enabled()
     await older.click()
     last = await screen(101, CRAWL_PAGES)

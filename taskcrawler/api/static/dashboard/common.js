@@ -204,13 +204,20 @@ export function query(params) {
 export function poll(task, ms) {
   let timer = null;
   let running = false;
+  let again = false; // asked for while a run was under way: it runs once more, at once
   async function tick() {
     clearTimeout(timer);
-    if (running) return;
+    if (running) {
+      again = true;
+      return;
+    }
     if (!document.hidden) {
       running = true;
       try {
-        await task();
+        do {
+          again = false;
+          await task();
+        } while (again);
       } catch (error) {
         showAlert(error.message);
       } finally {

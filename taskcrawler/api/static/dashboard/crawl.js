@@ -7,7 +7,9 @@ export function crawlPage(id) {
   let jobsSignature = "";
   // The crawl's jobs are paged with the API's cursor, as the jobs list is: a page stays put
   // while new pages of the crawl are found (they sort before the first one).
-  const pages = { cursor: null, previous: [], next: null };
+  // ``turns`` counts the page turns: an answer asked for before the last turn is dropped, or
+  // it would show another page's jobs (and its cursor) under this page's place.
+  const pages = { cursor: null, previous: [], next: null, turns: 0 };
   function renderCrawl(crawl) {
     $("crawl-status").replaceWith(Object.assign(badge(crawl.status), { id: "crawl-status" }));
     $("cancel-crawl").hidden = crawl.status !== "RUNNING";
@@ -65,7 +67,9 @@ export function crawlPage(id) {
     showAlert("");
     $("updated").textContent = `Updated ${new Date().toLocaleTimeString()}`;
     renderCrawl(crawl);
+    const asked = pages.turns;
     const page = await api("GET", `${CRAWLS}/${id}/jobs` + query({ limit: PAGE_SIZE, cursor: pages.cursor }));
+    if (asked !== pages.turns) return; // turned meanwhile: the poll asks again at once
     pages.next = page.next_cursor;
     $("crawl-older").disabled = !pages.next;
     $("crawl-newer").disabled = pages.cursor === null;
@@ -84,6 +88,9 @@ export function crawlPage(id) {
   function turn(cursor, previous) {
     pages.cursor = cursor;
     pages.previous = previous;
+    pages.turns += 1;
+    pages.next = null; // known again once this page's answer is in: Older waits for it
+    $("crawl-older").disabled = true;
     jobsSignature = "";
     now();
   }

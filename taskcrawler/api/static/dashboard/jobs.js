@@ -35,6 +35,7 @@ export function jobsPage() {
     previous: [], // cursors of the pages before this one
     next: null,
     signature: "",
+    turns: 0, // filter changes and page turns: an answer asked for before the last is dropped
   };
   $("filter-status").value = state.status;
   $("filter-host").value = state.host;
@@ -57,9 +58,11 @@ export function jobsPage() {
   }
 
   async function refreshTable() {
+    const asked = state.turns;
     const page = await api("GET", JOBS + query({
       status: state.status, host: state.host, limit: PAGE_SIZE, cursor: state.cursor,
     }));
+    if (asked !== state.turns) return; // the poll asks again at once, for what is shown now
     showAlert("");
     state.next = page.next_cursor;
     $("older").disabled = !state.next;
@@ -93,6 +96,7 @@ export function jobsPage() {
   const tableNow = poll(refreshTable, POLL_MS);
   const chartsNow = poll(refreshCharts, CHART_MS);
   const refresh = () => {
+    state.turns += 1;
     state.signature = "";
     tableNow();
     chartsNow();
@@ -112,6 +116,8 @@ export function jobsPage() {
     if (!state.next) return;
     state.previous.push(state.cursor);
     state.cursor = state.next;
+    state.next = null; // known again once this page's answer is in: Older waits for it
+    $("older").disabled = true;
     refresh();
   });
   $("newest").addEventListener("click", () => {
