@@ -3,7 +3,6 @@ that finds none must not take the database's writer (on SQLite, the API's writer
 
 from __future__ import annotations
 
-import contextlib
 import uuid
 from collections.abc import AsyncIterator
 
@@ -12,24 +11,7 @@ import pytest
 from taskcrawler.firecrawl.hook_store import FirecrawlHookStore
 from taskcrawler.firecrawl.hooks import FirecrawlHook
 from taskcrawler.storage.adapters import open_database
-from taskcrawler.storage.database import Database
-
-
-class CountedWrites:
-    """The database, its write transactions counted."""
-
-    def __init__(self, db: Database) -> None:
-        self.db = db
-        self.writes = 0
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self.db, name)
-
-    @contextlib.asynccontextmanager
-    async def write(self) -> AsyncIterator[object]:
-        self.writes += 1
-        async with self.db.write() as conn:
-            yield conn
+from tests.support.counted_writes import CountedWrites
 
 
 @pytest.fixture

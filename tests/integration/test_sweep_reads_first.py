@@ -4,39 +4,17 @@ must still do it."""
 
 from __future__ import annotations
 
-import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from typing import TypeVar
 
 import pytest
 
 from taskcrawler.storage import JobStore, NewJob, WorkStore
 from taskcrawler.storage.adapters import open_database
-from taskcrawler.storage.database import Database
+from tests.support.counted_writes import CountedWrites
 from tests.support.transitions import lost_attempts
 
 T = TypeVar("T")
-
-
-class CountedWrites:
-    """The database, its write transactions counted."""
-
-    def __init__(self, db: Database) -> None:
-        self.db = db
-        self.writes = 0
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self.db, name)
-
-    @contextlib.asynccontextmanager
-    async def write(self) -> AsyncIterator[object]:
-        self.writes += 1
-        async with self.db.write() as conn:
-            yield conn
-
-    async def run_write(self, work: Callable[..., T]) -> T:
-        self.writes += 1
-        return await self.db.run_write(work)
 
 
 @pytest.fixture

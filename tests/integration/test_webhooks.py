@@ -2,7 +2,6 @@
 safely, and callback URLs pass the address guard."""
 
 import asyncio
-import contextlib
 import dataclasses
 import ipaddress
 import uuid
@@ -26,6 +25,7 @@ from taskcrawler.storage.rows import utcnow
 from taskcrawler.storage.tables import jobs, webhook_deliveries
 from taskcrawler.storage.webhooks import WebhookStore
 from taskcrawler.worker.webhooks import WebhookDispatcher
+from tests.support.counted_writes import CountedWrites
 from tests.support.hostile import StaticResolver
 from tests.support.transitions import decided, lost_attempts
 from tests.support.webhook_receiver import Receiver, webhook_receiver
@@ -184,23 +184,6 @@ async def test_dispatchers_claim_disjoint_batches_under_a_lease(store: Stores) -
     assert all(d.attempts == 1 for d in [*a, *b])
     # leased: not due again until the lease ends
     assert await store.hooks.claim_due(limit=50, lease_seconds=30, default_secret=None) == []
-
-
-class CountedWrites:
-    """The database, its write transactions counted."""
-
-    def __init__(self, db: Database) -> None:
-        self.db = db
-        self.writes = 0
-
-    def __getattr__(self, name: str) -> object:
-        return getattr(self.db, name)
-
-    @contextlib.asynccontextmanager
-    async def write(self) -> AsyncIterator[object]:
-        self.writes += 1
-        async with self.db.write() as conn:
-            yield conn
 
 
 async def test_a_poll_with_nothing_due_takes_no_writer_and_one_due_is_claimed(
