@@ -246,7 +246,9 @@ def _register(version: str) -> None:
             max_age_ms=_max_age_ms(body.maxAge, version, tracked=page.tracking is not None),
             timeout_ms=body.timeout or DEFAULT_TIMEOUT_MS,
         )
-        document = await firecrawl.scrape(caller, spec, _screenshot_url(request))
+        document = await firecrawl.scrape(
+            caller, spec, _screenshot_url(request), request.is_disconnected
+        )
         return FirecrawlScrapeOut(data=FirecrawlDocument.model_validate(document))
 
     @route(
