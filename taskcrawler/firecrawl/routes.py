@@ -492,6 +492,7 @@ def _register(version: str) -> None:
             page,
             timeout_ms=body.timeout or DEFAULT_TIMEOUT_MS,
             screenshot_url=_screenshot_url(request),
+            gone=request.is_disconnected,
         )
         warning = "; ".join(a.warning for a in answers.values() if a.warning) or None
         if version == "v1":

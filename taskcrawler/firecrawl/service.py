@@ -478,6 +478,7 @@ class FirecrawlService:
         *,
         timeout_ms: int,
         screenshot_url: ScreenshotURL,
+        gone: Gone = _never_gone,
     ) -> dict[str, SearchAnswer]:
         """:meth:`search` of each source's query (``web``, ``news``, ``images``: images are not
         scraped), all at once: the sources share the request's ``timeout_ms`` rather than take
@@ -490,6 +491,7 @@ class FirecrawlService:
                     page if source != "images" else None,
                     timeout_ms=timeout_ms,
                     screenshot_url=screenshot_url,
+                    gone=gone,
                 )
             )
             for source, query in queries.items()
@@ -510,6 +512,7 @@ class FirecrawlService:
         *,
         timeout_ms: int,
         screenshot_url: ScreenshotURL,
+        gone: Gone = _never_gone,
     ) -> SearchAnswer:
         """The query's results from the search engine; with ``page`` (Firecrawl's
         ``scrapeOptions``), each result is scraped as a job of the caller and carries its
@@ -527,7 +530,7 @@ class FirecrawlService:
         found: list[tuple[WebResult, dict[str, Any] | None]] = []
         late = 0
         for result, made in zip(results, created, strict=True):
-            job = await self._finished_by(caller, made.job, deadline)
+            job = await self._finished_by(caller, made.job, deadline, gone)
             if job is None:
                 late += 1
                 found.append((result, None))
@@ -537,11 +540,15 @@ class FirecrawlService:
         warning = f"{late} results were not scraped within the timeout" if late else None
         return SearchAnswer(found, warning)
 
-    async def _finished_by(self, caller: Caller, job: Job, deadline: float) -> Job | None:
+    async def _finished_by(
+        self, caller: Caller, job: Job, deadline: float, gone: Gone
+    ) -> Job | None:
         """``job`` once final, or None if it is not by ``deadline``."""
         while not job.status.is_final:
             if time.monotonic() >= deadline:
                 return None
+            if await gone():
+                raise ClientGone
             await asyncio.sleep(POLL_SECONDS)
             job = await self.jobs.get(caller, job.id)
         return job
