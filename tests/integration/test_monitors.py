@@ -31,7 +31,14 @@ from taskcrawler.settings import Settings
 from taskcrawler.storage import Storage, monitor_work
 from taskcrawler.storage.adapters import open_database
 from taskcrawler.storage.content import _archive_row
-from taskcrawler.storage.tables import job_runs, jobs, monitor_pages, page_archive, run_contents
+from taskcrawler.storage.tables import (
+    job_runs,
+    jobs,
+    monitor_pages,
+    monitor_rounds,
+    page_archive,
+    run_contents,
+)
 from taskcrawler.worker import monitoring
 from taskcrawler.worker.monitoring import MonitorConfig, MonitorScheduler
 from taskcrawler.worker.parsing import PageParser, ParseCrashed
@@ -173,6 +180,29 @@ async def test_a_tenant_sees_only_its_own_monitors(storage: Storage) -> None:
     assert await storage.monitors.get(mine.id, owner="a") is None
     async with storage.db.read() as conn:
         assert await conn.scalar(sa.select(sa.func.count()).select_from(jobs)) == 1
+
+
+async def test_deleting_a_monitor_leaves_no_rows_of_it_on_either_backend(
+    storage: Storage,
+) -> None:
+    """Its rounds, pages and their jobs' history go with it: SQLite enforces no foreign key
+    unless asked, so what PostgreSQL's ON DELETE CASCADE removes must be removed there too."""
+    monitor = await storage.monitors.create(
+        "o", spec(["http://a.test/"]), now=T0, redispatch_after=30
+    )
+    assert len(await storage.monitor_work.fire_due(now=T0, redispatch_after=30)) == 1
+    [page] = monitor.pages
+    async with storage.db.write() as conn:
+        await conn.execute(
+            job_runs.insert().values(job_id=page.job_id, run=1, status="COMPLETED", retry_count=0)
+        )
+    assert await storage.monitors.delete(monitor.id, owner="o")
+    async with storage.db.read() as conn:
+        left = {
+            table.name: await conn.scalar(sa.select(sa.func.count()).select_from(table))
+            for table in (monitor_pages, monitor_rounds, job_runs)
+        }
+    assert left == {"monitor_pages": 0, "monitor_rounds": 0, "job_runs": 0}
 
 
 async def test_monitors_are_listed_newest_first_by_cursor(storage: Storage) -> None:
