@@ -237,7 +237,7 @@ class MonitorWorkStore:
                 )
             ).all()
             limits = _Limits(self.db.backend, pending_limit)
-            fired = await _fire(conn, due, now, redispatch_after, limits)
+            fired = await _fire(conn, self.db.backend, due, now, redispatch_after, limits)
         return fired
 
     @unavailable_on_connection_errors
@@ -526,7 +526,9 @@ class MonitorWorkStore:
                     )
                 ).scalars()
             )
-            restarted = await _run_again(conn, due, now=utcnow(), redispatch_after=redispatch_after)
+            restarted = await _run_again(
+                conn, self.db.backend, due, now=utcnow(), redispatch_after=redispatch_after
+            )
             if restarted:
                 await conn.execute(
                     monitor_pages.update()
@@ -538,13 +540,15 @@ class MonitorWorkStore:
 
 async def _fire(
     conn: AsyncConnection,
+    backend: Backend,
     rows: Sequence[Any],
     now: datetime,
     redispatch_after: float,
     limits: _Limits,
 ) -> list[FiredSlot]:
     """Fire the due slot of each of ``rows`` (monitors this transaction holds locked): a few
-    statements for the whole batch, whatever its size."""
+    statements for the whole batch, whatever its size (their pages, up to a thousand a monitor,
+    are bound as one array each: an IN list binds a value each, past what a statement takes)."""
     plans = []
     for row in rows:
         monitor = row_to_monitor(row, ())
@@ -622,20 +626,20 @@ async def _fire(
         # Published by this slot; the sweeper publishes it again should that be lost.
         await conn.execute(
             jobs.update()
-            .where(jobs.c.id.in_(waiting), jobs.c.dispatch_at.is_(None))
+            .where(backend.any_of(jobs.c.id, waiting), jobs.c.dispatch_at.is_(None))
             .values(dispatch_at=now + timedelta(seconds=redispatch_after))
         )
-    restarted = await _run_again(conn, ready, now=now, redispatch_after=redispatch_after)
+    restarted = await _run_again(conn, backend, ready, now=now, redispatch_after=redispatch_after)
     if restarted:
         await conn.execute(
             monitor_pages.update()
-            .where(monitor_pages.c.job_id.in_(restarted))
+            .where(backend.any_of(monitor_pages.c.job_id, restarted))
             .values(awaiting_read=True, run_due=False)
         )
     if unread:
         await conn.execute(
             monitor_pages.update()
-            .where(monitor_pages.c.job_id.in_(unread))
+            .where(backend.any_of(monitor_pages.c.job_id, unread))
             .values(awaiting_read=True, run_due=True)
         )
     by_monitor: dict[UUID, list[UUID]] = {}
@@ -716,14 +720,19 @@ class _Limits:
 
 
 async def _run_again(
-    conn: AsyncConnection, job_ids: Sequence[UUID], *, now: datetime, redispatch_after: float
+    conn: AsyncConnection,
+    backend: Backend,
+    job_ids: Sequence[UUID],
+    *,
+    now: datetime,
+    redispatch_after: float,
 ) -> set[UUID]:
     """What ``POST /api/v1/jobs/{id}/retry`` does to a finished job (its run to ``job_runs``,
     the job PENDING again with one more run), for a round's jobs at once: the history is
     copied inside the database, and only ids come back (storage.jobs returns whole jobs)."""
     if not job_ids:
         return set()
-    finished = (jobs.c.id.in_(job_ids), jobs.c.status.in_(FINAL_STATUSES))
+    finished = (backend.any_of(jobs.c.id, job_ids), jobs.c.status.in_(FINAL_STATUSES))
     restarted = await start_new_runs(
         conn, finished, now=now, redispatch_after=redispatch_after, returning=(jobs.c.id,)
     )

@@ -205,6 +205,32 @@ async def test_deleting_a_monitor_leaves_no_rows_of_it_on_either_backend(
     assert left == {"monitor_pages": 0, "monitor_rounds": 0, "job_runs": 0}
 
 
+async def test_a_batch_of_monitors_watching_more_pages_than_a_statement_binds_fires(
+    pg_url: str,
+) -> None:
+    """Monitors of a thousand URLs each, due at once: one batch fires more pages than a
+    statement may bind values (32,767 for PostgreSQL's driver). It must fire them all, not
+    fail, and with it every monitor due behind it, at every poll. PostgreSQL only: this
+    SQLite binds 250,000 (the cost of the test, 33,000 jobs, is not spent twice)."""
+    storage = Storage.on(open_database(pg_url, pool_size=2))
+    try:
+        count = 33
+        made = [
+            await storage.monitors.create(
+                "o",
+                spec([f"http://h{n}.test/{k}" for k in range(1000)]),
+                now=T0,
+                redispatch_after=30,
+            )
+            for n in range(count)
+        ]
+        fired = await storage.monitor_work.fire_due(now=T0, redispatch_after=30)
+        assert sorted(slot.monitor_id for slot in fired) == sorted(m.id for m in made)
+        assert sum(len(slot.job_ids) for slot in fired) == count * 1000
+    finally:
+        await storage.close()
+
+
 async def test_monitors_are_listed_newest_first_by_cursor(storage: Storage) -> None:
     made = [
         await storage.monitors.create(
