@@ -70,6 +70,8 @@ from taskcrawler.storage.tables import (
 
 #: How long a worker has to record the runs it claimed before another may take them.
 READ_LEASE_SECONDS = 300.0
+#: (job, run) pairs whose blobs one statement reads at most.
+BLOB_PAIRS_PER_READ = 1_000
 
 
 # The polls' first reads, made by every worker each second and built once (SQLAlchemy caches
@@ -914,11 +916,14 @@ def _run_row(reading: RunReading) -> dict[str, Any]:
 async def _blobs(
     conn: AsyncConnection, keys: set[tuple[UUID, int | None]]
 ) -> dict[tuple[UUID, int], bytes]:
-    wanted = {(job_id, run) for job_id, run in keys if run is not None}
-    if not wanted:
-        return {}
-    rows = await conn.execute(_blobs_of(wanted))
-    return {(row.job_id, row.run): bytes(row.blob) for row in rows}
+    wanted = sorted((job_id, run) for job_id, run in keys if run is not None)
+    found: dict[tuple[UUID, int], bytes] = {}
+    # A slice per statement: a round of small pages reads tens of thousands of pairs, and a
+    # list of pairs that long is past what PostgreSQL plans (its stack depth limit) or binds.
+    for start in range(0, len(wanted), BLOB_PAIRS_PER_READ):
+        rows = await conn.execute(_blobs_of(set(wanted[start : start + BLOB_PAIRS_PER_READ])))
+        found.update(((row.job_id, row.run), bytes(row.blob)) for row in rows)
+    return found
 
 
 def _blobs_of(wanted: set[tuple[UUID, int]]) -> sa.Select[Any]:

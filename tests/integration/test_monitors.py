@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -594,3 +595,8 @@ async def test_reading_baselines_reads_only_their_blobs(storage: Storage) -> Non
     async with storage.db.read() as conn:
         rows = (await conn.execute(monitor_work._blobs_of(wanted))).all()
     assert {(row.job_id, row.run) for row in rows} == wanted
+    # A crawl monitor's round of small pages reads tens of thousands at once: more pairs than
+    # one statement of PostgreSQL's takes (its stack depth limit, the driver's 32,767 values).
+    many = {(uuid.uuid4(), 0) for _ in range(20_000)} | wanted
+    async with storage.db.read() as conn:
+        assert set(await monitor_work._blobs(conn, many)) == wanted
