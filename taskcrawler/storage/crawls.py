@@ -38,7 +38,8 @@ from taskcrawler.domain.crawls import (
     stored_webhook_events,
 )
 from taskcrawler.domain.cursors import decode_list_cursor, encode_list_cursor
-from taskcrawler.domain.jobs import JobStatus, Refused
+from taskcrawler.domain.exports import ExportPosition
+from taskcrawler.domain.jobs import Job, JobStatus, Refused
 from taskcrawler.domain.pages import FetchedPage
 from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS, ScrapeOptions
 from taskcrawler.domain.transitions import Transition
@@ -53,13 +54,22 @@ from taskcrawler.storage.errors import (
     unavailable_on_connection_errors,
 )
 from taskcrawler.storage.jobs import hold_owners
-from taskcrawler.storage.rows import PENDING, PROCESSING, frontier_key, utcnow
+from taskcrawler.storage.rows import (
+    JOB_COLUMNS,
+    PENDING,
+    PROCESSING,
+    frontier_key,
+    row_to_job,
+    utcnow,
+)
 from taskcrawler.storage.tables import crawls, jobs, webhook_deliveries
 
 RUNNING = CrawlStatus.RUNNING.value
 #: Frontier rows inserted per statement at most (a sitemap may bring 100,000 at once).
 INSERT_CHUNK = 1000
 _BUSY = (PENDING, PROCESSING)
+#: A crawl's pages that were fetched (or given up on): those with a result to show.
+_FETCHED_VALUES = (JobStatus.COMPLETED.value, JobStatus.FAILED.value)
 #: Whether a RUNNING crawl has nothing left, read by every worker's sweep each second: built
 #: once (SQLAlchemy caches the compiled form, not the building).
 _ANY_IDLE = (
@@ -586,6 +596,50 @@ class CrawlStore:
         more = len(rows) > limit
         last = found[-1] if found else None
         return found, encode_list_cursor(last.created_at, last.id) if more and last else None
+
+    @unavailable_on_connection_errors
+    async def finished_pages(
+        self,
+        crawl_id: UUID,
+        *,
+        owner: str,
+        statuses: Sequence[JobStatus],
+        after: ExportPosition,
+        limit: int,
+    ) -> tuple[list[tuple[ExportPosition, Job]], bool]:
+        """Up to ``limit`` of the crawl's pages finished (COMPLETED or FAILED, of ``statuses``)
+        after ``after``, in the order they finished: their positions in the export stream
+        (``jobs.export_seq``, given in commit order, migration 0008), so a page finishing while
+        a client reads on comes after what it has read, never before. Only positions no running
+        transaction can precede are shown; whether more follow the last shown (some perhaps not
+        final yet: the client asks again from there) comes with them."""
+        finished = [s.value for s in statuses if s.value in _FETCHED_VALUES]
+        position = sa.tuple_(jobs.c.export_seq, jobs.c.id)
+        where = [
+            jobs.c.crawl_id == crawl_id,
+            jobs.c.owner == owner,
+            jobs.c.export_seq.is_not(None),  # matches ix_jobs_crawl_finished
+            jobs.c.status.in_(finished),
+            position > sa.tuple_(sa.literal(after.seq), sa.literal(after.job_id)),
+        ]
+        async with self.db.read() as conn:
+            # First, then the rows: a transaction that ends in between is below it anyway.
+            horizon = await self.db.backend.export_horizon(conn)
+            final = [] if horizon is None else [jobs.c.export_seq < horizon]
+            rows = (
+                await conn.execute(
+                    sa.select(*JOB_COLUMNS, jobs.c.export_seq)
+                    .where(*where, *final)
+                    .order_by(jobs.c.export_seq, jobs.c.id)
+                    .limit(limit + 1)
+                )
+            ).all()
+            more = len(rows) > limit
+            if not more and horizon is not None:
+                pending = sa.select(jobs.c.id).where(*where, jobs.c.export_seq >= horizon)
+                more = (await conn.execute(pending.limit(1))).first() is not None
+        shown = [(ExportPosition(row.export_seq, row.id), row_to_job(row)) for row in rows[:limit]]
+        return shown, more
 
     @unavailable_on_connection_errors
     @retried_when_rolled_back()
