@@ -142,7 +142,11 @@ class CrawlPages:
                 scope,
             )
             candidates.extend(discovery.candidates)
-        if _is_start(job.url, job.depth, spec) and spec.sitemap is not SitemapMode.SKIP:
+        if (
+            _is_start(job.url, job.depth, spec)
+            and spec.sitemap is not SitemapMode.SKIP
+            and await self._sitemaps_unread(job)
+        ):
             report = await read_sitemaps(
                 self.fetcher, spec.url, self.sitemap_limits, runner=self.parsers
             )
@@ -162,6 +166,16 @@ class CrawlPages:
             except (CallTimeout, ChildDied) as exc:
                 log.warning("crawl %s: its sitemaps' URLs were cut short: %s", job.crawl_id, exc)
         return candidates
+
+    async def _sitemaps_unread(self, job: ClaimedJob) -> bool:
+        """Whether the start page's attempt reads the sitemaps: its first does, and its
+        frontier is written with its outcome, a retry's included. A retry reads them again only
+        if its crawl has nothing but the start page (that first write was lost: its worker
+        died), not up to four times a crawl."""
+        if job.retry_count == 0 or job.crawl_id is None:
+            return True
+        crawl = await self.crawls.get(job.crawl_id, owner=job.owner)
+        return crawl is not None and crawl.counts.discovered <= 1
 
 
 def _redirected_out_of_scope(outcome: Outcome, spec: CrawlSpec, scope: Scope) -> Outcome | None:

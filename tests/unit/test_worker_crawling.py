@@ -4,15 +4,18 @@ the page's links, and failures that must neither lose the page nor invent a fron
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 from uuid import UUID
 
 import pytest
 
 from taskcrawler.domain import ClaimedJob, ErrorCode, Outcome, StorageUnavailable
-from taskcrawler.domain.crawls import CrawlSpec, SitemapMode
+from taskcrawler.domain.crawls import Crawl, CrawlCounts, CrawlSpec, CrawlStatus, SitemapMode
 from taskcrawler.domain.pages import FetchedPage, Link
 from taskcrawler.fetch.sitemaps import SitemapLimits
+from taskcrawler.worker import crawling
 from taskcrawler.worker.crawling import CrawlPages
 
 START = "http://site.test/"
@@ -164,3 +167,43 @@ async def test_a_redirect_within_scope_and_the_start_pages_are_kept() -> None:
     job = ClaimedJob(uuid.uuid4(), START, 0, uuid.uuid4(), crawl_id=uuid.uuid4(), depth=0)
     start = Outcome(job=job, http_status=200, final_url="http://moved.test/", links=())
     assert (await pages(Specs(spec)).with_frontier(start)).succeeded
+
+
+class StartedCrawl(Specs):
+    """A crawl with ``pages`` pages so far, for a retry of its start page to ask."""
+
+    def __init__(self, spec: CrawlSpec, pages: int) -> None:
+        super().__init__(spec)
+        self.pages = pages
+
+    async def get(self, crawl_id: UUID, *, owner: str) -> Crawl:
+        counts = CrawlCounts(pending=self.pages)
+        return Crawl(crawl_id, owner, self.spec or CrawlSpec(START), CrawlStatus.RUNNING,
+                     datetime.now(UTC), counts=counts)  # fmt: skip
+
+
+@pytest.mark.parametrize(("pages_so_far", "reads"), [(40, 1), (1, 4)])
+async def test_a_crawl_reads_its_sitemaps_once_whatever_its_start_page_retries(
+    monkeypatch: pytest.MonkeyPatch, pages_so_far: int, reads: int
+) -> None:
+    """A start page tried four times (a transient failure each but the last) reads them on its
+    first attempt; a retry again only when the crawl has nothing but its start page."""
+    read: list[str] = []
+
+    async def read_sitemaps(fetcher: Any, url: str, limits: Any, **_: Any) -> Any:
+        read.append(url)
+        return SimpleNamespace(errors=[], urls=[])
+
+    async def key_sitemap_urls(*_: Any) -> None:
+        return None
+
+    monkeypatch.setattr(crawling, "read_sitemaps", read_sitemaps)
+    monkeypatch.setattr(crawling, "key_sitemap_urls", key_sitemap_urls)
+    crawler = pages(StartedCrawl(CrawlSpec(START), pages_so_far))
+    crawl_id = uuid.uuid4()
+    for retry in range(4):
+        job = ClaimedJob(uuid.uuid4(), START, retry, uuid.uuid4(), crawl_id=crawl_id, depth=0)
+        failed = retry < 3
+        outcome = Outcome(job=job, http_status=503 if failed else 200, final_url=START, links=())
+        await crawler.with_frontier(outcome)
+    assert len(read) == reads
