@@ -38,6 +38,7 @@ from taskcrawler.domain.crawls import (
     stored_webhook_events,
 )
 from taskcrawler.domain.cursors import decode_list_cursor, encode_list_cursor
+from taskcrawler.domain.errors import ErrorCode, InvalidURL
 from taskcrawler.domain.exports import ExportPosition
 from taskcrawler.domain.jobs import Job, JobStatus, Refused
 from taskcrawler.domain.pages import FetchedPage
@@ -205,27 +206,104 @@ def advance(
         if row.status != RUNNING:
             continue  # cancelled (or completed by the sweeper meanwhile): nothing new
         room = int(row.spec.get("limit", 0)) - row.discovered
+        template = _page_template(row.id, row.owner, row.spec, now, redispatch_after)
+        held_twice = _settle_redirects(conn, backend, template, by_crawl[row.id], room, result.seen)
         candidates = [c for t in by_crawl[row.id] for c in t.outcome.frontier]
         added = _admit(
             conn,
             backend,
-            _page_template(row.id, row.owner, row.spec, now, redispatch_after),
+            template,
             _unknown(row.id, candidates, known),
-            room,
+            room - held_twice,
             result.seen,
         )
-        if added:
+        if added or held_twice:
             result.new_ids.extend(added)
             conn.execute(
                 crawls.update()
                 .where(crawls.c.id == row.id)
-                .values(discovered=crawls.c.discovered + len(added))
+                .values(discovered=crawls.c.discovered + len(added) + held_twice)
             )
-        else:
+        if not added:
             maybe_idle.append(row.id)  # a crawl that just gained pages has some left
     if maybe_idle:
         complete_idle(conn, backend, maybe_idle, now=now)
     return result
+
+
+def _settle_redirects(
+    conn: Connection,
+    backend: Backend,
+    template: Mapping[str, Any],
+    transitions: Sequence[Transition],
+    room: int,
+    seen: dict[str, int],
+) -> int:
+    """Make each page that redirected within the crawl the crawl's one copy of where it led:
+    the crawl's page of that URL, still waiting, is not fetched; one it does not have yet is
+    added as already had, so a link to it later adds nothing. Both are CANCELLED as
+    ``duplicate`` (a page being fetched now, or fetched already, is the worker's to settle:
+    :meth:`CrawlStore.holds`). Returns how many pages were added (they take the crawl's room:
+    its counts add up to what it discovered)."""
+    crawl_id: UUID = template["crawl_id"]
+    targets: dict[str, tuple[str, Transition]] = {}
+    for transition in transitions:
+        final_url = transition.outcome.final_url
+        if transition.status is not JobStatus.COMPLETED or not final_url:
+            continue
+        try:
+            key = crawl_key(final_url)
+        except InvalidURL:
+            continue
+        if key != transition.job.url:
+            targets.setdefault(frontier_key(crawl_id, key), (key, transition))
+    if not targets:
+        return 0
+    found = conn.execute(
+        sa.select(jobs.c.url_key, jobs.c.id, jobs.c.status).where(
+            jobs.c.owner == template["owner"], backend.any_of(jobs.c.url_key, list(targets))
+        )
+    ).all()
+    now = template["created_at"]
+    waiting = [job_id for _, job_id, status in found if status == PENDING]
+    if waiting:
+        # Rows being claimed right now are skipped, not waited for (as in _admit).
+        unclaimed = (
+            sa.select(jobs.c.id)
+            .where(backend.any_of(jobs.c.id, waiting), jobs.c.status == PENDING)
+            .with_for_update(skip_locked=True)
+        )
+        conn.execute(
+            jobs.update()
+            .where(jobs.c.id.in_(unclaimed.scalar_subquery()), jobs.c.status == PENDING)
+            .values(
+                status=JobStatus.CANCELLED.value,
+                error_code=ErrorCode.DUPLICATE.value,
+                error_log="the crawl holds this page as another of its pages, redirected here",
+                finished_at=now,
+                next_attempt_at=None,
+                dispatch_at=None,
+            )
+        )
+    had = {url_key for url_key, _, _ in found}
+    seen.update((url_key, 0) for url_key in had)
+    new = [(url_key, target) for url_key, target in targets.items() if url_key not in had]
+    rows = [
+        {
+            **_page_row(template, Candidate(key, transition.job.depth or 0), url_key),
+            "status": JobStatus.CANCELLED.value,
+            "dispatch_at": None,
+            "finished_at": now,
+            "error_code": ErrorCode.DUPLICATE.value,
+            "error_log": f"the crawl holds this page as {transition.job.url}, redirected here",
+        }
+        for url_key, (key, transition) in new[: max(room, 0)]
+    ]
+    if rows:
+        # Under the crawl's lock every page of it is visible: none of these keys is taken.
+        conn.execute(jobs.insert(), rows)
+        seen.update((row["url_key"], 0) for row in rows)
+    return len(rows)
 
 
 def _unknown(
@@ -596,6 +674,20 @@ class CrawlStore:
         more = len(rows) > limit
         last = found[-1] if found else None
         return found, encode_list_cursor(last.created_at, last.id) if more and last else None
+
+    @unavailable_on_connection_errors
+    async def holds(self, crawl_id: UUID, *, owner: str, url: str) -> bool:
+        """Whether the crawl has the page ``url`` (its crawl key) other than waiting to be
+        fetched: fetched, being fetched, or held as another page redirected there."""
+        try:
+            key = frontier_key(crawl_id, crawl_key(url))
+        except InvalidURL:
+            return False
+        async with self.db.read() as conn:
+            status = await conn.scalar(
+                sa.select(jobs.c.status).where(jobs.c.owner == owner, jobs.c.url_key == key)
+            )
+        return status is not None and status != PENDING
 
     @unavailable_on_connection_errors
     async def finished_pages(

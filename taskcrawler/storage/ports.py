@@ -234,6 +234,10 @@ class CrawlRepository(Protocol):
         InvalidCursor for a cursor it did not make."""
         ...
 
+    async def holds(self, crawl_id: UUID, *, owner: str, url: str) -> bool:
+        """Whether the crawl has the page ``url`` other than waiting to be fetched."""
+        ...
+
     async def finished_pages(
         self,
         crawl_id: UUID,

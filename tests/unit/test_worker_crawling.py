@@ -29,12 +29,17 @@ class Specs:
         self.spec = spec
         self.error = error
         self.reads = 0
+        #: The pages the crawl has other than waiting.
+        self.held: set[str] = set()
 
     async def spec_of(self, crawl_id: UUID) -> CrawlSpec | None:
         self.reads += 1
         if self.error is not None:
             raise self.error
         return self.spec
+
+    async def holds(self, crawl_id: UUID, *, owner: str, url: str) -> bool:
+        return url in self.held
 
 
 def page(depth: int, *hrefs: str, **fields: Any) -> Outcome:
@@ -167,6 +172,20 @@ async def test_a_redirect_within_scope_and_the_start_pages_are_kept() -> None:
     job = ClaimedJob(uuid.uuid4(), START, 0, uuid.uuid4(), crawl_id=uuid.uuid4(), depth=0)
     start = Outcome(job=job, http_status=200, final_url="http://moved.test/", links=())
     assert (await pages(Specs(spec)).with_frontier(start)).succeeded
+
+
+async def test_a_page_redirected_to_one_its_crawl_has_is_not_kept_twice() -> None:
+    """/a redirects to /b, which the crawl has fetched (or is fetching): /a is /b's duplicate,
+    neither its content nor its links kept; one redirected to a page not held is kept."""
+    specs = Specs(CrawlSpec(START, sitemap=SKIP))
+    specs.held.add(f"{START}b")
+    crawler = pages(specs)
+    redirected = page(1, f"{START}c", final_url=f"{START}b?utm_source=x", result={"m": "b"})
+    found = await crawler.with_frontier(redirected)
+    assert (found.error_code, found.transient) == ("duplicate", False)
+    assert found.result is None and found.content is None and found.frontier == ()
+    elsewhere = page(1, f"{START}c", final_url=f"{START}d")
+    assert (await crawler.with_frontier(elsewhere)).succeeded
 
 
 class StartedCrawl(Specs):
