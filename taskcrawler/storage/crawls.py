@@ -20,7 +20,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
 from uuid import UUID
 
 import sqlalchemy as sa
@@ -44,7 +43,7 @@ from taskcrawler.domain.jobs import Job, JobStatus, Refused
 from taskcrawler.domain.pages import FetchedPage
 from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS, ScrapeOptions
 from taskcrawler.domain.transitions import Transition
-from taskcrawler.domain.urls import crawl_key
+from taskcrawler.domain.urls import crawl_key, host_key
 from taskcrawler.domain.views import crawl_document
 from taskcrawler.domain.webhooks import WebhookEvent
 from taskcrawler.storage import reuse
@@ -122,7 +121,7 @@ def _page_row(template: Mapping[str, Any], candidate: Candidate, url_key: str) -
         "id": uuid.uuid4(),
         "url": candidate.key,
         "url_key": url_key,
-        "host": (urlsplit(candidate.key).hostname or "").lower(),
+        "host": host_key(candidate.key),
         "depth": candidate.depth,
     }
 
