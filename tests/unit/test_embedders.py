@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from taskcrawler.embed import EmbedderConfig, EmbeddingFailed, build_embedder
+from taskcrawler.embed.openai import vectors_of as openai_vectors
 from tests.support.fake_services import FakeEmbeddings, fake_embeddings
 
 
@@ -217,3 +218,32 @@ async def test_embedding_in_its_thread_leaves_the_event_loop_free() -> None:
 
 
 Factory = Callable[[], None]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        # Two answers for the first text, none for the second: the vectors would be stored
+        # against the wrong chunks.
+        [{"index": 0, "embedding": [1.0, 0.0]}, {"index": 0, "embedding": [0.0, 1.0]}],
+        [{"index": 0, "embedding": [1.0, 0.0]}, {"index": 7, "embedding": [0.0, 1.0]}],
+        [{"index": 0, "embedding": [1.0, 0.0]}, {"index": True, "embedding": [0.0, 1.0]}],
+        # A string is iterable: its digits would pass for a vector's numbers.
+        [{"index": 0, "embedding": "12"}, {"index": 1, "embedding": [0.0, 1.0]}],
+        [{"index": 0, "embedding": [True, False]}, {"index": 1, "embedding": [0.0, 1.0]}],
+        [{"index": 0, "embedding": {"1": 2}}, {"index": 1, "embedding": [0.0, 1.0]}],
+        # Finite, yet nothing to compare by: a zero vector, or one whose norm overflows.
+        [{"index": 0, "embedding": [0.0, 0.0]}, {"index": 1, "embedding": [0.0, 1.0]}],
+    ],
+)
+def test_openai_refuses_answers_that_do_not_give_each_text_one_vector(
+    data: list[dict[str, Any]],
+) -> None:
+    with pytest.raises(EmbeddingFailed) as caught:
+        openai_vectors({"data": data}, 2)
+    assert not caught.value.transient
+
+
+def test_openai_keeps_the_direction_of_vectors_too_large_to_square() -> None:
+    [vector] = openai_vectors({"data": [{"index": 0, "embedding": [3e200, 4e200]}]}, 1)
+    assert vector == pytest.approx([0.6, 0.8])
