@@ -74,9 +74,17 @@ class OpenAIChat:
     async def complete(
         self, messages: Sequence[Message], *, schema: Mapping[str, Any] | None = None
     ) -> str:
+        # The deadline starts once a slot is free: a page queued behind the process's other
+        # requests would otherwise fail for their slowness, not the model's answer to it.
+        async with self._slots:
+            return await self._within_deadline(messages, schema)
+
+    async def _within_deadline(
+        self, messages: Sequence[Message], schema: Mapping[str, Any] | None
+    ) -> str:
         deadline = time.monotonic() + self._config.timeout_seconds
         try:
-            async with asyncio.timeout(self._config.timeout_seconds), self._slots:
+            async with asyncio.timeout(self._config.timeout_seconds):
                 return await self._attempts(messages, schema, deadline)
         except TimeoutError:
             raise LLMUnavailable(

@@ -3,6 +3,7 @@ failure is an LLMUnavailable with our own words, within the deadline and the siz
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -104,3 +105,20 @@ async def test_an_unreachable_model_is_unavailable() -> None:
             await client.complete(_ask("llm-ok"))
     finally:
         await client.close()
+
+
+async def test_waiting_for_a_free_slot_does_not_spend_the_deadline(
+    model: tuple[FakeLLM, str],
+) -> None:
+    # A worker runs more pages than the model takes requests at once: a page queued behind
+    # the others must still get its own deadline once its request is sent.
+    _, url = model
+    client = _client(url, concurrency=1, timeout_seconds=0.5)
+    try:
+        async with client._slots:  # another page's request holds the only slot
+            waiting = asyncio.ensure_future(client.complete(_ask("llm-ok")))
+            await asyncio.sleep(1.0)
+        answer = await waiting
+    finally:
+        await client.close()
+    assert '"title": "llm-ok"' in answer
