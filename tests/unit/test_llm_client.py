@@ -66,6 +66,23 @@ async def test_a_server_without_structured_output_is_prompted_instead() -> None:
     assert client.structured_output is False
 
 
+async def test_a_400_about_something_else_keeps_structured_output(
+    model: tuple[FakeLLM, str],
+) -> None:
+    # A page too long for the model's context is refused with a 400 too: that must not make
+    # every later page of the process go without structured output.
+    fake, url = model
+    client = _client(url)
+    try:
+        with pytest.raises(LLMUnavailable, match="answered 400"):
+            await client.complete(_ask("llm-toolong"), schema=SCHEMA)
+        await client.complete(_ask("llm-ok"), schema=SCHEMA)
+    finally:
+        await client.close()
+    assert "response_format" in fake.requests[-1]
+    assert client.structured_output is not False
+
+
 async def test_a_429_is_tried_again_after_its_retry_after(model: tuple[FakeLLM, str]) -> None:
     _, url = model
     client = _client(url)
