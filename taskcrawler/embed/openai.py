@@ -17,6 +17,7 @@ from typing import Any
 
 import aiohttp
 import orjson
+from yarl import URL
 
 from taskcrawler.common.http_json import (
     AnswerNotJSON,
@@ -40,6 +41,8 @@ class OpenAIEmbedder:
             raise ValueError("the openai embedder needs TASKCRAWLER_EMBEDDER_MODEL")
         self._config = config
         self._endpoint = config.url.rstrip("/") + "/embeddings"
+        #: The endpoint as failures name it: without the credentials a URL may hold.
+        self._shown = str(URL(self._endpoint).with_user(None).with_query(None))
         self._model = config.model
         # The vectors' space is the documents' model: a query model only says how the same
         # server embeds a query for that space.
@@ -82,12 +85,14 @@ class OpenAIEmbedder:
                 async with self._client().post(self._endpoint, data=body) as response:
                     if response.status == 200:
                         return vectors_of(await _read_json(response), len(texts))
-                    problem = f"{self._endpoint} answered {response.status}"
+                    problem = f"{self._shown} answered {response.status}"
                     if response.status not in _RETRIED_STATUSES:
                         raise EmbeddingFailed(problem, transient=False)
                     retry_after = retry_after_seconds(response.headers.get("Retry-After"))
             except (aiohttp.ClientError, TimeoutError) as exc:
-                problem = f"{self._endpoint}: {type(exc).__name__}: {exc}"
+                # The kind of failure, not its text: the message is a failed job's error, shown
+                # to its submitter, and the error's text may quote the URL with its credentials.
+                problem = f"{self._shown}: {type(exc).__name__}"
             attempt += 1
             if attempt > self._config.max_retries:
                 raise EmbeddingFailed(

@@ -166,6 +166,15 @@ async def test_openai_unreachable_server_is_transient() -> None:
     assert caught.value.transient
 
 
+async def test_a_failure_names_no_credentials_or_error_text_of_the_server() -> None:
+    # The message is the failed job's error, which the API shows to whoever submitted it.
+    with pytest.raises(EmbeddingFailed) as caught:
+        await _embed("http://operator:s3cret@127.0.0.1:9/v1", ["x"], max_retries=0, api_key=None)
+    said = str(caught.value)
+    assert "s3cret" not in said and "Connect call failed" not in said
+    assert said.startswith("http://127.0.0.1:9/v1/embeddings: ClientConnectorError")
+
+
 @pytest.mark.parametrize("missing", [{"url": None}, {"model": None}, {"kind": "nope"}])
 def test_an_embedder_without_what_it_needs_is_refused(missing: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match=r"EMBEDDER|unknown"):
