@@ -11,6 +11,10 @@ from uuid import UUID
 
 from pydantic import TypeAdapter
 
+# Written from the request models (taskcrawler.contract.keywords); named here, with the rest.
+from taskcrawler.client._keywords import CrawlOptions as CrawlOptions
+from taskcrawler.client._keywords import JobOptions as JobOptions
+from taskcrawler.client._keywords import WebSearchOptions as WebSearchOptions
 from taskcrawler.client.models import (
     ApiKey,
     Batch,
@@ -37,9 +41,7 @@ from taskcrawler.client.models import (
     Submitted,
     WebSearchResults,
 )
-from taskcrawler.contract.crawls import CrawlEvent
 from taskcrawler.domain.crawls import Sitemap
-from taskcrawler.domain.rendering import RenderMode as Render
 
 T = TypeVar("T")
 
@@ -79,27 +81,6 @@ def _model(model: Callable[[Any], T]) -> Callable[[int, Any], T]:
     return lambda status, body: model(body)
 
 
-class JobOptions(TypedDict, total=False):
-    """A job's options (keyword arguments of ``submit`` and ``submit_batch``); each left out,
-    or None, is the server's default. One key for each field of the domain's
-    :class:`~taskcrawler.domain.jobs.JobOptions` (a test holds them together)."""
-
-    #: What to extract (metadata, markdown, text, html, links, screenshot, chunks); the server's
-    #: default is metadata and markdown. A URL's existing job gains the formats it lacks.
-    formats: Sequence[str] | None
-    #: Gets a signed POST when the job completes or fails.
-    callback_url: str | None
-    #: Seconds: a URL whose job's page was fetched longer ago than this is fetched again.
-    max_age: float | None
-    #: never, auto (only app shells) or always: render the page in a headless browser.
-    render: Render | None
-    #: How to render: wait_until, wait_for, wait_seconds, block, viewport, full_page.
-    render_options: Mapping[str, Any] | None
-    #: What to ask of the page beyond its formats: headers, TLS, languages, what the Markdown
-    #: holds, PDFs, actions, the json format's schema or prompt (the API's ``options``).
-    options: Mapping[str, Any] | None
-
-
 class SearchOptions(TypedDict, total=False):
     """A search's options (keyword arguments of ``search``); each left out, or None, is the
     server's default."""
@@ -120,21 +101,6 @@ class SearchOptions(TypedDict, total=False):
     fetched_before: datetime | str | None
     #: False: skip the server's reranker for this search.
     rerank: bool
-
-
-class WebSearchOptions(JobOptions, total=False):
-    """A web search's options (keyword arguments of ``web_search``): how many results, from
-    which of the engine's categories, and a job's options, each result becoming a job when
-    ``formats`` are given."""
-
-    limit: int | None
-    #: web, news or images.
-    source: Literal["web", "news", "images"] | None
-    language: str | None
-    #: day, week, month or year: only results this recent.
-    time_range: Literal["day", "week", "month", "year"] | None
-    include_domains: Sequence[str] | None
-    exclude_domains: Sequence[str] | None
 
 
 class JobFilter(TypedDict, total=False):
@@ -207,20 +173,6 @@ class MapOptions(TypedDict, total=False):
     #: Regular expressions (RE2) searched in the URL's path.
     include_paths: Sequence[str]
     exclude_paths: Sequence[str]
-
-
-class CrawlOptions(JobOptions, total=False):
-    """A crawl's options (keyword arguments of ``start_crawl``): its scope, and its pages' job
-    options."""
-
-    max_depth: int | None
-    limit: int | None
-    include_paths: Sequence[str]
-    exclude_paths: Sequence[str]
-    allow_subdomains: bool
-    allow_external: bool
-    sitemap: Sitemap
-    webhook_events: Sequence[CrawlEvent]
 
 
 def _body(**fields: Any) -> dict[str, Any]:

@@ -33,6 +33,7 @@ class ErrorCode(StrEnum):
     BAD_RESPONSE = "bad_response"
     EXTRACTION = "extraction_failed"
     TLS = "tls"  # a bad certificate does not fix itself in seconds
+    OUT_OF_SCOPE = "out_of_scope"  # a crawl's page redirected out of the crawl's scope
     # not the job's failure: rescheduled without counting an attempt (DEFERRAL_CODES)
     HOST_BUSY = "host_busy"  # politeness had no slot for the host in time
     # Redis (shared politeness, robots cache) unreachable while fetching
@@ -101,6 +102,10 @@ FIXES: dict[str, str] = {
         "raise TASKCRAWLER_MAX_BODY_BYTES (TASKCRAWLER_RENDER_MAX_BYTES for a rendered page)"
     ),
     ErrorCode.TOO_MANY_REDIRECTS: "raise TASKCRAWLER_MAX_REDIRECTS",
+    ErrorCode.OUT_OF_SCOPE: (
+        "to keep pages that redirect there, widen the crawl's scope (allow_subdomains, "
+        "allow_external, include_paths, exclude_paths)"
+    ),
     ErrorCode.ROBOTS_DISALLOWED: (
         "the site's robots.txt asks crawlers to keep out; where you may ignore it, set "
         "TASKCRAWLER_RESPECT_ROBOTS=false"

@@ -12,6 +12,12 @@ from typing import Any
 DEFAULT_IDEMPOTENCY_RETENTION_HOURS = 24.0
 #: The longest retention taken: ten years (a much longer one overflows a date).
 MAX_IDEMPOTENCY_RETENTION_HOURS = 10 * 366 * 24.0
+#: The status code a key holds while the request that claimed it is being answered.
+PENDING = 0
+#: A claim this old was left by a request that died unanswered (a server stopped): taken over.
+CLAIM_SECONDS = 120.0
+#: How long a repeat waits for the answer of the request that claimed its key, then a 409.
+WAIT_SECONDS = 10.0
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from taskcrawler.api.errors import detail_answer
 from taskcrawler.firecrawl.options import Unsupported
-from taskcrawler.firecrawl.service import ScrapeFailed, ScrapeTimedOut
+from taskcrawler.firecrawl.service import ClientGone, ScrapeFailed, ScrapeTimedOut
 
 PREFIXES = ("/v1/", "/v2/")
 #: An error body is small (a message, validation errors); a larger one is passed on as it is.
@@ -23,6 +23,8 @@ STATUSES: Mapping[type[Exception], int] = {
     Unsupported: 400,
     ScrapeTimedOut: 408,
     ScrapeFailed: 500,
+    # Nobody reads it: nginx's status for a client that closed its request, for the logs.
+    ClientGone: 499,
 }
 
 

@@ -13,9 +13,11 @@ from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, HTTPException, Query, Request
+from fastapi.routing import APIRoute
 from fastapi.types import DecoratedCallable
 from starlette.responses import StreamingResponse
+from starlette.routing import Match
 
 from taskcrawler.api.deps import ForeignCallerDep as CallerDep
 from taskcrawler.api.streamed import json_with_list
@@ -246,7 +248,9 @@ def _register(version: str) -> None:
             max_age_ms=_max_age_ms(body.maxAge, version, tracked=page.tracking is not None),
             timeout_ms=body.timeout or DEFAULT_TIMEOUT_MS,
         )
-        document = await firecrawl.scrape(caller, spec, _screenshot_url(request))
+        document = await firecrawl.scrape(
+            caller, spec, _screenshot_url(request), request.is_disconnected
+        )
         return FirecrawlScrapeOut(data=FirecrawlDocument.model_validate(document))
 
     @route(
@@ -488,6 +492,7 @@ def _register(version: str) -> None:
             page,
             timeout_ms=body.timeout or DEFAULT_TIMEOUT_MS,
             screenshot_url=_screenshot_url(request),
+            gone=request.is_disconnected,
         )
         warning = "; ".join(a.warning for a in answers.values() if a.warning) or None
         if version == "v1":
@@ -572,14 +577,35 @@ def _not_offered(version: str) -> None:
         methods=["GET", "POST", "PUT", "PATCH", "DELETE"],
         include_in_schema=False,
     )
-    async def not_offered(rest: str) -> None:
+    async def not_offered(rest: str, request: Request) -> None:
         """Firecrawl's other routes (agent, browser, deep research, …): a Firecrawl error
-        body saying so, rather than a bare 404. Registered after every route of its version."""
+        body saying so, rather than a bare 404. Registered after every route of its version.
+        A route offered with another method (``GET /v2/scrape``) is a 405 naming those."""
+        if allowed := _methods_offered(request):
+            raise HTTPException(
+                405,
+                f"/{version}/{rest[:100]} takes {', '.join(allowed)}",
+                headers={"Allow": ", ".join(allowed)},
+            )
         raise NotFound(f"/{version}/{rest[:100]} is a Firecrawl route TaskCrawler does not offer")
 
 
 for _version in VERSIONS:
     _not_offered(_version)
+
+
+def _methods_offered(request: Request) -> list[str]:
+    """The methods of this version's routes whose path is the request's, but this catch-all's."""
+    path_only = {**request.scope, "method": ""}
+    allowed: set[str] = set()
+    for candidate in router.routes:
+        if (
+            isinstance(candidate, APIRoute)
+            and not candidate.path.endswith("{rest:path}")
+            and candidate.matches(path_only)[0] is not Match.NONE
+        ):
+            allowed |= candidate.methods or set()
+    return sorted(allowed)
 
 
 def _scraped(options: FirecrawlScrapeOptions | None) -> PageOptions | None:

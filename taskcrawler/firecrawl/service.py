@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any, Literal
@@ -121,6 +121,18 @@ _CRAWL_STATUS: Mapping[CrawlStatus, Literal["scraping", "completed", "cancelled"
 
 class ScrapeTimedOut(Exception):
     """The page was not scraped within the request's ``timeout``: a 408."""
+
+
+class ClientGone(Exception):
+    """The client left while its scrape was waiting for a page: nobody reads the answer."""
+
+
+#: Whether the request's client has gone (:meth:`starlette.requests.Request.is_disconnected`).
+Gone = Callable[[], Awaitable[bool]]
+
+
+async def _never_gone() -> bool:
+    return False
 
 
 class ScrapeFailed(Exception):
@@ -366,7 +378,11 @@ class FirecrawlService:
         )
 
     async def scrape(
-        self, caller: Caller, spec: ScrapeSpec, screenshot_url: ScreenshotURL
+        self,
+        caller: Caller,
+        spec: ScrapeSpec,
+        screenshot_url: ScreenshotURL,
+        gone: Gone = _never_gone,
     ) -> dict[str, Any]:
         """Scrape ``spec.url`` (or reuse a result younger than ``maxAge``) and answer the
         Firecrawl document, once the job has finished. A URL scraped before without some of
@@ -375,7 +391,7 @@ class FirecrawlService:
         options = spec.page.job_options(spec.max_age_ms)
         created = await self.jobs.submit(caller, spec.url, options)
         job = await self._finished(
-            caller, created.job, min(spec.timeout_ms / 1000, self.max_wait_seconds)
+            caller, created.job, min(spec.timeout_ms / 1000, self.max_wait_seconds), gone
         )
         if job.status is JobStatus.FAILED and job.error_code in PAST_LIMITS:
             # The document is past what a request may make TaskCrawler read: the caller's to
@@ -414,11 +430,14 @@ class FirecrawlService:
             )
         return tracked
 
-    async def _finished(self, caller: Caller, job: Job, within: float) -> Job:
+    async def _finished(self, caller: Caller, job: Job, within: float, gone: Gone) -> Job:
         deadline = time.monotonic() + within
         while not job.status.is_final:
             if time.monotonic() >= deadline:
                 raise ScrapeTimedOut(f"the page was not scraped within {within:g} s")
+            # A client gone would otherwise hold this loop's reads until the deadline.
+            if await gone():
+                raise ClientGone
             await asyncio.sleep(POLL_SECONDS)
             job = await self.jobs.get(caller, job.id)
         return job
@@ -459,6 +478,7 @@ class FirecrawlService:
         *,
         timeout_ms: int,
         screenshot_url: ScreenshotURL,
+        gone: Gone = _never_gone,
     ) -> dict[str, SearchAnswer]:
         """:meth:`search` of each source's query (``web``, ``news``, ``images``: images are not
         scraped), all at once: the sources share the request's ``timeout_ms`` rather than take
@@ -471,6 +491,7 @@ class FirecrawlService:
                     page if source != "images" else None,
                     timeout_ms=timeout_ms,
                     screenshot_url=screenshot_url,
+                    gone=gone,
                 )
             )
             for source, query in queries.items()
@@ -491,6 +512,7 @@ class FirecrawlService:
         *,
         timeout_ms: int,
         screenshot_url: ScreenshotURL,
+        gone: Gone = _never_gone,
     ) -> SearchAnswer:
         """The query's results from the search engine; with ``page`` (Firecrawl's
         ``scrapeOptions``), each result is scraped as a job of the caller and carries its
@@ -508,7 +530,7 @@ class FirecrawlService:
         found: list[tuple[WebResult, dict[str, Any] | None]] = []
         late = 0
         for result, made in zip(results, created, strict=True):
-            job = await self._finished_by(caller, made.job, deadline)
+            job = await self._finished_by(caller, made.job, deadline, gone)
             if job is None:
                 late += 1
                 found.append((result, None))
@@ -518,11 +540,15 @@ class FirecrawlService:
         warning = f"{late} results were not scraped within the timeout" if late else None
         return SearchAnswer(found, warning)
 
-    async def _finished_by(self, caller: Caller, job: Job, deadline: float) -> Job | None:
+    async def _finished_by(
+        self, caller: Caller, job: Job, deadline: float, gone: Gone
+    ) -> Job | None:
         """``job`` once final, or None if it is not by ``deadline``."""
         while not job.status.is_final:
             if time.monotonic() >= deadline:
                 return None
+            if await gone():
+                raise ClientGone
             await asyncio.sleep(POLL_SECONDS)
             job = await self.jobs.get(caller, job.id)
         return job

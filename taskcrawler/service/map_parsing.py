@@ -31,9 +31,11 @@ def start_page_keys(
     extraction = extract(body, url=final_url, charset=charset, formats=("links",))
     canonical = extraction.metadata.get("canonical_url")
     ordered: dict[str, None] = {}
-    for own in (crawl_key(asked), crawl_key(final_url)):
-        if scope.check_key(own) is Verdict.IN_SCOPE:
-            ordered.setdefault(own, None)
+    for own in (asked, final_url):
+        # What was asked for was keyed when the request was checked; a redirect may lead to a
+        # URL that has no key (over 2,048 characters): the page is then listed as asked for.
+        if scope.check(own) is Verdict.IN_SCOPE:
+            ordered.setdefault(crawl_key(own), None)
     found = discover(
         final_url,
         extraction.links,

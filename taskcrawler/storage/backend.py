@@ -50,6 +50,9 @@ class Backend(Protocol):
     outcome_batch: int
     #: Whether a caller may keep a connection of its own for its statements.
     pins_connections: bool
+    #: Whether the database runs the tables' ON DELETE CASCADE itself (SQLite enforces no
+    #: foreign key unless each connection asks, outside any transaction).
+    cascades_deletes: bool
 
     def create_engine(self, url: str, *, pool_size: int) -> AsyncEngine: ...
 

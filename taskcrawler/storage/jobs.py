@@ -356,7 +356,8 @@ async def mark_dispatch_due(db: Database, job_ids: Sequence[UUID]) -> None:
     async with db.write() as conn:
         await conn.execute(
             jobs.update()
-            .where(jobs.c.id.in_(job_ids), jobs.c.status == PENDING)
+            # One array, not a value each: a sitemap's pages may be more than a statement binds.
+            .where(db.backend.any_of(jobs.c.id, job_ids), jobs.c.status == PENDING)
             .values(dispatch_at=now, next_attempt_at=now)
         )
 

@@ -70,6 +70,8 @@ from taskcrawler.storage.tables import (
 
 #: How long a worker has to record the runs it claimed before another may take them.
 READ_LEASE_SECONDS = 300.0
+#: (job, run) pairs whose blobs one statement reads at most.
+BLOB_PAIRS_PER_READ = 1_000
 
 
 # The polls' first reads, made by every worker each second and built once (SQLAlchemy caches
@@ -237,7 +239,7 @@ class MonitorWorkStore:
                 )
             ).all()
             limits = _Limits(self.db.backend, pending_limit)
-            fired = await _fire(conn, due, now, redispatch_after, limits)
+            fired = await _fire(conn, self.db.backend, due, now, redispatch_after, limits)
         return fired
 
     @unavailable_on_connection_errors
@@ -526,7 +528,9 @@ class MonitorWorkStore:
                     )
                 ).scalars()
             )
-            restarted = await _run_again(conn, due, now=utcnow(), redispatch_after=redispatch_after)
+            restarted = await _run_again(
+                conn, self.db.backend, due, now=utcnow(), redispatch_after=redispatch_after
+            )
             if restarted:
                 await conn.execute(
                     monitor_pages.update()
@@ -538,13 +542,15 @@ class MonitorWorkStore:
 
 async def _fire(
     conn: AsyncConnection,
+    backend: Backend,
     rows: Sequence[Any],
     now: datetime,
     redispatch_after: float,
     limits: _Limits,
 ) -> list[FiredSlot]:
     """Fire the due slot of each of ``rows`` (monitors this transaction holds locked): a few
-    statements for the whole batch, whatever its size."""
+    statements for the whole batch, whatever its size (their pages, up to a thousand a monitor,
+    are bound as one array each: an IN list binds a value each, past what a statement takes)."""
     plans = []
     for row in rows:
         monitor = row_to_monitor(row, ())
@@ -622,20 +628,20 @@ async def _fire(
         # Published by this slot; the sweeper publishes it again should that be lost.
         await conn.execute(
             jobs.update()
-            .where(jobs.c.id.in_(waiting), jobs.c.dispatch_at.is_(None))
+            .where(backend.any_of(jobs.c.id, waiting), jobs.c.dispatch_at.is_(None))
             .values(dispatch_at=now + timedelta(seconds=redispatch_after))
         )
-    restarted = await _run_again(conn, ready, now=now, redispatch_after=redispatch_after)
+    restarted = await _run_again(conn, backend, ready, now=now, redispatch_after=redispatch_after)
     if restarted:
         await conn.execute(
             monitor_pages.update()
-            .where(monitor_pages.c.job_id.in_(restarted))
+            .where(backend.any_of(monitor_pages.c.job_id, restarted))
             .values(awaiting_read=True, run_due=False)
         )
     if unread:
         await conn.execute(
             monitor_pages.update()
-            .where(monitor_pages.c.job_id.in_(unread))
+            .where(backend.any_of(monitor_pages.c.job_id, unread))
             .values(awaiting_read=True, run_due=True)
         )
     by_monitor: dict[UUID, list[UUID]] = {}
@@ -716,14 +722,19 @@ class _Limits:
 
 
 async def _run_again(
-    conn: AsyncConnection, job_ids: Sequence[UUID], *, now: datetime, redispatch_after: float
+    conn: AsyncConnection,
+    backend: Backend,
+    job_ids: Sequence[UUID],
+    *,
+    now: datetime,
+    redispatch_after: float,
 ) -> set[UUID]:
     """What ``POST /api/v1/jobs/{id}/retry`` does to a finished job (its run to ``job_runs``,
     the job PENDING again with one more run), for a round's jobs at once: the history is
     copied inside the database, and only ids come back (storage.jobs returns whole jobs)."""
     if not job_ids:
         return set()
-    finished = (jobs.c.id.in_(job_ids), jobs.c.status.in_(FINAL_STATUSES))
+    finished = (backend.any_of(jobs.c.id, job_ids), jobs.c.status.in_(FINAL_STATUSES))
     restarted = await start_new_runs(
         conn, finished, now=now, redispatch_after=redispatch_after, returning=(jobs.c.id,)
     )
@@ -905,11 +916,14 @@ def _run_row(reading: RunReading) -> dict[str, Any]:
 async def _blobs(
     conn: AsyncConnection, keys: set[tuple[UUID, int | None]]
 ) -> dict[tuple[UUID, int], bytes]:
-    wanted = {(job_id, run) for job_id, run in keys if run is not None}
-    if not wanted:
-        return {}
-    rows = await conn.execute(_blobs_of(wanted))
-    return {(row.job_id, row.run): bytes(row.blob) for row in rows}
+    wanted = sorted((job_id, run) for job_id, run in keys if run is not None)
+    found: dict[tuple[UUID, int], bytes] = {}
+    # A slice per statement: a round of small pages reads tens of thousands of pairs, and a
+    # list of pairs that long is past what PostgreSQL plans (its stack depth limit) or binds.
+    for start in range(0, len(wanted), BLOB_PAIRS_PER_READ):
+        rows = await conn.execute(_blobs_of(set(wanted[start : start + BLOB_PAIRS_PER_READ])))
+        found.update(((row.job_id, row.run), bytes(row.blob)) for row in rows)
+    return found
 
 
 def _blobs_of(wanted: set[tuple[UUID, int]]) -> sa.Select[Any]:

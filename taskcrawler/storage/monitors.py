@@ -43,6 +43,7 @@ from taskcrawler.storage.rows import PENDING, utcnow
 from taskcrawler.storage.tables import (
     crawls,
     jobs,
+    metadata,
     monitor_changes,
     monitor_crawls,
     monitor_pages,
@@ -69,6 +70,19 @@ def monitor_job_key(monitor_id: UUID, url: str) -> str:
     """A monitor's job for ``url`` has a key of its own: it is not the owner's job for that URL
     (which a POST of it finds), nor another monitor's."""
     return hashlib.sha256(f"monitor:{monitor_id}:{normalize_url(url)}".encode()).hexdigest()
+
+
+def _dependents_deleted(table: sa.Table, rows: sa.ColumnElement[bool]) -> list[sa.Delete]:
+    """The deletes that the tables' ON DELETE CASCADE would make for the rows of ``table``
+    that ``rows`` selects, the deepest first: for a database that does not run them itself."""
+    statements: list[sa.Delete] = []
+    for child in metadata.sorted_tables:
+        for key in child.foreign_keys:
+            if key.column.table is table and key.ondelete == "CASCADE":
+                theirs = key.parent.in_(sa.select(key.column).where(rows).scalar_subquery())
+                statements += _dependents_deleted(child, theirs)
+                statements.append(child.delete().where(theirs))
+    return statements
 
 
 class MonitorStore:
@@ -299,11 +313,17 @@ class MonitorStore:
                 ).scalars()
             )
             await cancel_running(conn, running, now=utcnow())
-            deleted = await conn.execute(
-                monitors.delete().where(monitors.c.id == monitor_id, monitors.c.owner == owner)
-            )
+            mine = sa.and_(monitors.c.id == monitor_id, monitors.c.owner == owner)
+            its_jobs = jobs.c.id.in_(job_ids)
+            if not self.db.backend.cascades_deletes:
+                dependents = _dependents_deleted(monitors, mine)
+                if job_ids:
+                    dependents += _dependents_deleted(jobs, its_jobs)
+                for statement in dependents:
+                    await conn.execute(statement)
+            deleted = await conn.execute(monitors.delete().where(mine))
             if job_ids:
-                await conn.execute(jobs.delete().where(jobs.c.id.in_(job_ids)))
+                await conn.execute(jobs.delete().where(its_jobs))
         return bool(deleted.rowcount)
 
     @unavailable_on_connection_errors

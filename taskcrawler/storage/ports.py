@@ -292,6 +292,25 @@ class IdempotencyRepository(Protocol):
         self, owner: str, key: str, response: StoredResponse, *, at: datetime, since: datetime
     ) -> StoredResponse: ...
 
+    async def claim(
+        self,
+        owner: str,
+        key: str,
+        request_hash: str,
+        *,
+        at: datetime,
+        since: datetime,
+        stale_before: datetime,
+    ) -> StoredResponse | None:
+        """None when the request now holds the key; else the answer or claim it holds."""
+        ...
+
+    async def fulfil(
+        self, owner: str, key: str, response: StoredResponse, *, at: datetime
+    ) -> None: ...
+
+    async def release(self, owner: str, key: str, request_hash: str, *, at: datetime) -> None: ...
+
     async def forget_before(self, since: datetime, *, limit: int) -> int:
         """Delete at most ``limit`` answers stored before ``since``, the oldest first; how many."""
         ...

@@ -29,6 +29,7 @@ from taskcrawler.domain.crawls import (
     CrawlSpec,
     Scope,
     SitemapMode,
+    Verdict,
     discover,
 )
 from taskcrawler.domain.pages import FetchedPage
@@ -108,6 +109,9 @@ class CrawlPages:
             found = await self._spec(job.crawl_id)
             if found is None or outcome.deferred:
                 return dataclasses.replace(outcome, links=None)
+            escaped = _redirected_out_of_scope(outcome, *found)
+            if escaped is not None:
+                return escaped
             candidates = await self._candidates(outcome, *found)
         except ServiceUnavailable as exc:
             # Its frontier cannot be known now: the page runs again later, no attempt counted.
@@ -158,6 +162,28 @@ class CrawlPages:
             except (CallTimeout, ChildDied) as exc:
                 log.warning("crawl %s: its sitemaps' URLs were cut short: %s", job.crawl_id, exc)
         return candidates
+
+
+def _redirected_out_of_scope(outcome: Outcome, spec: CrawlSpec, scope: Scope) -> Outcome | None:
+    """The failure of a page (not the start page, which is what was asked for) whose
+    redirects led out of the crawl's scope: another site's page, or one its paths exclude, is
+    not the crawl's, so neither its content nor its links are kept. None for any other."""
+    job, final_url = outcome.job, outcome.final_url
+    if not outcome.succeeded or not final_url or final_url == job.url:
+        return None
+    if _is_start(job.url, job.depth, spec):
+        return None
+    verdict = scope.check(final_url)
+    if verdict is Verdict.IN_SCOPE:
+        return None
+    return Outcome(
+        job=job,
+        http_status=outcome.http_status,
+        final_url=final_url,
+        error_code=ErrorCode.OUT_OF_SCOPE,
+        error_message=f"redirected to {final_url}, out of the crawl's scope ({verdict.value})",
+        finished_at=outcome.finished_at,
+    )
 
 
 def _is_start(url: str, depth: int, spec: CrawlSpec) -> bool:

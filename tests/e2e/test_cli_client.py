@@ -21,8 +21,8 @@ import pytest
 from aiohttp import web
 
 from tests.support.cli import Api, Result, run_cli
-from tests.support.processes import ProcessManager, clean_env
-from tests.support.served import Served, serve, served_by_module, sqlite_copy
+from tests.support.processes import clean_env
+from tests.support.served import Served, served_by_module, sqlite_copy
 from tests.support.services import free_port
 from tests.support.target import TargetServer
 
@@ -36,19 +36,22 @@ async def cli(*args: str, api: str | None = None, key: str | None = None, cwd: P
 
 
 @pytest.fixture(scope="module")
-async def _server(
+async def keyed_cli_server(
     tmp_path_factory: pytest.TempPathFactory, _sqlite_template: Path
 ) -> AsyncIterator[Served]:
     workdir = tmp_path_factory.mktemp("served")
     database_url = sqlite_copy(_sqlite_template, workdir)
-    async with served_by_module(workdir, database_url, TASKCRAWLER_MAX_RETRIES="1") as served:
+    # Keys required: every test here uses a key of its own (``api``), and the refusals without
+    # one are read from this server too.
+    env = {"TASKCRAWLER_MAX_RETRIES": "1", "TASKCRAWLER_AUTH_REQUIRED": "true"}
+    async with served_by_module(workdir, database_url, **env) as served:
         yield served
 
 
 @pytest.fixture
-async def api(_server: Served, request: pytest.FixtureRequest) -> Api:
+async def api(keyed_cli_server: Served, request: pytest.FixtureRequest) -> Api:
     """The module's server, as this test's own key sees it."""
-    return Api(_server.base_url, await _server.new_key(request.node.name))
+    return Api(keyed_cli_server.base_url, await keyed_cli_server.new_key(request.node.name))
 
 
 async def test_submit_and_wait_shows_progress_and_a_summary_and_fails_if_a_job_failed(
@@ -122,9 +125,9 @@ async def test_submit_without_wait_then_jobs_list_show_retry_cancel(
 
 
 async def test_auth_errors_say_which_variable_to_set(
-    processes: ProcessManager, tmp_path: Path, sqlite_url: str, target: TargetServer
+    keyed_cli_server: Served, tmp_path: Path, target: TargetServer
 ) -> None:
-    served = await serve(processes, tmp_path, sqlite_url, TASKCRAWLER_AUTH_REQUIRED="true")
+    served = keyed_cli_server
     refused = await cli("submit", target.url("/page/3"), api=served.base_url, cwd=tmp_path)
     assert refused.code == 2
     assert refused.err.startswith("error: 401 Unauthorized: an API key is required")

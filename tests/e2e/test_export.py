@@ -149,13 +149,20 @@ async def settled(db: Database) -> None:
     raise AssertionError("an old transaction holds the export back")
 
 
+#: Enough jobs for 20 pages of the export (exports.PAGE) and 25 MB of it. What the stream holds
+#: does not grow with the export: its peak was 0.9-1.4 MB at 2,000 jobs and 1.1-1.6 MB at
+#: 10,000 (each mode), so a bound of 10 MB leaves it room, and an export that held its whole
+#: body (25 MB of text, more as JSON) is far above it.
+STREAMED_JOBS = 2_000
+
+
 @pytest.mark.timeout(600)
-async def test_ten_thousand_results_stream_in_flat_memory(service: Service) -> None:
-    """10,000 jobs of 12 KB of text each (125 MB of export): the stream's peak of allocated
+async def test_thousands_of_results_stream_in_flat_memory(service: Service) -> None:
+    """2,000 jobs of 12 KB of text each (25 MB of export): the stream's peak of allocated
     memory stays far below it. Measured with tracemalloc (Python's own allocations, every
     thread's): the process's RSS also holds SQLite's page cache (64 MB a connection), bounded
     by configuration, not by the export."""
-    count, text = 10_000, "word " * 2400
+    count, text = STREAMED_JOBS, "word " * 2400
     db = service.storage.db
     await seeding.finished_jobs(service.storage, count, text, formats=("markdown",))
     await settled(db)
@@ -169,8 +176,8 @@ async def test_ten_thousand_results_stream_in_flat_memory(service: Service) -> N
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert exported == count and total > 120_000_000
-    assert peak < 40_000_000, f"peak {peak / 1e6:.0f} MB for {total / 1e6:.0f} MB"
+    assert exported == count and total > 24_000_000
+    assert peak < 10_000_000, f"peak {peak / 1e6:.0f} MB for {total / 1e6:.0f} MB"
 
 
 def test_the_client_reads_the_header_the_route_sends() -> None:

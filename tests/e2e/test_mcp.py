@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 import uuid
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -13,7 +14,7 @@ import httpx2
 import pytest
 
 from tests.support.processes import ProcessManager, clean_env
-from tests.support.served import Served, serve
+from tests.support.served import Served, serve, served_on_sqlite
 from tests.support.target import TargetServer
 
 # The MCP SDK (and the server's tools, built on it) is imported by the functions that use it:
@@ -40,7 +41,10 @@ def http(served: Served, key: str | None) -> Client:
     return Client(streamable_http_client(f"{served.base_url}/mcp", http_client=session))
 
 
-async def exercise_every_tool(client: Client, target: TargetServer) -> None:
+async def exercise_every_tool(client: Client, target: TargetServer, via: str, page: int) -> None:
+    """Every tool, on pages of this transport's own (``via`` in their query, ``page`` the
+    number of the one chunked and searched): the two transports' tests share a server, and
+    each must create, grow and find its own jobs."""
     from taskcrawler.mcp_server.tools import (
         TOOLS,
         CrawlArgs,
@@ -64,7 +68,7 @@ async def exercise_every_tool(client: Client, target: TargetServer) -> None:
     assert set(TOOLS) == set(schemas)
 
     scraped = await client.call_tool(
-        "scrape", {"url": target.url("/title/Agent"), "wait_seconds": 30}
+        "scrape", {"url": target.url(f"/title/Agent?via={via}"), "wait_seconds": 30}
     )
     assert not scraped.is_error, scraped.content
     found: dict[str, Any] = scraped.structured_content
@@ -77,7 +81,8 @@ async def exercise_every_tool(client: Client, target: TargetServer) -> None:
     # Asked again for a format it lacks, the page's job gains it; the crawl tool's pages have
     # their Markdown by default too.
     again = await client.call_tool(
-        "scrape", {"url": target.url("/title/Agent"), "formats": ["text"], "wait_seconds": 30}
+        "scrape",
+        {"url": target.url(f"/title/Agent?via={via}"), "formats": ["text"], "wait_seconds": 30},
     )
     grown = again.structured_content["job"]
     assert grown["id"] == found["job"]["id"] and "text" in grown["formats"]
@@ -88,7 +93,7 @@ async def exercise_every_tool(client: Client, target: TargetServer) -> None:
     rendered = await client.call_tool(
         "scrape",
         {
-            "url": target.url("/title/Shell"),
+            "url": target.url(f"/title/Shell?via={via}"),
             "render": "auto",
             "render_options": {"wait_seconds": 1},
             "options": {"only_main_content": False},
@@ -142,13 +147,13 @@ async def exercise_every_tool(client: Client, target: TargetServer) -> None:
 
     chunked = await client.call_tool(
         "scrape",
-        {"url": target.url("/page/7"), "formats": ["markdown", "chunks"], "wait_seconds": 60},
+        {"url": target.url(f"/page/{page}"), "formats": ["markdown", "chunks"], "wait_seconds": 60},
     )
     assert chunked.structured_content["job"]["status"] == "COMPLETED", chunked.content
-    searched = await client.call_tool("search", {"q": "page 7", "k": 1, "mode": "keyword"})
+    searched = await client.call_tool("search", {"q": f"page {page}", "k": 1, "mode": "keyword"})
     assert not searched.is_error, searched.content
     [hit] = searched.structured_content["results"]
-    assert hit["url"] == target.url("/page/7") and "page 7" in hit["text"]
+    assert hit["url"] == target.url(f"/page/{page}") and f"page {page}" in hit["text"]
     # The crawl's pages asked for no chunks: nothing of them to find.
     within = await client.call_tool("search", {"q": "page", "crawl_id": crawl_id})
     assert not within.is_error and within.structured_content == {"results": []}
@@ -156,21 +161,27 @@ async def exercise_every_tool(client: Client, target: TargetServer) -> None:
     assert bad_k.is_error and "k" in bad_k.content[0].text
 
 
-@pytest.fixture
-async def served(processes: ProcessManager, tmp_path: Path, sqlite_url: str) -> Served:
-    return await serve(processes, tmp_path, sqlite_url, TASKCRAWLER_MAX_RETRIES="0")
+@pytest.fixture(scope="module")
+async def served(
+    tmp_path_factory: pytest.TempPathFactory, _sqlite_template: Path
+) -> AsyncIterator[Served]:
+    """One server, no keys, for both transports' tests (each on pages of its own)."""
+    async with served_on_sqlite(
+        tmp_path_factory, _sqlite_template, TASKCRAWLER_MAX_RETRIES="0"
+    ) as served:
+        yield served
 
 
 async def test_stdio_lists_and_calls_every_tool(served: Served, target: TargetServer) -> None:
     async with stdio(served) as client:
-        await exercise_every_tool(client, target)
+        await exercise_every_tool(client, target, "stdio", 7)
 
 
 async def test_streamable_http_lists_and_calls_every_tool(
     served: Served, target: TargetServer
 ) -> None:
     async with http(served, None) as client:
-        await exercise_every_tool(client, target)
+        await exercise_every_tool(client, target, "http", 17)
 
 
 async def test_streamable_http_needs_a_key_when_the_api_does(

@@ -5,6 +5,7 @@ the table for ever)."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -177,3 +178,44 @@ async def test_every_sweeping_worker_deletes_expired_answers(sqlite_url: str) ->
         await parser.aclose()
         await fetcher.close()
         await runtime.close()
+
+
+async def test_concurrent_requests_with_one_key_run_the_work_once(storage: Storage) -> None:
+    """The key is claimed before the work runs: a repeat sent while the first is still being
+    answered waits for its answer, and another request with the key is a conflict at once,
+    rather than both creating their jobs."""
+    service = IdempotencyService(storage.idempotency, DAY)
+    produced: list[str] = []
+    started = asyncio.Event()
+    release = asyncio.Event()
+
+    async def produce() -> tuple[int, Any]:
+        produced.append("job")
+        started.set()
+        await release.wait()
+        return 201, {"id": len(produced)}
+
+    first = asyncio.create_task(service.answer_once(Caller("o"), "k", "h1", produce))
+    await started.wait()
+    with pytest.raises(Conflict):
+        await service.answer_once(Caller("o"), "k", "other", produce)
+    repeat = asyncio.create_task(service.answer_once(Caller("o"), "k", "h1", produce))
+    await asyncio.sleep(0.05)
+    release.set()
+    assert await first == (201, {"id": 1})
+    assert await repeat == (201, {"id": 1})
+    assert produced == ["job"]
+
+
+async def test_a_failed_request_frees_its_key(storage: Storage) -> None:
+    service = IdempotencyService(storage.idempotency, DAY)
+
+    async def fail() -> tuple[int, Any]:
+        raise RuntimeError("boom")
+
+    async def produce() -> tuple[int, Any]:
+        return 201, {"id": 2}
+
+    with pytest.raises(RuntimeError):
+        await service.answer_once(Caller("o"), "k", "h1", fail)
+    assert await service.answer_once(Caller("o"), "k", "h1", produce) == (201, {"id": 2})

@@ -448,6 +448,16 @@ async def test_lost_publish_is_redispatched_after_the_delay(store: Stores) -> No
     assert await store.work.take_due_dispatches(redispatch_after=30) == [created.job.id]
 
 
+async def test_a_lost_publish_of_a_whole_sitemap_is_marked_due(store: Stores) -> None:
+    """A crawl's start page may add a sitemap's 100,000 pages in one write; when their
+    publish is lost they are all marked due at once, past the 32,767 values a PostgreSQL
+    statement may bind one by one."""
+    [created] = await store.jobs.create_jobs([NewJob("http://lost.test/")], redispatch_after=30)
+    others = [uuid.uuid4() for _ in range(40_000)]
+    await store.work.mark_dispatch_due([*others, created.job.id])
+    assert await store.work.take_due_dispatches(redispatch_after=30) == [created.job.id]
+
+
 async def test_unreachable_database_is_storage_unavailable() -> None:
     db = open_database("postgresql+asyncpg://postgres@127.0.0.1:1/none")
     with pytest.raises(StorageUnavailable):

@@ -20,6 +20,7 @@ from taskcrawler.cli.commands.submit import job_options
 from taskcrawler.cli.main import build_parser
 from taskcrawler.client import CrawlOptions, JobOptions, _calls
 from taskcrawler.contract import jobs as jobs_contract
+from taskcrawler.contract import keywords
 from taskcrawler.contract.crawls import CrawlIn, CrawlScope
 from taskcrawler.contract.jobs import BatchCreate, JobCreate, RunOut
 from taskcrawler.contract.keys import KeyCreate
@@ -82,8 +83,10 @@ def test_a_crawl_hands_each_job_option_it_asks_to_its_pages() -> None:
 
 
 def test_a_crawl_is_stored_and_shown_with_its_fields_in_their_order() -> None:
-    """A monitor's crawl is answered as it is stored (clients may read the keys in order)."""
-    assert list(CrawlSpec("https://example.com/").to_dict()) == [
+    """A monitor's crawl is answered as it is stored (clients may read the keys in order): a
+    field added later may come anywhere, those stored so far keep their order."""
+    stored = list(CrawlSpec("https://example.com/").to_dict())
+    kept = [
         "url",
         "max_depth",
         "limit",
@@ -100,10 +103,20 @@ def test_a_crawl_is_stored_and_shown_with_its_fields_in_their_order() -> None:
         "webhook_events",
         "options",
     ]
+    assert [name for name in stored if name in kept] == kept
+    assert stored[-1] == "options"
 
 
 def test_the_client_passes_each_job_option() -> None:
     assert set(get_type_hints(JobOptions)) == DOMAIN_OPTIONS
+
+
+def test_the_clients_keyword_types_are_written_from_the_request_models() -> None:
+    """The client's keyword TypedDicts are generated: one that no longer matches its models
+    (an option added, a description changed) fails here until it is written again."""
+    assert keywords.module_source() == keywords.TARGET.read_text(encoding="utf-8"), (
+        "run .venv/bin/python -m taskcrawler.contract.keywords"
+    )
 
 
 def test_the_clients_crawl_options_are_the_crawl_requests_fields() -> None:

@@ -138,3 +138,29 @@ async def test_a_screenshot_or_a_failed_lookup_means_a_fetch() -> None:
         failing = Copies(CrawlSpec.create(START, sitemap=SKIP, max_age=60), error)
         assert await pages(failing).reusable(claimed()) is None
         assert len(failing.asked) == 1
+
+
+@pytest.mark.parametrize(
+    "final_url",
+    ["http://elsewhere.test/b", "http://docs.site.test/b", f"{START}no/b"],
+    ids=["external", "subdomain", "excluded"],
+)
+async def test_a_page_redirected_out_of_scope_is_not_kept(final_url: str) -> None:
+    """A link in scope that redirects out of it: the page is another site's (or one the crawl
+    excludes), so neither its content nor its links join the crawl."""
+    spec = CrawlSpec(START, sitemap=SKIP, exclude_paths=("^/no",))
+    outcome = page(1, f"{START}b", final_url=final_url, result={"markdown": "theirs"})
+    found = await pages(Specs(spec)).with_frontier(outcome)
+    assert (found.error_code, found.transient) == ("out_of_scope", False)
+    assert found.result is None and found.content is None and found.frontier == ()
+    assert found.final_url == final_url and final_url in (found.error_message or "")
+
+
+async def test_a_redirect_within_scope_and_the_start_pages_are_kept() -> None:
+    spec = CrawlSpec(START, sitemap=SKIP)
+    inside = page(1, f"{START}b", final_url="http://www.site.test/a")
+    assert (await pages(Specs(spec)).with_frontier(inside)).succeeded
+    # The start page is what was asked for: wherever it leads, it is fetched and kept.
+    job = ClaimedJob(uuid.uuid4(), START, 0, uuid.uuid4(), crawl_id=uuid.uuid4(), depth=0)
+    start = Outcome(job=job, http_status=200, final_url="http://moved.test/", links=())
+    assert (await pages(Specs(spec)).with_frontier(start)).succeeded

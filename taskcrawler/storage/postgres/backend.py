@@ -33,6 +33,7 @@ class PostgresBackend:
     #: takes fewer round trips and commits a job.
     outcome_batch = 500
     pins_connections = True
+    cascades_deletes = True
 
     def write_transaction(
         self, engine: AsyncEngine

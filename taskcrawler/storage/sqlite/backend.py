@@ -52,6 +52,9 @@ class SqliteBackend:
     #: call (2026-12-07-sqlite-one-call-writes.md).
     outcome_batch = 500
     pins_connections = False
+    # Off: turning it on would also run the cascades inside the migrations' table rebuilds
+    # (batch_alter_table drops and recreates ``jobs``), deleting every page's content.
+    cascades_deletes = False
 
     def __init__(self) -> None:
         self._writer: WriterLock | None = None
