@@ -24,6 +24,7 @@ would pay at start-up whether or not anyone asks for MCP.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -35,9 +36,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import Message, Receive, Scope, Send
 
-from taskcrawler.api.deps import _bearer_token
+from taskcrawler.api.deps import _bearer_token, client_address
 from taskcrawler.client import AsyncTaskCrawler
-from taskcrawler.domain.errors import ServiceUnavailable, Unauthenticated
+from taskcrawler.domain.errors import LimitExceeded, ServiceUnavailable, Unauthenticated
 from taskcrawler.domain.keys import Caller
 from taskcrawler.service import Services
 from taskcrawler.settings import Settings
@@ -184,9 +185,16 @@ class McpEndpoint:
     async def _caller(self, scope: Scope, receive: Receive, send: Send) -> Caller | None:
         """The request's caller; None once it was answered with why it has none."""
         services: Services = self.app.state.services
-        token = _bearer_token(Request(scope).headers.get("authorization"))
+        request = Request(scope)
+        token = _bearer_token(request.headers.get("authorization"))
         try:
-            return await services.keys.caller(token)
+            return await services.keys.caller(token, client_address(request))
+        except LimitExceeded as exc:
+            retry_after = str(max(1, math.ceil(exc.retry_after)))
+            refused = JSONResponse(
+                {"detail": str(exc)}, status_code=429, headers={"Retry-After": retry_after}
+            )
+            await refused(scope, receive, send)
         except Unauthenticated as exc:
             refused = JSONResponse(
                 {"detail": str(exc)}, status_code=401, headers={"WWW-Authenticate": "Bearer"}
