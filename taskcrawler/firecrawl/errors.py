@@ -57,23 +57,29 @@ class FirecrawlErrors:
             await self.app(scope, receive, send)
             return
         start: Message | None = None
+        #: An error body too large to rewrite: passed on as it comes, once its start was sent.
+        passing = False
         started = False
         chunks: list[bytes] = []
 
+        async def sending(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
         async def rewriting(message: Message) -> None:
-            nonlocal start, started
+            nonlocal start, passing
             if message["type"] == "http.response.start" and message["status"] >= 400:
                 start = message
                 return
-            if start is None:
-                started = started or message["type"] == "http.response.start"
-                await send(message)
+            if start is None or passing:
+                await sending(message)
                 return
-            started = True
             chunks.append(message.get("body", b""))
             if message.get("more_body") and sum(map(len, chunks)) <= MAX_ERROR_BYTES:
                 return
-            await self._answer(send, start, b"".join(chunks), bool(message.get("more_body")))
+            passing = bool(message.get("more_body"))
+            await self._answer(sending, start, b"".join(chunks), passing)
 
         try:
             await self.app(scope, receive, rewriting)
