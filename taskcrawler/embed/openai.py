@@ -17,6 +17,7 @@ from typing import Any
 
 import aiohttp
 import orjson
+from yarl import URL
 
 from taskcrawler.common.http_json import (
     AnswerNotJSON,
@@ -40,6 +41,8 @@ class OpenAIEmbedder:
             raise ValueError("the openai embedder needs TASKCRAWLER_EMBEDDER_MODEL")
         self._config = config
         self._endpoint = config.url.rstrip("/") + "/embeddings"
+        #: The endpoint as failures name it: without the credentials a URL may hold.
+        self._shown = str(URL(self._endpoint).with_user(None).with_query(None))
         self._model = config.model
         # The vectors' space is the documents' model: a query model only says how the same
         # server embeds a query for that space.
@@ -81,13 +84,15 @@ class OpenAIEmbedder:
             try:
                 async with self._client().post(self._endpoint, data=body) as response:
                     if response.status == 200:
-                        return _vectors(await _read_json(response), len(texts))
-                    problem = f"{self._endpoint} answered {response.status}"
+                        return vectors_of(await _read_json(response), len(texts))
+                    problem = f"{self._shown} answered {response.status}"
                     if response.status not in _RETRIED_STATUSES:
                         raise EmbeddingFailed(problem, transient=False)
                     retry_after = retry_after_seconds(response.headers.get("Retry-After"))
             except (aiohttp.ClientError, TimeoutError) as exc:
-                problem = f"{self._endpoint}: {type(exc).__name__}: {exc}"
+                # The kind of failure, not its text: the message is a failed job's error, shown
+                # to its submitter, and the error's text may quote the URL with its credentials.
+                problem = f"{self._shown}: {type(exc).__name__}"
             attempt += 1
             if attempt > self._config.max_retries:
                 raise EmbeddingFailed(
@@ -113,17 +118,37 @@ async def _read_json(response: aiohttp.ClientResponse) -> Any:
         raise EmbeddingFailed("the embeddings answer is not JSON", transient=True) from None
 
 
-def _vectors(payload: Any, expected: int) -> list[Vector]:
-    """The answer's vectors, in the order of the inputs (``index`` says which is which)."""
-    try:
-        items = sorted(payload["data"], key=lambda item: int(item["index"]))
-        vectors = [[float(x) for x in item["embedding"]] for item in items]
-    except (KeyError, TypeError, ValueError) as exc:
-        raise EmbeddingFailed(f"unexpected embeddings answer: {exc!r}", transient=False) from None
-    if len(vectors) != expected:
-        raise EmbeddingFailed(
-            f"asked for {expected} embeddings, got {len(vectors)}", transient=False
-        )
-    if any(not v or not all(math.isfinite(x) for x in v) for v in vectors):
+def vectors_of(payload: Any, expected: int) -> list[Vector]:
+    """The answer's vectors, in the order of the inputs (``index`` says which is which): one
+    per input, each a non-empty list of finite numbers that is not all zeros."""
+    data = payload.get("data") if isinstance(payload, dict) else None
+    if not isinstance(data, list) or len(data) != expected:
+        got = len(data) if isinstance(data, list) else "none"
+        raise EmbeddingFailed(f"asked for {expected} embeddings, got {got}", transient=False)
+    vectors: list[Vector | None] = [None] * expected
+    for item in data:
+        index = item.get("index") if isinstance(item, dict) else None
+        # Each input once: a repeated or unknown index would store vectors against other texts.
+        if type(index) is not int or not 0 <= index < expected or vectors[index] is not None:
+            raise EmbeddingFailed(
+                "the embeddings answer does not index each input once", transient=False
+            )
+        vectors[index] = _vector(item.get("embedding"))
+    return [vector for vector in vectors if vector is not None]
+
+
+def _vector(embedding: Any) -> Vector:
+    """``embedding`` as a unit vector: a list of numbers (not a string's digits, not bools),
+    finite, not all zeros (which nothing is near)."""
+    if not isinstance(embedding, list) or not embedding:
         raise EmbeddingFailed("the server answered an empty or non-finite vector", transient=False)
-    return [normalized(v) for v in vectors]
+    if any(isinstance(x, bool) or not isinstance(x, int | float) for x in embedding):
+        raise EmbeddingFailed("the server answered a vector that is not numbers", transient=False)
+    values = [float(x) for x in embedding]
+    if not all(math.isfinite(x) for x in values):
+        raise EmbeddingFailed("the server answered an empty or non-finite vector", transient=False)
+    # Scaled by its largest first: squaring 1e200 overflows, and would make it a zero vector.
+    largest = max(abs(x) for x in values)
+    if largest == 0:
+        raise EmbeddingFailed("the server answered a zero vector", transient=False)
+    return normalized([x / largest for x in values])

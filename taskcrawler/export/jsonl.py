@@ -8,6 +8,15 @@ from taskcrawler.domain.exports import ExportedJob
 from taskcrawler.domain.views import job_document
 from taskcrawler.export.cursor import encode_cursor
 
+#: Characters JSON may carry unescaped that readers splitting as ``str.splitlines`` does (httpx's
+#: ``iter_lines``, the Python client's export) take for line ends, escaped (as UTF-8 bytes, which
+#: only these characters' own encodings can hold).
+_LINE_BREAKS = (
+    (b"\xe2\x80\xa8", b"\\u2028"),
+    (b"\xe2\x80\xa9", b"\\u2029"),
+    (b"\xc2\x85", b"\\u0085"),
+)
+
 
 def jsonl_record(exported: ExportedJob) -> bytes:
     """``{"cursor", "job", "content"}`` and a newline. ``job`` is the API's job document;
@@ -17,4 +26,8 @@ def jsonl_record(exported: ExportedJob) -> bytes:
         "job": job_document(exported.job),
         "content": exported.texts,
     }
-    return orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
+    line = orjson.dumps(record, option=orjson.OPT_APPEND_NEWLINE)
+    for raw, escaped in _LINE_BREAKS:
+        if raw in line:
+            line = line.replace(raw, escaped)
+    return line

@@ -20,7 +20,9 @@ from dataclasses import dataclass, replace
 from taskcrawler.domain.chunks import Chunk
 
 TOKEN = re.compile(r"\w{1,12}|[^\w\s]")
-_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*?)[ \t#]*$")
+#: A heading's title is what follows its hashes, less its closing ones (stripped, not matched:
+#: a lazy title before ``[ \t#]*$`` scanned the line's rest again at each of its positions).
+_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.*)$")
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _SENTENCE_END = re.compile(r"(?<=[.!?\u3002\uff01\uff1f])\s+")
 #: Headings kept per chunk, and characters of each: a page's structure is bounded like its text.
@@ -84,7 +86,7 @@ def _blocks(markdown: str) -> Iterator[_Block]:
             level = len(heading.group(1))
             while path and path[-1][0] >= level:
                 path.pop()
-            title = heading.group(2).strip()[:MAX_HEADING_CHARS]
+            title = heading.group(2).rstrip(" \t#").strip()[:MAX_HEADING_CHARS]
             if len(path) < MAX_HEADING_DEPTH:
                 path.append((level, title))
             new_section = True

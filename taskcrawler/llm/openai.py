@@ -23,6 +23,7 @@ import orjson
 from taskcrawler.common.http_json import (
     AnswerNotJSON,
     AnswerTooLarge,
+    read_bounded,
     read_json,
     retry_after_seconds,
 )
@@ -36,6 +37,8 @@ _RETRIED_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
 _REFUSED_FIELD_STATUSES = frozenset({400, 422})
 #: ``Retry-After`` honoured up to this long (longer, and the deadline decides anyway).
 MAX_RETRY_AFTER_SECONDS = 30.0
+#: Bytes of a 400 or 422 read to learn whether it refuses ``response_format``.
+MAX_REFUSAL_BYTES = 64 * 1024
 
 
 class OpenAIChat:
@@ -74,9 +77,17 @@ class OpenAIChat:
     async def complete(
         self, messages: Sequence[Message], *, schema: Mapping[str, Any] | None = None
     ) -> str:
+        # The deadline starts once a slot is free: a page queued behind the process's other
+        # requests would otherwise fail for their slowness, not the model's answer to it.
+        async with self._slots:
+            return await self._within_deadline(messages, schema)
+
+    async def _within_deadline(
+        self, messages: Sequence[Message], schema: Mapping[str, Any] | None
+    ) -> str:
         deadline = time.monotonic() + self._config.timeout_seconds
         try:
-            async with asyncio.timeout(self._config.timeout_seconds), self._slots:
+            async with asyncio.timeout(self._config.timeout_seconds):
                 return await self._attempts(messages, schema, deadline)
         except TimeoutError:
             raise LLMUnavailable(
@@ -89,16 +100,14 @@ class OpenAIChat:
         attempt = 0
         while True:
             asked_structured = schema is not None and self.structured_output is not False
-            status, payload, retry_after = await self._post(self._body(messages, schema))
+            status, payload, retry_after = await self._post(
+                self._body(messages, schema), read_refusal=asked_structured
+            )
             if status == 200:
                 if asked_structured:
                     self.structured_output = True
                 return _answer_text(payload)
-            if (
-                status in _REFUSED_FIELD_STATUSES
-                and asked_structured
-                and not self.structured_output
-            ):
+            if status in _REFUSED_FIELD_STATUSES and payload and not self.structured_output:
                 # The server does not take structured output: the schema goes in the prompt.
                 log.info("%s refused response_format; prompting for JSON", self._endpoint)
                 self.structured_output = False
@@ -117,12 +126,18 @@ class OpenAIChat:
                 raise LLMUnavailable(f"{problem}, and its deadline leaves no time to retry")
             await asyncio.sleep(delay)
 
-    async def _post(self, body: bytes) -> tuple[int, Any, float | None]:
+    async def _post(
+        self, body: bytes, *, read_refusal: bool = False
+    ) -> tuple[int, Any, float | None]:
         """One request: its status, its JSON (for a 200) and its ``Retry-After``. A dropped
-        connection is a 503 here (tried again as one)."""
+        connection is a 503 here (tried again as one). With ``read_refusal``, a 400 or 422's
+        payload is whether its body names the structured output field: a page too long for
+        the model's context is a 400 too, and must not turn structured output off."""
         try:
             async with self._client().post(self._endpoint, data=body) as response:
                 retry_after = retry_after_seconds(response.headers.get("Retry-After"))
+                if read_refusal and response.status in _REFUSED_FIELD_STATUSES:
+                    return response.status, await _names_structured_output(response), None
                 if response.status != 200:
                     return response.status, None, retry_after
                 payload = await read_json(response, self._config.max_response_bytes)
@@ -141,6 +156,16 @@ class OpenAIChat:
         if self._session is not None:
             await self._session.close()
             self._session = None
+
+
+async def _names_structured_output(response: aiohttp.ClientResponse) -> bool:
+    """Whether a refusal's body (its first :data:`MAX_REFUSAL_BYTES`) names the field."""
+    try:
+        body = await read_bounded(response, MAX_REFUSAL_BYTES)
+    except AnswerTooLarge:
+        return False
+    text = body.decode("utf-8", "replace").lower()
+    return "response_format" in text or "json_schema" in text
 
 
 def _answer_text(payload: Any) -> str:

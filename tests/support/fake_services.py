@@ -49,6 +49,9 @@ class FakeLLM:
             await asyncio.sleep(30)
         if word == "llm-429" and count == 1:
             return web.json_response({"error": "busy"}, status=429, headers={"Retry-After": "0"})
+        if word == "llm-toolong":  # a 400 that is not about response_format
+            error = {"message": "This model's maximum context length is 4096 tokens"}
+            return web.json_response({"error": error}, status=400)
         if word == "llm-5xx":
             return web.json_response({"error": "down"}, status=503)
         if word == "llm-garbage":

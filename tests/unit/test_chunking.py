@@ -83,6 +83,22 @@ def test_headings_give_each_chunk_its_path() -> None:
     ]
 
 
+def test_a_heading_keeps_its_title_without_its_closing_hashes() -> None:
+    [chunk] = chunk_markdown("## Setup ##  \n\nText.")
+    assert chunk.heading_path == ("Setup",)
+    [chunk] = chunk_markdown("# A # B #\t#\n\nText.")
+    assert chunk.heading_path == ("A # B",)
+
+
+@pytest.mark.timeout(30)  # the heading's parse was quadratic: over two minutes of CPU here
+def test_a_long_heading_line_of_spaced_hashes_is_read_in_linear_time() -> None:
+    # What a page's <h1> of " #" repeated becomes: each of its positions had the line's rest
+    # scanned again by the heading pattern's closing hashes (9 s for 40 KB).
+    markdown = "# " + " #" * 100_000 + "x\n\nText."
+    chunks = chunk_markdown(markdown)
+    assert chunks[0].heading_path[0].startswith("# # #") and chunks[-1].text.endswith("Text.")
+
+
 def test_code_and_lists_are_kept_whole_when_they_fit() -> None:
     code = "```python\ndef f():\n\n    return 1\n```"
     items = "- one\n- two\n- three"

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from taskcrawler.embed import EmbedderConfig, EmbeddingFailed, build_embedder
+from taskcrawler.embed.openai import vectors_of as openai_vectors
 from tests.support.fake_services import FakeEmbeddings, fake_embeddings
 
 
@@ -165,6 +166,15 @@ async def test_openai_unreachable_server_is_transient() -> None:
     assert caught.value.transient
 
 
+async def test_a_failure_names_no_credentials_or_error_text_of_the_server() -> None:
+    # The message is the failed job's error, which the API shows to whoever submitted it.
+    with pytest.raises(EmbeddingFailed) as caught:
+        await _embed("http://operator:s3cret@127.0.0.1:9/v1", ["x"], max_retries=0, api_key=None)
+    said = str(caught.value)
+    assert "s3cret" not in said and "Connect call failed" not in said
+    assert said.startswith("http://127.0.0.1:9/v1/embeddings: ClientConnectorError")
+
+
 @pytest.mark.parametrize("missing", [{"url": None}, {"model": None}, {"kind": "nope"}])
 def test_an_embedder_without_what_it_needs_is_refused(missing: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match=r"EMBEDDER|unknown"):
@@ -217,3 +227,32 @@ async def test_embedding_in_its_thread_leaves_the_event_loop_free() -> None:
 
 
 Factory = Callable[[], None]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        # Two answers for the first text, none for the second: the vectors would be stored
+        # against the wrong chunks.
+        [{"index": 0, "embedding": [1.0, 0.0]}, {"index": 0, "embedding": [0.0, 1.0]}],
+        [{"index": 0, "embedding": [1.0, 0.0]}, {"index": 7, "embedding": [0.0, 1.0]}],
+        [{"index": 0, "embedding": [1.0, 0.0]}, {"index": True, "embedding": [0.0, 1.0]}],
+        # A string is iterable: its digits would pass for a vector's numbers.
+        [{"index": 0, "embedding": "12"}, {"index": 1, "embedding": [0.0, 1.0]}],
+        [{"index": 0, "embedding": [True, False]}, {"index": 1, "embedding": [0.0, 1.0]}],
+        [{"index": 0, "embedding": {"1": 2}}, {"index": 1, "embedding": [0.0, 1.0]}],
+        # Finite, yet nothing to compare by: a zero vector, or one whose norm overflows.
+        [{"index": 0, "embedding": [0.0, 0.0]}, {"index": 1, "embedding": [0.0, 1.0]}],
+    ],
+)
+def test_openai_refuses_answers_that_do_not_give_each_text_one_vector(
+    data: list[dict[str, Any]],
+) -> None:
+    with pytest.raises(EmbeddingFailed) as caught:
+        openai_vectors({"data": data}, 2)
+    assert not caught.value.transient
+
+
+def test_openai_keeps_the_direction_of_vectors_too_large_to_square() -> None:
+    [vector] = openai_vectors({"data": [{"index": 0, "embedding": [3e200, 4e200]}]}, 1)
+    assert vector == pytest.approx([0.6, 0.8])

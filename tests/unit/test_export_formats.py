@@ -61,6 +61,16 @@ def test_a_jsonl_record_is_one_line_with_its_cursor_job_and_texts() -> None:
     assert record["content"] == {"markdown": "# Hi\nthere"}
 
 
+def test_a_jsonl_record_stays_one_line_for_readers_that_split_on_unicode_line_breaks() -> None:
+    # httpx's iter_lines (the Python client's export) splits as str.splitlines does: on
+    # U+2028, U+2029 and U+0085 too, which pages hold and JSON may carry unescaped.
+    text = "one\u2028two\u2029three\x85four"
+    exported = ExportedJob(ExportPosition(1, uuid.uuid4()), job(), texts={"markdown": text})
+    line = jsonl_record(exported)
+    assert len(line.decode().splitlines()) == 1
+    assert orjson.loads(line)["content"] == {"markdown": text}
+
+
 def read_back(data: bytes) -> list[tuple[str, dict[str, str], bytes, str | None]]:
     records = []
     for record in ArchiveIterator(io.BytesIO(data), check_digests="raise"):

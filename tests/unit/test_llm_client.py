@@ -3,6 +3,7 @@ failure is an LLMUnavailable with our own words, within the deadline and the siz
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -65,6 +66,23 @@ async def test_a_server_without_structured_output_is_prompted_instead() -> None:
     assert client.structured_output is False
 
 
+async def test_a_400_about_something_else_keeps_structured_output(
+    model: tuple[FakeLLM, str],
+) -> None:
+    # A page too long for the model's context is refused with a 400 too: that must not make
+    # every later page of the process go without structured output.
+    fake, url = model
+    client = _client(url)
+    try:
+        with pytest.raises(LLMUnavailable, match="answered 400"):
+            await client.complete(_ask("llm-toolong"), schema=SCHEMA)
+        await client.complete(_ask("llm-ok"), schema=SCHEMA)
+    finally:
+        await client.close()
+    assert "response_format" in fake.requests[-1]
+    assert client.structured_output is not False
+
+
 async def test_a_429_is_tried_again_after_its_retry_after(model: tuple[FakeLLM, str]) -> None:
     _, url = model
     client = _client(url)
@@ -104,3 +122,20 @@ async def test_an_unreachable_model_is_unavailable() -> None:
             await client.complete(_ask("llm-ok"))
     finally:
         await client.close()
+
+
+async def test_waiting_for_a_free_slot_does_not_spend_the_deadline(
+    model: tuple[FakeLLM, str],
+) -> None:
+    # A worker runs more pages than the model takes requests at once: a page queued behind
+    # the others must still get its own deadline once its request is sent.
+    _, url = model
+    client = _client(url, concurrency=1, timeout_seconds=0.5)
+    try:
+        async with client._slots:  # another page's request holds the only slot
+            waiting = asyncio.ensure_future(client.complete(_ask("llm-ok")))
+            await asyncio.sleep(1.0)
+        answer = await waiting
+    finally:
+        await client.close()
+    assert '"title": "llm-ok"' in answer
