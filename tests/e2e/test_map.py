@@ -13,9 +13,9 @@ from tests.support.cli import run_cli
 from tests.support.site import Site, SiteHosts, SiteServer
 
 SITE_OPTIONS = {"pages": 600, "hosts": SiteHosts.loopback()}
-#: The exact lists below need every page and sitemap read: the harness's 2 s fetch deadline is
-#: for jobs, and a loaded machine can take longer than that to serve a big sitemap from the
-#: test's own site.
+#: The exact lists below need every page and sitemap read, and a loaded machine can take a while
+#: to serve a big sitemap from the test's own site: the deadline is this test's own, whatever
+#: the harness's is.
 READ_ALL = {"fetch_timeout_seconds": 30.0}
 
 
