@@ -39,6 +39,11 @@ class Chunk:
     context: str = ""
 
 
+#: The model of chunks made but not embedded yet (a page extracted again): no search's model,
+#: so semantic searches skip them, and every re-index's stale chunks, so it embeds them.
+UNEMBEDDED = ""
+
+
 @dataclass(frozen=True, slots=True)
 class EmbeddedChunk:
     """A chunk and its vector, as made by one model (``model``; ``len(vector)`` dimensions)."""

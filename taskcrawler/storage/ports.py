@@ -14,6 +14,7 @@ from uuid import UUID
 
 from taskcrawler.domain.change_tracking import Previous
 from taskcrawler.domain.chunks import (
+    Chunk,
     PageChunks,
     Ranked,
     Reembedded,
@@ -359,6 +360,11 @@ class ChunkRepository(Protocol):
     ) -> None:
         """The page's chunks become ``page``'s; with a ``lease_token``, only while the job is
         still held under it (a cancelled job's worker writes none)."""
+
+    async def remake(self, job_id: UUID, made: Sequence[Chunk]) -> bool:
+        """If the job has chunks, they become ``made``, not embedded (model
+        :data:`~taskcrawler.domain.chunks.UNEMBEDDED`) until a re-index; whether it had."""
+        ...
 
     async def list_for_job(self, job_id: UUID, *, owner: str) -> list[StoredChunk]: ...
 

@@ -309,3 +309,52 @@ async def test_a_crawls_chunks_are_searched_within_the_crawl(
         everywhere = await service.client.get("/api/v1/search", params={"q": "yeast", "k": 20})
         ids = {hit["job_id"] for hit in everywhere.json()["results"]}
         assert first[f"{sections}/kb/0"] in ids
+
+
+async def test_a_reextracted_page_s_chunks_are_made_from_its_new_markdown(
+    service: Service, corpus: str
+) -> None:
+    from taskcrawler import bootstrap
+    from taskcrawler.service.reextract import Rechunking, reextract_all
+    from taskcrawler.service.reindex import reindex_chunks
+    from taskcrawler.storage.tables import chunks
+    from taskcrawler.worker.parsing import PageParser
+
+    [job] = await _scrape_all(service, [f"{corpus}/kb/33"])
+    # Chunks as an older extractor left them: of another Markdown (offsets, text, headings).
+    async with service.storage.db.write() as conn:
+        await conn.execute(
+            chunks.update().values(
+                text="obsolete wording", heading_path=["Old"], start_offset=0, end_offset=3
+            )
+        )
+    parser = PageParser(processes=1)
+    rechunking = Rechunking(service.storage.chunks, bootstrap.chunking_config(service.settings))
+    try:
+        done = await reextract_all(service.storage.content, parser, rechunking=rechunking)
+    finally:
+        await parser.aclose()
+    assert (done.pages, done.rechunked) == (1, 1)
+
+    markdown = await service.client.get(
+        f"/api/v1/jobs/{job['id']}/content", params={"format": "markdown"}
+    )
+    listed = (await service.client.get(f"/api/v1/jobs/{job['id']}/chunks")).json()["chunks"]
+    assert [c["heading_path"] for c in listed] == [[TOPICS[33].title]]
+    for chunk in listed:
+        assert markdown.text[chunk["start"] : chunk["end"]].split() == chunk["text"].split()
+    stale = await service.client.get("/api/v1/search", params={"q": "obsolete", "mode": "keyword"})
+    assert stale.json()["results"] == []
+    found = await service.client.get(
+        "/api/v1/search", params={"q": "relational database tables join", "mode": "keyword"}
+    )
+    [hit] = found.json()["results"]
+    assert markdown.text[hit["start"] : hit["end"]].split() == hit["text"].split()
+
+    # Not embedded yet: a semantic search skips them until the re-index embeds them.
+    semantic = {"q": TOPICS[33].question, "mode": "semantic"}
+    assert (await service.client.get("/api/v1/search", params=semantic)).json()["results"] == []
+    embedder = bootstrap.embedder(service.settings)
+    assert await reindex_chunks(service.storage.chunks, embedder) == len(listed)
+    [first, *_] = (await service.client.get("/api/v1/search", params=semantic)).json()["results"]
+    assert first["job_id"] == job["id"]
