@@ -24,7 +24,7 @@ from taskcrawler.domain.chunks import (
     StoredChunk,
 )
 from taskcrawler.domain.crawls import Crawl, CrawlSpec
-from taskcrawler.domain.exports import ArchivedResponse, ExportPosition
+from taskcrawler.domain.exports import ExportPosition, GzippedResponse
 from taskcrawler.domain.idempotency import StoredResponse
 from taskcrawler.domain.jobs import (
     Cancelled,
@@ -570,7 +570,7 @@ class ExportRepository(Protocol):
 
     async def texts(self, job_ids: Sequence[UUID]) -> dict[UUID, dict[str, str]]: ...
 
-    async def archives(self, job_ids: Sequence[UUID]) -> dict[UUID, ArchivedResponse]: ...
+    async def archives(self, job_ids: Sequence[UUID]) -> dict[UUID, GzippedResponse]: ...
 
 
 class BatchRepository(Protocol):
