@@ -21,7 +21,7 @@ from typing import Protocol
 from taskcrawler.domain.chunks import CHUNKS_FORMAT
 from taskcrawler.domain.pages import Archived, ContentRecord, Reextracted
 from taskcrawler.domain.storable import storable_content, storable_json, storable_text
-from taskcrawler.extract.chunking import ChunkingConfig
+from taskcrawler.extract.chunking import ChunkingConfig, chunk_page
 from taskcrawler.extract.page import ContentChoice, Extraction
 from taskcrawler.extract.stored import (
     content_choice,
@@ -30,7 +30,6 @@ from taskcrawler.extract.stored import (
     rederived_result,
 )
 from taskcrawler.storage.ports import ChunkRepository, ContentRepository
-from taskcrawler.worker.chunking import chunk_page
 
 log = logging.getLogger(__name__)
 
