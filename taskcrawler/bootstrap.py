@@ -102,7 +102,11 @@ def key_service(storage: Storage, settings: Settings) -> KeyService:
     """Keys as the API and ``taskcrawler keys`` manage them, on ``storage``."""
     from taskcrawler.service.keys import KeyService
 
-    return KeyService(storage.keys, required=settings.auth_required)
+    return KeyService(
+        storage.keys,
+        required=settings.auth_required,
+        failures_per_minute=settings.auth_failures_per_minute,
+    )
 
 
 # --- the API ------------------------------------------------------------------------------------

@@ -372,6 +372,15 @@ class Settings(BaseSettings):
     auth_required: bool = Field(
         False, description="Require `Authorization: Bearer <key>` on every /api call."
     )
+    auth_failures_per_minute: int = Field(
+        30,
+        ge=0,
+        description=(
+            "Failed authentications per client address in a minute; past them, its requests"
+            " with a key this process has not verified in the last 5 seconds are answered 429"
+            " (Retry-After) without a database lookup. 0: no limit."
+        ),
+    )
     rate_limit_per_minute: int | None = Field(
         None,
         ge=1,

@@ -29,9 +29,15 @@ def _bearer_token(authorization: str | None) -> str | None:
     return token.strip() if scheme.lower() == "bearer" else ""
 
 
+def client_address(request: Request) -> str | None:
+    """The peer's address (a proxy's, behind one), which failed authentications count against."""
+    return request.client.host if request.client else None
+
+
 async def _authenticated(request: Request) -> Caller:
     services = await get_services(request)
-    caller = await services.keys.caller(_bearer_token(request.headers.get("authorization")))
+    token = _bearer_token(request.headers.get("authorization"))
+    caller = await services.keys.caller(token, client_address(request))
     return caller
 
 
@@ -59,7 +65,8 @@ async def get_call(request: Request) -> Call:
     (a single submission): each dependency FastAPI solves costs its own validation pass and,
     on FastAPI's native telemetry, its own operation span, per request."""
     services: Services = request.app.state.services
-    caller = await services.keys.caller(_bearer_token(request.headers.get("authorization")))
+    token = _bearer_token(request.headers.get("authorization"))
+    caller = await services.keys.caller(token, client_address(request))
     await services.jobs.check_rate(caller)
     return Call(services, caller)
 
@@ -69,7 +76,7 @@ async def get_foreign_caller(request: Request) -> Caller:
     is not a TaskCrawler key is anonymous where keys are not required."""
     services = await get_services(request)
     token = _bearer_token(request.headers.get("authorization"))
-    caller = await services.keys.foreign_caller(token)
+    caller = await services.keys.foreign_caller(token, client_address(request))
     await services.jobs.check_rate(caller)
     return caller
 

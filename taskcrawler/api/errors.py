@@ -30,6 +30,9 @@ from taskcrawler.domain.structured import ModelNotConfigured
 from taskcrawler.domain.web_search import InvalidWebQuery, WebSearchFailed, WebSearchNotConfigured
 from taskcrawler.service.mapping import MapRefused
 
+#: What an unexpected failure answers: its text may hold anything (a query, a path, a secret).
+INTERNAL_ERROR = "internal server error"
+
 
 def detail_answer(
     status_code: int, headers: dict[str, str] | None = None
@@ -145,6 +148,12 @@ async def send_json(send: Send, status: int, document: Any) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
+async def _internal_error(_: Request, __: Exception) -> Response:
+    """A bug's answer: JSON as every other error, never its text (Starlette logs it, and its
+    own answer would be plain text)."""
+    return JSONResponse(status_code=500, content={"detail": INTERNAL_ERROR})
+
+
 async def _invalid_request(_: Request, exc: Exception) -> Response:
     assert isinstance(exc, RequestValidationError)
     return JSONResponse(status_code=422, content={"detail": renderable(exc.errors())})
@@ -167,6 +176,8 @@ def install_error_handlers(app: FastAPI) -> None:
         WebSearchNotConfigured: detail_answer(400),
         InvalidWebQuery: _invalid_web_query,
         WebSearchFailed: detail_answer(502),
+        # Starlette gives this one to its outermost middleware, whose answer is otherwise text.
+        Exception: _internal_error,
     }
     for error, handler in handlers.items():
         app.add_exception_handler(error, handler)

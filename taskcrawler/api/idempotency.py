@@ -6,7 +6,7 @@ import hashlib
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any
 
-from fastapi import Header
+from fastapi import Header, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel
 
@@ -30,6 +30,7 @@ async def answer_once(
     services: Services,
     caller: Caller,
     key: str | None,
+    request: Request,
     body: BaseModel,
     produce: Callable[[], Awaitable[tuple[int, BaseModel]]],
 ) -> Response:
@@ -42,6 +43,16 @@ async def answer_once(
         code, model = await produce()
         return code, model.model_dump(mode="json")
 
-    request_hash = hashlib.sha256(body.model_dump_json().encode()).hexdigest()
+    request_hash = request_fingerprint(request, body)
     code, stored = await services.idempotency.answer_once(caller, key, request_hash, produce_json)
     return JSONResponse(stored, status_code=code)
+
+
+def request_fingerprint(request: Request, body: BaseModel) -> str:
+    """What a repeat must match: the method and route as well as the body, so one key sent
+    to two routes whose bodies read the same is a conflict, not the other route's answer."""
+    route = request.scope.get("route")
+    path = getattr(route, "path", None) or request.url.path
+    fingerprint = hashlib.sha256(f"{request.method} {path}\n".encode())
+    fingerprint.update(body.model_dump_json().encode())
+    return fingerprint.hexdigest()

@@ -24,6 +24,7 @@ would pay at start-up whether or not anyone asks for MCP.
 from __future__ import annotations
 
 import asyncio
+import math
 from collections import Counter
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -35,9 +36,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.types import Message, Receive, Scope, Send
 
-from taskcrawler.api.deps import _bearer_token
+from taskcrawler.api.deps import _bearer_token, client_address
 from taskcrawler.client import AsyncTaskCrawler
-from taskcrawler.domain.errors import ServiceUnavailable, Unauthenticated
+from taskcrawler.domain.errors import LimitExceeded, ServiceUnavailable, Unauthenticated
 from taskcrawler.domain.keys import Caller
 from taskcrawler.service import Services
 from taskcrawler.settings import Settings
@@ -184,9 +185,16 @@ class McpEndpoint:
     async def _caller(self, scope: Scope, receive: Receive, send: Send) -> Caller | None:
         """The request's caller; None once it was answered with why it has none."""
         services: Services = self.app.state.services
-        token = _bearer_token(Request(scope).headers.get("authorization"))
+        request = Request(scope)
+        token = _bearer_token(request.headers.get("authorization"))
         try:
-            return await services.keys.caller(token)
+            return await services.keys.caller(token, client_address(request))
+        except LimitExceeded as exc:
+            retry_after = str(max(1, math.ceil(exc.retry_after)))
+            refused = JSONResponse(
+                {"detail": str(exc)}, status_code=429, headers={"Retry-After": retry_after}
+            )
+            await refused(scope, receive, send)
         except Unauthenticated as exc:
             refused = JSONResponse(
                 {"detail": str(exc)}, status_code=401, headers={"WWW-Authenticate": "Bearer"}
@@ -197,16 +205,26 @@ class McpEndpoint:
         return None
 
     async def _answer_within_idle_timeout(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """The SDK's answer, ended once it has sent nothing for ``idle_timeout`` seconds."""
+        """The SDK's answer, ended once it has sent nothing for ``idle_timeout`` seconds.
+
+        Once the body is read, the client's disconnect is listened for here: the SDK (stateless,
+        JSON answers) never reads it, so a tool waiting on a job would go on polling for
+        nobody. The tools' client (:meth:`_client_for`) stops calling the API once it came."""
         loop = asyncio.get_running_loop()
         started = False
         body_read = False
+        gone = scope[CLIENT_GONE] = asyncio.Event()
+        after_body: asyncio.Task[Message] | None = None
 
         async def reading() -> Message:
-            nonlocal body_read
+            nonlocal body_read, after_body
+            if after_body is not None:
+                # The SDK asks again (it never has, in JSON mode): the listener's message.
+                return await asyncio.shield(after_body)
             message = await receive()
             if message["type"] == "http.request" and not message.get("more_body", False):
                 body_read = True
+                after_body = asyncio.create_task(_disconnect(receive, gone))
             return message
 
         try:
@@ -225,6 +243,9 @@ class McpEndpoint:
                 status, what = (504, "answer") if body_read else (408, "request body")
                 detail = f"no {what} within {self.idle_timeout:g} s"
                 await JSONResponse({"detail": detail}, status_code=status)(scope, receive, send)
+        finally:
+            if after_body is not None:
+                after_body.cancel()
 
     @asynccontextmanager
     async def _client_for(
@@ -238,6 +259,50 @@ class McpEndpoint:
             timeout=self.timeout,
             # An error of the app is answered as any client sees it (a 500 with no details),
             # not raised into the tool, where its text (SQL, say) would reach the agent.
-            transport=httpx.ASGITransport(app=self.app, raise_app_exceptions=False),
+            transport=_UntilGone(
+                httpx.ASGITransport(app=self.app, raise_app_exceptions=False),
+                _gone_of(ctx),
+            ),
         ) as tc:
             yield tc
+
+
+#: The scope's event set once the client of an MCP request has gone (its connection closed).
+CLIENT_GONE = "taskcrawler.mcp_client_gone"
+
+
+class McpClientGone(Exception):
+    """The MCP client left: a tool's further calls to the API would answer nobody."""
+
+
+async def _disconnect(receive: Receive, gone: asyncio.Event) -> Message:
+    """The request's next message once its body is read: its disconnect (``gone`` set)."""
+    message = await receive()
+    if message["type"] == "http.disconnect":
+        gone.set()
+    return message
+
+
+def _gone_of(ctx: ServerRequestContext[Any, Any]) -> asyncio.Event:
+    """The event :meth:`McpEndpoint._answer_within_idle_timeout` put in the request's scope
+    (the SDK hands the tool the request it was given); a fresh one, never set, elsewhere."""
+    scope = getattr(getattr(ctx, "request", None), "scope", None)
+    gone = scope.get(CLIENT_GONE) if isinstance(scope, dict) else None
+    return gone if isinstance(gone, asyncio.Event) else asyncio.Event()
+
+
+class _UntilGone(httpx.AsyncBaseTransport):
+    """``inner``, refusing every request once ``gone`` is set: the tool ends at its next call
+    (a poll of its job, say) rather than at its own deadline."""
+
+    def __init__(self, inner: httpx.AsyncBaseTransport, gone: asyncio.Event) -> None:
+        self.inner = inner
+        self.gone = gone
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self.gone.is_set():
+            raise McpClientGone
+        return await self.inner.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        await self.inner.aclose()

@@ -82,8 +82,8 @@ def _run_api(settings: Settings, *, worker_process: bool) -> int:
         loop="auto",
         http="auto",
         access_log=False,
-        # Nothing reads the client's address (limits are per API key), so skip rewriting it
-        # from X-Forwarded-For on every request.
+        # The peer's address is the one failed logins are counted against: X-Forwarded-For is
+        # the client's to write, and would let a flood name a new address on every request.
         proxy_headers=False,
         log_config=None,
         timeout_graceful_shutdown=int(settings.shutdown_grace_seconds) + 5,

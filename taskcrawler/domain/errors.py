@@ -34,6 +34,8 @@ class ErrorCode(StrEnum):
     EXTRACTION = "extraction_failed"
     TLS = "tls"  # a bad certificate does not fix itself in seconds
     OUT_OF_SCOPE = "out_of_scope"  # a crawl's page redirected out of the crawl's scope
+    # a crawl's page that is another of its pages (a redirect leads there): held once
+    DUPLICATE = "duplicate"
     # not the job's failure: rescheduled without counting an attempt (DEFERRAL_CODES)
     HOST_BUSY = "host_busy"  # politeness had no slot for the host in time
     # Redis (shared politeness, robots cache) unreachable while fetching

@@ -184,6 +184,25 @@ def host_as_sent(url: str) -> str:
     return (urlsplit(url).hostname or "").lower()
 
 
+def host_key(url: str) -> str:
+    """The host jobs are filtered by: the host of ``url``'s key (:func:`normalize_url`: lower
+    case, IDNA-encoded, no trailing dot), "" for a URL without one. One form whatever the
+    spelling, so an IDN site's jobs submitted as ``bücher.de`` and its crawl pages (whose URL is
+    their key, ``xn--bcher-kva.de``) are one host's. :class:`InvalidURL` as for the key."""
+    key = normalize_url(url)
+    plain = _PLAIN_URL.fullmatch(key)
+    return plain["host"] if plain is not None else (urlsplit(key).hostname or "")
+
+
+def host_filter(host: str) -> str:
+    """The form jobs store (:func:`host_key`) of a host a client filters by, as either spelling
+    of an IDN host; one that is no host is compared as given, lower-cased (it finds none)."""
+    try:
+        return host_key(f"http://{host}/")
+    except InvalidURL:
+        return host.lower()
+
+
 def _normalized_by_parsing(url: str) -> str:
     """:func:`normalize_url` for any URL: parsed as ``urlsplit`` and as the fetcher's yarl do,
     every refusal raised here."""

@@ -3,7 +3,7 @@ screenshot's and actions' URLs, and its metadata."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 from uuid import UUID
 
@@ -36,9 +36,16 @@ async def firecrawl_document(
     job: Job,
     formats: tuple[str, ...],
     screenshot_url: ScreenshotURL,
+    *,
+    texts: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """The Firecrawl document of a finished job: the formats asked for (Firecrawl's names),
-    and its metadata. Every format of a job that did not complete is empty."""
+    and its metadata. Every format of a job that did not complete is empty. ``texts``: the
+    job's stored texts of :func:`stored_texts`, read beforehand (with other jobs' at once)."""
+
+    async def text(fmt: str) -> str | None:
+        return texts.get(fmt) if texts is not None else await content.text(job.id, fmt)
+
     doc: dict[str, Any] = {}
     completed = job.status is JobStatus.COMPLETED
     for name in formats:
@@ -48,16 +55,24 @@ async def firecrawl_document(
             links = await content.links_of(job.id, limit=MAX_LINKS) if completed else []
             doc["links"] = list(dict.fromkeys(link.url for link in links))
         elif name == "images":
-            listed = await content.text(job.id, "images") if completed else None
+            listed = await text("images") if completed else None
             doc["images"] = [url for url in (listed or "").split("\n") if url]
         elif name in ("json", "summary"):
             doc[name] = (job.result or {}).get(name) if completed else None
         else:
-            doc[name] = (await content.text(job.id, FORMATS[name]) or "") if completed else ""
+            doc[name] = (await text(FORMATS[name]) or "") if completed else ""
     if completed and (acted := (job.result or {}).get("actions")) is not None:
         doc["actions"] = _served_actions(acted, job, screenshot_url)
     doc["metadata"] = _metadata(job)
     return doc
+
+
+def stored_texts(formats: tuple[str, ...]) -> tuple[str, ...]:
+    """The stored texts (our format names) a document of these Firecrawl formats reads."""
+    computed = ("screenshot", "links", "json", "summary")
+    return tuple(
+        "images" if name == "images" else FORMATS[name] for name in formats if name not in computed
+    )
 
 
 def their_formats(job: Job) -> tuple[str, ...]:

@@ -11,7 +11,7 @@ import orjson
 from fastapi import FastAPI
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from taskcrawler.api.errors import detail_answer
+from taskcrawler.api.errors import INTERNAL_ERROR, detail_answer, send_json
 from taskcrawler.firecrawl.options import Unsupported
 from taskcrawler.firecrawl.service import ClientGone, ScrapeFailed, ScrapeTimedOut
 
@@ -57,22 +57,40 @@ class FirecrawlErrors:
             await self.app(scope, receive, send)
             return
         start: Message | None = None
+        #: An error body too large to rewrite: passed on as it comes, once its start was sent.
+        passing = False
+        started = False
         chunks: list[bytes] = []
 
+        async def sending(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
         async def rewriting(message: Message) -> None:
-            nonlocal start
+            nonlocal start, passing
             if message["type"] == "http.response.start" and message["status"] >= 400:
                 start = message
                 return
-            if start is None:
-                await send(message)
+            if start is None or passing:
+                await sending(message)
                 return
             chunks.append(message.get("body", b""))
             if message.get("more_body") and sum(map(len, chunks)) <= MAX_ERROR_BYTES:
                 return
-            await self._answer(send, start, b"".join(chunks), bool(message.get("more_body")))
+            passing = bool(message.get("more_body"))
+            await self._answer(sending, start, b"".join(chunks), passing)
 
-        await self.app(scope, receive, rewriting)
+        try:
+            await self.app(scope, receive, rewriting)
+        except Exception:
+            # Starlette's last resort, outside this middleware, answers a plain-text 500 that
+            # Firecrawl's SDKs cannot read; answer theirs, without the exception's text, and
+            # let the exception go on to be logged (that middleware sends nothing more once
+            # a response has started).
+            if not started:
+                await send_json(send, 500, {"success": False, "error": INTERNAL_ERROR})
+            raise
 
     @staticmethod
     async def _answer(send: Send, start: Message, body: bytes, more: bool) -> None:

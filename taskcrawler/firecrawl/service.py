@@ -24,7 +24,6 @@ from taskcrawler.domain.change_tracking import (
     change_tracking,
 )
 from taskcrawler.domain.crawls import Crawl, CrawlSpec, CrawlStatus, InvalidCrawlSpec
-from taskcrawler.domain.cursors import encode_list_cursor
 from taskcrawler.domain.errors import Conflict, ErrorCode, NotFound
 from taskcrawler.domain.extract_scope import (
     EXTRACT_CRAWL_PAGES,
@@ -42,7 +41,12 @@ from taskcrawler.domain.structured import (
     validated,
 )
 from taskcrawler.domain.web_search import WebQuery, WebResult
-from taskcrawler.firecrawl.documents import ScreenshotURL, firecrawl_document, their_formats
+from taskcrawler.firecrawl.documents import (
+    ScreenshotURL,
+    firecrawl_document,
+    stored_texts,
+    their_formats,
+)
 from taskcrawler.firecrawl.hooks import (
     FirecrawlHook,
     FirecrawlHookRepository,
@@ -77,6 +81,8 @@ CRAWL_PAGE = 100
 #: JSON, as Firecrawl's does (``next`` goes on; a page always holds one document): a hundred
 #: pages of 10 MB, each as rawHtml, html and Markdown, would otherwise be one answer of GBs.
 STATUS_PAGE_MAX_BYTES = 10 * 1024 * 1024
+#: Jobs whose texts a status page reads per query: each may hold several texts of 10 MB.
+TEXTS_GROUP = 16
 #: A scrape whose page failed for one of these is a 400: the document (a PDF, a page) is past
 #: the limits of what one request may make TaskCrawler read.
 PAST_LIMITS = frozenset(
@@ -298,12 +304,14 @@ class FirecrawlService:
         """A crawl as Firecrawl shows it: counts, and a page of its fetched pages' documents
         (:class:`~taskcrawler.domain.errors.CrawlNotFound` for another tenant's)."""
         crawl = await self.crawls.get(caller, crawl_id)
-        query = JobQuery(statuses=_FETCHED, limit=min(limit, CRAWL_PAGE), cursor=cursor)
-        jobs, next_cursor = await self.crawls.pages(caller, crawl_id, query)
-        documents = await self._documents_of(caller, jobs, screenshot_url)
-        if len(documents) < len(jobs):
-            last = jobs[len(documents) - 1]
-            next_cursor = encode_list_cursor(last.created_at, last.id)
+        # In the order pages finished, not the order they were found: a page finishing while
+        # a client follows ``next`` then comes after what it has read, never before it.
+        pages, next_cursor = await self.crawls.finished_pages(
+            caller, crawl_id, statuses=_FETCHED, limit=min(limit, CRAWL_PAGE), cursor=cursor
+        )
+        documents = await self._documents_of(caller, [job for job, _ in pages], screenshot_url)
+        if len(documents) < len(pages):
+            next_cursor = pages[len(documents) - 1][1]
         counts = crawl.counts
         return CrawlStatusPage(
             status=_CRAWL_STATUS[crawl.status],
@@ -442,24 +450,34 @@ class FirecrawlService:
             job = await self.jobs.get(caller, job.id)
         return job
 
-    async def _document_of(
-        self, caller: Caller, job: Job, screenshot_url: ScreenshotURL
-    ) -> dict[str, Any]:
-        return await self.document(caller, job, their_formats(job), screenshot_url)
-
     async def _documents_of(
         self, caller: Caller, jobs: list[Job], screenshot_url: ScreenshotURL
     ) -> list[dict[str, Any]]:
         """The documents of ``jobs`` in order, until they pass :data:`STATUS_PAGE_MAX_BYTES`
-        (the first always): a status page's, the rest left for its ``next``."""
+        (the first always): a status page's, the rest left for its ``next``. Their texts are
+        read :data:`TEXTS_GROUP` jobs to a query: a page of a hundred in a few reads, without
+        holding a hundred pages' texts when a few fill the bound."""
         documents: list[dict[str, Any]] = []
         size = 0
-        for job in jobs:
-            document = await self._document_of(caller, job, screenshot_url)
-            size += len(orjson.dumps(document))
-            if documents and size > STATUS_PAGE_MAX_BYTES:
-                break
-            documents.append(document)
+        for start in range(0, len(jobs), TEXTS_GROUP):
+            group = jobs[start : start + TEXTS_GROUP]
+            formats = {job.id: their_formats(job) for job in group}
+            wanted = {fmt for job in group for fmt in stored_texts(formats[job.id])}
+            texts = await self.content.content.texts_of(
+                [job.id for job in group if job.status is JobStatus.COMPLETED], sorted(wanted)
+            )
+            for job in group:
+                document = await firecrawl_document(
+                    self.content.content,
+                    job,
+                    formats[job.id],
+                    screenshot_url,
+                    texts=texts.get(job.id, {}),
+                )
+                size += len(orjson.dumps(document))
+                if documents and size > STATUS_PAGE_MAX_BYTES:
+                    return documents
+                documents.append(document)
         return documents
 
     async def document(

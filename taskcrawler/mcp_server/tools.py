@@ -204,7 +204,7 @@ TOOLS: dict[str, ToolSpec] = {
     "crawl_status": ToolSpec(
         CrawlStatusArgs,
         "A crawl by its id: its status (RUNNING, COMPLETED, CANCELLED), its pages' counts, "
-        "and its finished pages (newest first; get_job reads one page's text).",
+        "and its finished pages (in the order they finished; get_job reads one page's text).",
         crawl_status,
     ),
     "search": ToolSpec(

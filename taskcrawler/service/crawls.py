@@ -22,8 +22,10 @@ from taskcrawler.domain.crawls import (
     CrawlSpec,
     InvalidCrawlSpec,
 )
+from taskcrawler.domain.cursors import decode_export_cursor, encode_export_cursor
 from taskcrawler.domain.errors import CrawlNotFound
-from taskcrawler.domain.jobs import JobQuery, Refused
+from taskcrawler.domain.exports import START
+from taskcrawler.domain.jobs import JobQuery, JobStatus, Refused
 from taskcrawler.domain.keys import Caller
 from taskcrawler.domain.structured import check_model
 from taskcrawler.queue import JobQueue
@@ -122,6 +124,29 @@ class CrawlService:
         await self.get(caller, crawl_id)
         query = dataclasses.replace(query, owner=caller.owner, crawl_id=crawl_id)
         return await self.jobs.list_jobs(query)
+
+    async def finished_pages(
+        self,
+        caller: Caller,
+        crawl_id: UUID,
+        *,
+        statuses: Sequence[JobStatus],
+        limit: int,
+        cursor: str | None,
+    ) -> tuple[list[tuple[Job, str]], str | None]:
+        """A page of the crawl's pages of ``statuses`` (COMPLETED, FAILED) in the order they
+        finished, each with the cursor that reads on after it, and the next page's cursor:
+        following it while the crawl runs shows every page that finishes exactly once (None
+        once nothing more has finished). InvalidCursor for a cursor this did not make."""
+        await self.get(caller, crawl_id)
+        after = START if cursor is None else decode_export_cursor(cursor, "cursor")
+        found, more = await self.crawls.finished_pages(
+            crawl_id, owner=caller.owner, statuses=statuses, after=after, limit=limit
+        )
+        pages = [(job, encode_export_cursor(position)) for position, job in found]
+        if not more:
+            return pages, None
+        return pages, pages[-1][1] if pages else encode_export_cursor(after)
 
     async def cancel(self, caller: Caller, crawl_id: UUID) -> Crawl:
         """Nothing new is scheduled; the crawl's PENDING pages become CANCELLED (pages being

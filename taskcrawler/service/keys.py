@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import ipaddress
+import math
 import time
+from collections import OrderedDict
 
-from taskcrawler.domain.errors import NotFound, Unauthenticated
+from taskcrawler.domain.errors import LimitExceeded, NotFound, Unauthenticated
 from taskcrawler.domain.keys import (
     ANONYMOUS_OWNER,
     KEY_PREFIX,
@@ -19,11 +22,67 @@ from taskcrawler.storage.ports import KeyRepository
 #: How long a verified key is trusted without asking the database again. Revoking through the
 #: API clears it at once in that process; other API processes notice within this time.
 KEY_CACHE_SECONDS = 5.0
+#: The window over which a client address's failed authentications are counted.
+FAILURE_WINDOW_SECONDS = 60.0
+#: Client addresses whose failures are remembered at most (the least recent forgotten first).
+MAX_FAILING_ADDRESSES = 10_000
+
+
+class FailedLogins:
+    """Failed authentications per client address in a fixed window, in this process. An
+    address over its limit is refused before its key is looked up: checked after a lookup,
+    a flood of random keys would reach the database unthrottled (one lookup each)."""
+
+    def __init__(self, per_minute: int) -> None:
+        #: Failures allowed per address in a window; 0: no limit.
+        self.per_minute = per_minute
+        #: address -> (window's end, failures in it), least recently failing first.
+        self._failures: OrderedDict[str, tuple[float, int]] = OrderedDict()
+
+    def check(self, address: str | None) -> None:
+        if not self.per_minute or address is None:
+            return
+        window = self._failures.get(_client(address))
+        now = time.monotonic()
+        if window is not None and window[0] > now and window[1] >= self.per_minute:
+            raise LimitExceeded(
+                "too many failed authentications from this address: try again later",
+                retry_after=math.ceil(window[0] - now),
+            )
+
+    def failed(self, address: str | None) -> None:
+        if not self.per_minute or address is None:
+            return
+        now = time.monotonic()
+        ends, count = self._failures.pop(_client(address), (0.0, 0))
+        if ends <= now:
+            ends, count = now + FAILURE_WINDOW_SECONDS, 0
+        self._failures[_client(address)] = (ends, count + 1)
+        while len(self._failures) > MAX_FAILING_ADDRESSES:
+            self._failures.popitem(last=False)
+
+
+def _client(address: str) -> str:
+    """Who an address stands for: an IPv6 client is given a /64, every address of which it
+    may use, so it counts as one."""
+    try:
+        ip = ipaddress.ip_address(address)
+    except ValueError:
+        return address
+    if isinstance(ip, ipaddress.IPv6Address):
+        if ip.ipv4_mapped is not None:
+            return str(ip.ipv4_mapped)
+        return str(ipaddress.ip_network(f"{ip}/64", strict=False))
+    return str(ip)
 
 
 class KeyService:
-    def __init__(self, keys: KeyRepository, *, required: bool) -> None:
+    def __init__(
+        self, keys: KeyRepository, *, required: bool, failures_per_minute: int = 0
+    ) -> None:
         self.keys = keys
+        #: Failed authentications allowed per client address in a window (0: no limit).
+        self.failed_logins = FailedLogins(failures_per_minute)
         #: Whether a request without a key is refused (else it is the anonymous tenant's).
         self.required = required
         self._cache: dict[str, tuple[float, ApiKey, str]] = {}
@@ -33,8 +92,9 @@ class KeyService:
 
     # --- authentication -------------------------------------------------------------------
 
-    async def caller(self, token: str | None) -> Caller:
-        """The caller a bearer token (None: no token sent) stands for."""
+    async def caller(self, token: str | None, address: str | None = None) -> Caller:
+        """The caller a bearer token (None: no token sent) stands for, sent from client
+        ``address`` (None: unknown, not limited)."""
         if token is None:
             if self.required:
                 raise Unauthenticated(
@@ -47,21 +107,27 @@ class KeyService:
             raise Unauthenticated(
                 "malformed Authorization header: expected Bearer tc_<id>_<secret>"
             )
-        key = await self._verified(*parsed)
+        key_id, secret = parsed
+        if key_id not in self._cache:
+            # A key this process verified lately costs no lookup: a client sharing an address
+            # with a flood (a proxy, a NAT) keeps working with it.
+            self.failed_logins.check(address)
+        key = await self._verified(key_id, secret)
         if key is None:
+            self.failed_logins.failed(address)
             raise Unauthenticated(
                 "unknown or revoked API key: `taskcrawler keys list` shows the active ones"
             )
         return Caller(key.owner, key)
 
-    async def foreign_caller(self, token: str | None) -> Caller:
+    async def foreign_caller(self, token: str | None, address: str | None = None) -> Caller:
         """The caller of a request from another service's tools (Firecrawl's), which insist on
         sending a key of their own kind (``fc-…``). Where keys are not required such a token
         stands for nobody: the anonymous tenant. A TaskCrawler key (``tc_…``) is checked as
         ever, so a mistyped one is refused rather than quietly taken for another tenant."""
         if token is not None and not self.required and not token.startswith(KEY_PREFIX + "_"):
             token = None
-        return await self.caller(token)
+        return await self.caller(token, address)
 
     async def _verified(self, key_id: str, secret: str) -> ApiKey | None:
         cached = self._cache.get(key_id)

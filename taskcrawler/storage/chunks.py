@@ -24,6 +24,7 @@ from taskcrawler.domain.chunks import (
     StoredChunk,
 )
 from taskcrawler.domain.jobs import JobStatus
+from taskcrawler.domain.urls import host_filter
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import unavailable_on_connection_errors
 from taskcrawler.storage.tables import (
@@ -130,7 +131,7 @@ def narrowing(query: SearchQuery) -> list[sa.ColumnElement[bool]]:
     if query.job_id is not None:
         conditions.append(chunks.c.job_id == query.job_id)
     if query.host is not None:
-        conditions.append(jobs.c.host == query.host.lower())
+        conditions.append(jobs.c.host == host_filter(query.host))
     if query.url_prefix is not None:
         # Not LIKE: SQLite's (the one this serves) takes an ASCII letter for either case.
         prefix = query.url_prefix

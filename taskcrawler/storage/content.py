@@ -243,6 +243,23 @@ class ContentStore:
         return str(body) if body is not None else None
 
     @unavailable_on_connection_errors
+    async def texts_of(
+        self, job_ids: Sequence[UUID], formats: Sequence[str]
+    ) -> dict[UUID, dict[str, str]]:
+        """The ``formats`` the jobs have stored, by job, in one query."""
+        found: dict[UUID, dict[str, str]] = {job_id: {} for job_id in job_ids}
+        if not job_ids or not formats:
+            return found
+        stmt = sa.select(job_contents.c.job_id, job_contents.c.format, job_contents.c.body).where(
+            self.db.backend.any_of(job_contents.c.job_id, list(job_ids)),
+            job_contents.c.format.in_(list(formats)),
+        )
+        async with self.db.read() as conn:
+            for job_id, fmt, body in await conn.execute(stmt):
+                found[job_id][fmt] = str(body)
+        return found
+
+    @unavailable_on_connection_errors
     async def screenshot(self, job_id: UUID) -> Screenshot | None:
         async with self.db.read() as conn:
             row = (

@@ -20,7 +20,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
 from uuid import UUID
 
 import sqlalchemy as sa
@@ -38,11 +37,13 @@ from taskcrawler.domain.crawls import (
     stored_webhook_events,
 )
 from taskcrawler.domain.cursors import decode_list_cursor, encode_list_cursor
-from taskcrawler.domain.jobs import JobStatus, Refused
+from taskcrawler.domain.errors import ErrorCode, InvalidURL
+from taskcrawler.domain.exports import ExportPosition
+from taskcrawler.domain.jobs import Job, JobStatus, Refused
 from taskcrawler.domain.pages import FetchedPage
 from taskcrawler.domain.scrape_options import DEFAULT_OPTIONS, ScrapeOptions
 from taskcrawler.domain.transitions import Transition
-from taskcrawler.domain.urls import crawl_key
+from taskcrawler.domain.urls import crawl_key, host_key
 from taskcrawler.domain.views import crawl_document
 from taskcrawler.domain.webhooks import WebhookEvent
 from taskcrawler.storage import reuse
@@ -53,13 +54,22 @@ from taskcrawler.storage.errors import (
     unavailable_on_connection_errors,
 )
 from taskcrawler.storage.jobs import hold_owners
-from taskcrawler.storage.rows import PENDING, PROCESSING, frontier_key, utcnow
+from taskcrawler.storage.rows import (
+    JOB_COLUMNS,
+    PENDING,
+    PROCESSING,
+    frontier_key,
+    row_to_job,
+    utcnow,
+)
 from taskcrawler.storage.tables import crawls, jobs, webhook_deliveries
 
 RUNNING = CrawlStatus.RUNNING.value
 #: Frontier rows inserted per statement at most (a sitemap may bring 100,000 at once).
 INSERT_CHUNK = 1000
 _BUSY = (PENDING, PROCESSING)
+#: A crawl's pages that were fetched (or given up on): those with a result to show.
+_FETCHED_VALUES = (JobStatus.COMPLETED.value, JobStatus.FAILED.value)
 #: Whether a RUNNING crawl has nothing left, read by every worker's sweep each second: built
 #: once (SQLAlchemy caches the compiled form, not the building).
 _ANY_IDLE = (
@@ -111,7 +121,7 @@ def _page_row(template: Mapping[str, Any], candidate: Candidate, url_key: str) -
         "id": uuid.uuid4(),
         "url": candidate.key,
         "url_key": url_key,
-        "host": (urlsplit(candidate.key).hostname or "").lower(),
+        "host": host_key(candidate.key),
         "depth": candidate.depth,
     }
 
@@ -195,27 +205,104 @@ def advance(
         if row.status != RUNNING:
             continue  # cancelled (or completed by the sweeper meanwhile): nothing new
         room = int(row.spec.get("limit", 0)) - row.discovered
+        template = _page_template(row.id, row.owner, row.spec, now, redispatch_after)
+        held_twice = _settle_redirects(conn, backend, template, by_crawl[row.id], room, result.seen)
         candidates = [c for t in by_crawl[row.id] for c in t.outcome.frontier]
         added = _admit(
             conn,
             backend,
-            _page_template(row.id, row.owner, row.spec, now, redispatch_after),
+            template,
             _unknown(row.id, candidates, known),
-            room,
+            room - held_twice,
             result.seen,
         )
-        if added:
+        if added or held_twice:
             result.new_ids.extend(added)
             conn.execute(
                 crawls.update()
                 .where(crawls.c.id == row.id)
-                .values(discovered=crawls.c.discovered + len(added))
+                .values(discovered=crawls.c.discovered + len(added) + held_twice)
             )
-        else:
+        if not added:
             maybe_idle.append(row.id)  # a crawl that just gained pages has some left
     if maybe_idle:
         complete_idle(conn, backend, maybe_idle, now=now)
     return result
+
+
+def _settle_redirects(
+    conn: Connection,
+    backend: Backend,
+    template: Mapping[str, Any],
+    transitions: Sequence[Transition],
+    room: int,
+    seen: dict[str, int],
+) -> int:
+    """Make each page that redirected within the crawl the crawl's one copy of where it led:
+    the crawl's page of that URL, still waiting, is not fetched; one it does not have yet is
+    added as already had, so a link to it later adds nothing. Both are CANCELLED as
+    ``duplicate`` (a page being fetched now, or fetched already, is the worker's to settle:
+    :meth:`CrawlStore.holds`). Returns how many pages were added (they take the crawl's room:
+    its counts add up to what it discovered)."""
+    crawl_id: UUID = template["crawl_id"]
+    targets: dict[str, tuple[str, Transition]] = {}
+    for transition in transitions:
+        final_url = transition.outcome.final_url
+        if transition.status is not JobStatus.COMPLETED or not final_url:
+            continue
+        try:
+            key = crawl_key(final_url)
+        except InvalidURL:
+            continue
+        if key != transition.job.url:
+            targets.setdefault(frontier_key(crawl_id, key), (key, transition))
+    if not targets:
+        return 0
+    found = conn.execute(
+        sa.select(jobs.c.url_key, jobs.c.id, jobs.c.status).where(
+            jobs.c.owner == template["owner"], backend.any_of(jobs.c.url_key, list(targets))
+        )
+    ).all()
+    now = template["created_at"]
+    waiting = [job_id for _, job_id, status in found if status == PENDING]
+    if waiting:
+        # Rows being claimed right now are skipped, not waited for (as in _admit).
+        unclaimed = (
+            sa.select(jobs.c.id)
+            .where(backend.any_of(jobs.c.id, waiting), jobs.c.status == PENDING)
+            .with_for_update(skip_locked=True)
+        )
+        conn.execute(
+            jobs.update()
+            .where(jobs.c.id.in_(unclaimed.scalar_subquery()), jobs.c.status == PENDING)
+            .values(
+                status=JobStatus.CANCELLED.value,
+                error_code=ErrorCode.DUPLICATE.value,
+                error_log="the crawl holds this page as another of its pages, redirected here",
+                finished_at=now,
+                next_attempt_at=None,
+                dispatch_at=None,
+            )
+        )
+    had = {url_key for url_key, _, _ in found}
+    seen.update((url_key, 0) for url_key in had)
+    new = [(url_key, target) for url_key, target in targets.items() if url_key not in had]
+    rows = [
+        {
+            **_page_row(template, Candidate(key, transition.job.depth or 0), url_key),
+            "status": JobStatus.CANCELLED.value,
+            "dispatch_at": None,
+            "finished_at": now,
+            "error_code": ErrorCode.DUPLICATE.value,
+            "error_log": f"the crawl holds this page as {transition.job.url}, redirected here",
+        }
+        for url_key, (key, transition) in new[: max(room, 0)]
+    ]
+    if rows:
+        # Under the crawl's lock every page of it is visible: none of these keys is taken.
+        conn.execute(jobs.insert(), rows)
+        seen.update((row["url_key"], 0) for row in rows)
+    return len(rows)
 
 
 def _unknown(
@@ -586,6 +673,64 @@ class CrawlStore:
         more = len(rows) > limit
         last = found[-1] if found else None
         return found, encode_list_cursor(last.created_at, last.id) if more and last else None
+
+    @unavailable_on_connection_errors
+    async def holds(self, crawl_id: UUID, *, owner: str, url: str) -> bool:
+        """Whether the crawl has the page ``url`` (its crawl key) other than waiting to be
+        fetched: fetched, being fetched, or held as another page redirected there."""
+        try:
+            key = frontier_key(crawl_id, crawl_key(url))
+        except InvalidURL:
+            return False
+        async with self.db.read() as conn:
+            status = await conn.scalar(
+                sa.select(jobs.c.status).where(jobs.c.owner == owner, jobs.c.url_key == key)
+            )
+        return status is not None and status != PENDING
+
+    @unavailable_on_connection_errors
+    async def finished_pages(
+        self,
+        crawl_id: UUID,
+        *,
+        owner: str,
+        statuses: Sequence[JobStatus],
+        after: ExportPosition,
+        limit: int,
+    ) -> tuple[list[tuple[ExportPosition, Job]], bool]:
+        """Up to ``limit`` of the crawl's pages finished (COMPLETED or FAILED, of ``statuses``)
+        after ``after``, in the order they finished: their positions in the export stream
+        (``jobs.export_seq``, given in commit order, migration 0008), so a page finishing while
+        a client reads on comes after what it has read, never before. Only positions no running
+        transaction can precede are shown; whether more follow the last shown (some perhaps not
+        final yet: the client asks again from there) comes with them."""
+        finished = [s.value for s in statuses if s.value in _FETCHED_VALUES]
+        position = sa.tuple_(jobs.c.export_seq, jobs.c.id)
+        where = [
+            jobs.c.crawl_id == crawl_id,
+            jobs.c.owner == owner,
+            jobs.c.export_seq.is_not(None),  # matches ix_jobs_crawl_finished
+            jobs.c.status.in_(finished),
+            position > sa.tuple_(sa.literal(after.seq), sa.literal(after.job_id)),
+        ]
+        async with self.db.read() as conn:
+            # First, then the rows: a transaction that ends in between is below it anyway.
+            horizon = await self.db.backend.export_horizon(conn)
+            final = [] if horizon is None else [jobs.c.export_seq < horizon]
+            rows = (
+                await conn.execute(
+                    sa.select(*JOB_COLUMNS, jobs.c.export_seq)
+                    .where(*where, *final)
+                    .order_by(jobs.c.export_seq, jobs.c.id)
+                    .limit(limit + 1)
+                )
+            ).all()
+            more = len(rows) > limit
+            if not more and horizon is not None:
+                pending = sa.select(jobs.c.id).where(*where, jobs.c.export_seq >= horizon)
+                more = (await conn.execute(pending.limit(1))).first() is not None
+        shown = [(ExportPosition(row.export_seq, row.id), row_to_job(row)) for row in rows[:limit]]
+        return shown, more
 
     @unavailable_on_connection_errors
     @retried_when_rolled_back()

@@ -28,7 +28,7 @@ from taskcrawler.domain.jobs import (
 from taskcrawler.domain.rendering import SCREENSHOT, RenderRequest
 from taskcrawler.domain.resubmission import Action, Asked, Existing, Plan, plan
 from taskcrawler.domain.scrape_options import ScrapeOptions
-from taskcrawler.domain.urls import host_as_sent
+from taskcrawler.domain.urls import host_filter, host_key
 from taskcrawler.storage.backend import Backend
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import (
@@ -658,7 +658,7 @@ def _filters(query: JobQuery) -> list[sa.ColumnElement[bool]]:
     if query.statuses:
         filters.append(jobs.c.status.in_([s.value for s in query.statuses]))
     if query.host:
-        filters.append(jobs.c.host == query.host.lower())
+        filters.append(jobs.c.host == host_filter(query.host))
     if query.created_after:
         filters.append(jobs.c.created_at > query.created_after)
     if query.created_before:
@@ -714,7 +714,7 @@ def _new_row(
         "owner": request.owner,
         "url": request.url,
         "url_key": key,
-        "host": host_as_sent(request.url),
+        "host": host_key(request.url),
         "status": PENDING,
         "retry_count": 0,
         "created_at": now,

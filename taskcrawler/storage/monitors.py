@@ -10,7 +10,6 @@ import uuid
 from collections.abc import Sequence
 from datetime import datetime, timedelta
 from typing import Any
-from urllib.parse import urlsplit
 from uuid import UUID
 
 import sqlalchemy as sa
@@ -31,7 +30,7 @@ from taskcrawler.domain.monitors import (
 )
 from taskcrawler.domain.resubmission import Asked
 from taskcrawler.domain.runs import RunContent
-from taskcrawler.domain.urls import normalize_url
+from taskcrawler.domain.urls import host_key, normalize_url
 from taskcrawler.storage.crawls import cancel_running
 from taskcrawler.storage.database import Database
 from taskcrawler.storage.errors import (
@@ -124,7 +123,7 @@ class MonitorStore:
                 "owner": owner,
                 "url": url,
                 "url_key": monitor_job_key(monitor_id, url),
-                "host": (urlsplit(url).hostname or "").lower(),
+                "host": host_key(url),
                 "status": PENDING,
                 "retry_count": 0,
                 "created_at": now,

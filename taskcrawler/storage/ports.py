@@ -33,6 +33,7 @@ from taskcrawler.domain.jobs import (
     Job,
     JobQuery,
     JobRun,
+    JobStatus,
     NewJob,
     QueueCounts,
     Refused,
@@ -234,6 +235,23 @@ class CrawlRepository(Protocol):
         InvalidCursor for a cursor it did not make."""
         ...
 
+    async def holds(self, crawl_id: UUID, *, owner: str, url: str) -> bool:
+        """Whether the crawl has the page ``url`` other than waiting to be fetched."""
+        ...
+
+    async def finished_pages(
+        self,
+        crawl_id: UUID,
+        *,
+        owner: str,
+        statuses: Sequence[JobStatus],
+        after: ExportPosition,
+        limit: int,
+    ) -> tuple[list[tuple[ExportPosition, Job]], bool]:
+        """The crawl's pages finished after ``after``, in the order they finished, and whether
+        more follow."""
+        ...
+
     async def cancel(self, crawl_id: UUID, *, owner: str) -> Crawl | None: ...
 
 
@@ -241,6 +259,12 @@ class ContentRepository(Protocol):
     """What pages say beyond their metadata: texts, links, screenshots, the raw archive."""
 
     async def text(self, job_id: UUID, fmt: str) -> str | None: ...
+
+    async def texts_of(
+        self, job_ids: Sequence[UUID], formats: Sequence[str]
+    ) -> dict[UUID, dict[str, str]]:
+        """The ``formats`` the jobs have stored, by job, in one query."""
+        ...
 
     async def screenshot(self, job_id: UUID) -> Screenshot | None: ...
 

@@ -135,6 +135,15 @@ jobs = sa.Table(
         postgresql_where=sa.text("crawl_id IS NOT NULL"),
         sqlite_where=sa.text("crawl_id IS NOT NULL"),
     ),
+    # A crawl's finished pages in the order they finished: its status pages (migration 0017).
+    sa.Index(
+        "ix_jobs_crawl_finished",
+        "crawl_id",
+        "export_seq",
+        "id",
+        postgresql_where=sa.text("crawl_id IS NOT NULL AND export_seq IS NOT NULL"),
+        sqlite_where=sa.text("crawl_id IS NOT NULL AND export_seq IS NOT NULL"),
+    ),
 )
 
 crawls = sa.Table(

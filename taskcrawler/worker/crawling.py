@@ -32,6 +32,7 @@ from taskcrawler.domain.crawls import (
     Verdict,
     discover,
 )
+from taskcrawler.domain.errors import InvalidURL
 from taskcrawler.domain.pages import FetchedPage
 from taskcrawler.domain.urls import crawl_key
 from taskcrawler.fetch import Fetcher
@@ -109,7 +110,7 @@ class CrawlPages:
             found = await self._spec(job.crawl_id)
             if found is None or outcome.deferred:
                 return dataclasses.replace(outcome, links=None)
-            escaped = _redirected_out_of_scope(outcome, *found)
+            escaped = _redirected_out_of_scope(outcome, *found) or await self._held_twice(outcome)
             if escaped is not None:
                 return escaped
             candidates = await self._candidates(outcome, *found)
@@ -142,7 +143,11 @@ class CrawlPages:
                 scope,
             )
             candidates.extend(discovery.candidates)
-        if _is_start(job.url, job.depth, spec) and spec.sitemap is not SitemapMode.SKIP:
+        if (
+            _is_start(job.url, job.depth, spec)
+            and spec.sitemap is not SitemapMode.SKIP
+            and await self._sitemaps_unread(job)
+        ):
             report = await read_sitemaps(
                 self.fetcher, spec.url, self.sitemap_limits, runner=self.parsers
             )
@@ -162,6 +167,39 @@ class CrawlPages:
             except (CallTimeout, ChildDied) as exc:
                 log.warning("crawl %s: its sitemaps' URLs were cut short: %s", job.crawl_id, exc)
         return candidates
+
+    async def _held_twice(self, outcome: Outcome) -> Outcome | None:
+        """The failure of a page whose redirects led to a page its crawl has already (fetched,
+        being fetched): the crawl holds each page once, so neither its content nor its links
+        are kept. A page redirected to one still waiting is kept, and that one is not fetched
+        (storage settles it with the outcome). None for any other."""
+        job, final_url = outcome.job, outcome.final_url
+        if not outcome.succeeded or not final_url or final_url == job.url or not job.crawl_id:
+            return None
+        try:
+            key = crawl_key(final_url)
+        except InvalidURL:
+            return None
+        if key == job.url or not await self.crawls.holds(job.crawl_id, owner=job.owner, url=key):
+            return None
+        return Outcome(
+            job=job,
+            http_status=outcome.http_status,
+            final_url=final_url,
+            error_code=ErrorCode.DUPLICATE,
+            error_message=f"redirected to {final_url}, which the crawl already has",
+            finished_at=outcome.finished_at,
+        )
+
+    async def _sitemaps_unread(self, job: ClaimedJob) -> bool:
+        """Whether the start page's attempt reads the sitemaps: its first does, and its
+        frontier is written with its outcome, a retry's included. A retry reads them again only
+        if its crawl has nothing but the start page (that first write was lost: its worker
+        died), not up to four times a crawl."""
+        if job.retry_count == 0 or job.crawl_id is None:
+            return True
+        crawl = await self.crawls.get(job.crawl_id, owner=job.owner)
+        return crawl is not None and crawl.counts.discovered <= 1
 
 
 def _redirected_out_of_scope(outcome: Outcome, spec: CrawlSpec, scope: Scope) -> Outcome | None:

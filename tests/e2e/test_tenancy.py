@@ -384,3 +384,22 @@ async def test_the_pending_limit_refuses_retries_that_would_pass_it(database_url
         # Room again: the bulk retry restarts what matches.
         assert (await service.client.delete(f"/api/v1/jobs/{waiting}", headers=headers)).is_success
         assert (await post("/retry", {})).json() == {"restarted": 1, "ids": [b]}
+
+
+async def test_an_idempotency_key_sent_to_another_route_is_a_conflict(service: Service) -> None:
+    """The same body to another route (or method) with the same key is another request: a
+    409, never the first route's stored answer. The native routes' bodies differ today, so
+    the first route's handler is served again on paths of the test's own."""
+    from taskcrawler.api.routes.jobs import create_job
+
+    again = f"/api/v1/jobs-again-{uuid.uuid4().hex[:8]}"
+    service.app.router.add_api_route(again, create_job, methods=["POST", "PUT"])
+    headers = {"Idempotency-Key": f"k-{uuid.uuid4()}"}
+    body = {"url": f"http://idem-{uuid.uuid4().hex[:8]}.invalid/"}
+    first = await service.client.post("/api/v1/jobs", json=body, headers=headers)
+    assert first.status_code == 201, first.text
+    repeat = await service.client.post("/api/v1/jobs", json=body, headers=headers)
+    assert (repeat.status_code, repeat.json()) == (201, first.json())
+    for method, path in [("POST", again), ("PUT", again)]:
+        other = await service.client.request(method, path, json=body, headers=headers)
+        assert other.status_code == 409, (method, path, other.status_code, other.text)

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import uvicorn
+from fastapi import FastAPI
 
 from taskcrawler.api import create_app
 from taskcrawler.running import run_worker
@@ -95,6 +96,8 @@ class ServedApp:
     mode: str
     base_url: str
     settings: Settings
+    #: The served app itself, for a test that overrides its dependencies.
+    app: FastAPI
 
 
 @contextlib.asynccontextmanager
@@ -117,7 +120,7 @@ async def served_app(mode: str, settings: Settings) -> AsyncIterator[ServedApp]:
             await asyncio.sleep(0.05)
         if mode == "production":
             worker = asyncio.create_task(run_worker(settings, stop=stop))
-        yield ServedApp(mode, f"http://127.0.0.1:{port}", settings)
+        yield ServedApp(mode, f"http://127.0.0.1:{port}", settings, app)
     finally:
         stop.set()
         if worker is not None:

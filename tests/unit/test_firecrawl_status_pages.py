@@ -10,8 +10,9 @@ from uuid import UUID
 
 from taskcrawler.domain import JobStatus
 from taskcrawler.domain.crawls import Crawl, CrawlCounts, CrawlSpec, CrawlStatus
-from taskcrawler.domain.cursors import decode_list_cursor
-from taskcrawler.domain.jobs import Job, JobQuery
+from taskcrawler.domain.cursors import decode_export_cursor, encode_export_cursor
+from taskcrawler.domain.exports import ExportPosition
+from taskcrawler.domain.jobs import Job
 from taskcrawler.domain.keys import Caller
 from taskcrawler.firecrawl import service as firecrawl_service
 from taskcrawler.firecrawl.service import FirecrawlService
@@ -38,6 +39,9 @@ class Texts:
     async def text(self, job_id: UUID, fmt: str) -> str:
         return "m" * PAGE_CHARS
 
+    async def texts_of(self, job_ids: list[UUID], formats: list[str]) -> dict[UUID, dict[str, str]]:
+        return {job_id: {fmt: "m" * PAGE_CHARS for fmt in formats} for job_id in job_ids}
+
 
 class Content:
     content = Texts()
@@ -54,18 +58,21 @@ class Batches:
 class Crawls:
     def __init__(self, jobs: list[Job]) -> None:
         self.jobs = jobs
-        self.asked: list[JobQuery] = []
 
     async def get(self, caller: Caller, crawl_id: UUID) -> Crawl:
         spec = CrawlSpec(url="https://site.test/")
         counts = CrawlCounts(completed=len(self.jobs))
         return Crawl(crawl_id, "", spec, CrawlStatus.COMPLETED, NOW, counts=counts)
 
-    async def pages(
-        self, caller: Caller, crawl_id: UUID, query: JobQuery
-    ) -> tuple[list[Job], str | None]:
-        self.asked.append(query)
-        return self.jobs[: query.limit], "the storage's cursor after the whole page"
+    async def finished_pages(
+        self, caller: Caller, crawl_id: UUID, *, statuses: Any, limit: int, cursor: str | None
+    ) -> tuple[list[tuple[Job, str]], str | None]:
+        pages = [(job, position(job)) for job in self.jobs[:limit]]
+        return pages, "the storage's cursor after the whole page"
+
+
+def position(job: Job) -> str:
+    return encode_export_cursor(ExportPosition(job.id.int, job.id))
 
 
 def service(**parts: Any) -> FirecrawlService:
@@ -106,8 +113,7 @@ async def test_a_crawl_status_page_ends_at_its_byte_bound(monkeypatch: Any) -> N
     assert len(found.documents) == 2
     # The next page reads on after the last document shown, not after the storage's page.
     assert found.next_cursor is not None
-    after = decode_list_cursor(found.next_cursor)
-    assert (after.instant, after.row_id) == (jobs[1].created_at, jobs[1].id)
+    assert decode_export_cursor(found.next_cursor).job_id == jobs[1].id
 
 
 async def test_one_document_past_the_bound_is_a_page_of_its_own(monkeypatch: Any) -> None:

@@ -17,7 +17,13 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from taskcrawler.domain import InvalidURL, normalize_url
-from taskcrawler.domain.urls import _normalized_by_parsing, _plain_normalized, host_as_sent
+from taskcrawler.domain.urls import (
+    _normalized_by_parsing,
+    _plain_normalized,
+    host_as_sent,
+    host_filter,
+    host_key,
+)
 
 Outcome = tuple[str, str]
 
@@ -243,3 +249,32 @@ def test_the_host_as_sent_is_urlsplits(url: str) -> None:
 )
 def test_the_host_as_sent_keeps_the_spelling_lower_cased(url: str, host: str) -> None:
     assert host_as_sent(url) == host
+
+
+def through_host_key(url: str) -> tuple[str, str]:
+    try:
+        return ("host", host_key(url))
+    except InvalidURL:
+        return ("invalid", "")
+
+
+def key_hostname(url: str) -> tuple[str, str]:
+    try:
+        return ("host", urlsplit(normalize_url(url)).hostname or "")
+    except InvalidURL:
+        return ("invalid", "")
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.one_of(urls(), nearly_plain_urls()))
+@example("http://Example.COM.:80/")
+@example("http://B\u00fccher.DE/")
+@example("http://[::1]:80/")
+def test_the_host_key_is_the_keys_host(url: str) -> None:
+    assert through_host_key(url) == key_hostname(url)
+
+
+@pytest.mark.parametrize("spelled", ["b\u00fccher.de", "B\u00fcCHER.DE.", "xn--bcher-kva.de"])
+def test_a_host_filter_takes_either_spelling_of_an_idn_host(spelled: str) -> None:
+    assert host_filter(spelled) == "xn--bcher-kva.de"
+    assert host_filter("not a host") == "not a host"

@@ -4,15 +4,18 @@ the page's links, and failures that must neither lose the page nor invent a fron
 from __future__ import annotations
 
 import uuid
+from datetime import UTC, datetime
+from types import SimpleNamespace
 from typing import Any
 from uuid import UUID
 
 import pytest
 
 from taskcrawler.domain import ClaimedJob, ErrorCode, Outcome, StorageUnavailable
-from taskcrawler.domain.crawls import CrawlSpec, SitemapMode
+from taskcrawler.domain.crawls import Crawl, CrawlCounts, CrawlSpec, CrawlStatus, SitemapMode
 from taskcrawler.domain.pages import FetchedPage, Link
 from taskcrawler.fetch.sitemaps import SitemapLimits
+from taskcrawler.worker import crawling
 from taskcrawler.worker.crawling import CrawlPages
 
 START = "http://site.test/"
@@ -26,12 +29,17 @@ class Specs:
         self.spec = spec
         self.error = error
         self.reads = 0
+        #: The pages the crawl has other than waiting.
+        self.held: set[str] = set()
 
     async def spec_of(self, crawl_id: UUID) -> CrawlSpec | None:
         self.reads += 1
         if self.error is not None:
             raise self.error
         return self.spec
+
+    async def holds(self, crawl_id: UUID, *, owner: str, url: str) -> bool:
+        return url in self.held
 
 
 def page(depth: int, *hrefs: str, **fields: Any) -> Outcome:
@@ -164,3 +172,57 @@ async def test_a_redirect_within_scope_and_the_start_pages_are_kept() -> None:
     job = ClaimedJob(uuid.uuid4(), START, 0, uuid.uuid4(), crawl_id=uuid.uuid4(), depth=0)
     start = Outcome(job=job, http_status=200, final_url="http://moved.test/", links=())
     assert (await pages(Specs(spec)).with_frontier(start)).succeeded
+
+
+async def test_a_page_redirected_to_one_its_crawl_has_is_not_kept_twice() -> None:
+    """/a redirects to /b, which the crawl has fetched (or is fetching): /a is /b's duplicate,
+    neither its content nor its links kept; one redirected to a page not held is kept."""
+    specs = Specs(CrawlSpec(START, sitemap=SKIP))
+    specs.held.add(f"{START}b")
+    crawler = pages(specs)
+    redirected = page(1, f"{START}c", final_url=f"{START}b?utm_source=x", result={"m": "b"})
+    found = await crawler.with_frontier(redirected)
+    assert (found.error_code, found.transient) == ("duplicate", False)
+    assert found.result is None and found.content is None and found.frontier == ()
+    elsewhere = page(1, f"{START}c", final_url=f"{START}d")
+    assert (await crawler.with_frontier(elsewhere)).succeeded
+
+
+class StartedCrawl(Specs):
+    """A crawl with ``pages`` pages so far, for a retry of its start page to ask."""
+
+    def __init__(self, spec: CrawlSpec, pages: int) -> None:
+        super().__init__(spec)
+        self.pages = pages
+
+    async def get(self, crawl_id: UUID, *, owner: str) -> Crawl:
+        counts = CrawlCounts(pending=self.pages)
+        return Crawl(crawl_id, owner, self.spec or CrawlSpec(START), CrawlStatus.RUNNING,
+                     datetime.now(UTC), counts=counts)  # fmt: skip
+
+
+@pytest.mark.parametrize(("pages_so_far", "reads"), [(40, 1), (1, 4)])
+async def test_a_crawl_reads_its_sitemaps_once_whatever_its_start_page_retries(
+    monkeypatch: pytest.MonkeyPatch, pages_so_far: int, reads: int
+) -> None:
+    """A start page tried four times (a transient failure each but the last) reads them on its
+    first attempt; a retry again only when the crawl has nothing but its start page."""
+    read: list[str] = []
+
+    async def read_sitemaps(fetcher: Any, url: str, limits: Any, **_: Any) -> Any:
+        read.append(url)
+        return SimpleNamespace(errors=[], urls=[])
+
+    async def key_sitemap_urls(*_: Any) -> None:
+        return None
+
+    monkeypatch.setattr(crawling, "read_sitemaps", read_sitemaps)
+    monkeypatch.setattr(crawling, "key_sitemap_urls", key_sitemap_urls)
+    crawler = pages(StartedCrawl(CrawlSpec(START), pages_so_far))
+    crawl_id = uuid.uuid4()
+    for retry in range(4):
+        job = ClaimedJob(uuid.uuid4(), START, retry, uuid.uuid4(), crawl_id=crawl_id, depth=0)
+        failed = retry < 3
+        outcome = Outcome(job=job, http_status=503 if failed else 200, final_url=START, links=())
+        await crawler.with_frontier(outcome)
+    assert len(read) == reads

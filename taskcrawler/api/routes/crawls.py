@@ -15,6 +15,9 @@ from taskcrawler.contract.jobs import JobOut, JobPage
 from taskcrawler.domain import JobStatus
 from taskcrawler.domain.jobs import JobQuery
 
+#: The statuses whose pages are listed in the order they finished (each has a place in it).
+_FINISHED = {JobStatus.COMPLETED, JobStatus.FAILED}
+
 router = APIRouter(prefix="/api/v1/crawls", tags=["crawls"])
 
 
@@ -59,7 +62,13 @@ async def get_crawl(crawl_id: Id, services: ServicesDep, caller: CallerDep) -> C
     "/{crawl_id}/jobs",
     response_model=JobPage,
     responses=NOT_FOUND,
-    summary="A crawl's pages (jobs), newest first",
+    summary="A crawl's pages (jobs): newest first; in finish order for finished ones",
+    description=(
+        "With `status` limited to COMPLETED and/or FAILED, the pages come in the order they "
+        "finished (first finished first), and `next_cursor` reads on from the last shown: "
+        "following it while the crawl runs shows every page that finishes exactly once. "
+        "Otherwise the pages come newest first."
+    ),
 )
 async def crawl_jobs(
     crawl_id: Id,
@@ -69,7 +78,13 @@ async def crawl_jobs(
     limit: PageLimit = 50,
     cursor: Annotated[str | None, Query(max_length=200)] = None,
 ) -> JobPage:
-    query = JobQuery(statuses=tuple(status_ or ()), limit=limit, cursor=cursor)
+    statuses = tuple(status_ or ())
+    if statuses and set(statuses) <= _FINISHED:
+        pages, next_cursor = await services.crawls.finished_pages(
+            caller, crawl_id, statuses=statuses, limit=limit, cursor=cursor
+        )
+        return JobPage(jobs=[JobOut.of(job) for job, _ in pages], next_cursor=next_cursor)
+    query = JobQuery(statuses=statuses, limit=limit, cursor=cursor)
     jobs, next_cursor = await services.crawls.pages(caller, crawl_id, query)
     return JobPage(jobs=[JobOut.of(job) for job in jobs], next_cursor=next_cursor)
 

@@ -38,11 +38,12 @@ CONFLICT: dict[int | str, dict[str, Any]] = {409: {"model": ErrorOut}, **NOT_FOU
 
 
 async def create_job(
+    request: Request,
     body: JobCreate,
     call: CallDep,
     idempotency_key: IdempotencyKey = None,
 ) -> Response:
-    return await _submit(call, body, idempotency_key)
+    return await _submit(request, call, body, idempotency_key)
 
 
 async def _create_job_lean(request: Request, body: JobCreate) -> Response | None:
@@ -51,10 +52,12 @@ async def _create_job_lean(request: Request, body: JobCreate) -> Response | None
     idempotency_key = request.headers.get("idempotency-key")
     if idempotency_key is not None and len(idempotency_key) > MAX_IDEMPOTENCY_KEY:
         return None  # FastAPI's handler refuses it, in its words
-    return await _submit(await get_call(request), body, idempotency_key)
+    return await _submit(request, await get_call(request), body, idempotency_key)
 
 
-async def _submit(call: Call, body: JobCreate, idempotency_key: str | None) -> Response:
+async def _submit(
+    request: Request, call: Call, body: JobCreate, idempotency_key: str | None
+) -> Response:
     services, caller = call.services, call.caller
 
     async def produce() -> tuple[int, JobOut]:
@@ -62,7 +65,7 @@ async def _submit(call: Call, body: JobCreate, idempotency_key: str | None) -> R
         code = status.HTTP_201_CREATED if created.created else status.HTTP_200_OK
         return code, JobOut.of(created.job)
 
-    return await answer_once(services, caller, idempotency_key, body, produce)
+    return await answer_once(services, caller, idempotency_key, request, body, produce)
 
 
 router.add_api_route(
@@ -84,6 +87,7 @@ router.add_api_route(
     summary="Submit up to 1,000 URLs in one request",
 )
 async def create_batch(
+    request: Request,
     body: BatchCreate,
     services: ServicesDep,
     caller: CallerDep,
@@ -96,7 +100,7 @@ async def create_batch(
         out = BatchOut(jobs=items, created=created, existing=len(results) - created)
         return status.HTTP_200_OK, out
 
-    return await answer_once(services, caller, idempotency_key, body, produce)
+    return await answer_once(services, caller, idempotency_key, request, body, produce)
 
 
 @router.get("", response_model=JobPage, responses=COMMON, summary="List jobs, newest first")

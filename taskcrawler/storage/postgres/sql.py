@@ -19,6 +19,7 @@ import sqlalchemy as sa
 from sqlalchemy.dialects import postgresql
 
 from taskcrawler.domain.chunks import BM25_B, BM25_K1, SearchQuery
+from taskcrawler.domain.urls import host_filter
 from taskcrawler.storage.chunks import like_prefix
 from taskcrawler.storage.rows import (
     CLAIMED_COLUMNS,
@@ -270,7 +271,7 @@ def scope(query: SearchQuery, first: int) -> tuple[str, list[Any]]:
     if query.job_id is not None:
         conditions.append(f"c.job_id = {param(query.job_id, 'uuid')}")
     if query.host is not None:
-        conditions.append(f"j.host = {param(query.host.lower(), 'varchar')}")
+        conditions.append(f"j.host = {param(host_filter(query.host), 'varchar')}")
     if query.url_prefix is not None:
         prefix = param(like_prefix(query.url_prefix), "text")
         conditions.append(f"j.url LIKE {prefix} ESCAPE '\\'")
