@@ -138,6 +138,30 @@ def test_every_command_mentioned_exists(page: Path) -> None:
     assert seen or page.name in PAGES_WITHOUT_COMMANDS or "docs" not in page.parts
 
 
+def unknown_options(words: list[str]) -> list[str]:
+    """The ``--options`` of a command line that its (sub)command does not take."""
+    parser = build_parser()
+    while words and words[0] in _commands(parser):
+        parser, words = _commands(parser)[words[0]], words[1:]
+    known = {option for action in parser._actions for option in action.option_strings}
+    asked = [word.split("=", 1)[0] for word in words if word.startswith("--")]
+    return [option for option in asked if option not in known]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_id)
+def test_every_option_mentioned_exists(page: Path) -> None:
+    line = re.compile(r"(?:^|(?<=[\s/`(]))taskcrawler((?:[ \t]+[^\s`|;&#)]+)+)", re.M)
+    for code in code_of(page.read_text()):
+        for words in line.findall(code):
+            wrong = unknown_options(words.split())
+            assert not wrong, f"{page_id(page)}: taskcrawler{words} takes no {wrong}"
+
+
+def test_the_option_check_catches_a_wrong_option() -> None:
+    assert unknown_options(["submit", "--wait", "--format=text"]) == []
+    assert unknown_options(["submit", "--waitt", "https://example.com"]) == ["--waitt"]
+
+
 def test_the_command_check_catches_a_wrong_command() -> None:
     assert command_exists(["keys", "create"]) and command_exists(["worker"])
     assert not command_exists(["keys", "make"]) and not command_exists(["crawlz"])
