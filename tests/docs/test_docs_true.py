@@ -203,6 +203,28 @@ def test_every_error_code_is_listed_and_every_fix_has_a_row() -> None:
     assert rows - set(ErrorCode) == set(), "rows for codes that do not exist"
 
 
+def test_api_reference_names_every_field_of_a_request_body() -> None:
+    """Each ``/api/`` row with a JSON body names every field of it, so that none is hidden."""
+    schema = create_app(Settings()).openapi()
+    models = schema["components"]["schemas"]
+    rows = re.findall(
+        r"^\| `([A-Z]+)` \| `(/api/[^`]*)` \| (.*)$",
+        (DOCS / "reference/api.md").read_text(),
+        re.M,
+    )
+    checked = 0
+    for method, path, row in rows:
+        body = schema["paths"][path][method.lower()].get("requestBody")
+        if body is None:
+            continue
+        name = body["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
+        named = set(re.findall(r"[`\"]([a-z_]+)[`\"]", row.replace('`{"', '`"')))
+        missing = set(models[name]["properties"]) - named
+        assert not missing, f"{method} {path}: docs/reference/api.md does not name {missing}"
+        checked += 1
+    assert checked >= 10
+
+
 def firecrawl_endpoints(text: str) -> set[tuple[str, str]]:
     """(METHOD, path) of every endpoint the Firecrawl page's table names, its shorthands
     spelled out: ``v{1,2}``, ``(and v1)``, ``GET /v2/…`` (the previous path under v2) and
