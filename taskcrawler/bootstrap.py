@@ -199,6 +199,7 @@ def api_services(
         query_embedder,
         reranker,
         rerank_candidates=runtime.settings.rerank_candidates,
+        query_embed_seconds=runtime.settings.search_embed_timeout_seconds,
     )
     content = ContentService(jobs, storage.content)
     mapper = MapService(page_fetcher, runtime.settings, parsers)

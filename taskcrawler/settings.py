@@ -288,6 +288,14 @@ class Settings(BaseSettings):
     embedder_max_retries: int = Field(
         4, ge=0, description="Tries again after a 429, a 5xx or a lost connection this many times."
     )
+    search_embed_timeout_seconds: float = Field(
+        5.0,
+        gt=0,
+        le=60,
+        description="Deadline of a search's query embedding (retries included): past it, or "
+        "when the embedder fails, a hybrid search answers with its keyword ranking alone "
+        '(``legs: ["keyword"]``) and a semantic one with 503 and Retry-After.',
+    )
     rerank_url: str | None = Field(
         None,
         description="A /rerank endpoint (Text Embeddings Inference, Jina, Cohere, vLLM), e.g. "

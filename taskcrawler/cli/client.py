@@ -152,12 +152,15 @@ class ApiClient:
         except TaskCrawlerError as exc:
             raise ApiError.of(exc) from None
 
-    async def search(self, q: str, **options: Unpack[SearchOptions]) -> list[dict[str, Any]]:
+    async def search(
+        self, q: str, **options: Unpack[SearchOptions]
+    ) -> tuple[list[dict[str, Any]], list[str]]:
+        """The hits, and the rankings that made them (``legs``)."""
         try:
             found = await self.client.search(q, **options)
         except TaskCrawlerError as exc:
             raise ApiError.of(exc) from None
-        return [_json(result) for result in found.results]
+        return [_json(result) for result in found.results], list(found.legs)
 
     async def start_crawl(self, spec: dict[str, Any]) -> dict[str, Any]:
         """``spec``: ``url`` and :meth:`AsyncTaskCrawler.start_crawl`'s options."""

@@ -210,19 +210,25 @@ def cmd_map(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def cmd_reextract(settings: Settings, args: argparse.Namespace) -> int:
-    from taskcrawler.bootstrap import page_parser, storage_only
-    from taskcrawler.service.reextract import reextract_all
+    from taskcrawler.bootstrap import chunking_config, page_parser, storage_only
+    from taskcrawler.service.reextract import Rechunking, ReextractCounts, reextract_all
 
-    async def main() -> int:
+    async def main() -> ReextractCounts:
         parser = page_parser(settings)
         try:
             async with storage_only(settings, pool_size=2) as storage:
-                return await reextract_all(storage.content, parser)
+                rechunking = Rechunking(storage.chunks, chunking_config(settings))
+                return await reextract_all(storage.content, parser, rechunking=rechunking)
         finally:
             await parser.aclose()
 
     done = run_async(main())
-    sys.stdout.write(f"re-extracted {done} archived pages\n")
+    sys.stdout.write(f"re-extracted {done.pages} archived pages\n")
+    if done.rechunked:
+        sys.stdout.write(
+            f"made the chunks of {done.rechunked} pages again: run `taskcrawler reindex` to"
+            " embed them (until then a semantic search does not find them)\n"
+        )
     return 0
 
 
@@ -338,7 +344,9 @@ def build_parser() -> argparse.ArgumentParser:
         "reextract",
         help="rebuild every result from the stored raw pages (no fetching)",
         description="Run extraction again on every archived page (TASKCRAWLER_ARCHIVE_PAGES) "
-        "and replace the stored results: use it after upgrading TaskCrawler's extractor.",
+        "and replace the stored results: use it after upgrading TaskCrawler's extractor. A page "
+        "with chunks gets them made again from its new Markdown, not embedded: run `taskcrawler "
+        "reindex` next, for semantic and hybrid searches to find those pages by meaning again.",
     )
     reextract.set_defaults(func=cmd_reextract)
 

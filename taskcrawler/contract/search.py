@@ -9,7 +9,7 @@ from uuid import UUID
 from pydantic import BaseModel, Field
 
 from taskcrawler.contract.base import Id, Instant, RequestModel
-from taskcrawler.domain.chunks import SearchHit, SearchMode, SearchQuery, StoredChunk
+from taskcrawler.domain.chunks import SearchHit, SearchLeg, SearchMode, SearchQuery, StoredChunk
 from taskcrawler.domain.urls import MAX_URL_LENGTH
 
 _START = (
@@ -82,6 +82,11 @@ class SearchResult(BaseModel):
 
 class SearchResults(BaseModel):
     results: list[SearchResult]
+    legs: list[SearchLeg] = Field(
+        description="The rankings the results come from: a hybrid search answers with "
+        '["keyword"] alone when the query could not be embedded in time '
+        "(TASKCRAWLER_SEARCH_EMBED_TIMEOUT_SECONDS) or the database has no vectors."
+    )
 
 
 #: The most chunks one search returns, and the longest query.

@@ -11,7 +11,7 @@ from collections.abc import Hashable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from enum import StrEnum
-from typing import TypeVar
+from typing import Literal, TypeVar
 from uuid import UUID
 
 #: The job format that asks for a page's chunks, embedded and indexed.
@@ -37,6 +37,14 @@ class Chunk:
     start: int | None = None
     end: int | None = None
     context: str = ""
+
+
+#: A ranking a search's hits come from.
+SearchLeg = Literal["semantic", "keyword"]
+
+#: The model of chunks made but not embedded yet (a page extracted again): no search's model,
+#: so semantic searches skip them, and every re-index's stale chunks, so it embeds them.
+UNEMBEDDED = ""
 
 
 @dataclass(frozen=True, slots=True)

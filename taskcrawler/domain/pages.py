@@ -135,3 +135,6 @@ class Reextracted:
     record: ContentRecord
     title: str | None
     result: dict[str, Any]
+    #: The new Markdown, for a job whose formats include chunks: its stored chunks (offsets
+    #: into the Markdown) are made again from it.
+    markdown: str | None = None

@@ -17,7 +17,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from taskcrawler.domain.chunks import Chunk
+from taskcrawler.domain.chunks import Chunk, chunk_context
 
 TOKEN = re.compile(r"\w{1,12}|[^\w\s]")
 #: A heading's title is what follows its hashes, less its closing ones (stripped, not matched:
@@ -186,3 +186,17 @@ def _located(chunks: list[Chunk], markdown: str) -> list[Chunk]:
         located.append(replace(chunk, start=spans[first][0], end=spans[last][1]))
         at += own
     return located
+
+
+#: Chunks kept of one page at most (about 400,000 tokens, a long book, at the default size):
+#: a hostile page must not hold the embedder for minutes.
+MAX_CHUNKS_PER_PAGE = 1000
+
+
+def chunk_page(markdown: str, title: str | None, config: ChunkingConfig) -> list[Chunk]:
+    """A page's chunks, each with its context (the page's title and its headings), at most
+    :data:`MAX_CHUNKS_PER_PAGE`: what the worker stores, and a re-extraction makes again."""
+    return [
+        replace(chunk, context=chunk_context(title, chunk.heading_path))
+        for chunk in chunk_markdown(markdown, config)[:MAX_CHUNKS_PER_PAGE]
+    ]

@@ -11,7 +11,8 @@ import aiohttp
 from taskcrawler.domain import ErrorCode, FetchError
 
 # Read in modest chunks so a body over the limit is refused after at most one chunk more than
-# the limit, and a decompressed gzip bomb never sits in memory whole.
+# the limit, and a decompressed gzip bomb never sits in memory whole: aiohttp (3.13.3 on)
+# inflates each network chunk only up to its read buffer, the rest as the body is read.
 READ_CHUNK_BYTES = 64 * 1024
 # A hostile or broken Retry-After ("wait 30 years") must not park a job forever.
 MAX_RETRY_AFTER_SECONDS = 24 * 3600.0

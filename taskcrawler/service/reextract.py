@@ -4,6 +4,10 @@ Each page is extracted as the worker extracts it: with its job's options (main c
 whole page, include and exclude tags, a PDF's pages) and through the worker's parser, so that a
 page that once needed a parser process gets one again, under the same deadline and memory
 limit. A page that cannot be extracted again keeps the result it has.
+
+A page that has chunks gets them made again from its new Markdown (their offsets, text and
+headings are of the Markdown), in a thread, but not embedded: a slow embedder must not hold the
+re-extraction up. They are found by keyword at once and by meaning after `taskcrawler reindex`.
 """
 
 from __future__ import annotations
@@ -11,10 +15,13 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from typing import Protocol
 
+from taskcrawler.domain.chunks import CHUNKS_FORMAT
 from taskcrawler.domain.pages import Archived, ContentRecord, Reextracted
 from taskcrawler.domain.storable import storable_content, storable_json, storable_text
+from taskcrawler.extract.chunking import ChunkingConfig, chunk_page
 from taskcrawler.extract.page import ContentChoice, Extraction
 from taskcrawler.extract.stored import (
     content_choice,
@@ -22,7 +29,7 @@ from taskcrawler.extract.stored import (
     page_content,
     rederived_result,
 )
-from taskcrawler.storage.ports import ContentRepository
+from taskcrawler.storage.ports import ChunkRepository, ContentRepository
 
 log = logging.getLogger(__name__)
 
@@ -58,11 +65,13 @@ async def _reextract(item: Archived, parser: PageExtractor) -> Reextracted:
         max_pages=item.options.max_pages,
     )
     content = page_content(extraction, item.formats, archive=None)
+    chunked = CHUNKS_FORMAT in item.formats
     # Made storable as the worker's outcomes are (taskcrawler.domain.storable).
     return Reextracted(
         ContentRecord(item.job_id, item.owner, storable_content(content)),
         None if extraction.title is None else storable_text(extraction.title),
         storable_json(rederived_result(item.result, {"metadata": extraction.metadata})),
+        markdown=storable_text(extraction.markdown or "") if chunked else None,
     )
 
 
@@ -83,14 +92,48 @@ async def _reextract_batch(items: Sequence[Archived], parser: PageExtractor) -> 
     return [result for result in done if result is not None]
 
 
-async def reextract_all(
-    store: ContentRepository, parser: PageExtractor, *, batch: int = 200
-) -> int:
-    """Re-run extraction on every archived page; returns how many results were rewritten."""
+@dataclass(frozen=True, slots=True)
+class Rechunking:
+    """Where a re-extraction makes its pages' chunks again, and how they are cut."""
+
+    store: ChunkRepository
+    config: ChunkingConfig
+
+
+@dataclass(slots=True)
+class ReextractCounts:
+    pages: int = 0
+    #: Pages whose chunks were made again (unembedded until `taskcrawler reindex`).
+    rechunked: int = 0
+
+
+async def _rechunk(results: Sequence[Reextracted], rechunking: Rechunking) -> int:
+    """The chunks of the pages of ``results`` that have some made again; how many pages."""
     done = 0
+    for result in results:
+        if result.markdown is None:
+            continue
+        made = await asyncio.to_thread(chunk_page, result.markdown, result.title, rechunking.config)
+        if await rechunking.store.remake(result.record.job_id, made):
+            done += 1
+    return done
+
+
+async def reextract_all(
+    store: ContentRepository,
+    parser: PageExtractor,
+    *,
+    rechunking: Rechunking | None = None,
+    batch: int = 200,
+) -> ReextractCounts:
+    """Re-run extraction on every archived page; how many results were rewritten (and, with
+    ``rechunking``, how many pages' chunks were made again)."""
+    counts = ReextractCounts()
     async for items in store.archived(batch=batch):
         results = await _reextract_batch(items, parser)
         await store.rewrite_results(results)
-        done += len(results)
-        log.info("re-extracted %d pages", done)
-    return done
+        if rechunking is not None:
+            counts.rechunked += await _rechunk(results, rechunking)
+        counts.pages += len(results)
+        log.info("re-extracted %d pages", counts.pages)
+    return counts

@@ -14,6 +14,8 @@ import sqlalchemy as sa
 from sqlalchemy.ext.asyncio import AsyncConnection
 
 from taskcrawler.domain.chunks import (
+    UNEMBEDDED,
+    Chunk,
     PageChunks,
     Ranked,
     SearchHit,
@@ -191,7 +193,49 @@ class ChunkStoreBase:
             if page.chunks:
                 await self._insert(conn, chunk_rows(page, source_hash))
 
+    @unavailable_on_connection_errors
+    async def remake(self, job_id: UUID, made: Sequence[Chunk]) -> bool:
+        """If the job has chunks, they become ``made``, not embedded (model
+        :data:`UNEMBEDDED`, no vector) until a re-index: a page extracted again must not keep
+        chunks whose offsets and text are of its old Markdown, and embedding here would hold a
+        re-extraction up on the embedder. Whether it had chunks."""
+        async with self.db.write() as conn:
+            held = (
+                await conn.execute(
+                    sa.select(chunks.c.owner, chunks.c.crawl_id)
+                    .where(chunks.c.job_id == job_id)
+                    .limit(1)
+                )
+            ).first()
+            if held is None:
+                return False
+            await conn.execute(chunks.delete().where(chunks.c.job_id == job_id))
+            if made:
+                rows = [
+                    {
+                        "job_id": job_id,
+                        "owner": held.owner,
+                        "crawl_id": held.crawl_id,
+                        "chunk_index": chunk.index,
+                        "text": chunk.text,
+                        "heading_path": list(chunk.heading_path),
+                        "token_count": chunk.token_count,
+                        "context": chunk.context,
+                        "start_offset": chunk.start,
+                        "end_offset": chunk.end,
+                        "model": UNEMBEDDED,
+                        "dim": 0,
+                        # No hash a page's Markdown gives: its next fetch embeds it.
+                        "source_hash": "",
+                        "vector": None,
+                    }
+                    for chunk in made
+                ]
+                await self._insert(conn, rows)
+        return True
+
     async def _insert(self, conn: AsyncConnection, rows: Sequence[Mapping[str, Any]]) -> None:
+        """``rows`` stored; a row's ``vector`` None stores none."""
         raise NotImplementedError
 
     async def semantic(

@@ -3,14 +3,13 @@ archived responses, read a page at a time."""
 
 from __future__ import annotations
 
-import gzip
 from collections.abc import Sequence
 from typing import Any
 from uuid import UUID
 
 import sqlalchemy as sa
 
-from taskcrawler.domain.exports import ArchivedResponse, ExportPosition
+from taskcrawler.domain.exports import ExportPosition, GzippedResponse
 from taskcrawler.domain.jobs import Job, JobStatus
 from taskcrawler.storage.content import CAPTURE_PREFIX
 from taskcrawler.storage.database import Database
@@ -113,19 +112,20 @@ class ExportStore:
         return found
 
     @unavailable_on_connection_errors
-    async def archives(self, job_ids: Sequence[UUID]) -> dict[UUID, ArchivedResponse]:
+    async def archives(self, job_ids: Sequence[UUID]) -> dict[UUID, GzippedResponse]:
+        """The jobs' archived responses, their bodies still gzipped."""
         if not job_ids:
             return {}
         stmt = sa.select(page_archive).where(self.db.backend.any_of(page_archive.c.job_id, job_ids))
         async with self.db.read() as conn:
             rows = (await conn.execute(stmt)).all()
         return {
-            row.job_id: ArchivedResponse(
+            row.job_id: GzippedResponse(
                 fetched_at=row.fetched_at,
                 final_url=row.final_url,
                 http_status=row.http_status,
                 headers=dict(row.headers),
-                body=gzip.decompress(row.body_gz),
+                body_gz=bytes(row.body_gz),
             )
             for row in rows
         }

@@ -14,6 +14,7 @@ from uuid import UUID
 
 from taskcrawler.domain.change_tracking import Previous
 from taskcrawler.domain.chunks import (
+    Chunk,
     PageChunks,
     Ranked,
     Reembedded,
@@ -23,7 +24,7 @@ from taskcrawler.domain.chunks import (
     StoredChunk,
 )
 from taskcrawler.domain.crawls import Crawl, CrawlSpec
-from taskcrawler.domain.exports import ArchivedResponse, ExportPosition
+from taskcrawler.domain.exports import ExportPosition, GzippedResponse
 from taskcrawler.domain.idempotency import StoredResponse
 from taskcrawler.domain.jobs import (
     Cancelled,
@@ -384,6 +385,11 @@ class ChunkRepository(Protocol):
         """The page's chunks become ``page``'s; with a ``lease_token``, only while the job is
         still held under it (a cancelled job's worker writes none)."""
 
+    async def remake(self, job_id: UUID, made: Sequence[Chunk]) -> bool:
+        """If the job has chunks, they become ``made``, not embedded (model
+        :data:`~taskcrawler.domain.chunks.UNEMBEDDED`) until a re-index; whether it had."""
+        ...
+
     async def list_for_job(self, job_id: UUID, *, owner: str) -> list[StoredChunk]: ...
 
     async def semantic(
@@ -588,7 +594,7 @@ class ExportRepository(Protocol):
 
     async def texts(self, job_ids: Sequence[UUID]) -> dict[UUID, dict[str, str]]: ...
 
-    async def archives(self, job_ids: Sequence[UUID]) -> dict[UUID, ArchivedResponse]: ...
+    async def archives(self, job_ids: Sequence[UUID]) -> dict[UUID, GzippedResponse]: ...
 
 
 class BatchRepository(Protocol):

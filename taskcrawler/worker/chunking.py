@@ -18,36 +18,22 @@ from dataclasses import dataclass, replace
 from taskcrawler.domain import ErrorCode, Outcome, StorageUnavailable
 from taskcrawler.domain.chunks import (
     CHUNKS_FORMAT,
-    Chunk,
     EmbeddedChunk,
     PageChunks,
-    chunk_context,
     embedded_text,
 )
 from taskcrawler.domain.errors import VectorsUnavailable
 from taskcrawler.domain.storable import storable_text
 from taskcrawler.embed import Embedder, EmbeddingFailed
-from taskcrawler.extract.chunking import ChunkingConfig, chunk_markdown
+from taskcrawler.extract.chunking import ChunkingConfig, chunk_page
 from taskcrawler.storage.ports import ChunkRepository
 from taskcrawler.worker.content import format_failed
 
 log = logging.getLogger(__name__)
 
-#: Chunks kept of one page at most (about 400,000 tokens, a long book, at the default size):
-#: a hostile page must not hold the embedder for minutes.
-MAX_CHUNKS_PER_PAGE = 1000
 #: Part of what a page's chunks are made from: chunks made before they carried their context
 #: (the page's title) are made again on the page's next fetch.
 CONTEXT_VERSION = 1
-
-
-def chunk_page(markdown: str, title: str | None, config: ChunkingConfig) -> list[Chunk]:
-    """A page's chunks, each with its context (the page's title and its headings), at most
-    :data:`MAX_CHUNKS_PER_PAGE`."""
-    return [
-        replace(chunk, context=chunk_context(title, chunk.heading_path))
-        for chunk in chunk_markdown(markdown, config)[:MAX_CHUNKS_PER_PAGE]
-    ]
 
 
 @dataclass(frozen=True, slots=True)

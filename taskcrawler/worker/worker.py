@@ -294,8 +294,12 @@ class Worker:
         is lost; a Redis BLPOP cancelled just as its reply arrives may drop one id, and that job
         stays PENDING in the database, where the sweeper publishes it again (the queue is only a
         hint, sweeper.py)."""
-        if wait <= 0 or self._stopping.is_set():
-            return await self.queue.consume(wanted, wait_seconds=wait)
+        if self._stopping.is_set():
+            # Set while this turn looked at the lines: take what is there without waiting, or
+            # the stop would sit out a whole idle wait.
+            wait = 0.0
+        if wait <= 0:
+            return await self.queue.consume(wanted, wait_seconds=0.0)
         consume = asyncio.ensure_future(self.queue.consume(wanted, wait_seconds=wait))
         stopping = asyncio.ensure_future(self._stopping.wait())
         try:

@@ -14,6 +14,7 @@ from prometheus_client import CollectorRegistry
 
 from taskcrawler.api import create_app
 from taskcrawler.cli.main import build_parser
+from taskcrawler.domain.errors import FIXES, ErrorCode
 from taskcrawler.observability import ApiMetrics, QueueDepth, WorkerMetrics
 from taskcrawler.settings import Settings
 
@@ -137,6 +138,30 @@ def test_every_command_mentioned_exists(page: Path) -> None:
     assert seen or page.name in PAGES_WITHOUT_COMMANDS or "docs" not in page.parts
 
 
+def unknown_options(words: list[str]) -> list[str]:
+    """The ``--options`` of a command line that its (sub)command does not take."""
+    parser = build_parser()
+    while words and words[0] in _commands(parser):
+        parser, words = _commands(parser)[words[0]], words[1:]
+    known = {option for action in parser._actions for option in action.option_strings}
+    asked = [word.split("=", 1)[0] for word in words if word.startswith("--")]
+    return [option for option in asked if option not in known]
+
+
+@pytest.mark.parametrize("page", PAGES, ids=page_id)
+def test_every_option_mentioned_exists(page: Path) -> None:
+    line = re.compile(r"(?:^|(?<=[\s/`(]))taskcrawler((?:[ \t]+[^\s`|;&#)]+)+)", re.M)
+    for code in code_of(page.read_text()):
+        for words in line.findall(code):
+            wrong = unknown_options(words.split())
+            assert not wrong, f"{page_id(page)}: taskcrawler{words} takes no {wrong}"
+
+
+def test_the_option_check_catches_a_wrong_option() -> None:
+    assert unknown_options(["submit", "--wait", "--format=text"]) == []
+    assert unknown_options(["submit", "--waitt", "https://example.com"]) == ["--waitt"]
+
+
 def test_the_command_check_catches_a_wrong_command() -> None:
     assert command_exists(["keys", "create"]) and command_exists(["worker"])
     assert not command_exists(["keys", "make"]) and not command_exists(["crawlz"])
@@ -151,6 +176,89 @@ def test_api_reference_lists_every_endpoint() -> None:
             r"^\| `([A-Z]+)` \| `(/[^`]*)` \|", (DOCS / "reference/api.md").read_text(), re.M
         )
     )
+    assert documented - real == set(), "documented but not served"
+    assert real - documented == set(), "served but not documented"
+
+
+def _section(text: str, heading: str) -> str:
+    start = text.index(heading)
+    end = text.find("\n## ", start + len(heading))
+    return text[start : None if end < 0 else end]
+
+
+def test_every_error_code_is_listed_and_every_fix_has_a_row() -> None:
+    """The API reference lists every code a job can fail with (``http_4xx`` is spelled
+    ``http_<status>``), and its table of fixes has a row for every code with a fix and none
+    for a code that does not exist."""
+    reference = (DOCS / "reference/api.md").read_text()
+    listed = reference[reference.index("`error_code` values are the stable codes") :]
+    unlisted = [
+        code for code in ErrorCode if code != ErrorCode.HTTP_4XX and f"`{code}`" not in listed
+    ]
+    assert not unlisted, f"docs/reference/api.md does not list the error codes {unlisted}"
+    table = _section(reference, "## Errors that say what to do")
+    rows = set(re.findall(r"^\| `([a-z0-9_]+)` \| ", table, re.M)) - {"error_code"}  # the header
+    assert rows, "the table of fixes was not found"
+    assert set(FIXES) - rows == set(), "codes with a fix that the table does not show"
+    assert rows - set(ErrorCode) == set(), "rows for codes that do not exist"
+
+
+def test_api_reference_names_every_field_of_a_request_body() -> None:
+    """Each ``/api/`` row with a JSON body names every field of it, so that none is hidden."""
+    schema = create_app(Settings()).openapi()
+    models = schema["components"]["schemas"]
+    rows = re.findall(
+        r"^\| `([A-Z]+)` \| `(/api/[^`]*)` \| (.*)$",
+        (DOCS / "reference/api.md").read_text(),
+        re.M,
+    )
+    checked = 0
+    for method, path, row in rows:
+        body = schema["paths"][path][method.lower()].get("requestBody")
+        if body is None:
+            continue
+        name = body["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[-1]
+        named = set(re.findall(r"[`\"]([a-z_]+)[`\"]", row.replace('`{"', '`"')))
+        missing = set(models[name]["properties"]) - named
+        assert not missing, f"{method} {path}: docs/reference/api.md does not name {missing}"
+        checked += 1
+    assert checked >= 10
+
+
+def firecrawl_endpoints(text: str) -> set[tuple[str, str]]:
+    """(METHOD, path) of every endpoint the Firecrawl page's table names, its shorthands
+    spelled out: ``v{1,2}``, ``(and v1)``, ``GET /v2/…`` (the previous path under v2) and
+    ``…/token-usage`` (the previous path with as many segments replaced)."""
+    found: set[tuple[str, str]] = set()
+    for cell in re.findall(r"^\| (`[A-Z]+ /[^|]*?) \| ", _section(text, "## Endpoints"), re.M):
+        method, previous = "", ""
+        for item in re.findall(r"`([^`]+)`", cell):
+            if " " in item:
+                method, item = item.split(" ", 1)
+            if item.startswith("…/"):
+                tail = item[2:].split("/")
+                item = "/".join(previous.split("/")[: -len(tail)] + tail)
+            elif item.endswith("/…"):
+                item = item[:-2] + "/" + previous.split("/", 2)[2]
+            previous = item
+            versions = ["v1", "v2"] if item.startswith("/v{1,2}/") else [item.split("/")[1]]
+            if "(and v1)" in cell:
+                versions.append("v1")
+            rest = item.split("/", 2)[2]
+            found |= {(method, re.sub(r"\{\w+\}", "{id}", f"/{v}/{rest}")) for v in versions}
+    return found
+
+
+def test_firecrawl_reference_lists_every_firecrawl_endpoint() -> None:
+    schema = create_app(Settings()).openapi()
+    real = {
+        (method.upper(), re.sub(r"\{\w+\}", "{id}", path))
+        for path, ops in schema["paths"].items()
+        if re.match(r"/v[12]/", path)
+        for method in ops
+    }
+    documented = firecrawl_endpoints((DOCS / "reference/firecrawl.md").read_text())
+    assert ("GET", "/v1/team/token-usage/historical") in documented  # the shorthands are read
     assert documented - real == set(), "documented but not served"
     assert real - documented == set(), "served but not documented"
 

@@ -136,7 +136,7 @@ async def test_bad_searches_are_refused(service: Service) -> None:
     response = await service.client.get("/api/v1/search", params={"q": "x" * 1001})
     assert response.status_code == 422
     response = await service.client.get("/api/v1/search", params={"q": "nothing indexed"})
-    assert response.json() == {"results": []}
+    assert response.json() == {"results": [], "legs": ["semantic", "keyword"]}
 
 
 async def test_postgresql_without_pgvector_fails_chunks_plainly(
@@ -201,6 +201,41 @@ async def _index_and_ask(
     assert found.status_code == 200, found.text
     assert found.json()["results"][0]["job_id"] == job["id"]
     return job, model.requests
+
+
+@pytest.mark.parametrize("answer", ["503", "hang"])
+async def test_a_search_whose_query_the_embedder_cannot_embed_in_time_answers_by_keyword(
+    sqlite_url: str, corpus: str, answer: str
+) -> None:
+    """A search answers someone waiting: the query's embedding has its own short deadline, not
+    the embedder's minutes of retries. Hybrid then answers by keyword, and says so; semantic
+    answers 503 with Retry-After."""
+    async with fake_embeddings() as (model, url):
+        settings = fast_settings(
+            database_url=sqlite_url,
+            embedder="openai",
+            embedder_url=url,
+            embedder_model="e5-small",
+            embedder_timeout_seconds=60,
+            search_embed_timeout_seconds=0.5,
+        )
+        async with running("embedded", settings) as service:
+            [job] = await _scrape_all(service, [f"{corpus}/kb/18"])
+            ok = await service.client.get("/api/v1/search", params={"q": "interest rates"})
+            assert ok.json()["legs"] == ["semantic", "keyword"]
+            model.script[:] = [answer] * 20
+            async with asyncio.timeout(30):  # a bound for a hang, not a speed claim
+                hybrid = await service.client.get("/api/v1/search", params={"q": "interest rates"})
+                semantic = await service.client.get(
+                    "/api/v1/search", params={"q": "interest rates", "mode": "semantic"}
+                )
+            model.released.set()
+    assert hybrid.status_code == 200, hybrid.text
+    assert hybrid.json()["legs"] == ["keyword"]
+    assert hybrid.json()["results"][0]["job_id"] == job["id"]
+    assert semantic.status_code == 503
+    assert semantic.headers["Retry-After"]
+    assert semantic.json()["dependency"] == "embedder"
 
 
 async def test_an_instruction_trained_model_gets_its_prefixes(sqlite_url: str, corpus: str) -> None:
@@ -309,3 +344,52 @@ async def test_a_crawls_chunks_are_searched_within_the_crawl(
         everywhere = await service.client.get("/api/v1/search", params={"q": "yeast", "k": 20})
         ids = {hit["job_id"] for hit in everywhere.json()["results"]}
         assert first[f"{sections}/kb/0"] in ids
+
+
+async def test_a_reextracted_page_s_chunks_are_made_from_its_new_markdown(
+    service: Service, corpus: str
+) -> None:
+    from taskcrawler import bootstrap
+    from taskcrawler.service.reextract import Rechunking, reextract_all
+    from taskcrawler.service.reindex import reindex_chunks
+    from taskcrawler.storage.tables import chunks
+    from taskcrawler.worker.parsing import PageParser
+
+    [job] = await _scrape_all(service, [f"{corpus}/kb/33"])
+    # Chunks as an older extractor left them: of another Markdown (offsets, text, headings).
+    async with service.storage.db.write() as conn:
+        await conn.execute(
+            chunks.update().values(
+                text="obsolete wording", heading_path=["Old"], start_offset=0, end_offset=3
+            )
+        )
+    parser = PageParser(processes=1)
+    rechunking = Rechunking(service.storage.chunks, bootstrap.chunking_config(service.settings))
+    try:
+        done = await reextract_all(service.storage.content, parser, rechunking=rechunking)
+    finally:
+        await parser.aclose()
+    assert (done.pages, done.rechunked) == (1, 1)
+
+    markdown = await service.client.get(
+        f"/api/v1/jobs/{job['id']}/content", params={"format": "markdown"}
+    )
+    listed = (await service.client.get(f"/api/v1/jobs/{job['id']}/chunks")).json()["chunks"]
+    assert [c["heading_path"] for c in listed] == [[TOPICS[33].title]]
+    for chunk in listed:
+        assert markdown.text[chunk["start"] : chunk["end"]].split() == chunk["text"].split()
+    stale = await service.client.get("/api/v1/search", params={"q": "obsolete", "mode": "keyword"})
+    assert stale.json()["results"] == []
+    found = await service.client.get(
+        "/api/v1/search", params={"q": "relational database tables join", "mode": "keyword"}
+    )
+    [hit] = found.json()["results"]
+    assert markdown.text[hit["start"] : hit["end"]].split() == hit["text"].split()
+
+    # Not embedded yet: a semantic search skips them until the re-index embeds them.
+    semantic = {"q": TOPICS[33].question, "mode": "semantic"}
+    assert (await service.client.get("/api/v1/search", params=semantic)).json()["results"] == []
+    embedder = bootstrap.embedder(service.settings)
+    assert await reindex_chunks(service.storage.chunks, embedder) == len(listed)
+    [first, *_] = (await service.client.get("/api/v1/search", params=semantic)).json()["results"]
+    assert first["job_id"] == job["id"]

@@ -277,3 +277,39 @@ async def test_both_entry_points_run_as_processes(
     )  # fmt: skip
     assert read.code == 2 and read.out == "", read
     assert read.err.startswith("error: <stdin>:3: not a url:"), read
+
+
+def _search_answer(legs: list[str]) -> web.Response:
+    hit = {
+        "job_id": str(uuid.uuid4()),
+        "chunk_index": 0,
+        "url": "https://example.com/a",
+        "title": "A page",
+        "heading_path": ["Setup"],
+        "text": "yeast and bread",
+        "score": 0.5,
+        "start": 0,
+        "end": 15,
+        "fetched_at": "2026-12-07T00:00:00Z",
+    }
+    return web.json_response({"results": [hit], "legs": legs})
+
+
+@pytest.mark.parametrize(
+    ("legs", "noted"), [(["semantic", "keyword"], False), (["keyword"], True)]
+)  # fmt: skip
+async def test_search_says_when_a_hybrid_search_was_ranked_by_keywords_alone(
+    stub: tuple[str, dict[str, web.Response]], tmp_path: Path, legs: list[str], noted: bool
+) -> None:
+    api, answers = stub
+    answers["/api/v1/search"] = _search_answer(legs)
+    shown = await cli("search", "yeast", api=api, cwd=tmp_path)
+    assert shown.code == 0, shown
+    assert "A page" in shown.out and "Setup" in shown.out and "yeast and bread" in shown.out
+    assert ("ranked by keywords only" in shown.err) is noted
+
+    answers["/api/v1/search"] = _search_answer(legs)
+    as_json = await cli("search", "yeast", "--json", api=api, cwd=tmp_path)
+    assert as_json.code == 0, as_json
+    printed = json.loads(as_json.out)
+    assert printed["legs"] == legs and printed["results"][0]["text"] == "yeast and bread"

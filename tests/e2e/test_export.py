@@ -4,10 +4,14 @@ read back as JSON Lines and as WARC (warcio checks every digest), resumed with t
 from __future__ import annotations
 
 import asyncio
+import gzip
+import hashlib
 import io
 import json
+import threading
 import tracemalloc
 import uuid
+from datetime import UTC, datetime
 from pathlib import Path
 
 import httpx
@@ -20,7 +24,7 @@ from taskcrawler.client import AsyncTaskCrawler, TaskCrawler
 from taskcrawler.client._calls import NEXT_SINCE as CLIENT_NEXT_SINCE
 from taskcrawler.domain.keys import Caller
 from taskcrawler.storage import Database
-from taskcrawler.storage.tables import jobs
+from taskcrawler.storage.tables import jobs, page_archive
 from tests.e2e.harness import Service
 from tests.support import seeding
 from tests.support.cli import Api, Result, keyed, run_cli
@@ -258,3 +262,76 @@ async def test_the_command_exports_one_crawl(
     bad = await cli(served, "--crawl", "nonsense", *api, cwd=tmp_path)
     # The command takes a start of an id and refuses what cannot be one, naming it.
     assert bad.code == 2 and "'nonsense': a short id is" in bad.err, bad.err
+
+
+async def test_the_api_answers_while_a_warc_export_decodes_archived_bodies(
+    service: Service, target: TargetServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Decoding an archived body (and writing its records) is CPU work an export does for each
+    page: off the event loop, which answers other requests meanwhile. The first decode waits
+    until another request has been answered, which it could not get if it held the loop."""
+    [job, _] = await scraped(service, target, ["/page/1", "/page/2"])
+    await export(service, 2)  # both finishes are final
+    decoding, answered = threading.Event(), threading.Event()
+    waited: list[bool] = []
+    decompress = gzip.decompress
+
+    def gated(data: bytes) -> bytes:
+        if not waited:
+            decoding.set()
+            # A bound for a loop held by this very call (no answer can come then), not a timing.
+            waited.append(answered.wait(20))
+        return decompress(data)
+
+    monkeypatch.setattr(gzip, "decompress", gated)
+    streaming = asyncio.create_task(service.client.get("/api/v1/export", params={"format": "warc"}))
+    await asyncio.to_thread(decoding.wait, 20)
+    other = await service.client.get(f"/api/v1/jobs/{job['id']}")
+    assert other.status_code == 200
+    answered.set()
+    exported = await streaming
+    assert waited == [True]
+    kinds = [r.rec_type for r in ArchiveIterator(io.BytesIO(exported.content))]
+    assert kinds.count("response") == 2
+
+
+#: Archived bodies of the WARC export memory test: a group's (16) decoded at once is 64 MB.
+ARCHIVED_BODY = 4_000_000
+
+
+@pytest.mark.timeout(600)
+async def test_a_warc_export_holds_one_decoded_body_at_a_time(service: Service) -> None:
+    """16 archived pages of 4 MB each (gzipped to kilobytes), read as one group: the export's
+    peak of allocated memory (tracemalloc, every thread's) stays below half of the group's
+    decoded bodies."""
+    count = 16
+    ids = await seeding.finished_jobs(service.storage, count, "text")
+    body = b"<p>" + b"a" * (ARCHIVED_BODY - 3)
+    async with service.storage.db.write() as conn:
+        await conn.execute(
+            page_archive.insert(),
+            [
+                {
+                    "job_id": job_id,
+                    "fetched_at": datetime.now(UTC),
+                    "final_url": f"http://seeded.test/{n}",
+                    "http_status": 200,
+                    "headers": {"content-type": "text/html"},
+                    "sha256": hashlib.sha256(body).hexdigest(),
+                    "size": len(body),
+                    "body_gz": gzip.compress(body),
+                }
+                for n, job_id in enumerate(ids)
+            ],
+        )
+    await settled(service.storage.db)
+    tracemalloc.start()
+    try:
+        export_ = await service.services.exports.export(Caller(), "warc")
+        records = b"".join([chunk async for chunk in export_.chunks])
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    responses = [r for r in ArchiveIterator(io.BytesIO(records)) if r.rec_type == "response"]
+    assert len(responses) == count
+    assert peak < count * ARCHIVED_BODY / 2, f"peak {peak / 1e6:.0f} MB"

@@ -59,7 +59,7 @@ async def test_reextract_rebuilds_results_from_the_archive(
     async with db.write() as conn:
         await conn.execute(jobs.update().values(scraped_title="stale", result=stale))
     hits = target.hits_for("/page/9")
-    assert await reextract_all(service.storage.content, parser) == 1
+    assert (await reextract_all(service.storage.content, parser)).pages == 1
     fixed = await service.wait_for(job["id"])
     assert fixed["scraped_title"] == "Page 9"
     assert fixed["result"]["metadata"]["title"] == "Page 9"
@@ -83,7 +83,7 @@ async def test_reextract_extracts_with_the_jobs_options(
     await service.wait_for(submitted["id"])
     kept = await _markdown(service, submitted["id"])
     assert kept.strip() == "# Page 11"  # the heading alone, as the job asked
-    assert await reextract_all(service.storage.content, parser) == 1
+    assert (await reextract_all(service.storage.content, parser)).pages == 1
     assert await _markdown(service, submitted["id"]) == kept
 
 
@@ -97,7 +97,7 @@ async def test_a_page_that_cannot_be_extracted_again_keeps_its_result(
         await conn.execute(jobs.update().values(scraped_title="stale"))
     parser = FailingFor(failing)
     try:
-        assert await reextract_all(service.storage.content, parser) == 1
+        assert (await reextract_all(service.storage.content, parser)).pages == 1
     finally:
         await parser.aclose()
     assert (await service.wait_for(first["id"]))["scraped_title"] == "stale"

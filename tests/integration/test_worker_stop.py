@@ -1,17 +1,18 @@
 """A stop request ends a worker's idle wait on the queue at once, and the ended wait takes no id
-from the queue: on the in-process queue and on Redis."""
+from the queue; a stop that comes while a turn looks at the lines does not wait the idle wait
+out: on the in-process queue and on Redis."""
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 import pytest
 
 from taskcrawler import bootstrap
 from taskcrawler.fetch import Fetcher, MemoryHostLimiter
-from taskcrawler.queue import JobQueue, MemoryQueue
+from taskcrawler.queue import JobQueue, MemoryHostLines, MemoryQueue, Ready
 from taskcrawler.queue.redis import RedisQueue
 from taskcrawler.settings import Settings
 from taskcrawler.storage import open_storage
@@ -58,6 +59,50 @@ async def test_a_stop_ends_the_idle_wait_and_takes_no_id(
         job_id = uuid.uuid4()
         await queue.publish([job_id])
         assert await queue.consume(10, wait_seconds=0) == [job_id]
+    finally:
+        await fetcher.close()
+        await worker.parser.aclose()
+        await storage.close()
+
+
+class StopWhileLooking(MemoryHostLines):
+    """Lines whose first look sets the stop, and returns once the worker has seen it: the stop
+    lands between the turn's look at the lines and its wait on the queue."""
+
+    def __init__(self, stop: asyncio.Event) -> None:
+        super().__init__()
+        self.stop = stop
+        self.worker: Worker | None = None
+
+    async def ready(self, limit: int, *, wake: Sequence[str] = ()) -> Ready:
+        if not self.stop.is_set() and self.worker is not None:
+            self.stop.set()
+            await self.worker._stopping.wait()
+        return await super().ready(limit, wake=wake)
+
+
+async def test_a_stop_during_a_turn_does_not_wait_the_idle_wait_out(
+    sqlite_url: str, queue: JobQueue, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(worker_module, "CONSUME_WAIT_SECONDS", ENDLESS_WAIT_SECONDS)
+    settings = Settings(_env_file=None, database_url=sqlite_url, sweep_interval_seconds=3600)
+    storage = open_storage(sqlite_url)
+    fetcher = Fetcher(settings, limiter=MemoryHostLimiter(4))
+    stop = asyncio.Event()
+    lines = StopWhileLooking(stop)
+    worker = Worker(
+        bootstrap.worker_config(settings),
+        storage.work,
+        queue,
+        fetcher,
+        bootstrap.page_parser(settings),
+        lines=lines,
+    )
+    lines.worker = worker
+    try:
+        async with asyncio.timeout(20):
+            await worker.run(stop)
+        assert stop.is_set()
     finally:
         await fetcher.close()
         await worker.parser.aclose()

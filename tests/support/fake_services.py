@@ -136,11 +136,14 @@ class FakeSearxng:
 @dataclass
 class FakeEmbeddings:
     """An OpenAI-compatible ``/v1/embeddings``: each request gets the next scripted answer
-    (``"ok"`` by default), and is recorded."""
+    (``"ok"`` by default; a status code; ``"slow"``; ``"hang"``, until :attr:`released`), and
+    is recorded."""
 
     script: list[str] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)
     authorizations: list[str | None] = field(default_factory=list)
+    #: What a ``"hang"`` answer waits for: it answers only once this is set.
+    released: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         body = await request.json()
@@ -149,6 +152,8 @@ class FakeEmbeddings:
         answer = self.script.pop(0) if self.script else "ok"
         if answer == "slow":
             await asyncio.sleep(5)
+        if answer == "hang":
+            await self.released.wait()
         if answer.isdigit():
             return web.json_response(
                 {"error": "scripted"}, status=int(answer), headers={"Retry-After": "0"}

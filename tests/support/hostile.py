@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import gzip
 import socket
+import zlib
 from collections import Counter
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from functools import cache
@@ -34,6 +35,12 @@ def fetch_settings(**overrides: Any) -> Settings:
 def gzip_bomb() -> bytes:
     """50 MB of zeros, gzip-compressed to about 50 KB. Built once per process."""
     return gzip.compress(b"\0" * BOMB_INFLATED_BYTES, compresslevel=9)
+
+
+@cache
+def deflate_bomb() -> bytes:
+    """:func:`gzip_bomb`'s zeros as zlib's deflate stream (``Content-Encoding: deflate``)."""
+    return zlib.compress(b"\0" * BOMB_INFLATED_BYTES, 9)
 
 
 class HostileServer:
@@ -108,6 +115,7 @@ class HostileServer:
             web.get("/big", self._big),
             web.get("/big-chunked", self._big_chunked),
             web.get("/gzip-bomb", self._gzip_bomb),
+            web.get("/deflate-bomb", self._deflate_bomb),
             web.get("/bad-gzip", self._bad_gzip),
             web.get("/chain/{n}", self._chain),
             web.get("/loop/{name}", self._loop),
@@ -173,6 +181,12 @@ class HostileServer:
         return web.Response(
             body=gzip_bomb(),
             headers={"Content-Type": "text/html", "Content-Encoding": "gzip"},
+        )
+
+    async def _deflate_bomb(self, request: web.Request) -> web.Response:
+        return web.Response(
+            body=deflate_bomb(),
+            headers={"Content-Type": "text/html", "Content-Encoding": "deflate"},
         )
 
     async def _bad_gzip(self, request: web.Request) -> web.Response:

@@ -20,11 +20,10 @@ from taskcrawler.domain.chunks import (
 from taskcrawler.domain.jobs import NewJob
 from taskcrawler.embed import Embedder
 from taskcrawler.extract import extract
-from taskcrawler.extract.chunking import ChunkingConfig
+from taskcrawler.extract.chunking import ChunkingConfig, chunk_page
 from taskcrawler.service.search import SearchService
 from taskcrawler.storage import Storage
 from taskcrawler.storage.tables import jobs
-from taskcrawler.worker.chunking import chunk_page
 from tests.support.rag_corpus import TOPICS, page
 
 BASE = "http://kb.test/kb/"

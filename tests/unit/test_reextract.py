@@ -42,7 +42,7 @@ async def test_a_page_that_hangs_or_kills_its_parse_keeps_its_result() -> None:
         done = await reextract_all(store, parser, batch=2)  # type: ignore[arg-type]
     finally:
         await parser.aclose()
-    assert done == 1
+    assert done.pages == 1
     [rewritten] = store.rewritten
     assert rewritten.record.job_id == good.job_id
     assert rewritten.title is not None and rewritten.title.startswith("good|")

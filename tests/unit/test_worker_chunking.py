@@ -6,9 +6,9 @@ from uuid import uuid4
 
 from taskcrawler.domain import ClaimedJob, Outcome
 from taskcrawler.domain.chunks import MAX_CONTEXT_CHARS, chunk_context, embedded_text
-from taskcrawler.extract.chunking import ChunkingConfig
+from taskcrawler.extract.chunking import ChunkingConfig, chunk_page
 from taskcrawler.extract.stored import extracted_formats
-from taskcrawler.worker.chunking import chunk_page, with_chunks
+from taskcrawler.worker.chunking import with_chunks
 
 
 def _outcome(formats: tuple[str, ...], **fields: object) -> Outcome:
@@ -53,8 +53,8 @@ def test_a_title_the_first_heading_repeats_is_said_once() -> None:
 
 async def test_a_huge_page_keeps_its_first_chunks_only() -> None:
     from taskcrawler.domain.chunks import PageChunks
-    from taskcrawler.extract.chunking import ChunkingConfig
-    from taskcrawler.worker.chunking import MAX_CHUNKS_PER_PAGE, PageChunker
+    from taskcrawler.extract.chunking import MAX_CHUNKS_PER_PAGE, ChunkingConfig
+    from taskcrawler.worker.chunking import PageChunker
 
     class Store:
         stored: PageChunks | None = None

@@ -44,5 +44,8 @@ async def job_chunks(job_id: Id, services: ServicesDep, caller: CallerDep) -> Ch
 async def search(
     services: ServicesDep, caller: CallerDep, params: Annotated[SearchIn, Query()]
 ) -> SearchResults:
-    hits = await services.search.search(params.query(caller.owner))
-    return SearchResults(results=[SearchResult.of(hit) for hit in hits])
+    found = await services.search.answer(params.query(caller.owner))
+    return SearchResults(
+        results=[SearchResult.of(hit) for hit in found.hits],
+        legs=list(found.legs),
+    )

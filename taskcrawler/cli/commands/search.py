@@ -24,7 +24,7 @@ def run(args: argparse.Namespace) -> int:
 async def _run(args: argparse.Namespace) -> int:
     async with ApiClient(args.api, api_key_from_env()) as api:
         try:
-            results = await api.search(
+            results, legs = await api.search(
                 args.query,
                 k=args.k,
                 mode=args.mode,
@@ -40,8 +40,15 @@ async def _run(args: argparse.Namespace) -> int:
             fail(str(exc))
             return EXIT_ERROR
     if args.json:
-        print_json({"results": results})
+        print_json({"results": results, "legs": legs})
         return EXIT_OK
+    if args.mode == "hybrid" and "semantic" not in legs:
+        # The API answered from its keyword ranking alone (its embedder failed or was late, or
+        # no vectors are stored): whoever reads the table should know it is not the usual one.
+        err().print(
+            "note: ranked by keywords only: the query could not be embedded in time, "
+            "or no page has vectors"
+        )
     if not results:
         err().print("Nothing found.")
         return EXIT_OK

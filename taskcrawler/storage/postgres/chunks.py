@@ -157,7 +157,7 @@ class PostgresChunkStore(ChunkStoreBase):
             [row["context"] for row in rows],
             [orjson.dumps(row["heading_path"]).decode() for row in rows],
             [row["token_count"] for row in rows],
-            [vector_text(row["vector"]) for row in rows],
+            [None if row["vector"] is None else vector_text(row["vector"]) for row in rows],
             [row["start_offset"] for row in rows],
             [row["end_offset"] for row in rows],
         )

@@ -128,7 +128,7 @@ class SqliteChunkStore(ChunkStoreBase):
     async def _insert(self, conn: AsyncConnection, rows: Sequence[Mapping[str, Any]]) -> None:
         values = [
             {key: value for key, value in row.items() if key != "vector"}
-            | {"embedding": float32(row["vector"])}
+            | {"embedding": None if row["vector"] is None else float32(row["vector"])}
             for row in rows
         ]
         await conn.execute(chunks.insert(), values)
