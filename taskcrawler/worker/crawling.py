@@ -182,13 +182,8 @@ class CrawlPages:
             return None
         if key == job.url or not await self.crawls.holds(job.crawl_id, owner=job.owner, url=key):
             return None
-        return Outcome(
-            job=job,
-            http_status=outcome.http_status,
-            final_url=final_url,
-            error_code=ErrorCode.DUPLICATE,
-            error_message=f"redirected to {final_url}, which the crawl already has",
-            finished_at=outcome.finished_at,
+        return _refused(
+            outcome, ErrorCode.DUPLICATE, f"redirected to {final_url}, which the crawl already has"
         )
 
     async def _sitemaps_unread(self, job: ClaimedJob) -> bool:
@@ -214,13 +209,23 @@ def _redirected_out_of_scope(outcome: Outcome, spec: CrawlSpec, scope: Scope) ->
     verdict = scope.check(final_url)
     if verdict is Verdict.IN_SCOPE:
         return None
+    return _refused(
+        outcome,
+        ErrorCode.OUT_OF_SCOPE,
+        f"redirected to {final_url}, out of the crawl's scope ({verdict.value})",
+    )
+
+
+def _refused(fetched: Outcome, code: ErrorCode, message: str) -> Outcome:
+    """``fetched`` (a page its redirects took somewhere the crawl does not keep) as a failure
+    of ``code``: its status and final URL stay, its content and links go."""
     return Outcome(
-        job=job,
-        http_status=outcome.http_status,
-        final_url=final_url,
-        error_code=ErrorCode.OUT_OF_SCOPE,
-        error_message=f"redirected to {final_url}, out of the crawl's scope ({verdict.value})",
-        finished_at=outcome.finished_at,
+        job=fetched.job,
+        http_status=fetched.http_status,
+        final_url=fetched.final_url,
+        error_code=code,
+        error_message=message,
+        finished_at=fetched.finished_at,
     )
 
 

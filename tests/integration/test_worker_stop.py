@@ -12,10 +12,11 @@ import pytest
 
 from taskcrawler import bootstrap
 from taskcrawler.fetch import Fetcher, MemoryHostLimiter
-from taskcrawler.queue import JobQueue, MemoryHostLines, MemoryQueue, Ready
+from taskcrawler.queue import HostLines, JobQueue, MemoryHostLines, MemoryQueue, Ready
 from taskcrawler.queue.redis import RedisQueue
 from taskcrawler.settings import Settings
 from taskcrawler.storage import open_storage
+from taskcrawler.storage.ports import WorkRepository
 from taskcrawler.worker import worker as worker_module
 from taskcrawler.worker.worker import Worker
 from tests.support.workers import running_worker
@@ -37,6 +38,23 @@ async def queue(
     await q.close()
 
 
+def _worker(
+    settings: Settings,
+    work: WorkRepository,
+    queue: JobQueue,
+    fetcher: Fetcher,
+    lines: HostLines | None = None,
+) -> Worker:
+    return Worker(
+        bootstrap.worker_config(settings),
+        work,
+        queue,
+        fetcher,
+        bootstrap.page_parser(settings),
+        lines=lines,
+    )
+
+
 async def test_a_stop_ends_the_idle_wait_and_takes_no_id(
     sqlite_url: str, queue: JobQueue, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -44,13 +62,7 @@ async def test_a_stop_ends_the_idle_wait_and_takes_no_id(
     settings = Settings(_env_file=None, database_url=sqlite_url, sweep_interval_seconds=3600)
     storage = open_storage(sqlite_url)
     fetcher = Fetcher(settings, limiter=MemoryHostLimiter(4))
-    worker = Worker(
-        bootstrap.worker_config(settings),
-        storage.work,
-        queue,
-        fetcher,
-        bootstrap.page_parser(settings),
-    )
+    worker = _worker(settings, storage.work, queue, fetcher)
     try:
         async with asyncio.timeout(20):
             async with running_worker(worker):
@@ -90,14 +102,7 @@ async def test_a_stop_during_a_turn_does_not_wait_the_idle_wait_out(
     fetcher = Fetcher(settings, limiter=MemoryHostLimiter(4))
     stop = asyncio.Event()
     lines = StopWhileLooking(stop)
-    worker = Worker(
-        bootstrap.worker_config(settings),
-        storage.work,
-        queue,
-        fetcher,
-        bootstrap.page_parser(settings),
-        lines=lines,
-    )
+    worker = _worker(settings, storage.work, queue, fetcher, lines=lines)
     lines.worker = worker
     try:
         async with asyncio.timeout(20):
