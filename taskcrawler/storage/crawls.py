@@ -266,23 +266,16 @@ def _settle_redirects(
     now = template["created_at"]
     waiting = [job_id for _, job_id, status in found if status == PENDING]
     if waiting:
-        # Rows being claimed right now are skipped, not waited for (as in _admit).
-        unclaimed = (
-            sa.select(jobs.c.id)
-            .where(backend.any_of(jobs.c.id, waiting), jobs.c.status == PENDING)
-            .with_for_update(skip_locked=True)
-        )
-        conn.execute(
-            jobs.update()
-            .where(jobs.c.id.in_(unclaimed.scalar_subquery()), jobs.c.status == PENDING)
-            .values(
-                status=JobStatus.CANCELLED.value,
-                error_code=ErrorCode.DUPLICATE.value,
-                error_log="the crawl holds this page as another of its pages, redirected here",
-                finished_at=now,
-                next_attempt_at=None,
-                dispatch_at=None,
-            )
+        _update_waiting(
+            conn,
+            backend,
+            waiting,
+            status=JobStatus.CANCELLED.value,
+            error_code=ErrorCode.DUPLICATE.value,
+            error_log="the crawl holds this page as another of its pages, redirected here",
+            finished_at=now,
+            next_attempt_at=None,
+            dispatch_at=None,
         )
     had = {url_key for url_key, _, _ in found}
     seen.update((url_key, 0) for url_key in had)
@@ -359,19 +352,8 @@ def _admit(
                 seen[key] = 0 if JobStatus(status).is_final else (depth or 0)
     # A page still waiting, found again by a shorter path, takes that path's depth: its links
     # are then followed as far as max_depth allows from there.
-    # Rows being claimed right now are skipped, not waited for: a claim locks its rows in an
-    # order of its own, and they are no longer waiting anyway.
     for depth, ids in shorter.items():
-        waiting = (
-            sa.select(jobs.c.id)
-            .where(backend.any_of(jobs.c.id, ids), jobs.c.status == PENDING)
-            .with_for_update(skip_locked=True)
-        )
-        conn.execute(
-            jobs.update()
-            .where(jobs.c.id.in_(waiting.scalar_subquery()), jobs.c.status == PENDING)
-            .values(depth=depth)
-        )
+        _update_waiting(conn, backend, ids, depth=depth)
     new = [(key, candidate) for key, candidate in by_key.items() if key not in known]
     added: list[UUID] = []
     start = 0
@@ -788,3 +770,19 @@ __all__ = [
     "page_callback",
     "start_crawl",
 ]
+
+
+def _update_waiting(conn: Connection, backend: Backend, ids: Sequence[UUID], **values: Any) -> None:
+    """Set ``values`` on those of ``ids`` still waiting (PENDING). Rows being claimed right now
+    are skipped, not waited for: a claim locks its rows in an order of its own, and they are no
+    longer waiting anyway."""
+    unclaimed = (
+        sa.select(jobs.c.id)
+        .where(backend.any_of(jobs.c.id, list(ids)), jobs.c.status == PENDING)
+        .with_for_update(skip_locked=True)
+    )
+    conn.execute(
+        jobs.update()
+        .where(jobs.c.id.in_(unclaimed.scalar_subquery()), jobs.c.status == PENDING)
+        .values(**values)
+    )
