@@ -5,6 +5,7 @@ out: on the in-process queue and on Redis."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
 from collections.abc import AsyncIterator, Sequence
 
@@ -16,7 +17,6 @@ from taskcrawler.queue import HostLines, JobQueue, MemoryHostLines, MemoryQueue,
 from taskcrawler.queue.redis import RedisQueue
 from taskcrawler.settings import Settings
 from taskcrawler.storage import open_storage
-from taskcrawler.storage.ports import WorkRepository
 from taskcrawler.worker import worker as worker_module
 from taskcrawler.worker.worker import Worker
 from tests.support.workers import running_worker
@@ -38,32 +38,35 @@ async def queue(
     await q.close()
 
 
-def _worker(
-    settings: Settings,
-    work: WorkRepository,
-    queue: JobQueue,
-    fetcher: Fetcher,
-    lines: HostLines | None = None,
-) -> Worker:
-    return Worker(
+@contextlib.asynccontextmanager
+async def idle_worker(
+    sqlite_url: str, queue: JobQueue, lines: HostLines | None = None
+) -> AsyncIterator[Worker]:
+    """A worker whose idle wait on the queue would outlast the test, and no sweeps."""
+    settings = Settings(_env_file=None, database_url=sqlite_url, sweep_interval_seconds=3600)
+    storage = open_storage(sqlite_url)
+    fetcher = Fetcher(settings, limiter=MemoryHostLimiter(4))
+    worker = Worker(
         bootstrap.worker_config(settings),
-        work,
+        storage.work,
         queue,
         fetcher,
         bootstrap.page_parser(settings),
         lines=lines,
     )
+    try:
+        yield worker
+    finally:
+        await fetcher.close()
+        await worker.parser.aclose()
+        await storage.close()
 
 
 async def test_a_stop_ends_the_idle_wait_and_takes_no_id(
     sqlite_url: str, queue: JobQueue, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(worker_module, "CONSUME_WAIT_SECONDS", ENDLESS_WAIT_SECONDS)
-    settings = Settings(_env_file=None, database_url=sqlite_url, sweep_interval_seconds=3600)
-    storage = open_storage(sqlite_url)
-    fetcher = Fetcher(settings, limiter=MemoryHostLimiter(4))
-    worker = _worker(settings, storage.work, queue, fetcher)
-    try:
+    async with idle_worker(sqlite_url, queue) as worker:
         async with asyncio.timeout(20):
             async with running_worker(worker):
                 await asyncio.sleep(0.2)  # the consume loop is in its (endless) wait now
@@ -71,10 +74,6 @@ async def test_a_stop_ends_the_idle_wait_and_takes_no_id(
         job_id = uuid.uuid4()
         await queue.publish([job_id])
         assert await queue.consume(10, wait_seconds=0) == [job_id]
-    finally:
-        await fetcher.close()
-        await worker.parser.aclose()
-        await storage.close()
 
 
 class StopWhileLooking(MemoryHostLines):
@@ -97,18 +96,10 @@ async def test_a_stop_during_a_turn_does_not_wait_the_idle_wait_out(
     sqlite_url: str, queue: JobQueue, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr(worker_module, "CONSUME_WAIT_SECONDS", ENDLESS_WAIT_SECONDS)
-    settings = Settings(_env_file=None, database_url=sqlite_url, sweep_interval_seconds=3600)
-    storage = open_storage(sqlite_url)
-    fetcher = Fetcher(settings, limiter=MemoryHostLimiter(4))
     stop = asyncio.Event()
     lines = StopWhileLooking(stop)
-    worker = _worker(settings, storage.work, queue, fetcher, lines=lines)
-    lines.worker = worker
-    try:
+    async with idle_worker(sqlite_url, queue, lines) as worker:
+        lines.worker = worker
         async with asyncio.timeout(20):
             await worker.run(stop)
         assert stop.is_set()
-    finally:
-        await fetcher.close()
-        await worker.parser.aclose()
-        await storage.close()
