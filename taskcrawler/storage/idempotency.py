@@ -48,31 +48,6 @@ class IdempotencyStore:
         return StoredResponse(row.request_hash, row.status_code, row.response) if row else None
 
     @unavailable_on_connection_errors
-    async def remember(
-        self, owner: str, key: str, response: StoredResponse, *, at: datetime, since: datetime
-    ) -> StoredResponse:
-        """Store the first answer for this key (in place of an expired one); if another
-        request stored one first, that one is returned, so concurrent repeats all see the same
-        answer."""
-        insert = self.db.backend.insert(idempotent_requests).values(
-            owner=owner,
-            key=key,
-            request_hash=response.request_hash,
-            status_code=response.status_code,
-            response=response.body,
-            created_at=at,
-        )
-        async with self.db.write() as conn:
-            await conn.execute(
-                insert.on_conflict_do_update(
-                    index_elements=["owner", "key"],
-                    set_={column: insert.excluded[column] for column in _ANSWER},
-                    where=idempotent_requests.c.created_at < since,
-                )
-            )
-        return await self.get(owner, key, since=since) or response
-
-    @unavailable_on_connection_errors
     async def claim(
         self,
         owner: str,

@@ -313,10 +313,6 @@ class IdempotencyRepository(Protocol):
 
     async def get(self, owner: str, key: str, *, since: datetime) -> StoredResponse | None: ...
 
-    async def remember(
-        self, owner: str, key: str, response: StoredResponse, *, at: datetime, since: datetime
-    ) -> StoredResponse: ...
-
     async def claim(
         self,
         owner: str,

@@ -58,9 +58,6 @@ class Counted:
     async def get(self, owner: str, key: str, *, since: datetime) -> StoredResponse | None:
         return await self.store.get(owner, key, since=since)
 
-    async def remember(self, owner: str, key: str, response: StoredResponse, **at: Any) -> Any:
-        return await self.store.remember(owner, key, response, **at)
-
     async def forget_before(self, since: datetime, *, limit: int) -> int:
         done = await self.store.forget_before(since, limit=limit)
         self.deleted.append(done)
@@ -70,7 +67,11 @@ class Counted:
 async def stored_at(storage: Storage, keys: list[str], at: datetime) -> None:
     for key in keys:
         answer = StoredResponse("hash", 201, {"key": key})
-        await storage.idempotency.remember("o", key, answer, at=at, since=at)
+        assert (
+            await storage.idempotency.claim("o", key, "hash", at=at, since=at, stale_before=at)
+            is None
+        )
+        await storage.idempotency.fulfil("o", key, answer, at=at)
 
 
 async def keys_held(storage: Storage) -> set[str]:
