@@ -54,10 +54,11 @@ class FailedLogins:
         if not self.per_minute or address is None:
             return
         now = time.monotonic()
-        ends, count = self._failures.pop(_client(address), (0.0, 0))
+        client = _client(address)
+        ends, count = self._failures.pop(client, (0.0, 0))
         if ends <= now:
             ends, count = now + FAILURE_WINDOW_SECONDS, 0
-        self._failures[_client(address)] = (ends, count + 1)
+        self._failures[client] = (ends, count + 1)
         while len(self._failures) > MAX_FAILING_ADDRESSES:
             self._failures.popitem(last=False)
 
