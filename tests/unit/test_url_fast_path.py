@@ -128,12 +128,16 @@ ASCII_HOSTS = st.lists(ASCII_LABELS, min_size=1, max_size=5).map(".".join)
 PRINTABLE = st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E), max_size=24)
 
 
+# Built once, not in every draw: Hypothesis works out each new strategy's properties anew.
+PLAIN_SCHEMES = st.sampled_from(["http", "https", "HTTP", "Https"])
+PLAIN_HOSTS = st.one_of(ASCII_HOSTS, ASCII_HOSTS.map(lambda name: name + "."), HOSTS)
+PLAIN_STARTS = st.sampled_from(["", "/", "?", "#", "/a/"])
+
+
 @st.composite
 def nearly_plain_urls(draw: st.DrawFn) -> str:
     """Close to the shortcut's shape, so that many take it and the rest miss it narrowly."""
-    scheme = draw(st.sampled_from(["http", "https", "HTTP", "Https"]))
-    host = draw(st.one_of(ASCII_HOSTS, ASCII_HOSTS.map(lambda name: name + "."), HOSTS))
-    start = draw(st.sampled_from(["", "/", "?", "#", "/a/"]))
+    scheme, host, start = draw(PLAIN_SCHEMES), draw(PLAIN_HOSTS), draw(PLAIN_STARTS)
     return f"{scheme}://{host}{draw(PORTS)}{start}{draw(PRINTABLE)}"
 
 
