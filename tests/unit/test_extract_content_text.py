@@ -19,16 +19,25 @@ _PIECES = st.sampled_from(
 _TAGS = st.sampled_from(["p", "span", "b", "div", "li", "h2", "pre", "td"])
 
 
+# Built once, not in every draw: Hypothesis works out each new strategy's properties anew.
+_COUNTS = st.integers(0, 5)
+_RUNS = st.lists(_PIECES, max_size=6)
+_MAX_DEPTH = 3
+
+
 @st.composite
 def _markup(draw: st.DrawFn, depth: int = 0) -> str:
     parts = []
-    for _ in range(draw(st.integers(0, 5))):
-        if depth < 3 and draw(st.booleans()):
+    for _ in range(draw(_COUNTS)):
+        if depth < _MAX_DEPTH and draw(st.booleans()):
             tag = draw(_TAGS)
-            parts.append(f"<{tag}>{draw(_markup(depth + 1))}</{tag}>")
+            parts.append(f"<{tag}>{draw(_DEEPER[depth + 1])}</{tag}>")
         else:
-            parts.append("".join(draw(st.lists(_PIECES, max_size=6))))
+            parts.append("".join(draw(_RUNS)))
     return "".join(parts)
+
+
+_DEEPER = {depth: _markup(depth) for depth in range(1, _MAX_DEPTH + 1)}
 
 
 def _split_reference(html: str) -> tuple[str, int]:
