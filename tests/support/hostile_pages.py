@@ -49,9 +49,9 @@ def deep_nesting() -> HostilePage:
     )
 
 
-def many_links() -> HostilePage:
+def many_links(count: int = LINKS) -> HostilePage:
     """200,000 distinct links: 7 MB of anchors, hundreds of MB of rows if all were kept."""
-    anchors = "".join(f'<a href="/l/{n}">link {n}</a> ' for n in range(LINKS))
+    anchors = "".join(f'<a href="/l/{n}">link {n}</a> ' for n in range(count))
     return HostilePage(_html("<title>Links</title>", anchors))
 
 
