@@ -332,8 +332,8 @@ async def test_rag_loaders_with_their_defaults(
         assert f"This is crawled page number {n}," in doc["text"], doc
         assert doc["metadata"]["title"] == f"Crawl {n}", doc["metadata"]
 
-    # A map's Document is a link found on the page: its URL as the text (LlamaIndex: its title
-    # first, which Firecrawl gives only from its search index), and in LlamaIndex's metadata.
+    # A map's Document is a link found on the page: its URL as the text (LlamaIndex's text is a
+    # link's title first, and map's links have none), and in LlamaIndex's metadata.
     start = site.url(f"/crawl/0?map-{loader}")
     assert {doc["text"] for doc in out["map"]} == {start, *pages[1:]}, out["map"]
     if loader == "llamaindex":
