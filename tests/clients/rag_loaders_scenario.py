@@ -86,11 +86,29 @@ def main() -> None:
     }
     out: dict[str, Any] = {}
     for mode in MODES:
-        try:
-            out[mode] = LOADERS[loader](config["api_url"], mode, urls[mode])
-        except Exception as exc:
-            out[mode] = {"raised": f"{type(exc).__name__}: {exc}"}
+        run(out, mode, lambda mode=mode: LOADERS[loader](config["api_url"], mode, urls[mode]))
+    if loader == "llamaindex":
+        run(out, "crawl_readme", lambda: _llamaindex_readme_crawl(config["api_url"], site))
     print(json.dumps(out, default=str))
+
+
+def run(out: dict[str, Any], name: str, call: Callable[[], Any]) -> None:
+    try:
+        out[name] = call()
+    except Exception as exc:
+        out[name] = {"raised": f"{type(exc).__name__}: {exc}"}
+
+
+def _llamaindex_readme_crawl(api_url: str, site: str) -> list[dict[str, Any]]:
+    """The crawl of the reader's README: page formats and a limit among the crawl's params."""
+    reader = _firecrawl_web_reader()(
+        api_key=API_KEY,
+        api_url=api_url,
+        mode="crawl",
+        params={"formats": ["markdown", "html"], "limit": 3},
+    )
+    docs = reader.load_data(url=f"{site}/crawl/0?readme")
+    return [{"text": doc.text, "metadata": doc.metadata} for doc in docs]
 
 
 if __name__ == "__main__":

@@ -354,6 +354,10 @@ async def test_rag_loaders_with_their_defaults(
     shown = "About result" if loader == "langchain" else "Result"
     assert [doc["text"] for doc in found] == [f"{shown} {n}" for n in range(5)], found
 
+    if loader == "llamaindex":  # and the crawl its README shows: formats and a limit
+        readme = out["crawl_readme"]
+        assert len(readme) == 3 and all("crawled page number" in d["text"] for d in readme), readme
+
 
 async def test_firecrawl_mcp_server_scrapes_through_taskcrawler(
     served: ServedApp, site: FirecrawlSite
