@@ -58,7 +58,7 @@ def test_a_known_tag_has_the_id_of_its_nodes_in_any_page() -> None:
     nodes = {node.tag: node.tag_id for node in tree.root.traverse(include_text=True)}
     for name in ("nav", "p", "svg", "a", "body", "html"):
         assert tag_id(name) == nodes[name]
-    assert (TEXT_ID, COMMENT_ID) == (nodes["-text"], nodes["-comment"])
+    assert (nodes["-text"], nodes["-comment"]) == (TEXT_ID, COMMENT_ID)
     assert nodes["x-custom"] not in tag_ids(("nav", "p", "svg", "a", "body", "html"))
 
 
