@@ -69,7 +69,13 @@ _NEVER_CONTENT = [
 # description) unless the captions are most of what the page says (a gallery, a slideshow).
 _CAPTION = "figcaption"
 _GALLERY_SHARE = 0.5
-_FURNITURE_TAGS = ("nav", "aside", "footer", "dialog")
+# Each list of tags is one CSS query: one walk of the tree instead of one a tag (a walk of a
+# real page's tree costs about as much as matching a few more tags at each node).
+_NEVER_CONTENT_CSS = ", ".join(_NEVER_CONTENT)
+_NEVER_CONTENT_IDS = tag_ids(_NEVER_CONTENT)
+_CONTROLS = "aria-controls"
+_CONTROLS_OR_NEVER_CONTENT = f"[{_CONTROLS}], {_NEVER_CONTENT_CSS}"
+_FURNITURE_TAGS = "nav, aside, footer, dialog"
 _GUARDED_TAGS = ("header", "form")
 _MAIN_REGION = "main, [role=main]"
 _FURNITURE_ATTRS = "[hidden], [aria-hidden=true i], [role]"
@@ -261,13 +267,11 @@ class Cleaner:
         """Step 1: what is never content, and the page furniture, everywhere."""
         tree = self.tree
         _unwrap_noscript_pages(tree)
-        controlled = _controlled_ids(tree)
-        tree.strip_tags(_NEVER_CONTENT)
+        controlled = _strip_never_content(tree)
         body = tree.body
         if body is None:
             return
-        for tag in _FURNITURE_TAGS:
-            self.remove(tree.tags(tag), guarded=False)
+        self.remove(tree.css(_FURNITURE_TAGS), guarded=False)
         text = body.text_lexbor()  # read once for all three measures
         removed, self.removed_visible = _strip_captions(tree, text)
         self.body_text = text
@@ -406,6 +410,19 @@ def _fits(text: str, most: float) -> bool:
     return len(text) <= most or visible_length(text) <= most
 
 
+def _strip_never_content(tree: LexborHTMLParser) -> frozenset[str]:
+    """Remove what is never content (``tree.strip_tags(_NEVER_CONTENT)``), and return the ids
+    of the blocks a control on the page opens (:func:`_controlled_ids`, read before the
+    buttons go): one walk of the tree for both. The nodes are removed from the last, so
+    that none is touched once an ancestor of it was removed."""
+    found = tree.css(_CONTROLS_OR_NEVER_CONTENT)
+    controls = [node for node in found if _CONTROLS in node.attrs]
+    doomed = [node for node in found if node.tag_id in _NEVER_CONTENT_IDS]
+    for node in reversed(doomed):
+        node.decompose()
+    return _controlled_ids(controls)
+
+
 def _unwrap_noscript_pages(tree: LexborHTMLParser) -> None:
     """A ``noscript`` holding a page's worth of text is the page for readers without scripts
     (the rest is drawn by a script): keep its content. Small ones are tracking pixels and
@@ -479,13 +496,12 @@ _PANEL_ROLES = frozenset({"tabpanel", "region"})
 _MAX_CONTROLLED = 1000
 
 
-def _controlled_ids(tree: LexborHTMLParser) -> frozenset[str]:
-    """The ids of the blocks a control on the page opens (its ``aria-controls``): read before
-    the buttons go with the rest of what is never content. Bounded: a hostile page's
-    thousands of controls do not all count."""
+def _controlled_ids(controls: list[LexborNode]) -> frozenset[str]:
+    """The ids of the blocks ``controls`` (the page's elements with an ``aria-controls``, in
+    document order) open. Bounded: a hostile page's thousands of controls do not all count."""
     ids: set[str] = set()
-    for control in tree.css("[aria-controls]")[:_MAX_CONTROLLED]:
-        ids.update((control.attributes.get("aria-controls") or "").split())
+    for control in controls[:_MAX_CONTROLLED]:
+        ids.update((control.attributes.get(_CONTROLS) or "").split())
     return frozenset(ids)
 
 
@@ -982,7 +998,7 @@ def chosen_content(tree: LexborHTMLParser, nodes: list[LexborNode]) -> MainConte
     """``nodes`` as the content (what a request's selectors chose), with only what is never
     content (scripts, styles, form controls) removed from them."""
     _unwrap_noscript_pages(tree)
-    tree.strip_tags(_NEVER_CONTENT)
+    _strip_never_content(tree)
     texts: list[str] = []
     words = 0
     for node in nodes:
