@@ -121,7 +121,10 @@ async def _rechunk(
             made = await asyncio.to_thread(
                 chunk_page, result.markdown, result.title, rechunking.config
             )
-            if await rechunking.store.remake(result.record.job_id, made):
+            # A page whose result counts its chunks has them made even if it had none: its
+            # old Markdown may have been empty, its new one not.
+            counted = isinstance(result.result.get("chunks"), dict)
+            if await rechunking.store.remake(result.record.job_id, made, counted=counted):
                 remade += 1
                 result = _counted(result, len(made))
         done.append(result)

@@ -57,7 +57,7 @@ class Chunks:
     def __init__(self) -> None:
         self.made: dict[UUID, list[Chunk]] = {}
 
-    async def remake(self, job_id: UUID, made: Sequence[Chunk]) -> bool:
+    async def remake(self, job_id: UUID, made: Sequence[Chunk], *, counted: bool = False) -> bool:
         self.made[job_id] = list(made)
         return True
 
