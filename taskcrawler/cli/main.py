@@ -345,7 +345,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="rebuild every result from the stored raw pages (no fetching)",
         description="Run extraction again on every archived page (TASKCRAWLER_ARCHIVE_PAGES) "
         "and replace the stored results: use it after upgrading TaskCrawler's extractor. A page "
-        "with chunks gets them made again from its new Markdown, not embedded: run `taskcrawler "
+        "with chunks (or scraped with them but left none by an empty Markdown) gets them made "
+        "again from its new Markdown, not embedded: run `taskcrawler "
         "reindex` next, for semantic and hybrid searches to find those pages by meaning again.",
     )
     reextract.set_defaults(func=cmd_reextract)

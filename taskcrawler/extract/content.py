@@ -47,6 +47,7 @@ from taskcrawler.extract.scoring import (
     visible_chars,
     visible_length,
 )
+from taskcrawler.extract.tree import COMMENT_ID, TEXT_ID, tag_id, tag_ids
 
 _NEVER_CONTENT = [
     "script",
@@ -68,7 +69,13 @@ _NEVER_CONTENT = [
 # description) unless the captions are most of what the page says (a gallery, a slideshow).
 _CAPTION = "figcaption"
 _GALLERY_SHARE = 0.5
-_FURNITURE_TAGS = ("nav", "aside", "footer", "dialog")
+# Each list of tags is one CSS query: one walk of the tree instead of one a tag (a walk of a
+# real page's tree costs about as much as matching a few more tags at each node).
+_NEVER_CONTENT_CSS = ", ".join(_NEVER_CONTENT)
+_NEVER_CONTENT_IDS = tag_ids(_NEVER_CONTENT)
+_CONTROLS = "aria-controls"
+_CONTROLS_OR_NEVER_CONTENT = f"[{_CONTROLS}], {_NEVER_CONTENT_CSS}"
+_FURNITURE_TAGS = "nav, aside, footer, dialog"
 _GUARDED_TAGS = ("header", "form")
 _MAIN_REGION = "main, [role=main]"
 _FURNITURE_ATTRS = "[hidden], [aria-hidden=true i], [role]"
@@ -77,7 +84,7 @@ _FURNITURE_ROLES = frozenset(
     | {"menubar", "banner"}
 )
 _MARKERS = "h1, main, article, [role=main], [itemprop=articleBody]"
-_PROTECTED_TAGS = frozenset({"html", "body", "main", "article"})
+_PROTECTED_TAGS = tag_ids({"html", "body", "main", "article"})
 _FALLBACK_ROOTS = ("main, [role=main]", "[itemprop=articleBody]", "article")
 _MIN_ROOT_SHARE = 0.25
 _NOSCRIPT_PAGE_CHARS = 200
@@ -91,7 +98,10 @@ _NAMED_BLOCKS = ":is([class], [id]):not(a, img, i, svg, picture, source, body)"
 # Class attributes repeat within a page and across the pages of a site: the answer for each
 # is remembered, within a bound that hostile pages full of unique names cannot exceed.
 _NAMES_CACHED = 1 << 15
-_HEADING_TAGS = frozenset({"h1", "h2", "h3", "h4", "h5", "h6"})
+_HEADING_TAGS = tag_ids({"h1", "h2", "h3", "h4", "h5", "h6"})
+# Tags are compared by lexbor's ids (see tree.tag_id).
+_H1, _ARTICLE, _CAPTION_ID, _TABLE, _P = map(tag_id, ("h1", "article", _CAPTION, "table", "p"))
+_NOT_ELEMENTS = frozenset({TEXT_ID, COMMENT_ID})
 _MAX_REMOVED_SHARE = 0.5
 
 # A class or id names boilerplate when one of its words (its runs of letters: "post-meta" is
@@ -220,12 +230,12 @@ class Cleaner:
     def for_tree(cls, tree: LexborHTMLParser) -> Cleaner:
         body = tree.body
         markers = body.css(_MARKERS) if body is not None else []
-        roots = [node for node in markers if node.tag != "h1"]
+        roots = [node for node in markers if node.tag_id != _H1]
         holds_root = _with_ancestors(roots)
-        articles = [node for node in roots if node.tag == "article"]
+        articles = [node for node in roots if node.tag_id == _ARTICLE]
         # Many articles are teasers of other pages (a related list, a feed): only a single one
         # is taken for the content.
-        mains = [node for node in roots if node.tag != "article" or len(articles) == 1]
+        mains = [node for node in roots if node.tag_id != _ARTICLE or len(articles) == 1]
         return cls(tree, holds_root, holds_root | _with_ancestors(markers), _with_ancestors(mains))
 
     def remove(self, nodes: list[LexborNode], *, guarded: bool, max_chars: float = 0) -> None:
@@ -237,7 +247,7 @@ class Cleaner:
         """
         keep = self.holds_content if guarded else self.holds_root
         for node in reversed(nodes):
-            if node.tag in _PROTECTED_TAGS or node.mem_id in keep:
+            if node.tag_id in _PROTECTED_TAGS or node.mem_id in keep:
                 continue
             if guarded:
                 text = node.text_lexbor()
@@ -257,13 +267,11 @@ class Cleaner:
         """Step 1: what is never content, and the page furniture, everywhere."""
         tree = self.tree
         _unwrap_noscript_pages(tree)
-        controlled = _controlled_ids(tree)
-        tree.strip_tags(_NEVER_CONTENT)
+        controlled = _strip_never_content(tree)
         body = tree.body
         if body is None:
             return
-        for tag in _FURNITURE_TAGS:
-            self.remove(tree.tags(tag), guarded=False)
+        self.remove(tree.css(_FURNITURE_TAGS), guarded=False)
         text = body.text_lexbor()  # read once for all three measures
         removed, self.removed_visible = _strip_captions(tree, text)
         self.body_text = text
@@ -290,12 +298,13 @@ class Cleaner:
             own_id = attrs.get("id")
             # A heading's id names the section for links to it ("nav_…" from a table of
             # contents), not what the heading is.
-            if own_id and node.tag not in _HEADING_TAGS:
+            tag = node.tag_id
+            if own_id and tag not in _HEADING_TAGS:
                 names = f"{names} {own_id}"
             if (
                 not names_boilerplate(names)
                 or node.mem_id in self.holds_main
-                or node.tag == _CAPTION  # still here on a gallery page: its "…-caption" is text
+                or tag == _CAPTION_ID  # still here on a gallery page: its "…-caption" is text
             ):
                 continue
             if most < 0:
@@ -401,6 +410,19 @@ def _fits(text: str, most: float) -> bool:
     return len(text) <= most or visible_length(text) <= most
 
 
+def _strip_never_content(tree: LexborHTMLParser) -> frozenset[str]:
+    """Remove what is never content (``tree.strip_tags(_NEVER_CONTENT)``), and return the ids
+    of the blocks a control on the page opens (:func:`_controlled_ids`, read before the
+    buttons go): one walk of the tree for both. The nodes are removed from the last, so
+    that none is touched once an ancestor of it was removed."""
+    found = tree.css(_CONTROLS_OR_NEVER_CONTENT)
+    controls = [node for node in found if _CONTROLS in node.attrs]
+    doomed = [node for node in found if node.tag_id in _NEVER_CONTENT_IDS]
+    for node in reversed(doomed):
+        node.decompose()
+    return _controlled_ids(controls)
+
+
 def _unwrap_noscript_pages(tree: LexborHTMLParser) -> None:
     """A ``noscript`` holding a page's worth of text is the page for readers without scripts
     (the rest is drawn by a script): keep its content. Small ones are tracking pixels and
@@ -474,13 +496,12 @@ _PANEL_ROLES = frozenset({"tabpanel", "region"})
 _MAX_CONTROLLED = 1000
 
 
-def _controlled_ids(tree: LexborHTMLParser) -> frozenset[str]:
-    """The ids of the blocks a control on the page opens (its ``aria-controls``): read before
-    the buttons go with the rest of what is never content. Bounded: a hostile page's
-    thousands of controls do not all count."""
+def _controlled_ids(controls: list[LexborNode]) -> frozenset[str]:
+    """The ids of the blocks ``controls`` (the page's elements with an ``aria-controls``, in
+    document order) open. Bounded: a hostile page's thousands of controls do not all count."""
     ids: set[str] = set()
-    for control in tree.css("[aria-controls]")[:_MAX_CONTROLLED]:
-        ids.update((control.attributes.get("aria-controls") or "").split())
+    for control in controls[:_MAX_CONTROLLED]:
+        ids.update((control.attributes.get(_CONTROLS) or "").split())
     return frozenset(ids)
 
 
@@ -550,7 +571,7 @@ def strip_link_blocks(choice: Choice) -> None:
                 or _under_doomed(key, links.parents, under)
             ):
                 continue
-            most = _MAX_TABLE_LINK_SHARE if block.tag == "table" else _MAX_LINK_SHARE
+            most = _MAX_TABLE_LINK_SHARE if block.tag_id == _TABLE else _MAX_LINK_SHARE
             chars = visible_chars(block)
             if linked > most * chars and not _is_pointer(block):
                 doomed.append(block)
@@ -569,7 +590,7 @@ def _is_pointer(block: LexborNode) -> bool:
     """A paragraph that points the reader to another page in words of its own ("See also:
     Tide tables for the harbour"): a line of the text, not a menu."""
     return (
-        block.tag == "p"
+        block.tag_id == _P
         and CROSS_REFERENCE.match(block.text_lexbor()) is not None
         and len(block.css("a")) <= _POINTER_MAX_LINKS
     )
@@ -606,7 +627,7 @@ _REPEAT_PARAGRAPHS = "p, li, h1, h2, h3, h4, h5, h6, dd"
 _MIN_REPEAT_CHARS = 40
 _MIN_REPEAT_BLOCK_CHARS = 80
 # Code is said again on purpose (the same lines in each step that needs them).
-_MEANT_TWICE = frozenset({"pre", "code"})
+_MEANT_TWICE = tag_ids({"pre", "code"})
 _COPIES = 2
 
 
@@ -641,8 +662,8 @@ def _copies(root: LexborNode) -> dict[int, tuple[LexborNode, LexborNode]]:
     said: dict[str, list[LexborNode]] = {}
     small: set[int] = set()
     for node in root.traverse():
-        tag = node.tag
-        if tag in ("-text", "-comment"):
+        tag = node.tag_id
+        if tag in _NOT_ELEMENTS:
             continue
         parent = node.parent
         if (parent is not None and parent.mem_id in small) or tag in _MEANT_TWICE:
@@ -684,7 +705,8 @@ def _is_ancestor(ancestor: LexborNode, node: LexborNode) -> bool:
 
 _HEADINGS = {"h1": 1, "h2": 2, "h3": 3, "h4": 4, "h5": 5, "h6": 6}
 _HEADING_SELECTOR = "h2, h3, h4, h5, h6"
-_SUBHEADING_TAGS = frozenset({"h2", "h3", "h4", "h5", "h6"})
+_SUBHEADING_TAGS = tag_ids({"h2", "h3", "h4", "h5", "h6"})
+_HEADING_LEVELS = {tag_id(name): level for name, level in _HEADINGS.items()}
 _MAX_TITLE_CHARS = 80
 
 
@@ -694,7 +716,7 @@ def _next_text(node: LexborNode, root: LexborNode) -> LexborNode | None:
     while current.mem_id != root.mem_id:
         sibling = current.next
         while sibling is not None:
-            if sibling.tag == "-text":
+            if sibling.tag_id == TEXT_ID:
                 if (sibling.text_content or "").strip():
                     return sibling
             elif _opens_with_text(sibling) or sibling.text_lexbor().strip():
@@ -711,7 +733,7 @@ def _opens_with_text(node: LexborNode) -> bool:
     """Whether ``node``'s first child is a text node with a word in it: then its text is not
     blank, known without building the whole of it (a paragraph's, for each heading)."""
     first = node.child
-    if first is None or first.tag != "-text":
+    if first is None or first.tag_id != TEXT_ID:
         return False
     text = first.text_content
     return text is not None and text != "" and not text.isspace()
@@ -719,20 +741,23 @@ def _opens_with_text(node: LexborNode) -> bool:
 
 _FIRST_BLOCK_TAGS = frozenset(_HEADINGS) | {"p", "li", "td", "pre", "blockquote"}
 _FIRST_BLOCK_CSS = ", ".join(sorted(_FIRST_BLOCK_TAGS))
+_FIRST_BLOCK_IDS = tag_ids(_FIRST_BLOCK_TAGS)
 
 
 def _first_heading_level(node: LexborNode) -> int | None:
-    tag = node.tag
-    if tag in _HEADINGS:
-        return _HEADINGS[tag or ""]
-    if tag in _FIRST_BLOCK_TAGS:
+    tag = node.tag_id
+    level = _HEADING_LEVELS.get(tag)
+    if level is not None:
+        return level
+    if tag in _FIRST_BLOCK_IDS:
         return None  # a block itself (a paragraph, say): its first block is itself
-    first = first_tagged(node, _FIRST_BLOCK_TAGS, _FIRST_BLOCK_CSS)
-    if first is None or first.tag not in _HEADINGS:
+    first = first_tagged(node, _FIRST_BLOCK_IDS, _FIRST_BLOCK_CSS)
+    level = _HEADING_LEVELS.get(first.tag_id) if first is not None else None
+    if first is None or level is None:
         return None
     # the heading must open the block: no text before it
     before = node.text_lexbor().strip()
-    return _HEADINGS[first.tag or ""] if before.startswith(first.text_lexbor().strip()) else None
+    return level if before.startswith(first.text_lexbor().strip()) else None
 
 
 def strip_orphan_headings(choice: Choice) -> None:
@@ -744,10 +769,10 @@ def strip_orphan_headings(choice: Choice) -> None:
             if len(heading.text_lexbor().strip()) > _MAX_TITLE_CHARS:
                 continue  # a lead or a sentence set large, not a title over a missing part
             following = _next_text(heading, root)
-            level = _HEADINGS[heading.tag or ""]
+            level = _HEADING_LEVELS[heading.tag_id]
             if following is None:
                 doomed.append(heading)
-            elif following.tag != "-text":
+            elif following.tag_id != TEXT_ID:
                 next_level = _first_heading_level(following)
                 if next_level is not None and next_level <= level:
                     doomed.append(heading)
@@ -769,7 +794,7 @@ _LEAD_END = re.compile(r"[.!?:;\"\u201c\u201d\u00bb)\u2026\u3002\uff01\uff1f]$")
 def _is_subheadline(node: LexborNode, text: str) -> bool:
     """A standfirst set as a heading (or wrapped around one, alone): a heading ends without a
     full stop, sentence or not."""
-    heading = node if node.tag in _SUBHEADING_TAGS else node.css_first(_HEADING_SELECTOR)
+    heading = node if node.tag_id in _SUBHEADING_TAGS else node.css_first(_HEADING_SELECTOR)
     return heading is not None and heading.text_lexbor().strip() == text
 
 
@@ -826,7 +851,7 @@ def _leads_after(
             if current.mem_id in chosen:
                 return found, True
             current = current.child  # the content is further in
-        if current is not None and current.tag not in ("-text", "-comment") and _is_lead(current):
+        if current is not None and current.tag_id not in _NOT_ELEMENTS and _is_lead(current):
             found.append(current)
     return found, False
 
@@ -898,7 +923,7 @@ def _choose(tree: LexborHTMLParser, cleaner: Cleaner, flagged: list[LexborNode])
 _MIN_SECTION_CHARS = 100  # a part this long counts: not a badge, a price or a popup's line
 _MIN_SECTIONS = 2
 _MAX_SECTION_CHARS = 1500  # a longer run of prose is an article's body: it stands alone
-_PAGE_TAGS = frozenset({"html", "body"})
+_PAGE_TAGS = tag_ids({"html", "body"})
 
 
 def _widen_to_sections(choice: Choice) -> None:
@@ -914,7 +939,7 @@ def _widen_to_sections(choice: Choice) -> None:
     if sum(size >= _MIN_SECTION_CHARS for size in sizes) < _MIN_SECTIONS:
         return
     common = _common_ancestor(nodes)
-    if common is None or common.tag in _PAGE_TAGS:
+    if common is None or common.tag_id in _PAGE_TAGS:
         return
     choice.parts = list(nodes)
     choice.nodes[:] = [common]
@@ -973,7 +998,7 @@ def chosen_content(tree: LexborHTMLParser, nodes: list[LexborNode]) -> MainConte
     """``nodes`` as the content (what a request's selectors chose), with only what is never
     content (scripts, styles, form controls) removed from them."""
     _unwrap_noscript_pages(tree)
-    tree.strip_tags(_NEVER_CONTENT)
+    _strip_never_content(tree)
     texts: list[str] = []
     words = 0
     for node in nodes:

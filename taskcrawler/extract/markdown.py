@@ -15,6 +15,7 @@ from collections.abc import Iterator, Set
 from selectolax.lexbor import LexborNode
 
 from taskcrawler.extract.scoring import CROSS_REFERENCE, first_tagged
+from taskcrawler.extract.tree import COMMENT_ID, TEXT_ID, tag_id, tag_ids
 from taskcrawler.extract.urls import Resolver
 
 MAX_DEPTH = 80
@@ -60,6 +61,26 @@ _STRIKE = frozenset({"del", "s", "strike"})
 _CODE = frozenset({"code", "kbd", "samp", "tt", "var"})
 _ATOMIC = _CODE | frozenset({"img"})
 _SKIP = frozenset({"head", "title", "script", "style", "template", "noscript", "-comment"})
+# The same sets as lexbor's tag ids, which the walks compare (see tree.tag_id).
+_BLOCK_IDS = tag_ids(_BLOCKS)
+_OWN_BLOCK_IDS = tag_ids(_BLOCKS - _CONTAINERS)
+_HEADING_IDS = {tag_id(name): level for name, level in _HEADINGS.items()}
+_SPACED_IDS = tag_ids(_SPACED)
+_STRONG_IDS = tag_ids(_STRONG)
+_EMPHASIS_IDS = tag_ids(_EMPHASIS)
+_STRIKE_IDS = tag_ids(_STRIKE)
+_CODE_IDS = tag_ids(_CODE)
+_ATOMIC_IDS = tag_ids(_ATOMIC)
+_SKIP_IDS = tag_ids(_SKIP - {"-comment"}) | {COMMENT_ID}
+_A, _BR, _IMG, _LI, _UL, _OL, _MENU = map(tag_id, ("a", "br", "img", "li", "ul", "ol", "menu"))
+_PRE, _QUOTE, _TABLE, _HR, _DT, _TR = map(tag_id, ("pre", "blockquote", "table", "hr", "dt", "tr"))
+_LIST_IDS = frozenset({_UL, _OL, _MENU})
+_LISTS = frozenset({_UL, _OL})
+# The blocks :meth:`MarkdownRenderer._block` does not render as their children's blocks.
+_OWN_FORMS = frozenset(_HEADING_IDS) | _LIST_IDS | {_PRE, _QUOTE, _TABLE, _HR, _DT}
+_LIST_PARTS = frozenset({_LI, _UL, _OL})
+_ROW_GROUPS = tag_ids(("thead", "tbody", "tfoot"))
+_CELLS = tag_ids(("td", "th"))
 
 # Only what would otherwise be read as syntax: a "]" that would close a link or a reference
 # definition, emphasis characters, backticks, a backslash before punctuation (which it would
@@ -154,14 +175,23 @@ class MarkdownRenderer:
         self._structured.clear()
         self._url_chars = MAX_URL_CHARS
         for node in nodes:
-            if (node.tag or "") in _BLOCKS - _CONTAINERS:
-                blocks.extend(self._block(node, node.tag or "", 1))
+            tag = node.tag_id
+            if tag in _OWN_BLOCK_IDS:
+                blocks.extend(self._block(node, tag, 1))
             else:
                 blocks.extend(self.blocks(node, 0))
         if trim_tail:
             _trim_tail(blocks, self._structured)
         longest = _CREDIT_BLOCK_CHARS if self.markdown else _CREDIT_LINE_CHARS
-        blocks = [block for block in blocks if len(block) > longest or not self._is_credit(block)]
+        # Every credit has a colon, a "©" or a "photograph by" (see _is_credit): three scans in
+        # C spare most blocks a call.
+        blocks = [
+            block
+            for block in blocks
+            if len(block) > longest
+            or (":" not in block and "©" not in block and "hotograph" not in block)
+            or not self._is_credit(block)
+        ]
         if self.markdown:
             blocks = [_free_stars(block) if "\\*" in block else block for block in blocks]
         if title:
@@ -204,29 +234,30 @@ class MarkdownRenderer:
             return self._flat(node)
         only = _only_text(node)
         if only is not None:  # a plain paragraph, most blocks: the loop below, unrolled
-            text = self._paragraph(self._text(only), collapsed=True)
+            text = self._text_block(only)
             return [text] if text else []
         blocks: list[str] = []
         inline: list[str] = []
         for child in _children(node):
-            tag = child.tag or ""
-            if tag == "-text":
+            tag = child.tag_id
+            if tag == TEXT_ID:
                 text = child.text_content or ""
                 # Whitespace before a paragraph's first word (the markup's indentation
                 # between blocks, most text nodes here) is stripped from the paragraph anyway.
                 if inline or not text.isspace():
                     inline.append(self._text(text))
-            elif tag in _BLOCKS:
-                self._flush(inline, blocks)
+            elif tag in _BLOCK_IDS:
+                if inline:
+                    self._flush(inline, blocks)
                 blocks.extend(self._block(child, tag, depth + 1))
-            elif tag == "br":
+            elif tag == _BR:
                 inline.append(_BREAK)
-            elif tag in _SKIP:
+            elif tag in _SKIP_IDS:
                 continue
             elif (
-                tag not in _ATOMIC
+                tag not in _ATOMIC_IDS
                 and _has_elements(child)
-                and first_tagged(child, _BLOCKS, _BLOCK_CSS) is not None
+                and first_tagged(child, _BLOCK_IDS, _BLOCK_CSS) is not None
             ):
                 # An inline element around blocks (the parser's adoption agency makes these
                 # out of unclosed <a>/<b>): Markdown cannot nest blocks in it, keep the blocks.
@@ -241,23 +272,44 @@ class MarkdownRenderer:
         text = self._paragraph(self._text(node.text(deep=True, separator=" ")))
         return [text] if text else []
 
-    def _block(self, node: LexborNode, tag: str, depth: int) -> list[str]:
-        if tag in _HEADINGS:
-            return self._heading(node, _HEADINGS[tag], depth)
-        if tag in ("ul", "ol", "menu"):
-            return self._list(node, ordered=tag == "ol", depth=depth)
-        if tag == "pre":
+    def _block(self, node: LexborNode, tag: int, depth: int) -> list[str]:
+        """``node`` (whose ``tag_id`` is ``tag``) as blocks."""
+        if tag not in _OWN_FORMS:  # a paragraph, a container: one lookup for the commonest
+            return self.blocks(node, depth)
+        level = _HEADING_IDS.get(tag)
+        if level is not None:
+            return self._heading(node, level, depth)
+        if tag in _LIST_IDS:
+            return self._list(node, ordered=tag == _OL, depth=depth)
+        if tag == _PRE:
             return self._pre(node)
-        if tag == "blockquote":
+        if tag == _QUOTE:
             return self._quote(node, depth)
-        if tag == "table":
+        if tag == _TABLE:
             return self._table(node, depth)
-        if tag == "hr":
+        if tag == _HR:
             return ["---"] if self.markdown else []
-        if tag == "dt" and self.markdown:
+        if tag == _DT and self.markdown:
             text = self._paragraph(self._inline_children(node, depth), block_start=False)
             return [f"**{text}**"] if text else []
         return self.blocks(node, depth)
+
+    def _text_block(self, text: str, *, block_start: bool = True) -> str:
+        """A block that holds one text node, ``text``: what
+        ``self._paragraph(self._text(text), block_start=block_start, collapsed=True)`` is, in
+        fewer calls (most blocks are one text node; a call costs more than each step here)."""
+        text = _collapse(text)
+        markdown = self.markdown
+        if markdown and _has_special(text):
+            text = _ESCAPE.sub(_backslashed, text)
+        if _BREAK in text:
+            return self._paragraph(text, block_start=block_start, collapsed=True)
+        line = text.strip()
+        if not markdown or not line:
+            return line
+        if block_start and not self._in_cell and _may_start_block(line):
+            line = _BLOCK_START.sub(_escape_marker, line)
+        return _inline_syntax(line)
 
     def _flush(self, inline: list[str], blocks: list[str]) -> None:
         if not inline:  # between two blocks: nothing to join
@@ -299,7 +351,7 @@ class MarkdownRenderer:
     def _heading(self, node: LexborNode, level: int, depth: int) -> list[str]:
         only = _only_text(node)
         if only is not None:  # a heading of plain text, most of them
-            text = self._paragraph(self._text(only), block_start=False, collapsed=True)
+            text = self._text_block(only, block_start=False)
         else:
             inner = self._inline_children(node, depth).replace(_BREAK, " ")
             text = self._paragraph(inner, block_start=False)
@@ -328,15 +380,15 @@ class MarkdownRenderer:
             number = 1  # no number CommonMark reads, and one of 4,000 digits on every item
         items: list[str] = []
         for child in node.iter():
-            tag = child.tag or ""
-            if tag in ("ul", "ol") and items:  # a list directly in a list: belongs to the last item
-                nested = self._list(child, ordered=tag == "ol", depth=depth + 1)
+            tag = child.tag_id
+            if tag in _LISTS and items:  # a list directly in a list: belongs to the last item
+                nested = self._list(child, ordered=tag == _OL, depth=depth + 1)
                 items[-1] += "".join("\n" + _indent(block, "  " * indent) for block in nested)
                 continue
-            if tag not in ("li", "ul", "ol") and child.css_first("li") is not None:
+            if tag not in _LIST_PARTS and child.css_first("li") is not None:
                 items.extend(self._list(child, ordered=ordered, depth=depth + 1))  # <ul><a><li>
                 continue
-            if tag == "li":
+            if tag == _LI:
                 blocks = self.blocks(child, depth + 1)
             else:
                 blocks = self._block_or_inline(child, depth)
@@ -348,8 +400,8 @@ class MarkdownRenderer:
         return [self._mark("\n".join(items))] if items else []
 
     def _block_or_inline(self, node: LexborNode, depth: int) -> list[str]:
-        tag = node.tag or ""
-        if tag in _BLOCKS:
+        tag = node.tag_id
+        if tag in _BLOCK_IDS:
             return self._block(node, tag, depth + 1)
         text = self._paragraph(self._inline(node, tag, depth + 1))
         return [text] if text else []
@@ -385,13 +437,14 @@ class MarkdownRenderer:
     def _rows(self, table: LexborNode) -> list[list[LexborNode]]:
         rows: list[list[LexborNode]] = []
         for part in table.iter():
-            if part.tag in ("thead", "tbody", "tfoot"):
-                trs = [tr for tr in part.iter() if tr.tag == "tr"]
-            elif part.tag == "tr":
+            tag = part.tag_id
+            if tag in _ROW_GROUPS:
+                trs = [tr for tr in part.iter() if tr.tag_id == _TR]
+            elif tag == _TR:
                 trs = [part]
             else:
                 continue
-            rows.extend([c for c in tr.iter() if c.tag in ("td", "th")] for tr in trs)
+            rows.extend([c for c in tr.iter() if c.tag_id in _CELLS] for tr in trs)
         return [row for row in rows if row]
 
     def _table(self, node: LexborNode, depth: int) -> list[str]:
@@ -437,32 +490,33 @@ class MarkdownRenderer:
             return self._text(only)
         parts: list[str] = []
         for child in _children(node):
-            tag = child.tag or ""
-            if tag == "-text":
+            tag = child.tag_id
+            if tag == TEXT_ID:
                 parts.append(self._text(child.text_content or ""))
-            elif tag == "br":
+            elif tag == _BR:
                 parts.append(_BREAK)
-            elif tag not in _SKIP:
+            elif tag not in _SKIP_IDS:
                 parts.append(self._inline(child, tag, depth + 1))
         return "".join(parts)
 
-    def _inline(self, node: LexborNode, tag: str, depth: int) -> str:
-        if tag == "img":
+    def _inline(self, node: LexborNode, tag: int, depth: int) -> str:
+        """``node`` (whose ``tag_id`` is ``tag``) as inline text."""
+        if tag == _IMG:
             return self._image(node)
-        if tag in _CODE:
+        if tag in _CODE_IDS:
             return self._code(node.text(deep=True))
         inner = self._inline_children(node, depth)
-        if tag in _SPACED:
+        if tag in _SPACED_IDS:
             return f" {inner} "
         if not self.markdown:
             return inner
-        if tag == "a":
+        if tag == _A:
             return self._link(node, inner)
-        if tag in _STRONG:
+        if tag in _STRONG_IDS:
             return _wrap(inner, "**")
-        if tag in _EMPHASIS:
+        if tag in _EMPHASIS_IDS:
             return _wrap(inner, "*")
-        if tag in _STRIKE:
+        if tag in _STRIKE_IDS:
             return _wrap(inner, "~~")
         return inner
 
@@ -550,7 +604,7 @@ def _has_special(text: str) -> bool:
 def _only_text(node: LexborNode) -> str | None:
     """The text of ``node`` when its one child is a text node, else None."""
     first = node.child
-    if first is None or first.tag != "-text" or first.next is not None:
+    if first is None or first.tag_id != TEXT_ID or first.next is not None:
         return None
     return first.text_content or ""
 
@@ -559,7 +613,7 @@ def _has_elements(node: LexborNode) -> bool:
     """False for the common inline element that holds only text (a link, a bold word): no
     block can be inside it, and no CSS query need look."""
     first = node.child
-    return first is not None and (first.tag != "-text" or first.next is not None)
+    return first is not None and (first.tag_id != TEXT_ID or first.next is not None)
 
 
 def _plain(block: str) -> str:

@@ -15,11 +15,13 @@ import orjson
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from taskcrawler.extract.links import rel_tokens
+from taskcrawler.extract.tree import tag_id
 from taskcrawler.extract.urls import Resolver
 
 JSON = Any
 _HEAD_SELECTOR = "title, meta, link[href], base[href]"
 _JSON_LD_TYPE = "application/ld+json"
+_META, _LINK, _TITLE, _BASE, _SVG = map(tag_id, ("meta", "link", "title", "base", "svg"))
 _OG_URL_KEYS = frozenset(
     {"url", "image", "image:url", "image:secure_url", "video", "video:url", "video:secure_url"}
     | {"audio", "audio:url", "audio:secure_url"}
@@ -112,16 +114,16 @@ def _read_link(info: HeadInfo, attrs: dict[str, str | None]) -> None:
 
 
 def _read_node(info: HeadInfo, node: LexborNode) -> None:
-    tag = node.tag
-    if tag == "meta":
+    tag = node.tag_id  # an int: cheaper than the name (see tree.tag_id)
+    if tag == _META:
         _read_meta(info, node.attributes)
-    elif tag == "link":
+    elif tag == _LINK:
         _read_link(info, node.attributes)
-    elif tag == "title":
+    elif tag == _TITLE:
         parent = node.parent
-        if not info.title and (parent is None or parent.tag != "svg"):
+        if not info.title and (parent is None or parent.tag_id != _SVG):
             info.title = collapse(node.text())
-    elif tag == "base" and info.base_href is None:
+    elif tag == _BASE and info.base_href is None:
         href = node.attributes.get("href")
         info.base_href = href[:MAX_FIELD_CHARS] if href is not None else None
 

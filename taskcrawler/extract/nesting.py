@@ -101,7 +101,9 @@ def limit_nesting(
 ) -> str:
     """``html`` with start tags past ``max_depth`` (and their end tags) removed; ``html``
     itself when none is that deep, or when it has no more than ``scan_above`` tags."""
-    if html.count("<") <= max(scan_above, max_depth):
+    most = max(scan_above, max_depth)
+    # No more "<" than characters: a page that short needs no count (a scan of every byte).
+    if len(html) <= most or html.count("<") <= most:
         return html
     cuts = _deep_tags(html, max_depth)
     if not cuts:

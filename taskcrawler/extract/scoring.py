@@ -26,18 +26,20 @@ from dataclasses import dataclass, field
 
 from selectolax.lexbor import LexborNode
 
+from taskcrawler.extract.tree import tag_id, tag_ids
+
 MIN_PARAGRAPH_CHARS = 25
 MIN_CONTENT_CHARS = 200  # less prose than this is no evidence of where the content is
 _PARAGRAPH_TAGS = ("p", "pre", "td", "blockquote", "li", "dd", "br")
-_LINK_TAGS = frozenset({"a"})
-_HOLD_BREAKS = frozenset({"p", "td", "li", "dd", "pre", "blockquote"})  # scored themselves
+_LINK_TAGS = tag_ids({"a"})
+_HOLD_BREAKS = tag_ids({"p", "td", "li", "dd", "pre", "blockquote"})  # scored themselves
 # Set on the blocks whose names say boilerplate, so one CSS query can leave them out.
 FLAG_ATTRIBUTE = "data-taskcrawler-boilerplate"
 _MIN_LIST_ITEM_CHARS = 80  # shorter list items are menus and link lists, not prose
 _DIVIDERS = (1.0, 2.0, 6.0)
 _TOP_CANDIDATES = 5
 _MAX_COMMAS = 10  # a list of names or tags is not ten times the prose of a sentence
-_TABLE_PARTS = frozenset({"tr", "tbody", "thead", "tfoot"})
+_TABLE_PARTS = tag_ids({"tr", "tbody", "thead", "tfoot"})
 _SIBLING_SHARE = 0.2
 _RIVAL_SHARE = 0.75
 OTHER_PART_SHARE = 0.3
@@ -69,6 +71,10 @@ _TAG_WEIGHTS = {
     "h6": -5,
     "th": -5,
 }
+# Compared by lexbor's tag ids (see tree.tag_id).
+_TAG_ID_WEIGHTS = {tag_id(name): weight for name, weight in _TAG_WEIGHTS.items()}
+_BR, _LI, _P, _HTML, _BODY = map(tag_id, ("br", "li", "p", "html", "body"))
+_PAGE = frozenset({_BODY, _HTML})
 _GOOD_NAMES = re.compile(
     r"article|body|content|entry|hentry|h-entry|main|page|post|text|blog|story|prose",
     re.IGNORECASE,
@@ -95,15 +101,16 @@ def visible_chars(node: LexborNode) -> int:
 _SCAN_NODES = 32
 
 
-def first_tagged(node: LexborNode, tags: Set[str], selector: str) -> LexborNode | None:
-    """``node.css_first(selector)`` for ``selector`` the list of ``tags``: the first element
-    of ``node`` (itself included) in document order whose tag is one of them.
+def first_tagged(node: LexborNode, tags: Set[int], selector: str) -> LexborNode | None:
+    """``node.css_first(selector)`` for ``selector`` the list of the tags whose ids are
+    ``tags``: the first element of ``node`` (itself included) in document order whose tag is
+    one of them.
 
     lexbor parses a selector at each query, which costs more than a walk in Python of the few
     nodes most such questions are about (a paragraph, a link): those are looked at first, and
     only a bigger subtree is left to lexbor."""
     for count, inner in enumerate(node.traverse()):
-        if inner.tag in tags:
+        if inner.tag_id in tags:
             return inner
         if count == _SCAN_NODES:
             return node.css_first(selector)
@@ -203,7 +210,7 @@ class Candidate:
 
     @classmethod
     def of(cls, node: LexborNode) -> Candidate:
-        return cls(node, _TAG_WEIGHTS.get(node.tag or "", 0) + _name_weight(node))
+        return cls(node, _TAG_ID_WEIGHTS.get(node.tag_id, 0) + _name_weight(node))
 
     settled: bool = False
 
@@ -242,9 +249,9 @@ def _paragraphs(body: LexborNode, *, skip_flagged: bool) -> list[LexborNode]:
     seen: set[int] = set()
     found: list[LexborNode] = []
     for node in body.css(_UNFLAGGED_PARAGRAPHS if skip_flagged else _ALL_PARAGRAPHS):
-        if node.tag == "br":
+        if node.tag_id == _BR:
             parent = node.parent
-            if parent is None or parent.tag in _HOLD_BREAKS:
+            if parent is None or parent.tag_id in _HOLD_BREAKS:
                 continue
             node = parent
         key = node.mem_id
@@ -259,10 +266,10 @@ def _list_holders(paragraphs: list[LexborNode]) -> set[int]:
     item's text with all the lists inside it would be quadratic in the nesting."""
     holders: set[int] = set()
     for paragraph in paragraphs:
-        if paragraph.tag == "li":
+        if paragraph.tag_id == _LI:
             list_node = paragraph.parent
             above = list_node.parent if list_node is not None else None
-            if above is not None and above.tag == "li":
+            if above is not None and above.tag_id == _LI:
                 holders.add(above.mem_id)
     return holders
 
@@ -279,7 +286,7 @@ def _score(paragraphs: list[LexborNode]) -> tuple[dict[int, Candidate], int]:
         chars = len(text.strip())
         if chars < MIN_PARAGRAPH_CHARS:
             continue
-        if paragraph.tag == "li" and chars < _MIN_LIST_ITEM_CHARS:
+        if chars < _MIN_LIST_ITEM_CHARS and paragraph.tag_id == _LI:
             continue
         total_chars += chars
         commas = text.count(",")
@@ -305,9 +312,9 @@ def _chain(
     each with the divider of those points."""
     chain: list[tuple[Candidate, float]] = []
     for divider in _DIVIDERS:
-        while node is not None and node.tag in _TABLE_PARTS:
+        while node is not None and node.tag_id in _TABLE_PARTS:
             node = node.parent  # rows are not containers of their own: the table is
-        if node is None or node.tag == "html":
+        if node is None or node.tag_id == _HTML:
             break
         candidate = candidates.get(node.mem_id)
         if candidate is None:
@@ -330,7 +337,7 @@ def _is_prose(node: LexborNode) -> bool:
 
 def _with_siblings(best: Candidate, candidates: dict[int, Candidate]) -> list[LexborNode]:
     parent = best.node.parent
-    if parent is None or best.node.tag == "body":
+    if parent is None or best.node.tag_id == _BODY:
         return [best.node]
     threshold = max(10.0, best.final * _SIBLING_SHARE)
     best_class = best.node.attrs.get("class")
@@ -349,7 +356,7 @@ def _with_siblings(best: Candidate, candidates: dict[int, Candidate]) -> list[Le
             if candidate.settle() + bonus >= threshold:
                 nodes.append(sibling)
                 continue
-        if sibling.tag == "p" and _is_prose(sibling):
+        if sibling.tag_id == _P and _is_prose(sibling):
             nodes.append(sibling)
     return nodes
 
@@ -381,7 +388,7 @@ def _climb(best: Candidate, ranked: list[Candidate], candidates: dict[int, Candi
     ]
     if len(rivals) >= _RIVALS_TO_CLIMB:
         node = best.node.parent
-        while node is not None and node.tag not in ("body", "html"):
+        while node is not None and node.tag_id not in _PAGE:
             if sum(node.mem_id in ancestors for ancestors in rivals) >= _RIVALS_TO_CLIMB:
                 best = _candidate(node, candidates)
                 best.settle()
@@ -389,7 +396,7 @@ def _climb(best: Candidate, ranked: list[Candidate], candidates: dict[int, Candi
             node = node.parent
     current = best
     parent = current.node.parent
-    while parent is not None and parent.tag not in ("body", "html"):
+    while parent is not None and parent.tag_id not in _PAGE:
         above = candidates.get(parent.mem_id)
         if above is not None and above.points > current.points:
             current = above

@@ -20,6 +20,7 @@ from taskcrawler.domain.crawls import (
     DEFAULT_MAX_LIMIT,
     Crawl,
     CrawlSpec,
+    CrawlStatus,
     InvalidCrawlSpec,
 )
 from taskcrawler.domain.cursors import decode_export_cursor, encode_export_cursor
@@ -133,17 +134,21 @@ class CrawlService:
         statuses: Sequence[JobStatus],
         limit: int,
         cursor: str | None,
+        while_running: bool = False,
     ) -> tuple[list[tuple[Job, str]], str | None]:
         """A page of the crawl's pages of ``statuses`` (COMPLETED, FAILED) in the order they
         finished, each with the cursor that reads on after it, and the next page's cursor:
         following it while the crawl runs shows every page that finishes exactly once (None
-        once nothing more has finished). InvalidCursor for a cursor this did not make."""
-        await self.get(caller, crawl_id)
+        once nothing more has finished; with ``while_running``, once nothing more has finished
+        and the crawl has stopped: a client caught up with a running crawl reads on from
+        there, it has no other place to). InvalidCursor for a cursor this did not make."""
+        crawl = await self.get(caller, crawl_id)
         after = START if cursor is None else decode_export_cursor(cursor, "cursor")
         found, more = await self.crawls.finished_pages(
             crawl_id, owner=caller.owner, statuses=statuses, after=after, limit=limit
         )
         pages = [(job, encode_export_cursor(position)) for position, job in found]
+        more = more or (while_running and crawl.status is CrawlStatus.RUNNING)
         if not more:
             return pages, None
         return pages, pages[-1][1] if pages else encode_export_cursor(after)

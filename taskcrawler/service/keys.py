@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 import ipaddress
 import math
 import time
-from collections import OrderedDict
+from collections import Counter, OrderedDict
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from taskcrawler.domain.errors import LimitExceeded, NotFound, Unauthenticated
 from taskcrawler.domain.keys import (
@@ -31,24 +34,52 @@ MAX_FAILING_ADDRESSES = 10_000
 class FailedLogins:
     """Failed authentications per client address in a fixed window, in this process. An
     address over its limit is refused before its key is looked up: checked after a lookup,
-    a flood of random keys would reach the database unthrottled (one lookup each)."""
+    a flood of random keys would reach the database unthrottled (one lookup each). The keys
+    being looked up for an address count as the failures they may be: a flood sent at once
+    would otherwise be looked up whole before its first failure was known."""
 
     def __init__(self, per_minute: int) -> None:
         #: Failures allowed per address in a window; 0: no limit.
         self.per_minute = per_minute
         #: address -> (window's end, failures in it), least recently failing first.
         self._failures: OrderedDict[str, tuple[float, int]] = OrderedDict()
+        #: address -> the key ids being looked up for it (each once, however many ask).
+        self._looking: dict[str, Counter[str]] = {}
 
     def check(self, address: str | None) -> None:
         if not self.per_minute or address is None:
             return
-        window = self._failures.get(_client(address))
+        client = _client(address)
         now = time.monotonic()
-        if window is not None and window[0] > now and window[1] >= self.per_minute:
+        ends, failures = self._failures.get(client, (0.0, 0))
+        if ends <= now:
+            failures = 0
+        if failures + len(self._looking.get(client, ())) >= self.per_minute:
             raise LimitExceeded(
                 "too many failed authentications from this address: try again later",
-                retry_after=math.ceil(window[0] - now),
+                # Lookups alone are answered within the second.
+                retry_after=math.ceil(ends - now) if failures else 1,
             )
+
+    @contextmanager
+    def looking_up(self, address: str | None, key_id: str) -> Iterator[None]:
+        """:meth:`check` the address, then count ``key_id`` as being looked up for it until
+        the block ends."""
+        self.check(address)
+        if not self.per_minute or address is None:
+            yield
+            return
+        client = _client(address)
+        looking = self._looking.setdefault(client, Counter())
+        looking[key_id] += 1
+        try:
+            yield
+        finally:
+            looking[key_id] -= 1
+            if not looking[key_id]:
+                del looking[key_id]
+            if not looking and self._looking.get(client) is looking:
+                del self._looking[client]
 
     def failed(self, address: str | None) -> None:
         if not self.per_minute or address is None:
@@ -87,6 +118,9 @@ class KeyService:
         #: Whether a request without a key is refused (else it is the anonymous tenant's).
         self.required = required
         self._cache: dict[str, tuple[float, ApiKey, str]] = {}
+        #: Lookups under way by key id, with :attr:`_changes` as each began: requests sent
+        #: together with one key share one (a flood repeating a made-up key costs one).
+        self._lookups: dict[str, tuple[int, asyncio.Future[tuple[ApiKey, str] | None]]] = {}
         #: Counts the keys this process revoked or changed: a lookup that began before one
         #: may have read it as it was, and must not cache that.
         self._changes = 0
@@ -109,11 +143,13 @@ class KeyService:
                 "malformed Authorization header: expected Bearer tc_<id>_<secret>"
             )
         key_id, secret = parsed
-        if key_id not in self._cache:
+        if key_id in self._cache:
             # A key this process verified lately costs no lookup: a client sharing an address
             # with a flood (a proxy, a NAT) keeps working with it.
-            self.failed_logins.check(address)
-        key = await self._verified(key_id, secret)
+            key = await self._verified(key_id, secret)
+        else:
+            with self.failed_logins.looking_up(address, key_id):
+                key = await self._verified(key_id, secret)
         if key is None:
             self.failed_logins.failed(address)
             raise Unauthenticated(
@@ -133,8 +169,7 @@ class KeyService:
     async def _verified(self, key_id: str, secret: str) -> ApiKey | None:
         cached = self._cache.get(key_id)
         if cached is None or cached[0] < time.monotonic():
-            changes = self._changes
-            found = await self.keys.find_active(key_id)
+            changes, found = await self._find_active(key_id)
             if found is None:
                 self._cache.pop(key_id, None)
                 return None
@@ -143,6 +178,27 @@ class KeyService:
                 self._cache[key_id] = cached
         _, key, secret_hash = cached
         return key if secret_matches(secret, secret_hash) else None
+
+    async def _find_active(self, key_id: str) -> tuple[int, tuple[ApiKey, str] | None]:
+        """The key's lookup, shared with the requests that ask while it is under way, and the
+        count of changes made when it began (what it read may predate a later one)."""
+        lookup = self._lookups.get(key_id)
+        # One begun before a key was revoked or changed may have read it as it was: not shared.
+        if lookup is None or lookup[0] != self._changes:
+            future: asyncio.Future[tuple[ApiKey, str] | None] = asyncio.ensure_future(
+                self.keys.find_active(key_id)
+            )
+            lookup = self._lookups[key_id] = (self._changes, future)
+            future.add_done_callback(lambda done: self._lookup_done(key_id, done))
+        changes, future = lookup
+        return changes, await asyncio.shield(future)
+
+    def _lookup_done(self, key_id: str, done: asyncio.Future[tuple[ApiKey, str] | None]) -> None:
+        lookup = self._lookups.get(key_id)
+        if lookup is not None and lookup[1] is done:
+            del self._lookups[key_id]
+        if not done.cancelled():
+            done.exception()  # retrieved: its requests may all have gone
 
     # --- management -----------------------------------------------------------------------
 

@@ -13,6 +13,7 @@ re-extraction up. They are found by keyword at once and by meaning after `taskcr
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
@@ -107,16 +108,33 @@ class ReextractCounts:
     rechunked: int = 0
 
 
-async def _rechunk(results: Sequence[Reextracted], rechunking: Rechunking) -> int:
-    """The chunks of the pages of ``results`` that have some made again; how many pages."""
-    done = 0
+async def _rechunk(
+    results: Sequence[Reextracted], rechunking: Rechunking
+) -> tuple[list[Reextracted], int]:
+    """The chunks of the pages of ``results`` that have some made again: ``results`` with
+    those pages' ``result.chunks.count`` theirs (it says how many chunks a page has), and
+    how many pages."""
+    done: list[Reextracted] = []
+    remade = 0
     for result in results:
-        if result.markdown is None:
-            continue
-        made = await asyncio.to_thread(chunk_page, result.markdown, result.title, rechunking.config)
-        if await rechunking.store.remake(result.record.job_id, made):
-            done += 1
-    return done
+        if result.markdown is not None:
+            made = await asyncio.to_thread(
+                chunk_page, result.markdown, result.title, rechunking.config
+            )
+            # A page whose result counts its chunks has them made even if it had none: its
+            # old Markdown may have been empty, its new one not.
+            counted = isinstance(result.result.get("chunks"), dict)
+            if await rechunking.store.remake(result.record.job_id, made, counted=counted):
+                remade += 1
+                result = _counted(result, len(made))
+        done.append(result)
+    return done, remade
+
+
+def _counted(result: Reextracted, count: int) -> Reextracted:
+    chunks = result.result.get("chunks")
+    counted = {**(chunks if isinstance(chunks, dict) else {}), "count": count}
+    return dataclasses.replace(result, result={**result.result, "chunks": counted})
 
 
 async def reextract_all(
@@ -131,9 +149,11 @@ async def reextract_all(
     counts = ReextractCounts()
     async for items in store.archived(batch=batch):
         results = await _reextract_batch(items, parser)
-        await store.rewrite_results(results)
         if rechunking is not None:
-            counts.rechunked += await _rechunk(results, rechunking)
+            # Before the results are written: they count the chunks made here.
+            results, remade = await _rechunk(results, rechunking)
+            counts.rechunked += remade
+        await store.rewrite_results(results)
         counts.pages += len(results)
         log.info("re-extracted %d pages", counts.pages)
     return counts

@@ -194,21 +194,25 @@ class ChunkStoreBase:
                 await self._insert(conn, chunk_rows(page, source_hash))
 
     @unavailable_on_connection_errors
-    async def remake(self, job_id: UUID, made: Sequence[Chunk]) -> bool:
-        """If the job has chunks, they become ``made``, not embedded (model
+    async def remake(self, job_id: UUID, made: Sequence[Chunk], *, counted: bool = False) -> bool:
+        """If the job has chunks, or ``counted`` (its result counts its chunks: none, perhaps,
+        of a Markdown that was empty), they become ``made``, not embedded (model
         :data:`UNEMBEDDED`, no vector) until a re-index: a page extracted again must not keep
-        chunks whose offsets and text are of its old Markdown, and embedding here would hold a
-        re-extraction up on the embedder. Whether it had chunks."""
+        chunks whose offsets and text are of its old Markdown, nor lack the chunks of the text
+        it has now; embedding here would hold a re-extraction up on the embedder. Whether its
+        chunks were made again."""
         async with self.db.write() as conn:
             held = (
                 await conn.execute(
-                    sa.select(chunks.c.owner, chunks.c.crawl_id)
-                    .where(chunks.c.job_id == job_id)
-                    .limit(1)
+                    sa.select(jobs.c.owner, jobs.c.crawl_id).where(jobs.c.id == job_id)
                 )
             ).first()
             if held is None:
                 return False
+            if not counted:
+                has = sa.select(chunks.c.job_id).where(chunks.c.job_id == job_id).limit(1)
+                if (await conn.execute(has)).first() is None:
+                    return False
             await conn.execute(chunks.delete().where(chunks.c.job_id == job_id))
             if made:
                 rows = [

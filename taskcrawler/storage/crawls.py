@@ -70,6 +70,9 @@ INSERT_CHUNK = 1000
 _BUSY = (PENDING, PROCESSING)
 #: A crawl's pages that were fetched (or given up on): those with a result to show.
 _FETCHED_VALUES = (JobStatus.COMPLETED.value, JobStatus.FAILED.value)
+#: A crawl's page in these has (or is getting) its copy of the page.
+_HELD = (JobStatus.COMPLETED.value, PROCESSING)
+_CANCELLED = JobStatus.CANCELLED.value
 #: Whether a RUNNING crawl has nothing left, read by every worker's sweep each second: built
 #: once (SQLAlchemy caches the compiled form, not the building).
 _ANY_IDLE = (
@@ -658,17 +661,25 @@ class CrawlStore:
 
     @unavailable_on_connection_errors
     async def holds(self, crawl_id: UUID, *, owner: str, url: str) -> bool:
-        """Whether the crawl has the page ``url`` (its crawl key) other than waiting to be
-        fetched: fetched, being fetched, or held as another page redirected there."""
+        """Whether the crawl has a copy of the page ``url`` (its crawl key): fetched, being
+        fetched, or held as another page redirected there. A page that failed, or was
+        cancelled with its crawl, gave it none: a page redirected there is its copy."""
         try:
             key = frontier_key(crawl_id, crawl_key(url))
         except InvalidURL:
             return False
         async with self.db.read() as conn:
-            status = await conn.scalar(
-                sa.select(jobs.c.status).where(jobs.c.owner == owner, jobs.c.url_key == key)
-            )
-        return status is not None and status != PENDING
+            found = (
+                await conn.execute(
+                    sa.select(jobs.c.status, jobs.c.error_code).where(
+                        jobs.c.owner == owner, jobs.c.url_key == key
+                    )
+                )
+            ).first()
+        if found is None:
+            return False
+        status, code = found
+        return status in _HELD or (status == _CANCELLED and code == ErrorCode.DUPLICATE.value)
 
     @unavailable_on_connection_errors
     async def finished_pages(

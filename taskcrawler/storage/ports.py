@@ -381,9 +381,10 @@ class ChunkRepository(Protocol):
         """The page's chunks become ``page``'s; with a ``lease_token``, only while the job is
         still held under it (a cancelled job's worker writes none)."""
 
-    async def remake(self, job_id: UUID, made: Sequence[Chunk]) -> bool:
-        """If the job has chunks, they become ``made``, not embedded (model
-        :data:`~taskcrawler.domain.chunks.UNEMBEDDED`) until a re-index; whether it had."""
+    async def remake(self, job_id: UUID, made: Sequence[Chunk], *, counted: bool = False) -> bool:
+        """If the job has chunks, or ``counted`` (its result counts some, perhaps none), they
+        become ``made``, not embedded (model :data:`~taskcrawler.domain.chunks.UNEMBEDDED`)
+        until a re-index; whether they were made again."""
         ...
 
     async def list_for_job(self, job_id: UUID, *, owner: str) -> list[StoredChunk]: ...

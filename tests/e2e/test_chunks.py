@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import AsyncIterator
 from datetime import datetime
 from typing import Any
+from uuid import UUID
 
 import pytest
 from aiohttp import web
@@ -393,3 +394,40 @@ async def test_a_reextracted_page_s_chunks_are_made_from_its_new_markdown(
     assert await reindex_chunks(service.storage.chunks, embedder) == len(listed)
     [first, *_] = (await service.client.get("/api/v1/search", params=semantic)).json()["results"]
     assert first["job_id"] == job["id"]
+
+
+async def test_a_page_with_no_chunks_gains_them_when_reextracted(
+    service: Service, corpus: str
+) -> None:
+    """A page asked for with chunks whose old Markdown was empty (an extractor that found no
+    content) has none; extracted again into Markdown, it gets them, and is found."""
+    from taskcrawler import bootstrap
+    from taskcrawler.service.reextract import Rechunking, reextract_all
+    from taskcrawler.storage.tables import chunks, jobs
+    from taskcrawler.worker.parsing import PageParser
+
+    [job] = await _scrape_all(service, [f"{corpus}/kb/33"])
+    # As an older extractor that took nothing of the page left it: no chunks, counted.
+    async with service.storage.db.write() as conn:
+        await conn.execute(chunks.delete())
+        result = {
+            **job["result"],
+            "chunks": {"count": 0, "model": job["result"]["chunks"]["model"]},
+        }
+        await conn.execute(jobs.update().where(jobs.c.id == UUID(job["id"])).values(result=result))
+    parser = PageParser(processes=1)
+    rechunking = Rechunking(service.storage.chunks, bootstrap.chunking_config(service.settings))
+    try:
+        done = await reextract_all(service.storage.content, parser, rechunking=rechunking)
+    finally:
+        await parser.aclose()
+    assert (done.pages, done.rechunked) == (1, 1)
+
+    listed = (await service.client.get(f"/api/v1/jobs/{job['id']}/chunks")).json()["chunks"]
+    assert [c["heading_path"] for c in listed] == [[TOPICS[33].title]]
+    found = await service.client.get(
+        "/api/v1/search", params={"q": "relational database tables join", "mode": "keyword"}
+    )
+    assert [hit["job_id"] for hit in found.json()["results"]] == [job["id"]]
+    again = (await service.client.get(f"/api/v1/jobs/{job['id']}")).json()
+    assert again["result"]["chunks"]["count"] == len(listed)

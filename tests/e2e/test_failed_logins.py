@@ -5,6 +5,7 @@ from other addresses always, and from the flooding address while they are in use
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -113,3 +114,26 @@ async def test_a_key_created_after_a_miss_works_at_once(
     new, _ = await keys.create("after-a-miss")
     answer = await flooding.get("/api/v1/jobs", headers={"Authorization": f"Bearer {new.token}"})
     assert answer.status_code == 200, answer.text
+
+
+async def test_a_flood_sent_at_once_costs_a_bounded_number_of_lookups(served: Edge) -> None:
+    """Unknown keys sent together, as a flood's are: each lookup under way counts against its
+    address, else every request sent before the first failure was known was looked up."""
+    bad = [{"Authorization": f"Bearer {_unknown_token()}"} for _ in range(FLOOD)]
+    answers = await asyncio.gather(
+        *(served.flooding.get("/api/v1/jobs", headers=headers) for headers in bad)
+    )
+    assert served.lookups <= LIMIT, served.lookups
+    statuses = [answer.status_code for answer in answers]
+    assert statuses.count(401) == LIMIT and statuses.count(429) == FLOOD - LIMIT, statuses
+
+
+async def test_a_made_up_key_sent_many_times_at_once_is_looked_up_once(served: Edge) -> None:
+    """Requests sent together with one key share its lookup: repeating one made-up key at
+    once costs the database one lookup, as a client's first requests with its key do."""
+    headers = {"Authorization": f"Bearer {_unknown_token()}"}
+    answers = await asyncio.gather(
+        *(served.flooding.get("/api/v1/jobs", headers=headers) for _ in range(FLOOD))
+    )
+    assert served.lookups == 1
+    assert {answer.status_code for answer in answers} == {401}

@@ -2,9 +2,11 @@
 firecrawl-py 4.54.0 and 4.55.0 (the v2 client, with its defaults and with the options users
 send, page actions rendered by Debian's chromium, extract through a local fake model),
 ``@mendable/firecrawl-js`` 4.42.0 on Node, and Firecrawl's MCP server ``firecrawl-mcp``
-3.26.0 driven by the ``mcp`` Python client. A local site serves the pages, PDFs included; a
-local receiver gets the webhooks. Keys are not required, so the SDKs' placeholder key is the
-anonymous tenant, as a self-hoster's first try would have it.
+3.26.0 driven by the ``mcp`` Python client, and the RAG loaders that wrap firecrawl-py:
+LangChain's ``FireCrawlLoader`` and LlamaIndex's ``FireCrawlWebReader``. A local site serves
+the pages, PDFs included; a local receiver gets the webhooks; a local fake SearXNG answers
+searches. Keys are not required, so the SDKs' placeholder key is the anonymous tenant, as a
+self-hoster's first try would have it.
 
 One served TaskCrawler per mode for the whole module; what each client did is asserted from
 what it printed, from what the site saw, and from what the receiver got."""
@@ -25,13 +27,14 @@ import pytest
 from taskcrawler.browser.renderer import png_size
 from taskcrawler.domain.change_tracking import changed_lines
 from tests.e2e.harness import fast_settings
-from tests.support.fake_services import FakeLLM, fake_llm
+from tests.support.fake_services import FakeLLM, FakeSearxng, fake_llm, fake_searxng
 from tests.support.firecrawl_clients import (
     NODE_MODULES,
     ServedApp,
     js_sdk,
     node_binary,
     python_sdk,
+    rag_loader,
     require_installed,
     served_app,
 )
@@ -71,6 +74,12 @@ async def model() -> AsyncIterator[tuple[FakeLLM, str]]:
         yield running_model
 
 
+@pytest.fixture(scope="module")
+async def searx(site: FirecrawlSite) -> AsyncIterator[tuple[FakeSearxng, str]]:
+    async with fake_searxng(site.url("/")) as running_engine:
+        yield running_engine
+
+
 @pytest.fixture(scope="module", params=["embedded", "production"])
 async def served(
     request: pytest.FixtureRequest,
@@ -78,6 +87,7 @@ async def served(
     pg_pool: DatabasePool,
     redis_url: str,
     model: tuple[FakeLLM, str],
+    searx: tuple[FakeSearxng, str],
 ) -> AsyncIterator[ServedApp]:
     mode: str = request.param
     directory = tmp_path_factory.mktemp("firecrawl-clients")
@@ -94,6 +104,7 @@ async def served(
             llm_url=model[1],
             llm_model="fake",
             llm_max_retries=0,
+            searxng_url=searx[1],
         )
         async with served_app(mode, settings) as app:
             yield app
@@ -285,6 +296,67 @@ async def test_firecrawl_js_with_its_defaults_and_its_options(
     hooks = await receiver.wait_for(f"crawl-js-{served.mode}", 4, within=30)
     types = [json.loads(hook.body)["type"] for hook in hooks]
     assert types == ["crawl.page"] * 3 + ["crawl.completed"], types
+
+
+@pytest.fixture(scope="module")
+async def loader_runs(served: ServedApp, site: FirecrawlSite) -> dict[str, Any]:
+    """What each RAG loader returned in each of its modes (scrape, crawl, map, extract through
+    the fake model, search through the fake SearXNG), the two run at once."""
+    config = {"api_url": served.base_url, "site": site.url("")}
+    langchain, llamaindex = await asyncio.gather(
+        rag_loader("langchain", config), rag_loader("llamaindex", config)
+    )
+    return {"langchain": langchain, "llamaindex": llamaindex}
+
+
+@pytest.mark.parametrize("loader", ["langchain", "llamaindex"])
+async def test_rag_loaders_with_their_defaults(
+    loader: str, loader_runs: dict[str, Any], site: FirecrawlSite
+) -> None:
+    out = loader_runs[loader]
+    raised = {mode: docs for mode, docs in out.items() if isinstance(docs, dict)}
+    assert not raised, raised
+
+    [scraped] = out["scrape"]
+    assert "River bridge repairs" in scraped["text"], scraped
+    assert "Footer words" not in scraped["text"]  # onlyMainContent, Firecrawl's default
+    assert scraped["metadata"]["title"] == "The Article", scraped["metadata"]
+    assert scraped["metadata"]["source_url"] == site.url(f"/article?{loader}")
+
+    crawled = {doc["metadata"]["source_url"]: doc for doc in out["crawl"]}
+    # The pages link back to the first one without its query: a page of its own.
+    pages = [site.url(f"/crawl/{n}") for n in range(site.crawl_pages + 1)]
+    assert set(crawled) == {site.url(f"/crawl/0?{loader}"), *pages}, crawled
+    for url, doc in crawled.items():
+        n = url.rsplit("/", 1)[-1].split("?")[0]
+        assert f"This is crawled page number {n}," in doc["text"], doc
+        assert doc["metadata"]["title"] == f"Crawl {n}", doc["metadata"]
+
+    # A map's Document is a link found on the page: its URL as the text (LlamaIndex's text is a
+    # link's title first, and map's links have none), and in LlamaIndex's metadata.
+    start = site.url(f"/crawl/0?map-{loader}")
+    assert {doc["text"] for doc in out["map"]} == {start, *pages[1:]}, out["map"]
+    if loader == "llamaindex":
+        assert all(doc["metadata"]["url"] == doc["text"] for doc in out["map"]), out["map"]
+
+    # Extract's Document is the SDK's answer as text: the fake model's reading of the article.
+    [extracted] = out["extract"]
+    assert "status='completed'" in extracted["text"], extracted
+    assert f"data={EXTRACTED}" in extracted["text"], extracted
+
+    # Search's Documents are the results (Firecrawl's default limit, 5), not scraped: LangChain
+    # reads a result's description, LlamaIndex its title.
+    found = out["search"]
+    assert [doc["metadata"]["url"] for doc in found] == [
+        site.url(f"/title/page-{n}") for n in range(5)
+    ], found
+    assert [doc["metadata"]["title"] for doc in found] == [f"Result {n}" for n in range(5)]
+    shown = "About result" if loader == "langchain" else "Result"
+    assert [doc["text"] for doc in found] == [f"{shown} {n}" for n in range(5)], found
+
+    if loader == "llamaindex":  # and the crawl its README shows: formats and a limit
+        readme = out["crawl_readme"]
+        assert len(readme) == 3 and all("crawled page number" in d["text"] for d in readme), readme
 
 
 async def test_firecrawl_mcp_server_scrapes_through_taskcrawler(

@@ -104,3 +104,36 @@ async def test_a_redirect_target_is_held_once(database_url: str) -> None:
         assert discovered == got.counts.discovered == len(found)
     finally:
         await db.close()
+
+
+async def test_a_page_the_crawl_has_no_copy_of_is_not_held(database_url: str) -> None:
+    """A page that failed (its site answered 503 every attempt), or was cancelled with its
+    crawl, gave the crawl no copy: a page redirected there and fetched is that copy, not a
+    duplicate of it. Before, it failed as ``duplicate`` and the crawl kept neither."""
+    db = open_database(database_url)
+    try:
+        store = CrawlStore(db)
+        created = await store.create(
+            OWNER, CrawlSpec(url=SITE, limit=10), callback_url=None, redispatch_after=30
+        )
+        assert isinstance(created, tuple)
+        crawl, _ = created
+        failed, cancelled, kept = await add_pages(db, crawl.id, "failed", "cancelled", "kept")
+        now = utcnow()
+        async with db.write() as conn:
+            for job_id, status, code in (
+                (failed, "FAILED", "http_5xx"),
+                (cancelled, "CANCELLED", None),
+                (kept, "COMPLETED", None),
+            ):
+                await conn.execute(
+                    jobs.update()
+                    .where(jobs.c.id == job_id)
+                    .values(status=status, error_code=code, finished_at=now)
+                )
+
+        assert not await store.holds(crawl.id, owner=OWNER, url=SITE + "failed")
+        assert not await store.holds(crawl.id, owner=OWNER, url=SITE + "cancelled")
+        assert await store.holds(crawl.id, owner=OWNER, url=SITE + "kept")
+    finally:
+        await db.close()

@@ -151,11 +151,48 @@ async def test_the_crawl_pages_listing_of_finished_pages_shows_each_once(
                 await finish(db, [ids[5]])
             elif step == 1:
                 await finish(db, [ids[2], ids[4]])
-            if page.next_cursor is None and len(seen) >= 5:
+            # Read on once past the fifth: a page shown twice would show then.
+            if len(seen) >= 5 and (page.next_cursor is None or not page.jobs):
                 break
             cursor = page.next_cursor or cursor
             if not page.jobs:
                 await asyncio.sleep(0.05)
         assert sorted(seen) == [f"http://site.test/{index}" for index in (0, 1, 2, 4, 5)]
+    finally:
+        await db.close()
+
+
+async def test_a_client_caught_up_with_a_running_crawl_reads_on_from_there(
+    database_url: str,
+) -> None:
+    """Once it has read every page finished so far, the listing still gives a ``next_cursor``
+    while the crawl runs: the one that shows the pages finishing later, and only them. Without
+    one, the client could only start again from the first page."""
+    db = open_database(database_url)
+    try:
+        crawl_id, ids = await crawl_with_pages(db)
+        await finish(db, ids[:2])
+        crawls = CrawlService(CrawlPolicy(), CrawlStore(db), JobStore(db), MemoryQueue())
+        services = cast(Any, SimpleNamespace(crawls=crawls))
+
+        async def read_on(cursor: str | None, until: int) -> tuple[list[str], str | None]:
+            seen: list[str] = []
+            for _ in range(400):
+                page = await crawl_routes.crawl_jobs(
+                    crawl_id, services, CALLER, [JobStatus.COMPLETED], 50, cursor
+                )
+                seen += [job.url for job in page.jobs]
+                cursor = page.next_cursor
+                if len(seen) >= until or cursor is None:
+                    return seen, cursor
+                await asyncio.sleep(0.05)
+            raise AssertionError(f"{seen} after 400 pages")
+
+        first, cursor = await read_on(None, 2)
+        assert sorted(first) == ["http://site.test/0", "http://site.test/1"]
+        assert cursor is not None
+        await finish(db, [ids[3]])
+        later, _ = await read_on(cursor, 1)
+        assert later == ["http://site.test/3"]
     finally:
         await db.close()

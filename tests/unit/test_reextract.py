@@ -6,9 +6,12 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Sequence
+from uuid import UUID
 
+from taskcrawler.domain.chunks import Chunk
 from taskcrawler.domain.pages import Archived, FetchedPage, Reextracted
-from taskcrawler.service.reextract import reextract_all
+from taskcrawler.extract.chunking import ChunkingConfig
+from taskcrawler.service.reextract import Rechunking, reextract_all
 from taskcrawler.worker.parsing import PageParser
 from tests.support.extractors import hostile
 
@@ -46,3 +49,41 @@ async def test_a_page_that_hangs_or_kills_its_parse_keeps_its_result() -> None:
     [rewritten] = store.rewritten
     assert rewritten.record.job_id == good.job_id
     assert rewritten.title is not None and rewritten.title.startswith("good|")
+
+
+class Chunks:
+    """A ChunkRepository whose every job has chunks, those remade recorded."""
+
+    def __init__(self) -> None:
+        self.made: dict[UUID, list[Chunk]] = {}
+
+    async def remake(self, job_id: UUID, made: Sequence[Chunk], *, counted: bool = False) -> bool:
+        self.made[job_id] = list(made)
+        return True
+
+
+async def test_a_rechunked_page_s_result_counts_its_new_chunks() -> None:
+    """``result.chunks.count`` is how many chunks the page has (docs/how-to/rag.md): made again
+    from the new Markdown, the count is theirs, not the old extraction's."""
+    sections = "".join(f"<h2>Part {n}</h2><p>{'word ' * 60}</p>" for n in range(3))
+    page = FetchedPage(
+        "http://x.test/", "http://x.test/", 200, {}, "text/html", None,
+        f"<title>t</title><main>{sections}</main>".encode(),
+    )  # fmt: skip
+    old = {"chunks": {"count": 40, "model": "m"}, "metadata": {}}
+    item = Archived(uuid.uuid4(), "o", ("markdown", "chunks"), page, result=old)
+    store, chunks = Archive([item]), Chunks()
+    parser = PageParser(processes=1)
+    try:
+        done = await reextract_all(
+            store,  # type: ignore[arg-type]
+            parser,
+            rechunking=Rechunking(chunks, ChunkingConfig(target_tokens=40, overlap_tokens=0)),  # type: ignore[arg-type]
+        )
+    finally:
+        await parser.aclose()
+    assert done.rechunked == 1
+    made = chunks.made[item.job_id]
+    [rewritten] = store.rewritten
+    assert len(made) > 1
+    assert rewritten.result["chunks"] == {"count": len(made), "model": "m"}

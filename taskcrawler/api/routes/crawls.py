@@ -66,7 +66,8 @@ async def get_crawl(crawl_id: Id, services: ServicesDep, caller: CallerDep) -> C
     description=(
         "With `status` limited to COMPLETED and/or FAILED, the pages come in the order they "
         "finished (first finished first), and `next_cursor` reads on from the last shown: "
-        "following it while the crawl runs shows every page that finishes exactly once. "
+        "following it while the crawl runs shows every page that finishes exactly once (while it "
+        "runs there is one even past the last page finished, leading to those finishing later). "
         "Otherwise the pages come newest first."
     ),
 )
@@ -81,7 +82,7 @@ async def crawl_jobs(
     statuses = tuple(status_ or ())
     if statuses and set(statuses) <= _FINISHED:
         pages, next_cursor = await services.crawls.finished_pages(
-            caller, crawl_id, statuses=statuses, limit=limit, cursor=cursor
+            caller, crawl_id, statuses=statuses, limit=limit, cursor=cursor, while_running=True
         )
         return JobPage(jobs=[JobOut.of(job) for job, _ in pages], next_cursor=next_cursor)
     query = JobQuery(statuses=statuses, limit=limit, cursor=cursor)
