@@ -11,7 +11,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from taskcrawler.domain import Outcome
-from taskcrawler.domain.crawls import CrawlSpec
+from taskcrawler.domain.crawls import Crawl, CrawlSpec
 from taskcrawler.domain.pages import Candidate
 from taskcrawler.storage import Database, WorkStore
 from taskcrawler.storage.adapters import open_database
@@ -70,15 +70,19 @@ async def pages_of(db: Database, crawl_id: uuid.UUID) -> dict[str, tuple[str, st
         return {url.removeprefix(SITE): (status, code) for url, status, code in rows}
 
 
+async def new_crawl(store: CrawlStore) -> Crawl:
+    created = await store.create(
+        OWNER, CrawlSpec(url=SITE, limit=10), callback_url=None, redispatch_after=30
+    )
+    assert isinstance(created, tuple)
+    return created[0]
+
+
 async def test_a_redirect_target_is_held_once(database_url: str) -> None:
     db = open_database(database_url)
     try:
         store = CrawlStore(db)
-        created = await store.create(
-            OWNER, CrawlSpec(url=SITE, limit=10), callback_url=None, redispatch_after=30
-        )
-        assert isinstance(created, tuple)
-        crawl, _ = created
+        crawl = await new_crawl(store)
         a, _, c = await add_pages(db, crawl.id, "a", "b", "c")
 
         # /a leads to /b, still waiting: /b is not fetched.
@@ -113,11 +117,7 @@ async def test_a_page_the_crawl_has_no_copy_of_is_not_held(database_url: str) ->
     db = open_database(database_url)
     try:
         store = CrawlStore(db)
-        created = await store.create(
-            OWNER, CrawlSpec(url=SITE, limit=10), callback_url=None, redispatch_after=30
-        )
-        assert isinstance(created, tuple)
-        crawl, _ = created
+        crawl = await new_crawl(store)
         failed, cancelled, kept = await add_pages(db, crawl.id, "failed", "cancelled", "kept")
         now = utcnow()
         async with db.write() as conn:
